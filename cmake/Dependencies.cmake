@@ -1,0 +1,80 @@
+# Third-party dependencies. fmt is used header-only and OpenBLAS is linked
+# statically by default so that the binaries run on the GPU machine, which has
+# none of Debian's packages.
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(doctest REQUIRED)
+find_package(Threads REQUIRED)
+
+set(BLA_VENDOR OpenBLAS)
+if(TWOGRAPH_STATIC_BLAS AND NOT TWOGRAPH_SANITIZE)
+  set(BLA_STATIC ON)
+endif()
+find_package(BLAS REQUIRED)
+find_path(TWOGRAPH_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread openblas-pthread)
+if(NOT TWOGRAPH_CBLAS_INCLUDE)
+  message(FATAL_ERROR "cblas.h not found: install libopenblas-dev (apt-get install libopenblas-dev)")
+endif()
+add_library(twograph_blas INTERFACE)
+target_link_libraries(twograph_blas INTERFACE ${BLAS_LIBRARIES} Threads::Threads)
+target_include_directories(twograph_blas SYSTEM INTERFACE ${TWOGRAPH_CBLAS_INCLUDE})
+if(BLA_STATIC)
+  # Static OpenBLAS pulls in libgfortran for its LAPACK half; link it statically too.
+  find_library(TWOGRAPH_GFORTRAN_STATIC NAMES libgfortran.a PATHS /usr/lib/gcc/x86_64-linux-gnu/12 /usr/lib/gcc/x86_64-linux-gnu/13)
+  find_library(TWOGRAPH_QUADMATH_STATIC NAMES libquadmath.a PATHS /usr/lib/gcc/x86_64-linux-gnu/12 /usr/lib/gcc/x86_64-linux-gnu/13)
+  if(TWOGRAPH_GFORTRAN_STATIC)
+    target_link_libraries(twograph_blas INTERFACE ${TWOGRAPH_GFORTRAN_STATIC})
+  endif()
+  if(TWOGRAPH_QUADMATH_STATIC)
+    target_link_libraries(twograph_blas INTERFACE ${TWOGRAPH_QUADMATH_STATIC})
+  endif()
+  target_link_libraries(twograph_blas INTERFACE m)
+endif()
+
+set(TWOGRAPH_HAVE_CUDA OFF)
+if(NOT TWOGRAPH_CUDA STREQUAL "OFF" AND NOT TWOGRAPH_SANITIZE)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # Hopper machine code plus portable PTX that the driver JIT-compiles elsewhere.
+      set(CMAKE_CUDA_ARCHITECTURES 90-real 75-virtual)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(TWOGRAPH_HAVE_CUDA ON)
+  elseif(TWOGRAPH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TWOGRAPH_CUDA=ON but no CUDA compiler was found: put nvcc on PATH or set CMAKE_CUDA_COMPILER")
+  endif()
+endif()
+
+# Everything links this: fmt header-only, include root, version info.
+add_library(twograph_common INTERFACE)
+target_include_directories(twograph_common INTERFACE ${PROJECT_SOURCE_DIR})
+target_link_libraries(twograph_common INTERFACE fmt::fmt-header-only)
+if(TWOGRAPH_HAVE_CUDA)
+  target_compile_definitions(twograph_common INTERFACE TWOGRAPH_HAVE_CUDA=1)
+endif()
+execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                OUTPUT_VARIABLE TWOGRAPH_GIT_REV OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(NOT TWOGRAPH_GIT_REV)
+  set(TWOGRAPH_GIT_REV unknown)
+endif()
+target_compile_definitions(twograph_common INTERFACE
+  TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV="${TWOGRAPH_GIT_REV}"
+  TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
+
+include(doctest)
+# twograph_add_test(NAME target LABEL cpu|gpu SOURCES ... LIBS ...)
+# GPU tests print "TG_SKIP" when there is no device; ctest shows them as skipped.
+function(twograph_add_test)
+  cmake_parse_arguments(T "" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} doctest::doctest twograph_test_main)
+  doctest_discover_tests(${T_NAME} TEST_PREFIX "${T_NAME}:" ADD_LABELS 0
+    PROPERTIES LABELS ${T_LABEL} SKIP_REGULAR_EXPRESSION "TG_SKIP"
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()

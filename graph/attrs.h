@@ -1,0 +1,27 @@
+#pragma once
+// Node attributes. One plain struct for every op: each op reads the fields it
+// documents in op.h and validation rejects values that make no sense for it.
+#include <array>
+
+#include "graph/shape.h"
+
+namespace tg {
+
+struct Attrs {
+  bool trans_a = false;            // matmul: use A^T
+  bool trans_b = false;            // matmul: use B^T
+  int axis = -1;                   // reduce_*, broadcast, softmax (last only)
+  int64_t size = 0;                // broadcast: extent of the inserted axis
+  float eps = 1e-5f;               // layernorm
+  float alpha = 1.0f;              // scale factor
+  float value = 0.0f;              // fill value
+  float lr = 0.01f;                // sgd, sgd_momentum
+  float momentum = 0.9f;           // sgd_momentum
+  bool in_place = false;           // relu (and elementwise ops): write into input 0
+  Shape shape;                     // reshape target (one dim may be -1), fill shape
+  std::array<int, kMaxRank> perm{{0, 1, 2, 3}};  // transpose
+
+  bool operator==(const Attrs& o) const;
+};
+
+}  // namespace tg

@@ -1,0 +1,165 @@
+#include "graph/builder.h"
+
+#include "graph/errors.h"
+#include "graph/shape_inference.h"
+
+namespace tg {
+
+namespace {
+Value apply1(Builder& b, OpKind op, std::vector<Value> in, Attrs at = {}) {
+  return b.apply(op, in, at);
+}
+}  // namespace
+
+Value matmul(Builder& b, Value x, Value w, bool trans_a, bool trans_b) {
+  Attrs at;
+  at.trans_a = trans_a;
+  at.trans_b = trans_b;
+  return apply1(b, OpKind::matmul, {x, w}, at);
+}
+Value add(Builder& b, Value x, Value y) { return apply1(b, OpKind::add, {x, y}); }
+Value sub(Builder& b, Value x, Value y) { return apply1(b, OpKind::sub, {x, y}); }
+Value mul(Builder& b, Value x, Value y) { return apply1(b, OpKind::mul, {x, y}); }
+Value scale(Builder& b, Value x, float alpha) {
+  Attrs at;
+  at.alpha = alpha;
+  return apply1(b, OpKind::scale, {x}, at);
+}
+Value bias_add(Builder& b, Value x, Value bias) { return apply1(b, OpKind::bias_add, {x, bias}); }
+Value relu(Builder& b, Value x, bool in_place) {
+  Attrs at;
+  at.in_place = in_place;
+  return apply1(b, OpKind::relu, {x}, at);
+}
+Value gelu(Builder& b, Value x) { return apply1(b, OpKind::gelu, {x}); }
+Value softmax(Builder& b, Value x) { return apply1(b, OpKind::softmax, {x}); }
+Value layernorm(Builder& b, Value x, Value gamma, Value beta, float eps) {
+  Attrs at;
+  at.eps = eps;
+  return apply1(b, OpKind::layernorm, {x, gamma, beta}, at);
+}
+Value reduce_sum(Builder& b, Value x, int axis) {
+  Attrs at;
+  at.axis = axis;
+  return apply1(b, OpKind::reduce_sum, {x}, at);
+}
+Value reduce_mean(Builder& b, Value x, int axis) {
+  Attrs at;
+  at.axis = axis;
+  return apply1(b, OpKind::reduce_mean, {x}, at);
+}
+Value broadcast(Builder& b, Value x, int axis, int64_t size) {
+  Attrs at;
+  at.axis = axis;
+  at.size = size;
+  return apply1(b, OpKind::broadcast, {x}, at);
+}
+Value transpose(Builder& b, Value x, std::array<int, kMaxRank> perm) {
+  Attrs at;
+  at.perm = perm;
+  return apply1(b, OpKind::transpose, {x}, at);
+}
+Value reshape(Builder& b, Value x, Shape shape) {
+  Attrs at;
+  at.shape = shape;
+  return apply1(b, OpKind::reshape, {x}, at);
+}
+Value mse_loss(Builder& b, Value pred, Value target) { return apply1(b, OpKind::mse_loss, {pred, target}); }
+Value cross_entropy(Builder& b, Value logits, Value labels) {
+  return apply1(b, OpKind::cross_entropy, {logits, labels});
+}
+Value fill(Builder& b, Shape shape, float value) {
+  Attrs at;
+  at.shape = shape;
+  at.value = value;
+  return apply1(b, OpKind::fill, {}, at);
+}
+Value copy(Builder& b, Value x) { return apply1(b, OpKind::copy, {x}); }
+
+// ---------------------------------------------------------------------------
+
+Value RecordingBuilder::handle(const Graph& g, int id) {
+  Value v;
+  v.id = id;
+  v.shape = g.values[static_cast<size_t>(id)].shape;
+  v.dtype = g.values[static_cast<size_t>(id)].dtype;
+  return v;
+}
+
+std::string RecordingBuilder::unique_name(const std::string& base) {
+  std::string name = base;
+  while (g_.find_value(name) >= 0 || g_.find_node(name) >= 0) name = base + "_" + std::to_string(++counter_);
+  return name;
+}
+
+Value RecordingBuilder::input(const std::string& name, const Shape& shape) {
+  if (g_.find_value(name) >= 0) graph_error("input '{}': a value with this name already exists; names must be unique", name);
+  ValueInfo v;
+  v.name = name;
+  v.shape = shape;
+  v.role = Role::input;
+  return handle(g_, g_.add_value(v));
+}
+
+Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init) {
+  if (g_.find_value(name) >= 0)
+    graph_error("parameter '{}': a value with this name already exists; names must be unique", name);
+  ValueInfo v;
+  v.name = name;
+  v.shape = shape;
+  v.role = Role::parameter;
+  v.init = init;
+  return handle(g_, g_.add_value(v));
+}
+
+Value RecordingBuilder::optimizer_state(const Value& param, const std::string& name) {
+  int existing = g_.find_value(name);
+  if (existing >= 0) return handle(g_, existing);
+  ValueInfo v;
+  v.name = name;
+  v.shape = param.shape;
+  v.role = Role::optimizer_state;
+  v.init.kind = ParamInit::Kind::constant;
+  v.init.a = 0.0f;
+  return handle(g_, g_.add_value(v));
+}
+
+Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs,
+                              const std::string& name) {
+  const std::string node_name = unique_name(name.empty() ? std::string("n") + std::to_string(g_.nodes.size()) : name);
+  std::vector<Shape> shapes;
+  shapes.reserve(inputs.size());
+  Node n;
+  n.name = node_name;
+  n.op = op;
+  n.attrs = attrs;
+  for (const Value& v : inputs) {
+    if (v.id < 0 || v.id >= static_cast<int>(g_.values.size()))
+      graph_error("{} {}: input is not a value of this graph (id {})", op_name(op), node_name, v.id);
+    shapes.push_back(g_.values[static_cast<size_t>(v.id)].shape);
+    n.inputs.push_back(v.id);
+  }
+  const Shape out_shape = infer_shape(op, shapes, attrs, node_name);
+  if (op_num_outputs(op) == 0) {
+    g_.add_node(std::move(n));
+    return Value{};
+  }
+  ValueInfo out;
+  out.name = node_name;  // a node's output carries the node's name
+  out.shape = out_shape;
+  out.role = default_role_;
+  int id = g_.add_value(out);
+  n.outputs.push_back(id);
+  g_.add_node(std::move(n));
+  return handle(g_, id);
+}
+
+void RecordingBuilder::mark_output(const Value& v) {
+  for (int o : g_.outputs)
+    if (o == v.id) return;
+  g_.outputs.push_back(v.id);
+  ValueInfo& info = g_.values[static_cast<size_t>(v.id)];
+  if (info.role == Role::temporary || info.role == Role::activation) info.role = Role::output;
+}
+
+}  // namespace tg

@@ -1,0 +1,88 @@
+#pragma once
+// The one idea: a model is a function of a Builder. The recording builder
+// (static) appends nodes to a Graph; the eager builder (dynamic) runs each op at
+// once. Gradient rules are written against Builder too, so both executors share them.
+#include <string>
+#include <vector>
+
+#include "graph/attrs.h"
+#include "graph/graph.h"
+#include "graph/op.h"
+#include "graph/shape.h"
+
+namespace tg {
+
+// A handle to a value inside some builder. `id` means what the builder says it
+// means (a graph value id for the recording builder, a tensor slot for the
+// eager one); shape and dtype are always known on the host.
+struct Value {
+  int id = -1;
+  Shape shape;
+  DType dtype = DType::F32;
+  bool valid() const { return id >= 0; }
+};
+
+class Builder {
+ public:
+  virtual ~Builder() = default;
+  // A value the user feeds every iteration (data, labels).
+  virtual Value input(const std::string& name, const Shape& shape) = 0;
+  // A persistent trainable value.
+  virtual Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) = 0;
+  // The only way to add a node. Infers the output shape (throwing GraphError on
+  // a mismatch). Update ops return an invalid Value.
+  virtual Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
+                      const std::string& name = "") = 0;
+  // Marks a value as something the user reads back.
+  virtual void mark_output(const Value& v) = 0;
+  // The persistent optimizer-state buffer (momentum) for a parameter, created on
+  // first use with zeros.
+  virtual Value optimizer_state(const Value& param, const std::string& name) = 0;
+};
+
+// Typed helpers over Builder::apply.
+Value matmul(Builder& b, Value x, Value w, bool trans_a = false, bool trans_b = false);
+Value add(Builder& b, Value x, Value y);
+Value sub(Builder& b, Value x, Value y);
+Value mul(Builder& b, Value x, Value y);
+Value scale(Builder& b, Value x, float alpha);
+Value bias_add(Builder& b, Value x, Value bias);
+Value relu(Builder& b, Value x, bool in_place = false);
+Value gelu(Builder& b, Value x);
+Value softmax(Builder& b, Value x);
+Value layernorm(Builder& b, Value x, Value gamma, Value beta, float eps = 1e-5f);
+Value reduce_sum(Builder& b, Value x, int axis);
+Value reduce_mean(Builder& b, Value x, int axis);
+Value broadcast(Builder& b, Value x, int axis, int64_t size);
+Value transpose(Builder& b, Value x, std::array<int, kMaxRank> perm);
+Value reshape(Builder& b, Value x, Shape shape);
+Value mse_loss(Builder& b, Value pred, Value target);
+Value cross_entropy(Builder& b, Value logits, Value labels);
+Value fill(Builder& b, Shape shape, float value);
+Value copy(Builder& b, Value x);
+
+// Appends nodes to a Graph, inferring shapes as it goes.
+class RecordingBuilder : public Builder {
+ public:
+  explicit RecordingBuilder(Graph& g) : g_(g) {}
+  Value input(const std::string& name, const Shape& shape) override;
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) override;
+  Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
+              const std::string& name = "") override;
+  void mark_output(const Value& v) override;
+  Value optimizer_state(const Value& param, const std::string& name) override;
+
+  // The role given to values created by apply() (the autodiff switches this to
+  // gradient/temporary while it records the backward pass).
+  void set_default_role(Role r) { default_role_ = r; }
+  Graph& graph() { return g_; }
+  static Value handle(const Graph& g, int id);
+
+ private:
+  std::string unique_name(const std::string& base);
+  Graph& g_;
+  Role default_role_ = Role::temporary;
+  int counter_ = 0;
+};
+
+}  // namespace tg

@@ -1,0 +1,135 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+constexpr const char* kRoleNames[] = {"input",      "parameter", "gradient", "optimizer_state",
+                                      "activation", "temporary", "output"};
+}
+
+const char* role_name(Role r) { return kRoleNames[static_cast<int>(r)]; }
+
+bool parse_role(const std::string& s, Role& out) {
+  for (int i = 0; i < 7; ++i) {
+    if (s == kRoleNames[i]) {
+      out = static_cast<Role>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Attrs::operator==(const Attrs& o) const {
+  return trans_a == o.trans_a && trans_b == o.trans_b && axis == o.axis && size == o.size &&
+         eps == o.eps && alpha == o.alpha && value == o.value && lr == o.lr &&
+         momentum == o.momentum && in_place == o.in_place && shape == o.shape && perm == o.perm;
+}
+
+int Graph::add_value(ValueInfo v) {
+  values.push_back(std::move(v));
+  return static_cast<int>(values.size()) - 1;
+}
+
+int Graph::add_node(Node n) {
+  const int id = static_cast<int>(nodes.size());
+  for (int out : n.outputs)
+    if (out >= 0 && out < static_cast<int>(values.size())) values[static_cast<size_t>(out)].producer = id;
+  nodes.push_back(std::move(n));
+  return id;
+}
+
+int Graph::find_value(const std::string& name) const {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int Graph::find_node(const std::string& name) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<int> Graph::values_with_role(Role r) const {
+  std::vector<int> ids;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].role == r) ids.push_back(static_cast<int>(i));
+  return ids;
+}
+
+std::vector<std::vector<int>> Graph::consumers() const {
+  std::vector<std::vector<int>> c(values.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int in : nodes[n].inputs)
+      if (in >= 0 && in < static_cast<int>(values.size())) {
+        auto& list = c[static_cast<size_t>(in)];
+        if (list.empty() || list.back() != static_cast<int>(n)) list.push_back(static_cast<int>(n));
+      }
+  return c;
+}
+
+std::vector<int> Graph::topo_order() const {
+  // Kahn's algorithm, taking ready nodes in id order so the order is stable:
+  // a graph recorded in execution order comes back unchanged.
+  const size_t n = nodes.size();
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int in : nodes[i].inputs) {
+      if (in < 0 || in >= static_cast<int>(values.size())) continue;
+      int p = values[static_cast<size_t>(in)].producer;
+      if (p >= 0 && p < static_cast<int>(n)) {
+        ++pending[i];
+        users[static_cast<size_t>(p)].push_back(static_cast<int>(i));
+      }
+    }
+  }
+  // Update ops (sgd) mutate their inputs; they must run after every other
+  // reader of those inputs. Model that as an edge reader -> update.
+  for (size_t i = 0; i < n; ++i) {
+    if (!op_is_update(nodes[i].op)) continue;
+    for (int in : nodes[i].inputs) {
+      for (size_t j = 0; j < n; ++j) {
+        if (j == i || op_is_update(nodes[j].op)) continue;
+        if (std::find(nodes[j].inputs.begin(), nodes[j].inputs.end(), in) != nodes[j].inputs.end()) {
+          ++pending[i];
+          users[j].push_back(static_cast<int>(i));
+        }
+      }
+    }
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  std::vector<int> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+  // Min-heap by id keeps the order stable.
+  auto cmp = [](int a, int b) { return a > b; };
+  std::make_heap(ready.begin(), ready.end(), cmp);
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), cmp);
+    int v = ready.back();
+    ready.pop_back();
+    order.push_back(v);
+    for (int u : users[static_cast<size_t>(v)]) {
+      if (--pending[static_cast<size_t>(u)] == 0) {
+        ready.push_back(u);
+        std::push_heap(ready.begin(), ready.end(), cmp);
+      }
+    }
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] > 0)
+        graph_error("graph has a cycle through node '{}' ({}): a node cannot depend on its own output; "
+                    "break the cycle by reading a value produced earlier",
+                    nodes[i].name, op_name(nodes[i].op));
+  }
+  return order;
+}
+
+}  // namespace tg

@@ -1,0 +1,76 @@
+#pragma once
+// The IR: values (typed, shaped, with a role), single-output nodes, and a graph
+// that owns both. Value and node ids are indices into the graph's vectors.
+#include <string>
+#include <vector>
+
+#include "graph/attrs.h"
+#include "graph/op.h"
+#include "graph/shape.h"
+
+namespace tg {
+
+// Roles drive the memory breakdown (parameters, gradients, momentum, activations).
+enum class Role : uint8_t {
+  input,           // fed by the user every iteration (data, labels)
+  parameter,       // persistent, updated by the optimizer
+  gradient,        // d loss / d parameter
+  optimizer_state, // momentum buffers
+  activation,      // forward value that backward reads
+  temporary,       // everything else
+  output,          // what the user reads back (logits, loss)
+};
+const char* role_name(Role r);
+bool parse_role(const std::string& s, Role& out);
+
+// How a parameter or optimizer-state value starts. Both executors materialize it
+// with the same deterministic generator (init.h), so they start bit-identical.
+struct ParamInit {
+  enum class Kind : uint8_t { uniform, constant } kind = Kind::uniform;
+  float a = 0.0f;  // uniform: values in [-a, a] (a = 0 means 1/sqrt(fan_in)); constant: the value
+  bool operator==(const ParamInit& o) const { return kind == o.kind && a == o.a; }
+};
+
+struct ValueInfo {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::F32;
+  Role role = Role::temporary;
+  int producer = -1;  // node id, -1 for graph inputs and parameters
+  ParamInit init;     // parameters and optimizer state only
+
+  int64_t bytes() const { return shape.numel() * dtype_size(dtype); }
+};
+
+struct Node {
+  std::string name;
+  OpKind op = OpKind::copy;
+  std::vector<int> inputs;   // value ids
+  std::vector<int> outputs;  // value ids: one, or none for update ops
+  Attrs attrs;
+};
+
+class Graph {
+ public:
+  std::vector<ValueInfo> values;
+  std::vector<Node> nodes;
+  std::vector<int> outputs;  // value ids the user reads back
+
+  int add_value(ValueInfo v);
+  // Appends a node; sets the producer of its outputs. Does not validate.
+  int add_node(Node n);
+
+  // -1 when absent.
+  int find_value(const std::string& name) const;
+  int find_node(const std::string& name) const;
+
+  // Value ids by role, in id order.
+  std::vector<int> values_with_role(Role r) const;
+  // Node ids in an order where every input is produced before use. Throws
+  // GraphError naming a node on the cycle when there is one.
+  std::vector<int> topo_order() const;
+  // Per value: the node ids that read it, ascending.
+  std::vector<std::vector<int>> consumers() const;
+};
+
+}  // namespace tg

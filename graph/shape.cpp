@@ -1,0 +1,73 @@
+#include "graph/shape.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace tg {
+
+const char* dtype_name(DType dt) {
+  switch (dt) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+  }
+  return "?";
+}
+
+int dtype_size(DType dt) { return dt == DType::F32 ? 4 : 2; }
+
+bool parse_dtype(const std::string& s, DType& out) {
+  if (s == "f32") { out = DType::F32; return true; }
+  if (s == "bf16") { out = DType::BF16; return true; }
+  if (s == "f16") { out = DType::F16; return true; }
+  return false;
+}
+
+Shape::Shape(std::initializer_list<int64_t> d) {
+  if (d.size() > static_cast<size_t>(kMaxRank)) throw std::invalid_argument("Shape: more than 4 dims");
+  for (int64_t v : d) dims[static_cast<size_t>(rank++)] = v;
+}
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= dims[static_cast<size_t>(i)];
+  return n;
+}
+
+int64_t Shape::rows() const {
+  int64_t n = 1;
+  for (int i = 0; i + 1 < rank; ++i) n *= dims[static_cast<size_t>(i)];
+  return n;
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (rank != o.rank) return false;
+  for (int i = 0; i < rank; ++i)
+    if (dims[static_cast<size_t>(i)] != o.dims[static_cast<size_t>(i)]) return false;
+  return true;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i) {
+    if (i) s += ",";
+    s += std::to_string(dims[static_cast<size_t>(i)]);
+  }
+  return s + "]";
+}
+
+bool numel_checked(const Shape& s, int64_t& out) {
+  // Keep the byte count (numel * 4) representable too.
+  const int64_t limit = std::numeric_limits<int64_t>::max() / 8;
+  int64_t n = 1;
+  for (int i = 0; i < s.rank; ++i) {
+    int64_t d = s[i];
+    if (d <= 0) return false;
+    if (n > limit / d) return false;
+    n *= d;
+  }
+  out = n;
+  return true;
+}
+
+}  // namespace tg

@@ -1,0 +1,44 @@
+#pragma once
+// Tensor shapes and element types of the IR. Nothing here knows about devices.
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace tg {
+
+constexpr int kMaxRank = 4;
+
+// f32 is the only dtype the kernels implement; the others are reserved so that the
+// IR, the graph files and the planner already carry a dtype everywhere.
+enum class DType : uint8_t { F32, BF16, F16 };
+
+const char* dtype_name(DType dt);
+int dtype_size(DType dt);
+bool parse_dtype(const std::string& s, DType& out);
+
+struct Shape {
+  int rank = 0;
+  std::array<int64_t, kMaxRank> dims{};
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> d);
+
+  int64_t operator[](int i) const { return dims[static_cast<size_t>(i)]; }
+  int64_t& operator[](int i) { return dims[static_cast<size_t>(i)]; }
+  int64_t last() const { return rank > 0 ? dims[static_cast<size_t>(rank - 1)] : 1; }
+  // Product of all dims. Callers that accept untrusted shapes validate first
+  // (numel_checked) because the product can overflow.
+  int64_t numel() const;
+  // Product of all dims but the last: the "rows" of a row-major tensor.
+  int64_t rows() const;
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  std::string str() const;  // "[32,512]"
+};
+
+// Returns false (and leaves out untouched) when the element count or the byte
+// count would not fit in int64.
+bool numel_checked(const Shape& s, int64_t& out);
+
+}  // namespace tg

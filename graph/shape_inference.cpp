@@ -1,0 +1,215 @@
+#include "graph/shape_inference.h"
+
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+
+std::string shapes_str(const std::vector<Shape>& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].str();
+  return out;
+}
+
+void require_same(const char* op, const std::string& node, const Shape& a, const Shape& b) {
+  if (a != b)
+    graph_error("{} {}: shapes {} and {} differ; both inputs must have the same shape "
+                "(use bias_add for a [n] vector, or reshape/broadcast first)",
+                op, node, a.str(), b.str());
+}
+
+int normalize_axis(const char* op, const std::string& node, int axis, int rank) {
+  int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    graph_error("{} {}: axis {} is out of range for a rank-{} input; use an axis in [{}, {}]", op, node,
+                axis, rank, -rank, rank - 1);
+  return a;
+}
+
+Shape matmul_shape(const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const Shape& a = in[0];
+  const Shape& b = in[1];
+  if (b.rank != 2 && b.rank != 3)
+    graph_error("matmul {}: B is {} of rank {}; B must be a [k,n] matrix or a [batch,k,n] stack", node,
+                b.str(), b.rank);
+  if (a.rank < 2)
+    graph_error("matmul {}: A is {} of rank {}; A must have at least 2 dims (reshape a vector to [1,n])",
+                node, a.str(), a.rank);
+  if (b.rank == 3 && a.rank != 3)
+    graph_error("matmul {}: batched B {} needs a batched A of rank 3, got {}", node, b.str(), a.str());
+  if (b.rank == 3 && a[0] != b[0])
+    graph_error("matmul {}: batch dims differ: A {} has {}, B {} has {}; batched operands need equal batch",
+                node, a.str(), a[0], b.str(), b[0]);
+  const int64_t m = at.trans_a ? a[a.rank - 1] : a[a.rank - 2];
+  const int64_t ka = at.trans_a ? a[a.rank - 2] : a[a.rank - 1];
+  const int64_t kb = at.trans_b ? b[b.rank - 1] : b[b.rank - 2];
+  const int64_t n = at.trans_b ? b[b.rank - 2] : b[b.rank - 1];
+  if (ka != kb)
+    graph_error("matmul {}: cannot multiply {}{} by {}{}: inner dims {} != {}; transpose an operand or "
+                "fix its shape so that A's columns equal B's rows",
+                node, a.str(), at.trans_a ? "^T" : "", b.str(), at.trans_b ? "^T" : "", ka, kb);
+  Shape out = a;
+  out[a.rank - 2] = m;
+  out[a.rank - 1] = n;
+  return out;
+}
+
+}  // namespace
+
+Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const char* name = op_name(op);
+  const int arity = op_num_inputs(op);
+  if (static_cast<int>(in.size()) != arity)
+    graph_error("{} {}: takes {} input{}, got {} ({}); check the node's inputs list", name, node, arity,
+                arity == 1 ? "" : "s", in.size(), shapes_str(in));
+  for (size_t i = 0; i < in.size(); ++i)
+    for (int d = 0; d < in[i].rank; ++d)
+      if (in[i][d] <= 0)
+        graph_error("{} {}: input {} has shape {} with dim {} = {}; every dim must be >= 1", name, node, i,
+                    in[i].str(), d, in[i][d]);
+
+  switch (op) {
+    case OpKind::matmul: return matmul_shape(in, at, node);
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::relu_grad:
+    case OpKind::gelu_grad:
+    case OpKind::softmax_grad:
+      require_same(name, node, in[0], in[1]);
+      return in[0];
+    case OpKind::scale:
+    case OpKind::relu:
+    case OpKind::gelu:
+    case OpKind::copy: return in[0];
+    case OpKind::softmax:
+      if (in[0].rank == 0) graph_error("softmax {}: input is a scalar; softmax needs at least one dim", node);
+      if (normalize_axis(name, node, at.axis, in[0].rank) != in[0].rank - 1)
+        graph_error("softmax {}: axis {} is not the last axis of {}; only the last axis is supported "
+                    "(transpose first)", node, at.axis, in[0].str());
+      return in[0];
+    case OpKind::bias_add:
+      if (in[1].rank != 1 || in[1][0] != in[0].last())
+        graph_error("bias_add {}: bias {} does not match the last dim of {}; the bias must be [{}]", node,
+                    in[1].str(), in[0].str(), in[0].last());
+      return in[0];
+    case OpKind::layernorm:
+    case OpKind::layernorm_grad_x: {
+      const Shape& x = op == OpKind::layernorm ? in[0] : in[1];
+      if (op == OpKind::layernorm_grad_x) require_same(name, node, in[0], in[1]);
+      const Shape& g = in[op == OpKind::layernorm ? 1 : 2];
+      if (g.rank != 1 || g[0] != x.last())
+        graph_error("{} {}: gamma {} does not match the last dim of {}; gamma must be [{}]", name, node,
+                    g.str(), x.str(), x.last());
+      if (op == OpKind::layernorm && in[2] != g)
+        graph_error("layernorm {}: beta {} differs from gamma {}; both must be [{}]", node, in[2].str(),
+                    g.str(), x.last());
+      if (!(at.eps > 0.0f))
+        graph_error("{} {}: eps = {} must be > 0 (1e-5 is usual)", name, node, at.eps);
+      return x;
+    }
+    case OpKind::layernorm_grad_gamma:
+      require_same(name, node, in[0], in[1]);
+      return Shape{in[0].last()};
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean: {
+      const int axis = normalize_axis(name, node, at.axis, in[0].rank);
+      if (in[0].rank == 1) return Shape{1};
+      Shape out;
+      for (int d = 0; d < in[0].rank; ++d)
+        if (d != axis) out[out.rank++] = in[0][d];
+      return out;
+    }
+    case OpKind::broadcast: {
+      if (in[0].rank >= kMaxRank)
+        graph_error("broadcast {}: input {} already has {} dims; at most {} are supported", node, in[0].str(),
+                    in[0].rank, kMaxRank);
+      if (at.size <= 0)
+        graph_error("broadcast {}: size = {} must be >= 1 (the extent of the inserted axis)", node, at.size);
+      const int axis = normalize_axis(name, node, at.axis, in[0].rank + 1);
+      Shape out;
+      for (int d = 0, s = 0; d <= in[0].rank; ++d) out[out.rank++] = d == axis ? at.size : in[0][s++];
+      return out;
+    }
+    case OpKind::transpose: {
+      const int r = in[0].rank;
+      bool seen[kMaxRank] = {false, false, false, false};
+      for (int d = 0; d < r; ++d) {
+        int p = at.perm[static_cast<size_t>(d)];
+        if (p < 0 || p >= r || seen[p])
+          graph_error("transpose {}: perm is not a permutation of 0..{} for input {}; list each axis once",
+                      node, r - 1, in[0].str());
+        seen[p] = true;
+      }
+      Shape out;
+      out.rank = r;
+      for (int d = 0; d < r; ++d) out[d] = in[0][at.perm[static_cast<size_t>(d)]];
+      return out;
+    }
+    case OpKind::reshape: {
+      Shape out = at.shape;
+      if (out.rank == 0) graph_error("reshape {}: target shape is empty; give the new shape in attrs.shape", node);
+      int infer = -1;
+      int64_t known = 1;
+      for (int d = 0; d < out.rank; ++d) {
+        if (out[d] == -1 && infer < 0) { infer = d; continue; }
+        if (out[d] <= 0)
+          graph_error("reshape {}: target {} has dim {} = {}; dims must be >= 1 (one may be -1)", node,
+                      out.str(), d, out[d]);
+        known *= out[d];
+      }
+      const int64_t total = in[0].numel();
+      if (infer >= 0) {
+        if (total % known != 0)
+          graph_error("reshape {}: cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", node,
+                      in[0].str(), total, out.str(), total, known);
+        out[infer] = total / known;
+      } else if (known != total) {
+        graph_error("reshape {}: cannot reshape {} ({} elements) to {} ({} elements); element counts must match",
+                    node, in[0].str(), total, out.str(), known);
+      }
+      return out;
+    }
+    case OpKind::mse_loss:
+      require_same(name, node, in[0], in[1]);
+      return Shape{1};
+    case OpKind::mse_loss_grad:
+      require_same(name, node, in[0], in[1]);
+      if (in[2].numel() != 1) graph_error("mse_loss_grad {}: dloss {} must be [1]", node, in[2].str());
+      return in[0];
+    case OpKind::cross_entropy:
+    case OpKind::cross_entropy_grad:
+      if (in[0].rank != 2)
+        graph_error("{} {}: logits {} must be [n, classes]; reshape to 2 dims first", name, node, in[0].str());
+      if (in[1].rank != 1 || in[1][0] != in[0][0])
+        graph_error("{} {}: labels {} must be [{}], one class index per row of logits {}", name, node,
+                    in[1].str(), in[0][0], in[0].str());
+      if (op == OpKind::cross_entropy_grad) {
+        if (in[2].numel() != 1) graph_error("cross_entropy_grad {}: dloss {} must be [1]", node, in[2].str());
+        return in[0];
+      }
+      return Shape{1};
+    case OpKind::fill: {
+      int64_t n = 0;
+      if (at.shape.rank == 0 || !numel_checked(at.shape, n))
+        graph_error("fill {}: shape {} is empty, has a dim < 1 or is too large; give attrs.shape with dims >= 1",
+                    node, at.shape.str());
+      return at.shape;
+    }
+    case OpKind::sgd:
+      require_same(name, node, in[0], in[1]);
+      if (!(at.lr > 0.0f)) graph_error("sgd {}: lr = {} must be > 0", node, at.lr);
+      return Shape{};
+    case OpKind::sgd_momentum:
+      require_same(name, node, in[0], in[1]);
+      require_same(name, node, in[0], in[2]);
+      if (!(at.lr > 0.0f)) graph_error("sgd_momentum {}: lr = {} must be > 0", node, at.lr);
+      if (!(at.momentum >= 0.0f && at.momentum < 1.0f))
+        graph_error("sgd_momentum {}: momentum = {} must be in [0, 1)", node, at.momentum);
+      return Shape{};
+  }
+  graph_error("{} {}: op has no shape rule", name, node);
+}
+
+}  // namespace tg

@@ -1,0 +1,38 @@
+#pragma once
+// A device the executors run on. The CPU backend (kernels/cpu) runs each op at
+// once; the CUDA backend (kernels/cuda) enqueues it on its stream. Executors own
+// allocation policy (dynamic/ allocators, static/ arenas) and call the raw
+// allocation here only to get memory from the device.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kernels/op_call.h"
+
+namespace tg {
+
+enum class DeviceKind { cpu, cuda };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string name() const = 0;  // "cpu", "cuda:0 (NVIDIA H200)"
+  // Runs (CPU) or enqueues (CUDA) one op.
+  virtual void run(const kernels::OpCall& call) = 0;
+  // Raw device memory, 256-byte aligned. Throws on failure with a message that
+  // states the request and the device's free and total memory.
+  virtual void* raw_alloc(size_t bytes) = 0;
+  virtual void raw_free(void* p) noexcept = 0;
+  // Blocking copies between host memory and this device's memory.
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  // Device to device, ordered with run().
+  virtual void copy_on_device(void* dst, const void* src, size_t bytes) = 0;
+  // Waits until everything enqueued has finished.
+  virtual void synchronize() = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace tg
