@@ -1,0 +1,130 @@
+#pragma once
+// The CPU reference kernels: the launcher layer over raw host pointers and sizes,
+// and the entry run_cpu that maps an OpCall onto them.
+//
+// These definitions are THE semantics of every op. The CUDA kernels follow the
+// same formulas; where the CPU reference accumulates in double the CUDA kernel may
+// accumulate in float, and tests compare the two with atol + rtol*|ref|.
+//
+// Conventions
+//  - Row-major, contiguous. "rows x cols" means the last axis is `cols` and every
+//    leading axis is folded into `rows` (Shape::rows(), Shape::last()).
+//  - Plain float arithmetic (add, sub, mul, scale, bias_add, relu*, sgd*, mse_loss_grad,
+//    fill, copy) is done in float exactly as written, so another backend can match
+//    it bit for bit. Transcendentals (exp, log, tanh) and reductions are computed in
+//    double and rounded to float once at the end.
+//  - Deterministic: the same inputs give the same bits on every run. Every loop has
+//    a fixed order; OpenBLAS sgemm splits work over M and N, never over K, so each
+//    output element is accumulated in the same order whatever the thread count.
+//  - Alias-safe (out.data may equal an input's data, exactly, never a partial
+//    overlap): every elementwise op, bias_add, softmax, softmax_grad, layernorm,
+//    layernorm_grad_x, mse_loss_grad, cross_entropy_grad, copy, sgd*. NOT alias-safe
+//    (run_cpu rejects out == in): matmul, reduce_*, broadcast, transpose,
+//    layernorm_grad_gamma, mse_loss, cross_entropy.
+//  - Kernels never allocate and never fail on valid sizes. Labels that are not an
+//    integer class in [0, classes) are rejected with std::invalid_argument.
+#include <cstdint>
+
+#include "kernels/op_call.h"
+
+namespace tg::kernels {
+
+// The entry: runs one op now. Throws std::invalid_argument naming the op and the
+// offending tensor when the call is malformed (wrong input count, null data,
+// sizes that do not fit the op, an aliased output for an op that cannot alias).
+void run_cpu(const OpCall& call);
+
+// ---- matmul (matmul.cpp) --------------------------------------------------------
+// C[m,n] = op(A) op(B), op(X) = X or X^T; A is [m,k] (or [k,m] when trans_a), B is
+// [k,n] (or [n,k] when trans_b), all row-major with leading dims lda, ldb, ldc. C is
+// overwritten (beta = 0). cblas_sgemm.
+void cpu_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float* c, int64_t ldc);
+// `batch` independent products with tightly packed operands: A_i = a + i*stride_a,
+// B_i = b + i*stride_b (stride_b = 0 shares one B), C_i = c + i*m*n.
+void cpu_sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                       const float* a, int64_t stride_a, const float* b, int64_t stride_b, float* c);
+// The op as shape inference defines it (graph/shape_inference.cpp):
+//  - A [.., m, k] rank >= 2, B [k, n]: with !trans_a the leading dims of A fold into
+//    m (one sgemm); with trans_a each leading index is one product with shared B.
+//  - A [b, m, k], B [b, k, n]: b products.
+// Dims are given as in the tensors' shapes (before transposition).
+void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dims, int a_rank,
+                const float* b, const int64_t* b_dims, int b_rank, float* c);
+
+// ---- elementwise (elementwise.cpp), n elements --------------------------------
+void cpu_add(const float* a, const float* b, float* y, int64_t n);    // y = a + b
+void cpu_sub(const float* a, const float* b, float* y, int64_t n);    // y = a - b
+void cpu_mul(const float* a, const float* b, float* y, int64_t n);    // y = a * b
+void cpu_scale(const float* x, float alpha, float* y, int64_t n);     // y = alpha * x
+void cpu_fill(float* y, float value, int64_t n);                      // y = value
+void cpu_copy(const float* x, float* y, int64_t n);                   // y = x (memmove)
+
+// ---- bias (bias.cpp) -------------------------------------------------------------
+// y[r, j] = x[r, j] + bias[j]
+void cpu_bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols);
+
+// ---- activations (activation.cpp), n elements ---------------------------------
+// relu:      y = x > 0 ? x : 0            (so relu(-0) = 0 and relu(NaN) = 0)
+// relu_grad: dx = y > 0 ? dy : 0           (y is relu's output)
+// gelu:      y = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
+// gelu_grad: dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3*0.044715 x^2)),
+//            t = tanh(u)                   (x is gelu's input)
+void cpu_relu(const float* x, float* y, int64_t n);
+void cpu_relu_grad(const float* dy, const float* y, float* dx, int64_t n);
+void cpu_gelu(const float* x, float* y, int64_t n);
+void cpu_gelu_grad(const float* dy, const float* x, float* dx, int64_t n);
+
+// ---- softmax over the last axis (softmax.cpp) ----------------------------------
+// softmax:      y[j] = exp(x[j] - max) / sum_k exp(x[k] - max)
+// softmax_grad: dx[j] = y[j] * (dy[j] - sum_k dy[k] y[k])     (y is softmax's output)
+void cpu_softmax_rows(const float* x, float* y, int64_t rows, int64_t cols);
+void cpu_softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols);
+
+// ---- layernorm over the last axis (layernorm.cpp) ------------------------------
+// Per row, two passes: mean = sum x / cols; var = sum (x - mean)^2 / cols (biased);
+// rstd = 1 / sqrt(var + eps); xhat = (x - mean) rstd.
+// layernorm:            y = xhat * gamma + beta
+// layernorm_grad_x:     g = dy * gamma;  dx = rstd (g - mean(g) - xhat mean(g xhat))
+// layernorm_grad_gamma: dgamma[j] = sum over rows of dy[r, j] xhat[r, j]
+// (dbeta is reduce_sum of dy over the rows.) The grad ops take the eps of the forward.
+void cpu_layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
+                        int64_t cols, float eps);
+void cpu_layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
+                               int64_t cols, float eps);
+void cpu_layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols,
+                              float eps);
+
+// ---- reductions and broadcast (reduce.cpp) --------------------------------------
+// The input viewed as [outer, len, inner] around the reduced axis:
+// reduce_sum:  y[o, i] = sum_a x[o, a, i];   reduce_mean: the same / len.
+// broadcast:   the output viewed as [outer, size, inner]: y[o, s, i] = x[o, i].
+void cpu_reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner);
+void cpu_reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner);
+void cpu_broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t inner);
+
+// ---- layout (layout.cpp) ---------------------------------------------------------
+// transpose: out dim d is input dim perm[d]: y[i_0..i_{r-1}] = x[j] with j_{perm[d]} = i_d.
+// reshape: a view; when y != x (an executor that gave it its own memory) it copies.
+void cpu_transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y);
+void cpu_reshape(const float* x, float* y, int64_t n);
+
+// ---- losses (loss.cpp) -------------------------------------------------------------
+// mse_loss:           loss[0] = sum (p - t)^2 / n
+// mse_loss_grad:      s = 2 * dloss[0] / n (float);  dp = s * (p - t)
+// cross_entropy:      loss[0] = sum_r (logsumexp(x[r, :]) - x[r, label_r]) / rows
+// cross_entropy_grad: dx[r, j] = (softmax(x[r, :])[j] - (j == label_r)) * dloss[0] / rows
+// Labels are class indices stored as floats; each must be an integer in [0, cols).
+void cpu_mse_loss(const float* p, const float* t, float* loss, int64_t n);
+void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n);
+void cpu_cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols);
+void cpu_cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx,
+                            int64_t rows, int64_t cols);
+
+// ---- optimizer updates, in place (optimizer.cpp) --------------------------------
+// sgd:          p = p - lr * g
+// sgd_momentum: v = momentum * v + g;  p = p - lr * v     (PyTorch's convention)
+void cpu_sgd(float* p, const float* g, float lr, int64_t n);
+void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n);
+
+}  // namespace tg::kernels
