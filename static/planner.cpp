@@ -1,0 +1,329 @@
+#include "static/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "graph/errors.h"
+
+namespace tg {
+
+const char* plan_mode_name(PlanMode m) { return m == PlanMode::naive ? "naive" : "planned"; }
+
+bool parse_plan_mode(const std::string& s, PlanMode& out) {
+  if (s == "naive") out = PlanMode::naive;
+  else if (s == "planned") out = PlanMode::planned;
+  else return false;
+  return true;
+}
+
+bool op_can_run_in_place(OpKind op) {
+  switch (op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::scale:
+    case OpKind::bias_add:
+    case OpKind::relu:
+    case OpKind::relu_grad:
+    case OpKind::gelu:
+    case OpKind::gelu_grad: return true;
+    default: return false;
+  }
+}
+
+namespace {
+
+bool is_external_role(Role r) { return r == Role::input || r == Role::parameter || r == Role::optimizer_state; }
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+std::string mib(int64_t b) { return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
+
+// Per value: the schedule step that writes it (-1: nobody) and the last step that
+// reads it (graph outputs: the last step). Shared by the planner and the checker
+// so that both agree on what "live" means; the checker recomputes it independently
+// of the plan it checks.
+struct Liveness {
+  std::vector<int> step_of_node;
+  std::vector<int> def, last;
+  std::vector<bool> is_output;
+};
+
+Liveness liveness(const Graph& g, const std::vector<int>& schedule) {
+  const int nv = static_cast<int>(g.values.size());
+  const int nn = static_cast<int>(g.nodes.size());
+  Liveness L;
+  L.step_of_node.assign(static_cast<size_t>(nn), -1);
+  if (static_cast<int>(schedule.size()) != nn)
+    graph_error("memory plan: the schedule has {} steps but the graph has {} nodes; give every node exactly once",
+                schedule.size(), nn);
+  for (int s = 0; s < nn; ++s) {
+    const int n = schedule[static_cast<size_t>(s)];
+    if (n < 0 || n >= nn) graph_error("memory plan: schedule step {} names node {}, which does not exist", s, n);
+    if (L.step_of_node[static_cast<size_t>(n)] >= 0)
+      graph_error("memory plan: node '{}' appears twice in the schedule (steps {} and {})", g.nodes[static_cast<size_t>(n)].name,
+                  L.step_of_node[static_cast<size_t>(n)], s);
+    L.step_of_node[static_cast<size_t>(n)] = s;
+  }
+  L.def.assign(static_cast<size_t>(nv), -1);
+  L.last.assign(static_cast<size_t>(nv), -1);
+  L.is_output.assign(static_cast<size_t>(nv), false);
+  for (int s = 0; s < nn; ++s) {
+    const Node& node = g.nodes[static_cast<size_t>(schedule[static_cast<size_t>(s)])];
+    for (int o : node.outputs) {
+      if (o < 0 || o >= nv) graph_error("memory plan: node '{}' writes value {}, which does not exist", node.name, o);
+      L.def[static_cast<size_t>(o)] = s;
+      L.last[static_cast<size_t>(o)] = std::max(L.last[static_cast<size_t>(o)], s);
+    }
+  }
+  for (int s = 0; s < nn; ++s) {
+    const Node& node = g.nodes[static_cast<size_t>(schedule[static_cast<size_t>(s)])];
+    for (int in : node.inputs) {
+      if (in < 0 || in >= nv) graph_error("memory plan: node '{}' reads value {}, which does not exist", node.name, in);
+      const ValueInfo& v = g.values[static_cast<size_t>(in)];
+      const int d = L.def[static_cast<size_t>(in)];
+      if (d < 0 && !is_external_role(v.role))
+        graph_error("memory plan: node '{}' ({}) reads '{}' ({}), which no node writes; feed it as an input or "
+                    "produce it with a node", node.name, op_name(node.op), v.name, role_name(v.role));
+      if (d >= s)
+        graph_error("memory plan: node '{}' at step {} reads '{}' before it is written at step {}; the schedule "
+                    "must be a topological order (Graph::topo_order)", node.name, s, v.name, d);
+      L.last[static_cast<size_t>(in)] = std::max(L.last[static_cast<size_t>(in)], s);
+    }
+  }
+  for (int o : g.outputs) {
+    if (o < 0 || o >= nv) graph_error("memory plan: graph output {} is not a value", o);
+    L.is_output[static_cast<size_t>(o)] = true;
+    if (L.def[static_cast<size_t>(o)] >= 0) L.last[static_cast<size_t>(o)] = nn - 1;
+  }
+  return L;
+}
+
+struct Block {
+  int root;
+  int64_t size;  // aligned
+  int first, last;
+};
+
+// Greedy by size, best fit (Pisarchyk & Lee 2020, TFLite's arena planner): the
+// largest blocks are placed first; each goes into the smallest gap between
+// already placed blocks that overlap it in time, or above them all.
+int64_t place_best_fit(std::vector<Block>& blocks, std::vector<int64_t>& offset_of_root) {
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (blocks[a].size != blocks[b].size) return blocks[a].size > blocks[b].size;
+    return blocks[a].first < blocks[b].first;
+  });
+  struct Placed {
+    int64_t off, end;
+    int first, last;
+  };
+  std::vector<Placed> placed;  // kept sorted by offset
+  std::vector<const Placed*> overlapping;
+  int64_t arena = 0;
+  for (size_t i : order) {
+    const Block& b = blocks[i];
+    overlapping.clear();
+    for (const Placed& p : placed)
+      if (p.first <= b.last && b.first <= p.last) overlapping.push_back(&p);
+    int64_t prev_end = 0, best = -1, best_gap = INT64_MAX;
+    for (const Placed* p : overlapping) {
+      const int64_t gap = p->off - prev_end;
+      if (gap >= b.size && gap < best_gap) {
+        best_gap = gap;
+        best = prev_end;
+      }
+      prev_end = std::max(prev_end, p->end);
+    }
+    const int64_t off = best >= 0 ? best : prev_end;
+    offset_of_root[static_cast<size_t>(b.root)] = off;
+    arena = std::max(arena, off + b.size);
+    Placed np{off, off + b.size, b.first, b.last};
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), np,
+                                   [](const Placed& x, const Placed& y) { return x.off < y.off; }),
+                  np);
+  }
+  return arena;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const PlanOptions& opt) {
+  if (opt.alignment <= 0 || (opt.alignment & (opt.alignment - 1)) != 0)
+    graph_error("memory plan: alignment {} must be a power of two (256 is usual)", opt.alignment);
+  const Liveness L = liveness(g, schedule);
+  const int nv = static_cast<int>(g.values.size());
+  const int steps = static_cast<int>(schedule.size());
+
+  MemoryPlan p;
+  p.mode = opt.mode;
+  p.alignment = opt.alignment;
+  p.offset.assign(static_cast<size_t>(nv), -1);
+  p.placement.assign(static_cast<size_t>(nv), Placement::unused);
+  p.storage.resize(static_cast<size_t>(nv));
+  std::iota(p.storage.begin(), p.storage.end(), 0);
+  p.first_step.assign(static_cast<size_t>(nv), -1);
+  p.last_step.assign(static_cast<size_t>(nv), -1);
+  p.in_place.assign(g.nodes.size(), false);
+
+  auto bytes = [&](int v) { return g.values[static_cast<size_t>(v)].bytes(); };
+  // Storage groups, keyed by their root: lifetime and whether a graph output is in it.
+  std::vector<int> group_last(static_cast<size_t>(nv), -1);
+  std::vector<bool> group_has_output(static_cast<size_t>(nv), false);
+
+  for (int v = 0; v < nv; ++v) {
+    const ValueInfo& info = g.values[static_cast<size_t>(v)];
+    if (L.def[static_cast<size_t>(v)] < 0 && is_external_role(info.role)) {
+      p.placement[static_cast<size_t>(v)] = Placement::external;
+      p.external_bytes += bytes(v);
+      p.role_bytes[static_cast<size_t>(info.role)] += bytes(v);
+    }
+  }
+
+  const bool allow_in_place = opt.mode == PlanMode::planned && opt.in_place != InPlacePolicy::none;
+  for (int s = 0; s < steps; ++s) {
+    const int nid = schedule[static_cast<size_t>(s)];
+    const Node& node = g.nodes[static_cast<size_t>(nid)];
+    if (node.outputs.empty()) continue;
+    const int o = node.outputs[0];
+    int root = o;
+    Placement place = Placement::arena;
+    if (op_is_view(node.op)) {
+      root = p.storage[static_cast<size_t>(node.inputs[0])];
+      place = Placement::view;
+    } else if (allow_in_place && !node.inputs.empty()) {
+      const bool wants = node.attrs.in_place ||
+                         (opt.in_place == InPlacePolicy::elementwise && op_can_run_in_place(node.op));
+      const int x = node.inputs[0];
+      const int r = p.storage[static_cast<size_t>(x)];
+      // Legal only when input 0's storage is ours to overwrite (in the arena), dies
+      // here, holds no graph output, and has exactly the output's size and type.
+      if (wants && op_can_run_in_place(node.op) && p.placement[static_cast<size_t>(r)] == Placement::arena &&
+          group_last[static_cast<size_t>(r)] == s && !group_has_output[static_cast<size_t>(r)] &&
+          bytes(r) == bytes(o) && g.values[static_cast<size_t>(r)].dtype == g.values[static_cast<size_t>(o)].dtype) {
+        root = r;
+        p.in_place[static_cast<size_t>(nid)] = true;
+        ++p.num_in_place;
+      }
+    }
+    p.storage[static_cast<size_t>(o)] = root;
+    p.placement[static_cast<size_t>(o)] = root == o ? Placement::arena : place;
+    if (root == o) {
+      group_last[static_cast<size_t>(o)] = L.last[static_cast<size_t>(o)];
+      p.first_step[static_cast<size_t>(o)] = s;
+    } else {
+      group_last[static_cast<size_t>(root)] = std::max(group_last[static_cast<size_t>(root)], L.last[static_cast<size_t>(o)]);
+    }
+    if (L.is_output[static_cast<size_t>(o)]) group_has_output[static_cast<size_t>(root)] = true;
+  }
+  std::vector<Block> blocks;
+  for (int v = 0; v < nv; ++v) {
+    if (p.placement[static_cast<size_t>(v)] != Placement::arena || p.storage[static_cast<size_t>(v)] != v) continue;
+    blocks.push_back({v, align_up(bytes(v), opt.alignment), p.first_step[static_cast<size_t>(v)],
+                      group_last[static_cast<size_t>(v)]});
+    p.role_bytes[static_cast<size_t>(g.values[static_cast<size_t>(v)].role)] += bytes(v);
+  }
+  std::vector<int64_t> root_offset(static_cast<size_t>(nv), -1);
+  if (opt.mode == PlanMode::naive) {
+    int64_t off = 0;
+    for (const Block& b : blocks) {
+      root_offset[static_cast<size_t>(b.root)] = off;
+      off += b.size;
+    }
+    p.arena_bytes = off;
+  } else {
+    p.arena_bytes = place_best_fit(blocks, root_offset);
+  }
+
+  // Lower bound: a sweep over the steps with a difference array.
+  std::vector<int64_t> delta(static_cast<size_t>(steps) + 1, 0);
+  for (const Block& b : blocks) {
+    delta[static_cast<size_t>(b.first)] += bytes(b.root);
+    delta[static_cast<size_t>(b.last) + 1] -= bytes(b.root);
+  }
+  int64_t live = 0;
+  for (int s = 0; s < steps; ++s) p.lower_bound = std::max(p.lower_bound, live += delta[static_cast<size_t>(s)]);
+
+  for (int v = 0; v < nv; ++v) {
+    const int r = p.storage[static_cast<size_t>(v)];
+    if (p.placement[static_cast<size_t>(r)] != Placement::arena) continue;
+    p.first_step[static_cast<size_t>(v)] = p.first_step[static_cast<size_t>(r)];
+    p.last_step[static_cast<size_t>(v)] = group_last[static_cast<size_t>(r)];
+    if (p.placement[static_cast<size_t>(v)] == Placement::arena) p.offset[static_cast<size_t>(v)] = root_offset[static_cast<size_t>(r)];
+  }
+  return p;
+}
+
+std::string MemoryPlan::summary() const {
+  const double ratio = lower_bound > 0 ? static_cast<double>(arena_bytes) / static_cast<double>(lower_bound) : 1.0;
+  return fmt::format("{} arena {} (lower bound {}, {:.3f}x), {} node(s) in place, external {}", plan_mode_name(mode),
+                     mib(arena_bytes), mib(lower_bound), ratio, num_in_place, mib(external_bytes));
+}
+
+std::string check_plan(const Graph& g, const std::vector<int>& schedule, const MemoryPlan& plan) {
+  const Liveness L = liveness(g, schedule);
+  const int nv = static_cast<int>(g.values.size());
+  if (static_cast<int>(plan.offset.size()) != nv || static_cast<int>(plan.storage.size()) != nv)
+    return fmt::format("plan covers {} values, graph has {}", plan.offset.size(), nv);
+  auto bytes = [&](int v) { return g.values[static_cast<size_t>(v)].bytes(); };
+  // Independent lifetime of each storage root: the union of its members' lifetimes.
+  std::vector<int> first(static_cast<size_t>(nv), INT32_MAX), last(static_cast<size_t>(nv), -1);
+  for (int v = 0; v < nv; ++v) {
+    const int r = plan.storage[static_cast<size_t>(v)];
+    if (r < 0 || r >= nv || plan.storage[static_cast<size_t>(r)] != r) return fmt::format("value {} has a bad storage root", v);
+    const Placement pl = plan.placement[static_cast<size_t>(v)];
+    if (L.def[static_cast<size_t>(v)] >= 0) {
+      if (pl == Placement::external || pl == Placement::unused)
+        return fmt::format("value '{}' is written by a node but placed outside the arena", g.values[static_cast<size_t>(v)].name);
+      first[static_cast<size_t>(r)] = std::min(first[static_cast<size_t>(r)], L.def[static_cast<size_t>(v)]);
+      last[static_cast<size_t>(r)] = std::max(last[static_cast<size_t>(r)], L.last[static_cast<size_t>(v)]);
+    }
+    if (pl == Placement::arena) {
+      const int64_t off = plan.offset[static_cast<size_t>(v)];
+      if (off < 0 || off % plan.alignment != 0) return fmt::format("value {} has offset {} (alignment {})", v, off, plan.alignment);
+      if (off + bytes(v) > plan.arena_bytes) return fmt::format("value {} ends at {} past the arena {}", v, off + bytes(v), plan.arena_bytes);
+      if (off != plan.offset[static_cast<size_t>(r)]) return fmt::format("value {} is not at its storage root's offset", v);
+      if (bytes(v) != bytes(r)) return fmt::format("value {} shares storage of a different size", v);
+    }
+  }
+  std::vector<int> roots;
+  for (int v = 0; v < nv; ++v)
+    if (plan.placement[static_cast<size_t>(v)] == Placement::arena && plan.storage[static_cast<size_t>(v)] == v) roots.push_back(v);
+  for (size_t i = 0; i < roots.size(); ++i)
+    for (size_t j = i + 1; j < roots.size(); ++j) {
+      const int a = roots[i], b = roots[j];
+      const bool time = first[static_cast<size_t>(a)] <= last[static_cast<size_t>(b)] && first[static_cast<size_t>(b)] <= last[static_cast<size_t>(a)];
+      const int64_t ao = plan.offset[static_cast<size_t>(a)], bo = plan.offset[static_cast<size_t>(b)];
+      const bool space = ao < bo + bytes(b) && bo < ao + bytes(a);
+      if (time && space)
+        return fmt::format("'{}' [{}, {}) and '{}' [{}, {}) overlap in the arena while both live (steps {}..{} and {}..{})",
+                           g.values[static_cast<size_t>(a)].name, ao, ao + bytes(a), g.values[static_cast<size_t>(b)].name, bo,
+                           bo + bytes(b), first[static_cast<size_t>(a)], last[static_cast<size_t>(a)], first[static_cast<size_t>(b)],
+                           last[static_cast<size_t>(b)]);
+    }
+  // In place: input 0's storage holds nothing anyone reads after this node.
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!plan.in_place[n]) continue;
+    const Node& node = g.nodes[n];
+    if (!op_can_run_in_place(node.op)) return fmt::format("node '{}' ({}) cannot run in place", node.name, op_name(node.op));
+    const int s = L.step_of_node[n];
+    const int r = plan.storage[static_cast<size_t>(node.inputs[0])];
+    if (plan.placement[static_cast<size_t>(r)] != Placement::arena)
+      return fmt::format("node '{}' runs in place over '{}', which lives outside the arena", node.name, g.values[static_cast<size_t>(r)].name);
+    if (plan.storage[static_cast<size_t>(node.outputs[0])] != r) return fmt::format("node '{}' is in place but its output has its own storage", node.name);
+    for (int v = 0; v < nv; ++v) {
+      if (plan.storage[static_cast<size_t>(v)] != r || v == node.outputs[0]) continue;
+      const int d = L.def[static_cast<size_t>(v)];
+      if (d >= 0 && d <= s && (L.last[static_cast<size_t>(v)] > s || L.is_output[static_cast<size_t>(v)]))
+        return fmt::format("node '{}' at step {} overwrites '{}', which is still read at step {}{}", node.name, s,
+                           g.values[static_cast<size_t>(v)].name, L.last[static_cast<size_t>(v)],
+                           L.is_output[static_cast<size_t>(v)] ? " (a graph output)" : "");
+    }
+  }
+  return "";
+}
+
+}  // namespace tg
