@@ -1,0 +1,278 @@
+#include "graph/autodiff.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+
+int normalize_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
+
+// Swaps the last two dims (matmul's implicit transpose made explicit).
+Value transpose_last2(Builder& b, const Value& x) {
+  std::array<int, kMaxRank> perm{{0, 1, 2, 3}};
+  perm[static_cast<size_t>(x.shape.rank - 2)] = x.shape.rank - 1;
+  perm[static_cast<size_t>(x.shape.rank - 1)] = x.shape.rank - 2;
+  return transpose(b, x, perm);
+}
+
+// Sum of dy over every axis but the last: the gradient of a [n] vector that was
+// added to every row (bias_add's bias, layernorm's beta).
+Value sum_rows(Builder& b, const Value& dy) {
+  if (dy.shape.rank == 2) return reduce_sum(b, dy, 0);
+  return reduce_sum(b, reshape(b, dy, Shape{-1, dy.shape.last()}), 0);
+}
+
+struct MatmulGrads {
+  Value da, db;
+};
+
+// C = op(A) op(B). For the rank-2 and both-batched cases each gradient is one
+// matmul with suitable flags; for a batched A times a shared [k,n] B, dA stays
+// batched while dB sums over the batch as one 2-D matmul over the folded rows.
+MatmulGrads matmul_vjp(Builder& b, const TapeEntry& e, const Value& dc, bool need_a, bool need_b) {
+  const Value& a = e.inputs[0];
+  const Value& w = e.inputs[1];
+  const bool ta = e.attrs.trans_a, tb = e.attrs.trans_b;
+  MatmulGrads g;
+  const bool shared_b = a.shape.rank >= 3 && w.shape.rank == 2;
+  if (!shared_b) {
+    if (need_a) {
+      if (!ta)
+        g.da = matmul(b, dc, w, false, !tb);  // dC op(B)^T
+      else
+        g.da = matmul(b, w, dc, tb, true);  // (dC op(B)^T)^T = op(B) dC^T
+    }
+    if (need_b) {
+      if (!tb)
+        g.db = matmul(b, a, dc, !ta, false);  // op(A)^T dC
+      else
+        g.db = matmul(b, dc, a, true, ta);  // (op(A)^T dC)^T = dC^T op(A)
+    }
+    return g;
+  }
+  if (need_a) {
+    // dC op(B)^T is [.., m, k]; with trans_a, A is [.., k, m], so transpose it back.
+    Value t = matmul(b, dc, w, false, !tb);
+    g.da = ta ? transpose_last2(b, t) : t;
+  }
+  if (need_b) {
+    const Value a_mk = ta ? transpose_last2(b, a) : a;  // [.., m, k], rows contiguous
+    const Value a2 = reshape(b, a_mk, Shape{-1, a_mk.shape.last()});
+    const Value dc2 = reshape(b, dc, Shape{-1, dc.shape.last()});
+    g.db = tb ? matmul(b, dc2, a2, true, false) : matmul(b, a2, dc2, true, false);
+  }
+  return g;
+}
+
+}  // namespace
+
+bool op_is_differentiable(OpKind op) {
+  switch (op) {
+    case OpKind::matmul:
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::scale:
+    case OpKind::bias_add:
+    case OpKind::relu:
+    case OpKind::gelu:
+    case OpKind::softmax:
+    case OpKind::layernorm:
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean:
+    case OpKind::broadcast:
+    case OpKind::transpose:
+    case OpKind::reshape:
+    case OpKind::mse_loss:
+    case OpKind::cross_entropy:
+    case OpKind::copy: return true;
+    default: return false;
+  }
+}
+
+std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const std::vector<bool>& needs) {
+  if (!op_is_differentiable(e.op))
+    graph_error("autodiff: {} has no gradient rule ({}); the backward ops and the optimizer updates "
+                "cannot be differentiated again; keep them out of the forward pass you differentiate",
+                op_name(e.op), op_is_update(e.op) ? "an optimizer update" : "a backward or constant op");
+  if (static_cast<int>(e.inputs.size()) != op_num_inputs(e.op) || needs.size() != e.inputs.size())
+    graph_error("autodiff: {} entry has {} inputs and {} needs flags; it takes {}", op_name(e.op),
+                e.inputs.size(), needs.size(), op_num_inputs(e.op));
+  std::vector<Value> g(e.inputs.size());
+  auto need = [&](size_t i) { return static_cast<bool>(needs[i]); };
+  const Value& x = e.inputs[0];
+  switch (e.op) {
+    case OpKind::matmul: {
+      MatmulGrads m = matmul_vjp(b, e, dy, need(0), need(1));
+      g[0] = m.da;
+      g[1] = m.db;
+      break;
+    }
+    case OpKind::add:
+      if (need(0)) g[0] = dy;
+      if (need(1)) g[1] = dy;
+      break;
+    case OpKind::sub:
+      if (need(0)) g[0] = dy;
+      if (need(1)) g[1] = scale(b, dy, -1.0f);
+      break;
+    case OpKind::mul:
+      if (need(0)) g[0] = mul(b, dy, e.inputs[1]);
+      if (need(1)) g[1] = mul(b, dy, x);
+      break;
+    case OpKind::scale:
+      if (need(0)) g[0] = scale(b, dy, e.attrs.alpha);
+      break;
+    case OpKind::bias_add:
+      if (need(0)) g[0] = dy;
+      if (need(1)) g[1] = sum_rows(b, dy);
+      break;
+    case OpKind::relu:  // reads the output, so an in-place relu keeps its gradient
+      if (need(0)) g[0] = b.apply(OpKind::relu_grad, {dy, e.output});
+      break;
+    case OpKind::gelu:
+      if (need(0)) g[0] = b.apply(OpKind::gelu_grad, {dy, x});
+      break;
+    case OpKind::softmax:
+      if (need(0)) g[0] = b.apply(OpKind::softmax_grad, {dy, e.output});
+      break;
+    case OpKind::layernorm: {
+      Attrs at;
+      at.eps = e.attrs.eps;
+      if (need(0)) g[0] = b.apply(OpKind::layernorm_grad_x, {dy, x, e.inputs[1]}, at);
+      if (need(1)) g[1] = b.apply(OpKind::layernorm_grad_gamma, {dy, x}, at);
+      if (need(2)) g[2] = sum_rows(b, dy);
+      break;
+    }
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean: {
+      if (!need(0)) break;
+      const int axis = normalize_axis(e.attrs.axis, x.shape.rank);
+      const int64_t len = x.shape[axis];
+      Value d = e.op == OpKind::reduce_mean ? scale(b, dy, 1.0f / static_cast<float>(len)) : dy;
+      if (x.shape.rank == 1)  // [n] -> [1]: broadcast gives [n,1], reshape to [n]
+        g[0] = reshape(b, broadcast(b, d, 0, len), x.shape);
+      else
+        g[0] = broadcast(b, d, axis, len);
+      break;
+    }
+    case OpKind::broadcast:
+      if (need(0)) g[0] = reduce_sum(b, dy, normalize_axis(e.attrs.axis, x.shape.rank + 1));
+      break;
+    case OpKind::transpose:
+      if (need(0)) {
+        std::array<int, kMaxRank> inv{{0, 1, 2, 3}};
+        for (int d = 0; d < x.shape.rank; ++d) inv[static_cast<size_t>(e.attrs.perm[static_cast<size_t>(d)])] = d;
+        g[0] = transpose(b, dy, inv);
+      }
+      break;
+    case OpKind::reshape:
+      if (need(0)) g[0] = reshape(b, dy, x.shape);
+      break;
+    case OpKind::mse_loss:
+      if (need(0) || need(1)) {
+        const Value dp = b.apply(OpKind::mse_loss_grad, {x, e.inputs[1], dy});
+        if (need(0)) g[0] = dp;
+        if (need(1)) g[1] = scale(b, dp, -1.0f);
+      }
+      break;
+    case OpKind::cross_entropy:  // labels are class indices: no gradient
+      if (need(0)) g[0] = b.apply(OpKind::cross_entropy_grad, {x, e.inputs[1], dy});
+      break;
+    case OpKind::copy:
+      if (need(0)) g[0] = dy;
+      break;
+    default: break;
+  }
+  return g;
+}
+
+std::vector<Value> backward(Builder& b, const std::vector<TapeEntry>& tape, const Value& loss,
+                            const std::vector<Value>& wrt) {
+  if (!loss.valid())
+    graph_error("autodiff: the loss is not a valid value; pass the value the model returns as its loss");
+  if (loss.shape.numel() != 1)
+    graph_error("autodiff: the loss has shape {}; backward needs a scalar loss of shape [1] (reduce it with "
+                "reduce_sum or reduce_mean first)", loss.shape.str());
+
+  // Forward sweep: which values depend on some wrt value. Also checks that ids
+  // are fresh, since gradients are keyed by id.
+  std::unordered_set<int> depends;
+  for (const Value& w : wrt)
+    if (w.valid()) depends.insert(w.id);
+  std::unordered_set<int> produced;
+  std::vector<bool> live(tape.size(), false);
+  for (size_t i = 0; i < tape.size(); ++i) {
+    const TapeEntry& e = tape[i];
+    if (!e.output.valid()) continue;
+    if (!produced.insert(e.output.id).second)
+      graph_error("autodiff: tape entry {} ({}) outputs value id {}, which an earlier entry also output; every "
+                  "op must return a fresh value id (an in-place op too)", i, op_name(e.op), e.output.id);
+    bool any = false;
+    for (const Value& in : e.inputs) {
+      if (in.id == e.output.id)
+        graph_error("autodiff: tape entry {} ({}) outputs its own input id {}; return a fresh value id even "
+                    "when the op runs in place", i, op_name(e.op), in.id);
+      any = any || depends.count(in.id) > 0;
+    }
+    if (any) {
+      live[i] = true;
+      depends.insert(e.output.id);
+    }
+  }
+
+  std::unordered_map<int, Value> grads;
+  auto accumulate = [&](const Value& v, const Value& g) {
+    auto it = grads.find(v.id);
+    if (it == grads.end())
+      grads.emplace(v.id, g);
+    else
+      it->second = add(b, it->second, g);
+  };
+
+  if (depends.count(loss.id)) {
+    accumulate(loss, fill(b, loss.shape, 1.0f));
+    for (size_t r = tape.size(); r-- > 0;) {
+      if (!live[r]) continue;
+      const TapeEntry& e = tape[r];
+      auto it = grads.find(e.output.id);
+      if (it == grads.end()) continue;  // does not lead to the loss
+      const Value dy = it->second;
+      std::vector<bool> needs(e.inputs.size());
+      for (size_t j = 0; j < e.inputs.size(); ++j) needs[j] = depends.count(e.inputs[j].id) > 0;
+      const std::vector<Value> gin = vjp(b, e, dy, needs);
+      for (size_t j = 0; j < e.inputs.size(); ++j)
+        if (gin[j].valid()) accumulate(e.inputs[j], gin[j]);
+    }
+  }
+
+  std::vector<Value> out;
+  out.reserve(wrt.size());
+  for (const Value& w : wrt) {
+    auto it = w.valid() ? grads.find(w.id) : grads.end();
+    out.push_back(it == grads.end() ? Value{} : it->second);
+  }
+  return out;
+}
+
+std::vector<TapeEntry> tape_from_graph(const Graph& g) {
+  std::vector<TapeEntry> tape;
+  const std::vector<int> order = g.topo_order();
+  tape.reserve(order.size());
+  for (int id : order) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    TapeEntry e;
+    e.op = n.op;
+    e.attrs = n.attrs;
+    for (int in : n.inputs) e.inputs.push_back(RecordingBuilder::handle(g, in));
+    if (!n.outputs.empty()) e.output = RecordingBuilder::handle(g, n.outputs[0]);
+    tape.push_back(std::move(e));
+  }
+  return tape;
+}
+
+}  // namespace tg

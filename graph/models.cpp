@@ -1,0 +1,119 @@
+#include "graph/models.h"
+
+#include <cmath>
+#include <string>
+
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+
+ParamInit constant(float v) {
+  ParamInit p;
+  p.kind = ParamInit::Kind::constant;
+  p.a = v;
+  return p;
+}
+
+// Linear: x [.., in] · W [in, out] + b [out]; weights and bias uniform in
+// ±1/sqrt(in), as PyTorch's nn.Linear.
+Value linear(Builder& b, const Value& x, int64_t out, const std::string& name) {
+  const int64_t in = x.shape.last();
+  ParamInit init;
+  init.a = 1.0f / std::sqrt(static_cast<float>(in));
+  const Value w = b.parameter(name + ".w", Shape{in, out}, init);
+  const Value bias = b.parameter(name + ".b", Shape{out}, init);
+  return bias_add(b, matmul(b, x, w), bias);
+}
+
+Value layer_norm(Builder& b, const Value& x, const std::string& name) {
+  const int64_t d = x.shape.last();
+  const Value gamma = b.parameter(name + ".gamma", Shape{d}, constant(1.0f));
+  const Value beta = b.parameter(name + ".beta", Shape{d}, constant(0.0f));
+  return layernorm(b, x, gamma, beta);
+}
+
+void require_positive(const char* model, const char* field, int64_t v) {
+  if (v < 1) graph_error("{}: {} = {} must be >= 1", model, field, v);
+}
+
+}  // namespace
+
+ModelOutputs chain(Builder& b, const ChainConfig& c) {
+  require_positive("chain", "n", c.n);
+  require_positive("chain", "size", c.size);
+  const Shape s{c.size};
+  Value h = b.input("x", s);
+  const Value w = b.parameter("chain.w", s);
+  for (int i = 0; i < c.n; ++i) {
+    switch (i % 3) {
+      case 0: h = scale(b, h, 0.5f); break;
+      case 1: h = add(b, h, w); break;
+      default: h = relu(b, h, c.in_place_relu); break;
+    }
+  }
+  ModelOutputs out;
+  out.prediction = h;
+  if (c.with_loss) out.loss = mse_loss(b, h, b.input("target", s));
+  return out;
+}
+
+ModelOutputs mlp(Builder& b, const MlpConfig& c) {
+  require_positive("mlp", "batch", c.batch);
+  require_positive("mlp", "in", c.in);
+  require_positive("mlp", "width", c.width);
+  require_positive("mlp", "depth", c.depth);
+  require_positive("mlp", "out", c.out);
+  Value h = b.input("x", Shape{c.batch, c.in});
+  for (int l = 0; l < c.depth; ++l) {
+    const bool last = l == c.depth - 1;
+    h = linear(b, h, last ? c.out : c.width, "mlp.l" + std::to_string(l));
+    if (!last) h = relu(b, h, c.in_place_relu);
+  }
+  ModelOutputs out;
+  out.prediction = h;
+  if (!c.with_loss) return out;
+  if (c.loss == MlpConfig::Loss::mse)
+    out.loss = mse_loss(b, h, b.input("target", Shape{c.batch, c.out}));
+  else
+    out.loss = cross_entropy(b, h, b.input("labels", Shape{c.batch}));
+  return out;
+}
+
+ModelOutputs transformer_block(Builder& b, const TransformerConfig& c) {
+  const char* m = "transformer_block";
+  require_positive(m, "batch", c.batch);
+  require_positive(m, "seq", c.seq);
+  require_positive(m, "d_model", c.d_model);
+  require_positive(m, "heads", c.heads);
+  require_positive(m, "mlp_ratio", c.mlp_ratio);
+  if (c.d_model % c.heads != 0)
+    graph_error("{}: d_model = {} is not a multiple of heads = {}; each head needs d_model / heads dims", m,
+                c.d_model, c.heads);
+  const int64_t B = c.batch, S = c.seq, D = c.d_model, H = c.heads, dh = D / H;
+  const std::array<int, kMaxRank> swap12{{0, 2, 1, 3}};
+  // [B, S, D] -> [B*H, S, dh]
+  auto split = [&](const Value& t) {
+    return reshape(b, transpose(b, reshape(b, t, Shape{B, S, H, dh}), swap12), Shape{B * H, S, dh});
+  };
+
+  const Value x = b.input("x", Shape{B, S, D});
+  const Value h = layer_norm(b, x, "block.ln1");
+  const Value q = split(linear(b, h, D, "block.attn.q"));
+  const Value k = split(linear(b, h, D, "block.attn.k"));
+  const Value v = split(linear(b, h, D, "block.attn.v"));
+  const Value scores = scale(b, matmul(b, q, k, false, true), 1.0f / std::sqrt(static_cast<float>(dh)));
+  const Value ctx = matmul(b, softmax(b, scores), v);  // [B*H, S, dh]
+  const Value merged = reshape(b, transpose(b, reshape(b, ctx, Shape{B, H, S, dh}), swap12), Shape{B, S, D});
+  const Value a = add(b, x, linear(b, merged, D, "block.attn.o"));
+  const Value f = gelu(b, linear(b, layer_norm(b, a, "block.ln2"), c.mlp_ratio * D, "block.mlp.fc1"));
+  const Value y = add(b, a, linear(b, f, D, "block.mlp.fc2"));
+
+  ModelOutputs out;
+  out.prediction = y;
+  if (c.with_loss) out.loss = mse_loss(b, y, b.input("target", Shape{B, S, D}));
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,104 @@
+#include "graph/training.h"
+
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+
+// A copy of g holding only what `keep` depends on, ids renumbered in their
+// original order (so names, roles and initial values are unchanged).
+Graph prune_to(const Graph& g, int keep) {
+  std::vector<bool> need_value(g.values.size(), false), need_node(g.nodes.size(), false);
+  need_value[static_cast<size_t>(keep)] = true;
+  // Recorded nodes only read values that exist before them: one reverse sweep.
+  for (size_t n = g.nodes.size(); n-- > 0;) {
+    const Node& node = g.nodes[n];
+    bool used = false;
+    for (int o : node.outputs) used = used || need_value[static_cast<size_t>(o)];
+    if (!used) continue;
+    need_node[n] = true;
+    for (int in : node.inputs) need_value[static_cast<size_t>(in)] = true;
+  }
+  Graph out;
+  std::vector<int> remap(g.values.size(), -1);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (!need_value[v]) continue;
+    ValueInfo info = g.values[v];
+    info.producer = -1;
+    remap[v] = out.add_value(info);
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!need_node[n]) continue;
+    Node node = g.nodes[n];
+    for (int& in : node.inputs) in = remap[static_cast<size_t>(in)];
+    for (int& o : node.outputs) o = remap[static_cast<size_t>(o)];
+    out.add_node(std::move(node));
+  }
+  RecordingBuilder(out).mark_output(RecordingBuilder::handle(out, remap[static_cast<size_t>(keep)]));
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> parameter_ids(const Graph& g) { return g.values_with_role(Role::parameter); }
+
+Graph build_inference_graph(const ModelFn& model) {
+  Graph g;
+  RecordingBuilder b(g);
+  const ModelOutputs out = model(b);
+  if (!out.prediction.valid())
+    graph_error("build_inference_graph: the model returned no prediction; return the value to read back "
+                "in ModelOutputs::prediction");
+  return prune_to(g, out.prediction.id);
+}
+
+Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
+  Graph g;
+  RecordingBuilder b(g);
+  const ModelOutputs out = model(b);
+  if (!out.loss.valid())
+    graph_error("build_training_graph: the model returned no loss; build it with its loss enabled "
+                "(with_loss = true) and return it in ModelOutputs::loss");
+  const size_t fwd_nodes = g.nodes.size();
+  const int fwd_values = static_cast<int>(g.values.size());
+
+  std::vector<Value> params;
+  for (int id : parameter_ids(g)) params.push_back(RecordingBuilder::handle(g, id));
+  if (params.empty())
+    graph_error("build_training_graph: the model has no parameters; create them with Builder::parameter");
+
+  b.set_default_role(Role::temporary);
+  const std::vector<Value> grads = backward(b, tape_from_graph(g), out.loss, params);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& name = g.values[static_cast<size_t>(params[i].id)].name;
+    if (!grads[i].valid())
+      graph_error("build_training_graph: parameter '{}' does not influence the loss, so it has no gradient; "
+                  "use it in the forward pass or do not create it", name);
+    if (grads[i].id >= fwd_values) g.values[static_cast<size_t>(grads[i].id)].role = Role::gradient;
+  }
+
+  Attrs at;
+  at.lr = opt.lr;
+  at.momentum = opt.momentum;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string name = g.values[static_cast<size_t>(params[i].id)].name;
+    if (opt.use_momentum) {
+      const Value vel = b.optimizer_state(params[i], name + ".velocity");
+      b.apply(OpKind::sgd_momentum, {params[i], grads[i], vel}, at, name + ".update");
+    } else {
+      b.apply(OpKind::sgd, {params[i], grads[i]}, at, name + ".update");
+    }
+  }
+
+  for (size_t n = fwd_nodes; n < g.nodes.size(); ++n)
+    for (int in : g.nodes[n].inputs)
+      if (in < fwd_values && g.values[static_cast<size_t>(in)].role == Role::temporary)
+        g.values[static_cast<size_t>(in)].role = Role::activation;
+
+  b.mark_output(out.loss);
+  if (out.prediction.valid() && out.prediction.id != out.loss.id) b.mark_output(out.prediction);
+  return g;
+}
+
+}  // namespace tg

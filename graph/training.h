@@ -1,0 +1,34 @@
+#pragma once
+// From a model function to the graphs the static executor compiles.
+#include <vector>
+
+#include "graph/autodiff.h"
+#include "graph/models.h"
+
+namespace tg {
+
+struct TrainOptions {
+  float lr = 0.01f;
+  float momentum = 0.9f;
+  bool use_momentum = true;  // sgd_momentum with a "<param>.velocity" state, else plain sgd
+};
+
+// The forward only, with the prediction marked output. Nodes and values that
+// the prediction does not depend on (the loss, its target or labels) are
+// pruned, so the graph is what a user would run for inference.
+Graph build_inference_graph(const ModelFn& model);
+
+// Forward (recorded with a RecordingBuilder), backward (backward() on
+// tape_from_graph with the same builder: parameter gradients get
+// Role::gradient, other backward values Role::temporary), then one update per
+// parameter (sgd_momentum with b.optimizer_state(param, name + ".velocity"), or
+// sgd), named "<param>.update". Forward values that a backward node reads get
+// Role::activation; the loss and the prediction are marked outputs (the loss
+// first). Throws GraphError when the model has no loss or a parameter does not
+// influence it.
+Graph build_training_graph(const ModelFn& model, const TrainOptions& opt = {});
+
+// Value ids with Role::parameter, in id order.
+std::vector<int> parameter_ids(const Graph& g);
+
+}  // namespace tg
