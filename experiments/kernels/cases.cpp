@@ -1,0 +1,85 @@
+#include "experiments/kernels/cases.h"
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace tg::bench {
+
+namespace {
+constexpr int64_t kCols = 1024;
+}
+
+std::vector<std::string> case_names() {
+  return {"fill", "copy", "scale", "relu", "gelu", "add", "mul", "relu_grad", "gelu_grad", "bias_add", "sgd",
+          "sgd_momentum", "softmax", "softmax_grad", "layernorm", "layernorm_grad_x", "layernorm_grad_gamma",
+          "cross_entropy_grad", "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "mse_loss"};
+}
+
+float* CaseSet::buffer(int64_t n, float value) {
+  buffers_.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * sizeof(float)));
+  float* p = buffers_.back().as<float>();
+  kernels::cuda::fill(p, value, n, nullptr);
+  return p;
+}
+
+CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
+  const int64_t n = std::max<int64_t>(kCols, bytes / 4 / kCols * kCols);  // whole rows
+  const int64_t rows = n / kCols;
+  const int64_t f = 4;  // bytes per float
+  const Shape v{n}, m{rows, kCols}, row{kCols}, col{rows}, one{1};
+  auto want = [&](const char* name) { return only.empty() || std::find(only.begin(), only.end(), name) != only.end(); };
+  auto add = [&](const char* name, OpKind op, std::vector<std::pair<Shape, float>> ins, Shape out, int64_t moved,
+                 Attrs at = {}) {
+    if (!want(name)) return;
+    attrs_.push_back(std::make_unique<Attrs>(at));
+    KernelCase k;
+    k.op = name;
+    k.call.op = op;
+    k.call.attrs = attrs_.back().get();
+    k.call.num_inputs = static_cast<int>(ins.size());
+    for (size_t i = 0; i < ins.size(); ++i) k.call.in[i] = {buffer(ins[i].first.numel(), ins[i].second), ins[i].first};
+    if (!op_is_update(op)) k.call.out = {buffer(out.numel(), 0.0f), out};
+    k.bytes_moved = moved;
+    cases_.push_back(k);
+  };
+  const float x = 0.25f;
+  Attrs fill_at;
+  fill_at.value = 1.0f;
+  fill_at.shape = v;
+  add("fill", OpKind::fill, {}, v, n * f, fill_at);
+  add("copy", OpKind::copy, {{v, x}}, v, 2 * n * f);
+  add("scale", OpKind::scale, {{v, x}}, v, 2 * n * f);
+  add("relu", OpKind::relu, {{v, x}}, v, 2 * n * f);
+  add("gelu", OpKind::gelu, {{v, x}}, v, 2 * n * f);
+  add("add", OpKind::add, {{v, x}, {v, x}}, v, 3 * n * f);
+  add("mul", OpKind::mul, {{v, x}, {v, x}}, v, 3 * n * f);
+  add("relu_grad", OpKind::relu_grad, {{v, x}, {v, x}}, v, 3 * n * f);
+  add("gelu_grad", OpKind::gelu_grad, {{v, x}, {v, x}}, v, 3 * n * f);
+  add("bias_add", OpKind::bias_add, {{m, x}, {row, x}}, m, 2 * n * f);
+  add("sgd", OpKind::sgd, {{v, x}, {v, x}}, {}, 3 * n * f);
+  add("sgd_momentum", OpKind::sgd_momentum, {{v, x}, {v, x}, {v, x}}, {}, 5 * n * f);
+  add("softmax", OpKind::softmax, {{m, x}}, m, 2 * n * f);
+  add("softmax_grad", OpKind::softmax_grad, {{m, x}, {m, x}}, m, 3 * n * f);
+  add("layernorm", OpKind::layernorm, {{m, x}, {row, 1.0f}, {row, 0.0f}}, m, 2 * n * f);
+  add("layernorm_grad_x", OpKind::layernorm_grad_x, {{m, x}, {m, x}, {row, 1.0f}}, m, 3 * n * f);
+  add("layernorm_grad_gamma", OpKind::layernorm_grad_gamma, {{m, x}, {m, x}}, row, 2 * n * f);
+  Attrs ce;
+  add("cross_entropy_grad", OpKind::cross_entropy_grad, {{m, x}, {col, 3.0f}, {one, 1.0f}}, m, 2 * n * f, ce);
+  Attrs r1;
+  r1.axis = 1;
+  add("reduce_sum_rows", OpKind::reduce_sum, {{m, x}}, col, n * f, r1);
+  Attrs r0;
+  r0.axis = 0;
+  add("reduce_sum_cols", OpKind::reduce_sum, {{m, x}}, row, n * f, r0);
+  Attrs bc;
+  bc.axis = 0;
+  bc.size = rows;
+  add("broadcast", OpKind::broadcast, {{row, x}}, m, n * f, bc);
+  Attrs tr;
+  tr.perm = {{1, 0, 2, 3}};
+  add("transpose", OpKind::transpose, {{m, x}}, Shape{kCols, rows}, 2 * n * f, tr);
+  add("mse_loss", OpKind::mse_loss, {{v, x}, {v, x}}, one, 2 * n * f);
+}
+
+}  // namespace tg::bench

@@ -1,0 +1,143 @@
+// tg-kernels: how close does each CUDA kernel come to the memory system's limit?
+// Per op and tensor size: median GPU time (CUDA events), GB/s of the bytes it must
+// move (read + written), and that as a percent of a device-to-device copy of the
+// same size measured in the same run. matmul: TFLOP/s of run_cuda against cuBLAS
+// called directly at n = 5000 (the entry layer should cost nothing: within 5%).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "experiments/harness/harness.h"
+#include "experiments/kernels/cases.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/raii.h"
+
+namespace th = tg::harness;
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int64_t> sizes(bool quick, int64_t max_bytes) {
+  const std::vector<int64_t> all = quick ? std::vector<int64_t>{1 << 20, 16 << 20, 256 << 20}
+                                         : std::vector<int64_t>{64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20,
+                                                                int64_t{1} << 30};
+  std::vector<int64_t> out;
+  for (int64_t b : all)
+    if (b <= max_bytes) out.push_back(b);
+  return out;
+}
+
+void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std::string>& ops, int64_t max_bytes) {
+  void* stream = be.stream();
+  const auto sz = sizes(ex.quick(), max_bytes);
+  th::Progress bar(sz.size() * (ops.size() + 1), "kernels");
+  for (int64_t bytes : sz) {
+    // The reference: a D2D copy of the same size, counted as read + write.
+    auto src = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(bytes));
+    auto dst = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(bytes));
+    TG_CUDA_CHECK(cudaMemsetAsync(src.get(), 0, src.bytes(), be.stream()));
+    const auto copy_s = th::time_gpu(ex.loop(), [&](void* s) {
+      TG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), src.bytes(), cudaMemcpyDeviceToDevice,
+                                    static_cast<cudaStream_t>(s)));
+    }, stream);
+    auto& cm = ex.report().add_time("d2d_copy", {{"size_bytes", bytes}}, copy_s, "gpu");
+    const double copy_gbs = 2.0 * static_cast<double>(bytes) / cm.stats.median / 1e9;
+    cm.extra["GB/s"] = copy_gbs;
+    cm.extra["pct_of_copy"] = 100.0;
+    bar.tick();
+    src.reset();
+    dst.reset();
+    for (const std::string& op : ops) {
+      TG_NVTX_RANGE(op.c_str());
+      tg::bench::CaseSet set(bytes, {op});
+      for (tg::bench::KernelCase& k : set.cases()) {
+        const auto s = th::time_gpu(ex.loop(), [&](void*) { be.run(k.call); }, stream);
+        auto& m = ex.report().add_time(k.op, {{"size_bytes", bytes}}, s, "gpu");
+        const double gbs = static_cast<double>(k.bytes_moved) / m.stats.median / 1e9;
+        m.extra["GB/s"] = gbs;
+        m.extra["pct_of_copy"] = 100.0 * gbs / copy_gbs;
+      }
+      bar.tick();
+    }
+  }
+}
+
+void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns) {
+  for (bool tf32 : {false, true}) {
+    tg::CudaBackend be(device, tf32);
+    for (int64_t n : ns) {
+      TG_NVTX_RANGE("matmul");
+      const size_t bytes = static_cast<size_t>(n * n) * sizeof(float);
+      auto a = tg::cuda::DeviceBuffer::allocate(bytes), b = tg::cuda::DeviceBuffer::allocate(bytes),
+           c = tg::cuda::DeviceBuffer::allocate(bytes);
+      tg::kernels::cuda::fill(a.as<float>(), 0.5f, n * n, be.stream());
+      tg::kernels::cuda::fill(b.as<float>(), 0.25f, n * n, be.stream());
+      tg::Attrs at;
+      tg::kernels::OpCall call{tg::OpKind::matmul, &at, {{{a.as<float>(), tg::Shape{n, n}},
+                                                          {b.as<float>(), tg::Shape{n, n}}, {}}}, 2,
+                               {c.as<float>(), tg::Shape{n, n}}};
+      const double flop = 2.0 * static_cast<double>(n) * n * n;
+      const char* prec = tf32 ? "tf32" : "fp32";
+      const auto ours = th::time_gpu(ex.loop(), [&](void*) { be.run(call); }, be.stream());
+      auto& mo = ex.report().add_time("matmul", {{"n", n}, {"precision", prec}, {"path", "run_cuda"}}, ours, "gpu");
+      mo.extra["TFLOP/s"] = flop / mo.stats.median / 1e12;
+      // cuBLAS directly, same handle settings, same stream.
+      const float one = 1.0f, zero = 0.0f;
+      const int ni = static_cast<int>(n);
+      const auto direct = th::time_gpu(ex.loop(), [&](void*) {
+        TG_CUBLAS_CHECK(cublasSgemm(be.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b.as<float>(), ni,
+                                    a.as<float>(), ni, &zero, c.as<float>(), ni));
+      }, be.stream());
+      auto& md = ex.report().add_time("matmul", {{"n", n}, {"precision", prec}, {"path", "cublas_direct"}}, direct,
+                                      "gpu");
+      md.extra["TFLOP/s"] = flop / md.stats.median / 1e12;
+      mo.extra["pct_of_cublas"] = 100.0 * md.stats.median / mo.stats.median;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  th::Experiment ex("tg-kernels", "How close does each CUDA kernel come to the copy bandwidth and to cuBLAS?",
+                    "tg-kernels --device 0 --quick --json kernels.json");
+  int64_t max_bytes = int64_t{1} << 30;
+  std::string ops_flag;
+  bool no_matmul = false;
+  std::string names;
+  for (const auto& n : tg::bench::case_names()) names += (names.empty() ? "" : ",") + n;
+  ex.cli().add_option("--max-bytes", max_bytes, "Largest tensor in bytes (default 1 GiB; --quick stops at 256 MiB)");
+  ex.cli().add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
+  ex.cli().add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
+  return ex.run(argc, argv, [&](th::Experiment& e) {
+    if (!e.on_gpu()) {
+      e.report().skip("all kernels", "tg-kernels measures CUDA kernels; no GPU selected (--device cpu or none found)");
+      return;
+    }
+    std::vector<std::string> ops = ops_flag.empty() ? tg::bench::case_names() : split_list(ops_flag);
+    for (const auto& o : ops) {
+      const auto all = tg::bench::case_names();
+      if (std::find(all.begin(), all.end(), o) == all.end())
+        throw th::UsageError(fmt::format("--ops: unknown op '{}'; choose from {}", o, names));
+    }
+    if (max_bytes < 4096) throw th::UsageError("--max-bytes must be at least 4096");
+    if (e.quick() && max_bytes > (int64_t{256} << 20)) max_bytes = int64_t{256} << 20;
+    {
+      tg::CudaBackend be(e.device(), false);
+      bench_memory(e, be, ops, max_bytes);
+    }
+    if (!no_matmul) bench_matmul(e, e.device(), e.quick() ? std::vector<int64_t>{5000} : std::vector<int64_t>{1024, 2048, 5000});
+  });
+}

@@ -1,0 +1,101 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tg {
+
+namespace {
+
+int checked_device(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  if (device < 0 || device >= count)
+    throw std::invalid_argument(fmt::format("cuda backend: device {} does not exist; {}", device,
+                                            count == 0 ? std::string("this machine has no CUDA device")
+                                                       : fmt::format("valid ids are 0..{}", count - 1)));
+  TG_CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp p{};
+  TG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return fmt::format("cuda:{} ({})", device, p.name);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device, bool tf32)
+    : device_(checked_device(device)),
+      tf32_(tf32),
+      name_(device_name(device_)),
+      stream_(cuda::Stream::create()),
+      cublas_(cuda::CublasHandle::create()),
+      workspace_(cuda::DeviceBuffer::allocate(kCublasWorkspaceBytes)),
+      scratch_(cuda::DeviceBuffer::allocate(kScratchBytes)) {
+  TG_CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
+  TG_CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), workspace_.get(), workspace_.bytes()));
+  TG_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  ctx_.stream = stream_.get();
+  ctx_.cublas = cublas_.get();
+  ctx_.tf32 = tf32;
+  ctx_.scratch = scratch_.as<float>();
+  ctx_.scratch_bytes = scratch_.bytes();
+}
+
+CudaBackend::~CudaBackend() {
+  // Work still queued may use the workspace and the scratch: finish it first.
+  if (stream_) TG_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream_.get()));
+}
+
+void CudaBackend::run(const kernels::OpCall& call) { kernels::run_cuda(call, ctx_); }
+
+void* CudaBackend::raw_alloc(size_t bytes) {
+  void* p = nullptr;
+  // Zero bytes still gets a unique pointer, as on the CPU backend.
+  const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
+  if (e == cudaSuccess) return p;
+  cudaGetLastError();
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
+  constexpr double MiB = 1024.0 * 1024.0;
+  throw CudaError(fmt::format("{}: cudaMalloc({} bytes = {:.1f} MiB) failed: {} ({}); the device has {:.1f} MiB free "
+                              "of {:.1f} MiB; reduce the batch or model size, or use the caching allocator",
+                              name_, bytes, static_cast<double>(bytes) / MiB, cudaGetErrorName(e),
+                              cudaGetErrorString(e), static_cast<double>(free_b) / MiB,
+                              static_cast<double>(total_b) / MiB));
+}
+
+void CudaBackend::raw_free(void* p) noexcept {
+  if (p) TG_CUDA_CHECK_NOTHROW(cudaFree(p));
+}
+
+void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()));
+  TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+}
+
+void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+  TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+}
+
+void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+}
+
+void CudaBackend::synchronize() { TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32) {
+  return std::make_unique<CudaBackend>(device, tf32);
+}
+
+}  // namespace tg

@@ -1,0 +1,56 @@
+#pragma once
+// The CUDA backend: every op is enqueued on one non-blocking stream that the
+// backend owns; cuBLAS runs on the same stream with a fixed workspace, so that it
+// never allocates while the static executor captures a CUDA Graph.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/raii.h"
+
+namespace tg {
+
+class CudaBackend : public Backend {
+ public:
+  static constexpr size_t kCublasWorkspaceBytes = 32u << 20;  // 32 MiB
+  static constexpr size_t kScratchBytes = 8u << 20;           // kernels' scratch (CudaExecContext)
+
+  // Makes `device` current on this thread. Throws std::invalid_argument for a
+  // device that does not exist, tg::CudaError when CUDA fails.
+  explicit CudaBackend(int device, bool tf32 = false);
+  ~CudaBackend() override;
+
+  DeviceKind kind() const override { return DeviceKind::cuda; }
+  std::string name() const override { return name_; }
+  void run(const kernels::OpCall& call) override;
+  void* raw_alloc(size_t bytes) override;
+  void raw_free(void* p) noexcept override;
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void copy_on_device(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+
+  int device() const { return device_; }
+  bool tf32() const { return tf32_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  cublasHandle_t cublas() const { return cublas_.get(); }
+  const kernels::CudaExecContext& context() const { return ctx_; }
+
+ private:
+  int device_;
+  bool tf32_;
+  std::string name_;
+  cuda::Stream stream_;
+  cuda::CublasHandle cublas_;
+  cuda::DeviceBuffer workspace_;
+  cuda::DeviceBuffer scratch_;
+  kernels::CudaExecContext ctx_;
+};
+
+std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32 = false);
+
+}  // namespace tg

@@ -1,0 +1,94 @@
+#pragma once
+// The CUDA kernels: launchers over raw device pointers, sizes and a stream, and the
+// entry run_cuda that maps an OpCall onto them. The formulas are those of the CPU
+// reference (kernels/cpu/cpu_kernels.h); differences:
+//  - reductions accumulate in float inside a row (softmax, layernorm, losses per row)
+//    and in double across rows/axes (reduce_*, layernorm_grad_gamma, loss totals);
+//    tests compare with atol + rtol*|ref|;
+//  - plain float ops (add, sub, mul, scale, bias_add, relu*, sgd*, mse_loss_grad,
+//    fill, copy) are computed exactly as written, so they match the CPU bit for bit;
+//  - a label that is not an integer in [0, classes) cannot throw from a kernel: the
+//    loss becomes NaN and the gradient row NaN, so it shows up in the results.
+// Deterministic: no atomics; every reduction has a fixed order for a given device.
+// Launchers never allocate (layernorm_grad_gamma uses ctx.scratch) and never
+// synchronize, so they can be captured into a CUDA Graph.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/op_call.h"
+
+namespace tg::kernels {
+
+struct CudaExecContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  bool tf32 = false;
+  // Stream-ordered scratch owned by the backend (layernorm_grad_gamma's row stats).
+  // Null is allowed: the ops that need it then throw std::invalid_argument.
+  float* scratch = nullptr;
+  size_t scratch_bytes = 0;
+};
+
+// The entry: enqueues one op on ctx.stream. Throws std::invalid_argument naming the
+// op and the tensor when the call is malformed, tg::CudaError when CUDA fails.
+void run_cuda(const OpCall& call, const CudaExecContext& ctx);
+
+namespace cuda {
+
+// ---- matmul (matmul.cpp, cuBLAS) -------------------------------------------------
+// Row-major, as cpu_sgemm / cpu_sgemm_batched / cpu_matmul.
+void sgemm(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t m, int64_t n,
+           int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t batch,
+                   int64_t m, int64_t n, int64_t k, const float* a, int64_t stride_a, const float* b,
+                   int64_t stride_b, float* c);
+void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, const float* a,
+            const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c);
+
+// ---- elementwise (elementwise.cu), n elements ---------------------------------
+void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
+void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
+void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
+void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s);
+void fill(float* y, float value, int64_t n, cudaStream_t s);
+void copy(const float* x, float* y, int64_t n, cudaStream_t s);  // exact alias is a no-op
+void relu(const float* x, float* y, int64_t n, cudaStream_t s);
+void relu_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
+void gelu(const float* x, float* y, int64_t n, cudaStream_t s);
+void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
+void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s);
+void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s);
+void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
+void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s);
+
+// ---- row-wise over the last axis (rows.cu) -------------------------------------
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
+void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, cudaStream_t s);
+void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
+                    float eps, cudaStream_t s);
+void layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
+                           int64_t cols, float eps, cudaStream_t s);
+void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
+                        int64_t cols, cudaStream_t s);
+// Per row: stats[2r] = mean, stats[2r+1] = rstd, as layernorm computes them.
+void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
+
+// ---- reductions (reduce.cu) -----------------------------------------------------
+void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s);
+// scratch: at least 2 floats per row of one chunk; rows are processed in chunks that fit.
+void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
+                          float* scratch, size_t scratch_bytes, cudaStream_t s);
+void mse_loss(const float* p, const float* t, float* loss, int64_t n, cudaStream_t s);
+void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
+                   cudaStream_t s);
+
+// ---- layout (layout.cu) -----------------------------------------------------------
+void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y, cudaStream_t s);
+
+}  // namespace cuda
+}  // namespace tg::kernels

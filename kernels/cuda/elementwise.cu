@@ -1,0 +1,231 @@
+// Elementwise ops, bias_add and the optimizer updates. One grid-stride kernel shape:
+// float4 loads/stores when every pointer is 16-byte aligned (two vectors in flight
+// per thread), the n % 4 tail by the first threads; a scalar kernel otherwise.
+// The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
+// float math, so that nvcc cannot contract it into an FMA and the bits match.
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace tg::kernels::cuda {
+
+namespace detail {
+
+int sm_count() {
+  static std::atomic<int> cache[64];
+  int dev = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) dev = 0;
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+int grid_for(int64_t work, int block) {
+  const int64_t want = (work + block - 1) / block;
+  const int64_t cap = static_cast<int64_t>(sm_count()) * (2048 / block);
+  const int64_t g = want < cap ? want : cap;
+  return g < 1 ? 1 : static_cast<int>(g);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::aligned16;
+using detail::grid_for;
+using detail::kBlock;
+
+// F: float operator()(float a, float b) const; unary ops ignore b (passed as a).
+template <bool kBinary, typename F>
+__global__ void ew_vec_kernel(F f, const float* a, const float* b, float* y, int64_t n4, int64_t n) {
+  const float4* a4 = reinterpret_cast<const float4*>(a);
+  const float4* b4 = reinterpret_cast<const float4*>(kBinary ? b : a);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  auto op4 = [&](float4 u, float4 v) { return make_float4(f(u.x, v.x), f(u.y, v.y), f(u.z, v.z), f(u.w, v.w)); };
+  int64_t i = tid;
+  for (; i + stride < n4; i += 2 * stride) {
+    const float4 u0 = a4[i], u1 = a4[i + stride];
+    const float4 v0 = kBinary ? b4[i] : u0, v1 = kBinary ? b4[i + stride] : u1;
+    y4[i] = op4(u0, v0);
+    y4[i + stride] = op4(u1, v1);
+  }
+  if (i < n4) y4[i] = op4(a4[i], kBinary ? b4[i] : a4[i]);
+  const int64_t t = 4 * n4 + tid;
+  if (t < n) y[t] = f(a[t], kBinary ? b[t] : a[t]);
+}
+
+template <bool kBinary, typename F>
+__global__ void ew_scalar_kernel(F f, const float* a, const float* b, float* y, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = f(a[i], kBinary ? b[i] : a[i]);
+}
+
+template <bool kBinary, typename F>
+void launch_ew(F f, const float* a, const float* b, float* y, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  if (aligned16(a) && (!kBinary || aligned16(b)) && aligned16(y)) {
+    const int64_t n4 = n / 4;
+    const int64_t work = n4 > (n - 4 * n4) ? n4 : (n - 4 * n4);
+    ew_vec_kernel<kBinary><<<grid_for(work), kBlock, 0, s>>>(f, a, b, y, n4, n);
+  } else {
+    ew_scalar_kernel<kBinary><<<grid_for(n), kBlock, 0, s>>>(f, a, b, y, n);
+  }
+  TG_LAUNCH_CHECK();
+}
+
+struct AddF { __device__ float operator()(float a, float b) const { return __fadd_rn(a, b); } };
+struct SubF { __device__ float operator()(float a, float b) const { return __fsub_rn(a, b); } };
+struct MulF { __device__ float operator()(float a, float b) const { return __fmul_rn(a, b); } };
+struct ScaleF {
+  float alpha;
+  __device__ float operator()(float a, float) const { return __fmul_rn(alpha, a); }
+};
+struct ReluF { __device__ float operator()(float a, float) const { return a > 0.0f ? a : 0.0f; } };
+struct ReluGradF { __device__ float operator()(float dy, float y) const { return y > 0.0f ? dy : 0.0f; } };
+
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kGeluCubic = 0.044715f;
+struct GeluF {
+  __device__ float operator()(float x, float) const {
+    const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+  }
+};
+struct GeluGradF {
+  __device__ float operator()(float dy, float x) const {
+    const float t = tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
+    const float d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    return dy * d;
+  }
+};
+// mse_loss_grad's scale s = 2*dloss/n is read from device memory by each thread.
+struct MseGradF {
+  const float* dloss;
+  float n;
+  __device__ float operator()(float p, float t) const {
+    const float s = __fdiv_rn(__fmul_rn(2.0f, *dloss), n);
+    return __fmul_rn(s, __fsub_rn(p, t));
+  }
+};
+struct SgdF {
+  float lr;
+  __device__ float operator()(float p, float g) const { return __fsub_rn(p, __fmul_rn(lr, g)); }
+};
+
+__global__ void fill_kernel(float* y, float value, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (aligned16(y)) {
+    const int64_t n4 = n / 4;
+    float4* y4 = reinterpret_cast<float4*>(y);
+    for (int64_t j = i; j < n4; j += stride) y4[j] = make_float4(value, value, value, value);
+    if (4 * n4 + i < n) y[4 * n4 + i] = value;
+  } else {
+    for (; i < n; i += stride) y[i] = value;
+  }
+}
+
+// bias_add: each thread walks whole float4s of a row-major [rows, cols] tensor; the
+// vector path needs cols % 4 == 0 so that a float4 never straddles two rows.
+__global__ void bias_vec_kernel(const float* x, const float* bias, float* y, int64_t n4, int64_t cols4) {
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  const float4* b4 = reinterpret_cast<const float4*>(bias);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
+    const float4 u = x4[i], v = b4[i % cols4];
+    y4[i] = make_float4(__fadd_rn(u.x, v.x), __fadd_rn(u.y, v.y), __fadd_rn(u.z, v.z), __fadd_rn(u.w, v.w));
+  }
+}
+__global__ void bias_scalar_kernel(const float* x, const float* bias, float* y, int64_t n, int64_t cols) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = __fadd_rn(x[i], bias[i % cols]);
+}
+
+__global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr, float momentum, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  auto step = [&](float& pp, float gg, float& vv) {
+    vv = __fadd_rn(__fmul_rn(momentum, vv), gg);
+    pp = __fsub_rn(pp, __fmul_rn(lr, vv));
+  };
+  if (aligned16(p) && aligned16(g) && aligned16(v)) {
+    const int64_t n4 = n / 4;
+    float4* p4 = reinterpret_cast<float4*>(p);
+    const float4* g4 = reinterpret_cast<const float4*>(g);
+    float4* v4 = reinterpret_cast<float4*>(v);
+    for (int64_t j = i; j < n4; j += stride) {
+      float4 pp = p4[j], vv = v4[j];
+      const float4 gg = g4[j];
+      step(pp.x, gg.x, vv.x);
+      step(pp.y, gg.y, vv.y);
+      step(pp.z, gg.z, vv.z);
+      step(pp.w, gg.w, vv.w);
+      p4[j] = pp;
+      v4[j] = vv;
+    }
+    if (4 * n4 + i < n) step(p[4 * n4 + i], g[4 * n4 + i], v[4 * n4 + i]);
+  } else {
+    for (; i < n; i += stride) step(p[i], g[i], v[i]);
+  }
+}
+
+}  // namespace
+
+void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(AddF{}, a, b, y, n, s); }
+void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(SubF{}, a, b, y, n, s); }
+void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(MulF{}, a, b, y, n, s); }
+void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s) {
+  launch_ew<false>(ScaleF{alpha}, x, nullptr, y, n, s);
+}
+void copy(const float* x, float* y, int64_t n, cudaStream_t s) {
+  if (x == y || n <= 0) return;
+  TG_CUDA_CHECK(cudaMemcpyAsync(y, x, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, s));
+}
+void relu(const float* x, float* y, int64_t n, cudaStream_t s) { launch_ew<false>(ReluF{}, x, nullptr, y, n, s); }
+void relu_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s) {
+  launch_ew<true>(ReluGradF{}, dy, y, dx, n, s);
+}
+void gelu(const float* x, float* y, int64_t n, cudaStream_t s) { launch_ew<false>(GeluF{}, x, nullptr, y, n, s); }
+void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s) {
+  launch_ew<true>(GeluGradF{}, dy, x, dx, n, s);
+}
+void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s) {
+  launch_ew<true>(MseGradF{dloss, static_cast<float>(n)}, p, t, dp, n, s);
+}
+void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s) { launch_ew<true>(SgdF{lr}, p, g, p, n, s); }
+
+void fill(float* y, float value, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  fill_kernel<<<grid_for(aligned16(y) ? n / 4 + 4 : n), kBlock, 0, s>>>(y, value, n);
+  TG_LAUNCH_CHECK();
+}
+
+void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
+  const int64_t n = rows * cols;
+  if (n <= 0) return;
+  if (cols % 4 == 0 && aligned16(x) && aligned16(bias) && aligned16(y))
+    bias_vec_kernel<<<grid_for(n / 4), kBlock, 0, s>>>(x, bias, y, n / 4, cols / 4);
+  else
+    bias_scalar_kernel<<<grid_for(n), kBlock, 0, s>>>(x, bias, y, n, cols);
+  TG_LAUNCH_CHECK();
+}
+
+void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  sgd_momentum_kernel<<<grid_for(n / 4 + 4), kBlock, 0, s>>>(p, g, v, lr, momentum, n);
+  TG_LAUNCH_CHECK();
+}
+
+}  // namespace tg::kernels::cuda

@@ -1,0 +1,80 @@
+// matmul through cuBLAS. cuBLAS is column-major; a row-major [m,n] matrix is the
+// column-major [n,m] one, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T:
+// the operands swap places and keep their own leading dims.
+#include <fmt/format.h>
+
+#include <climits>
+#include <stdexcept>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+int blas_int(int64_t v, const char* what) {
+  if (v < 0 || v > INT_MAX)
+    throw std::invalid_argument(fmt::format("matmul: {} = {} does not fit cuBLAS's 32-bit int; split the "
+                                            "product into pieces below 2^31 per dimension", what, v));
+  return static_cast<int>(v);
+}
+
+void prepare(cublasHandle_t h, cudaStream_t s, bool tf32) {
+  if (!h) throw std::invalid_argument("matmul: no cuBLAS handle; pass CudaExecContext::cublas");
+  TG_CUBLAS_CHECK(cublasSetStream(h, s));
+  TG_CUBLAS_CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+}  // namespace
+
+void sgemm(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t m, int64_t n,
+           int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = 0
+    if (ldc == n) return fill(c, 0.0f, m * n, s);
+    for (int64_t i = 0; i < m; ++i) fill(c + i * ldc, 0.0f, n, s);
+    return;
+  }
+  prepare(h, s, tf32);
+  const float one = 1.0f, zero = 0.0f;
+  TG_CUBLAS_CHECK(cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              blas_int(n, "n"), blas_int(m, "m"), blas_int(k, "k"), &one, b, blas_int(ldb, "ldb"), a,
+                              blas_int(lda, "lda"), &zero, c, blas_int(ldc, "ldc")));
+}
+
+void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t batch,
+                   int64_t m, int64_t n, int64_t k, const float* a, int64_t stride_a, const float* b,
+                   int64_t stride_b, float* c) {
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0) return fill(c, 0.0f, batch * m * n, s);
+  prepare(h, s, tf32);
+  const int64_t lda = trans_a ? m : k;
+  const int64_t ldb = trans_b ? k : n;
+  const float one = 1.0f, zero = 0.0f;
+  TG_CUBLAS_CHECK(cublasSgemmStridedBatched(
+      h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, blas_int(n, "n"), blas_int(m, "m"),
+      blas_int(k, "k"), &one, b, blas_int(ldb, "ldb"), stride_b, a, blas_int(lda, "lda"), stride_a, &zero, c,
+      blas_int(n, "ldc"), m * n, blas_int(batch, "batch")));
+}
+
+void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, const float* a,
+            const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c) {
+  const int64_t a_r = a_dims[a_rank - 2], a_c = a_dims[a_rank - 1];
+  const int64_t b_r = b_dims[b_rank - 2], b_c = b_dims[b_rank - 1];
+  const int64_t m = trans_a ? a_c : a_r;
+  const int64_t k = trans_a ? a_r : a_c;
+  const int64_t n = trans_b ? b_r : b_c;
+  int64_t lead = 1;
+  for (int d = 0; d + 2 < a_rank; ++d) lead *= a_dims[d];
+  if (b_rank == 3) {
+    sgemm_batched(h, s, tf32, trans_a, trans_b, lead, m, n, k, a, a_r * a_c, b, b_r * b_c, c);
+  } else if (!trans_a) {
+    // [.., m, k] rows are contiguous: fold the leading dims into m, one sgemm (as the CPU does).
+    sgemm(h, s, tf32, false, trans_b, lead * m, n, k, a, k, b, trans_b ? k : n, c, n);
+  } else {
+    sgemm_batched(h, s, tf32, true, trans_b, lead, m, n, k, a, a_r * a_c, b, 0, c);
+  }
+}
+
+}  // namespace tg::kernels::cuda

@@ -1,0 +1,161 @@
+#include "tests/cuda/op_harness.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/raii.h"
+
+namespace tg::testing {
+
+const std::vector<int64_t> kSizes = {1, 2, 3, 4, 7, 8, 33, 1023, 1024, 4099, 65537, (1 << 20) + 3};
+
+CudaBackend& backend() {
+  static std::unique_ptr<CudaBackend> b = std::make_unique<CudaBackend>(0, false);
+  return *b;
+}
+
+std::vector<float> random_vector(int64_t n, uint64_t seed, float lo, float hi) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+int64_t compare(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, Tol tol) {
+  if (got.size() != want.size()) {
+    std::printf("%s: size mismatch: got %zu elements, want %zu\n", what.c_str(), got.size(), want.size());
+    return static_cast<int64_t>(got.size() > want.size() ? got.size() : want.size());
+  }
+  int64_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    const bool exact = tol.atol == 0 && tol.rtol == 0;
+    bool ok;
+    if (exact) {
+      ok = std::memcmp(&got[i], &want[i], sizeof(float)) == 0 || (std::isnan(g) && std::isnan(w));
+    } else {
+      ok = (std::isnan(g) && std::isnan(w)) || std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
+    }
+    if (!ok) {
+      if (bad < 10) std::printf("  %s: mismatch at [%zu]: got %.9g, want %.9g\n", what.c_str(), i, g, w);
+      const double err = std::isnan(g) ? INFINITY : std::fabs(g - w);
+      worst = err > worst ? err : worst;
+      ++bad;
+    }
+  }
+  if (bad)
+    std::printf("  %s: %lld of %zu elements differ (tolerance %g + %g*|want|, largest error %g)\n", what.c_str(),
+                static_cast<long long>(bad), got.size(), tol.atol, tol.rtol, worst);
+  return bad;
+}
+
+namespace {
+
+// A device copy of a host vector, optionally offset by one float from a 256-byte
+// aligned allocation so that the kernels take their unaligned paths.
+struct DevTensor {
+  cuda::DeviceBuffer buf;
+  float* ptr = nullptr;
+  int64_t n = 0;
+  DevTensor(int64_t count, bool unaligned) : n(count) {
+    buf = cuda::DeviceBuffer::allocate(static_cast<size_t>(count + 1) * sizeof(float));
+    ptr = buf.as<float>() + (unaligned ? 1 : 0);
+  }
+  void upload(const std::vector<float>& h) {
+    TG_CUDA_CHECK(cudaMemcpy(ptr, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  void poison() { TG_CUDA_CHECK(cudaMemset(ptr, 0xFF, static_cast<size_t>(n) * sizeof(float))); }  // NaN
+  std::vector<float> download() const {
+    std::vector<float> h(static_cast<size_t>(n));
+    TG_CUDA_CHECK(cudaMemcpy(h.data(), ptr, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+std::string describe(const OpCase& c) {
+  std::string s = fmt::format("{}(", op_name(c.op));
+  for (size_t i = 0; i < c.in.size(); ++i) s += (i ? ", " : "") + c.in[i].str();
+  s += ")";
+  if (!op_is_update(c.op)) s += " -> " + c.out.str();
+  if (c.unaligned) s += " unaligned";
+  if (c.alias_input >= 0) s += fmt::format(" in place (out = input {})", c.alias_input);
+  return s;
+}
+
+}  // namespace
+
+int64_t run_case(const OpCase& c) { return run_case_on(backend(), c); }
+
+int64_t run_case_on(CudaBackend& b, const OpCase& c) {
+  const int nin = op_num_inputs(c.op);
+  REQUIRE(static_cast<int>(c.in.size()) == nin);
+  std::vector<std::vector<float>> host(static_cast<size_t>(nin));
+  std::vector<std::unique_ptr<DevTensor>> dev;
+  for (int i = 0; i < nin; ++i) {
+    const int64_t n = c.in[static_cast<size_t>(i)].numel();
+    auto& h = host[static_cast<size_t>(i)];
+    if (i == c.labels_input) {
+      std::mt19937_64 rng(c.seed + 77);
+      std::uniform_int_distribution<int64_t> d(0, c.labels_classes - 1);
+      h.resize(static_cast<size_t>(n));
+      for (auto& x : h) x = static_cast<float>(d(rng));
+    } else {
+      h = random_vector(n, c.seed * 31 + static_cast<uint64_t>(i));
+    }
+    dev.push_back(std::make_unique<DevTensor>(n, c.unaligned));
+    dev.back()->upload(h);
+  }
+  const bool update = op_is_update(c.op);
+  std::vector<float> cpu_out;
+  std::unique_ptr<DevTensor> dev_out;
+  kernels::OpCall cc, gc;
+  cc.op = gc.op = c.op;
+  cc.attrs = gc.attrs = &c.attrs;
+  cc.num_inputs = gc.num_inputs = nin;
+  for (int i = 0; i < nin; ++i) {
+    const auto k = static_cast<size_t>(i);
+    cc.in[k] = {host[k].data(), c.in[k]};
+    gc.in[k] = {dev[k]->ptr, c.in[k]};
+  }
+  if (!update) {
+    if (c.alias_input >= 0) {
+      const auto k = static_cast<size_t>(c.alias_input);
+      cc.out = {host[k].data(), c.out};
+      gc.out = {dev[k]->ptr, c.out};
+    } else {
+      cpu_out.assign(static_cast<size_t>(c.out.numel()), NAN);
+      dev_out = std::make_unique<DevTensor>(c.out.numel(), c.unaligned);
+      dev_out->poison();
+      cc.out = {cpu_out.data(), c.out};
+      gc.out = {dev_out->ptr, c.out};
+    }
+  }
+  kernels::run_cpu(cc);
+  b.run(gc);
+  b.synchronize();
+
+  const std::string name = describe(c);
+  int64_t bad = 0;
+  if (update) {
+    bad += compare(name + " param", dev[0]->download(), host[0], c.tol);
+    if (c.op == OpKind::sgd_momentum) bad += compare(name + " velocity", dev[2]->download(), host[2], c.tol);
+  } else if (c.alias_input >= 0) {
+    const auto k = static_cast<size_t>(c.alias_input);
+    bad += compare(name, dev[k]->download(), host[k], c.tol);
+  } else {
+    bad += compare(name, dev_out->download(), cpu_out, c.tol);
+  }
+  if (bad) std::printf("FAILED case: %s\n", name.c_str());
+  return bad;
+}
+
+}  // namespace tg::testing

@@ -1,0 +1,53 @@
+#pragma once
+// Runs one op on the GPU (run_cuda) and on the CPU reference (run_cpu) with the same
+// fresh random inputs and compares every output element with atol + rtol*|ref|.
+// GPU outputs are poisoned with NaN first, so an element the kernel never writes
+// fails. The first 10 mismatches are printed (index, got, want).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/attrs.h"
+#include "graph/op.h"
+#include "graph/shape.h"
+#include "kernels/cuda/cuda_backend.h"
+
+namespace tg::testing {
+
+struct Tol {
+  double atol = 0, rtol = 0;  // 0, 0: bitwise equal
+};
+
+struct OpCase {
+  OpKind op = OpKind::copy;
+  Attrs attrs;
+  std::vector<Shape> in;  // op_num_inputs(op) shapes
+  Shape out;              // ignored for update ops (sgd*)
+  Tol tol;
+  bool unaligned = false;  // every device pointer is offset by one float (hits the scalar paths)
+  int labels_input = -1;   // this input gets integer class ids in [0, labels_classes)
+  int64_t labels_classes = 0;
+  int alias_input = -1;    // the output is this input's buffer (in-place run)
+  uint64_t seed = 1;
+};
+
+// The shared CUDA backend of the test binary (device 0), made on first use.
+CudaBackend& backend();
+
+// Returns the number of mismatching elements over all outputs (0 = pass) and
+// prints a description of the case plus the first mismatches.
+int64_t run_case(const OpCase& c);
+int64_t run_case_on(CudaBackend& b, const OpCase& c);
+
+// Compares got with want; prints the first 10 mismatches under `what`.
+int64_t compare(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, Tol tol);
+
+std::vector<float> random_vector(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// The sizes every elementwise test covers: 1, 7, 1023, and others not a multiple of 4.
+extern const std::vector<int64_t> kSizes;
+
+}  // namespace tg::testing
+
+// CHECKs that the case has no mismatches; the case's description is in the output.
+#define TG_CHECK_CASE(c) CHECK(::tg::testing::run_case(c) == 0)

@@ -1,0 +1,113 @@
+// Elementwise ops, bias_add and the optimizer updates: plain float arithmetic is
+// expected to match the CPU reference bit for bit; gelu (float vs double) within a tolerance.
+#include <doctest/doctest.h>
+
+#include "tests/cuda/op_harness.h"
+#include "tests/gpu_skip.h"
+
+namespace tg::testing {
+
+namespace {
+
+constexpr Tol kExact{0, 0};
+constexpr Tol kGelu{2e-6, 2e-5};
+
+// Every size, aligned and unaligned, plus an in-place run where the op allows it.
+void elementwise_cases(OpKind op, int nin, Tol tol, bool in_place) {
+  uint64_t seed = 1;
+  for (int64_t n : kSizes)
+    for (bool unaligned : {false, true}) {
+      OpCase c;
+      c.op = op;
+      c.attrs.alpha = 0.37f;
+      c.attrs.lr = 0.05f;
+      c.attrs.momentum = 0.9f;
+      for (int i = 0; i < nin; ++i) c.in.push_back(Shape{n});
+      c.out = Shape{n};
+      c.tol = tol;
+      c.unaligned = unaligned;
+      c.seed = seed++;
+      TG_CHECK_CASE(c);
+      if (in_place && !op_is_update(op)) {
+        c.alias_input = 0;
+        TG_CHECK_CASE(c);
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("cuda add") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::add, 2, kExact, true); }
+TEST_CASE("cuda sub") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::sub, 2, kExact, true); }
+TEST_CASE("cuda mul") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::mul, 2, kExact, true); }
+TEST_CASE("cuda scale") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::scale, 1, kExact, true); }
+TEST_CASE("cuda relu (and in place)") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::relu, 1, kExact, true); }
+TEST_CASE("cuda relu_grad") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::relu_grad, 2, kExact, true); }
+TEST_CASE("cuda gelu") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::gelu, 1, kGelu, true); }
+TEST_CASE("cuda gelu_grad") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::gelu_grad, 2, kGelu, true); }
+TEST_CASE("cuda copy") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::copy, 1, kExact, false); }
+TEST_CASE("cuda sgd") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::sgd, 2, kExact, false); }
+TEST_CASE("cuda sgd_momentum") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::sgd_momentum, 3, kExact, false); }
+
+TEST_CASE("cuda reshape (copy when given its own memory, no-op when aliased)") {
+  TG_REQUIRE_GPU();
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{4099}}) {
+    OpCase c;
+    c.op = OpKind::reshape;
+    c.attrs.shape = Shape{n, 1};
+    c.in = {Shape{n}};
+    c.out = Shape{n, 1};
+    TG_CHECK_CASE(c);
+    c.alias_input = 0;
+    TG_CHECK_CASE(c);
+  }
+}
+
+TEST_CASE("cuda fill") {
+  TG_REQUIRE_GPU();
+  for (int64_t n : kSizes)
+    for (bool unaligned : {false, true}) {
+      OpCase c;
+      c.op = OpKind::fill;
+      c.attrs.value = -2.5f;
+      c.attrs.shape = Shape{n};
+      c.out = Shape{n};
+      c.unaligned = unaligned;
+      TG_CHECK_CASE(c);
+    }
+}
+
+TEST_CASE("cuda bias_add") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 100;
+  for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{300}})
+    for (int64_t cols : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{1023}, int64_t{1024}})
+      for (bool unaligned : {false, true}) {
+        OpCase c;
+        c.op = OpKind::bias_add;
+        c.in = {Shape{rows, cols}, Shape{cols}};
+        c.out = Shape{rows, cols};
+        c.unaligned = unaligned;
+        c.seed = seed++;
+        TG_CHECK_CASE(c);
+        c.alias_input = 0;
+        TG_CHECK_CASE(c);
+      }
+}
+
+TEST_CASE("cuda mse_loss_grad") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 200;
+  for (int64_t n : kSizes)
+    for (bool unaligned : {false, true}) {
+      OpCase c;
+      c.op = OpKind::mse_loss_grad;
+      c.in = {Shape{n}, Shape{n}, Shape{1}};
+      c.out = Shape{n};
+      c.unaligned = unaligned;
+      c.seed = seed++;
+      TG_CHECK_CASE(c);
+    }
+}
+
+}  // namespace tg::testing
