@@ -1,0 +1,36 @@
+#pragma once
+// The GPU parts of tg-transfer. Compiled only in CUDA builds (TWOGRAPH_HAVE_CUDA)
+// and called only when a device was selected; main.cpp records a skip otherwise.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "experiments/harness/measure.h"
+#include "experiments/harness/report.h"
+
+namespace tg::transfer {
+
+// Theoretical rates of the device's links, in GB/s (1e9 bytes/s); 0 = unknown.
+struct LinkRates {
+  double pcie_GBps = 0;  // per direction: GT/s per lane x lanes / 8 (Gen5 x16 = 64)
+  double hbm_GBps = 0;   // memory clock x 2 (double data rate) x bus width / 8
+  std::string pcie_text, hbm_text;  // "PCIe Gen5 x16: 64 GB/s" or why it is unknown
+};
+LinkRates link_rates(const harness::Metadata::Gpu& gpu);
+
+// copy [size_bytes direction=h2d|d2h|d2d host_memory=pageable|pinned|device mode=sync|async]
+//   sync: cudaMemcpy, steady_clock with a device synchronize around it (what the caller waits);
+//   async: cudaMemcpyAsync on a non-blocking stream, CUDA-event time; extra host_call_s is
+//   how long the call itself held the host (the whole copy, for pageable memory).
+void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,
+                           const LinkRates& rates);
+
+// alloc [size_bytes api=cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost], steady_clock.
+void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes);
+
+// copy [... host_memory=pageable mode=staged chunk_bytes copy_threads]: the pageable copy
+// done by hand through two pinned chunks (staged_copy.h), for each chunk size.
+void measure_staged(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,
+                    const std::vector<size_t>& chunk_bytes, int copy_threads, const LinkRates& rates);
+
+}  // namespace tg::transfer
