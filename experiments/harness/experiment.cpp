@@ -1,0 +1,142 @@
+#include "experiments/harness/experiment.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "experiments/harness/interrupt.h"
+#include "experiments/harness/report_io.h"
+#include "experiments/harness/table.h"
+#include "kernels/device_info.h"
+#ifdef TWOGRAPH_HAVE_CUDA
+#include "experiments/harness/gpu_timing.h"
+#endif
+
+namespace tg::harness {
+
+std::string join_command_line(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_=./:,+@%") == std::string::npos;
+    if (!plain) {
+      std::string q = "'";
+      for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      a = q + "'";
+    }
+    out += (i ? " " : "") + a;
+  }
+  return out;
+}
+
+std::string devices_text() {
+  std::string out = fmt::format("cpu   CPU backend: {} ({} threads)\n", tg::cpu_model_name(),
+                                tg::software_info().cpu_threads);
+  const auto gpus = tg::list_gpus();
+  for (const auto& g : gpus)
+    out += fmt::format("{:<5} {}  sm_{}{}  {} SMs  {:.1f} GiB ({:.1f} GiB free)  PCIe gen{} x{}  {}\n", g.id, g.name,
+                       g.cc_major, g.cc_minor, g.sm_count, g.total_bytes / 1073741824.0,
+                       g.free_bytes / 1073741824.0, g.pcie_gen, g.pcie_width, g.pci_bus_id);
+  if (gpus.empty()) {
+#ifdef TWOGRAPH_HAVE_CUDA
+    out += "no CUDA device visible: --device auto runs on the CPU backend\n";
+#else
+    out += "built without CUDA (TWOGRAPH_CUDA=OFF): only the CPU backend exists\n";
+#endif
+  }
+  return out;
+}
+
+Experiment::Experiment(std::string tool, std::string description, std::string example)
+    : tool_(std::move(tool)), example_(std::move(example)), app_(std::move(description), tool_) {
+  app_.footer(fmt::format("Example:\n  {}\n\nExit status: 0 ok, 1 failure, 2 bad usage, 130 interrupted.", example_));
+  app_.add_option("--device", device_spec_, "N (a CUDA ordinal), auto (the GPU with most free memory, else the CPU), or cpu")
+      ->capture_default_str();
+  app_.add_flag("--list-devices", list_devices_, "List the CPU and the visible GPUs, then exit");
+  app_.add_flag("--quick", quick_, "Few repetitions and short sweeps (the main job's mode)");
+  app_.add_option("--repetitions", repetitions_, "Minimum number of timed repetitions per measurement (>= 1)")
+      ->check(CLI::Range(1, 100000000));
+  app_.add_option("--warmup", warmup_, "Untimed calls before timing (>= 0)")->check(CLI::Range(0, 100000000));
+  app_.add_option("--min-time", min_time_, "Minimum timed seconds per measurement (>= 0)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app_.add_option("--json", json_path_, "Write the JSON report to FILE (atomically)");
+  app_.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically)");
+}
+
+int Experiment::parse(int argc, char** argv) {
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app_.help().c_str(), stdout);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for the options and an example.\n", tool_.c_str(), e.what(),
+                 tool_.c_str());
+    return kExitUsage;
+  }
+  if (list_devices_) {
+    std::fputs(devices_text().c_str(), stdout);
+    return kExitOk;
+  }
+  try {
+    device_id_ = tg::resolve_device(device_spec_);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s: error: --device %s: %s\n", tool_.c_str(), device_spec_.c_str(), e.what());
+    return kExitUsage;
+  }
+  loop_ = quick_ ? quick_loop_options() : default_loop_options();
+  if (repetitions_ >= 0) {
+    loop_.min_reps = repetitions_;
+    loop_.max_reps = std::max(loop_.max_reps, repetitions_);
+  }
+  if (warmup_ >= 0) loop_.warmup = warmup_;
+  if (min_time_ >= 0) loop_.min_time_s = min_time_;
+  return -1;
+}
+
+int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)>& body) {
+  if (int rc = parse(argc, argv); rc >= 0) return rc;
+  install_sigint_handler();
+  try {
+    Metadata& m = report_.meta;
+    m = collect_metadata(tool_, join_command_line(argc, argv));
+    m.device_spec = device_spec_;
+    m.device_id = device_id_;
+    m.quick = quick_;
+    m.warmup = loop_.warmup;
+    m.min_reps = loop_.min_reps;
+    m.max_reps = loop_.max_reps;
+    m.min_time_s = loop_.min_time_s;
+    for (const auto& g : m.gpus)
+      if (g.id == device_id_) m.device_name = g.name;
+#ifdef TWOGRAPH_HAVE_CUDA
+    if (device_id_ >= 0) set_cuda_device(device_id_);
+#endif
+    std::fprintf(stderr, "%s: device %s\n", tool_.c_str(), m.device_name.c_str());
+    body(*this);
+    throw_if_interrupted();
+    std::fputs(report_table(report_).c_str(), stdout);
+    std::fflush(stdout);
+    // Both texts are built before either file is touched; each file appears whole or not at all.
+    const std::string json = json_path_.empty() ? std::string() : to_json(report_);
+    const std::string csv = csv_path_.empty() ? std::string() : to_csv(report_);
+    if (!json_path_.empty()) write_file_atomic(json_path_, json);
+    if (!csv_path_.empty()) write_file_atomic(csv_path_, csv);
+    if (!json_path_.empty() || !csv_path_.empty())
+      std::fprintf(stderr, "%s: wrote%s%s%s%s\n", tool_.c_str(), json_path_.empty() ? "" : " ", json_path_.c_str(),
+                   csv_path_.empty() ? "" : " ", csv_path_.c_str());
+    return kExitOk;
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "%s: %s\n", tool_.c_str(), e.what());
+    return kExitInterrupted;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace tg::harness

@@ -1,0 +1,63 @@
+#pragma once
+// tg_harness: what every experiment binary (tg-*) is built on. Link `tg_harness`.
+//
+// A complete experiment:
+//
+//   #include "experiments/harness/harness.h"
+//   namespace th = tg::harness;
+//
+//   int main(int argc, char** argv) {
+//     th::Experiment ex("tg-transfer", "What do transfers cost?",
+//                       "tg-transfer --device auto --quick --json transfer.json");
+//     int64_t max_bytes = 1 << 30;
+//     ex.cli().add_option("--max-bytes", max_bytes, "Largest copy");   // own flags: plain CLI11
+//     return ex.run(argc, argv, [&](th::Experiment& e) {
+//       if (!e.on_gpu()) { e.report().skip("h2d", "no GPU (--device cpu)"); return; }
+//       // e.device(): the CUDA ordinal (already cudaSetDevice'd), -1 = CPU backend.
+//       th::Progress bar(sizes.size(), "h2d");                      // stderr, only on a tty
+//       for (int64_t n : sizes) {
+//         TG_NVTX_RANGE("h2d");                                      // visible in Nsight Systems
+//         auto s = th::time_host(e.loop(), [&] { copy(n); }, [&] { sync(); });
+//         auto& m = e.report().add_time("h2d_copy", {{"size_bytes", n}, {"memory", "pinned"}}, s);
+//         m.extra["GB/s"] = n / m.stats.median / 1e9;
+//         bar.tick();
+//       }
+//     });
+//   }
+//
+// run() does the rest: the common flags (--help with the example, --device N|auto|cpu,
+// --list-devices, --quick, --repetitions N, --warmup N, --min-time S, --json FILE,
+// --csv FILE), exit 2 on a bad flag/value/device (never a fallback), metadata
+// (tool, version, git revision, command line, UTC time, host, CPU, GPUs, CUDA/cuBLAS/
+// OpenBLAS versions, build type), the aligned table on stdout, atomic report files,
+// and SIGINT (the loops throw Interrupted; no file is written; exit 130). An exception
+// from the body is exit 1; throw th::UsageError for a bad value of your own flag (exit 2).
+//
+// Timing
+//   time_host(opt, body, sync)  steady_clock around batch x body(), sync() before and
+//                               after; one sample per repetition, in seconds per call.
+//   time_gpu(opt, body, stream) CUDA events around batch x body(stream) (CUDA builds only,
+//                               gpu_timing.h, inside #ifdef TWOGRAPH_HAVE_CUDA).
+//   run_loop(opt, sample)       the loop alone, for anything else that yields seconds.
+//   ex.loop() / ex.loop(batch)  the options from the flags; batch > 1 for bodies under ~1 us.
+//   Loop rule: opt.warmup untimed calls, then samples until count >= min_reps AND
+//   timed seconds >= min_time_s, never more than max_reps samples.
+//
+// Reports (report.h): Report::add_time(name, params, samples), add_value(name, params,
+// value, unit, better), add(Measurement) for full control (unit, better = "higher"
+// for throughputs, timer), skip(part, reason) for what was not measured and why.
+// Measurement::extra holds derived numbers (GB/s, TFLOP/s). Statistics (stats.h):
+// min, p10, median, p90, max, mean, noise = IQR/median, noisy when > 10%.
+// Files: docs/report-format.md (fields, parameter names the plots read) and
+// docs/report.schema.json. report_io.h reads, validates and writes them.
+#include "experiments/harness/experiment.h"
+#include "experiments/harness/interrupt.h"
+#include "experiments/harness/measure.h"
+#include "experiments/harness/nvtx.h"
+#include "experiments/harness/report.h"
+#include "experiments/harness/report_io.h"
+#include "experiments/harness/stats.h"
+#include "experiments/harness/table.h"
+#ifdef TWOGRAPH_HAVE_CUDA
+#include "experiments/harness/gpu_timing.h"
+#endif

@@ -1,0 +1,120 @@
+#pragma once
+// The report every experiment writes: metadata, measurements, notes.
+// docs/report-format.md describes the JSON and CSV field by field;
+// docs/report.schema.json is the machine-checkable schema.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "experiments/harness/stats.h"
+
+namespace tg::harness {
+
+inline constexpr int kSchemaVersion = 1;
+
+// One parameter value: a string, an integer, a real or a boolean, written to JSON
+// with its natural type (so plots can read size_bytes as a number).
+class Param {
+ public:
+  enum class Kind { string, integer, real, boolean };
+  Param(const char* v) : kind_(Kind::string), s_(v) {}
+  Param(std::string v) : kind_(Kind::string), s_(std::move(v)) {}
+  Param(int v) : kind_(Kind::integer), i_(v) {}
+  Param(long v) : kind_(Kind::integer), i_(v) {}
+  Param(long long v) : kind_(Kind::integer), i_(v) {}
+  Param(unsigned v) : kind_(Kind::integer), i_(static_cast<int64_t>(v)) {}
+  Param(unsigned long v) : kind_(Kind::integer), i_(static_cast<int64_t>(v)) {}
+  Param(unsigned long long v) : kind_(Kind::integer), i_(static_cast<int64_t>(v)) {}
+  Param(double v) : kind_(Kind::real), d_(v) {}
+  Param(bool v) : kind_(Kind::boolean), b_(v) {}
+
+  Kind kind() const { return kind_; }
+  const std::string& as_string() const { return s_; }
+  int64_t as_int() const { return i_; }
+  double as_real() const { return kind_ == Kind::integer ? static_cast<double>(i_) : d_; }
+  bool as_bool() const { return b_; }
+  // Text form for tables, CSV and matching: 1024, 0.5, true, h2d.
+  std::string str() const;
+  bool operator==(const Param& o) const { return kind_ == o.kind_ && str() == o.str(); }
+  bool operator!=(const Param& o) const { return !(*this == o); }
+
+ private:
+  Kind kind_;
+  std::string s_;
+  int64_t i_ = 0;
+  double d_ = 0;
+  bool b_ = false;
+};
+
+using Params = std::map<std::string, Param>;
+std::string params_str(const Params& p);  // "direction=h2d size_bytes=1024" (sorted by key)
+
+struct Measurement {
+  std::string name;                    // what was measured: "h2d_copy", "static_replay_per_node"
+  Params params;                       // the point in the sweep: {"size_bytes": 1024, ...}
+  std::string unit = "s";              // unit of samples and of every statistic; times are seconds
+  std::string better = "lower";        // "lower" (times, bytes) or "higher" (GB/s, iter/s)
+  std::string timer = "host";          // "host" (steady_clock), "gpu" (CUDA events), "derived", "value"
+  std::vector<double> samples;         // raw samples in `unit`
+  Summary stats;                       // filled by Report::add from samples
+  std::map<std::string, double> extra; // derived numbers: {"GB/s": 54.8, "TFLOP/s": 41.2}
+};
+
+struct Note {
+  std::string part;    // what was not measured: "cuda_empty_kernel"
+  std::string reason;  // why: "no GPU: --device cpu"
+};
+
+struct Metadata {
+  int schema_version = kSchemaVersion;
+  std::string tool, tool_version, git_rev, build_type;
+  bool cuda_build = false;
+  std::string command_line, utc_time, host_name, cpu_model;
+  int cpu_threads = 0;           // std::thread::hardware_concurrency
+  std::string device_spec = "cpu";  // what --device said
+  int device_id = -1;            // -1 = CPU backend
+  std::string device_name;       // "cpu (<model>)" or the GPU's name
+  bool quick = false;
+  int warmup = 0, min_reps = 0, max_reps = 0;
+  double min_time_s = 0;
+  // From tg::list_gpus() / tg::software_info(), copied so this header needs no kernels/ include.
+  struct Gpu {
+    int id = -1;
+    std::string name, pci_bus_id;
+    int sm_count = 0, cc_major = 0, cc_minor = 0;
+    uint64_t total_bytes = 0, free_bytes = 0;
+    int sm_clock_khz = 0, mem_clock_khz = 0, mem_bus_width_bits = 0, pcie_gen = 0, pcie_width = 0;
+    uint64_t l2_bytes = 0;
+  };
+  std::vector<Gpu> gpus;
+  int cuda_runtime_version = 0, cuda_driver_version = 0, cublas_version = 0, blas_threads = 0;
+  std::string openblas_config;
+};
+
+class Report {
+ public:
+  Metadata meta;
+  std::vector<Measurement> measurements;
+  std::vector<Note> notes;
+
+  // Computes m.stats from m.samples (throws std::invalid_argument if none) and appends it.
+  Measurement& add(Measurement m);
+  // Shorthand for a time measurement in seconds.
+  Measurement& add_time(std::string name, Params params, std::vector<double> samples_s,
+                        std::string timer = "host");
+  // A single value (bytes, a count): one sample, timer "value".
+  Measurement& add_value(std::string name, Params params, double value, std::string unit,
+                         std::string better = "lower");
+  void skip(std::string part, std::string reason);
+
+  // The first measurement with this name and exactly these params, or nullptr.
+  const Measurement* find(const std::string& name, const Params& params) const;
+};
+
+// Fills tool name/version/git revision/build type, time, host, CPU model, GPUs and
+// software versions (through kernels/device_info.h).
+Metadata collect_metadata(const std::string& tool, const std::string& command_line);
+std::string utc_now_iso8601();  // "2026-12-02T13:20:00Z"
+
+}  // namespace tg::harness
