@@ -22,7 +22,12 @@ int blas_int(int64_t v, const char* what) {
 
 void prepare(cublasHandle_t h, cudaStream_t s, bool tf32) {
   if (!h) throw std::invalid_argument("matmul: no cuBLAS handle; pass CudaExecContext::cublas");
-  TG_CUBLAS_CHECK(cublasSetStream(h, s));
+  // cublasSetStream also resets the workspace to cuBLAS's own pool (which allocates,
+  // and must not during capture), so only switch when the stream really differs; the
+  // CUDA backend binds its handle to its stream and workspace once.
+  cudaStream_t cur = nullptr;
+  TG_CUBLAS_CHECK(cublasGetStream(h, &cur));
+  if (cur != s) TG_CUBLAS_CHECK(cublasSetStream(h, s));
   TG_CUBLAS_CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
