@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Renders every figure kind of tools/plot/plot_report.py from crafted reports and checks
+# that each PNG and SVG exists and is not empty. Exit 77 (skipped) without matplotlib.
+set -euo pipefail
+script=$1 out=$2
+py=""
+for c in python3 /usr/bin/python3; do
+  if command -v "$c" >/dev/null 2>&1 && "$c" -c "import matplotlib" 2>/dev/null; then py=$c; break; fi
+done
+if [ -z "$py" ]; then
+  echo "SKIPPED: python3 module matplotlib is missing (apt-get install python3-matplotlib)"
+  exit 77
+fi
+rm -rf "$out" && mkdir -p "$out/in"
+"$py" - "$out/in" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def m(name, params, med, unit="s", extra=None):
+    return {"name": name, "params": params, "unit": unit, "better": "lower", "timer": "host", "count": 3,
+            "min": med * 0.9, "p10": med * 0.95, "median": med, "p90": med * 1.05, "max": med * 1.1,
+            "mean": med, "noise": 0.05, "noisy": False, "extra": extra or {}, "samples": [med * 0.9, med, med * 1.1]}
+def rep(tool, ms):
+    r = {"schema_version": 1, "tool": {"name": tool, "version": "0.1.0", "git_rev": "x", "build_type": "Release",
+         "cuda_build": False}, "measurements": ms, "notes": []}
+    json.dump(r, open(os.path.join(d, tool + ".json"), "w"))
+sizes = [1024, 1 << 20, 1 << 29]
+rep("tg-transfer", [m("copy", {"size_bytes": s, "direction": dr, "memory": mem}, s / 20e9 + 5e-6)
+                    for s in sizes for dr in ("h2d", "d2h") for mem in ("pinned", "pageable")]
+                   + [m("cudaMalloc", {"bytes": 1024}, 5e-5)])
+rep("tg-launch", [m("dynamic_chain", {"n_ops": n, "executor": e}, n * c) for n in (1, 10, 100, 1000)
+                  for e, c in (("dynamic", 1.2e-5), ("static", 1e-6))])
+rep("tg-memory", [m("bytes", {"role": r, "config": c}, b, unit="B") for c in ("batch=32", "batch=256")
+                  for r, b in (("parameters", 4e6), ("gradients", 4e6), ("activations", 1e7))])
+rep("tg-matmul", [m("matmul", {"n": n, "backend": b}, 2 * n**3 / f) for n in (500, 1000, 2000)
+                  for b, f in (("cpu", 1e12), ("gpu", 4e13))])
+rep("tg-train", [m("step", {"batch": b, "executor": e, "model": "mlp"}, 1e-4 * b ** 0.5) for b in (32, 128, 512)
+                 for e in ("static", "dynamic")])
+rep("tg-shapes", [m("iteration", {"strategy": s}, t) for s, t in (("dynamic", 1e-3), ("recapture", 5e-3),
+                                                                  ("cache", 4e-4), ("bucket", 5e-4), ("update", 6e-4))])
+rep("tg-pipeline", [m("stage_time", {"stage": s, "mode": "serialized"}, t) for s, t in (("host", 1e-3), ("h2d", 2e-3))])
+rep("tg-noop", [m("empty_host_function", {"batch": 1000}, 3e-9)])
+rep("tg-launch-missing", [m("x", {}, 1e-6)])  # generic fallback by tool name
+r = json.load(open(os.path.join(d, "tg-launch.json")))
+r["tool"]["name"] = "tg-launch"
+for x in r["measurements"]:
+    del x["params"]["n_ops"]
+json.dump(r, open(os.path.join(d, "launch-noparams.json"), "w"))
+PY
+mkdir -p "$out/fallback"
+"$py" "$script" --out "$out/png" "$out"/in/tg-*.json
+"$py" "$script" --out "$out/fallback" "$out/in/launch-noparams.json" 2>"$out/fallback.log"
+grep -q "lack one of n_ops" "$out/fallback.log" || { echo "FAIL: no message for the missing n_ops"; cat "$out/fallback.log"; exit 1; }
+expect=(tg-transfer_bandwidth tg-launch_per_op_cost tg-memory_memory_by_role tg-matmul_matmul
+        tg-train_iterations_per_s tg-shapes_time_per_strategy tg-pipeline_per_stage tg-noop_medians_s
+        tg-launch-missing_medians_s)
+for f in "${expect[@]}"; do
+  for ext in png svg; do
+    [ -s "$out/png/$f.$ext" ] || { echo "FAIL: $out/png/$f.$ext missing or empty"; ls "$out/png"; exit 1; }
+  done
+done
+[ -s "$out/fallback/tg-launch_medians_s.png" ] || { echo "FAIL: no generic fallback figure"; ls "$out/fallback"; exit 1; }
+if "$py" "$script" --out "$out/bad" /nonexistent.json 2>/dev/null; then echo "FAIL: a missing report must fail"; exit 1; fi
+echo "OK: ${#expect[@]} figure kinds as PNG and SVG, fallback for missing parameters"
