@@ -1,0 +1,87 @@
+#include "static/compiler.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "graph/builder.h"
+#include "graph/errors.h"
+#include "graph/validate.h"
+
+namespace tg {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+}  // namespace
+
+std::string CompileTimings::str() const {
+  return fmt::format("record {:.3f} ms, autodiff {:.3f}, validate {:.3f}, plan {:.3f}, schedule {:.3f}, capture {:.3f}, "
+                     "instantiate {:.3f} (total {:.3f} ms)",
+                     record, autodiff, validate, plan, schedule, capture, instantiate, total());
+}
+
+CompiledPlan compile(const ModelFn& model, const CompileOptions& opt) {
+  if (!model) throw std::invalid_argument("compile: the model function is empty");
+  CompileTimings t;
+  // The forward recording alone, timed on its own: build_training_graph records
+  // it again inside, and the difference is charged to autodiff.
+  auto t0 = Clock::now();
+  Graph forward;
+  {
+    RecordingBuilder b(forward);
+    model(b);
+  }
+  t.record = ms_since(t0);
+  t0 = Clock::now();
+  Graph g = opt.training ? build_training_graph(model, opt.train) : build_inference_graph(model);
+  const double build = ms_since(t0);
+  if (opt.training) t.autodiff = std::max(0.0, build - t.record);
+  else t.record = build;
+  const int loss = opt.training && !g.outputs.empty() ? g.outputs[0] : -1;
+  return compile_graph(std::move(g), loss, opt, t);
+}
+
+CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, CompileTimings t) {
+  CompiledPlan out;
+  if (loss >= static_cast<int>(graph.values.size()))
+    throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
+  auto t0 = Clock::now();
+  validate(graph);  // names the node, op and shapes of every problem
+  const std::vector<int> order = graph.topo_order();
+  t.validate = ms_since(t0);
+
+  t0 = Clock::now();
+  MemoryPlan plan = plan_memory(graph, order, opt.plan);
+  t.plan = ms_since(t0);
+
+  std::shared_ptr<Backend> backend = opt.backend;
+  if (!backend) backend = opt.params ? nullptr : std::shared_ptr<Backend>(make_cpu_backend());
+  std::shared_ptr<ParameterStore> params = opt.params;
+  if (!params) params = std::make_shared<ParameterStore>(backend, opt.seed);
+  else if (backend && &params->backend() != backend.get())
+    throw std::invalid_argument("compile: the parameter store belongs to another backend; pass the same backend");
+
+  out.loss = loss;
+  for (int o : graph.outputs)
+    if (o != loss) {
+      out.prediction = o;
+      break;
+    }
+  out.graph = std::make_shared<const Graph>(std::move(graph));
+  ExecutableOptions eo;
+  eo.use_cuda_graph = opt.use_cuda_graph;
+  eo.instantiate = opt.instantiate;
+  eo.poison_arena = opt.poison_arena;
+  t0 = Clock::now();
+  out.exec = std::make_unique<StaticExecutable>(out.graph, order, std::move(plan), params, loss, eo);
+  // The constructor allocates, resolves pointers, builds the schedule and (CUDA)
+  // captures and instantiates; the latter two it times itself.
+  t.capture = out.exec->capture_ms();
+  t.instantiate = out.exec->instantiate_ms();
+  t.schedule = std::max(0.0, ms_since(t0) - t.capture - t.instantiate);
+  out.timings = t;
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,59 @@
+#pragma once
+// The static (TensorFlow-1 style) compiler: a model function goes in once,
+// a StaticExecutable comes out. Phases, each timed: record the forward graph,
+// autodiff to the training graph (forward + backward + optimizer update),
+// validate, plan memory, build the schedule, capture, instantiate.
+#include <memory>
+#include <string>
+
+#include "graph/models.h"
+#include "graph/training.h"
+#include "kernels/backend.h"
+#include "static/executable.h"
+#include "static/planner.h"
+
+namespace tg {
+
+struct CompileOptions {
+  bool training = true;           // false: the inference graph (forward, prediction only)
+  TrainOptions train;
+  PlanOptions plan;
+  bool use_cuda_graph = true;     // CUDA: capture + replay; false: plain launches of the schedule
+  bool instantiate = true;        // false: capture only (the `update` strategy instantiates)
+  bool poison_arena = false;      // fill the arena with NaN once (tests)
+  std::shared_ptr<Backend> backend;       // null: the CPU backend
+  std::shared_ptr<ParameterStore> params; // null: a new store; pass one to share parameters
+                                          // between plans (one per shape)
+  uint64_t seed = 0;              // initial_values seed (same as the interpreter's and dynamic's)
+};
+
+// Milliseconds per phase. `record` is the forward recording alone; `autodiff`
+// the rest of build_training_graph (backward and update nodes).
+struct CompileTimings {
+  double record = 0, autodiff = 0, validate = 0, plan = 0, schedule = 0, capture = 0, instantiate = 0;
+  double total() const { return record + autodiff + validate + plan + schedule + capture + instantiate; }
+  std::string str() const;
+};
+
+struct CompiledPlan {
+  std::shared_ptr<const Graph> graph;
+  CompileTimings timings;
+  int loss = -1;        // value id, -1 for inference
+  int prediction = -1;  // value id
+  std::unique_ptr<StaticExecutable> exec;
+
+  // Shorthands over exec.
+  void run(const Feeds& f = {}) { exec->run(f); }
+  float step(const Feeds& f = {}) { return exec->step(f); }
+  std::vector<float> read(int value) const { return exec->read(value); }
+  std::vector<float> read(const std::string& name) const { return exec->read(name); }
+  const MemoryPlan& memory() const { return exec->plan(); }
+};
+
+CompiledPlan compile(const ModelFn& model, const CompileOptions& opt = {});
+
+// The phases after autodiff, for a graph built elsewhere (a graph file, a test).
+// `loss` is the value id that step() returns, or -1. `t` receives the timings.
+CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt = {}, CompileTimings t = {});
+
+}  // namespace tg

@@ -1,0 +1,197 @@
+#include "static/cuda_graph.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "static/device_runner.h"
+
+#if __has_include("kernels/cuda/cuda_backend.h")
+#include "kernels/cuda/cuda_backend.h"
+#define TG_STATIC_HAVE_CUDA_BACKEND 1
+#endif
+
+namespace tg {
+
+CaptureGuard::CaptureGuard(cudaStream_t stream, cudaStreamCaptureMode mode) : stream_(stream) {
+  TG_CUDA_CHECK(cudaStreamBeginCapture(stream_, mode));
+  active_ = true;
+}
+
+CaptureGuard::~CaptureGuard() { abort(); }
+
+cudaError_t CaptureGuard::abort() noexcept {
+  if (!active_) return cudaSuccess;
+  active_ = false;
+  cudaError_t first = cudaGetLastError();
+  cudaGraph_t g = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &g);
+  if (g) cudaGraphDestroy(g);
+  if (first == cudaSuccess) first = e;
+  cudaGetLastError();  // the invalidated capture's error is reported, not left for the next call
+  return first;
+}
+
+cudaStreamCaptureStatus CaptureGuard::status() const {
+  cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+  TG_CUDA_CHECK(cudaStreamIsCapturing(stream_, &s));
+  return s;
+}
+
+cuda::CudaGraph CaptureGuard::end() {
+  active_ = false;
+  cudaGraph_t g = nullptr;
+  TG_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  return cuda::CudaGraph(g);
+}
+
+cuda::CudaGraph capture_steps(cudaStream_t stream, int count, const std::function<void(int)>& issue,
+                              const std::function<std::string(int)>& describe) {
+  CaptureGuard guard(stream);
+  for (int i = 0; i < count; ++i) {
+    std::string why;
+    try {
+      issue(i);
+      cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+      const cudaError_t e = cudaStreamIsCapturing(stream, &s);
+      if (e != cudaSuccess || s != cudaStreamCaptureStatusActive) {
+        const cudaError_t last = cudaGetLastError();
+        const cudaError_t shown = e != cudaSuccess ? e : last != cudaSuccess ? last : cudaErrorStreamCaptureInvalidated;
+        why = fmt::format("the capture was invalidated ({}: {})", cudaGetErrorName(shown), cudaGetErrorString(shown));
+      }
+    } catch (const std::exception& ex) {
+      why = ex.what();
+    }
+    if (!why.empty()) {
+      const cudaError_t e = guard.abort();
+      throw CaptureError(fmt::format("CUDA Graph capture failed at op {} of {}: {} [{}]: {}; ops inside a captured "
+                                     "schedule must only enqueue work on the capture stream (no cudaMalloc, no "
+                                     "synchronize, no pageable copies)",
+                                     i, count, describe(i), e == cudaSuccess ? "no CUDA error pending" : cudaGetErrorName(e), why),
+                         i);
+    }
+  }
+  return guard.end();
+}
+
+bool update_or_instantiate(cuda::GraphExec& exec, const cuda::CudaGraph& graph) {
+  if (exec) {
+    cudaGraphExecUpdateResultInfo info;
+    std::memset(&info, 0, sizeof(info));
+    if (cudaGraphExecUpdate(exec.get(), graph.get(), &info) == cudaSuccess) return true;
+    cudaGetLastError();  // a refused update is an expected outcome, not an error to leave pending
+  }
+  exec = cuda::GraphExec::instantiate(graph);
+  return false;
+}
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class CudaRunner final : public DeviceRunner {
+ public:
+  CudaRunner(Backend& be, cudaStream_t stream, const Graph& g, const std::vector<ScheduledOp>& ops,
+             std::vector<StagedInput> inputs, size_t staging_bytes, const RunnerOptions& opt)
+      : be_(be), stream_(stream), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph) {
+    staging_ = cuda::PinnedBuffer::allocate(staging_bytes);
+    if (staging_bytes) std::memset(staging_.get(), 0, staging_bytes);
+    if (!use_graph_) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int k = static_cast<int>(inputs_.size());
+    graph_ = capture_steps(stream_, k + static_cast<int>(ops_.size()), [&](int i) { issue(i); },
+                           [&](int i) {
+                             if (i < k) return fmt::format("input copy {} ({} bytes)", i, inputs_[static_cast<size_t>(i)].bytes);
+                             const Node& n = g_.nodes[static_cast<size_t>(ops_[static_cast<size_t>(i - k)].node)];
+                             return fmt::format("'{}' ({})", n.name, op_name(n.op));
+                           });
+    capture_ms = ms_since(t0);
+    if (opt.instantiate) instantiate();
+  }
+  ~CudaRunner() override {
+    // Nothing may still read staging or the buffers when they are freed.
+    TG_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream_));
+  }
+
+  float* staging() override { return staging_.as<float>(); }
+  void before_host_write() override {
+    // A stream sync rather than an event recorded after each launch: it waits
+    // for the same thing and keeps the replay path to one cudaGraphLaunch.
+    if (pending_) synchronize();
+  }
+  void run() override {
+    if (use_graph_) {
+      if (!exec_)
+        throw std::logic_error("static executor: the CUDA graph was captured but never instantiated; call "
+                               "instantiate() or update_from() first");
+      exec_.launch(stream_);
+    } else {
+      for (int i = 0, n = static_cast<int>(inputs_.size() + ops_.size()); i < n; ++i) issue(i);
+    }
+    pending_ = true;
+  }
+  void synchronize() override {
+    TG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    pending_ = false;
+  }
+  bool has_graph() const override { return use_graph_; }
+  void instantiate() override {
+    const auto t0 = std::chrono::steady_clock::now();
+    exec_ = cuda::GraphExec::instantiate(graph_);
+    instantiate_ms = ms_since(t0);
+  }
+  bool update_from(DeviceRunner& previous) override {
+    auto* prev = dynamic_cast<CudaRunner*>(&previous);
+    if (!prev || !use_graph_ || !prev->use_graph_)
+      throw std::logic_error("update_from: both plans must be captured CUDA graphs");
+    prev->synchronize();  // the instance must be idle before it is rewritten
+    const auto t0 = std::chrono::steady_clock::now();
+    exec_ = std::move(prev->exec_);
+    const bool updated = update_or_instantiate(exec_, graph_);
+    instantiate_ms = ms_since(t0);
+    return updated;
+  }
+
+ private:
+  void issue(int i) {
+    const int k = static_cast<int>(inputs_.size());
+    if (i < k) {
+      const StagedInput& in = inputs_[static_cast<size_t>(i)];
+      TG_CUDA_CHECK(cudaMemcpyAsync(in.device, static_cast<char*>(staging_.get()) + in.staging_offset, in.bytes,
+                                    cudaMemcpyHostToDevice, stream_));
+    } else {
+      be_.run(ops_[static_cast<size_t>(i - k)].call);
+    }
+  }
+
+  Backend& be_;
+  cudaStream_t stream_;
+  const Graph& g_;
+  const std::vector<ScheduledOp>& ops_;
+  std::vector<StagedInput> inputs_;
+  bool use_graph_;
+  cuda::PinnedBuffer staging_;
+  bool pending_ = false;
+  cuda::CudaGraph graph_;
+  cuda::GraphExec exec_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceRunner> make_cuda_runner(Backend& backend, const Graph& g, const std::vector<ScheduledOp>& ops,
+                                               std::vector<StagedInput> inputs, size_t staging_bytes,
+                                               const RunnerOptions& opt) {
+#ifdef TG_STATIC_HAVE_CUDA_BACKEND
+  auto* cb = dynamic_cast<CudaBackend*>(&backend);
+  if (!cb) throw std::invalid_argument("static executor: a CUDA-kind backend that is not tg::CudaBackend");
+  return std::make_unique<CudaRunner>(backend, cb->stream(), g, ops, std::move(inputs), staging_bytes, opt);
+#else
+  (void)backend; (void)g; (void)ops; (void)inputs; (void)staging_bytes; (void)opt;
+  throw std::logic_error("static executor: built before kernels/cuda/cuda_backend.h existed; rebuild");
+#endif
+}
+
+}  // namespace tg

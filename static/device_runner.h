@@ -1,0 +1,60 @@
+#pragma once
+// The device-specific half of a StaticExecutable, behind an interface without
+// CUDA types so that executable.cpp compiles in CPU-only builds. The CUDA runner
+// (cuda_graph.cpp) owns the pinned staging buffer, the captured graph and its
+// executable instance.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "kernels/backend.h"
+#include "kernels/op_call.h"
+
+namespace tg {
+
+struct ScheduledOp {
+  kernels::OpCall call;
+  int node = -1;  // graph node id, for error messages and NVTX names
+};
+
+struct StagedInput {
+  void* device = nullptr;     // fixed device buffer of the input
+  size_t staging_offset = 0;  // bytes into the pinned staging buffer
+  size_t bytes = 0;
+};
+
+struct RunnerOptions {
+  bool use_cuda_graph = true;
+  bool instantiate = true;
+};
+
+class DeviceRunner {
+ public:
+  virtual ~DeviceRunner() = default;
+  // Pinned host memory holding every input back to back (StagedInput offsets).
+  virtual float* staging() = 0;
+  // Waits until the previous run has finished reading staging.
+  virtual void before_host_write() = 0;
+  // Copies staging into the input buffers and runs the schedule: one graph
+  // launch, or (use_cuda_graph = false) the same copies and ops launched eagerly.
+  virtual void run() = 0;
+  virtual void synchronize() = 0;
+  virtual bool has_graph() const = 0;
+  virtual void instantiate() = 0;
+  // Takes previous's instance and tries cudaGraphExecUpdate; re-instantiates
+  // when refused. True when the update was accepted.
+  virtual bool update_from(DeviceRunner& previous) = 0;
+  double capture_ms = 0, instantiate_ms = 0;
+};
+
+// Captures (when opt.use_cuda_graph) `ops` into a CUDA Graph on the backend's
+// stream. `ops` and the buffers they point to must outlive the runner. Throws
+// CaptureError (cuda_graph.h) naming the op that failed to capture.
+// In builds without CUDA it throws std::logic_error.
+std::unique_ptr<DeviceRunner> make_cuda_runner(Backend& backend, const Graph& g, const std::vector<ScheduledOp>& ops,
+                                               std::vector<StagedInput> inputs, size_t staging_bytes,
+                                               const RunnerOptions& opt);
+
+}  // namespace tg

@@ -1,0 +1,224 @@
+#include "static/executable.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+constexpr size_t kStagingAlign = 256;
+size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+}  // namespace
+
+StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vector<int> order, MemoryPlan plan,
+                                   std::shared_ptr<ParameterStore> params, int loss_value,
+                                   const ExecutableOptions& opt)
+    : graph_(std::move(graph)), order_(std::move(order)), plan_(std::move(plan)), params_(std::move(params)),
+      loss_(loss_value), opt_(opt) {
+  if (!graph_ || !params_) throw std::invalid_argument("StaticExecutable: graph and parameter store are required");
+  if (plan_.offset.size() != graph_->values.size())
+    throw std::invalid_argument("StaticExecutable: the memory plan was made for another graph");
+  for (const ValueInfo& v : graph_->values)
+    if (v.dtype != DType::F32)
+      graph_error("value '{}' is {}: the kernels implement f32 only; convert the graph to f32", v.name,
+                  dtype_name(v.dtype));
+  try {
+    allocate();
+    build_schedule();
+    if (backend().kind() == DeviceKind::cuda) {
+      std::vector<StagedInput> staged;
+      for (const InputSlot& s : inputs_) staged.push_back({s.device, s.staging_offset, s.bytes});
+      RunnerOptions ro;
+      ro.use_cuda_graph = opt_.use_cuda_graph;
+      ro.instantiate = opt_.instantiate;
+      runner_ = make_cuda_runner(backend(), *graph_, launches_, std::move(staged),
+                                 static_cast<size_t>(staging_bytes_), ro);
+    }
+  } catch (...) {
+    runner_.reset();
+    for (void* p : input_buffers_) backend().raw_free(p);
+    if (arena_) backend().raw_free(arena_);
+    throw;
+  }
+}
+
+StaticExecutable::~StaticExecutable() {
+  // The graph instance points into the buffers: destroy it first.
+  runner_.reset();
+  for (void* p : input_buffers_) backend().raw_free(p);
+  if (arena_) backend().raw_free(arena_);
+}
+
+void StaticExecutable::allocate() {
+  const Graph& g = *graph_;
+  Backend& be = backend();
+  if (plan_.arena_bytes > 0) {
+    arena_ = be.raw_alloc(static_cast<size_t>(plan_.arena_bytes));
+    if (opt_.poison_arena) {
+      std::vector<float> nan(static_cast<size_t>(plan_.arena_bytes) / sizeof(float),
+                             std::numeric_limits<float>::quiet_NaN());
+      be.copy_to_device(arena_, nan.data(), nan.size() * sizeof(float));
+    }
+  }
+  ptr_.assign(g.values.size(), nullptr);
+  size_t staging = 0;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const ValueInfo& info = g.values[v];
+    switch (plan_.placement[v]) {
+      case Placement::arena:
+        ptr_[v] = reinterpret_cast<float*>(static_cast<char*>(arena_) + plan_.offset[v]);
+        break;
+      case Placement::external:
+        if (info.role == Role::input) {
+          const size_t bytes = static_cast<size_t>(info.bytes());
+          auto* p = static_cast<float*>(be.raw_alloc(bytes));
+          input_buffers_.push_back(p);
+          ptr_[v] = p;
+          inputs_.push_back({static_cast<int>(v), p, staging, bytes});
+          staging += align_up(bytes, kStagingAlign);
+          input_bytes_ += static_cast<int64_t>(bytes);
+        } else {
+          ptr_[v] = params_->bind(info);
+        }
+        break;
+      case Placement::view:
+      case Placement::unused: break;
+    }
+  }
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (plan_.placement[v] == Placement::view) ptr_[v] = ptr_[static_cast<size_t>(plan_.storage[v])];
+  if (be.kind() == DeviceKind::cuda) staging_bytes_ = static_cast<int64_t>(staging);
+}
+
+void StaticExecutable::build_schedule() {
+  const Graph& g = *graph_;
+  launches_.clear();
+  launches_.reserve(order_.size());
+  for (int n : order_) {
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    if (op_is_view(node.op)) continue;  // a view costs nothing at run time: its pointer is its source's
+    Launch l;
+    l.node = n;
+    l.call.op = node.op;
+    l.call.attrs = &node.attrs;
+    l.call.num_inputs = static_cast<int>(node.inputs.size());
+    if (node.inputs.size() > l.call.in.size())
+      graph_error("{} {}: {} inputs, the kernels take at most {}", op_name(node.op), node.name, node.inputs.size(),
+                  l.call.in.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int v = node.inputs[i];
+      l.call.in[i] = {ptr_[static_cast<size_t>(v)], g.values[static_cast<size_t>(v)].shape};
+    }
+    if (!node.outputs.empty()) {
+      const int o = node.outputs[0];
+      l.call.out = {ptr_[static_cast<size_t>(o)], g.values[static_cast<size_t>(o)].shape};
+    }
+    launches_.push_back(l);
+  }
+}
+
+const StaticExecutable::InputSlot& StaticExecutable::slot(const std::string& name) const {
+  for (const InputSlot& s : inputs_)
+    if (graph_->values[static_cast<size_t>(s.value)].name == name) return s;
+  std::string names;
+  for (const InputSlot& s : inputs_) names += (names.empty() ? "" : ", ") + graph_->values[static_cast<size_t>(s.value)].name;
+  throw std::invalid_argument(fmt::format("feed '{}' is not an input of this graph; its inputs are: {}", name,
+                                          names.empty() ? "(none)" : names));
+}
+
+float* StaticExecutable::input_slot(const std::string& name) {
+  const InputSlot& s = slot(name);
+  if (!runner_) return s.device;
+  runner_->before_host_write();
+  return reinterpret_cast<float*>(reinterpret_cast<char*>(runner_->staging()) + s.staging_offset);
+}
+
+void StaticExecutable::copy_feeds(const Feeds& feeds) {
+  if (feeds.empty()) return;
+  if (runner_) runner_->before_host_write();
+  for (const auto& [name, data] : feeds) {
+    const InputSlot& s = slot(name);
+    const ValueInfo& v = graph_->values[static_cast<size_t>(s.value)];
+    if (data.size() * sizeof(float) != s.bytes)
+      throw std::invalid_argument(fmt::format("feed '{}' has {} elements but input {} needs {}; compile a plan for "
+                                              "this shape (or use a shape strategy)",
+                                              name, data.size(), v.shape.str(), v.shape.numel()));
+    if (runner_)
+      std::memcpy(reinterpret_cast<char*>(runner_->staging()) + s.staging_offset, data.data(), s.bytes);
+    else
+      backend().copy_to_device(s.device, data.data(), s.bytes);
+  }
+}
+
+void StaticExecutable::run(const Feeds& feeds) {
+  copy_feeds(feeds);
+  if (runner_) {
+    runner_->run();
+    return;
+  }
+  Backend& be = backend();
+  for (const Launch& l : launches_) be.run(l.call);
+}
+
+float StaticExecutable::step(const Feeds& feeds) {
+  if (loss_ < 0) throw std::logic_error("StaticExecutable::step: this plan has no loss (an inference plan); use run()");
+  run(feeds);
+  float loss = 0;
+  if (runner_) runner_->synchronize();
+  backend().copy_to_host(&loss, ptr_[static_cast<size_t>(loss_)], sizeof(float));
+  return loss;
+}
+
+float* StaticExecutable::pointer(int value) const {
+  if (value < 0 || value >= static_cast<int>(ptr_.size()))
+    throw std::invalid_argument(fmt::format("value id {} is not in this graph ({} values)", value, ptr_.size()));
+  return ptr_[static_cast<size_t>(value)];
+}
+
+std::vector<float> StaticExecutable::read(int value) const {
+  float* p = pointer(value);
+  const ValueInfo& v = graph_->values[static_cast<size_t>(value)];
+  if (!p)
+    throw std::invalid_argument(fmt::format("value '{}' has no storage: no node writes it and it is not an input", v.name));
+  std::vector<float> out(static_cast<size_t>(v.shape.numel()));
+  if (runner_) runner_->synchronize();
+  backend().copy_to_host(out.data(), p, out.size() * sizeof(float));
+  return out;
+}
+
+std::vector<float> StaticExecutable::read(const std::string& name) const {
+  const int id = graph_->find_value(name);
+  if (id < 0) throw std::invalid_argument(fmt::format("read: no value named '{}' in this graph", name));
+  return read(id);
+}
+
+void StaticExecutable::synchronize() const {
+  if (runner_) runner_->synchronize();
+  else backend().synchronize();
+}
+
+int64_t StaticExecutable::device_bytes() const { return plan_.arena_bytes + input_bytes_; }
+
+bool StaticExecutable::update_from(StaticExecutable& previous) {
+  if (!runner_ || !previous.runner_)
+    throw std::logic_error("update_from: both plans must run on the CUDA backend with use_cuda_graph");
+  return runner_->update_from(*previous.runner_);
+}
+
+void StaticExecutable::instantiate() {
+  if (runner_) runner_->instantiate();
+}
+
+#ifndef TWOGRAPH_HAVE_CUDA
+std::unique_ptr<DeviceRunner> make_cuda_runner(Backend&, const Graph&, const std::vector<ScheduledOp>&,
+                                               std::vector<StagedInput>, size_t, const RunnerOptions&) {
+  throw std::logic_error("static executor: this build has no CUDA support (configure with -DTWOGRAPH_CUDA=ON)");
+}
+#endif
+
+}  // namespace tg

@@ -1,0 +1,118 @@
+#pragma once
+// A compiled static plan, ready to run: the arena, fixed input buffers, the
+// persistent parameters (ParameterStore) and the schedule -- a flat list of
+// prebuilt OpCalls whose pointers are all resolved at build time.
+//
+// CPU: run() copies the feeds into the input buffers and runs the schedule as is.
+// CUDA: the schedule is stream-captured once into a CUDA Graph and replayed.
+// Inputs are copied INSIDE the graph: its first nodes are H2D memcpys from one
+// pinned staging buffer into the fixed device input buffers, so a replay is one
+// memcpy of the feeds into staging (host) plus one cudaGraphLaunch. Before
+// staging is overwritten, run() waits for the previous replay's copy to finish
+// (a stream synchronize, only when feeds are given), so a replay never reads
+// half-new inputs.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "kernels/backend.h"
+#include "kernels/op_call.h"
+#include "static/device_runner.h"
+#include "static/parameter_store.h"
+#include "static/planner.h"
+
+namespace tg {
+
+// Host data per input name; an input left out keeps its previous contents.
+using Feeds = std::map<std::string, std::vector<float>>;
+
+struct ExecutableOptions {
+  bool use_cuda_graph = true;  // CUDA only: false = plain launches of the same schedule (the
+                               // switch that measures the graph's own effect)
+  bool instantiate = true;     // CUDA graph only: false = capture but leave instantiation to
+                               // update_from() (the `update` shape strategy)
+  bool poison_arena = false;   // fill the arena with NaN once, so that a value read before it is
+                               // written (a planner bug) shows up in the results
+};
+
+class StaticExecutable {
+ public:
+  using Launch = ScheduledOp;
+
+  StaticExecutable(std::shared_ptr<const Graph> graph, std::vector<int> order, MemoryPlan plan,
+                   std::shared_ptr<ParameterStore> params, int loss_value, const ExecutableOptions& opt = {});
+  ~StaticExecutable();
+  StaticExecutable(const StaticExecutable&) = delete;
+  StaticExecutable& operator=(const StaticExecutable&) = delete;
+
+  // Copies `feeds` in and runs (replays) the schedule once. Asynchronous on CUDA.
+  void run(const Feeds& feeds = {});
+  // run() then the loss (synchronizes). Throws when the graph has no loss.
+  float step(const Feeds& feeds = {});
+  // Waits for the last run() (CUDA); nothing to do on the CPU.
+  void synchronize() const;
+  // A value's current contents on the host (synchronizes). Views and in-place
+  // values read the storage they share: read a value before a later node reuses
+  // its bytes is only meaningful for graph outputs, parameters and inputs.
+  std::vector<float> read(int value) const;
+  std::vector<float> read(const std::string& name) const;
+  // Fast path: host pointer to the input's slot in staging (CUDA) or its buffer
+  // (CPU); write there, then run() with no feeds.
+  float* input_slot(const std::string& name);
+
+  const Graph& graph() const { return *graph_; }
+  const MemoryPlan& plan() const { return plan_; }
+  const std::vector<Launch>& schedule() const { return launches_; }
+  const std::vector<int>& order() const { return order_; }
+  Backend& backend() const { return params_->backend(); }
+  ParameterStore& parameters() const { return *params_; }
+  int loss_value() const { return loss_; }
+  bool uses_cuda_graph() const { return runner_ && runner_->has_graph(); }
+  // Device memory this plan owns: arena + input buffers (parameters are shared).
+  int64_t device_bytes() const;
+  int64_t pinned_bytes() const { return staging_bytes_; }
+  double capture_ms() const { return runner_ ? runner_->capture_ms : 0.0; }
+  double instantiate_ms() const { return runner_ ? runner_->instantiate_ms : 0.0; }
+
+  // `update` strategy: take `previous`'s instantiated graph and try
+  // cudaGraphExecUpdate with this plan's captured graph; re-instantiate when the
+  // update is refused (topology changed). Returns true when the update was used.
+  // `previous` is left without an executable graph (it must not run again).
+  bool update_from(StaticExecutable& previous);
+  // Instantiates when constructed with instantiate = false (or after a failed update).
+  void instantiate();
+
+  // Resolved device pointer of a value (its storage root).
+  float* pointer(int value) const;
+
+ private:
+  void allocate();
+  void build_schedule();
+  void copy_feeds(const Feeds& feeds);
+
+  std::shared_ptr<const Graph> graph_;
+  std::vector<int> order_;
+  MemoryPlan plan_;
+  std::shared_ptr<ParameterStore> params_;
+  int loss_ = -1;
+  ExecutableOptions opt_;
+  void* arena_ = nullptr;
+  std::vector<float*> ptr_;  // per value id
+  struct InputSlot {
+    int value;
+    float* device;
+    size_t staging_offset;  // bytes into staging
+    size_t bytes;
+  };
+  std::vector<InputSlot> inputs_;
+  const InputSlot& slot(const std::string& name) const;
+  std::vector<void*> input_buffers_;
+  int64_t staging_bytes_ = 0, input_bytes_ = 0;
+  std::vector<Launch> launches_;
+  std::unique_ptr<DeviceRunner> runner_;  // CUDA only
+};
+
+}  // namespace tg

@@ -1,0 +1,280 @@
+#include "static/shape_strategy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "graph/builder.h"
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+constexpr const char* kMask = "__mask";
+constexpr const char* kInvCount = "__inv_count";
+
+// Forwards everything to the builder it wraps, except mse_loss, which it records
+// as the masked composite (see shape_strategy.h).
+class MaskingBuilder final : public Builder {
+ public:
+  explicit MaskingBuilder(Builder& inner) : b_(inner) {}
+  Value input(const std::string& name, const Shape& shape) override { return b_.input(name, shape); }
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init) override {
+    return b_.parameter(name, shape, init);
+  }
+  Value apply(OpKind op, const std::vector<Value>& in, const Attrs& attrs, const std::string& name) override {
+    if (op == OpKind::cross_entropy)
+      graph_error("bucket strategy: cross_entropy {} cannot be masked with the existing ops; use mse loss, or the "
+                  "cache / update strategies", name);
+    if (op != OpKind::mse_loss) return b_.apply(op, in, attrs, name);
+    if (masked_) graph_error("bucket strategy: the model has more than one mse_loss; only one can be masked");
+    masked_ = true;
+    const Value mask = b_.input(kMask, in[0].shape);
+    const Value inv = b_.input(kInvCount, Shape{1});
+    const Value dm = mul(b_, sub(b_, in[0], in[1]), mask);
+    const Value flat = reshape(b_, mul(b_, dm, dm), Shape{dm.shape.numel()});
+    return mul(b_, reduce_sum(b_, flat, 0), inv);
+  }
+  void mark_output(const Value& v) override { b_.mark_output(v); }
+  Value optimizer_state(const Value& param, const std::string& name) override { return b_.optimizer_state(param, name); }
+
+ private:
+  Builder& b_;
+  bool masked_ = false;
+};
+
+}  // namespace
+
+ModelFn masked_model(const ModelFn& model) {
+  return [model](Builder& b) {
+    MaskingBuilder mb(b);
+    return model(mb);
+  };
+}
+
+const char* shape_strategy_name(ShapeStrategy s) {
+  switch (s) {
+    case ShapeStrategy::recapture: return "recapture";
+    case ShapeStrategy::cache: return "cache";
+    case ShapeStrategy::bucket: return "bucket";
+    case ShapeStrategy::update: return "update";
+  }
+  return "?";
+}
+
+bool parse_shape_strategy(const std::string& s, ShapeStrategy& out) {
+  for (ShapeStrategy v : {ShapeStrategy::recapture, ShapeStrategy::cache, ShapeStrategy::bucket, ShapeStrategy::update})
+    if (s == shape_strategy_name(v)) {
+      out = v;
+      return true;
+    }
+  return false;
+}
+
+std::vector<float> pad_to(const std::vector<float>& src, const Shape& from, const Shape& to, float fill) {
+  if (from.rank != to.rank || static_cast<int64_t>(src.size()) != from.numel())
+    throw std::invalid_argument(fmt::format("pad_to: {} elements of shape {} cannot be padded to {}", src.size(),
+                                            from.str(), to.str()));
+  for (int d = 0; d < from.rank; ++d)
+    if (from[d] > to[d]) throw std::invalid_argument(fmt::format("pad_to: {} is larger than {} in dim {}", from.str(), to.str(), d));
+  std::vector<float> out(static_cast<size_t>(to.numel()), fill);
+  const int64_t inner = from.rank > 0 ? from.last() : 1;
+  const int64_t rows = from.rows();
+  for (int64_t r = 0; r < rows; ++r) {
+    // Row index r of `from` -> the offset of the same multi-index in `to`.
+    int64_t rem = r, off = 0, stride = to.last();
+    for (int d = from.rank - 2; d >= 0; --d) {
+      off += (rem % from[d]) * stride;
+      rem /= from[d];
+      stride *= to[d];
+    }
+    std::copy_n(src.begin() + r * inner, inner, out.begin() + off);
+  }
+  return out;
+}
+
+std::vector<float> crop_to(const std::vector<float>& src, const Shape& from, const Shape& to) {
+  if (from.rank != to.rank || static_cast<int64_t>(src.size()) != from.numel())
+    throw std::invalid_argument(fmt::format("crop_to: {} elements of shape {} cannot be cropped to {}", src.size(),
+                                            from.str(), to.str()));
+  std::vector<float> out(static_cast<size_t>(to.numel()));
+  const int64_t inner = to.rank > 0 ? to.last() : 1;
+  for (int64_t r = 0; r < to.rows(); ++r) {
+    int64_t rem = r, off = 0, stride = from.last();
+    for (int d = to.rank - 2; d >= 0; --d) {
+      off += (rem % to[d]) * stride;
+      rem /= to[d];
+      stride *= from[d];
+    }
+    std::copy_n(src.begin() + off, inner, out.begin() + r * inner);
+  }
+  return out;
+}
+
+ShapeStrategyRunner::ShapeStrategyRunner(ShapedModelFn model, ShapeStrategyOptions opt)
+    : model_(std::move(model)), opt_(std::move(opt)) {
+  if (!model_) throw std::invalid_argument("ShapeStrategyRunner: the model factory is empty");
+  if (!opt_.compile.backend) opt_.compile.backend = std::shared_ptr<Backend>(make_cpu_backend());
+  params_ = opt_.compile.params ? opt_.compile.params
+                                : std::make_shared<ParameterStore>(opt_.compile.backend, opt_.compile.seed);
+  opt_.compile.params = params_;
+  if (opt_.strategy == ShapeStrategy::bucket && opt_.buckets.empty())
+    for (int64_t b = 1; b <= (int64_t{1} << 40); b *= 2) opt_.buckets.push_back(b);
+  if (!std::is_sorted(opt_.buckets.begin(), opt_.buckets.end()))
+    throw std::invalid_argument("ShapeStrategyRunner: buckets must be given in ascending order");
+  if (opt_.cache_capacity == 0) throw std::invalid_argument("ShapeStrategyRunner: cache_capacity must be >= 1");
+}
+
+ShapeStrategyRunner::~ShapeStrategyRunner() = default;
+
+int64_t ShapeStrategyRunner::bucket_for(int64_t extent) const {
+  for (int64_t b : opt_.buckets)
+    if (b >= extent) return b;
+  throw std::invalid_argument(fmt::format("bucket strategy: extent {} is larger than the largest bucket {}; add a "
+                                          "bucket of at least {}",
+                                          extent, opt_.buckets.empty() ? 0 : opt_.buckets.back(), extent));
+}
+
+const ShapeStrategyRunner::Shapes& ShapeStrategyRunner::real_shapes(int64_t extent) {
+  auto it = shapes_.find(extent);
+  if (it != shapes_.end()) return it->second;
+  Graph g;
+  RecordingBuilder b(g);
+  const ModelOutputs out = model_(extent)(b);
+  Shapes s;
+  for (int v : g.values_with_role(Role::input)) s.inputs[g.values[static_cast<size_t>(v)].name] = g.values[static_cast<size_t>(v)].shape;
+  s.prediction = out.prediction.shape;
+  return shapes_[extent] = s;
+}
+
+std::map<std::string, Shape> ShapeStrategyRunner::input_shapes(int64_t extent) { return real_shapes(extent).inputs; }
+
+CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
+  CompileOptions co = opt_.compile;
+  co.instantiate = instantiate;
+  if (opt_.strategy != ShapeStrategy::bucket) return compile(model_(key), co);
+  // Padding must not leak into real positions: a softmax whose axis is the
+  // padded one (attention over padded keys) would mix them.
+  Graph small, big;
+  {
+    RecordingBuilder b1(small), b2(big);
+    model_(1)(b1);
+    model_(2)(b2);
+  }
+  for (size_t n = 0; n < small.nodes.size() && n < big.nodes.size(); ++n)
+    if (small.nodes[n].op == OpKind::softmax &&
+        small.values[static_cast<size_t>(small.nodes[n].outputs[0])].shape.last() !=
+            big.values[static_cast<size_t>(big.nodes[n].outputs[0])].shape.last())
+      graph_error("bucket strategy: softmax {} normalizes over the variable axis, so padding would change the real "
+                  "results (attention needs a key mask); use the cache or update strategy for this model",
+                  small.nodes[n].name);
+  return compile(masked_model(model_(key)), co);
+}
+
+Feeds ShapeStrategyRunner::pad_feeds(const Feeds& feeds, int64_t extent, const CompiledPlan& plan) {
+  const Shapes& real = real_shapes(extent);
+  const Graph& g = *plan.graph;
+  Feeds out;
+  for (const auto& [name, data] : feeds) {
+    const int id = g.find_value(name);
+    auto it = real.inputs.find(name);
+    if (id < 0 || it == real.inputs.end())
+      throw std::invalid_argument(fmt::format("feed '{}' is not an input of the model", name));
+    out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape);
+  }
+  if (plan.prediction >= 0 && g.find_value(kMask) >= 0) {
+    const Shape padded = g.values[static_cast<size_t>(g.find_value(kMask))].shape;
+    out[kMask] = pad_to(std::vector<float>(static_cast<size_t>(real.prediction.numel()), 1.0f), real.prediction, padded);
+    out[kInvCount] = {1.0f / static_cast<float>(real.prediction.numel())};
+  }
+  return out;
+}
+
+void ShapeStrategyRunner::evict() {
+  auto over = [&] {
+    return plans_.size() > opt_.cache_capacity || (opt_.cache_bytes > 0 && plans_.size() > 1 && cached_bytes() > opt_.cache_bytes);
+  };
+  while (over()) plans_.pop_back();  // never the front: that is the plan about to run
+}
+
+ShapeStepReport ShapeStrategyRunner::step(int64_t extent, const Feeds& feeds) {
+  if (extent < 1) throw std::invalid_argument(fmt::format("shape strategy: extent {} must be >= 1", extent));
+  const auto t0 = Clock::now();
+  ShapeStepReport r;
+  r.extent = extent;
+  const bool bucket = opt_.strategy == ShapeStrategy::bucket;
+  const int64_t key = bucket ? bucket_for(extent) : extent;
+  r.padded_extent = key;
+
+  auto found = std::find_if(plans_.begin(), plans_.end(), [&](const Entry& e) { return e.key == key; });
+  if (found != plans_.end()) {
+    r.cache_hit = true;
+    plans_.splice(plans_.begin(), plans_, found);
+  } else {
+    const auto tc = Clock::now();
+    const bool cuda_graph = opt_.compile.backend->kind() == DeviceKind::cuda && opt_.compile.use_cuda_graph;
+    const bool try_update = opt_.strategy == ShapeStrategy::update && cuda_graph && !plans_.empty();
+    // recapture frees the old plan first, so that its peak memory is one plan's.
+    if (opt_.strategy == ShapeStrategy::recapture) plans_.clear();
+    CompiledPlan p = build(key, !try_update);
+    if (try_update) r.graph_updated = p.exec->update_from(*plans_.front().plan.exec);
+    if (opt_.strategy == ShapeStrategy::update) plans_.clear();
+    plans_.push_front({key, std::move(p)});
+    r.compiled = true;
+    r.compile_ms = ms_since(tc);
+    evict();
+  }
+  current_ = &plans_.front();
+  current_extent_ = extent;
+  CompiledPlan& plan = current_->plan;
+  const Feeds padded = bucket ? pad_feeds(feeds, extent, plan) : Feeds{};
+  const Feeds& use = bucket ? padded : feeds;
+  if (plan.loss >= 0) {
+    r.loss = plan.step(use);
+  } else {
+    plan.run(use);
+    plan.exec->synchronize();
+  }
+  if (bucket) {
+    const Shapes& real = real_shapes(extent);
+    int64_t real_n = 0, pad_n = 0;
+    for (const auto& [name, s] : real.inputs) {
+      real_n += s.numel();
+      pad_n += plan.graph->values[static_cast<size_t>(plan.graph->find_value(name))].shape.numel();
+    }
+    r.padding_waste = pad_n > 0 ? 1.0 - static_cast<double>(real_n) / static_cast<double>(pad_n) : 0.0;
+  }
+  r.graphs_cached = plans_.size();
+  r.cached_bytes = cached_bytes();
+  r.iteration_ms = ms_since(t0);
+  return r;
+}
+
+std::vector<float> ShapeStrategyRunner::prediction() const {
+  if (!current_) throw std::logic_error("ShapeStrategyRunner::prediction: no iteration has run yet");
+  const CompiledPlan& p = current_->plan;
+  std::vector<float> v = p.read(p.prediction);
+  if (opt_.strategy != ShapeStrategy::bucket) return v;
+  auto it = shapes_.find(current_extent_);
+  return crop_to(v, p.graph->values[static_cast<size_t>(p.prediction)].shape, it->second.prediction);
+}
+
+std::vector<float> ShapeStrategyRunner::parameter(const std::string& name) const {
+  if (!current_) throw std::logic_error("ShapeStrategyRunner::parameter: no iteration has run yet");
+  return current_->plan.read(name);
+}
+
+size_t ShapeStrategyRunner::graphs_cached() const { return plans_.size(); }
+
+int64_t ShapeStrategyRunner::cached_bytes() const {
+  int64_t b = 0;
+  for (const Entry& e : plans_) b += e.plan.exec->device_bytes();
+  return b;
+}
+
+}  // namespace tg

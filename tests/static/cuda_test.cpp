@@ -1,0 +1,199 @@
+// The static executor on the CUDA backend (label gpu; skipped without a device):
+// capture failures name the op, graph replay equals plain launches bitwise, and
+// every shape strategy equals a fresh plan at each shape bitwise.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
+
+#include "graph/init.h"
+#include "kernels/interpreter.h"
+#include "static/compiler.h"
+#include "static/cuda_graph.h"
+#include "static/shape_strategy.h"
+#include "tests/gpu_skip.h"
+#include "tests/static/static_test_util.h"
+
+#if __has_include("kernels/cuda/cuda_backend.h")
+#include "kernels/cuda/cuda_backend.h"
+#define TG_TEST_HAVE_CUDA_BACKEND 1
+#include "tests/static/vs_dynamic_test.h"
+#endif
+
+namespace tg {
+namespace {
+
+using testing::bitwise_diff;
+using testing::feeds_from;
+
+TEST_CASE("capture: an illegal call inside the captured schedule is reported with its op") {
+  TG_REQUIRE_GPU();
+  cuda::Stream stream = cuda::Stream::create();
+  void* dev = nullptr;
+  REQUIRE(cudaMalloc(&dev, 1024) == cudaSuccess);
+  auto names = [](int i) { return fmt::format("'op{}' (test)", i); };
+  for (int kind = 0; kind < 2; ++kind) {
+    auto issue = [&](int i) {
+      if (i == 2) {
+        if (kind == 0) {
+          void* p = nullptr;
+          TG_CUDA_CHECK(cudaMalloc(&p, 256));  // not allowed while capturing
+          cudaFree(p);
+        } else {
+          TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));  // nor is a sync
+        }
+      } else {
+        TG_CUDA_CHECK(cudaMemsetAsync(dev, 0, 1024, stream.get()));
+      }
+    };
+    try {
+      capture_steps(stream.get(), 4, issue, names);
+      FAIL("the capture should have failed");
+    } catch (const CaptureError& e) {
+      CHECK(e.step() == 2);
+      CHECK(std::string(e.what()).find("'op2'") != std::string::npos);
+      MESSAGE(e.what());
+    }
+    cudaStreamCaptureStatus st;
+    REQUIRE(cudaStreamIsCapturing(stream.get(), &st) == cudaSuccess);
+    CHECK(st == cudaStreamCaptureStatusNone);  // the guard ended the capture
+  }
+  // The stream still works after a failed capture.
+  cuda::CudaGraph g = capture_steps(stream.get(), 3, [&](int) { TG_CUDA_CHECK(cudaMemsetAsync(dev, 1, 1024, stream.get())); }, names);
+  cuda::GraphExec ex = cuda::GraphExec::instantiate(g);
+  ex.launch(stream.get());
+  stream.synchronize();
+  CHECK(update_or_instantiate(ex, g));  // the same topology: the update is accepted
+  cudaFree(dev);
+}
+
+#ifdef TG_TEST_HAVE_CUDA_BACKEND
+std::shared_ptr<Backend> gpu() { return std::shared_ptr<Backend>(make_cuda_backend(0, false)); }
+
+ModelFn mlp_fn(int64_t batch) {
+  MlpConfig c;
+  c.batch = batch;
+  c.in = 64;
+  c.width = 64;
+  c.depth = 4;
+  c.out = 10;
+  return [c](Builder& b) { return mlp(b, c); };
+}
+
+TEST_CASE("static on CUDA: graph replay == plain launches bitwise, 5 training steps; close to the CPU") {
+  TG_REQUIRE_GPU();
+  std::vector<float> losses[2];
+  std::vector<float> w[2];
+  for (int graph = 0; graph < 2; ++graph) {
+    CompileOptions opt;
+    opt.backend = gpu();
+    opt.use_cuda_graph = graph == 1;
+    opt.poison_arena = true;
+    CompiledPlan p = compile(mlp_fn(32), opt);
+    CHECK(p.exec->uses_cuda_graph() == (graph == 1));
+    const Feeds f = feeds_from(*p.graph, make_values(*p.graph, 0));
+    for (int s = 0; s < 5; ++s) losses[graph].push_back(p.step(s == 0 ? f : Feeds{}));
+    w[graph] = p.read("mlp.l0.w");
+    if (graph == 1) MESSAGE("CUDA compile: ", p.timings.str());
+  }
+  CHECK(bitwise_diff(losses[1], losses[0]) == "");
+  CHECK(bitwise_diff(w[1], w[0]) == "");
+  // And it trains like the CPU reference (different reduction order: a tolerance).
+  CompiledPlan cpu = compile(mlp_fn(32), CompileOptions{});
+  const Feeds f = feeds_from(*cpu.graph, make_values(*cpu.graph, 0));
+  for (int s = 0; s < 5; ++s) {
+    const float l = cpu.step(s == 0 ? f : Feeds{});
+    CHECK(std::fabs(l - losses[1][static_cast<size_t>(s)]) <= 1e-5f + 1e-4f * std::fabs(l));
+  }
+}
+
+TEST_CASE("static on CUDA: inference replays with new inputs each time == plain launches") {
+  TG_REQUIRE_GPU();
+  auto be = gpu();
+  CompileOptions opt;
+  opt.backend = be;
+  opt.params = std::make_shared<ParameterStore>(be, 0);
+  opt.training = false;
+  CompiledPlan graph = compile(mlp_fn(16), opt);
+  CompileOptions eager_opt = opt;
+  eager_opt.use_cuda_graph = false;
+  CompiledPlan eager = compile(mlp_fn(16), eager_opt);
+  for (uint64_t i = 0; i < 4; ++i) {
+    const Feeds f = feeds_from(*graph.graph, make_values(*graph.graph, 100 + i));
+    graph.run(f);
+    eager.run(f);
+    INFO("replay ", i);
+    CHECK(bitwise_diff(graph.read(graph.prediction), eager.read(eager.prediction)) == "");
+  }
+}
+
+TEST_CASE("shape strategies on CUDA: recapture, cache, update equal each other bitwise; bucket to f32 rounding") {
+  TG_REQUIRE_GPU();
+  const std::vector<int64_t> extents = {8, 16, 8, 12, 16, 12};
+  ShapedModelFn at = [](int64_t batch) { return mlp_fn(batch); };
+  int updates = 0;
+  auto run = [&](ShapeStrategy s, bool use_graph) {
+    ShapeStrategyOptions opt;
+    opt.strategy = s;
+    opt.compile.backend = gpu();
+    opt.compile.use_cuda_graph = use_graph;
+    opt.buckets = {8, 16};
+    ShapeStrategyRunner r(at, opt);
+    std::vector<float> out;
+    for (size_t i = 0; i < extents.size(); ++i) {
+      Feeds f;
+      uint64_t salt = 0;
+      for (const auto& [name, shape] : r.input_shapes(extents[i])) {
+        std::vector<float> v(static_cast<size_t>(shape.numel()));
+        random_fill(v, 50 + i * 7 + salt++);
+        f[name] = v;
+      }
+      const ShapeStepReport rep = r.step(extents[i], f);
+      out.push_back(rep.loss);
+      updates += rep.graph_updated ? 1 : 0;
+      const std::vector<float> pred = r.prediction();
+      out.insert(out.end(), pred.begin(), pred.end());
+    }
+    const std::vector<float> w = r.parameter("mlp.l0.w");
+    out.insert(out.end(), w.begin(), w.end());
+    return out;
+  };
+  const std::vector<float> ref = run(ShapeStrategy::cache, false);  // plain launches, one plan per shape
+  CHECK(bitwise_diff(run(ShapeStrategy::cache, true), ref) == "");
+  CHECK(bitwise_diff(run(ShapeStrategy::recapture, true), ref) == "");
+  CHECK(bitwise_diff(run(ShapeStrategy::update, true), ref) == "");
+  MESSAGE("update strategy: ", updates, " of ", extents.size() - 1, " shape changes used cudaGraphExecUpdate");
+  const std::vector<float> bucket = run(ShapeStrategy::bucket, true);
+  REQUIRE(bucket.size() == ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    INFO("element ", i);
+    CHECK(std::fabs(bucket[i] - ref[i]) <= 1e-5f + 1e-4f * std::fabs(ref[i]));
+  }
+}
+
+TEST_CASE("static == dynamic bitwise on CUDA (graph replay and plain launches): mlp, transformer_block") {
+  TG_REQUIRE_GPU();
+  MlpConfig m;
+  m.batch = 32;
+  m.in = 64;
+  m.width = 64;
+  m.depth = 4;
+  m.out = 10;
+  TransformerConfig t;
+  t.batch = 2;
+  t.seq = 16;
+  t.d_model = 32;
+  t.heads = 2;
+  for (bool graph : {true, false}) {
+    testing::check_static_vs_dynamic(gpu, [m](Builder& b) { return mlp(b, m); }, "mlp", graph);
+    testing::check_static_vs_dynamic(gpu, [t](Builder& b) { return transformer_block(b, t); }, "transformer", graph);
+  }
+}
+
+TEST_CASE("shape strategies == dynamic at every shape on CUDA (bucket: to f32 rounding)") {
+  TG_REQUIRE_GPU();
+  testing::check_strategies_vs_dynamic(gpu, [](int64_t b) { return mlp_fn(b); }, {8, 16, 8, 12, 16, 12}, {8, 16}, true);
+}
+#endif
+
+}  // namespace
+}  // namespace tg

@@ -1,0 +1,207 @@
+// The four shape strategies on the CPU: training with a batch that changes every
+// iteration, against the interpreter run at each real shape with the parameters
+// carried over (what the dynamic executor does).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "graph/errors.h"
+#include "graph/init.h"
+#include "graph/training.h"
+#include "kernels/interpreter.h"
+#include "static/shape_strategy.h"
+#include "tests/static/static_test_util.h"
+
+namespace tg {
+namespace {
+
+using testing::bitwise_diff;
+
+constexpr uint64_t kSeed = 9;
+
+ShapedModelFn mlp_at() {
+  return [](int64_t batch) -> ModelFn {
+    MlpConfig c;
+    c.batch = batch;
+    c.in = 12;
+    c.width = 16;
+    c.depth = 3;
+    c.out = 5;
+    return [c](Builder& b) { return mlp(b, c); };
+  };
+}
+
+Feeds feeds_for(const std::map<std::string, Shape>& shapes, int step) {
+  Feeds f;
+  uint64_t salt = 0;
+  for (const auto& [name, s] : shapes) {
+    std::vector<float> v(static_cast<size_t>(s.numel()));
+    random_fill(v, 1000 + static_cast<uint64_t>(step) * 31 + salt++);
+    f[name] = v;
+  }
+  return f;
+}
+
+struct Reference {
+  std::vector<float> losses;
+  std::map<std::string, std::vector<float>> state;  // parameters and velocities by name
+  std::vector<std::vector<float>> predictions;
+};
+
+// The interpreter at each real shape, state carried by name between shapes.
+Reference reference(const ShapedModelFn& model, const std::vector<int64_t>& extents,
+                    const std::vector<Feeds>& feeds) {
+  Reference r;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const Graph g = build_training_graph(model(extents[i]));
+    std::vector<std::vector<float>> values = make_values(g, kSeed);
+    for (size_t v = 0; v < g.values.size(); ++v) {
+      const ValueInfo& info = g.values[v];
+      if (info.role == Role::input) values[v] = feeds[i].at(info.name);
+      auto it = r.state.find(info.name);
+      if (it != r.state.end()) values[v] = it->second;
+    }
+    interpret(g, values);
+    r.losses.push_back(values[static_cast<size_t>(g.outputs[0])][0]);
+    r.predictions.push_back(values[static_cast<size_t>(g.outputs[1])]);
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].role == Role::parameter || g.values[v].role == Role::optimizer_state)
+        r.state[g.values[v].name] = values[v];
+  }
+  return r;
+}
+
+bool close(const std::vector<float>& a, const std::vector<float>& b, float atol, float rtol, std::string& why) {
+  if (a.size() != b.size()) {
+    why = "sizes differ";
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]))) {
+      why = fmt::format("element {}: {:.9g} vs {:.9g}", i, a[i], b[i]);
+      return false;
+    }
+  return true;
+}
+
+void check_strategy(ShapeStrategy strategy, bool exact) {
+  const std::vector<int64_t> extents = {5, 8, 3, 8, 5, 7, 3};
+  ShapeStrategyOptions opt;
+  opt.strategy = strategy;
+  opt.compile.seed = kSeed;
+  opt.compile.poison_arena = true;
+  opt.cache_capacity = 2;
+  opt.buckets = {4, 8};
+  ShapeStrategyRunner runner(mlp_at(), opt);
+  std::vector<Feeds> feeds;
+  for (size_t i = 0; i < extents.size(); ++i) feeds.push_back(feeds_for(runner.input_shapes(extents[i]), static_cast<int>(i)));
+  const Reference ref = reference(mlp_at(), extents, feeds);
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const ShapeStepReport rep = runner.step(extents[i], feeds[i]);
+    INFO(shape_strategy_name(strategy), " step ", i, " extent ", extents[i]);
+    CHECK(rep.extent == extents[i]);
+    CHECK(rep.iteration_ms >= rep.compile_ms);
+    std::string why;
+    if (exact) {
+      CHECK(bitwise_diff({rep.loss}, {ref.losses[i]}) == "");
+      CHECK(bitwise_diff(runner.prediction(), ref.predictions[i]) == "");
+    } else {
+      CHECK_MESSAGE(close({rep.loss}, {ref.losses[i]}, 1e-6f, 1e-5f, why), why);
+      CHECK_MESSAGE(close(runner.prediction(), ref.predictions[i], 1e-5f, 1e-4f, why), why);
+    }
+    switch (strategy) {
+      case ShapeStrategy::recapture:
+      case ShapeStrategy::update:
+        CHECK(rep.graphs_cached == 1);
+        CHECK(rep.compiled == (i == 0 || extents[i] != extents[i - 1]));
+        break;
+      case ShapeStrategy::cache: CHECK(rep.graphs_cached <= 2); break;
+      case ShapeStrategy::bucket:
+        CHECK(rep.padded_extent == (extents[i] <= 4 ? 4 : 8));
+        CHECK(rep.padding_waste >= 0.0);
+        CHECK(rep.padding_waste < 1.0);
+        CHECK((rep.padding_waste > 0) == (rep.padded_extent != extents[i]));
+        CHECK(rep.graphs_cached <= 2);
+        CHECK(rep.cache_hit == (i != 0 && i != 2));
+        break;
+    }
+    CHECK(rep.cached_bytes > 0);
+  }
+  for (const auto& [name, want] : ref.state) {
+    INFO(shape_strategy_name(strategy), " final ", name);
+    std::string why;
+    if (exact) CHECK(bitwise_diff(runner.parameter(name), want) == "");
+    else CHECK_MESSAGE(close(runner.parameter(name), want, 1e-5f, 1e-4f, why), why);
+  }
+}
+
+TEST_CASE("shape strategies: recapture, cache, update equal the interpreter bitwise at every shape") {
+  check_strategy(ShapeStrategy::recapture, true);
+  check_strategy(ShapeStrategy::cache, true);
+  check_strategy(ShapeStrategy::update, true);
+}
+
+TEST_CASE("shape strategies: bucket (padded + masked) agrees to f32 rounding") {
+  check_strategy(ShapeStrategy::bucket, false);
+}
+
+TEST_CASE("shape strategies: cache is bounded LRU, by count and by bytes") {
+  ShapeStrategyOptions opt;
+  opt.strategy = ShapeStrategy::cache;
+  opt.cache_capacity = 2;
+  ShapeStrategyRunner runner(mlp_at(), opt);
+  auto step = [&](int64_t e) { return runner.step(e, feeds_for(runner.input_shapes(e), 0)); };
+  CHECK(step(3).compiled);
+  CHECK(step(4).compiled);
+  CHECK(step(3).cache_hit);   // 3 becomes most recent
+  CHECK(step(5).compiled);    // evicts 4
+  CHECK(runner.graphs_cached() == 2);
+  CHECK(step(3).cache_hit);
+  CHECK(step(4).compiled);
+  ShapeStrategyOptions small = opt;
+  small.cache_capacity = 100;
+  small.cache_bytes = 1;  // nothing fits: only the plan in use is kept
+  ShapeStrategyRunner tight(mlp_at(), small);
+  tight.step(3, feeds_for(tight.input_shapes(3), 0));
+  CHECK(tight.step(4, feeds_for(tight.input_shapes(4), 0)).graphs_cached == 1);
+}
+
+TEST_CASE("shape strategies: bucket refuses what it cannot mask, pad/crop round-trip") {
+  ShapeStrategyOptions opt;
+  opt.strategy = ShapeStrategy::bucket;
+  opt.buckets = {4, 8};
+  ShapedModelFn attn = [](int64_t seq) -> ModelFn {
+    TransformerConfig c;
+    c.batch = 1;
+    c.seq = seq;
+    c.d_model = 8;
+    c.heads = 2;
+    return [c](Builder& b) { return transformer_block(b, c); };
+  };
+  ShapeStrategyRunner r1(attn, opt);
+  CHECK_THROWS_WITH_AS(r1.step(3, feeds_for(r1.input_shapes(3), 0)), doctest::Contains("softmax"), GraphError);
+  ShapedModelFn ce = [](int64_t batch) -> ModelFn {
+    MlpConfig c;
+    c.batch = batch;
+    c.in = 4;
+    c.width = 4;
+    c.depth = 2;
+    c.out = 3;
+    c.loss = MlpConfig::Loss::cross_entropy;
+    return [c](Builder& b) { return mlp(b, c); };
+  };
+  ShapeStrategyRunner r2(ce, opt);
+  CHECK_THROWS_WITH_AS(r2.step(3, feeds_for(r2.input_shapes(3), 0)), doctest::Contains("cross_entropy"), GraphError);
+  CHECK_THROWS_WITH_AS(r2.bucket_for(9), doctest::Contains("largest bucket"), std::invalid_argument);
+
+  std::vector<float> src(2 * 3 * 2);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i + 1);
+  const std::vector<float> padded = pad_to(src, {2, 3, 2}, {3, 4, 2});
+  CHECK(padded.size() == 24);
+  CHECK(padded[2 * 4 * 2 - 1] == 0.0f);  // row 3 of batch 0 is padding
+  CHECK(padded[8] == 7.0f);              // batch 1 starts at 4*2
+  CHECK(crop_to(padded, {3, 4, 2}, {2, 3, 2}) == src);
+}
+
+}  // namespace
+}  // namespace tg

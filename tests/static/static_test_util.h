@@ -1,0 +1,33 @@
+#pragma once
+// Shared by the static executor tests: feeds from make_values, bitwise compare.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "kernels/interpreter.h"
+#include "static/executable.h"
+
+namespace tg::testing {
+
+// The interpreter's input data for every Role::input value, as feeds.
+inline Feeds feeds_from(const Graph& g, const std::vector<std::vector<float>>& values) {
+  Feeds f;
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].role == Role::input) f[g.values[v].name] = values[v];
+  return f;
+}
+
+// "" when equal bit for bit, else where and how they first differ.
+inline std::string bitwise_diff(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return fmt::format("sizes differ: {} vs {}", got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+      return fmt::format("element {} of {}: {:.9g} vs {:.9g}", i, got.size(), got[i], want[i]);
+  return "";
+}
+
+}  // namespace tg::testing

@@ -1,0 +1,118 @@
+#pragma once
+// static == dynamic bitwise, on any backend: the same model, the same feeds, the
+// same kernels in the same order. Shared by the CPU and GPU suites.
+#include <doctest/doctest.h>
+
+#include "dynamic/trainer.h"
+#include "graph/init.h"
+#include "static/compiler.h"
+#include "static/shape_strategy.h"
+#include "tests/static/static_test_util.h"
+
+namespace tg::testing {
+
+inline Feeds random_feeds(const std::map<std::string, Shape>& shapes, uint64_t seed, int64_t classes = 0) {
+  Feeds f;
+  uint64_t salt = 0;
+  for (const auto& [name, s] : shapes) {
+    std::vector<float> v(static_cast<size_t>(s.numel()));
+    if (name == "labels") random_labels(v, seed + salt++, classes);
+    else random_fill(v, seed + salt++);
+    f[name] = v;
+  }
+  return f;
+}
+
+inline std::map<std::string, Shape> input_shapes_of(const Graph& g) {
+  std::map<std::string, Shape> m;
+  for (int v : g.values_with_role(Role::input)) m[g.values[static_cast<size_t>(v)].name] = g.values[static_cast<size_t>(v)].shape;
+  return m;
+}
+
+// Inference, then 5 training steps with new feeds each, both executors; every
+// loss, the prediction and every parameter / velocity compared bit for bit.
+inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>()>& make_backend, const ModelFn& model,
+                                    const char* what, bool use_cuda_graph, int64_t classes = 0) {
+  auto be_static = make_backend();
+  auto be_dynamic = make_backend();
+  {
+    CompileOptions co;
+    co.backend = be_static;
+    co.training = false;
+    co.use_cuda_graph = use_cuda_graph;
+    CompiledPlan p = compile(model, co);
+    DynamicOptions dopt;
+    dopt.inference = true;
+    DynamicTrainer dyn(model, *be_dynamic, "caching", dopt);
+    for (uint64_t i = 0; i < 3; ++i) {
+      const Feeds f = random_feeds(input_shapes_of(*p.graph), 70 + i * 13, classes);
+      p.run(f);
+      INFO(what, " inference ", i);
+      CHECK(bitwise_diff(p.read(p.prediction), dyn.run_inference(f)) == "");
+    }
+  }
+  CompileOptions co;
+  co.backend = be_static;
+  co.use_cuda_graph = use_cuda_graph;
+  CompiledPlan p = compile(model, co);
+  DynamicTrainer dyn(model, *be_dynamic, "caching", DynamicOptions{});
+  for (uint64_t i = 0; i < 5; ++i) {
+    const Feeds f = random_feeds(input_shapes_of(*p.graph), 90 + i * 17, classes);
+    const float ls = p.step(f);
+    const float ld = dyn.step(f);
+    INFO(what, " training step ", i);
+    CHECK(bitwise_diff({ls}, {ld}) == "");
+  }
+  for (const std::string& name : dyn.parameter_names()) {
+    INFO(what, " parameter ", name);
+    CHECK(bitwise_diff(p.read(name), dyn.parameter(name)) == "");
+  }
+  for (const std::string& name : dyn.state_names()) {
+    INFO(what, " state ", name);
+    CHECK(bitwise_diff(p.read(name), dyn.parameter(name)) == "");
+  }
+}
+
+// Each shape strategy against the dynamic executor stepping at the real shapes:
+// bitwise for recapture / cache / update; bucket is masked (not the same
+// arithmetic: see shape_strategy.h) and compared with a tolerance.
+inline void check_strategies_vs_dynamic(const std::function<std::shared_ptr<Backend>()>& make_backend,
+                                        const ShapedModelFn& model, const std::vector<int64_t>& extents,
+                                        const std::vector<int64_t>& buckets, bool use_cuda_graph) {
+  for (ShapeStrategy s : {ShapeStrategy::recapture, ShapeStrategy::cache, ShapeStrategy::update, ShapeStrategy::bucket}) {
+    ShapeStrategyOptions opt;
+    opt.strategy = s;
+    opt.compile.backend = make_backend();
+    opt.compile.use_cuda_graph = use_cuda_graph;
+    opt.cache_capacity = 2;
+    opt.buckets = buckets;
+    ShapeStrategyRunner runner(model, opt);
+    auto be_dynamic = make_backend();
+    // The dynamic executor re-runs the model function every iteration; the
+    // extent is read through this variable, as a user's data loader would set it.
+    auto extent = std::make_shared<int64_t>(extents[0]);
+    ModelFn varying = [model, extent](Builder& b) { return model(*extent)(b); };
+    DynamicTrainer dyn(varying, *be_dynamic, "caching", DynamicOptions{});
+    for (size_t i = 0; i < extents.size(); ++i) {
+      *extent = extents[i];
+      const Feeds f = random_feeds(runner.input_shapes(extents[i]), 300 + i * 11);
+      const ShapeStepReport r = runner.step(extents[i], f);
+      const float ld = dyn.step(f);
+      INFO(shape_strategy_name(s), " step ", i, " extent ", extents[i]);
+      if (s == ShapeStrategy::bucket) CHECK(std::fabs(r.loss - ld) <= 1e-6f + 1e-5f * std::fabs(ld));
+      else CHECK(bitwise_diff({r.loss}, {ld}) == "");
+    }
+    for (const std::string& name : dyn.parameter_names()) {
+      const std::vector<float> a = runner.parameter(name), b = dyn.parameter(name);
+      INFO(shape_strategy_name(s), " parameter ", name);
+      if (s != ShapeStrategy::bucket) {
+        CHECK(bitwise_diff(a, b) == "");
+      } else {
+        REQUIRE(a.size() == b.size());
+        for (size_t k = 0; k < a.size(); ++k) CHECK(std::fabs(a[k] - b[k]) <= 1e-5f + 1e-4f * std::fabs(b[k]));
+      }
+    }
+  }
+}
+
+}  // namespace tg::testing
