@@ -1,0 +1,379 @@
+// The eager builder. The hot path is apply(): a few integer checks, shape
+// inference, one tape entry (training only), one allocator call, one Backend::run
+// and the planned frees. No map lookup, no std::function, and once the vectors
+// have grown in the first iteration no heap allocation but the tape entry's.
+#include "dynamic/eager_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <stdexcept>
+
+#include "graph/errors.h"
+#include "graph/init.h"
+#include "graph/shape_inference.h"
+
+namespace tg {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+int64_t ns(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
+size_t bytes_of(const Shape& s) { return static_cast<size_t>(s.numel()) * sizeof(float); }
+}  // namespace
+
+EagerBuilder::EagerBuilder(Backend& backend, Allocator& allocator, EagerOptions opt)
+    : backend_(backend), alloc_(allocator), opt_(opt) {
+  if (opt_.sample_period < 1 || (opt_.sample_period & (opt_.sample_period - 1)) != 0)
+    throw std::invalid_argument(
+        fmt::format("EagerOptions::sample_period must be a power of two >= 1, got {}", opt_.sample_period));
+  sample_mask_ = opt_.timing == Timing::every_op ? 0 : opt_.sample_period - 1;
+  alloc_.set_role_breakdown([this] { return role_breakdown(); });
+  shapes_.reserve(3);
+  node_name_.reserve(16);
+}
+
+EagerBuilder::~EagerBuilder() {
+  for (size_t i = 0; i < slots_.size(); ++i) release(static_cast<int>(i));
+  for (Slot& s : pslots_) alloc_.free(s.block);
+  alloc_.set_role_breakdown(nullptr);
+}
+
+// ---- slots ---------------------------------------------------------------------
+
+EagerBuilder::Slot& EagerBuilder::slot(int id) {
+  return id >= kPersistentBase ? pslots_[static_cast<size_t>(id - kPersistentBase)] : slots_[static_cast<size_t>(id)];
+}
+
+EagerBuilder::Slot& EagerBuilder::live_slot(int id, OpKind op, int pos) {
+  const bool persistent = id >= kPersistentBase;
+  const size_t n = persistent ? pslots_.size() : slots_.size();
+  const size_t i = static_cast<size_t>(persistent ? id - kPersistentBase : id);
+  if (id < 0 || i >= n)
+    graph_error("{} (eager op {}): input {} is value id {}, which is not a tensor of this iteration; values do not "
+                "survive end_iteration(), only parameters and optimizer state do",
+                op_name(op), trace_.size(), pos, id);
+  Slot& s = persistent ? pslots_[i] : slots_[i];
+  if (!s.alive)
+    graph_error("{} (eager op {}): input {} (value {}, shape {}) was already freed: the previous iteration's last use "
+                "of it came earlier, so the model's op sequence changed between iterations. Keep it with "
+                "mark_output(), or run with EagerOptions::free_early = false",
+                op_name(op), trace_.size(), pos, id, s.shape.str());
+  return s;
+}
+
+int EagerBuilder::new_slot(const Shape& shape, Role role) {
+  Slot s;
+  s.shape = shape;
+  s.role = role;
+  slots_.push_back(s);
+  return static_cast<int>(slots_.size() - 1);
+}
+
+void EagerBuilder::alloc_slot(int id) {
+  Slot& s = slot(id);
+  const size_t bytes = bytes_of(s.shape);
+  s.block = alloc_.allocate(bytes);
+  s.data = static_cast<float*>(s.block.ptr);
+  s.owner = id;
+  s.aliases = 1;
+  s.alive = true;
+  role_bytes_[static_cast<size_t>(s.role)] += static_cast<int64_t>(bytes);
+}
+
+void EagerBuilder::release(int id) {
+  Slot& s = slots_[static_cast<size_t>(id)];
+  if (!s.alive) return;
+  s.alive = false;
+  if (s.owner >= kPersistentBase) return;  // a view of a parameter: the parameter keeps the memory
+  Slot& o = slots_[static_cast<size_t>(s.owner)];
+  if (--o.aliases > 0) return;
+  role_bytes_[static_cast<size_t>(o.role)] -= static_cast<int64_t>(o.block.size);
+  alloc_.free(o.block);
+  o.block = Block{};
+}
+
+int EagerBuilder::new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init) {
+  const int id = kPersistentBase + static_cast<int>(pslots_.size());
+  Slot s;
+  s.shape = shape;
+  s.role = role;
+  pslots_.push_back(s);
+  alloc_slot(id);
+  ValueInfo info;
+  info.name = name;
+  info.shape = shape;
+  info.role = role;
+  info.init = init;
+  const std::vector<float> host = initial_values(info, opt_.seed);
+  backend_.copy_to_device(slot(id).data, host.data(), host.size() * sizeof(float));
+  persistent_.push_back(Persistent{name, shape, role, id});
+  persistent_by_name_.emplace(name, static_cast<int>(persistent_.size() - 1));
+  return id;
+}
+
+Value EagerBuilder::handle(int id) const {
+  const Slot& s = id >= kPersistentBase ? pslots_.at(static_cast<size_t>(id - kPersistentBase))
+                                        : slots_.at(static_cast<size_t>(id));
+  Value v;
+  v.id = id;
+  v.shape = s.shape;
+  return v;
+}
+
+// ---- Builder -------------------------------------------------------------------
+
+Value EagerBuilder::input(const std::string& name, const Shape& shape) {
+  if (!in_iteration_) throw std::logic_error("EagerBuilder::input called outside begin_iteration()/end_iteration()");
+  auto it = feeds_->find(name);
+  if (it == feeds_->end())
+    throw std::invalid_argument(fmt::format("input '{}' {} was not fed; add feeds[\"{}\"] with {} floats", name,
+                                            shape.str(), name, shape.numel()));
+  int64_t n = 0;
+  if (!numel_checked(shape, n) || n < 1)
+    graph_error("input '{}': shape {} has a dim < 1 or too many elements", name, shape.str());
+  if (it->second.size() != static_cast<size_t>(n))
+    throw std::invalid_argument(fmt::format("input '{}' has shape {} ({} floats) but its feed holds {} floats", name,
+                                            shape.str(), n, it->second.size()));
+  const int id = new_slot(shape, Role::input);
+  alloc_slot(id);
+  backend_.copy_to_device(slot(id).data, it->second.data(), it->second.size() * sizeof(float));
+  return handle(id);
+}
+
+Value EagerBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init) {
+  // Models ask for their parameters in the same order every iteration.
+  int idx = -1;
+  if (param_cursor_ < persistent_.size() && persistent_[param_cursor_].name == name) {
+    idx = static_cast<int>(param_cursor_);
+  } else if (auto it = persistent_by_name_.find(name); it != persistent_by_name_.end()) {
+    idx = it->second;
+  }
+  if (idx < 0) {
+    int64_t n = 0;
+    if (!numel_checked(shape, n) || n < 1)
+      graph_error("parameter '{}': shape {} has a dim < 1 or too many elements", name, shape.str());
+    new_persistent(name, shape, Role::parameter, init);
+    idx = static_cast<int>(persistent_.size() - 1);
+  } else if (persistent_[static_cast<size_t>(idx)].shape != shape) {
+    graph_error("parameter '{}' was {} in an earlier iteration and is {} now; parameters keep their shape",
+                name, persistent_[static_cast<size_t>(idx)].shape.str(), shape.str());
+  }
+  param_cursor_ = static_cast<size_t>(idx) + 1;
+  return handle(persistent_[static_cast<size_t>(idx)].id);
+}
+
+Value EagerBuilder::optimizer_state(const Value& param, const std::string& name) {
+  int idx = -1;
+  if (param_cursor_ < persistent_.size() && persistent_[param_cursor_].name == name) {
+    idx = static_cast<int>(param_cursor_);
+  } else if (auto it = persistent_by_name_.find(name); it != persistent_by_name_.end()) {
+    idx = it->second;
+  }
+  if (idx < 0) {
+    ParamInit zero;
+    zero.kind = ParamInit::Kind::constant;
+    zero.a = 0.0f;
+    new_persistent(name, param.shape, Role::optimizer_state, zero);
+    idx = static_cast<int>(persistent_.size() - 1);
+  }
+  param_cursor_ = static_cast<size_t>(idx) + 1;
+  return handle(persistent_[static_cast<size_t>(idx)].id);
+}
+
+void EagerBuilder::mark_output(const Value& v) {
+  if (v.id >= kPersistentBase) return;
+  live_slot(v.id, OpKind::copy, 0).pinned = true;
+}
+
+Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs, const std::string& name) {
+  if (!in_iteration_) throw std::logic_error("EagerBuilder::apply called outside begin_iteration()/end_iteration()");
+  const bool timed = opt_.timing != Timing::off && (op_counter_++ & sample_mask_) == 0;
+  Clock::time_point t0, t1, t2, t3;
+  if (timed) t0 = Clock::now();
+  ++times_.ops;
+
+  const int nin = static_cast<int>(inputs.size());
+  if (nin > 3) graph_error("{}: {} inputs given; no op takes more than 3", op_name(op), nin);
+  kernels::OpCall call;
+  call.op = op;
+  call.attrs = &attrs;
+  call.num_inputs = nin;
+  TraceOp tr{op, nin, {-1, -1, -1}, -1};
+  shapes_.clear();
+  for (int i = 0; i < nin; ++i) {
+    const int id = inputs[static_cast<size_t>(i)].id;
+    Slot& s = live_slot(id, op, i);
+    shapes_.push_back(s.shape);
+    call.in[static_cast<size_t>(i)] = kernels::TensorView{s.data, s.shape};
+    tr.in[i] = id;
+  }
+  const std::string* nm = &name;
+  if (name.empty()) {
+    node_name_.clear();
+    fmt::format_to(std::back_inserter(node_name_), "n{}", trace_.size());
+    nm = &node_name_;
+  }
+  const Shape out_shape = infer_shape(op, shapes_, attrs, *nm);
+
+  // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.
+  Value out;
+  bool needs_memory = false;
+  if (!op_is_update(op)) {
+    const bool alias_ok = nin > 0 && tr.in[0] < kPersistentBase && slots_[static_cast<size_t>(tr.in[0])].role != Role::input;
+    const bool alias = op_is_view(op) || (op == OpKind::relu && (attrs.in_place || opt_.in_place_relu) && alias_ok);
+    out.id = new_slot(out_shape, role_);
+    out.shape = out_shape;
+    tr.out = out.id;
+    Slot& o = slots_.back();
+    if (alias) {
+      const Slot& base = slot(tr.in[0]);  // slots_ may have moved: look it up again
+      o.data = base.data;
+      o.owner = base.owner;
+      o.alive = true;
+      if (o.owner < kPersistentBase) ++slots_[static_cast<size_t>(o.owner)].aliases;
+    } else {
+      needs_memory = true;
+    }
+  }
+  if (training_ && taping_) tape_.push_back(TapeEntry{op, attrs, inputs, out});
+  trace_.push_back(tr);
+  if (plan_ok_) check_trace(tr);
+
+  if (timed) t1 = Clock::now();
+  if (needs_memory) alloc_slot(out.id);
+  if (timed) t2 = Clock::now();
+  if (out.valid() && !op_is_view(op)) {
+    const Slot& o = slots_[static_cast<size_t>(out.id)];
+    call.out = kernels::TensorView{o.data, o.shape};
+  }
+  if (!op_is_view(op)) backend_.run(call);
+  if (timed) t3 = Clock::now();
+  if (plan_ok_) {
+    const size_t k = trace_.size() - 1;
+    for (int j = plan_->offsets[k]; j < plan_->offsets[k + 1]; ++j) release(plan_->frees[static_cast<size_t>(j)]);
+  }
+  if (timed) {
+    const Clock::time_point t4 = Clock::now();
+    ++times_.timed_ops;
+    build_ns_ += ns(t0, t1);
+    alloc_ns_ += ns(t1, t2) + ns(t3, t4);
+    launch_ns_ += ns(t2, t3);
+  }
+  return out;
+}
+
+// ---- iterations ----------------------------------------------------------------
+
+void EagerBuilder::begin_iteration(const Feeds& feeds, bool training) {
+  if (in_iteration_) end_iteration();
+  feeds_ = &feeds;
+  training_ = training && opt_.record_tape;
+  taping_ = training_;
+  role_ = training_ ? Role::activation : Role::temporary;
+  in_iteration_ = true;
+  param_cursor_ = 0;
+  times_ = {};
+  build_ns_ = alloc_ns_ = launch_ns_ = 0;
+  tape_.clear();
+  trace_.clear();
+  slots_.clear();
+  feed_sizes_.clear();
+  for (const auto& kv : feeds) feed_sizes_.push_back(kv.second.size());
+  plan_ = &plans_[training_ ? 1 : 0];
+  plan_ok_ = opt_.free_early && plan_->valid && plan_->feed_sizes == feed_sizes_;
+}
+
+void EagerBuilder::set_taping(bool on, Role role) {
+  taping_ = on && training_;
+  role_ = role;
+}
+
+void EagerBuilder::check_trace(const TraceOp& t) {
+  const size_t k = trace_.size() - 1;
+  if (k >= plan_->trace.size()) {
+    plan_ok_ = false;
+    return;
+  }
+  const TraceOp& p = plan_->trace[k];
+  bool same = p.op == t.op && p.nin == t.nin && p.out == t.out;
+  for (int i = 0; i < t.nin && same; ++i) same = p.in[i] == t.in[i];
+  if (!same) plan_ok_ = false;  // from here on tensors live to end_iteration(), as in the first iteration
+}
+
+void EagerBuilder::end_iteration() {
+  if (!in_iteration_) return;
+  for (size_t i = 0; i < slots_.size(); ++i) release(static_cast<int>(i));
+  learn_plan();
+  tape_.clear();
+  in_iteration_ = false;
+  feeds_ = nullptr;
+}
+
+void EagerBuilder::learn_plan() {
+  Plan& plan = *plan_;
+  if (!opt_.free_early) return;
+  // The last op that reads or writes each tensor of this iteration; pinned ones stay to the end.
+  last_use_.assign(slots_.size(), -1);
+  for (size_t k = 0; k < trace_.size(); ++k) {
+    const TraceOp& t = trace_[k];
+    for (int i = 0; i < t.nin; ++i)
+      if (t.in[i] < kPersistentBase) last_use_[static_cast<size_t>(t.in[i])] = static_cast<int>(k);
+    if (t.out >= 0) last_use_[static_cast<size_t>(t.out)] = std::max(last_use_[static_cast<size_t>(t.out)], static_cast<int>(k));
+  }
+  plan.offsets.assign(trace_.size() + 1, 0);
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (last_use_[s] >= 0 && !slots_[s].pinned) ++plan.offsets[static_cast<size_t>(last_use_[s]) + 1];
+  for (size_t k = 0; k < trace_.size(); ++k) plan.offsets[k + 1] += plan.offsets[k];
+  plan.frees.assign(static_cast<size_t>(plan.offsets.back()), -1);
+  std::vector<int>& fill = last_use_;  // reused as the per-op write cursor after this pass
+  std::vector<int> cursor(plan.offsets.begin(), plan.offsets.end() - 1);
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (fill[s] >= 0 && !slots_[s].pinned)
+      plan.frees[static_cast<size_t>(cursor[static_cast<size_t>(fill[s])]++)] = static_cast<int>(s);
+  plan.trace = trace_;
+  plan.feed_sizes = feed_sizes_;
+  plan.valid = true;
+}
+
+// ---- data and reports -----------------------------------------------------------
+
+std::vector<float> EagerBuilder::read(const Value& v) {
+  Slot& s = live_slot(v.id, OpKind::copy, 0);
+  std::vector<float> host(static_cast<size_t>(s.shape.numel()));
+  backend_.copy_to_host(host.data(), s.data, host.size() * sizeof(float));
+  return host;
+}
+
+void EagerBuilder::write(const Value& v, const std::vector<float>& host) {
+  Slot& s = live_slot(v.id, OpKind::copy, 0);
+  if (host.size() != static_cast<size_t>(s.shape.numel()))
+    throw std::invalid_argument(fmt::format("write: value {} has shape {} ({} floats) but {} floats were given",
+                                            v.id, s.shape.str(), s.shape.numel(), host.size()));
+  backend_.copy_to_device(s.data, host.data(), host.size() * sizeof(float));
+}
+
+PhaseTimes EagerBuilder::phase_times() const {
+  PhaseTimes t = times_;
+  if (t.timed_ops > 0) {
+    const double scale = static_cast<double>(t.ops) / static_cast<double>(t.timed_ops) * 1e-9;
+    t.build_s = static_cast<double>(build_ns_) * scale;
+    t.alloc_s = static_cast<double>(alloc_ns_) * scale;
+    t.launch_s = static_cast<double>(launch_ns_) * scale;
+  }
+  return t;
+}
+
+std::string EagerBuilder::role_breakdown() const {
+  std::string out;
+  for (Role r : {Role::parameter, Role::optimizer_state, Role::input, Role::activation, Role::gradient,
+                 Role::temporary, Role::output}) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", role_name(r), format_bytes(role_bytes_[static_cast<size_t>(r)]));
+  }
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,162 @@
+#pragma once
+// The eager builder: the dynamic executor's implementation of tg::Builder. Each
+// apply() infers the output shape, records the op on this iteration's tape,
+// allocates the output, launches the kernel at once and returns a Value whose id
+// names a tensor slot. See dynamic/README.md for when tensors are freed.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dynamic/allocator.h"
+#include "graph/autodiff.h"
+#include "graph/builder.h"
+#include "graph/graph.h"
+#include "kernels/backend.h"
+
+namespace tg {
+
+// Host data for the inputs of one iteration, by input name (row-major f32).
+using Feeds = std::map<std::string, std::vector<float>>;
+
+// How the per-op host time is measured. `sampled` reads the clock at the phase
+// boundaries of one op in every `sample_period` and scales up: cheap enough to
+// leave on (tests/dynamic check the cost); `every_op` times each op.
+enum class Timing : uint8_t { off, sampled, every_op };
+
+struct PhaseTimes {
+  double build_s = 0;   // shape inference, tape and trace records (apply() up to allocation)
+  double alloc_s = 0;   // allocator calls: the output's allocation and the frees after the op
+  double launch_s = 0;  // Backend::run (enqueue on CUDA, the kernel itself on the CPU)
+  int64_t ops = 0;      // apply() calls
+  int64_t timed_ops = 0;
+};
+
+struct EagerOptions {
+  bool record_tape = true;     // off: inference, nothing is kept for backward
+  bool free_early = true;      // free a tensor right after its last use (see README)
+  bool in_place_relu = false;  // every relu writes into its input (also honoured per op via attrs.in_place)
+  Timing timing = Timing::off;
+  int sample_period = 16;      // a power of two
+  uint64_t seed = 0;           // initial_values seed for parameters
+};
+
+class EagerBuilder final : public Builder {
+ public:
+  EagerBuilder(Backend& backend, Allocator& allocator, EagerOptions opt = {});
+  ~EagerBuilder() override;
+  EagerBuilder(const EagerBuilder&) = delete;
+  EagerBuilder& operator=(const EagerBuilder&) = delete;
+
+  // ---- Builder ----
+  Value input(const std::string& name, const Shape& shape) override;
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) override;
+  Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
+              const std::string& name = "") override;
+  void mark_output(const Value& v) override;
+  Value optimizer_state(const Value& param, const std::string& name) override;
+
+  // ---- iteration control ----
+  // Starts an iteration: `feeds` must outlive it. `training` records the tape.
+  void begin_iteration(const Feeds& feeds, bool training);
+  // Ops applied from here on are not taped and their outputs get `role` (the
+  // trainer switches to Role::gradient for backward and the update).
+  void set_taping(bool on, Role role);
+  // Frees every tensor of this iteration and learns the last-use plan for the next.
+  void end_iteration();
+  const std::vector<TapeEntry>& tape() const { return tape_; }
+  bool in_iteration() const { return in_iteration_; }
+
+  // ---- data ----
+  std::vector<float> read(const Value& v);  // copy to host (synchronizes)
+  void write(const Value& v, const std::vector<float>& host);
+  // Persistent tensors (parameters, then optimizer state) in first-use order.
+  struct Persistent {
+    std::string name;
+    Shape shape;
+    Role role = Role::parameter;
+    int id = -1;  // Value id
+  };
+  const std::vector<Persistent>& persistent() const { return persistent_; }
+  Value handle(int id) const;
+
+  // ---- measurements ----
+  PhaseTimes phase_times() const;  // this iteration so far, scaled up for sampling
+  // Live bytes per role right now ("parameter 1.0 MiB, activation 3.2 MiB, ...").
+  std::string role_breakdown() const;
+  int64_t live_bytes(Role r) const { return role_bytes_[static_cast<size_t>(r)]; }
+  bool plan_active() const { return plan_ok_; }
+
+  static constexpr int kPersistentBase = 1 << 30;
+
+ private:
+  struct Slot {
+    float* data = nullptr;
+    Shape shape;
+    Block block;        // owned memory (owner slots only)
+    int owner = -1;     // slot whose block this one uses (itself, or the base of a view)
+    int aliases = 0;    // on the owner: live slots using the block
+    Role role = Role::temporary;
+    bool alive = false;
+    bool pinned = false;  // marked output: freed at end_iteration only
+  };
+  struct TraceOp {
+    OpKind op;
+    int nin;
+    int in[3];
+    int out;
+  };
+  Slot& slot(int id);
+  Slot& live_slot(int id, OpKind op, int pos);
+  int new_slot(const Shape& shape, Role role);
+  int new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init);
+  void alloc_slot(int id);
+  void release(int id);
+  void check_trace(const TraceOp& t);
+  void learn_plan();
+
+  Backend& backend_;
+  Allocator& alloc_;
+  EagerOptions opt_;
+  const Feeds* feeds_ = nullptr;
+  bool in_iteration_ = false;
+  bool taping_ = true;
+  bool training_ = false;
+  Role role_ = Role::activation;
+
+  std::vector<Slot> slots_;       // this iteration's tensors; index = Value id
+  std::vector<Slot> pslots_;      // persistent tensors; Value id = kPersistentBase + index
+  std::vector<Persistent> persistent_;
+  std::unordered_map<std::string, int> persistent_by_name_;
+  size_t param_cursor_ = 0;       // the k-th parameter() call usually asks for persistent_[k]
+
+  std::vector<TapeEntry> tape_;
+  std::vector<Shape> shapes_;     // reused per op: shape inference's input list
+  std::string node_name_;
+
+  // Last-use plan learned from the previous iteration of the same kind (training
+  // or inference) with the same feed sizes: after op k, free plan slots [off[k], off[k+1]).
+  struct Plan {
+    std::vector<TraceOp> trace;
+    std::vector<int> offsets, frees;
+    std::vector<size_t> feed_sizes;
+    bool valid = false;
+  };
+  Plan plans_[2];                 // [0] inference, [1] training
+  Plan* plan_ = nullptr;
+  bool plan_ok_ = false;
+  std::vector<TraceOp> trace_;    // this iteration
+  std::vector<int> last_use_;
+  std::vector<size_t> feed_sizes_;
+
+  std::array<int64_t, 8> role_bytes_{};
+  PhaseTimes times_;
+  int64_t build_ns_ = 0, alloc_ns_ = 0, launch_ns_ = 0;
+  int64_t op_counter_ = 0;
+  int64_t sample_mask_ = 15;
+};
+
+}  // namespace tg

@@ -1,0 +1,132 @@
+#include "dynamic/trainer.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "graph/autodiff.h"
+#include "graph/errors.h"
+
+namespace tg {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+}  // namespace
+
+DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::string& allocator, DynamicOptions opt)
+    : model_(std::move(model)), backend_(backend), opt_(opt), alloc_(make_allocator(allocator, backend)) {
+  if (!model_) throw std::invalid_argument("DynamicTrainer: the model function is empty");
+  EagerOptions eo;
+  eo.record_tape = !opt_.inference;
+  eo.free_early = opt_.free_early;
+  eo.in_place_relu = opt_.in_place_relu;
+  eo.timing = opt_.timing;
+  eo.sample_period = opt_.sample_period;
+  eo.seed = opt_.seed;
+  builder_ = std::make_unique<EagerBuilder>(backend_, *alloc_, eo);
+}
+
+DynamicTrainer::~DynamicTrainer() {
+  builder_.reset();  // returns every block before the allocator goes
+}
+
+float DynamicTrainer::step(const Feeds& feeds) {
+  if (opt_.inference)
+    throw std::logic_error("DynamicTrainer::step: this trainer was made with inference = true; use run_inference()");
+  const Clock::time_point t0 = Clock::now();
+  EagerBuilder& b = *builder_;
+  b.begin_iteration(feeds, /*training=*/true);
+  try {
+    const ModelOutputs out = model_(b);
+    if (!out.loss.valid())
+      graph_error("DynamicTrainer::step: the model returned no loss; build it with with_loss = true");
+    b.mark_output(out.loss);
+    if (out.prediction.valid()) b.mark_output(out.prediction);
+
+    // Parameters in first-use order: the order build_training_graph sees them in (value id order).
+    wrt_.clear();
+    for (const EagerBuilder::Persistent& p : b.persistent())
+      if (p.role == Role::parameter) wrt_.push_back(b.handle(p.id));
+
+    b.set_taping(false, Role::gradient);
+    const std::vector<Value> grads = backward(b, b.tape(), out.loss, wrt_);
+    if (velocity_names_.size() != wrt_.size()) {
+      velocity_names_.clear();
+      for (const Value& w : wrt_) velocity_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name + ".velocity");
+    }
+    Attrs at;
+    at.lr = opt_.lr;
+    at.momentum = opt_.momentum;
+    for (size_t i = 0; i < wrt_.size(); ++i) {
+      if (!grads[i].valid())
+        graph_error("DynamicTrainer::step: parameter '{}' does not influence the loss; remove it or use it",
+                    velocity_names_[i].substr(0, velocity_names_[i].size() - 9));
+      if (opt_.use_momentum) {
+        const Value v = b.optimizer_state(wrt_[i], velocity_names_[i]);
+        b.apply(OpKind::sgd_momentum, {wrt_[i], grads[i], v}, at);
+      } else {
+        b.apply(OpKind::sgd, {wrt_[i], grads[i]}, at);
+      }
+    }
+    const float loss = b.read(out.loss)[0];
+    b.end_iteration();
+    finish(seconds(t0, Clock::now()));
+    return loss;
+  } catch (...) {
+    b.end_iteration();
+    throw;
+  }
+}
+
+std::vector<float> DynamicTrainer::run_inference(const Feeds& feeds) {
+  const Clock::time_point t0 = Clock::now();
+  EagerBuilder& b = *builder_;
+  b.begin_iteration(feeds, /*training=*/false);
+  try {
+    const ModelOutputs out = model_(b);
+    if (!out.prediction.valid()) graph_error("DynamicTrainer::run_inference: the model returned no prediction");
+    b.mark_output(out.prediction);
+    std::vector<float> pred = b.read(out.prediction);
+    b.end_iteration();
+    finish(seconds(t0, Clock::now()));
+    return pred;
+  } catch (...) {
+    b.end_iteration();
+    throw;
+  }
+}
+
+void DynamicTrainer::finish(double total_s) {
+  const PhaseTimes t = builder_->phase_times();
+  last_.total_s = total_s;
+  last_.ops = t.ops;
+  last_.timed_ops = t.timed_ops;
+  last_.build_s = t.build_s;
+  last_.alloc_s = t.alloc_s;
+  last_.launch_s = t.launch_s;
+  last_.other_s = opt_.timing == Timing::off ? 0.0 : total_s - (t.build_s + t.alloc_s + t.launch_s);
+}
+
+std::vector<std::string> DynamicTrainer::parameter_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : builder_->persistent())
+    if (p.role == Role::parameter) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> DynamicTrainer::state_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : builder_->persistent())
+    if (p.role == Role::optimizer_state) names.push_back(p.name);
+  return names;
+}
+
+std::vector<float> DynamicTrainer::parameter(const std::string& name) {
+  for (const auto& p : builder_->persistent())
+    if (p.name == name) return builder_->read(builder_->handle(p.id));
+  throw std::invalid_argument(fmt::format("DynamicTrainer::parameter: no parameter or state named '{}'", name));
+}
+
+}  // namespace tg
