@@ -82,7 +82,8 @@ int Experiment::parse(int argc, char** argv) {
   try {
     device_id_ = tg::resolve_device(device_spec_);
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s: error: --device %s: %s\n", tool_.c_str(), device_spec_.c_str(), e.what());
+    // resolve_device's message names the flag, the value and the valid choices.
+    std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
     return kExitUsage;
   }
   loop_ = quick_ ? quick_loop_options() : default_loop_options();

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
+#include <algorithm>
 #include <csignal>
 
 #include "experiments/harness/interrupt.h"
@@ -51,7 +51,7 @@ std::vector<double> run_loop(const LoopOptions& opt, const std::function<double(
     sample();
   }
   std::vector<double> out;
-  out.reserve(static_cast<size_t>(opt.min_reps));
+  out.reserve(static_cast<size_t>(std::min(opt.min_reps, 4096)));  // a huge --repetitions must not allocate up front
   double timed = 0.0;
   // Both minimums must hold; the maximum count bounds a body so fast that min_time
   // would otherwise need millions of samples.
