@@ -14,8 +14,10 @@
 //    it bit for bit. Transcendentals (exp, log, tanh) and reductions are computed in
 //    double and rounded to float once at the end.
 //  - Deterministic: the same inputs give the same bits on every run. Every loop has
-//    a fixed order; OpenBLAS sgemm splits work over M and N, never over K, so each
-//    output element is accumulated in the same order whatever the thread count.
+//    a fixed order. OpenBLAS sgemm is deterministic for a fixed thread count, but its
+//    bits depend on that count (a thread's edge tiles take other kernels) and on the
+//    CPU model (kernels are picked at run time): matmul results are reproducible on
+//    one machine with one set_cpu_blas_threads setting, not across machines.
 //  - Alias-safe (out.data may equal an input's data, exactly, never a partial
 //    overlap): every elementwise op, bias_add, softmax, softmax_grad, layernorm,
 //    layernorm_grad_x, mse_loss_grad, cross_entropy_grad, copy, sgd*. NOT alias-safe
@@ -35,6 +37,10 @@ namespace tg::kernels {
 void run_cpu(const OpCall& call);
 
 // ---- matmul (matmul.cpp) --------------------------------------------------------
+// The OpenBLAS thread count every cpu_sgemm uses (process-wide). The default is
+// OpenBLAS's own: OPENBLAS_NUM_THREADS, else all cores. n must be >= 1.
+void set_cpu_blas_threads(int n);
+int cpu_blas_threads();
 // C[m,n] = op(A) op(B), op(X) = X or X^T; A is [m,k] (or [k,m] when trans_a), B is
 // [k,n] (or [n,k] when trans_b), all row-major with leading dims lda, ldb, ldc. C is
 // overwritten (beta = 0). cblas_sgemm.

@@ -22,6 +22,14 @@ int blas_int(int64_t v, const char* what) {
 
 }  // namespace
 
+void set_cpu_blas_threads(int n) {
+  if (n < 1)
+    throw std::invalid_argument(fmt::format("set_cpu_blas_threads: n = {} must be >= 1 (the number of OpenBLAS threads)", n));
+  openblas_set_num_threads(n);
+}
+
+int cpu_blas_threads() { return openblas_get_num_threads(); }
+
 void cpu_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;

@@ -1,0 +1,123 @@
+// Losses, their gradients, and the in-place optimizer updates.
+#include <cmath>
+#include <stdexcept>
+
+#include "tests/kernels/kernel_test_util.h"
+
+using namespace tg;
+using namespace tg::testing;
+
+TEST_CASE("mse_loss: hand-computed") {
+  // differences [1, -2, 0, 3]: (1 + 4 + 0 + 9) / 4 = 3.5
+  const Tensor l = run_op(OpKind::mse_loss, {tensor({2, 2}, {2, 0, 5, 4}), tensor({2, 2}, {1, 2, 5, 1})});
+  CHECK(l.shape == Shape{1});
+  CHECK(l.data == std::vector<float>{3.5f});
+}
+
+TEST_CASE("mse_loss_grad: hand-computed and against finite differences") {
+  // 2 * (p - t) / n * dloss with n = 4, dloss = 2: (p - t) * 1
+  const Tensor g = run_op(OpKind::mse_loss_grad, {tensor({4}, {2, 0, 5, 4}), tensor({4}, {1, 2, 5, 1}), tensor({1}, {2})});
+  CHECK(g.data == std::vector<float>{1, -2, 0, 3});
+
+  const Tensor p = random_tensor({3, 5}, 81);
+  const Tensor t = random_tensor({3, 5}, 82);
+  const Tensor dl = tensor({1}, {0.7f});
+  const Tensor dp = run_op(OpKind::mse_loss_grad, {p, t, dl});
+  check_close(dp.data, numeric_grad(OpKind::mse_loss, {p, t}, 0, {0.7f}, {}, 1e-2f), 1e-5, 1e-3, "mse_loss_grad");
+}
+
+TEST_CASE("cross_entropy: hand-computed") {
+  // Uniform logits: -log(1/4) per row whatever the label.
+  const Tensor u = run_op(OpKind::cross_entropy, {tensor({2, 4}, std::vector<float>(8, 3.0f)), tensor({2}, {0, 3})});
+  CHECK(u.shape == Shape{1});
+  check_close(u.data, std::vector<double>{std::log(4.0)}, 1e-7, 0.0, "uniform");
+  // Row [0, log 3] (softmax [1/4, 3/4]) with label 1: -log(3/4); label 0: -log(1/4).
+  const float l3 = std::log(3.0f);
+  const Tensor v = run_op(OpKind::cross_entropy, {tensor({2, 2}, {0, l3, 0, l3}), tensor({2}, {1, 0})});
+  check_close(v.data, std::vector<double>{0.5 * (-std::log(0.75) - std::log(0.25))}, 1e-7, 1e-6, "two rows");
+  // Large logits stay finite.
+  const Tensor w = run_op(OpKind::cross_entropy, {tensor({1, 2}, {1000.0f, 0.0f}), tensor({1}, {1})});
+  check_close(w.data, std::vector<double>{1000.0}, 1e-4, 0.0, "large");
+}
+
+TEST_CASE("cross_entropy_grad: hand-computed, rows sum to 0, matches finite differences") {
+  const float l3 = std::log(3.0f);
+  const Tensor g = run_op(OpKind::cross_entropy_grad, {tensor({2, 2}, {0, l3, 0, l3}), tensor({2}, {1, 0}), tensor({1}, {1})});
+  // (softmax - onehot) / 2: row 0 [0.25, -0.25] / 2, row 1 [-0.75, 0.75] / 2
+  check_close(g.data, std::vector<double>{0.125, -0.125, -0.375, 0.375}, 1e-7, 1e-6, "hand");
+
+  const Tensor x = random_tensor({5, 7}, 83, -3.0f, 3.0f);
+  Tensor labels = tensor({5}, std::vector<float>(5));
+  random_labels(labels.data, 84, 7);
+  const Tensor dl = tensor({1}, {1.3f});
+  const Tensor dx = run_op(OpKind::cross_entropy_grad, {x, labels, dl});
+  for (int r = 0; r < 5; ++r) {
+    double s = 0.0;
+    for (int j = 0; j < 7; ++j) s += dx.data[static_cast<size_t>(r * 7 + j)];
+    CHECK(std::fabs(s) < 1e-7);
+  }
+  check_close(dx.data, numeric_grad(OpKind::cross_entropy, {x, labels}, 0, {1.3f}, {}, 1e-2f), 1e-5, 2e-3, "fd");
+}
+
+TEST_CASE("cross_entropy rejects labels that are not integer classes in range") {
+  const Tensor x = random_tensor({1, 4}, 85);
+  for (float bad : {-1.0f, 4.0f, 1.5f, NAN}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(run_op(OpKind::cross_entropy, {x, tensor({1}, {bad})}), std::invalid_argument);
+    CHECK_THROWS_AS(run_op(OpKind::cross_entropy_grad, {x, tensor({1}, {bad}), tensor({1}, {1})}), std::invalid_argument);
+  }
+  CHECK_THROWS_WITH(run_op(OpKind::cross_entropy, {x, tensor({1}, {7})}),
+                    doctest::Contains("integer class indices in [0, 4)"));
+}
+
+namespace {
+// Runs an update op in place on p (and v).
+void update(OpKind op, std::vector<float>& p, std::vector<float>& g, std::vector<float>* v, const Attrs& at) {
+  const Shape s{static_cast<int64_t>(p.size())};
+  kernels::OpCall c;
+  c.op = op;
+  c.attrs = &at;
+  c.num_inputs = v ? 3 : 2;
+  c.in[0] = {p.data(), s};
+  c.in[1] = {g.data(), s};
+  if (v) c.in[2] = {v->data(), s};
+  kernels::run_cpu(c);
+}
+}  // namespace
+
+TEST_CASE("sgd: p -= lr * g, in place") {
+  std::vector<float> p{1.0f, -2.0f, 0.5f}, g{2.0f, 4.0f, -8.0f};
+  Attrs at;
+  at.lr = 0.25f;
+  update(OpKind::sgd, p, g, nullptr, at);
+  CHECK(p == std::vector<float>{0.5f, -3.0f, 2.5f});
+  CHECK(g == std::vector<float>{2.0f, 4.0f, -8.0f});
+}
+
+TEST_CASE("sgd_momentum: 3 steps with a constant gradient equal the closed form") {
+  // v_k = g (1 + m + ... + m^(k-1)); after 3 steps p = p0 - lr g (3 + 2m + m^2).
+  Attrs at;
+  at.lr = 0.1f;
+  at.momentum = 0.9f;
+  const Tensor p0 = random_tensor({17}, 86);
+  std::vector<float> p = p0.data, g = random_tensor({17}, 87).data, v(17, 0.0f);
+  for (int step = 0; step < 3; ++step) update(OpKind::sgd_momentum, p, g, &v, at);
+  const double m = at.momentum, lr = at.lr;
+  std::vector<double> want_p(17), want_v(17);
+  for (size_t i = 0; i < 17; ++i) {
+    want_p[i] = p0.data[i] - lr * g[i] * (3 + 2 * m + m * m);
+    want_v[i] = g[i] * (1 + m + m * m);
+  }
+  check_close(p, want_p, 1e-6, 1e-6, "param");
+  check_close(v, want_v, 1e-6, 1e-6, "velocity");
+}
+
+TEST_CASE("sgd_momentum: one step, hand-computed (PyTorch convention)") {
+  std::vector<float> p{1.0f}, g{0.5f}, v{2.0f};
+  Attrs at;
+  at.lr = 0.5f;
+  at.momentum = 0.5f;
+  update(OpKind::sgd_momentum, p, g, &v, at);  // v = 0.5*2 + 0.5 = 1.5; p = 1 - 0.5*1.5
+  CHECK(v == std::vector<float>{1.5f});
+  CHECK(p == std::vector<float>{0.25f});
+}
