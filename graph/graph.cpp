@@ -90,15 +90,17 @@ std::vector<int> Graph::topo_order() const {
   }
   // Update ops (sgd) mutate their inputs; they must run after every other
   // reader of those inputs. Model that as an edge reader -> update.
+  // Readers come from consumers() so that this stays linear in the graph size
+  // (a graph file with many updates must not make it quadratic).
+  const std::vector<std::vector<int>> readers = consumers();
   for (size_t i = 0; i < n; ++i) {
     if (!op_is_update(nodes[i].op)) continue;
     for (int in : nodes[i].inputs) {
-      for (size_t j = 0; j < n; ++j) {
-        if (j == i || op_is_update(nodes[j].op)) continue;
-        if (std::find(nodes[j].inputs.begin(), nodes[j].inputs.end(), in) != nodes[j].inputs.end()) {
-          ++pending[i];
-          users[j].push_back(static_cast<int>(i));
-        }
+      if (in < 0 || in >= static_cast<int>(values.size())) continue;
+      for (int j : readers[static_cast<size_t>(in)]) {
+        if (j == static_cast<int>(i) || op_is_update(nodes[static_cast<size_t>(j)].op)) continue;
+        ++pending[i];
+        users[static_cast<size_t>(j)].push_back(static_cast<int>(i));
       }
     }
   }
@@ -123,11 +125,30 @@ std::vector<int> Graph::topo_order() const {
     }
   }
   if (order.size() != n) {
-    for (size_t i = 0; i < n; ++i)
-      if (pending[i] > 0)
-        graph_error("graph has a cycle through node '{}' ({}): a node cannot depend on its own output; "
-                    "break the cycle by reading a value produced earlier",
-                    nodes[i].name, op_name(nodes[i].op));
+    // A node left over may only sit downstream of the cycle. Every left-over node
+    // has a left-over predecessor, so walking back through them must repeat a
+    // node, and that node is on the cycle.
+    std::vector<std::vector<int>> preds(n);
+    for (size_t p = 0; p < n; ++p)
+      for (int u : users[p]) preds[static_cast<size_t>(u)].push_back(static_cast<int>(p));
+    int cur = 0;
+    while (pending[static_cast<size_t>(cur)] == 0) ++cur;
+    std::vector<int> seen_at(n, -1), path;
+    while (seen_at[static_cast<size_t>(cur)] < 0) {
+      seen_at[static_cast<size_t>(cur)] = static_cast<int>(path.size());
+      path.push_back(cur);
+      for (int p : preds[static_cast<size_t>(cur)])
+        if (pending[static_cast<size_t>(p)] > 0) {
+          cur = p;
+          break;
+        }
+    }
+    std::string cycle = nodes[static_cast<size_t>(cur)].name;
+    for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[static_cast<size_t>(cur)]);)
+      cycle += " -> " + nodes[static_cast<size_t>(path[k])].name;
+    graph_error("graph has a cycle through node '{}' ({}): {}; a node cannot depend on its own output; "
+                "break the cycle by reading a value produced earlier",
+                nodes[static_cast<size_t>(cur)].name, op_name(nodes[static_cast<size_t>(cur)].op), cycle);
   }
   return order;
 }

@@ -1,5 +1,7 @@
 #include "graph/shape_inference.h"
 
+#include <fmt/ranges.h>
+
 #include "graph/errors.h"
 
 namespace tg {
@@ -57,17 +59,43 @@ Shape matmul_shape(const std::vector<Shape>& in, const Attrs& at, const std::str
 
 }  // namespace
 
+namespace {
+Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node);
+}  // namespace
+
 Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  if (static_cast<int>(op) >= kNumOps)
+    graph_error("node {}: op kind {} is not an op; see graph/op.h for the list", node, static_cast<int>(op));
   const char* name = op_name(op);
   const int arity = op_num_inputs(op);
   if (static_cast<int>(in.size()) != arity)
     graph_error("{} {}: takes {} input{}, got {} ({}); check the node's inputs list", name, node, arity,
                 arity == 1 ? "" : "s", in.size(), shapes_str(in));
   for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].rank < 0 || in[i].rank > kMaxRank)
+      graph_error("{} {}: input {} has rank {}; ranks 0..{} are supported", name, node, i, in[i].rank, kMaxRank);
+  for (size_t i = 0; i < in.size(); ++i)
     for (int d = 0; d < in[i].rank; ++d)
       if (in[i][d] <= 0)
         graph_error("{} {}: input {} has shape {} with dim {} = {}; every dim must be >= 1", name, node, i,
                     in[i].str(), d, in[i][d]);
+  // Untrusted shapes (graph files, user code) can hold dims whose product does
+  // not fit in int64; reject them before any rule multiplies dims.
+  int64_t count = 0;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!numel_checked(in[i], count))
+      graph_error("{} {}: input {} has shape {} whose element count or byte size overflows int64; use smaller dims",
+                  name, node, i, in[i].str());
+  const Shape out = infer_unchecked(op, in, at, node);
+  if (out.rank > 0 && !numel_checked(out, count))
+    graph_error("{} {}: output shape {} (from inputs {}) has an element count or byte size that overflows int64; "
+                "use smaller dims", name, node, out.str(), shapes_str(in));
+  return out;
+}
+
+namespace {
+Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const char* name = op_name(op);
 
   switch (op) {
     case OpKind::matmul: return matmul_shape(in, at, node);
@@ -138,8 +166,9 @@ Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, cons
       for (int d = 0; d < r; ++d) {
         int p = at.perm[static_cast<size_t>(d)];
         if (p < 0 || p >= r || seen[p])
-          graph_error("transpose {}: perm is not a permutation of 0..{} for input {}; list each axis once",
-                      node, r - 1, in[0].str());
+          graph_error("transpose {}: perm [{}] is not a permutation of 0..{} for input {}: entry {} = {}; "
+                      "list each axis of the input once", node, fmt::join(at.perm.begin(), at.perm.begin() + r, ","),
+                      r - 1, in[0].str(), d, p);
         seen[p] = true;
       }
       Shape out;
@@ -157,6 +186,9 @@ Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, cons
         if (out[d] <= 0)
           graph_error("reshape {}: target {} has dim {} = {}; dims must be >= 1 (one may be -1)", node,
                       out.str(), d, out[d]);
+        if (known > in[0].numel() / out[d])
+          graph_error("reshape {}: cannot reshape {} ({} elements) to {}: the target has more elements", node,
+                      in[0].str(), in[0].numel(), out.str());
         known *= out[d];
       }
       const int64_t total = in[0].numel();
@@ -211,5 +243,6 @@ Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, cons
   }
   graph_error("{} {}: op has no shape rule", name, node);
 }
+}  // namespace
 
 }  // namespace tg

@@ -1,0 +1,652 @@
+#include "graph/json_io.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/errors.h"
+#include "graph/shape_inference.h"
+
+namespace tg {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// ---- the attribute table: which op reads which attribute -------------------
+
+enum AttrId { kTransA, kTransB, kAxis, kSize, kEps, kAlpha, kValue, kLr, kMomentum, kInPlace, kShape, kPerm, kNumAttrs };
+constexpr const char* kAttrNames[kNumAttrs] = {"trans_a", "trans_b", "axis", "size", "eps", "alpha",
+                                               "value", "lr", "momentum", "in_place", "shape", "perm"};
+constexpr unsigned bit(AttrId a) { return 1u << a; }
+
+unsigned op_attrs(OpKind op) {
+  switch (op) {
+    case OpKind::matmul: return bit(kTransA) | bit(kTransB);
+    case OpKind::scale: return bit(kAlpha) | bit(kInPlace);
+    // The ops the planner may run in place (static/planner.cpp op_can_run_in_place).
+    case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::bias_add: case OpKind::relu:
+    case OpKind::relu_grad: case OpKind::gelu: case OpKind::gelu_grad: return bit(kInPlace);
+    case OpKind::softmax: case OpKind::reduce_sum: case OpKind::reduce_mean: return bit(kAxis);
+    case OpKind::layernorm: case OpKind::layernorm_grad_x: case OpKind::layernorm_grad_gamma: return bit(kEps);
+    case OpKind::broadcast: return bit(kAxis) | bit(kSize);
+    case OpKind::transpose: return bit(kPerm);
+    case OpKind::reshape: return bit(kShape);
+    case OpKind::fill: return bit(kShape) | bit(kValue);
+    case OpKind::sgd: return bit(kLr);
+    case OpKind::sgd_momentum: return bit(kLr) | bit(kMomentum);
+    default: return 0;
+  }
+}
+
+std::string attr_list(unsigned mask) {
+  std::string s;
+  for (int a = 0; a < kNumAttrs; ++a)
+    if (mask & (1u << a)) s += (s.empty() ? "" : ", ") + std::string(kAttrNames[a]);
+  return s.empty() ? "none" : s;
+}
+
+// The shortest decimal that reads back as the same float, so files stay readable
+// ("0.01", not "0.009999999776482582") and round-trip exactly.
+double float_json(float f) { return std::strtod(fmt::format("{}", f).c_str(), nullptr); }
+
+ojson dims_json(const Shape& s, int rank) {
+  ojson a = ojson::array();
+  for (int d = 0; d < rank; ++d) a.push_back(s.dims[static_cast<size_t>(d)]);
+  return a;
+}
+
+ojson attrs_to_json(const Node& n, int input_rank) {
+  const Attrs& at = n.attrs;
+  const Attrs def;
+  const unsigned m = op_attrs(n.op);
+  ojson j = ojson::object();
+  auto has = [&](AttrId a) { return (m & bit(a)) != 0; };
+  if (has(kTransA) && at.trans_a) j["trans_a"] = true;
+  if (has(kTransB) && at.trans_b) j["trans_b"] = true;
+  if (has(kAxis) && (at.axis != def.axis || n.op != OpKind::softmax)) j["axis"] = at.axis;
+  if (has(kSize)) j["size"] = at.size;
+  if (has(kEps) && at.eps != def.eps) j["eps"] = float_json(at.eps);
+  if (has(kAlpha)) j["alpha"] = float_json(at.alpha);
+  if (has(kValue)) j["value"] = float_json(at.value);
+  if (has(kLr)) j["lr"] = float_json(at.lr);
+  if (has(kMomentum)) j["momentum"] = float_json(at.momentum);
+  if (has(kInPlace) && at.in_place) j["in_place"] = true;
+  if (has(kShape)) j["shape"] = dims_json(at.shape, at.shape.rank);
+  if (has(kPerm)) {
+    ojson p = ojson::array();
+    for (int d = 0; d < (input_rank > 0 ? input_rank : kMaxRank); ++d) p.push_back(at.perm[static_cast<size_t>(d)]);
+    j["perm"] = p;
+  }
+  return j;
+}
+
+// ---- reading ----------------------------------------------------------------
+
+void line_col(const std::string& text, size_t byte, int& line, int& col) {
+  line = 1;
+  col = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+}
+
+// Deep nesting would make the parser and the json destructor recurse without
+// bound; count it with a flat scan first.
+void check_depth(const std::string& text, const std::string& src) {
+  int depth = 0;
+  bool in_str = false, esc = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+      continue;
+    }
+    if (c == '"') {
+      in_str = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxGraphJsonDepth) {
+        int line, col;
+        line_col(text, i, line, col);
+        graph_error("{}:{}:{}: JSON nested more than {} levels deep; a graph file needs 5 (nodes[i].attrs.shape), "
+                    "so this file is broken or hostile", src, line, col, kMaxGraphJsonDepth);
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+struct DuplicateKey {
+  std::string key;
+};
+
+json parse_text(const std::string& text, const std::string& src) {
+  // nlohmann keeps the last of two equal keys; a hand-written file with "shape"
+  // twice is a mistake, so refuse it.
+  std::vector<std::set<std::string>> keys;
+  auto cb = [&keys](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+      throw DuplicateKey{parsed.get<std::string>()};
+    return true;
+  };
+  try {
+    return json::parse(text, cb);
+  } catch (const DuplicateKey& d) {
+    graph_error("{}: key '{}' appears twice in one JSON object; give each key once", src, d.key);
+  } catch (const json::parse_error& e) {
+    int line, col;
+    line_col(text, e.byte > 0 ? e.byte - 1 : 0, line, col);
+    std::string what = e.what();
+    const size_t colon = what.find(": ");  // drop nlohmann's "[json.exception...] parse error at ...: "
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    graph_error("{}:{}:{}: invalid JSON: {}{}", src, line, col, what,
+                e.byte >= text.size() ? " (is the file truncated?)" : "");
+  } catch (const json::exception& e) {
+    graph_error("{}: invalid JSON: {}", src, e.what());
+  }
+}
+
+std::string describe(const json& j) {
+  if (j.is_string()) return "a string";
+  if (j.is_array()) return "an array";
+  if (j.is_object()) return "an object";
+  if (j.is_null()) return "null";
+  return j.dump();  // numbers and booleans: show the value
+}
+
+struct LeafDecl {
+  std::string path;
+  ValueInfo info;
+};
+struct NodeDecl {
+  std::string path;
+  Node node;
+  std::vector<std::string> input_names;
+  bool has_shape = false, has_role = false, has_dtype = false;
+  Shape shape;
+  Role role = Role::temporary;
+  DType dtype = DType::F32;
+  int perm_len = 0;
+};
+
+class Loader {
+ public:
+  explicit Loader(std::string src) : src_(std::move(src)) {}
+
+  Graph load(const json& root) {
+    if (!root.is_object()) fail("(top level)", "must be a JSON object {\"format\": \"twograph-graph\", ...}, got " + describe(root));
+    check_keys(root, "(top level)", {"format", "version", "description", "inputs", "parameters", "optimizer_state",
+                                     "nodes", "outputs", "value_order"});
+    const std::string fmt_name = get_string(require(root, "format", "(top level)"), "format");
+    if (fmt_name != "twograph-graph") fail("format", "is '" + fmt_name + "'; a graph file says \"format\": \"twograph-graph\"");
+    const int64_t version = get_int(require(root, "version", "(top level)"), "version", 0, 1000);
+    if (version != 1) fail("version", fmt::format("is {}; this build reads version 1", version));
+    if (root.contains("description")) get_string(root["description"], "description");
+    read_leaves(root, "inputs", Role::input);
+    read_leaves(root, "parameters", Role::parameter);
+    read_leaves(root, "optimizer_state", Role::optimizer_state);
+    const json& nodes = require(root, "nodes", "(top level)");
+    if (!nodes.is_array()) fail("nodes", "must be an array of nodes, got " + describe(nodes));
+    for (size_t i = 0; i < nodes.size(); ++i) read_node(nodes[i], fmt::format("nodes[{}]", i));
+    read_outputs(require(root, "outputs", "(top level)"));
+    return build(root);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& path, const std::string& msg) const {
+    graph_error("{}: {}: {}", src_, path, msg);
+  }
+
+  const json& require(const json& obj, const char* key, const std::string& path) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, fmt::format("missing key '{}'", key));
+    return *it;
+  }
+
+  void check_keys(const json& obj, const std::string& path, std::initializer_list<const char*> known) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || it.key() == k;
+      if (!ok) {
+        std::string list;
+        for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        fail(path, fmt::format("unknown key '{}'; known: {}", it.key(), list));
+      }
+    }
+  }
+
+  std::string get_string(const json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, "must be a string, got " + describe(j));
+    return j.get<std::string>();
+  }
+  bool get_bool(const json& j, const std::string& path) const {
+    if (!j.is_boolean()) fail(path, "must be true or false, got " + describe(j));
+    return j.get<bool>();
+  }
+  int64_t get_int(const json& j, const std::string& path, int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer()) fail(path, "must be an integer, got " + describe(j));
+    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(hi))
+      fail(path, fmt::format("{} is too large; must be in [{}, {}]", j.dump(), lo, hi));
+    const int64_t v = j.get<int64_t>();
+    if (v < lo || v > hi) fail(path, fmt::format("{} is out of range; must be in [{}, {}]", v, lo, hi));
+    return v;
+  }
+  float get_float(const json& j, const std::string& path) const {
+    if (!j.is_number()) fail(path, "must be a number, got " + describe(j));
+    const double v = j.get<double>();
+    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max())
+      fail(path, fmt::format("{} does not fit in a 32-bit float", j.dump()));
+    return static_cast<float>(v);
+  }
+
+  // allow_infer: a reshape target may hold one -1.
+  Shape get_shape(const json& j, const std::string& path, bool allow_infer) const {
+    if (!j.is_array()) fail(path, "must be an array of dims like [32, 512], got " + describe(j));
+    if (j.empty() || j.size() > static_cast<size_t>(kMaxRank))
+      fail(path, fmt::format("has {} dims; give 1 to {} (a scalar is [1])", j.size(), kMaxRank));
+    Shape s;
+    for (size_t d = 0; d < j.size(); ++d) {
+      const std::string p = fmt::format("{}[{}]", path, d);
+      const int64_t v = get_int(j[d], p, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+      if (v <= 0 && !(allow_infer && v == -1))
+        fail(p, fmt::format("dim is {}; every dim must be >= 1{}", v, allow_infer ? " (or -1 once, to infer it)" : ""));
+      s.dims[static_cast<size_t>(s.rank++)] = v;
+    }
+    int64_t n = 0;
+    if (!allow_infer && !numel_checked(s, n))
+      fail(path, fmt::format("{} has an element count or byte size that overflows int64; use smaller dims", s.str()));
+    return s;
+  }
+
+  DType get_dtype(const json& j, const std::string& path) const {
+    DType dt;
+    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype '" + j.get<std::string>() + "'; use f32");
+    return dt;
+  }
+
+  void declare(const std::string& name, const std::string& path) {
+    if (name.empty()) fail(path, "is empty; every value and node needs a name");
+    auto [it, fresh] = names_.emplace(name, path);
+    if (!fresh) fail(path, fmt::format("'{}' is already the name of {}; names must be unique", name, it->second));
+  }
+
+  void read_leaves(const json& root, const char* section, Role role) {
+    if (!root.contains(section)) return;
+    const json& arr = root[section];
+    if (!arr.is_array()) fail(section, "must be an array, got " + describe(arr));
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const std::string path = fmt::format("{}[{}]", section, i);
+      const json& e = arr[i];
+      if (!e.is_object()) fail(path, "must be an object {\"name\": ..., \"shape\": [...]}, got " + describe(e));
+      if (role == Role::input) check_keys(e, path, {"name", "shape", "dtype"});
+      else check_keys(e, path, {"name", "shape", "dtype", "init"});
+      LeafDecl d;
+      d.path = path;
+      d.info.name = get_string(require(e, "name", path), path + ".name");
+      declare(d.info.name, path + ".name");
+      d.info.shape = get_shape(require(e, "shape", path), path + ".shape", false);
+      d.info.role = role;
+      if (e.contains("dtype")) d.info.dtype = get_dtype(e["dtype"], path + ".dtype");
+      if (role == Role::optimizer_state) d.info.init = ParamInit{ParamInit::Kind::constant, 0.0f};
+      if (e.contains("init")) d.info.init = get_init(e["init"], path + ".init");
+      leaves_.push_back(std::move(d));
+    }
+  }
+
+  ParamInit get_init(const json& j, const std::string& path) const {
+    if (!j.is_object() || j.size() != 1)
+      fail(path, "must be {\"uniform\": a} (values in [-a, a]; 0 means 1/sqrt(fan_in)) or {\"constant\": c}, got " + j.dump());
+    ParamInit init;
+    const std::string key = j.begin().key();
+    if (key == "uniform") init.kind = ParamInit::Kind::uniform;
+    else if (key == "constant") init.kind = ParamInit::Kind::constant;
+    else fail(path, "unknown init '" + key + "'; known: uniform, constant");
+    init.a = get_float(j.begin().value(), path + "." + key);
+    if (init.kind == ParamInit::Kind::uniform && init.a < 0.0f) fail(path + ".uniform", "must be >= 0");
+    return init;
+  }
+
+  void read_node(const json& e, const std::string& path) {
+    if (!e.is_object()) fail(path, "must be an object {\"name\": ..., \"op\": ..., \"inputs\": [...]}, got " + describe(e));
+    check_keys(e, path, {"name", "op", "inputs", "attrs", "shape", "role", "dtype"});
+    NodeDecl d;
+    d.path = path;
+    d.node.name = get_string(require(e, "name", path), path + ".name");
+    const std::string op = get_string(require(e, "op", path), path + ".op");
+    if (!parse_op(op, d.node.op)) {
+      std::string list;
+      for (int i = 0; i < kNumOps; ++i) list += (i ? ", " : "") + std::string(op_name(static_cast<OpKind>(i)));
+      fail(path + ".op", fmt::format("unknown op '{}'; known ops: {}", op, list));
+    }
+    declare(d.node.name, path + ".name");
+    const json& ins = require(e, "inputs", path);
+    if (!ins.is_array()) fail(path + ".inputs", "must be an array of value names, got " + describe(ins));
+    for (size_t i = 0; i < ins.size(); ++i) d.input_names.push_back(get_string(ins[i], fmt::format("{}.inputs[{}]", path, i)));
+    const int arity = op_num_inputs(d.node.op);
+    if (static_cast<int>(ins.size()) != arity)
+      fail(path + ".inputs", fmt::format("{} {} takes {} input{}, got {}", op, d.node.name, arity, arity == 1 ? "" : "s",
+                                         ins.size()));
+    if (e.contains("attrs")) read_attrs(e["attrs"], path + ".attrs", d);
+    const bool has_output = op_num_outputs(d.node.op) == 1;
+    for (const char* k : {"shape", "role", "dtype"})
+      if (!has_output && e.contains(k))
+        fail(path, fmt::format("{} is an update op with no output, so it has no '{}'; remove it", op, k));
+    if (e.contains("shape")) {
+      d.has_shape = true;
+      d.shape = get_shape(e["shape"], path + ".shape", false);
+    }
+    if (e.contains("role")) {
+      const std::string r = get_string(e["role"], path + ".role");
+      if (!parse_role(r, d.role) || d.role == Role::input || d.role == Role::parameter || d.role == Role::optimizer_state)
+        fail(path + ".role", fmt::format("'{}' is not a role of a computed value; use temporary, activation, gradient or output", r));
+      d.has_role = true;
+    }
+    if (e.contains("dtype")) {
+      d.has_dtype = true;
+      d.dtype = get_dtype(e["dtype"], path + ".dtype");
+    }
+    if (!has_output) update_names_.insert(d.node.name);
+    nodes_.push_back(std::move(d));
+  }
+
+  void read_attrs(const json& j, const std::string& path, NodeDecl& d) {
+    if (!j.is_object()) fail(path, "must be an object like {\"trans_b\": true}, got " + describe(j));
+    Attrs& at = d.node.attrs;
+    const unsigned allowed = op_attrs(d.node.op);
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      int a = 0;
+      while (a < kNumAttrs && it.key() != kAttrNames[a]) ++a;
+      if (a == kNumAttrs) fail(path, fmt::format("unknown attribute '{}'; known: {}", it.key(), attr_list(~0u)));
+      if (!(allowed & (1u << a)))
+        fail(path, fmt::format("{} does not take attribute '{}'; {} takes: {}", op_name(d.node.op), it.key(),
+                               op_name(d.node.op), attr_list(allowed)));
+      const std::string p = path + "." + it.key();
+      const json& v = it.value();
+      const int64_t int_max = std::numeric_limits<int>::max();
+      switch (static_cast<AttrId>(a)) {
+        case kTransA: at.trans_a = get_bool(v, p); break;
+        case kTransB: at.trans_b = get_bool(v, p); break;
+        case kInPlace: at.in_place = get_bool(v, p); break;
+        case kAxis: at.axis = static_cast<int>(get_int(v, p, -int_max, int_max)); break;
+        case kSize: at.size = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
+        case kEps: at.eps = get_float(v, p); break;
+        case kAlpha: at.alpha = get_float(v, p); break;
+        case kValue: at.value = get_float(v, p); break;
+        case kLr: at.lr = get_float(v, p); break;
+        case kMomentum: at.momentum = get_float(v, p); break;
+        case kShape: at.shape = get_shape(v, p, d.node.op == OpKind::reshape); break;
+        case kPerm: {
+          if (!v.is_array() || v.empty() || v.size() > static_cast<size_t>(kMaxRank))
+            fail(p, "must be an array of 1 to 4 axes like [1, 0], got " + v.dump());
+          for (size_t i = 0; i < v.size(); ++i)
+            at.perm[i] = static_cast<int>(get_int(v[i], fmt::format("{}[{}]", p, i), 0, kMaxRank - 1));
+          d.perm_len = static_cast<int>(v.size());
+          break;
+        }
+        case kNumAttrs: break;
+      }
+    }
+  }
+
+  void read_outputs(const json& j) {
+    if (!j.is_array()) fail("outputs", "must be an array of value names, got " + describe(j));
+    std::unordered_set<std::string> seen;
+    for (size_t i = 0; i < j.size(); ++i) {
+      const std::string p = fmt::format("outputs[{}]", i);
+      output_names_.push_back(get_string(j[i], p));
+      if (!seen.insert(output_names_.back()).second) fail(p, "'" + output_names_.back() + "' is listed twice");
+    }
+  }
+
+  int resolve(const std::string& name, const std::string& path) const {
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
+    if (update_names_.count(name))
+      fail(path, fmt::format("'{}' is an update node ({}), which has no output value to read", name, "sgd/sgd_momentum"));
+    fail(path, fmt::format("unknown value '{}'; a value is declared under inputs, parameters or optimizer_state, "
+                           "or is the name of a node", name));
+  }
+
+  // Value ids: leaves in section order, then node outputs in node order, unless
+  // "value_order" lists every value name (save writes it to keep ids exact).
+  std::vector<ValueInfo> order_values(const json& root, const std::vector<ValueInfo>& decls) {
+    std::vector<ValueInfo> out;
+    if (!root.contains("value_order")) {
+      out = decls;
+    } else {
+      const json& vo = root["value_order"];
+      if (!vo.is_array()) fail("value_order", "must be an array of value names, got " + describe(vo));
+      std::unordered_map<std::string, size_t> by_name;
+      for (size_t i = 0; i < decls.size(); ++i) by_name.emplace(decls[i].name, i);
+      std::vector<bool> used(decls.size(), false);
+      for (size_t i = 0; i < vo.size(); ++i) {
+        const std::string p = fmt::format("value_order[{}]", i);
+        const std::string n = get_string(vo[i], p);
+        auto it = by_name.find(n);
+        if (it == by_name.end()) fail(p, "unknown value '" + n + "'");
+        if (used[it->second]) fail(p, "'" + n + "' is listed twice");
+        used[it->second] = true;
+        out.push_back(decls[it->second]);
+      }
+      if (out.size() != decls.size())
+        fail("value_order", fmt::format("lists {} of the {} values; list every value once, or leave it out",
+                                        out.size(), decls.size()));
+    }
+    for (size_t i = 0; i < out.size(); ++i) ids_[out[i].name] = static_cast<int>(i);
+    return out;
+  }
+
+  Graph build(const json& root) {
+    const std::unordered_set<std::string> outs(output_names_.begin(), output_names_.end());
+    std::vector<ValueInfo> decls;
+    for (const LeafDecl& l : leaves_) decls.push_back(l.info);
+    for (const NodeDecl& d : nodes_) {
+      if (op_num_outputs(d.node.op) == 0) continue;
+      ValueInfo v;
+      v.name = d.node.name;
+      v.dtype = d.dtype;
+      v.role = d.has_role ? d.role : outs.count(v.name) ? Role::output : Role::temporary;
+      decls.push_back(v);
+    }
+    Graph g;
+    g.values = order_values(root, decls);
+    for (NodeDecl& d : nodes_) {
+      for (size_t i = 0; i < d.input_names.size(); ++i)
+        d.node.inputs.push_back(resolve(d.input_names[i], fmt::format("{}.inputs[{}]", d.path, i)));
+      if (op_num_outputs(d.node.op) == 1) d.node.outputs.push_back(ids_.at(d.node.name));
+      g.add_node(d.node);
+    }
+    for (size_t i = 0; i < output_names_.size(); ++i)
+      g.outputs.push_back(resolve(output_names_[i], fmt::format("outputs[{}]", i)));
+    std::vector<int> order;
+    try {
+      order = g.topo_order();
+    } catch (const GraphError& e) {
+      graph_error("{}: {}", src_, e.what());
+    }
+    for (int id : order) infer_node(g, id);
+    return g;
+  }
+
+  void infer_node(Graph& g, int id) {
+    const NodeDecl& d = nodes_[static_cast<size_t>(id)];
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    std::vector<Shape> shapes;
+    for (int in : n.inputs) shapes.push_back(g.values[static_cast<size_t>(in)].shape);
+    if (d.perm_len > 0 && d.perm_len != shapes[0].rank)
+      fail(d.path + ".attrs.perm", fmt::format("has {} entries, but input '{}' {} has rank {}; give one entry per axis",
+                                               d.perm_len, d.input_names[0], shapes[0].str(), shapes[0].rank));
+    Shape out;
+    try {
+      out = infer_shape(n.op, shapes, n.attrs, n.name);
+    } catch (const GraphError& e) {
+      fail(d.path, e.what());
+    }
+    if (n.outputs.empty()) return;
+    if (d.has_shape && d.shape != out) {
+      std::string ins;
+      for (const Shape& s : shapes) ins += (ins.empty() ? "" : ", ") + s.str();
+      fail(d.path + ".shape", fmt::format("{} {} declares {}, but its inputs {} give {}; fix the shape or remove it",
+                                          op_name(n.op), n.name, d.shape.str(), ins, out.str()));
+    }
+    g.values[static_cast<size_t>(n.outputs[0])].shape = out;
+  }
+
+  std::string src_;
+  std::vector<LeafDecl> leaves_;
+  std::vector<NodeDecl> nodes_;
+  std::vector<std::string> output_names_;
+  std::unordered_map<std::string, std::string> names_;  // name -> JSON path that declared it
+  std::unordered_set<std::string> update_names_;
+  std::unordered_map<std::string, int> ids_;
+};
+
+}  // namespace
+
+Graph load_graph_json(const std::string& text, const std::string& source_name) {
+  if (text.size() > kMaxGraphFileBytes)
+    graph_error("{}: is {} bytes; graph files are limited to {} MiB", source_name, text.size(), kMaxGraphFileBytes >> 20);
+  check_depth(text, source_name);
+  const json root = parse_text(text, source_name);
+  return Loader(source_name).load(root);
+}
+
+Graph load_graph_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) graph_error("{}: cannot open: no such file; check the path", path);
+  // Devices and pipes can be endless (/dev/zero); only plain files are read.
+  if (!fs::is_regular_file(st)) graph_error("{}: is not a regular file; give the path of a .json graph file", path);
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) graph_error("{}: cannot read its size: {}", path, ec.message());
+  if (size > kMaxGraphFileBytes)
+    graph_error("{}: is {} bytes; graph files are limited to {} MiB", path, size, kMaxGraphFileBytes >> 20);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) graph_error("{}: cannot open for reading; check its permissions", path);
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (in.gcount() != static_cast<std::streamsize>(size)) graph_error("{}: read {} of {} bytes", path, in.gcount(), size);
+  return load_graph_json(text, path);
+}
+
+std::string node_attrs_json(const Graph& g, const Node& n) {
+  int rank = 0;
+  if (!n.inputs.empty() && n.inputs[0] >= 0 && n.inputs[0] < static_cast<int>(g.values.size()))
+    rank = g.values[static_cast<size_t>(n.inputs[0])].shape.rank;
+  const ojson j = attrs_to_json(n, rank);
+  return j.empty() ? std::string() : j.dump();
+}
+
+}  // namespace tg
+
+namespace tg {
+
+std::string save_graph_json(const Graph& g) {
+  const int nv = static_cast<int>(g.values.size());
+  auto value_at = [&](int id, const std::string& what) -> const ValueInfo& {
+    if (id < 0 || id >= nv) graph_error("save_graph_json: {} refers to value id {}, but the graph has {} values", what, id, nv);
+    return g.values[static_cast<size_t>(id)];
+  };
+  std::vector<bool> is_output(g.values.size(), false);
+  for (int o : g.outputs) {
+    value_at(o, "a graph output");
+    is_output[static_cast<size_t>(o)] = true;
+  }
+
+  ojson sections[3] = {ojson::array(), ojson::array(), ojson::array()};
+  std::vector<int> canonical[3];
+  for (int id = 0; id < nv; ++id) {
+    const ValueInfo& v = g.values[static_cast<size_t>(id)];
+    if (v.producer >= 0) continue;
+    int s = v.role == Role::input ? 0 : v.role == Role::parameter ? 1 : v.role == Role::optimizer_state ? 2 : -1;
+    if (s < 0)
+      graph_error("save_graph_json: value '{}' has no producer and role {}; a file can only declare inputs, "
+                  "parameters and optimizer_state as leaves", v.name, role_name(v.role));
+    ojson e;
+    e["name"] = v.name;
+    e["shape"] = dims_json(v.shape, v.shape.rank);
+    if (v.dtype != DType::F32) e["dtype"] = dtype_name(v.dtype);
+    // Parameters always show their init; optimizer state only when it is not zeros.
+    if (s == 1 || (s == 2 && !(v.init == ParamInit{ParamInit::Kind::constant, 0.0f})))
+      e["init"] = ojson{{v.init.kind == ParamInit::Kind::uniform ? "uniform" : "constant", float_json(v.init.a)}};
+    sections[s].push_back(e);
+    canonical[s].push_back(id);
+  }
+  ojson nodes = ojson::array();
+  std::vector<int> canonical_nodes;
+  for (const Node& n : g.nodes) {
+    ojson e;
+    e["name"] = n.name;
+    e["op"] = op_name(n.op);
+    ojson ins = ojson::array();
+    for (int in : n.inputs) ins.push_back(value_at(in, "node '" + n.name + "' input").name);
+    e["inputs"] = ins;
+    const std::string attrs = node_attrs_json(g, n);
+    if (!attrs.empty()) e["attrs"] = ojson::parse(attrs);
+    if (static_cast<int>(n.outputs.size()) != op_num_outputs(n.op))
+      graph_error("save_graph_json: node '{}' ({}) has {} outputs; the op has {}", n.name, op_name(n.op),
+                  n.outputs.size(), op_num_outputs(n.op));
+    if (!n.outputs.empty()) {
+      const ValueInfo& v = value_at(n.outputs[0], "node '" + n.name + "' output");
+      if (v.name != n.name)
+        graph_error("save_graph_json: node '{}' outputs value '{}'; the file format names a node's output after "
+                    "the node, so rename one", n.name, v.name);
+      const Role def = is_output[static_cast<size_t>(n.outputs[0])] ? Role::output : Role::temporary;
+      if (v.role != def) e["role"] = role_name(v.role);
+      if (v.dtype != DType::F32) e["dtype"] = dtype_name(v.dtype);
+      canonical_nodes.push_back(n.outputs[0]);
+    }
+    nodes.push_back(e);
+  }
+  ojson outs = ojson::array();
+  for (int o : g.outputs) outs.push_back(g.values[static_cast<size_t>(o)].name);
+
+  std::vector<int> order;
+  for (auto& c : canonical) order.insert(order.end(), c.begin(), c.end());
+  order.insert(order.end(), canonical_nodes.begin(), canonical_nodes.end());
+  if (static_cast<int>(order.size()) != nv)
+    graph_error("save_graph_json: {} of the {} values are neither leaves nor node outputs (a producer id is wrong)",
+                nv - static_cast<int>(order.size()), nv);
+  bool identity = true;
+  for (int i = 0; i < nv; ++i) identity = identity && order[static_cast<size_t>(i)] == i;
+
+  // One entry per line: diffable, and readable without a JSON viewer.
+  std::string out = "{\n  \"format\": \"twograph-graph\",\n  \"version\": 1";
+  auto emit = [&out](const char* key, const ojson& arr) {
+    out += fmt::format(",\n  \"{}\": [", key);
+    for (size_t i = 0; i < arr.size(); ++i) out += (i ? ",\n    " : "\n    ") + arr[i].dump();
+    out += arr.empty() ? "]" : "\n  ]";
+  };
+  const char* names[3] = {"inputs", "parameters", "optimizer_state"};
+  for (int s = 0; s < 3; ++s)
+    if (!sections[s].empty() || s == 0) emit(names[s], sections[s]);
+  emit("nodes", nodes);
+  out += ",\n  \"outputs\": " + outs.dump();
+  if (!identity) {
+    ojson vo = ojson::array();
+    for (int id = 0; id < nv; ++id) vo.push_back(g.values[static_cast<size_t>(id)].name);
+    out += ",\n  \"value_order\": " + vo.dump();
+  }
+  return out + "\n}\n";
+}
+
+}  // namespace tg

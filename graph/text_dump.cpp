@@ -1,0 +1,65 @@
+#include "graph/text_dump.h"
+
+#include <fmt/format.h>
+
+#include "graph/json_io.h"
+
+namespace tg {
+
+namespace {
+
+bool in_range(const Graph& g, int id) { return id >= 0 && id < static_cast<int>(g.values.size()); }
+
+std::string value_ref(const Graph& g, int id) {
+  if (!in_range(g, id)) return fmt::format("?{}", id);
+  const ValueInfo& v = g.values[static_cast<size_t>(id)];
+  return v.name + v.shape.str();
+}
+
+std::string dtype_suffix(const ValueInfo& v) {
+  return v.dtype == DType::F32 ? "" : std::string(" ") + dtype_name(v.dtype);
+}
+
+std::string init_str(const ParamInit& p) {
+  return fmt::format("{}({})", p.kind == ParamInit::Kind::uniform ? "uniform" : "constant", p.a);
+}
+
+}  // namespace
+
+std::string text_dump(const Graph& g) {
+  std::string out = fmt::format("# {} values ({} inputs, {} parameters, {} optimizer_state), {} nodes, {} outputs\n",
+                                g.values.size(), g.values_with_role(Role::input).size(),
+                                g.values_with_role(Role::parameter).size(),
+                                g.values_with_role(Role::optimizer_state).size(), g.nodes.size(), g.outputs.size());
+  for (const ValueInfo& v : g.values) {
+    if (v.producer >= 0) continue;
+    if (v.role == Role::input) out += fmt::format("input {}{}\n", v.name + v.shape.str(), dtype_suffix(v));
+    else
+      out += fmt::format("{} {}{} init {}\n", role_name(v.role), v.name + v.shape.str(), dtype_suffix(v), init_str(v.init));
+  }
+  for (const Node& n : g.nodes) {
+    const bool known_op = static_cast<int>(n.op) < kNumOps;
+    std::string args;
+    for (int in : n.inputs) args += (args.empty() ? "" : ", ") + value_ref(g, in);
+    const std::string attrs = known_op ? node_attrs_json(g, n) : "";
+    const std::string call = fmt::format("{}({}){}", known_op ? op_name(n.op) : "?op", args, attrs.empty() ? "" : " " + attrs);
+    if (n.outputs.empty()) {
+      out += fmt::format("{}: {} (updates in place)\n", n.name, call);
+      continue;
+    }
+    const int o = n.outputs[0];
+    if (!in_range(g, o)) {
+      out += fmt::format("{} = {} -> ?{}\n", n.name, call, o);
+      continue;
+    }
+    const ValueInfo& v = g.values[static_cast<size_t>(o)];
+    const std::string lhs = v.name == n.name ? n.name : fmt::format("{} (node {})", v.name, n.name);
+    out += fmt::format("{} = {} -> {} {}{}\n", lhs, call, v.shape.str(), role_name(v.role), dtype_suffix(v));
+  }
+  std::string outs;
+  for (int o : g.outputs) outs += (outs.empty() ? "" : ", ") + (in_range(g, o) ? g.values[static_cast<size_t>(o)].name : fmt::format("?{}", o));
+  out += "outputs: " + (outs.empty() ? std::string("(none)") : outs) + "\n";
+  return out;
+}
+
+}  // namespace tg

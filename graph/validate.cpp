@@ -1,0 +1,247 @@
+#include "graph/validate.h"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "graph/errors.h"
+#include "graph/shape_inference.h"
+
+namespace tg {
+
+namespace {
+
+bool valid_op(OpKind op) { return static_cast<int>(op) < kNumOps; }
+bool valid_role(Role r) { return static_cast<int>(r) <= static_cast<int>(Role::output); }
+bool is_leaf_role(Role r) { return r == Role::input || r == Role::parameter || r == Role::optimizer_state; }
+
+class Checker {
+ public:
+  explicit Checker(const Graph& g) : g_(g) {}
+
+  std::vector<std::string> run() {
+    check_values();
+    check_nodes();
+    check_outputs();
+    // topo_order indexes through ids; only ask it once every id is in range.
+    if (ids_ok_) {
+      try {
+        g_.topo_order();
+      } catch (const GraphError& e) {
+        errs_.push_back(e.what());
+      }
+    }
+    return std::move(errs_);
+  }
+
+ private:
+  template <typename... Args>
+  void err(fmt::format_string<Args...> f, Args&&... args) {
+    errs_.push_back(fmt::format(f, std::forward<Args>(args)...));
+  }
+  int num_values() const { return static_cast<int>(g_.values.size()); }
+  int num_nodes() const { return static_cast<int>(g_.nodes.size()); }
+  const ValueInfo& val(int id) const { return g_.values[static_cast<size_t>(id)]; }
+
+  // False (with an error) when the shape cannot be used: callers then skip
+  // every check that would multiply its dims.
+  bool check_shape(const ValueInfo& v) {
+    const Shape& s = v.shape;
+    if (s.rank < 1 || s.rank > kMaxRank) {
+      err("value '{}': rank {} is not supported; give 1 to {} dims (a scalar is [1])", v.name, s.rank, kMaxRank);
+      return false;
+    }
+    for (int d = 0; d < s.rank; ++d)
+      if (s[d] <= 0) {
+        err("value '{}': shape {} has dim {} = {}; every dim must be >= 1", v.name, s.str(), d, s[d]);
+        return false;
+      }
+    int64_t n = 0;
+    if (!numel_checked(s, n)) {
+      err("value '{}': shape {} has an element count or byte size that overflows int64; use smaller dims",
+          v.name, s.str());
+      return false;
+    }
+    return true;
+  }
+
+  void check_values() {
+    shape_ok_.assign(g_.values.size(), false);
+    std::unordered_map<std::string, int> seen;
+    for (int id = 0; id < num_values(); ++id) {
+      const ValueInfo& v = val(id);
+      if (v.name.empty()) err("value #{}: has no name; give every value a unique name", id);
+      else if (!seen.emplace(v.name, id).second)
+        err("value '{}' (#{}): has the same name as value #{}; value names must be unique, rename one", v.name, id,
+            seen[v.name]);
+      if (!valid_role(v.role)) err("value '{}': role {} is not a role", v.name, static_cast<int>(v.role));
+      if (v.dtype == DType::BF16 || v.dtype == DType::F16)
+        err("value '{}': dtype {} is not implemented yet, use f32", v.name, dtype_name(v.dtype));
+      else if (v.dtype != DType::F32)
+        err("value '{}': dtype {} is not a dtype; use f32", v.name, static_cast<int>(v.dtype));
+      shape_ok_[static_cast<size_t>(id)] = check_shape(v);
+      value_ids_.emplace(v.name, id);
+      check_producer(id, v);
+    }
+  }
+
+  void check_producer(int id, const ValueInfo& v) {
+    const bool role_ok = valid_role(v.role);
+    if (v.producer < 0) {
+      if (role_ok && !is_leaf_role(v.role))
+        err("value '{}' ({}): has no producer (a dangling value); only inputs, parameters and optimizer_state "
+            "values may be leaves: add the node that computes it, or declare it as an input",
+            v.name, role_name(v.role));
+      return;
+    }
+    if (v.producer >= num_nodes()) {
+      err("value '{}': producer is node id {}, but the graph has {} nodes", v.name, v.producer, num_nodes());
+      ids_ok_ = false;
+      return;
+    }
+    const Node& p = g_.nodes[static_cast<size_t>(v.producer)];
+    bool listed = false;
+    for (int o : p.outputs) listed = listed || o == id;
+    if (!listed)
+      err("value '{}': says node '{}' produces it, but that node's outputs do not list it; set the producer "
+          "with Graph::add_node", v.name, p.name);
+    if (role_ok && is_leaf_role(v.role))
+      err("value '{}' is {} but node '{}' produces it; a computed value cannot be {} (use role temporary, "
+          "activation, gradient or output)", v.name, role_name(v.role), p.name, role_name(v.role));
+  }
+
+  void check_nodes() {
+    std::unordered_map<std::string, int> seen;
+    std::vector<int> produced_by(g_.values.size(), -1);
+    for (int id = 0; id < num_nodes(); ++id) {
+      const Node& n = g_.nodes[static_cast<size_t>(id)];
+      if (!valid_op(n.op)) {
+        err("node '{}' (#{}): op kind {} is not an op; see graph/op.h for the list", n.name, id,
+            static_cast<int>(n.op));
+        ids_ok_ = false;
+        continue;
+      }
+      const char* op = op_name(n.op);
+      if (n.name.empty()) err("{} node #{}: has no name; give every node a unique name", op, id);
+      else if (!seen.emplace(n.name, id).second)
+        err("{} {}: node #{} has the same name as node #{}; node names must be unique, rename one", op, n.name,
+            id, seen[n.name]);
+      auto same = value_ids_.find(n.name);
+      const int same_name = same == value_ids_.end() ? -1 : same->second;
+      if (!n.name.empty() && same_name >= 0 && val(same_name).producer != id)
+        err("{} {}: node name is also the name of value #{} which it does not produce; a node shares its name "
+            "only with its own output, rename one", op, n.name, same_name);
+      if (check_arity(n) & check_ids(id, n, produced_by)) check_shapes(n);
+    }
+  }
+
+  bool check_arity(const Node& n) {
+    const char* op = op_name(n.op);
+    bool ok = true;
+    const int nin = op_num_inputs(n.op), nout = op_num_outputs(n.op);
+    if (static_cast<int>(n.inputs.size()) != nin) {
+      err("{} {}: takes {} input{}, got {}; check the node's inputs list", op, n.name, nin, nin == 1 ? "" : "s",
+          n.inputs.size());
+      ok = false;
+    }
+    if (static_cast<int>(n.outputs.size()) != nout) {
+      err("{} {}: has {} outputs, but the op produces {}", op, n.name, n.outputs.size(), nout);
+      ok = false;
+    }
+    return ok;
+  }
+
+  bool check_ids(int id, const Node& n, std::vector<int>& produced_by) {
+    const char* op = op_name(n.op);
+    bool ok = true;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] < 0 || n.inputs[i] >= num_values()) {
+        err("{} {}: input {} refers to value id {}, but the graph has {} values (a dangling reference); "
+            "connect it to an existing value", op, n.name, i, n.inputs[i], num_values());
+        ok = ids_ok_ = false;
+      }
+    for (int o : n.outputs) {
+      if (o < 0 || o >= num_values()) {
+        err("{} {}: output refers to value id {}, but the graph has {} values", op, n.name, o, num_values());
+        ok = ids_ok_ = false;
+        continue;
+      }
+      int& first = produced_by[static_cast<size_t>(o)];
+      if (first >= 0)
+        err("value '{}': is produced by both node '{}' and node '{}'; every value has exactly one producer, "
+            "give each node its own output", val(o).name, g_.nodes[static_cast<size_t>(first)].name, n.name);
+      else
+        first = id;
+      if (val(o).producer != id)
+        err("{} {}: lists '{}' as its output, but that value's producer is {}; set it with Graph::add_node", op,
+            n.name, val(o).name, val(o).producer);
+    }
+    return ok;
+  }
+
+  void check_shapes(const Node& n) {
+    std::vector<Shape> shapes;
+    for (int in : n.inputs) {
+      if (!shape_ok_[static_cast<size_t>(in)]) return;  // already reported on the value
+      shapes.push_back(val(in).shape);
+    }
+    Shape expect;
+    try {
+      expect = infer_shape(n.op, shapes, n.attrs, n.name);
+    } catch (const GraphError& e) {
+      errs_.push_back(e.what());
+      return;
+    }
+    if (n.outputs.size() == 1 && shape_ok_[static_cast<size_t>(n.outputs[0])] && val(n.outputs[0]).shape != expect) {
+      std::string ins;
+      for (const Shape& s : shapes) ins += (ins.empty() ? "" : ", ") + s.str();
+      err("{} {}: output '{}' is recorded as {}, but inputs {} with these attributes give {}; fix the recorded "
+          "shape or the inputs", op_name(n.op), n.name, val(n.outputs[0]).name, val(n.outputs[0]).shape.str(), ins,
+          expect.str());
+    }
+    check_update_roles(n);
+  }
+
+  void check_update_roles(const Node& n) {
+    if (!op_is_update(n.op)) return;
+    const ValueInfo& p = val(n.inputs[0]);
+    if (p.role != Role::parameter)
+      err("{} {}: updates '{}', which is {}, not a parameter; an optimizer update writes a parameter in place: "
+          "pass the parameter as input 0", op_name(n.op), n.name, p.name, valid_role(p.role) ? role_name(p.role) : "?");
+    if (n.op == OpKind::sgd_momentum) {
+      const ValueInfo& v = val(n.inputs[2]);
+      if (v.role != Role::optimizer_state)
+        err("sgd_momentum {}: velocity '{}' is {}, not optimizer_state; declare it under \"optimizer_state\" "
+            "(zeros at the start) and pass it as input 2", n.name, v.name, valid_role(v.role) ? role_name(v.role) : "?");
+    }
+  }
+
+  void check_outputs() {
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      const int o = g_.outputs[i];
+      if (o < 0 || o >= num_values())
+        err("graph output {}: value id {} is not a value (the graph has {}); list existing values as outputs", i, o,
+            num_values());
+    }
+  }
+
+  const Graph& g_;
+  std::vector<std::string> errs_;
+  std::vector<bool> shape_ok_;
+  std::unordered_map<std::string, int> value_ids_;  // first value of each name
+  bool ids_ok_ = true;
+};
+
+}  // namespace
+
+std::vector<std::string> validation_errors(const Graph& g) { return Checker(g).run(); }
+
+void validate(const Graph& g) {
+  const std::vector<std::string> errs = validation_errors(g);
+  if (errs.empty()) return;
+  std::string msg = fmt::format("invalid graph ({} error{}):", errs.size(), errs.size() == 1 ? "" : "s");
+  for (const std::string& e : errs) msg += "\n  " + e;
+  throw GraphError(msg);
+}
+
+}  // namespace tg
