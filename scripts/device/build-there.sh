@@ -9,5 +9,11 @@ ln -sfn /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so /usr/lib/x86_6
 ldconfig 2>/dev/null || true
 export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset default -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc > /tmp/configure.log 2>&1 || { cat /tmp/configure.log; exit 1; }
-cmake --build --preset default -j "$(nproc)" > /tmp/build.log 2>&1 || { grep -E "error|Error" /tmp/build.log | head -40; tail -20 /tmp/build.log; exit 1; }
-echo "build-there: built build/default"
+# -k 0: build every target that can be built, so one broken target does not hide the rest.
+if cmake --build --preset default -j "$(nproc)" -- -k 0 > /tmp/build.log 2>&1; then
+  echo "build-there: built build/default"
+else
+  echo "build-there: some targets failed:"; grep -E "error|FAILED" /tmp/build.log | head -40
+  [ -n "${OUT:-}" ] && cp /tmp/build.log "$OUT/build.log"
+  exit 1
+fi
