@@ -10,7 +10,7 @@
 //  - a label that is not an integer in [0, classes) cannot throw from a kernel: the
 //    loss becomes NaN and the gradient row NaN, so it shows up in the results.
 // Deterministic: no atomics; every reduction has a fixed order for a given device.
-// Launchers never allocate (layernorm_grad_gamma uses ctx.scratch) and never
+// Launchers never allocate (layernorm_grad_gamma and mse_loss use ctx.scratch) and never
 // synchronize, so they can be captured into a CUDA Graph.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -26,8 +26,9 @@ struct CudaExecContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   bool tf32 = false;
-  // Stream-ordered scratch owned by the backend (layernorm_grad_gamma's row stats).
-  // Null is allowed: the ops that need it then throw std::invalid_argument.
+  // Stream-ordered scratch owned by the backend (layernorm_grad_gamma's row stats,
+  // mse_loss's partial sums). Null is allowed: layernorm_grad_gamma then throws
+  // std::invalid_argument and mse_loss runs on one block.
   float* scratch = nullptr;
   size_t scratch_bytes = 0;
 };
@@ -83,7 +84,9 @@ void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t in
 // scratch: at least 2 floats per row of one chunk; rows are processed in chunks that fit.
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
                           float* scratch, size_t scratch_bytes, cudaStream_t s);
-void mse_loss(const float* p, const float* t, float* loss, int64_t n, cudaStream_t s);
+// scratch (optional, 8 bytes per partial sum): lets many blocks share the sum.
+void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scratch, size_t scratch_bytes,
+              cudaStream_t s);
 void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
                    cudaStream_t s);
 

@@ -189,7 +189,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
       check_numel(c, "target", y.shape, n);
       check_numel(c, "output", c.out.shape, 1);
       check_no_alias(c);
-      return cuda::mse_loss(x.data, y.data, out, n, s);
+      return cuda::mse_loss(x.data, y.data, out, n, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::mse_loss_grad:
       check_numel(c, "target", y.shape, n);
       check_numel(c, "dloss", c.in[2].shape, 1);

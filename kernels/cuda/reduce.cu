@@ -107,30 +107,47 @@ __global__ void broadcast_vec_kernel(const float4* x, float4* y, int64_t total4,
   }
 }
 
-// mse_loss: one block; thread t sums (p-t)^2 over t, t+1024, ... in double.
-__global__ void __launch_bounds__(1024) mse_loss_kernel(const float* p, const float* t, float* loss, int64_t n) {
+// mse_loss. Stage 1: each block sums (p-t)^2 over its grid-stride share in double
+// and writes one partial; stage 2: one block adds the partials in a fixed tree.
+// The grid depends only on the device (SM count), so the bits do too. Without
+// scratch the single block of stage 1 writes the loss itself.
+__global__ void __launch_bounds__(1024) mse_partial_kernel(const float* p, const float* t, double* partial,
+                                                           float* loss, int64_t n) {
   __shared__ double smem[32];
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   double acc = 0.0;
   if (aligned16(p) && aligned16(t)) {
     const float4* p4 = reinterpret_cast<const float4*>(p);
     const float4* t4 = reinterpret_cast<const float4*>(t);
-    for (int64_t i = threadIdx.x; i < n / 4; i += blockDim.x) {
+    for (int64_t i = tid; i < n / 4; i += stride) {
       const float4 a = p4[i], b = t4[i];
       const double d0 = static_cast<double>(a.x) - b.x, d1 = static_cast<double>(a.y) - b.y;
       const double d2 = static_cast<double>(a.z) - b.z, d3 = static_cast<double>(a.w) - b.w;
       acc += d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3;
     }
-    const int64_t i = (n / 4) * 4 + threadIdx.x;
+    const int64_t i = (n / 4) * 4 + tid;
     if (i < n) {
       const double d = static_cast<double>(p[i]) - t[i];
       acc += d * d;
     }
   } else {
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    for (int64_t i = tid; i < n; i += stride) {
       const double d = static_cast<double>(p[i]) - t[i];
       acc += d * d;
     }
   }
+  acc = detail::block_reduce<double, false>(acc, smem);
+  if (threadIdx.x == 0) {
+    if (partial) partial[blockIdx.x] = acc;
+    else loss[0] = static_cast<float>(acc / static_cast<double>(n));
+  }
+}
+
+__global__ void __launch_bounds__(1024) mse_final_kernel(const double* partial, int nparts, float* loss, int64_t n) {
+  __shared__ double smem[32];
+  double acc = 0.0;
+  for (int i = threadIdx.x; i < nparts; i += blockDim.x) acc += partial[i];
   acc = detail::block_reduce<double, false>(acc, smem);
   if (threadIdx.x == 0) loss[0] = static_cast<float>(acc / static_cast<double>(n));
 }
@@ -174,9 +191,21 @@ void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_
   }
 }
 
-void mse_loss(const float* p, const float* t, float* loss, int64_t n, cudaStream_t s) {
+void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scratch, size_t scratch_bytes,
+              cudaStream_t s) {
   if (n <= 0) return;
-  mse_loss_kernel<<<1, 1024, 0, s>>>(p, t, loss, n);
+  const int64_t want = (n / 4 + 1023) / 1024;
+  int64_t parts = want < detail::sm_count() * 2 ? want : detail::sm_count() * 2;
+  if (parts > static_cast<int64_t>(scratch_bytes / sizeof(double))) parts = static_cast<int64_t>(scratch_bytes / sizeof(double));
+  if (!scratch || parts < 2) {
+    mse_partial_kernel<<<1, 1024, 0, s>>>(p, t, nullptr, loss, n);
+    TG_LAUNCH_CHECK();
+    return;
+  }
+  double* partial = static_cast<double*>(scratch);
+  mse_partial_kernel<<<static_cast<int>(parts), 1024, 0, s>>>(p, t, partial, loss, n);
+  TG_LAUNCH_CHECK();
+  mse_final_kernel<<<1, 1024, 0, s>>>(partial, static_cast<int>(parts), loss, n);
   TG_LAUNCH_CHECK();
 }
 
