@@ -39,10 +39,14 @@ CompiledPlan compile(const ModelFn& model, const CompileOptions& opt) {
   if (opt.training) t.autodiff = std::max(0.0, build - t.record);
   else t.record = build;
   const int loss = opt.training && !g.outputs.empty() ? g.outputs[0] : -1;
-  return compile_graph(std::move(g), loss, opt, t);
+  std::vector<std::string> pruned;
+  for (int v : forward.values_with_role(Role::input))
+    if (g.find_value(forward.values[static_cast<size_t>(v)].name) < 0) pruned.push_back(forward.values[static_cast<size_t>(v)].name);
+  return compile_graph(std::move(g), loss, opt, t, std::move(pruned));
 }
 
-CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, CompileTimings t) {
+CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, CompileTimings t,
+                           std::vector<std::string> pruned_inputs) {
   CompiledPlan out;
   if (loss >= static_cast<int>(graph.values.size()))
     throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
@@ -73,6 +77,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   eo.use_cuda_graph = opt.use_cuda_graph;
   eo.instantiate = opt.instantiate;
   eo.poison_arena = opt.poison_arena;
+  eo.pruned_inputs = std::move(pruned_inputs);
   t0 = Clock::now();
   out.exec = std::make_unique<StaticExecutable>(out.graph, order, std::move(plan), params, loss, eo);
   // The constructor allocates, resolves pointers, builds the schedule and (CUDA)

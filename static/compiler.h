@@ -54,6 +54,7 @@ CompiledPlan compile(const ModelFn& model, const CompileOptions& opt = {});
 
 // The phases after autodiff, for a graph built elsewhere (a graph file, a test).
 // `loss` is the value id that step() returns, or -1. `t` receives the timings.
-CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt = {}, CompileTimings t = {});
+CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt = {}, CompileTimings t = {},
+                           std::vector<std::string> pruned_inputs = {});
 
 }  // namespace tg

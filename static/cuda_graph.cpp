@@ -96,15 +96,19 @@ class CudaRunner final : public DeviceRunner {
  public:
   CudaRunner(Backend& be, cudaStream_t stream, const Graph& g, const std::vector<ScheduledOp>& ops,
              std::vector<StagedInput> inputs, size_t staging_bytes, const RunnerOptions& opt)
-      : be_(be), stream_(stream), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph) {
+      : be_(be), stream_(stream), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph),
+        loss_device_(opt.loss_device) {
     staging_ = cuda::PinnedBuffer::allocate(staging_bytes);
+    loss_host_ = cuda::PinnedBuffer::allocate(sizeof(float));
+    *loss_host_.as<float>() = 0.0f;
     if (staging_bytes) std::memset(staging_.get(), 0, staging_bytes);
     if (!use_graph_) return;
     const auto t0 = std::chrono::steady_clock::now();
     const int k = static_cast<int>(inputs_.size());
-    graph_ = capture_steps(stream_, k + static_cast<int>(ops_.size()), [&](int i) { issue(i); },
+    graph_ = capture_steps(stream_, num_steps(), [&](int i) { issue(i); },
                            [&](int i) {
                              if (i < k) return fmt::format("input copy {} ({} bytes)", i, inputs_[static_cast<size_t>(i)].bytes);
+                             if (i == k + static_cast<int>(ops_.size())) return std::string("loss copy to pinned host memory");
                              const Node& n = g_.nodes[static_cast<size_t>(ops_[static_cast<size_t>(i - k)].node)];
                              return fmt::format("'{}' ({})", n.name, op_name(n.op));
                            });
@@ -129,7 +133,7 @@ class CudaRunner final : public DeviceRunner {
                                "instantiate() or update_from() first");
       exec_.launch(stream_);
     } else {
-      for (int i = 0, n = static_cast<int>(inputs_.size() + ops_.size()); i < n; ++i) issue(i);
+      for (int i = 0, n = num_steps(); i < n; ++i) issue(i);
     }
     pending_ = true;
   }
@@ -137,6 +141,7 @@ class CudaRunner final : public DeviceRunner {
     TG_CUDA_CHECK(cudaStreamSynchronize(stream_));
     pending_ = false;
   }
+  float loss_host() const override { return *loss_host_.as<float>(); }
   bool has_graph() const override { return use_graph_; }
   void instantiate() override {
     const auto t0 = std::chrono::steady_clock::now();
@@ -156,9 +161,13 @@ class CudaRunner final : public DeviceRunner {
   }
 
  private:
+  // Input copies, the schedule, then (training) the loss copy back.
+  int num_steps() const { return static_cast<int>(inputs_.size() + ops_.size()) + (loss_device_ ? 1 : 0); }
   void issue(int i) {
     const int k = static_cast<int>(inputs_.size());
-    if (i < k) {
+    if (i == k + static_cast<int>(ops_.size())) {
+      TG_CUDA_CHECK(cudaMemcpyAsync(loss_host_.get(), loss_device_, sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    } else if (i < k) {
       const StagedInput& in = inputs_[static_cast<size_t>(i)];
       TG_CUDA_CHECK(cudaMemcpyAsync(in.device, static_cast<char*>(staging_.get()) + in.staging_offset, in.bytes,
                                     cudaMemcpyHostToDevice, stream_));
@@ -173,7 +182,9 @@ class CudaRunner final : public DeviceRunner {
   const std::vector<ScheduledOp>& ops_;
   std::vector<StagedInput> inputs_;
   bool use_graph_;
+  const float* loss_device_;
   cuda::PinnedBuffer staging_;
+  cuda::PinnedBuffer loss_host_;
   bool pending_ = false;
   cuda::CudaGraph graph_;
   cuda::GraphExec exec_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -36,6 +37,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
       RunnerOptions ro;
       ro.use_cuda_graph = opt_.use_cuda_graph;
       ro.instantiate = opt_.instantiate;
+      if (loss_ >= 0) ro.loss_device = ptr_[static_cast<size_t>(loss_)];
       runner_ = make_cuda_runner(backend(), *graph_, launches_, std::move(staged),
                                  static_cast<size_t>(staging_bytes_), ro);
     }
@@ -142,6 +144,9 @@ void StaticExecutable::copy_feeds(const Feeds& feeds) {
   if (feeds.empty()) return;
   if (runner_) runner_->before_host_write();
   for (const auto& [name, data] : feeds) {
+    if (std::find(opt_.pruned_inputs.begin(), opt_.pruned_inputs.end(), name) != opt_.pruned_inputs.end() &&
+        graph_->find_value(name) < 0)
+      continue;
     const InputSlot& s = slot(name);
     const ValueInfo& v = graph_->values[static_cast<size_t>(s.value)];
     if (data.size() * sizeof(float) != s.bytes)
@@ -168,8 +173,11 @@ void StaticExecutable::run(const Feeds& feeds) {
 float StaticExecutable::step(const Feeds& feeds) {
   if (loss_ < 0) throw std::logic_error("StaticExecutable::step: this plan has no loss (an inference plan); use run()");
   run(feeds);
+  if (runner_) {
+    runner_->synchronize();
+    return runner_->loss_host();
+  }
   float loss = 0;
-  if (runner_) runner_->synchronize();
   backend().copy_to_host(&loss, ptr_[static_cast<size_t>(loss_)], sizeof(float));
   return loss;
 }

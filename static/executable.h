@@ -34,6 +34,10 @@ struct ExecutableOptions {
                                // switch that measures the graph's own effect)
   bool instantiate = true;     // CUDA graph only: false = capture but leave instantiation to
                                // update_from() (the `update` shape strategy)
+  // Inputs the model declares but the compiled graph does not read (an inference
+  // graph prunes the loss's target): feeds for them are accepted and ignored, so
+  // that the same feeds drive both executors. Any other unknown name is an error.
+  std::vector<std::string> pruned_inputs;
   bool poison_arena = false;   // fill the arena with NaN once, so that a value read before it is
                                // written (a planner bug) shows up in the results
 };
