@@ -66,8 +66,8 @@ GradCheckResult check_model(const ModelFn& model, bool ce, GradCheckOptions opt 
 GradCheckOptions model_options() {
   GradCheckOptions opt;
   opt.eps = 1e-3f;  // small, so that a perturbation rarely carries a ReLU input across 0
-  opt.rtol = 2e-2;
-  opt.atol = 2e-3;
+  opt.rtol = 5e-3;
+  opt.atol = 1e-3;
   return opt;
 }
 

@@ -57,7 +57,9 @@ TEST_CASE("grad relu") {
 }
 
 TEST_CASE("grad gelu") {
-  check_unary({4, 5}, [](Builder& b, Value x) { return gelu(b, scale(b, x, 3.0f)); });
+  GradCheckOptions opt;
+  opt.eps = 2e-3f;  // gelu's curvature makes the O(eps^2) term matter at 1e-2
+  check_unary({4, 5}, [](Builder& b, Value x) { return gelu(b, scale(b, x, 3.0f)); }, opt);
 }
 
 TEST_CASE("grad softmax") {
