@@ -1,11 +1,11 @@
 // tg-matmul: when does the GPU win? Square sgemm C = A B for n = 0..5000 on the CPU
 // (OpenBLAS, all cores) and on the GPU (cuBLAS fp32 and TF32), the GPU with and
 // without the transfers of A, B and C, and the crossover n where the GPU first wins.
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "experiments/harness/harness.h"
@@ -29,11 +29,11 @@ using Series = std::map<int64_t, double>;
 
 void report_crossover(th::Report& r, const Series& cpu, const Series& gpu, const std::string& precision,
                       bool with_transfers) {
-  const std::string label = fmt::format("crossover precision={} with_transfers={}", precision, with_transfers);
+  const std::string label = fmt::format("crossover precision={} transfers={}", precision, with_transfers);
   for (const auto& [n, t] : gpu) {
     if (n == 0) continue;  // the no-op: nobody "wins" an empty product
     if (auto it = cpu.find(n); it != cpu.end() && t < it->second) {
-      r.add_value("crossover_n", {{"precision", precision}, {"with_transfers", with_transfers}},
+      r.add_value("crossover_n", {{"precision", precision}, {"transfers", with_transfers}},
                   static_cast<double>(n), "n");
       return;
     }
@@ -61,18 +61,18 @@ int main(int argc, char** argv) {
     } else {
       for (int64_t n = 0; n <= max_n; n += step) sizes.push_back(n);
     }
-    const int cpu_threads = openblas_get_num_threads();
-    fmt::print(stderr, "tg-matmul: CPU: OpenBLAS with {} threads ({})\n", cpu_threads, openblas_get_config());
+    const int cpu_threads = tg::kernels::cpu_blas_threads();
+    fmt::print(stderr, "tg-matmul: CPU: OpenBLAS with {} threads\n", cpu_threads);
     r.add_value("cpu_threads", {{"backend", "cpu"}}, cpu_threads, "threads", "higher");
-    r.skip("matmul n=0", "n = 0 is an empty product, a defined no-op: its rows time the call alone, "
-                         "TFLOP/s is 0 and no result is checked");
+    r.skip("TFLOP/s and result check at n=0", "n = 0 is an empty product, a defined no-op: its rows time "
+                                              "the call alone and report 0 TFLOP/s");
 #ifdef TWOGRAPH_HAVE_CUDA
     std::unique_ptr<tgm::GpuGemm> gpu;
     if (ex.on_gpu()) gpu = std::make_unique<tgm::GpuGemm>(sizes.empty() ? 0 : sizes.back());
-    else r.skip("matmul backend=cuda (fp32, tf32; with and without transfers)",
+    else r.skip("matmul backend=gpu (fp32, tf32; with and without transfers) and crossover_n",
                 "no GPU selected (--device cpu, or --device auto found no CUDA device)");
 #else
-    r.skip("matmul backend=cuda (fp32, tf32; with and without transfers)",
+    r.skip("matmul backend=gpu (fp32, tf32; with and without transfers) and crossover_n",
            "built without CUDA (TWOGRAPH_CUDA=OFF or no nvcc found)");
 #endif
     Series cpu_med;
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
       tgm::spot_check(a.data(), b.data(), c.data(), n, "CPU (OpenBLAS) sgemm");
       {
         auto& m = r.add_time("matmul", {{"n", n}, {"backend", "cpu"}, {"precision", "fp32"},
-                                        {"with_transfers", false}, {"threads", cpu_threads}},
+                                        {"transfers", false}, {"threads", cpu_threads}},
                              th::time_host(ex.loop(), cpu_call));
         m.extra["TFLOP/s"] = tflops(n, m.stats.median);
         cpu_med[n] = m.stats.median;
@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
           for (const bool with_transfers : {false, true}) {
             auto samples = with_transfers ? gpu->time_with_transfers(ex.loop(), n, tf32)
                                           : gpu->time_compute(ex.loop(), n, tf32);
-            auto& m = r.add_time("matmul", {{"n", n}, {"backend", "cuda"}, {"precision", precision},
-                                            {"with_transfers", with_transfers}},
+            auto& m = r.add_time("matmul", {{"n", n}, {"backend", "gpu"}, {"precision", precision},
+                                            {"transfers", with_transfers}},
                                  std::move(samples), with_transfers ? "host" : "gpu");
             m.extra["TFLOP/s"] = tflops(n, m.stats.median);
             m.extra["max_abs_err"] = cmp.max_abs_err;

@@ -18,7 +18,7 @@ struct LinkRates {
 };
 LinkRates link_rates(const harness::Metadata::Gpu& gpu);
 
-// copy [size_bytes direction=h2d|d2h|d2d host_memory=pageable|pinned|device mode=sync|async]
+// copy [size_bytes direction=h2d|d2h|d2d memory=pageable|pinned|device mode=sync|async]
 //   sync: cudaMemcpy, steady_clock with a device synchronize around it (what the caller waits);
 //   async: cudaMemcpyAsync on a non-blocking stream, CUDA-event time; extra host_call_s is
 //   how long the call itself held the host (the whole copy, for pageable memory).
@@ -28,7 +28,7 @@ void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, 
 // alloc [size_bytes api=cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost], steady_clock.
 void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes);
 
-// copy [... host_memory=pageable mode=staged chunk_bytes copy_threads]: the pageable copy
+// copy [... memory=pageable mode=staged chunk_bytes copy_threads]: the pageable copy
 // done by hand through two pinned chunks (staged_copy.h), for each chunk size.
 void measure_staged(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,
                     const std::vector<size_t>& chunk_bytes, int copy_threads, const LinkRates& rates);

@@ -138,7 +138,7 @@ void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, 
         });
         keep_last(call_s, samples.size());
       }
-      harness::Params p{{"size_bytes", bytes}, {"direction", c.direction}, {"host_memory", c.host_memory},
+      harness::Params p{{"size_bytes", bytes}, {"direction", c.direction}, {"memory", c.host_memory},
                         {"mode", c.mode}};
       auto& m = r.add_time("copy", p, std::move(samples), timer);
       const double gbps = static_cast<double>(bytes) / m.stats.median / 1e9;

@@ -15,7 +15,7 @@ inline void keep_last(std::vector<double>& v, size_t n) {
   if (v.size() > n) v.erase(v.begin(), v.end() - static_cast<std::ptrdiff_t>(n));
 }
 
-// copy [direction=h2h host_memory=pageable mode=memcpy size_bytes copy_threads]: memcpy
+// copy [direction=h2h memory=pageable mode=memcpy size_bytes copy_threads]: memcpy
 // between two touched pageable buffers on 1..N threads (ParallelMemcpy), steady_clock.
 // GB/s counts the bytes copied once. This is the ceiling of the staged copy's host half.
 void measure_host_memcpy(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,

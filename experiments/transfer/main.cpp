@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
       bar.tick("staged");
     }
 #else
+    (void)chunk;
     skip_gpu_parts(r, "built without CUDA (TWOGRAPH_CUDA=OFF or no nvcc found)");
 #endif
   });

@@ -86,7 +86,7 @@ void measure_staged(harness::Report& r, const harness::LoopOptions& opt, const s
           else
             copier.d2h(host_dst.data(), dev.get(), bytes);
         });
-        harness::Params p{{"size_bytes", bytes}, {"direction", dir},          {"host_memory", "pageable"},
+        harness::Params p{{"size_bytes", bytes}, {"direction", dir},          {"memory", "pageable"},
                           {"mode", "staged"},    {"chunk_bytes", chunk}, {"copy_threads", copier.copy_threads()}};
         auto& m = r.add_time("copy", p, std::move(samples));
         const double gbps = static_cast<double>(bytes) / m.stats.median / 1e9;
@@ -94,7 +94,7 @@ void measure_staged(harness::Report& r, const harness::LoopOptions& opt, const s
         if (rates.pcie_GBps > 0) m.extra["link_fraction"] = gbps / rates.pcie_GBps;
         // Against the driver's own staging: the plain pageable cudaMemcpy of the same size.
         if (const auto* plain = r.find("copy", {{"size_bytes", bytes}, {"direction", dir},
-                                                {"host_memory", "pageable"}, {"mode", "sync"}}))
+                                                {"memory", "pageable"}, {"mode", "sync"}}))
           m.extra["speedup_vs_pageable"] = plain->stats.median / m.stats.median;
       }
     }
