@@ -1,0 +1,117 @@
+// The common CLI, end to end through the real tg-noop binary.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "experiments/harness/report_io.h"
+
+namespace {
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+Result run(const std::string& args) {
+  const std::string cmd = std::string(TG_NOOP_BIN) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+}  // namespace
+
+TEST_CASE("--help shows the common flags and an example, exit 0") {
+  Result r = run("--help");
+  CHECK(r.status == 0);
+  for (const char* s : {"--device", "--list-devices", "--quick", "--repetitions", "--warmup", "--min-time", "--json",
+                        "--csv", "Example:", "tg-noop --device auto --quick"})
+    CHECK_MESSAGE(r.output.find(s) != std::string::npos, s);
+}
+
+TEST_CASE("--list-devices lists the CPU, exit 0") {
+  Result r = run("--list-devices");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("cpu") != std::string::npos);
+}
+
+TEST_CASE("bad flags and values exit 2 with a message naming them") {
+  struct Case {
+    const char* args;
+    const char* expect;
+  } cases[] = {
+      {"--frobnicate", "frobnicate"},
+      {"--repetitions -1", "repetitions"},
+      {"--repetitions 0", "repetitions"},
+      {"--repetitions abc", "repetitions"},
+      {"--warmup -3", "warmup"},
+      {"--min-time -1", "min-time"},
+      {"--device 99", "99"},
+      {"--device banana", "banana"},
+      {"--device", "device"},
+      {"--batch 0", "batch"},
+  };
+  for (const auto& c : cases) {
+    Result r = run(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.output);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.expect) != std::string::npos);
+    CHECK(r.output.find("error") != std::string::npos);
+  }
+}
+
+TEST_CASE("a run writes a valid JSON report and its CSV, and a failed write leaves nothing") {
+  char tmpl[] = "/tmp/tg_cli_testXXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  Result r = run("--device cpu --quick --json " + dir + "/n.json --csv " + dir + "/n.csv");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("empty_host_function") != std::string::npos);  // the table on stdout
+  CHECK(r.output.find("skipped empty_kernel") != std::string::npos);
+  auto rep = tg::harness::read_report(dir + "/n.json");
+  CHECK(rep.meta.tool == "tg-noop");
+  CHECK(rep.meta.device_id == -1);
+  CHECK(rep.meta.quick);
+  CHECK(rep.measurements.size() >= 2);
+  CHECK(rep.notes.size() == 1);
+  for (const auto& m : rep.measurements) CHECK(m.stats.count >= 5);
+  CHECK(exists(dir + "/n.csv"));
+  CHECK_FALSE(exists(dir + "/n.json.tmp"));
+
+  // --repetitions and --min-time 0 give exactly that many samples (max grows to fit).
+  r = run("--device cpu --repetitions 3 --warmup 0 --min-time 0 --json " + dir + "/three.json");
+  REQUIRE(r.status == 0);
+  for (const auto& m : tg::harness::read_report(dir + "/three.json").measurements) CHECK(m.stats.count == 3);
+
+  // Unwritable target: exit 1, neither the file nor its tmp appears.
+  r = run("--device cpu --quick --json " + dir + "/nope/n.json");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("nope/n.json") != std::string::npos);
+  CHECK_FALSE(exists(dir + "/nope"));
+  std::remove((dir + "/n.json").c_str());
+  std::remove((dir + "/n.csv").c_str());
+  std::remove((dir + "/three.json").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("SIGINT during the run: exit 130 and no report file") {
+  char tmpl[] = "/tmp/tg_cli_sigintXXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  // A long run (10^8 repetitions, 30 s minimum) interrupted after 0.5 s.
+  const std::string cmd = std::string(TG_NOOP_BIN) + " --device cpu --repetitions 100000000 --min-time 30 --json " + dir +
+                          "/i.json >/dev/null 2>&1 & pid=$!; sleep 0.5; kill -INT $pid; wait $pid";
+  const int st = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(st) == 130);
+  CHECK_FALSE(exists(dir + "/i.json"));
+  CHECK_FALSE(exists(dir + "/i.json.tmp"));
+  ::rmdir(dir.c_str());
+}

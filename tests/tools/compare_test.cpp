@@ -1,0 +1,191 @@
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "experiments/harness/report_io.h"
+#include "tools/tg-report/compare.h"
+
+using namespace tg::harness;
+using tg::report::Verdict;
+
+namespace {
+// Samples spread evenly around `median` by +-spread (relative): p10..p90 = median*(1 +- 0.8 spread).
+std::vector<double> around(double median, double spread, int n = 21) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(median * (1.0 + spread * (2.0 * i / (n - 1) - 1.0)));
+  return v;
+}
+Report make(std::vector<std::pair<std::string, std::vector<double>>> ms, const std::string& better = "lower") {
+  Report r;
+  r.meta.tool = "tg-test";
+  r.meta.utc_time = "2026-12-02T13:00:00Z";
+  r.meta.min_reps = 1;
+  r.meta.max_reps = 1;
+  for (auto& [name, samples] : ms) {
+    Measurement m;
+    m.name = name;
+    m.params = {{"n", 10}};
+    m.samples = samples;
+    m.better = better;
+    r.add(std::move(m));
+  }
+  return r;
+}
+Verdict v1(const Report& a, const Report& b) { return tg::report::compare(a, b, 0.05).rows.at(0).verdict; }
+
+struct Run {
+  int status;
+  std::string out;
+};
+Run tg_report(const std::string& args) {
+  FILE* p = ::popen((std::string(TG_REPORT_BIN) + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+struct TmpDir {
+  std::string path;
+  std::vector<std::string> files;
+  TmpDir() {
+    char t[] = "/tmp/tg_report_testXXXXXX";
+    REQUIRE(::mkdtemp(t));
+    path = t;
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string p = path + "/" + name;
+    write_file_atomic(p, text);
+    files.push_back(p);
+    return p;
+  }
+  ~TmpDir() {
+    for (auto& f : files) std::remove(f.c_str());
+    ::rmdir(path.c_str());
+  }
+};
+}  // namespace
+
+TEST_CASE("equal reports: same, ratio 1, geomean 1") {
+  Report a = make({{"op", around(1e-6, 0.02)}});
+  auto c = tg::report::compare(a, a, 0.05);
+  CHECK(c.rows.at(0).verdict == Verdict::same);
+  CHECK(c.rows.at(0).ratio == doctest::Approx(1.0));
+  CHECK(c.geomean_cost == doctest::Approx(1.0));
+  CHECK(c.slower == 0);
+}
+
+TEST_CASE("2x faster and 2x slower, disjoint intervals") {
+  Report a = make({{"op", around(2e-6, 0.02)}});
+  Report b = make({{"op", around(1e-6, 0.02)}});
+  auto c = tg::report::compare(a, b, 0.05);
+  CHECK(c.rows.at(0).verdict == Verdict::faster);
+  CHECK(c.rows.at(0).ratio == doctest::Approx(0.5));
+  CHECK(c.geomean_cost == doctest::Approx(0.5));
+  CHECK(v1(b, a) == Verdict::slower);
+  // For a throughput (higher is better) the same numbers mean the opposite.
+  Report ha = make({{"bw", around(2.0, 0.02)}}, "higher");
+  Report hb = make({{"bw", around(1.0, 0.02)}}, "higher");
+  CHECK(v1(ha, hb) == Verdict::slower);
+  CHECK(tg::report::compare(ha, hb, 0.05).geomean_cost == doctest::Approx(2.0));
+}
+
+TEST_CASE("overlapping intervals are the same even beyond the threshold") {
+  Report a = make({{"op", around(1.0, 0.08)}});   // p10..p90 ~ 0.936..1.064, noise ~8%: not flagged
+  Report b = make({{"op", around(1.07, 0.08)}});  // 7% slower, overlapping
+  CHECK(v1(a, b) == Verdict::same);
+}
+
+TEST_CASE("disjoint but within the threshold is the same") {
+  Report a = make({{"op", around(1.0, 0.005)}});
+  Report b = make({{"op", around(1.03, 0.005)}});
+  CHECK(v1(a, b) == Verdict::same);
+  CHECK(tg::report::compare(a, b, 0.01).rows.at(0).verdict == Verdict::slower);
+}
+
+TEST_CASE("noisy: a flag on either side without a clear separation") {
+  Report quiet = make({{"op", around(1.0, 0.02)}});
+  Report loud = make({{"op", around(1.1, 0.5)}});
+  REQUIRE(loud.measurements[0].stats.noisy);
+  CHECK(v1(quiet, loud) == Verdict::noisy);
+  CHECK(v1(loud, quiet) == Verdict::noisy);
+  // Noisy but clearly separated is still a verdict.
+  Report far = make({{"op", around(10.0, 0.5)}});
+  REQUIRE(far.measurements[0].stats.noisy);
+  CHECK(v1(quiet, far) == Verdict::slower);
+}
+
+TEST_CASE("missing and added measurements are listed, not judged") {
+  Report a = make({{"op", around(1.0, 0.02)}, {"gone", around(1.0, 0.02)}});
+  Report b = make({{"op", around(1.0, 0.02)}, {"new", around(1.0, 0.02)}});
+  auto c = tg::report::compare(a, b, 0.05);
+  REQUIRE(c.rows.size() == 3);
+  CHECK(c.rows[1].verdict == Verdict::missing);
+  CHECK(c.rows[2].verdict == Verdict::added);
+  CHECK(c.missing == 1);
+  CHECK(c.added == 1);
+  CHECK(c.compared == 1);
+  // Different params are a different measurement.
+  Report p = a;
+  p.measurements[0].params = {{"n", 11}};
+  CHECK(tg::report::compare(a, p, 0.05).rows[0].verdict == Verdict::missing);
+}
+
+TEST_CASE("tg-report compare: exit 0 / 1 / 2") {
+  TmpDir d;
+  const auto base = d.write("a.json", to_json(make({{"op", around(2e-6, 0.02)}})));
+  const auto faster = d.write("b.json", to_json(make({{"op", around(1e-6, 0.02)}})));
+  Run r = tg_report("compare " + base + " " + base);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("same") != std::string::npos);
+  CHECK(r.out.find("geometric mean") != std::string::npos);
+  r = tg_report("compare " + base + " " + faster);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("faster") != std::string::npos);
+  r = tg_report("compare " + faster + " " + base);
+  CHECK(r.status == 1);
+  CHECK(r.out.find("slower") != std::string::npos);
+  r = tg_report("compare " + faster + " " + base + " --threshold 150");  // a 2x change is within 150%
+  CHECK(r.status == 0);
+
+  const auto missing = d.write("m.json", to_json(make({{"other", around(1e-6, 0.02)}})));
+  r = tg_report("compare " + base + " " + missing);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("missing in B") != std::string::npos);
+
+  const auto broken = d.write("broken.json", "{\"schema_version\": 1}");
+  r = tg_report("compare " + base + " " + broken);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("broken.json") != std::string::npos);
+  CHECK(r.out.find("missing") != std::string::npos);
+  r = tg_report("compare " + base + " /nonexistent.json");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("/nonexistent.json: cannot open") != std::string::npos);
+  r = tg_report("compare " + base);
+  CHECK(r.status == 2);
+  r = tg_report("compare " + base + " " + base + " --threshold -5");
+  CHECK(r.status == 2);
+  r = tg_report("frobnicate");
+  CHECK(r.status == 2);
+}
+
+TEST_CASE("tg-report markdown: a table per report, notes as a list") {
+  TmpDir d;
+  Report rep = make({{"op", around(2e-6, 0.02)}});
+  rep.skip("kernel", "no GPU");
+  const auto f = d.write("a.json", to_json(rep));
+  Run r = tg_report("markdown " + f + " " + f);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("## tg-test") != std::string::npos);
+  CHECK(r.out.find("| measurement | params | median |") != std::string::npos);
+  CHECK(r.out.find("| op | n=10 | 2.00 us |") != std::string::npos);
+  CHECK(r.out.find("- kernel: no GPU") != std::string::npos);
+  r = tg_report("markdown");
+  CHECK(r.status == 2);
+}

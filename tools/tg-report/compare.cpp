@@ -1,0 +1,132 @@
+#include "tools/tg-report/compare.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "experiments/harness/table.h"
+
+namespace tg::report {
+
+using harness::Measurement;
+using harness::Report;
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::same: return "same";
+    case Verdict::faster: return "faster";
+    case Verdict::slower: return "slower";
+    case Verdict::noisy: return "noisy";
+    case Verdict::missing: return "missing in B";
+    case Verdict::added: return "only in B";
+  }
+  return "?";
+}
+
+Verdict verdict(const Measurement& a, const Measurement& b, double threshold) {
+  const auto& sa = a.stats;
+  const auto& sb = b.stats;
+  const bool disjoint = sb.p90 < sa.p10 || sb.p10 > sa.p90;
+  bool beyond = false;
+  bool b_bigger = sb.median > sa.median;
+  if (sa.median > 0 && sb.median > 0) {
+    beyond = std::fabs(std::log(sb.median / sa.median)) > std::log1p(threshold);
+  } else if (sa.median != sb.median) {
+    beyond = true;  // one side is zero: any difference is a large one
+  }
+  if (disjoint && beyond) {
+    const bool b_better = (a.better == "higher") ? b_bigger : !b_bigger;
+    return b_better ? Verdict::faster : Verdict::slower;
+  }
+  if (sa.noisy || sb.noisy) return Verdict::noisy;
+  return Verdict::same;
+}
+
+Comparison compare(const Report& a, const Report& b, double threshold) {
+  Comparison c;
+  double log_sum = 0;
+  int log_n = 0;
+  for (const auto& ma : a.measurements) {
+    Row row{ma.name, harness::params_str(ma.params), ma.unit, ma.stats.median, NAN, NAN, Verdict::missing};
+    if (const Measurement* mb = b.find(ma.name, ma.params)) {
+      row.b = mb->stats.median;
+      row.verdict = verdict(ma, *mb, threshold);
+      ++c.compared;
+      if (ma.stats.median > 0 && mb->stats.median > 0) {
+        row.ratio = mb->stats.median / ma.stats.median;
+        log_sum += std::log(ma.better == "higher" ? 1.0 / row.ratio : row.ratio);
+        ++log_n;
+      }
+    }
+    switch (row.verdict) {
+      case Verdict::same: ++c.same; break;
+      case Verdict::faster: ++c.faster; break;
+      case Verdict::slower: ++c.slower; break;
+      case Verdict::noisy: ++c.noisy; break;
+      case Verdict::missing: ++c.missing; break;
+      case Verdict::added: break;
+    }
+    c.rows.push_back(std::move(row));
+  }
+  for (const auto& mb : b.measurements)
+    if (!a.find(mb.name, mb.params)) {
+      c.rows.push_back({mb.name, harness::params_str(mb.params), mb.unit, NAN, mb.stats.median, NAN, Verdict::added});
+      ++c.added;
+    }
+  c.geomean_cost = log_n ? std::exp(log_sum / log_n) : NAN;
+  return c;
+}
+
+std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,
+                              double threshold) {
+  std::vector<std::vector<std::string>> rows{{"measurement", "params", "A median", "B median", "B/A", "verdict"}};
+  for (const auto& r : c.rows)
+    rows.push_back({r.name, r.params, harness::format_value(r.a, r.unit), harness::format_value(r.b, r.unit),
+                    std::isfinite(r.ratio) ? fmt::format("{:.3f}", r.ratio) : "n/a", verdict_name(r.verdict)});
+  std::string out = fmt::format("A: {}\nB: {}\nthreshold: {:.1f}%\n\n", a_name, b_name, threshold * 100);
+  out += harness::format_table(rows);
+  out += fmt::format("\n{} compared: {} faster, {} slower, {} same, {} noisy; {} missing in B, {} only in B\n",
+                     c.compared, c.faster, c.slower, c.same, c.noisy, c.missing, c.added);
+  if (std::isfinite(c.geomean_cost))
+    out += fmt::format("geometric mean of B/A cost ratios: {:.3f} ({})\n", c.geomean_cost,
+                       c.geomean_cost < 1 ? "B is better overall" : c.geomean_cost > 1 ? "B is worse overall" : "equal");
+  return out;
+}
+
+namespace {
+std::string md_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '|') o += '\\';
+    o += ch;
+  }
+  return o;
+}
+}  // namespace
+
+std::string markdown(const Report& r, const std::string& file) {
+  const auto& m = r.meta;
+  std::string out = fmt::format("## {}\n\n", md_escape(m.tool));
+  out += fmt::format("`{}` - {} {} (git {}, {}), {} on {}, device: {}{}\n\n", md_escape(file), m.tool,
+                     m.tool_version, m.git_rev, m.build_type, m.utc_time, md_escape(m.host_name),
+                     md_escape(m.device_name), m.quick ? ", quick mode" : "");
+  out += "| measurement | params | median | p10 | p90 | noise | n | extra |\n";
+  out += "|---|---|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& x : r.measurements) {
+    std::string extra;
+    for (const auto& [k, v] : x.extra) extra += (extra.empty() ? "" : ", ") + fmt::format("{} {:.3g}", k, v);
+    const auto& s = x.stats;
+    out += fmt::format("| {} | {} | {} | {} | {} | {:.1f}%{} | {} | {} |\n", md_escape(x.name),
+                       md_escape(harness::params_str(x.params)), harness::format_value(s.median, x.unit),
+                       harness::format_value(s.p10, x.unit), harness::format_value(s.p90, x.unit), s.noise * 100,
+                       s.noisy ? " (noisy)" : "", s.count, md_escape(extra));
+  }
+  if (r.measurements.empty()) out += "| (no measurements) | | | | | | | |\n";
+  if (!r.notes.empty()) {
+    out += "\nSkipped:\n\n";
+    for (const auto& n : r.notes) out += fmt::format("- {}: {}\n", md_escape(n.part), md_escape(n.reason));
+  }
+  return out + "\n";
+}
+
+}  // namespace tg::report

@@ -1,0 +1,41 @@
+#pragma once
+// tg-report's logic, separate from its CLI so that tests call it directly.
+#include <string>
+#include <vector>
+
+#include "experiments/harness/report.h"
+
+namespace tg::report {
+
+enum class Verdict { same, faster, slower, noisy, missing, added };
+const char* verdict_name(Verdict v);
+
+struct Row {
+  std::string name;
+  std::string params;       // params_str
+  std::string unit;
+  double a = 0, b = 0;      // medians (NaN when absent)
+  double ratio = 0;         // B/A of the medians (NaN when undefined)
+  Verdict verdict = Verdict::same;
+};
+
+struct Comparison {
+  std::vector<Row> rows;    // in A's order, then measurements only in B
+  double geomean_cost = 1;  // geometric mean of B/A cost ratios (A/B for "higher is better"); < 1: B is better
+  int compared = 0, faster = 0, slower = 0, noisy = 0, same = 0, missing = 0, added = 0;
+};
+
+// threshold: relative change below which medians count as the same (0.05 = 5%).
+// A change is claimed only when it is beyond the threshold AND the p10..p90
+// intervals are disjoint; otherwise a noisy flag on either side gives "noisy",
+// and no flag gives "same".
+Verdict verdict(const harness::Measurement& a, const harness::Measurement& b, double threshold);
+Comparison compare(const harness::Report& a, const harness::Report& b, double threshold);
+
+// The text printed by `tg-report compare`.
+std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,
+                              double threshold);
+// The markdown printed by `tg-report markdown` for one report.
+std::string markdown(const harness::Report& r, const std::string& file);
+
+}  // namespace tg::report
