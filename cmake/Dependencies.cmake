@@ -63,9 +63,10 @@ execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${PROJECT_S
 if(NOT TWOGRAPH_GIT_REV)
   set(TWOGRAPH_GIT_REV unknown)
 endif()
-target_compile_definitions(twograph_common INTERFACE
-  TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV="${TWOGRAPH_GIT_REV}"
-  TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
+# Only the report writer needs these; as definitions on every target they would
+# recompile the whole tree after each commit.
+set(TWOGRAPH_VERSION_DEFS TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV="${TWOGRAPH_GIT_REV}"
+    TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
 
 include(doctest)
 # twograph_add_test(NAME target LABEL cpu|gpu SOURCES ... LIBS ...)
