@@ -140,6 +140,11 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
     }
   }
   kernels::run_cpu(cc);
+  // The uploads and the poisoning ran on the legacy default stream (cudaMemset is
+  // asynchronous) while the backend's stream is non-blocking: without this wait the
+  // kernel can run before the poison lands and the NaN overwrites its output. Seen on
+  // the H200 with several test processes sharing the GPU.
+  TG_CUDA_CHECK(cudaDeviceSynchronize());
   b.run(gc);
   b.synchronize();
 

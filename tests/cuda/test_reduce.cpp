@@ -171,6 +171,7 @@ TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
       }
       auto out = cuda::DeviceBuffer::allocate(static_cast<size_t>(c.out.numel()) * sizeof(float));
       TG_CUDA_CHECK(cudaMemset(out.get(), 0xFF, out.bytes()));
+      TG_CUDA_CHECK(cudaDeviceSynchronize());  // the memset is async on the legacy stream
       g.out = {out.as<float>(), c.out};
       backend().run(g);
       backend().synchronize();
