@@ -157,6 +157,9 @@ json parse_text(const std::string& text, const std::string& src) {
     std::string what = e.what();
     const size_t colon = what.find(": ");  // drop nlohmann's "[json.exception...] parse error at ...: "
     if (colon != std::string::npos) what = what.substr(colon + 2);
+    // nlohmann quotes the bytes it read; keep binary garbage off the terminal.
+    for (char& c : what)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     graph_error("{}:{}:{}: invalid JSON: {}{}", src, line, col, what,
                 e.byte >= text.size() ? " (is the file truncated?)" : "");
   } catch (const json::exception& e) {
@@ -243,7 +246,7 @@ class Loader {
   }
   int64_t get_int(const json& j, const std::string& path, int64_t lo, int64_t hi) const {
     if (!j.is_number_integer()) fail(path, "must be an integer, got " + describe(j));
-    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(hi))
+    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       fail(path, fmt::format("{} is too large; must be in [{}, {}]", j.dump(), lo, hi));
     const int64_t v = j.get<int64_t>();
     if (v < lo || v > hi) fail(path, fmt::format("{} is out of range; must be in [{}, {}]", v, lo, hi));
@@ -524,6 +527,9 @@ class Loader {
 Graph load_graph_json(const std::string& text, const std::string& source_name) {
   if (text.size() > kMaxGraphFileBytes)
     graph_error("{}: is {} bytes; graph files are limited to {} MiB", source_name, text.size(), kMaxGraphFileBytes >> 20);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    graph_error("{}: is empty; a graph file is a JSON object {{\"format\": \"twograph-graph\", ...}} "
+                "(see docs/graph-format.md)", source_name);
   check_depth(text, source_name);
   const json root = parse_text(text, source_name);
   return Loader(source_name).load(root);

@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <limits>
+
 #include "graph/errors.h"
 
 namespace tg {
@@ -186,9 +188,9 @@ Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, 
         if (out[d] <= 0)
           graph_error("reshape {}: target {} has dim {} = {}; dims must be >= 1 (one may be -1)", node,
                       out.str(), d, out[d]);
-        if (known > in[0].numel() / out[d])
-          graph_error("reshape {}: cannot reshape {} ({} elements) to {}: the target has more elements", node,
-                      in[0].str(), in[0].numel(), out.str());
+        if (known > std::numeric_limits<int64_t>::max() / 8 / out[d])
+          graph_error("reshape {}: cannot reshape {} ({} elements) to {}: the target's element count overflows "
+                      "int64; element counts must match", node, in[0].str(), in[0].numel(), out.str());
         known *= out[d];
       }
       const int64_t total = in[0].numel();

@@ -86,9 +86,10 @@ TEST_CASE("json: nodes may come in any order (forward references)") {
 }
 
 TEST_CASE("json: JSON syntax errors report line and column") {
-  CHECK_LOAD_ERROR("{\n  \"format\": \"twograph-graph\",\n  \"version\": 1\n  \"nodes\": []\n}", "t.json:4:3: invalid JSON");
+  CHECK_LOAD_ERROR("{\n  \"format\": \"twograph-graph\",\n  \"version\": 1\n  \"nodes\": []\n}", "t.json:4:9: invalid JSON");
   CHECK_LOAD_ERROR("{\"format\": \"twograph-graph\", \"nodes\": [", "is the file truncated?");
-  CHECK_LOAD_ERROR("", "invalid JSON");
+  CHECK_LOAD_ERROR("", "t.json: is empty");
+  CHECK_LOAD_ERROR(" \n", "t.json: is empty");
   CHECK_LOAD_ERROR("{\"a\": 1, \"a\": 2}", "key 'a' appears twice");
 }
 

@@ -22,7 +22,11 @@ constexpr int kExitUsage = 2;
 // A bad file is the user's to fix, not a crash: every GraphError exits 2.
 tg::Graph load_checked(const std::string& path) {
   tg::Graph g = tg::load_graph_file(path);
-  tg::validate(g);
+  try {
+    tg::validate(g);
+  } catch (const tg::GraphError& e) {
+    tg::graph_error("{}: {}", path, e.what());
+  }
   return g;
 }
 
