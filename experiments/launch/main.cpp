@@ -1,0 +1,115 @@
+// tg-launch: what do rebuilding and eager launching cost? A chain of N tiny ops
+// run by the dynamic executor (build / alloc / launch / other per op), by the
+// static one (CUDA Graph replay, plain launches, compile phases), the break-even
+// between them, and the raw CUDA floors measured in the same run.
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "experiments/harness/harness.h"
+#include "experiments/launch/chain_bench.h"
+#include "experiments/launch/exec_common.h"
+#include "experiments/launch/raw_floors.h"
+
+namespace th = tg::harness;
+using namespace tg;
+
+namespace {
+
+void break_even(th::Experiment& e, int n, const std::string& launch, double dyn_s, const launch::StaticResult& st) {
+  const double saved = dyn_s - st.iteration_s;
+  const th::Params p{{"chain_ops", n}, {"launch", launch}};
+  if (saved <= 0) {
+    e.report().skip(fmt::format("break_even chain_ops={} launch={}", n, launch),
+                    fmt::format("static is not faster per iteration ({:.2f} us vs dynamic {:.2f} us): it never pays "
+                                "back its {:.2f} ms compile", st.iteration_s * 1e6, dyn_s * 1e6, st.compile_s * 1e3));
+    return;
+  }
+  auto& m = e.report().add_value("break_even_iterations", p, st.compile_s / saved, "iterations");
+  m.extra["compile_ms"] = st.compile_s * 1e3;
+  m.extra["saved_us_per_iteration"] = saved * 1e6;
+}
+
+void raw_floors(th::Experiment& e, const std::vector<int>& ns) {
+  if (!launch::have_cuda()) {
+    e.report().skip("raw_cuda_floors", "built without CUDA (TWOGRAPH_CUDA=OFF)");
+    return;
+  }
+  if (!e.on_gpu()) {
+    e.report().skip("raw_cuda_floors", "no GPU selected (--device cpu, or auto found none): empty kernels and CUDA "
+                                       "Graph replay need a device");
+    return;
+  }
+#ifdef TWOGRAPH_HAVE_CUDA
+  TG_NVTX_RANGE("raw_floors");
+  launch::RawCuda rc;
+  auto sync = [&] { rc.sync(); };
+  // One kernel then a sync: what an eager framework pays when it reads a result after every op.
+  e.report().add_time("raw_eager_sync", {{"n_ops", 1}, {"executor", "raw_eager"}},
+                      th::time_host(e.loop(), [&] { rc.launch_empty(1); rc.sync(); }));
+  for (int n : ns) {
+    // N launches back to back, one sync at the end: the host enqueue rate.
+    auto& eg = e.report().add_time("raw_eager", {{"n_ops", n}, {"executor", "raw_eager"}},
+                                   th::time_host(e.loop(), [&] { rc.launch_empty(n); }, sync));
+    eg.extra["us_per_kernel"] = eg.stats.median / n * 1e6;
+    launch::EmptyGraph g(rc, n);
+    auto& gh = e.report().add_time("raw_graph", {{"n_ops", n}, {"executor", "raw_graph"}},
+                                   th::time_host(e.loop(), [&] { g.launch(); }, sync));
+    gh.extra["us_per_node"] = gh.stats.median / n * 1e6;
+    gh.extra["capture_ms"] = g.capture_s * 1e3;
+    gh.extra["instantiate_ms"] = g.instantiate_s * 1e3;
+    auto& gg = e.report().add_time("raw_graph_gpu", {{"n_ops", n}, {"executor", "raw_graph"}},
+                                   th::time_gpu(e.loop(), [&](void*) { g.launch(); }, rc.stream()), "gpu");
+    gg.extra["us_per_node"] = gg.stats.median / n * 1e6;
+    if (n == 1000) {
+      // The host cost of the cudaGraphLaunch call alone (the GPU work is waited for outside the sample).
+      auto call = th::run_loop(e.loop(), [&] {
+        rc.sync();
+        const double t0 = th::now_s();
+        g.launch();
+        const double t = th::now_s() - t0;
+        rc.sync();
+        return t;
+      });
+      e.report().add_time("cuda_graph_launch_call", {{"graph_nodes", n}}, std::move(call));
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  th::Experiment ex("tg-launch", "What do rebuilding and eager launching cost? (chain of N tiny ops)",
+                    "tg-launch --device auto --json docs/results/launch.json --csv launch.csv");
+  std::vector<int> ns;
+  int64_t size = 64;
+  ex.cli().add_option("--ops", ns, "Chain lengths (default 1 10 100 1000 10000; --quick: 1 10 100 1000)")
+      ->check(CLI::Range(1, 100000));
+  ex.cli().add_option("--size", size, "Elements per tensor (tiny: each op is pure overhead)")->check(CLI::Range(1, 1 << 24));
+  return ex.run(argc, argv, [&](th::Experiment& e) {
+    if (ns.empty()) ns = e.quick() ? std::vector<int>{1, 10, 100, 1000} : std::vector<int>{1, 10, 100, 1000, 10000};
+    auto be = bench::make_backend(e.device());
+    const bool gpu = be->kind() == DeviceKind::cuda;
+    if (!gpu)
+      e.report().skip("static_cuda_graph_replay", "CPU backend: no CUDA Graph; the static schedule runs as is "
+                                                  "(launch=cpu_schedule), and on the CPU 'launch' is the kernel itself");
+    th::Progress bar(ns.size(), "tg-launch");
+    for (int n : ns) {
+      const launch::ChainPoint p{n, size};
+      std::vector<float> expected;
+      const double dyn = launch::measure_dynamic(e, *be, p, "caching", &expected);
+      if (n == 1000) {
+        launch::measure_dynamic(e, *be, p, "raw", nullptr);
+        if (gpu) launch::measure_dynamic(e, *be, p, "pool", nullptr);
+        else e.report().skip("dynamic_pool n_ops=1000", "pool (cudaMallocAsync) exists only on a GPU");
+      }
+      const launch::StaticResult st = launch::measure_static(e, be, p, gpu, expected);
+      break_even(e, n, gpu ? "cuda_graph" : "cpu_schedule", dyn, st);
+      if (gpu) break_even(e, n, "plain", dyn, launch::measure_static(e, be, p, false, expected));
+      launch::measure_training_compile(e, be, p, gpu);
+      bar.tick(fmt::format("n={}", n));
+    }
+    raw_floors(e, ns);
+  });
+}

@@ -1,0 +1,94 @@
+// tg-train: the whole loop. MLP and transformer block, a batch sweep, static vs
+// dynamic iterations/s for training steps (SGD momentum) and inference, loss
+// curves asserted bitwise equal, and the batch where the run turns from
+// overhead-bound to compute-bound.
+#include <fmt/format.h>
+
+#include <map>
+#include <vector>
+
+#include "experiments/harness/harness.h"
+#include "experiments/launch/exec_common.h"
+#include "experiments/train/train_bench.h"
+
+namespace th = tg::harness;
+using namespace tg;
+
+namespace {
+
+// Below this static/dynamic speedup the executor's overhead no longer matters.
+constexpr double kComputeBoundSpeedup = 1.1;
+
+std::vector<train::Config> configs(bool quick, bool gpu, th::Report& rep) {
+  std::vector<train::Config> cs;
+  std::vector<int64_t> batches{32, 64, 128, 256, 512, 1024, 2048, 4096};
+  if (quick) batches = gpu ? std::vector<int64_t>{32, 256, 1024, 4096} : std::vector<int64_t>{32, 256};
+  for (int64_t b : batches) cs.push_back(train::mlp_config("mlp_w256_d8", b, 256, 8));
+  if (quick && !gpu)
+    rep.skip("mlp_w4096_d4 batch=1024", "--quick on the CPU: ~100 GFLOP per training step takes seconds here; run "
+                                        "without --quick, or on a GPU");
+  else
+    cs.push_back(train::mlp_config("mlp_w4096_d4", 1024, 4096, 4));
+  struct T { int64_t batch, seq, d, heads; };
+  std::vector<T> ts{{1, 64, 128, 4}, {8, 64, 128, 4}, {16, 128, 256, 8}, {32, 256, 512, 8}};
+  if (quick) ts = gpu ? std::vector<T>{{1, 64, 128, 4}, {8, 64, 128, 4}, {32, 256, 512, 8}} : std::vector<T>{{1, 64, 128, 4}, {8, 64, 128, 4}};
+  for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
+  return cs;
+}
+
+// For each sweep and mode: the first batch (ascending) whose speedup falls below 1.1x.
+void crossover(th::Experiment& e, const std::vector<train::Config>& cs, const std::vector<train::Result>& rs) {
+  std::map<std::string, std::vector<size_t>> by_sweep;
+  for (size_t i = 0; i < cs.size(); ++i) by_sweep[cs[i].sweep].push_back(i);
+  for (const auto& [sweep, idx] : by_sweep) {
+    if (idx.size() < 2) continue;  // one point is not a sweep
+    for (const char* mode : {"train", "inference"}) {
+      const bool train = std::string(mode) == "train";
+      int64_t found = -1;
+      double at = 0;
+      for (size_t i : idx) {
+        const double s = train ? rs[i].dynamic_train_s / rs[i].static_train_s
+                               : rs[i].dynamic_infer_s / rs[i].static_infer_s;
+        if (s < kComputeBoundSpeedup) {
+          found = cs[i].batch;
+          at = s;
+          break;
+        }
+      }
+      if (found < 0) {
+        e.report().skip(fmt::format("compute_bound_batch sweep={} mode={}", sweep, mode),
+                        fmt::format("static stays >= {:.1f}x faster up to batch {}: still overhead-bound at the "
+                                    "largest batch swept", kComputeBoundSpeedup, cs[idx.back()].batch));
+        continue;
+      }
+      auto& m = e.report().add_value("compute_bound_batch", {{"sweep", sweep}, {"mode", mode}},
+                                     static_cast<double>(found), "batch", "lower");
+      m.extra["speedup_at_batch"] = at;
+      m.extra["threshold"] = kComputeBoundSpeedup;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  th::Experiment ex("tg-train", "The whole loop: static vs dynamic training steps and inference, MLP and transformer",
+                    "tg-train --device auto --json docs/results/train.json --csv train.csv");
+  int loss_steps = 20;
+  ex.cli().add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)")
+      ->check(CLI::Range(1, 10000));
+  return ex.run(argc, argv, [&](th::Experiment& e) {
+    auto be = bench::make_backend(e.device());
+    const bool gpu = be->kind() == DeviceKind::cuda;
+    if (!gpu)
+      e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
+    const std::vector<train::Config> cs = configs(e.quick(), gpu, e.report());
+    std::vector<train::Result> rs;
+    th::Progress bar(cs.size(), "tg-train");
+    for (const train::Config& c : cs) {
+      rs.push_back(train::measure(e, be, c, loss_steps));
+      bar.tick(th::params_str(c.params));
+    }
+    crossover(e, cs, rs);
+  });
+}

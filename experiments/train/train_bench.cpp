@@ -1,0 +1,144 @@
+#include "experiments/train/train_bench.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "dynamic/trainer.h"
+#include "experiments/launch/exec_common.h"
+#include "static/compiler.h"
+
+namespace th = tg::harness;
+
+namespace tg::train {
+
+Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth) {
+  MlpConfig m;
+  m.batch = batch;
+  m.in = width;
+  m.width = width;
+  m.depth = depth;
+  m.out = 10;
+  Config c{"mlp", sweep, batch, {}, [m](Builder& b) { return mlp(b, m); }};
+  c.params = {{"model", "mlp"}, {"sweep", sweep}, {"batch", batch}, {"width", width}, {"depth", depth}};
+  return c;
+}
+
+Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads) {
+  TransformerConfig t;
+  t.batch = batch;
+  t.seq = seq;
+  t.d_model = d_model;
+  t.heads = heads;
+  Config c{"transformer", "transformer", batch, {}, [t](Builder& b) { return transformer_block(b, t); }};
+  c.params = {{"model", "transformer"}, {"sweep", "transformer"}, {"batch", batch},
+              {"seq", seq},             {"d_model", d_model},     {"heads", heads}};
+  return c;
+}
+
+namespace {
+
+th::Params with(th::Params p, const std::string& executor, const std::string& mode) {
+  p.emplace("executor", executor);
+  p.emplace("mode", mode);
+  return p;
+}
+
+double record(th::Experiment& e, const Config& c, const std::string& executor, const std::string& mode,
+              std::vector<double> samples, double compile_s = -1) {
+  auto& m = e.report().add_time("iteration", with(c.params, executor, mode), std::move(samples));
+  m.extra["iter/s"] = 1.0 / m.stats.median;
+  m.extra["samples/s"] = static_cast<double>(c.batch) / m.stats.median;
+  if (compile_s >= 0) m.extra["compile_ms"] = compile_s * 1e3;
+  return m.stats.median;
+}
+
+CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bool training, bool graph) {
+  CompileOptions co;
+  co.training = training;
+  co.backend = be;
+  co.use_cuda_graph = graph;
+  return compile(c.fn, co);
+}
+
+// Both executors from the same initial parameters (seed 0), the same batch per
+// step: the same kernels in the same order, so every loss has the same bits.
+void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, bool graph, int steps) {
+  TG_NVTX_RANGE("loss_curves");
+  CompiledPlan p = compile_for(c, be, true, graph);
+  DynamicTrainer dyn(c.fn, *be, "caching", DynamicOptions{});
+  std::vector<double> ls, ld;
+  for (int i = 0; i < steps; ++i) {
+    const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, 10);
+    ls.push_back(p.step(f));
+    ld.push_back(dyn.step(f));
+  }
+  for (int i = 0; i < steps; ++i) {
+    const std::string d = bench::bitwise_diff({static_cast<float>(ls[i])}, {static_cast<float>(ld[i])});
+    if (!d.empty())
+      throw std::runtime_error(fmt::format("tg-train: loss curves differ at step {} for {}: static {:.9g}, dynamic "
+                                           "{:.9g}", i, th::params_str(c.params), ls[i], ld[i]));
+  }
+  for (auto [name, v] : {std::pair<const char*, std::vector<double>*>{"static", &ls}, {"dynamic", &ld}}) {
+    th::Measurement m;
+    m.name = "loss_curve";
+    m.params = with(c.params, name, "train");
+    m.unit = "loss";
+    m.timer = "value";
+    m.samples = *v;  // per step, in order: the curve itself
+    m.extra["steps"] = steps;
+    m.extra["bitwise_equal"] = 1;
+    e.report().add(std::move(m));
+  }
+}
+
+}  // namespace
+
+Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, int loss_steps) {
+  const bool gpu = be->kind() == DeviceKind::cuda;
+  Result r;
+  loss_curves(e, be, c, gpu, loss_steps);
+  const Feeds feeds = bench::model_feeds(c.fn, 42, 10);
+  auto sync = [&] { be->synchronize(); };
+  {
+    TG_NVTX_RANGE("train_steps");
+    CompiledPlan p = compile_for(c, be, true, gpu);
+    r.static_train_s = record(e, c, "static", "train", th::time_host(e.loop(), [&] { p.step(feeds); }, sync),
+                              p.timings.total() * 1e-3);
+    if (gpu) {
+      CompiledPlan plain = compile_for(c, be, true, false);
+      record(e, c, "static_plain", "train", th::time_host(e.loop(), [&] { plain.step(feeds); }, sync),
+             plain.timings.total() * 1e-3);
+    }
+    DynamicTrainer dyn(c.fn, *be, "caching", DynamicOptions{});
+    r.dynamic_train_s = record(e, c, "dynamic", "train", th::time_host(e.loop(), [&] { dyn.step(feeds); }, sync));
+  }
+  {
+    TG_NVTX_RANGE("inference");
+    CompiledPlan p = compile_for(c, be, false, gpu);
+    DynamicOptions dopt;
+    dopt.inference = true;
+    DynamicTrainer dyn(c.fn, *be, "caching", dopt);
+    p.run(feeds);
+    const std::string d = bench::bitwise_diff(p.read(p.prediction), dyn.run_inference(feeds));
+    if (!d.empty())
+      throw std::runtime_error(fmt::format("tg-train: static and dynamic predictions differ for {}: {}",
+                                           th::params_str(c.params), d));
+    // Both iterations: feeds in, forward, the prediction back on the host.
+    r.static_infer_s = record(e, c, "static", "inference",
+                              th::time_host(e.loop(), [&] { p.run(feeds); (void)p.read(p.prediction); }, sync),
+                              p.timings.total() * 1e-3);
+    r.dynamic_infer_s =
+        record(e, c, "dynamic", "inference", th::time_host(e.loop(), [&] { dyn.run_inference(feeds); }, sync));
+  }
+  for (auto [mode, s, d] : {std::tuple<const char*, double, double>{"train", r.static_train_s, r.dynamic_train_s},
+                            {"inference", r.static_infer_s, r.dynamic_infer_s}}) {
+    th::Params p = c.params;
+    p.emplace("mode", mode);
+    e.report().add_value("speedup_static_over_dynamic", p, d / s, "x", "higher");
+  }
+  return r;
+}
+
+}  // namespace tg::train

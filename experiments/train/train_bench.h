@@ -1,0 +1,34 @@
+#pragma once
+// tg-train's measurements for one model configuration: the loss curves of both
+// executors (asserted bitwise equal), then training steps and inference, static
+// vs dynamic, each timed per iteration (host time after a synchronize).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "experiments/harness/harness.h"
+#include "graph/models.h"
+#include "kernels/backend.h"
+
+namespace tg::train {
+
+struct Config {
+  std::string model;   // "mlp" or "transformer" (the plot's model parameter)
+  std::string sweep;   // which sweep it belongs to: "mlp_w256_d8", "mlp_w4096_d4", "transformer"
+  int64_t batch = 0;
+  harness::Params params;  // model, sweep, batch and the shape parameters
+  ModelFn fn;
+};
+
+Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
+Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads);
+
+// Median seconds per iteration of each executor and mode; 0 where not measured.
+struct Result {
+  double static_train_s = 0, dynamic_train_s = 0, static_infer_s = 0, dynamic_infer_s = 0;
+};
+
+// loss_steps: steps of the loss-curve check (throws when the curves differ).
+Result measure(harness::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, int loss_steps);
+
+}  // namespace tg::train
