@@ -19,17 +19,7 @@ using testing::bitwise_diff;
 
 constexpr uint64_t kSeed = 9;
 
-ShapedModelFn mlp_at() {
-  return [](int64_t batch) -> ModelFn {
-    MlpConfig c;
-    c.batch = batch;
-    c.in = 12;
-    c.width = 16;
-    c.depth = 3;
-    c.out = 5;
-    return [c](Builder& b) { return mlp(b, c); };
-  };
-}
+ShapedModelFn mlp_at() { return testing::small_mlp_at(); }
 
 Feeds feeds_for(const std::map<std::string, Shape>& shapes, int step) {
   Feeds f;

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/models.h"
 #include "kernels/interpreter.h"
 #include "static/executable.h"
+#include "static/shape_strategy.h"
 
 namespace tg::testing {
 
@@ -19,6 +21,19 @@ inline Feeds feeds_from(const Graph& g, const std::vector<std::vector<float>>& v
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].role == Role::input) f[g.values[v].name] = values[v];
   return f;
+}
+
+// A small MLP whose batch is the variable extent (the shape-strategy tests).
+inline ShapedModelFn small_mlp_at() {
+  return [](int64_t batch) -> ModelFn {
+    MlpConfig c;
+    c.batch = batch;
+    c.in = 12;
+    c.width = 16;
+    c.depth = 3;
+    c.out = 5;
+    return [c](Builder& b) { return mlp(b, c); };
+  };
 }
 
 // "" when equal bit for bit, else where and how they first differ.

@@ -27,15 +27,7 @@ TEST_CASE("static == dynamic bitwise on the CPU: mlp (mse and cross_entropy) and
 }
 
 TEST_CASE("shape strategies == dynamic at every shape on the CPU (bucket: to f32 rounding)") {
-  ShapedModelFn model = [](int64_t batch) -> ModelFn {
-    MlpConfig c;
-    c.batch = batch;
-    c.in = 12;
-    c.width = 16;
-    c.depth = 3;
-    c.out = 5;
-    return [c](Builder& b) { return mlp(b, c); };
-  };
+  const ShapedModelFn model = testing::small_mlp_at();
   testing::check_strategies_vs_dynamic(cpu, model, {5, 8, 3, 8, 5, 7}, {4, 8}, false);
 }
 
