@@ -20,7 +20,9 @@ Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int de
   m.width = width;
   m.depth = depth;
   m.out = 10;
-  Config c{"mlp", sweep, batch, {}, [m](Builder& b) { return mlp(b, m); }};
+  MlpConfig mi = m;
+  mi.with_loss = false;
+  Config c{"mlp", sweep, batch, {}, [m](Builder& b) { return mlp(b, m); }, [mi](Builder& b) { return mlp(b, mi); }};
   c.params = {{"model", "mlp"}, {"sweep", sweep}, {"batch", batch}, {"width", width}, {"depth", depth}};
   return c;
 }
@@ -31,7 +33,10 @@ Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t h
   t.seq = seq;
   t.d_model = d_model;
   t.heads = heads;
-  Config c{"transformer", "transformer", batch, {}, [t](Builder& b) { return transformer_block(b, t); }};
+  TransformerConfig ti = t;
+  ti.with_loss = false;
+  Config c{"transformer", "transformer", batch, {}, [t](Builder& b) { return transformer_block(b, t); },
+           [ti](Builder& b) { return transformer_block(b, ti); }};
   c.params = {{"model", "transformer"}, {"sweep", "transformer"}, {"batch", batch},
               {"seq", seq},             {"d_model", d_model},     {"heads", heads}};
   return c;
@@ -59,7 +64,7 @@ CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bo
   co.training = training;
   co.backend = be;
   co.use_cuda_graph = graph;
-  return compile(c.fn, co);
+  return compile(training ? c.fn : c.infer_fn, co);
 }
 
 // Both executors from the same initial parameters (seed 0), the same batch per
@@ -116,21 +121,22 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
   }
   {
     TG_NVTX_RANGE("inference");
+    const Feeds infeeds = bench::model_feeds(c.infer_fn, 43, 10);
     CompiledPlan p = compile_for(c, be, false, gpu);
     DynamicOptions dopt;
     dopt.inference = true;
-    DynamicTrainer dyn(c.fn, *be, "caching", dopt);
-    p.run(feeds);
-    const std::string d = bench::bitwise_diff(p.read(p.prediction), dyn.run_inference(feeds));
+    DynamicTrainer dyn(c.infer_fn, *be, "caching", dopt);
+    p.run(infeeds);
+    const std::string d = bench::bitwise_diff(p.read(p.prediction), dyn.run_inference(infeeds));
     if (!d.empty())
       throw std::runtime_error(fmt::format("tg-train: static and dynamic predictions differ for {}: {}",
                                            th::params_str(c.params), d));
     // Both iterations: feeds in, forward, the prediction back on the host.
     r.static_infer_s = record(e, c, "static", "inference",
-                              th::time_host(e.loop(), [&] { p.run(feeds); (void)p.read(p.prediction); }, sync),
+                              th::time_host(e.loop(), [&] { p.run(infeeds); (void)p.read(p.prediction); }, sync),
                               p.timings.total() * 1e-3);
     r.dynamic_infer_s =
-        record(e, c, "dynamic", "inference", th::time_host(e.loop(), [&] { dyn.run_inference(feeds); }, sync));
+        record(e, c, "dynamic", "inference", th::time_host(e.loop(), [&] { dyn.run_inference(infeeds); }, sync));
   }
   for (auto [mode, s, d] : {std::tuple<const char*, double, double>{"train", r.static_train_s, r.dynamic_train_s},
                             {"inference", r.static_infer_s, r.dynamic_infer_s}}) {

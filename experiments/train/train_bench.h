@@ -17,7 +17,8 @@ struct Config {
   std::string sweep;   // which sweep it belongs to: "mlp_w256_d8", "mlp_w4096_d4", "transformer"
   int64_t batch = 0;
   harness::Params params;  // model, sweep, batch and the shape parameters
-  ModelFn fn;
+  ModelFn fn;        // with the loss: training
+  ModelFn infer_fn;  // without: inference (both executors then run the same ops)
 };
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
