@@ -1,6 +1,19 @@
 // Softmax, layernorm, their gradients and cross-entropy: one row per thread group
 // (rows.cuh). Every pass that writes the output comes after the last read of the
 // inputs by the same thread, so out == in (exactly) is safe.
+//
+// Bytes-moved floor per kernel, n = rows * cols floats (each input row read once, each
+// output row written once; gamma/beta/labels are O(cols + rows), L1/L2 resident):
+//   softmax 8n, softmax_grad 12n, layernorm 8n, layernorm_grad_x 12n,
+//   cross_entropy_grad 8n (+4 B/row), layernorm_row_stats 4n (+8 B/row).
+// Rows of <= 1024 columns, cols % 4 == 0, aligned pointers take the float4 frame
+// (rows.cuh). Registers of its 1024-column kernels before -> after (ptxas, sm_90):
+// softmax 97 -> 60, softmax_grad 106 -> 91, layernorm 128 -> 71, layernorm_grad_x
+// 137 -> 104, cross_entropy_grad 101 -> 61, row_stats 79 -> 48; no spills. So resident
+// warps (rows in flight) per SM go 16 -> 32, 16 -> 16, 16 -> 24, 8 -> 16, 16 -> 32.
+// Prediction for the 256 MB benchmark (% of the same run's D2D copy), unmeasured when
+// written: softmax 77.6 -> ~88, layernorm 67.5 -> ~85, layernorm_grad_x 53 -> ~90,
+// cross_entropy_grad 75 -> ~88, softmax_grad ~100 (unchanged or slightly up).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -13,7 +26,16 @@ namespace {
 using detail::group_max;
 using detail::group_sum;
 using detail::launch_rows;
+using detail::aligned16;
+using detail::chunk_col;
+using detail::load4;
+using detail::load_row4;
 using detail::RowCache;
+using detail::store_row4;
+using detail::sum4;
+using detail::warp_max;
+using detail::warp_sum;
+using detail::warp_sum3;
 
 // Row max and sum of exp(x - max); the cache ends up holding exp(x - max).
 template <int G, int VPT>
@@ -44,6 +66,21 @@ __device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const
   }
 }
 
+// float4 frame: row max and sum of exp(x - max); v ends up holding exp(x - max).
+// expf (not __expf) keeps the error at ~1 ulp; it is off the critical path here.
+template <int NV>
+__device__ __forceinline__ void exp_sum4(float (&v)[NV][4], int t, int nq, float& m, float& s) {
+  m = -INFINITY;
+  TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) m = fmaxf(m, v[k][i]);
+  m = warp_max(m);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) {
+    v[k][i] = expf(v[k][i] - m);
+    acc[i] += v[k][i];
+  }
+  s = warp_sum(sum4(acc));
+}
+
 // The label as a column, or -1 when it is not an integer class in [0, cols).
 __device__ __forceinline__ int64_t label_col(const float* labels, int64_t row, int64_t cols) {
   const float l = labels[row];
@@ -63,6 +100,16 @@ struct SoftmaxOp {
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
     const float inv = 1.0f / s;
     TG_ROW_LOOP(k, j) { yr[j] = cached_exp(c, k, xr, j, m) * inv; }
+  }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float v[NV][4];
+    load_row4<NV>(x + row * cols, t, nq, v);
+    float m, s;
+    exp_sum4<NV>(v, t, nq, m, s);
+    const float inv = 1.0f / s;
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] *= inv;
+    store_row4<NV>(y + row * cols, t, nq, v);
   }
 };
 
@@ -87,6 +134,17 @@ struct SoftmaxGradOp {
     dot = group_sum<G>(dot, smem);
     TG_ROW_LOOP(k, j) { dxr[j] = cy.get(k, yr, j) * (cd.get(k, dyr, j) - dot); }
   }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float a[NV][4], b[NV][4];
+    load_row4<NV>(dy + row * cols, t, nq, a);
+    load_row4<NV>(y + row * cols, t, nq, b);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) acc[i] += a[k][i] * b[k][i];
+    const float dot = warp_sum(sum4(acc));
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) a[k][i] = b[k][i] * (a[k][i] - dot);
+    store_row4<NV>(dx + row * cols, t, nq, a);
+  }
 };
 
 // Two-pass mean and biased variance, like the CPU reference; the cache keeps x.
@@ -109,6 +167,28 @@ __device__ __forceinline__ void mean_rstd(const float* x, int64_t cols, float ep
   rstd = 1.0f / sqrtf(var + eps);
 }
 
+// float4 frame: the sum over the row of the values in registers.
+template <int NV>
+__device__ __forceinline__ float row_sum4(const float (&v)[NV][4], int t, int nq) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) acc[i] += v[k][i];
+  return warp_sum(sum4(acc));
+}
+
+// float4 frame: the same two passes over the registers (no extra memory traffic).
+template <int NV>
+__device__ __forceinline__ void mean_rstd4(const float (&v)[NV][4], int t, int nq, int64_t cols, float eps,
+                                           float& mean, float& rstd) {
+  mean = row_sum4<NV>(v, t, nq) / static_cast<float>(cols);
+  float sq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) {
+    const float d = v[k][i] - mean;
+    sq[i] += d * d;
+  }
+  const float var = warp_sum(sum4(sq)) / static_cast<float>(cols);
+  rstd = 1.0f / sqrtf(var + eps);
+}
+
 struct LayernormOp {
   const float* x;
   const float* gamma;
@@ -124,6 +204,22 @@ struct LayernormOp {
     float mean, rstd;
     mean_rstd<G, VPT>(xr, cols, eps, t, smem, c, mean, rstd);
     TG_ROW_LOOP(k, j) { yr[j] = (c.get(k, xr, j) - mean) * rstd * gamma[j] + beta[j]; }
+  }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float v[NV][4];
+    load_row4<NV>(x + row * cols, t, nq, v);
+    float mean, rstd;
+    mean_rstd4<NV>(v, t, nq, cols, eps, mean, rstd);
+    // gamma and beta (8 KB) are re-read by every row: L1/L2 hits, loaded late so they
+    // do not hold registers during the reductions.
+    TG_CHUNK_LOOP(k) {
+      float g[4], b[4];
+      load4(gamma + chunk_col(t, k), g);
+      load4(beta + chunk_col(t, k), b);
+      TG_LANE_LOOP(i) v[k][i] = (v[k][i] - mean) * rstd * g[i] + b[i];
+    }
+    store_row4<NV>(y + row * cols, t, nq, v);
   }
 };
 
@@ -158,6 +254,38 @@ struct LayernormGradXOp {
       dxr[j] = rstd * (g - mean_g - xhat * mean_gx);
     }
   }
+  // Both input rows are loaded up front (twice the bytes in flight of a mean-first
+  // order), and the variance, sum(g) and sum(g (x - mean)) share one shuffle tree:
+  // sum(g xhat) = rstd * sum(g (x - mean)), the same value up to rounding.
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float xv[NV][4], gv[NV][4];
+    load_row4<NV>(x + row * cols, t, nq, xv);
+    load_row4<NV>(dy + row * cols, t, nq, gv);
+    const float mean = row_sum4<NV>(xv, t, nq) / static_cast<float>(cols);
+    float sq[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sg[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sgd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    TG_CHUNK_LOOP(k) {
+      float gm[4];
+      load4(gamma + chunk_col(t, k), gm);
+      TG_LANE_LOOP(i) {
+        const float d = xv[k][i] - mean;
+        const float g = gv[k][i] * gm[i];
+        xv[k][i] = d;
+        gv[k][i] = g;
+        sq[i] += d * d;
+        sg[i] += g;
+        sgd[i] += g * d;
+      }
+    }
+    float var = sum4(sq), sum_g = sum4(sg), sum_gd = sum4(sgd);
+    warp_sum3(var, sum_g, sum_gd);
+    const float inv_cols = 1.0f / static_cast<float>(cols);
+    const float rstd = 1.0f / sqrtf(var / static_cast<float>(cols) + eps);
+    const float mean_g = sum_g * inv_cols;
+    const float mean_gx = sum_gd * rstd * inv_cols;
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) xv[k][i] = rstd * (gv[k][i] - mean_g - (xv[k][i] * rstd) * mean_gx);
+    store_row4<NV>(dx + row * cols, t, nq, xv);
+  }
 };
 
 struct CrossEntropyGradOp {
@@ -177,6 +305,18 @@ struct CrossEntropyGradOp {
     const float inv = 1.0f / s;
     const float scale = label < 0 ? NAN : dloss[0] / static_cast<float>(rows);
     TG_ROW_LOOP(k, j) { dxr[j] = (cached_exp(c, k, xr, j, m) * inv - (j == label ? 1.0f : 0.0f)) * scale; }
+  }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    const int64_t label = label_col(labels, row, cols);
+    float v[NV][4];
+    load_row4<NV>(logits + row * cols, t, nq, v);
+    float m, s;
+    exp_sum4<NV>(v, t, nq, m, s);
+    const float inv = 1.0f / s;
+    const float scale = label < 0 ? NAN : dloss[0] / static_cast<float>(rows);
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] = (v[k][i] * inv - (chunk_col(t, k) + i == label ? 1.0f : 0.0f)) * scale;
+    store_row4<NV>(dx + row * cols, t, nq, v);
   }
 };
 
@@ -212,22 +352,25 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits
 }  // namespace
 
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
-  launch_rows(SoftmaxOp{x, y, cols}, rows, cols, s);
+  launch_rows(SoftmaxOp{x, y, cols}, rows, cols, aligned16(x) && aligned16(y), s);
 }
 void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, cudaStream_t s) {
-  launch_rows(SoftmaxGradOp{dy, y, dx, cols}, rows, cols, s);
+  launch_rows(SoftmaxGradOp{dy, y, dx, cols}, rows, cols, aligned16(dy) && aligned16(y) && aligned16(dx), s);
 }
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
                     float eps, cudaStream_t s) {
-  launch_rows(LayernormOp{x, gamma, beta, y, cols, eps}, rows, cols, s);
+  launch_rows(LayernormOp{x, gamma, beta, y, cols, eps}, rows, cols,
+              aligned16(x) && aligned16(gamma) && aligned16(beta) && aligned16(y), s);
 }
 void layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                            int64_t cols, float eps, cudaStream_t s) {
-  launch_rows(LayernormGradXOp{dy, x, gamma, dx, cols, eps}, rows, cols, s);
+  launch_rows(LayernormGradXOp{dy, x, gamma, dx, cols, eps}, rows, cols,
+              aligned16(dy) && aligned16(x) && aligned16(gamma) && aligned16(dx), s);
 }
 void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
                         int64_t cols, cudaStream_t s) {
-  launch_rows(CrossEntropyGradOp{logits, labels, dloss, dx, rows, cols}, rows, cols, s);
+  launch_rows(CrossEntropyGradOp{logits, labels, dloss, dx, rows, cols}, rows, cols,
+              aligned16(logits) && aligned16(dx), s);
 }
 
 void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
@@ -265,12 +408,23 @@ struct RowStatsOp {
       stats[2 * row + 1] = rstd;
     }
   }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float v[NV][4];
+    load_row4<NV>(x + row * cols, t, nq, v);
+    float mean, rstd;
+    mean_rstd4<NV>(v, t, nq, cols, eps, mean, rstd);
+    if (t == 0) {
+      stats[2 * row] = mean;
+      stats[2 * row + 1] = rstd;
+    }
+  }
 };
 
 }  // namespace
 
 void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
-  launch_rows(RowStatsOp{x, stats, cols, eps}, rows, cols, s);
+  launch_rows(RowStatsOp{x, stats, cols, eps}, rows, cols, aligned16(x), s);
 }
 
 }  // namespace tg::kernels::cuda
