@@ -1,0 +1,33 @@
+#pragma once
+// Closed formulas for the bytes each role needs, from a model's config alone
+// (no graph is built). docs/memory.md derives them; measure_memory.cpp checks
+// them against the static planner (naive mode: one buffer per value, so a
+// role's bytes are the plain sum of its values) and the dynamic allocator.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "graph/models.h"
+
+namespace tg::memory {
+
+// The roles tg-memory reports, in report order. workspace = every other value
+// that owns storage: forward temporaries that backward does not read, the
+// backward's temporaries, the prediction and the loss.
+enum class MemRole : int { parameters, gradients, momentum, activations, workspace, inputs };
+constexpr int kNumMemRoles = 6;
+const char* mem_role_name(MemRole r);
+using RoleBytes = std::array<int64_t, kNumMemRoles>;
+
+struct Predicted {
+  RoleBytes bytes{};
+  int64_t total() const;
+  int64_t at(MemRole r) const { return bytes[static_cast<size_t>(r)]; }
+};
+
+// training = false: the inference graph (forward only, no loss): no gradients,
+// momentum or saved activations; everything but parameters and inputs is workspace.
+Predicted predict_mlp(const MlpConfig& c, bool training, bool momentum);
+Predicted predict_transformer(const TransformerConfig& c, bool training, bool momentum);
+
+}  // namespace tg::memory
