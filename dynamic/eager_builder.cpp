@@ -312,6 +312,15 @@ void EagerBuilder::end_iteration() {
   feeds_ = nullptr;
 }
 
+void EagerBuilder::abort_iteration() {
+  if (!in_iteration_) return;
+  for (size_t i = 0; i < slots_.size(); ++i) release(static_cast<int>(i));
+  plan_->valid = false;
+  tape_.clear();
+  in_iteration_ = false;
+  feeds_ = nullptr;
+}
+
 void EagerBuilder::learn_plan() {
   Plan& plan = *plan_;
   if (!opt_.free_early) return;

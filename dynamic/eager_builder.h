@@ -67,6 +67,9 @@ class EagerBuilder final : public Builder {
   void set_taping(bool on, Role role);
   // Frees every tensor of this iteration and learns the last-use plan for the next.
   void end_iteration();
+  // After a failure mid-iteration: frees everything and forgets the plan (a
+  // partial trace must not become the next iteration's plan).
+  void abort_iteration();
   const std::vector<TapeEntry>& tape() const { return tape_; }
   bool in_iteration() const { return in_iteration_; }
 

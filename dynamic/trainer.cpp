@@ -75,7 +75,7 @@ float DynamicTrainer::step(const Feeds& feeds) {
     finish(seconds(t0, Clock::now()));
     return loss;
   } catch (...) {
-    b.end_iteration();
+    b.abort_iteration();
     throw;
   }
 }
@@ -93,7 +93,7 @@ std::vector<float> DynamicTrainer::run_inference(const Feeds& feeds) {
     finish(seconds(t0, Clock::now()));
     return pred;
   } catch (...) {
-    b.end_iteration();
+    b.abort_iteration();
     throw;
   }
 }

@@ -202,6 +202,17 @@ TEST_CASE("errors: missing feed, wrong size, unknown allocator, step on an infer
   f["x"].pop_back();
   CHECK_THROWS_WITH_AS(tr.step(f), doctest::Contains("its feed holds 31 floats"), std::invalid_argument);
   CHECK_NOTHROW(tr.step(ref.feeds));  // a failed step leaves the trainer usable
+  // A step that fails half-way (labels out of range, found by the loss kernel)
+  // must not leave its partial trace behind as the next step's plan.
+  MlpConfig ce = small_mlp();
+  ce.loss = MlpConfig::Loss::cross_entropy;
+  Reference cref(mlp_fn(ce));
+  DynamicTrainer ctr(mlp_fn(ce), *be, "caching", dyn_opts());
+  ctr.step(cref.feeds);
+  Feeds bad = cref.feeds;
+  bad["labels"][0] = 99.0f;
+  CHECK_THROWS(ctr.step(bad));
+  for (int s = 0; s < 3; ++s) CHECK_NOTHROW(ctr.step(cref.feeds));
   CHECK_THROWS_WITH_AS(DynamicTrainer(model, *be, "slab"), doctest::Contains("unknown allocator 'slab'"),
                        std::invalid_argument);
   DynamicOptions o = dyn_opts();
@@ -244,19 +255,33 @@ TEST_CASE("time breakdown: phases add up, and sampled timing costs little") {
   const ModelFn model = [c](Builder& b) { return chain(b, c); };
   Feeds f;
   f["x"] = std::vector<float>(8, 0.25f);
-  auto best_of = [&](Timing t, IterationBreakdown* out) {
-    auto be = make_cpu_backend();
+  struct Runner {
+    std::unique_ptr<Backend> be = make_cpu_backend();
+    std::unique_ptr<DynamicTrainer> tr;
+    double best = 1e30;
+  };
+  auto make = [&](Timing t) {
+    Runner r;
     DynamicOptions o = dyn_opts();
     o.inference = true;
     o.timing = t;
-    DynamicTrainer tr(model, *be, "caching", o);
-    double best = 1e30;
-    for (int r = 0; r < 15; ++r) {
-      tr.run_inference(f);
-      best = std::min(best, tr.last_breakdown().total_s);
-    }
-    if (out) *out = tr.last_breakdown();
-    return best;
+    r.tr = std::make_unique<DynamicTrainer>(model, *r.be, "caching", o);
+    return r;
+  };
+  // Alternating runs, best of many: the machine's load hits both alike.
+  auto race = [&](Runner& a, Runner& b, int reps) {
+    for (int r = 0; r < reps; ++r)
+      for (Runner* x : {&a, &b}) {
+        x->tr->run_inference(f);
+        x->best = std::min(x->best, x->tr->last_breakdown().total_s);
+      }
+  };
+  auto best_of = [&](Timing t, IterationBreakdown* out) {
+    Runner r = make(t);
+    Runner unused = make(Timing::off);
+    race(r, unused, 3);
+    if (out) *out = r.tr->last_breakdown();
+    return r.best;
   };
   IterationBreakdown bd;
   best_of(Timing::every_op, &bd);
@@ -267,9 +292,12 @@ TEST_CASE("time breakdown: phases add up, and sampled timing costs little") {
   CHECK(bd.launch_s > 0);
   CHECK(bd.build_s + bd.alloc_s + bd.launch_s <= bd.total_s);
   IterationBreakdown sb;
-  const double on = best_of(Timing::sampled, &sb), off = best_of(Timing::off, nullptr);
+  Runner on_r = make(Timing::sampled), off_r = make(Timing::off);
+  race(on_r, off_r, 40);
+  sb = on_r.tr->last_breakdown();
+  const double on = on_r.best, off = off_r.best;
   CHECK(sb.timed_ops == 1000 / 16 + (1000 % 16 ? 1 : 0));
-  MESSAGE("chain of 1000 ops, best of 15: timing off " << off * 1e6 << " us, sampled " << on * 1e6 << " us ("
+  MESSAGE("chain of 1000 ops, best of 40: timing off " << off * 1e6 << " us, sampled " << on * 1e6 << " us ("
           << (on / off - 1) * 100 << "%); per op: build " << sb.build_s / 1000 * 1e9 << " ns, alloc "
           << sb.alloc_s / 1000 * 1e9 << " ns, launch " << sb.launch_s / 1000 * 1e9 << " ns");
   // The target is < 2%; on a shared 2-core machine only a gross regression is detectable.
