@@ -79,12 +79,16 @@ Predicted predict_transformer(const TransformerConfig& c, bool training, bool mo
   set(p, MemRole::inputs, 2 * N * D);  // x, target
   set(p, MemRole::gradients, P);
   set(p, MemRole::momentum, momentum ? P : 0);
-  // Saved: ln1 out, q/k/v (after the head split), merged heads, a, ln2 out (7 ND);
-  // softmax out (A, read by softmax_grad and by P·V's gradient); fc1 out and gelu out (2 NF).
-  set(p, MemRole::activations, 7 * N * D + A + 2 * N * F);
+  // Saved: ln1 out, a, ln2 out (3 ND); softmax out (A, read by softmax_grad and by
+  // P·V's gradient); fc1 out and gelu out (2 NF). q, k, v after the head split and the
+  // merged heads are saved too, but as reshape views of transpose outputs that no rule
+  // reads directly: bytes are counted by the role of the value that owns the storage
+  // (static/planner.h role_bytes), so those 4 ND land in workspace below.
+  set(p, MemRole::activations, 3 * N * D + A + 2 * N * F);
   // Forward not saved: q/k/v matmul + bias_add (6 ND), scores and scaled (2 A), ctx (ND),
   // o matmul + bias_add (2 ND), fc1 matmul (NF), fc2 matmul + bias_add (2 ND), y (ND), loss (1).
-  const int64_t fwd = 12 * N * D + 2 * A + N * F + 1;
+  // Plus the 4 transpose outputs under the saved views (q, k, v split; merged heads).
+  const int64_t fwd = 16 * N * D + 2 * A + N * F + 1;
   // Backward: seed (1), dy (ND), d fc2-in and gelu_grad (2 NF), d ln2-in, ln2 grad_x, the
   // sum of a's two gradients, d merged, its transpose, dV, dQ, dK, three head-merge
   // transposes, three d(ln1 out) parts and their two sums (17 ND); dP, softmax_grad, scale (3 A).
