@@ -48,8 +48,10 @@ ModelOutputs chain(Builder& b, const ChainConfig& c) {
   const Value w = b.parameter("chain.w", s);
   for (int i = 0; i < c.n; ++i) {
     switch (i % 3) {
-      case 0: h = scale(b, h, 0.5f); break;
-      case 1: h = add(b, h, w); break;
+      // add(w) first, so that even a one-op chain has a trainable parameter
+      // (tg-launch compiles training chains of every length).
+      case 0: h = add(b, h, w); break;
+      case 1: h = scale(b, h, 0.5f); break;
       default: h = relu(b, h, c.in_place_relu); break;
     }
   }

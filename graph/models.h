@@ -16,7 +16,7 @@ struct ModelOutputs {
 };
 using ModelFn = std::function<ModelOutputs(Builder&)>;
 
-// N tiny elementwise ops on a [size] vector, cycling scale(0.5), add(w), relu
+// N tiny elementwise ops on a [size] vector, cycling add(w), scale(0.5), relu
 // (op i is i % 3 of that list), then mse_loss against a "target" input. One
 // shared parameter "chain.w" [size]. scale by 0.5 keeps the values bounded for
 // any N. Exactly n forward nodes before the loss: the launch-overhead workload.
