@@ -46,32 +46,42 @@ void raw_floors(th::Experiment& e, const std::vector<int>& ns) {
   auto sync = [&] { rc.sync(); };
   // One kernel then a sync: what an eager framework pays when it reads a result after every op.
   e.report().add_time("raw_eager_sync", {{"n_ops", 1}, {"executor", "raw_eager"}},
-                      th::time_host(e.loop(), [&] { rc.launch_empty(1); rc.sync(); }));
+                      th::time_host(e.loop(), [&] { rc.launch(1, launch::RawKernel::empty, false); rc.sync(); }));
+  std::vector<bool> pdl_modes{false};
+  if (rc.pdl_supported()) pdl_modes.push_back(true);
+  else e.report().skip("raw_floors pdl=1", "programmatic dependent launch needs compute capability >= 9.0");
   for (int n : ns) {
-    // N launches back to back, one sync at the end: the host enqueue rate.
-    auto& eg = e.report().add_time("raw_eager", {{"n_ops", n}, {"executor", "raw_eager"}},
-                                   th::time_host(e.loop(), [&] { rc.launch_empty(n); }, sync));
-    eg.extra["us_per_kernel"] = eg.stats.median / n * 1e6;
-    launch::EmptyGraph g(rc, n);
-    auto& gh = e.report().add_time("raw_graph", {{"n_ops", n}, {"executor", "raw_graph"}},
-                                   th::time_host(e.loop(), [&] { g.launch(); }, sync));
-    gh.extra["us_per_node"] = gh.stats.median / n * 1e6;
-    gh.extra["capture_ms"] = g.capture_s * 1e3;
-    gh.extra["instantiate_ms"] = g.instantiate_s * 1e3;
-    auto& gg = e.report().add_time("raw_graph_gpu", {{"n_ops", n}, {"executor", "raw_graph"}},
-                                   th::time_gpu(e.loop(), [&](void*) { g.launch(); }, rc.stream()), "gpu");
-    gg.extra["us_per_node"] = gg.stats.median / n * 1e6;
-    if (n == 1000) {
-      // The host cost of the cudaGraphLaunch call alone (the GPU work is waited for outside the sample).
-      auto call = th::run_loop(e.loop(), [&] {
-        rc.sync();
-        const double t0 = th::now_s();
-        g.launch();
-        const double t = th::now_s() - t0;
-        rc.sync();
-        return t;
-      });
-      e.report().add_time("cuda_graph_launch_call", {{"graph_nodes", n}}, std::move(call));
+    for (const launch::RawKernel k : {launch::RawKernel::empty, launch::RawKernel::touch}) {
+      for (const bool pdl : pdl_modes) {
+        const char* kn = launch::raw_kernel_name(k);
+        // N launches back to back, one sync at the end: the host enqueue rate (empty),
+        // or the GPU's launch-to-launch latency when that is slower (touch).
+        auto& eg = e.report().add_time("raw_eager", {{"n_ops", n}, {"executor", "raw_eager"}, {"kernel", kn},
+                                                     {"pdl", pdl ? 1 : 0}},
+                                       th::time_host(e.loop(), [&] { rc.launch(n, k, pdl); }, sync));
+        eg.extra["us_per_kernel"] = eg.stats.median / n * 1e6;
+        launch::RawGraph g(rc, n, k, pdl);
+        const th::Params gp{{"n_ops", n}, {"executor", "raw_graph"}, {"kernel", kn}, {"pdl", pdl ? 1 : 0}};
+        auto& gh = e.report().add_time("raw_graph", gp, th::time_host(e.loop(), [&] { g.launch(); }, sync));
+        gh.extra["us_per_node"] = gh.stats.median / n * 1e6;
+        gh.extra["capture_ms"] = g.capture_s * 1e3;
+        gh.extra["instantiate_ms"] = g.instantiate_s * 1e3;
+        auto& gg = e.report().add_time("raw_graph_gpu", gp,
+                                       th::time_gpu(e.loop(), [&](void*) { g.launch(); }, rc.stream()), "gpu");
+        gg.extra["us_per_node"] = gg.stats.median / n * 1e6;
+        if (n == 1000 && k == launch::RawKernel::empty && !pdl) {
+          // The host cost of the cudaGraphLaunch call alone (the GPU work is waited for outside the sample).
+          auto call = th::run_loop(e.loop(), [&] {
+            rc.sync();
+            const double t0 = th::now_s();
+            g.launch();
+            const double t = th::now_s() - t0;
+            rc.sync();
+            return t;
+          });
+          e.report().add_time("cuda_graph_launch_call", {{"graph_nodes", n}}, std::move(call));
+        }
+      }
     }
   }
 #endif

@@ -9,11 +9,12 @@ namespace {
 [[noreturn]] void no_cuda() { throw std::logic_error("tg-launch: built without CUDA (TWOGRAPH_CUDA=OFF)"); }
 }  // namespace
 bool have_cuda() { return false; }
+const char* raw_kernel_name(RawKernel k) { return k == RawKernel::empty ? "empty" : "touch"; }
 RawCuda::RawCuda() { no_cuda(); }
 RawCuda::~RawCuda() = default;
-void RawCuda::launch_empty(int64_t) { no_cuda(); }
+void RawCuda::launch(int64_t, RawKernel, bool) { no_cuda(); }
 void RawCuda::sync() { no_cuda(); }
-EmptyGraph::EmptyGraph(RawCuda& rc, int64_t) : rc_(rc) { no_cuda(); }
-EmptyGraph::~EmptyGraph() = default;
-void EmptyGraph::launch() { no_cuda(); }
+RawGraph::RawGraph(RawCuda& rc, int64_t, RawKernel, bool) : rc_(rc) { no_cuda(); }
+RawGraph::~RawGraph() = default;
+void RawGraph::launch() { no_cuda(); }
 }  // namespace tg::launch

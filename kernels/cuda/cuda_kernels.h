@@ -50,6 +50,12 @@ void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool tran
             const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c);
 
 // ---- elementwise (elementwise.cu), n elements ---------------------------------
+// Programmatic dependent launch (kernels/cuda/pdl.cuh): on by default where the device
+// has it (compute capability >= 9.0); TG_PDL=0 in the environment or set_pdl(false)
+// turns it off for the launches that follow (a captured CUDA Graph keeps what it had).
+void set_pdl(bool enabled);
+bool pdl_active();  // for the current device
+
 void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);

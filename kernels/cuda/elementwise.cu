@@ -5,7 +5,10 @@
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
+#include <fmt/format.h>
+
 #include <atomic>
+#include <cstdlib>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
@@ -27,6 +30,40 @@ int sm_count() {
   return v;
 }
 
+namespace {
+// -1: not decided yet (TG_PDL read at first use), 0 off, 1 on where the device has it.
+std::atomic<int> g_pdl_mode{-1};
+}  // namespace
+
+bool pdl_enabled() {
+  int mode = g_pdl_mode.load(std::memory_order_relaxed);
+  if (mode < 0) {
+    const char* v = std::getenv("TG_PDL");
+    mode = (v && v[0] == '0') ? 0 : 1;
+    g_pdl_mode.store(mode, std::memory_order_relaxed);
+  }
+  if (mode == 0) return false;
+  static std::atomic<int> cache[64];  // per device: 0 unknown, 1 no, 2 yes
+  int dev = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) return false;
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    v = major >= 9 ? 2 : 1;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+
+void throw_launch(cudaError_t e, LaunchSite at, dim3 grid, dim3 block) {
+  cudaGetLastError();  // a launch error is not sticky: clear it so the next call starts clean
+  throw CudaError(fmt::format("{}:{}: kernel launch (grid {}x{}x{}, block {}x{}x{}) failed: {} ({})", at.file, at.line,
+                              grid.x, grid.y, grid.z, block.x, block.y, block.z, cudaGetErrorName(e),
+                              cudaGetErrorString(e)));
+}
+
 int grid_for(int64_t work, int block) {
   const int64_t want = (work + block - 1) / block;
   const int64_t cap = static_cast<int64_t>(sm_count()) * (2048 / block);
@@ -45,6 +82,7 @@ using detail::kBlock;
 // F: float operator()(float a, float b) const; unary ops ignore b (passed as a).
 template <bool kBinary, typename F>
 __global__ void ew_vec_kernel(F f, const float* a, const float* b, float* y, int64_t n4, int64_t n) {
+  pdl::prologue();
   const float4* a4 = reinterpret_cast<const float4*>(a);
   const float4* b4 = reinterpret_cast<const float4*>(kBinary ? b : a);
   float4* y4 = reinterpret_cast<float4*>(y);
@@ -65,6 +103,7 @@ __global__ void ew_vec_kernel(F f, const float* a, const float* b, float* y, int
 
 template <bool kBinary, typename F>
 __global__ void ew_scalar_kernel(F f, const float* a, const float* b, float* y, int64_t n) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     y[i] = f(a[i], kBinary ? b[i] : a[i]);
@@ -76,11 +115,10 @@ void launch_ew(F f, const float* a, const float* b, float* y, int64_t n, cudaStr
   if (aligned16(a) && (!kBinary || aligned16(b)) && aligned16(y)) {
     const int64_t n4 = n / 4;
     const int64_t work = n4 > (n - 4 * n4) ? n4 : (n - 4 * n4);
-    ew_vec_kernel<kBinary><<<grid_for(work), kBlock, 0, s>>>(f, a, b, y, n4, n);
+    detail::launch(TG_LAUNCH_SITE, ew_vec_kernel<kBinary, F>, grid_for(work), kBlock, s, f, a, b, y, n4, n);
   } else {
-    ew_scalar_kernel<kBinary><<<grid_for(n), kBlock, 0, s>>>(f, a, b, y, n);
+    detail::launch(TG_LAUNCH_SITE, ew_scalar_kernel<kBinary, F>, grid_for(n), kBlock, s, f, a, b, y, n);
   }
-  TG_LAUNCH_CHECK();
 }
 
 struct AddF { __device__ float operator()(float a, float b) const { return __fadd_rn(a, b); } };
@@ -123,6 +161,7 @@ struct SgdF {
 };
 
 __global__ void fill_kernel(float* y, float value, int64_t n) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (aligned16(y)) {
@@ -138,6 +177,7 @@ __global__ void fill_kernel(float* y, float value, int64_t n) {
 // bias_add: each thread walks whole float4s of a row-major [rows, cols] tensor; the
 // vector path needs cols % 4 == 0 so that a float4 never straddles two rows.
 __global__ void bias_vec_kernel(const float* x, const float* bias, float* y, int64_t n4, int64_t cols4) {
+  pdl::prologue();
   const float4* x4 = reinterpret_cast<const float4*>(x);
   const float4* b4 = reinterpret_cast<const float4*>(bias);
   float4* y4 = reinterpret_cast<float4*>(y);
@@ -148,12 +188,14 @@ __global__ void bias_vec_kernel(const float* x, const float* bias, float* y, int
   }
 }
 __global__ void bias_scalar_kernel(const float* x, const float* bias, float* y, int64_t n, int64_t cols) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     y[i] = __fadd_rn(x[i], bias[i % cols]);
 }
 
 __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr, float momentum, int64_t n) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   auto step = [&](float& pp, float gg, float& vv) {
@@ -183,6 +225,9 @@ __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr
 
 }  // namespace
 
+void set_pdl(bool enabled) { detail::g_pdl_mode.store(enabled ? 1 : 0, std::memory_order_relaxed); }
+bool pdl_active() { return detail::pdl_enabled(); }
+
 void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(AddF{}, a, b, y, n, s); }
 void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(SubF{}, a, b, y, n, s); }
 void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(MulF{}, a, b, y, n, s); }
@@ -208,24 +253,21 @@ void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s) { launch
 
 void fill(float* y, float value, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  fill_kernel<<<grid_for(aligned16(y) ? n / 4 + 4 : n), kBlock, 0, s>>>(y, value, n);
-  TG_LAUNCH_CHECK();
+  detail::launch(TG_LAUNCH_SITE, fill_kernel, grid_for(aligned16(y) ? n / 4 + 4 : n), kBlock, s, y, value, n);
 }
 
 void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
   if (cols % 4 == 0 && aligned16(x) && aligned16(bias) && aligned16(y))
-    bias_vec_kernel<<<grid_for(n / 4), kBlock, 0, s>>>(x, bias, y, n / 4, cols / 4);
+    detail::launch(TG_LAUNCH_SITE, bias_vec_kernel, grid_for(n / 4), kBlock, s, x, bias, y, n / 4, cols / 4);
   else
-    bias_scalar_kernel<<<grid_for(n), kBlock, 0, s>>>(x, bias, y, n, cols);
-  TG_LAUNCH_CHECK();
+    detail::launch(TG_LAUNCH_SITE, bias_scalar_kernel, grid_for(n), kBlock, s, x, bias, y, n, cols);
 }
 
 void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  sgd_momentum_kernel<<<grid_for(n / 4 + 4), kBlock, 0, s>>>(p, g, v, lr, momentum, n);
-  TG_LAUNCH_CHECK();
+  detail::launch(TG_LAUNCH_SITE, sgd_momentum_kernel, grid_for(n / 4 + 4), kBlock, s, p, g, v, lr, momentum, n);
 }
 
 }  // namespace tg::kernels::cuda

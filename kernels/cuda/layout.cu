@@ -20,6 +20,7 @@ struct Dims4 {
 };
 
 __global__ void transpose_gather_kernel(const float* x, float* y, Dims4 d, int64_t total) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     int64_t rem = idx, src = 0;
@@ -35,6 +36,7 @@ __global__ void transpose_gather_kernel(const float* x, float* y, Dims4 d, int64
 
 // x is [batch, r, c] -> y [batch, c, r]. The +1 pads the tile against bank conflicts.
 __global__ void transpose_tile_kernel(const float* x, float* y, int64_t batch, int64_t r, int64_t c) {
+  pdl::prologue();
   __shared__ float tile[32][33];
   const int64_t tiles_r = (r + 31) / 32, tiles_c = (c + 31) / 32;
   const int64_t per_batch = tiles_r * tiles_c;
@@ -70,8 +72,7 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
     const int64_t r = in_dims[rank - 2], c = in_dims[rank - 1];
     const int64_t tiles = (total / (r * c)) * ((r + 31) / 32) * ((c + 31) / 32);
     const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
-    transpose_tile_kernel<<<static_cast<int>(tiles < cap ? tiles : cap), dim3(32, 8), 0, s>>>(x, y, total / (r * c),
-                                                                                                r, c);
+    detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel, static_cast<int>(tiles < cap ? tiles : cap), dim3(32, 8), s, x, y, total / (r * c), r, c);
   } else {
     int64_t in_stride[kMaxRank];
     int64_t st = 1;
@@ -85,9 +86,8 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
       d4.od[pad + d] = in_dims[perm[d]];
       d4.st[pad + d] = in_stride[perm[d]];
     }
-    transpose_gather_kernel<<<grid_for(total), kBlock, 0, s>>>(x, y, d4, total);
+    detail::launch(TG_LAUNCH_SITE, transpose_gather_kernel, grid_for(total), kBlock, s, x, y, d4, total);
   }
-  TG_LAUNCH_CHECK();
 }
 
 }  // namespace tg::kernels::cuda

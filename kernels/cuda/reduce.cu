@@ -35,6 +35,7 @@ struct DyXhatLoad {
 // inner == 1: the axis is contiguous. A block of 256 threads per output row.
 template <typename Load>
 __global__ void reduce_rows_kernel(Load load, float* y, int64_t outer, int64_t len, double post_scale) {
+  pdl::prologue();
   __shared__ double smem[32];
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
     double acc = 0.0;
@@ -49,6 +50,7 @@ __global__ void reduce_rows_kernel(Load load, float* y, int64_t outer, int64_t l
 template <int BY, typename Load>
 __global__ void __launch_bounds__(32 * BY) reduce_inner_kernel(Load load, float* y, int64_t outer, int64_t len,
                                                                int64_t inner, double post_scale, bool accumulate) {
+  pdl::prologue();
   __shared__ double part[BY][33];
   const int64_t tiles = (inner + 31) / 32;
   for (int64_t tile = blockIdx.x; tile < outer * tiles; tile += gridDim.x) {
@@ -76,23 +78,21 @@ void launch_reduce(const Load& load, float* y, int64_t outer, int64_t len, int64
   if (outer <= 0 || inner <= 0) return;
   if (inner == 1 && !accumulate) {
     const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
-    reduce_rows_kernel<<<static_cast<int>(outer < cap ? outer : cap), kBlock, 0, s>>>(load, y, outer, len, post_scale);
+    detail::launch(TG_LAUNCH_SITE, reduce_rows_kernel<Load>, static_cast<int>(outer < cap ? outer : cap), kBlock, s, load, y, outer, len, post_scale);
   } else {
     const int64_t tiles = outer * ((inner + 31) / 32);
     // Few output tiles: split the axis 32 ways so that a long axis still has threads.
     if (tiles < 2 * detail::sm_count()) {
-      reduce_inner_kernel<32><<<static_cast<int>(tiles), dim3(32, 32), 0, s>>>(load, y, outer, len, inner,
-                                                                              post_scale, accumulate);
+      detail::launch(TG_LAUNCH_SITE, reduce_inner_kernel<32, Load>, static_cast<int>(tiles), dim3(32, 32), s, load, y, outer, len, inner, post_scale, accumulate);
     } else {
       const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
-      reduce_inner_kernel<8><<<static_cast<int>(tiles < cap ? tiles : cap), dim3(32, 8), 0, s>>>(
-          load, y, outer, len, inner, post_scale, accumulate);
+      detail::launch(TG_LAUNCH_SITE, reduce_inner_kernel<8, Load>, static_cast<int>(tiles < cap ? tiles : cap), dim3(32, 8), s, load, y, outer, len, inner, post_scale, accumulate);
     }
   }
-  TG_LAUNCH_CHECK();
 }
 
 __global__ void broadcast_kernel(const float* x, float* y, int64_t total, int64_t size, int64_t inner) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     const int64_t o = idx / (size * inner), i = idx % inner;
@@ -100,6 +100,7 @@ __global__ void broadcast_kernel(const float* x, float* y, int64_t total, int64_
   }
 }
 __global__ void broadcast_vec_kernel(const float4* x, float4* y, int64_t total4, int64_t size, int64_t inner4) {
+  pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total4; idx += stride) {
     const int64_t o = idx / (size * inner4), i = idx % inner4;
@@ -113,6 +114,7 @@ __global__ void broadcast_vec_kernel(const float4* x, float4* y, int64_t total4,
 // scratch the single block of stage 1 writes the loss itself.
 __global__ void __launch_bounds__(1024) mse_partial_kernel(const float* p, const float* t, double* partial,
                                                            float* loss, int64_t n) {
+  pdl::prologue();
   __shared__ double smem[32];
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -145,6 +147,7 @@ __global__ void __launch_bounds__(1024) mse_partial_kernel(const float* p, const
 }
 
 __global__ void __launch_bounds__(1024) mse_final_kernel(const double* partial, int nparts, float* loss, int64_t n) {
+  pdl::prologue();
   __shared__ double smem[32];
   double acc = 0.0;
   for (int i = threadIdx.x; i < nparts; i += blockDim.x) acc += partial[i];
@@ -165,12 +168,9 @@ void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t in
   const int64_t total = outer * size * inner;
   if (total <= 0) return;
   if (inner % 4 == 0 && aligned16(x) && aligned16(y))
-    broadcast_vec_kernel<<<grid_for(total / 4), kBlock, 0, s>>>(reinterpret_cast<const float4*>(x),
-                                                                reinterpret_cast<float4*>(y), total / 4, size,
-                                                                inner / 4);
+    detail::launch(TG_LAUNCH_SITE, broadcast_vec_kernel, grid_for(total / 4), kBlock, s, reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), total / 4, size, inner / 4);
   else
-    broadcast_kernel<<<grid_for(total), kBlock, 0, s>>>(x, y, total, size, inner);
-  TG_LAUNCH_CHECK();
+    detail::launch(TG_LAUNCH_SITE, broadcast_kernel, grid_for(total), kBlock, s, x, y, total, size, inner);
 }
 
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
@@ -198,15 +198,12 @@ void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scra
   int64_t parts = want < detail::sm_count() * 2 ? want : detail::sm_count() * 2;
   if (parts > static_cast<int64_t>(scratch_bytes / sizeof(double))) parts = static_cast<int64_t>(scratch_bytes / sizeof(double));
   if (!scratch || parts < 2) {
-    mse_partial_kernel<<<1, 1024, 0, s>>>(p, t, nullptr, loss, n);
-    TG_LAUNCH_CHECK();
+    detail::launch(TG_LAUNCH_SITE, mse_partial_kernel, 1, 1024, s, p, t, nullptr, loss, n);
     return;
   }
   double* partial = static_cast<double*>(scratch);
-  mse_partial_kernel<<<static_cast<int>(parts), 1024, 0, s>>>(p, t, partial, loss, n);
-  TG_LAUNCH_CHECK();
-  mse_final_kernel<<<1, 1024, 0, s>>>(partial, static_cast<int>(parts), loss, n);
-  TG_LAUNCH_CHECK();
+  detail::launch(TG_LAUNCH_SITE, mse_partial_kernel, static_cast<int>(parts), 1024, s, p, t, partial, loss, n);
+  detail::launch(TG_LAUNCH_SITE, mse_final_kernel, 1, 1024, s, partial, static_cast<int>(parts), loss, n);
 }
 
 }  // namespace tg::kernels::cuda

@@ -326,6 +326,7 @@ struct CrossEntropyGradOp {
 template <int VPT>
 __global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits, const float* labels, float* loss,
                                                              int64_t rows, int64_t cols) {
+  pdl::prologue();
   constexpr int G = 32;
   __shared__ double totals[32];
   const int t = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -377,14 +378,13 @@ void cross_entropy(const float* logits, const float* labels, float* loss, int64_
                    cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
   if (cols <= 32)
-    cross_entropy_kernel<1><<<1, 1024, 0, s>>>(logits, labels, loss, rows, cols);
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<1>, 1, 1024, s, logits, labels, loss, rows, cols);
   else if (cols <= 128)
-    cross_entropy_kernel<4><<<1, 1024, 0, s>>>(logits, labels, loss, rows, cols);
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<4>, 1, 1024, s, logits, labels, loss, rows, cols);
   else if (cols <= 512)
-    cross_entropy_kernel<16><<<1, 1024, 0, s>>>(logits, labels, loss, rows, cols);
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<16>, 1, 1024, s, logits, labels, loss, rows, cols);
   else
-    cross_entropy_kernel<0><<<1, 1024, 0, s>>>(logits, labels, loss, rows, cols);
-  TG_LAUNCH_CHECK();
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<0>, 1, 1024, s, logits, labels, loss, rows, cols);
 }
 
 }  // namespace tg::kernels::cuda

@@ -52,6 +52,7 @@ struct RowCache {
 // Row ops implement: template <int G, int VPT> __device__ void run(int64_t row, int t, float* smem) const;
 template <int G, int VPT, typename Op>
 __global__ void __launch_bounds__(G == 32 ? 256 : G) rows_kernel(Op op, int64_t rows) {
+  pdl::prologue();
   __shared__ float smem[32];
   if constexpr (G == 32) {
     const int64_t per_block = blockDim.x / 32;
@@ -66,12 +67,11 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G) rows_kernel(Op op, int64_t 
 template <int G, int VPT, typename Op>
 void launch_rows_as(const Op& op, int64_t rows, cudaStream_t s) {
   if constexpr (G == 32) {
-    rows_kernel<32, VPT><<<grid_for(rows * 32, 256), 256, 0, s>>>(op, rows);
+    detail::launch(TG_LAUNCH_SITE, rows_kernel<32, VPT, Op>, grid_for(rows * 32, 256), 256, s, op, rows);
   } else {
     const int64_t cap = static_cast<int64_t>(sm_count()) * (2048 / G);
-    rows_kernel<G, VPT><<<static_cast<int>(rows < cap ? rows : cap), G, 0, s>>>(op, rows);
+    detail::launch(TG_LAUNCH_SITE, rows_kernel<G, VPT, Op>, static_cast<int>(rows < cap ? rows : cap), G, s, op, rows);
   }
-  TG_LAUNCH_CHECK();
 }
 
 // ---- The float4 frame: rows of at most 1024 columns with cols % 4 == 0 and every row
@@ -129,6 +129,7 @@ __device__ __forceinline__ void warp_sum3(float& a, float& b, float& c) {
 
 template <int NV, typename Op>
 __global__ void __launch_bounds__(256) rows4_kernel(Op op, int64_t rows, int nq) {
+  pdl::prologue();
   const int64_t step = static_cast<int64_t>(gridDim.x) * 8;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32; r < rows; r += step)
     op.template run4<NV>(r, static_cast<int>(threadIdx.x & 31), nq);
@@ -141,8 +142,7 @@ template <int NV, typename Op>
 void launch_rows4_as(const Op& op, int64_t rows, int64_t cols, cudaStream_t s) {
   const int64_t blocks = (rows + 7) / 8;
   const int grid = static_cast<int>(blocks < 0x7fffffff ? blocks : 0x7fffffff);
-  rows4_kernel<NV><<<grid, 256, 0, s>>>(op, rows, static_cast<int>(cols / 4));
-  TG_LAUNCH_CHECK();
+  detail::launch(TG_LAUNCH_SITE, rows4_kernel<NV, Op>, grid, 256, s, op, rows, static_cast<int>(cols / 4));
 }
 
 // Picks the group size and the register count from the row length. `vec_ok`: every
