@@ -1,5 +1,6 @@
 #include "experiments/harness/experiment.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -49,26 +50,50 @@ std::string devices_text() {
 }
 
 Experiment::Experiment(std::string tool, std::string description, std::string example)
-    : tool_(std::move(tool)), example_(std::move(example)), app_(std::move(description), tool_) {
-  app_.footer(fmt::format("Example:\n  {}\n\nExit status: 0 ok, 1 failure, 2 bad usage, 130 interrupted.", example_));
-  app_.add_option("--device", device_spec_, "N (a CUDA ordinal), auto (the GPU with most free memory, else the CPU), or cpu")
+    : tool_(std::move(tool)), example_(std::move(example)), app_(std::make_unique<CLI::App>(std::move(description), tool_)) {
+  CLI::App& app = *app_;
+  app.footer(fmt::format("Example:\n  {}\n\nExit status: 0 ok, 1 failure, 2 bad usage, 130 interrupted.", example_));
+  app.add_option("--device", device_spec_, "N (a CUDA ordinal), auto (the GPU with most free memory, else the CPU), or cpu")
       ->capture_default_str();
-  app_.add_flag("--list-devices", list_devices_, "List the CPU and the visible GPUs, then exit");
-  app_.add_flag("--quick", quick_, "Few repetitions and short sweeps (the main job's mode)");
-  app_.add_option("--repetitions", repetitions_, "Minimum number of timed repetitions per measurement (>= 1)")
+  app.add_flag("--list-devices", list_devices_, "List the CPU and the visible GPUs, then exit");
+  app.add_flag("--quick", quick_, "Few repetitions and short sweeps (the main job's mode)");
+  app.add_option("--repetitions", repetitions_, "Minimum number of timed repetitions per measurement (>= 1)")
       ->check(CLI::Range(1, 100000000));
-  app_.add_option("--warmup", warmup_, "Untimed calls before timing (>= 0)")->check(CLI::Range(0, 100000000));
-  app_.add_option("--min-time", min_time_, "Minimum timed seconds per measurement (>= 0)")
+  app.add_option("--warmup", warmup_, "Untimed calls before timing (>= 0)")->check(CLI::Range(0, 100000000));
+  app.add_option("--min-time", min_time_, "Minimum timed seconds per measurement (>= 0)")
       ->check(CLI::Range(0.0, 86400.0));
-  app_.add_option("--json", json_path_, "Write the JSON report to FILE (atomically)");
-  app_.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically)");
+  app.add_option("--json", json_path_, "Write the JSON report to FILE (atomically)");
+  app.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically)");
+}
+
+Experiment::~Experiment() = default;
+
+void Experiment::add_flag(const std::string& name, bool& value, const std::string& help) {
+  app_->add_flag(name, value, help);
+}
+void Experiment::add_option(const std::string& name, std::string& value, const std::string& help) {
+  app_->add_option(name, value, help)->capture_default_str();
+}
+void Experiment::add_option(const std::string& name, int& value, const std::string& help, int lo, int hi) {
+  app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
+}
+void Experiment::add_option(const std::string& name, int64_t& value, const std::string& help, int64_t lo,
+                            int64_t hi) {
+  app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
+}
+void Experiment::add_option(const std::string& name, double& value, const std::string& help, double lo, double hi) {
+  app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
+}
+void Experiment::add_option(const std::string& name, std::vector<int>& values, const std::string& help, int lo,
+                            int hi) {
+  app_->add_option(name, values, help)->check(CLI::Range(lo, hi));
 }
 
 int Experiment::parse(int argc, char** argv) {
   try {
-    app_.parse(argc, argv);
+    app_->parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::fputs(app_.help().c_str(), stdout);
+    std::fputs(app_->help().c_str(), stdout);
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for the options and an example.\n", tool_.c_str(), e.what(),

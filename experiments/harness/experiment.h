@@ -1,12 +1,18 @@
 #pragma once
 // The common command line and life cycle of every experiment binary (tg-*).
-#include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "experiments/harness/measure.h"
 #include "experiments/harness/report.h"
+
+namespace CLI {
+class App;
+}
 
 namespace tg::harness {
 
@@ -23,8 +29,20 @@ class Experiment {
   // example: a full command line shown at the end of --help.
   Experiment(std::string tool, std::string description, std::string example);
 
-  // Add experiment-specific flags here before run().
-  CLI::App& cli() { return app_; }
+  Experiment(const Experiment&) = delete;
+  Experiment& operator=(const Experiment&) = delete;
+  ~Experiment();
+
+  // Experiment-specific flags, added before run(). CLI11 is confined to experiment.cpp
+  // (it is the slowest header of the project to compile). --help shows each default; a
+  // value outside [lo, hi] is a usage error (exit 2) that names the flag and the range.
+  void add_flag(const std::string& name, bool& value, const std::string& help);
+  void add_option(const std::string& name, std::string& value, const std::string& help);
+  void add_option(const std::string& name, int& value, const std::string& help, int lo, int hi);
+  void add_option(const std::string& name, int64_t& value, const std::string& help, int64_t lo, int64_t hi);
+  void add_option(const std::string& name, double& value, const std::string& help, double lo, double hi);
+  // One or more values after the flag, each in [lo, hi].
+  void add_option(const std::string& name, std::vector<int>& values, const std::string& help, int lo, int hi);
 
   // Parses argv (common flags + yours), resolves --device, installs the SIGINT
   // handler, collects metadata, runs body, prints the table, writes --json/--csv
@@ -49,7 +67,7 @@ class Experiment {
   int parse(int argc, char** argv);  // -1: continue; else the exit status
 
   std::string tool_, example_;
-  CLI::App app_;
+  std::unique_ptr<CLI::App> app_;
   std::string device_spec_ = "auto", json_path_, csv_path_;
   bool list_devices_ = false, quick_ = false;
   int repetitions_ = -1, warmup_ = -1;

@@ -1,29 +1,9 @@
 #pragma once
 // tg_harness: what every experiment binary (tg-*) is built on. Link `tg_harness`.
 //
-// A complete experiment:
-//
-//   #include "experiments/harness/harness.h"
-//   namespace th = tg::harness;
-//
-//   int main(int argc, char** argv) {
-//     th::Experiment ex("tg-transfer", "What do transfers cost?",
-//                       "tg-transfer --device auto --quick --json transfer.json");
-//     int64_t max_bytes = 1 << 30;
-//     ex.cli().add_option("--max-bytes", max_bytes, "Largest copy");   // own flags: plain CLI11
-//     return ex.run(argc, argv, [&](th::Experiment& e) {
-//       if (!e.on_gpu()) { e.report().skip("h2d", "no GPU (--device cpu)"); return; }
-//       // e.device(): the CUDA ordinal (already cudaSetDevice'd), -1 = CPU backend.
-//       th::Progress bar(sizes.size(), "h2d");                      // stderr, only on a tty
-//       for (int64_t n : sizes) {
-//         TG_NVTX_RANGE("h2d");                                      // visible in Nsight Systems
-//         auto s = th::time_host(e.loop(), [&] { copy(n); }, [&] { sync(); });
-//         auto& m = e.report().add_time("h2d_copy", {{"size_bytes", n}, {"memory", "pinned"}}, s);
-//         m.extra["GB/s"] = n / m.stats.median / 1e9;
-//         bar.tick();
-//       }
-//     });
-//   }
+// The smallest complete experiment is experiments/noop/noop.cpp (tg-noop): an
+// Experiment with its own flag (Experiment::add_option), run() with a body that times
+// with time_host, records with report().add_time / skip, and ticks a Progress bar.
 //
 // run() does the rest: the common flags (--help with the example, --device N|auto|cpu,
 // --list-devices, --quick, --repetitions N, --warmup N, --min-time S, --json FILE,

@@ -118,9 +118,9 @@ int main(int argc, char** argv) {
   bool no_matmul = false;
   std::string names;
   for (const auto& n : tg::bench::case_names()) names += (names.empty() ? "" : ",") + n;
-  ex.cli().add_option("--max-bytes", max_bytes, "Largest tensor in bytes (default 1 GiB; --quick stops at 256 MiB)");
-  ex.cli().add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
-  ex.cli().add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
+  ex.add_option("--max-bytes", max_bytes, "Largest tensor in bytes (--quick stops at 256 MiB)", 1024, int64_t{1} << 36);
+  ex.add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
+  ex.add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
   return ex.run(argc, argv, [&](th::Experiment& e) {
     if (!e.on_gpu()) {
       e.report().skip("all kernels", "tg-kernels measures CUDA kernels; no GPU selected (--device cpu or none found)");

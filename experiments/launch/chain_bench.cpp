@@ -89,6 +89,45 @@ double measure_dynamic(th::Experiment& e, Backend& be, const ChainPoint& p, cons
   return med;
 }
 
+void measure_timing_overhead(th::Experiment& e, Backend& be, const ChainPoint& p) {
+  TG_NVTX_RANGE("dynamic_timing_overhead");
+  const ModelFn model = chain_model(p, false);
+  const Feeds feeds = bench::model_feeds(model, feed_seed(p));
+  DynamicOptions off, on;
+  off.inference = on.inference = true;
+  off.timing = Timing::off;
+  on.timing = Timing::sampled;
+  DynamicTrainer a(model, be, "caching", off), b(model, be, "caching", on);
+  // Interleaved, one iteration of each per round, so that a drift of the machine
+  // (clocks, other load) hits both alike; the difference of the medians is the cost.
+  const th::LoopOptions lo = e.loop();
+  const int rounds = std::max(lo.min_reps, e.quick() ? 20 : 200);
+  auto once = [&](DynamicTrainer& t) {
+    be.synchronize();
+    const double t0 = th::now_s();
+    t.run_inference(feeds);
+    be.synchronize();
+    return th::now_s() - t0;
+  };
+  for (int w = 0; w < std::max(1, lo.warmup); ++w) {
+    once(a);
+    once(b);
+  }
+  std::vector<double> sa, sb;
+  for (int r = 0; r < rounds; ++r) {
+    th::throw_if_interrupted();
+    sa.push_back(once(a));
+    sb.push_back(once(b));
+  }
+  const th::Params params{{"n_ops", p.n_ops}, {"executor", "dynamic"}, {"allocator", "caching"}, {"size", p.size}};
+  th::Params pa = params, pb = params;
+  pa.emplace("timing", "off");
+  pb.emplace("timing", "sampled");
+  const double ma = e.report().add_time("dynamic_iteration_timing", pa, std::move(sa)).stats.median;
+  const double mb = e.report().add_time("dynamic_iteration_timing", pb, std::move(sb)).stats.median;
+  e.report().add_value("timing_overhead", params, (mb / ma - 1.0) * 100.0, "%");
+}
+
 StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& be, const ChainPoint& p, bool graph,
                             const std::vector<float>& expected) {
   TG_NVTX_RANGE("static_chain");

@@ -20,6 +20,9 @@ struct ChainPoint {
 // Dynamic executor, inference (forward only, no tape), one allocator. Reports
 // dynamic_iteration[_<alloc>] and dynamic_{build,alloc,launch,other}[_<alloc>].
 // Returns the median seconds per iteration. `out` receives the chain's output.
+// The per-op breakdown's own cost: the same chain with Timing::off and Timing::sampled,
+// interleaved; records both and timing_overhead in percent of the untimed iteration.
+void measure_timing_overhead(harness::Experiment& e, Backend& be, const ChainPoint& p);
 double measure_dynamic(harness::Experiment& e, Backend& be, const ChainPoint& p, const std::string& allocator,
                        std::vector<float>* out);
 

@@ -49,9 +49,8 @@ int main(int argc, char** argv) {
                     "with and without transfers, and the crossover n",
                     "tg-matmul --device auto --quick --json matmul.json --csv matmul.csv");
   int64_t max_n = 5000, step = 500;
-  experiment.cli().add_option("--max-n", max_n, "Largest n")->capture_default_str()->check(CLI::Range(0, 20000));
-  experiment.cli().add_option("--step", step, "Step of n (not in --quick, which runs 0, 500, 1000, 2000, 5000)")
-      ->capture_default_str()->check(CLI::Range(1, 20000));
+  experiment.add_option("--max-n", max_n, "Largest n", 0, 20000);
+  experiment.add_option("--step", step, "Step of n (not in --quick, which runs 0, 500, 1000, 2000, 5000)", 1, 20000);
   return experiment.run(argc, argv, [&](th::Experiment& ex) {
     th::Report& r = ex.report();
     std::vector<int64_t> sizes;

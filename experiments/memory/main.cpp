@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   th::Experiment ex("tg-memory", "Where does memory go? Bytes per role: closed formula vs planner, allocator, device",
                     "tg-memory --device auto --quick --json docs/results/memory.json");
   bool explain_values = false;
-  ex.cli().add_flag("--explain", explain_values, "Print every value of each graph (role, bytes, owns storage)");
+  ex.add_flag("--explain", explain_values, "Print every value of each graph (role, bytes, owns storage)");
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool q = e.quick();
     MlpConfig mc;

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   th::Experiment ex("tg-noop", "Times an empty host function and an empty CUDA kernel launch (harness smoke test)",
                     "tg-noop --device auto --quick --json noop.json --csv noop.csv");
   int64_t batch = 1000;
-  ex.cli().add_option("--batch", batch, "Calls per sample for the host function (>= 1)")->check(CLI::Range(1, 100000000));
+  ex.add_option("--batch", batch, "Calls per sample for the host function", 1, 100000000);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     th::Progress bar(3, "tg-noop");
     {

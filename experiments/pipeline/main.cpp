@@ -67,10 +67,10 @@ int main(int argc, char** argv) {
                     "tg-pipeline --device auto --quick --json docs/results/pipeline.json");
   double batch_mib = 0;
   int work = 0, batches = 0, passes = 0;
-  ex.cli().add_option("--batch-mib", batch_mib, "MiB per batch (0: 16 on the GPU, 1 on the CPU)")->check(CLI::Range(0.0, 4096.0));
-  ex.cli().add_option("--work", work, "fma steps per element in the compute stage (0: 2048 GPU, 16 CPU)")->check(CLI::Range(0, 1000000));
-  ex.cli().add_option("--batches", batches, "Batches per pass (0: 32, 12 with --quick; >= 2 otherwise)")->check(CLI::Range(0, 100000));
-  ex.cli().add_option("--passes", passes, "Timed passes per mode (0: 10, 3 with --quick)")->check(CLI::Range(0, 10000));
+  ex.add_option("--batch-mib", batch_mib, "MiB per batch (0: 16 on the GPU, 1 on the CPU)", 0.0, 4096.0);
+  ex.add_option("--work", work, "fma steps per element in the compute stage (0: 2048 GPU, 16 CPU)", 0, 1000000);
+  ex.add_option("--batches", batches, "Batches per pass (0: 32, 12 with --quick; >= 2 otherwise)", 0, 100000);
+  ex.add_option("--passes", passes, "Timed passes per mode (0: 10, 3 with --quick)", 0, 10000);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool gpu = e.on_gpu();
     if (batches == 1) throw th::UsageError("--batches must be >= 2: overlap needs a next batch to work on");

@@ -218,9 +218,9 @@ int main(int argc, char** argv) {
   th::Experiment ex("tg-shapes", "What do static graphs pay for variable shapes? (sequence length per iteration)",
                     "tg-shapes --device auto --quick --json docs/results/shapes.json");
   int iterations = 0;
-  size_t cache_capacity = 16;
-  ex.cli().add_option("--iterations", iterations, "Training steps per strategy (0: 400, 80 with --quick)")->check(CLI::Range(0, 1000000));
-  ex.cli().add_option("--cache-capacity", cache_capacity, "cache strategy: plans kept at most")->check(CLI::Range(1, 4096));
+  int64_t cache_capacity = 16;
+  ex.add_option("--iterations", iterations, "Training steps per strategy (0: 400, 80 with --quick)", 0, 1000000);
+  ex.add_option("--cache-capacity", cache_capacity, "cache strategy: plans kept at most", 1, 4096);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool gpu = e.on_gpu();
     const int n = iterations > 0 ? iterations : (e.quick() ? (gpu ? 120 : 60) : 400);
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
       auto& d = record(e, "iteration", with("dynamic"), run_dynamic(be, m, bank, lens));
       d.extra["mean_len"] = static_cast<double>(tokens) / n;
       for (ShapeStrategy s : kStrategies) {
-        const RunStats r = run_strategy(s, be, m, bank, lens, cache_capacity);
+        const RunStats r = run_strategy(s, be, m, bank, lens, static_cast<size_t>(cache_capacity));
         auto& meas = record(e, "iteration", with(shape_strategy_name(s)), r);
         if (s == ShapeStrategy::update && gpu) {
           meas.extra["graph_exec_updates"] = r.updates;
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
         };
         const double dyn = record(e, "sweep_iteration", p("dynamic"), run_dynamic(be, m, bank, lens)).stats.mean;
         for (ShapeStrategy s : kStrategies) {
-          auto& meas = record(e, "sweep_iteration", p(shape_strategy_name(s)), run_strategy(s, be, m, bank, lens, cache_capacity));
+          auto& meas = record(e, "sweep_iteration", p(shape_strategy_name(s)), run_strategy(s, be, m, bank, lens, static_cast<size_t>(cache_capacity)));
           meas.extra["mean_vs_dynamic"] = meas.stats.mean / dyn;  // < 1: static wins over the whole run
         }
       }

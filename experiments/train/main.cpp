@@ -75,8 +75,7 @@ int main(int argc, char** argv) {
   th::Experiment ex("tg-train", "The whole loop: static vs dynamic training steps and inference, MLP and transformer",
                     "tg-train --device auto --json docs/results/train.json --csv train.csv");
   int loss_steps = 20;
-  ex.cli().add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)")
-      ->check(CLI::Range(1, 10000));
+  ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     auto be = bench::make_backend(e.device());
     const bool gpu = be->kind() == DeviceKind::cuda;

@@ -41,13 +41,13 @@ int main(int argc, char** argv) {
   int64_t chunk_mib = 8;
   int copy_threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 8);
   int64_t max_mib = 1024;
-  experiment.cli().add_option("--chunk-mib", chunk_mib, "Staged copy: pinned chunk size in MiB")->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  experiment.cli().add_option("--copy-threads", copy_threads, "Staged copy: CPU threads copying into/out of the pinned chunks")
-      ->capture_default_str()->check(CLI::Range(1, 64));
-  experiment.cli().add_option("--max-mib", max_mib, "Largest copy in MiB (sizes above it are dropped; 1 KiB, 1 MiB and "
-                                            "512 MiB are the sizes the docs quote)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+  experiment.add_option("--chunk-mib", chunk_mib, "Staged copy: pinned chunk size in MiB", 1, 1024);
+  experiment.add_option("--copy-threads", copy_threads, "Staged copy: CPU threads copying into/out of the pinned chunks",
+                        1, 64);
+  experiment.add_option("--max-mib", max_mib,
+                        "Largest copy in MiB (sizes above it are dropped; 1 KiB, 1 MiB and 512 MiB are the sizes the "
+                        "docs quote)",
+                        1, 1024);
   return experiment.run(argc, argv, [&](th::Experiment& ex) {
     th::Report& r = ex.report();
     const auto sizes = filter_sizes(tt::sweep_sizes(ex.quick()), static_cast<size_t>(max_mib) * tt::MiB);

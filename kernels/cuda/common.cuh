@@ -15,6 +15,12 @@ constexpr int kBlock = 256;
 // Blocks for a grid-stride loop over `work` items: enough to fill every SM
 // (8 resident blocks of 256 threads each) but no more than the work needs.
 int grid_for(int64_t work, int block = kBlock);
+// Threads per block for a grid-stride loop: kBlock, or fewer (whole warps) when the
+// work is smaller, since a tiny op's time is mostly launching its block and idle warps
+// only add to that.
+inline int block_for(int64_t work) {
+  return work >= kBlock ? kBlock : static_cast<int>(work <= 32 ? 32 : (work + 31) / 32 * 32);
+}
 int sm_count();  // of the current device, cached per device
 
 // Whether launches use programmatic dependent launch: the process-wide switch

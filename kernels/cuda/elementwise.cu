@@ -115,9 +115,11 @@ void launch_ew(F f, const float* a, const float* b, float* y, int64_t n, cudaStr
   if (aligned16(a) && (!kBinary || aligned16(b)) && aligned16(y)) {
     const int64_t n4 = n / 4;
     const int64_t work = n4 > (n - 4 * n4) ? n4 : (n - 4 * n4);
-    detail::launch(TG_LAUNCH_SITE, ew_vec_kernel<kBinary, F>, grid_for(work), kBlock, s, f, a, b, y, n4, n);
+    const int block = detail::block_for(work);
+    detail::launch(TG_LAUNCH_SITE, ew_vec_kernel<kBinary, F>, grid_for(work, block), block, s, f, a, b, y, n4, n);
   } else {
-    detail::launch(TG_LAUNCH_SITE, ew_scalar_kernel<kBinary, F>, grid_for(n), kBlock, s, f, a, b, y, n);
+    const int block = detail::block_for(n);
+    detail::launch(TG_LAUNCH_SITE, ew_scalar_kernel<kBinary, F>, grid_for(n, block), block, s, f, a, b, y, n);
   }
 }
 
