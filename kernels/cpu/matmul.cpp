@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/matmul_plan.h"
 
 namespace tg::kernels {
 
@@ -54,21 +55,11 @@ void cpu_sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int
 
 void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dims, int a_rank,
                 const float* b, const int64_t* b_dims, int b_rank, float* c) {
-  const int64_t a_r = a_dims[a_rank - 2], a_c = a_dims[a_rank - 1];
-  const int64_t b_r = b_dims[b_rank - 2], b_c = b_dims[b_rank - 1];
-  const int64_t m = trans_a ? a_c : a_r;
-  const int64_t k = trans_a ? a_r : a_c;
-  const int64_t n = trans_b ? b_r : b_c;
-  int64_t lead = 1;
-  for (int d = 0; d + 2 < a_rank; ++d) lead *= a_dims[d];
-  if (b_rank == 3) {
-    cpu_sgemm_batched(trans_a, trans_b, lead, m, n, k, a, a_r * a_c, b, b_r * b_c, c);
-  } else if (!trans_a) {
-    // [.., m, k] rows are contiguous: fold the leading dims into m, one big sgemm.
-    cpu_sgemm(false, trans_b, lead * m, n, k, a, k, b, trans_b ? k : n, c, n);
-  } else {
-    cpu_sgemm_batched(true, trans_b, lead, m, n, k, a, a_r * a_c, b, 0, c);
-  }
+  const MatmulPlan p = plan_matmul(trans_a, trans_b, a_dims, a_rank, b_dims, b_rank);
+  if (p.batched)
+    cpu_sgemm_batched(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, a, p.stride_a, b, p.stride_b, c);
+  else
+    cpu_sgemm(false, p.trans_b, p.m, p.n, p.k, a, p.lda, b, p.ldb, c, p.ldc);
 }
 
 }  // namespace tg::kernels

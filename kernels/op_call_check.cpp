@@ -1,0 +1,210 @@
+#include "kernels/op_call_check.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tg::kernels {
+
+namespace {
+
+class Checker {
+ public:
+  Checker(const OpCall& c, const char* backend) : c_(c), backend_(backend) {}
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    throw std::invalid_argument(fmt::format("{} {}: ", backend_, op_name(c_.op)) +
+                                fmt::format(f, std::forward<Args>(args)...));
+  }
+  const Attrs& attrs() const {
+    if (!c_.attrs) fail("attrs is null; point OpCall::attrs at the node's Attrs");
+    return *c_.attrs;
+  }
+  void numel(const char* what, const Shape& s, int64_t expect) const {
+    if (s.numel() != expect)
+      fail("{} has shape {} ({} elements) but the op needs {} elements", what, s.str(), s.numel(), expect);
+  }
+  // For the ops whose loops would read an input after writing the output.
+  void no_alias() const {
+    for (int i = 0; i < c_.num_inputs; ++i)
+      if (c_.in[static_cast<size_t>(i)].data == c_.out.data)
+        fail("output aliases input {}; this op cannot run in place, give it its own buffer", i);
+  }
+  void no_alias(int input, const char* what) const {
+    if (c_.out.data == c_.in[static_cast<size_t>(input)].data)
+      fail("output aliases {}; give it its own buffer", what);
+  }
+  int axis(int axis, int rank) const {
+    const int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) fail("axis {} is out of range for rank {}", axis, rank);
+    return a;
+  }
+
+ private:
+  const OpCall& c_;
+  const char* backend_;
+};
+
+int64_t prod(const Shape& s, int from, int to) {
+  int64_t p = 1;
+  for (int d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
+void check_matmul(const Checker& k, const OpCall& c) {
+  const Attrs& at = k.attrs();
+  const Shape& a = c.in[0].shape;
+  const Shape& b = c.in[1].shape;
+  if (a.rank < 2 || (b.rank != 2 && b.rank != 3) || (b.rank == 3 && (a.rank != 3 || a[0] != b[0])))
+    k.fail("cannot multiply {} by {}; A must be rank >= 2 and B [k,n], or both [batch,.,.]", a.str(), b.str());
+  const int64_t ka = at.trans_a ? a[a.rank - 2] : a[a.rank - 1];
+  const int64_t kb = at.trans_b ? b[b.rank - 1] : b[b.rank - 2];
+  if (ka != kb) k.fail("inner dims of {} and {} differ: {} != {}", a.str(), b.str(), ka, kb);
+  const int64_t m = at.trans_a ? a[a.rank - 1] : a[a.rank - 2];
+  const int64_t n = at.trans_b ? b[b.rank - 2] : b[b.rank - 1];
+  k.numel("output", c.out.shape, prod(a, 0, a.rank - 2) * m * n);
+  k.no_alias();
+}
+
+void check_transpose(const Checker& k, const OpCall& c) {
+  const Attrs& at = k.attrs();
+  const Shape& x = c.in[0].shape;
+  bool seen[kMaxRank] = {false, false, false, false};
+  for (int d = 0; d < x.rank; ++d) {
+    const int p = at.perm[static_cast<size_t>(d)];
+    if (p < 0 || p >= x.rank || seen[p]) k.fail("perm is not a permutation of 0..{}", x.rank - 1);
+    seen[p] = true;
+  }
+  k.numel("output", c.out.shape, x.numel());
+  k.no_alias();
+}
+
+}  // namespace
+
+CallGeometry check_op_call(const OpCall& c, const char* backend) {
+  const Checker k(c, backend);
+  const int arity = op_num_inputs(c.op);
+  if (c.num_inputs != arity) k.fail("takes {} inputs, the call has {}", arity, c.num_inputs);
+  for (int i = 0; i < arity; ++i)
+    if (!c.in[static_cast<size_t>(i)].data) k.fail("input {} has no data (null pointer)", i);
+  if (!op_is_update(c.op) && !c.out.data) k.fail("output has no data (null pointer)");
+
+  const Shape& x = c.in[0].shape;
+  const Shape& y = c.in[1].shape;
+  CallGeometry g;
+  g.n = x.numel();
+  g.rows = x.rows();
+  g.cols = x.last();
+  switch (c.op) {
+    case OpKind::matmul: check_matmul(k, c); break;
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::relu_grad:
+    case OpKind::gelu_grad:
+    case OpKind::softmax_grad:
+      k.numel("input 1", y, g.n);
+      k.numel("output", c.out.shape, g.n);
+      break;
+    case OpKind::scale:
+    case OpKind::relu:
+    case OpKind::gelu:
+    case OpKind::softmax:
+    case OpKind::copy:
+    case OpKind::reshape:
+      if (c.op == OpKind::scale) k.attrs();
+      k.numel("output", c.out.shape, g.n);
+      break;
+    case OpKind::bias_add:
+      k.numel("bias", y, x.last());
+      k.numel("output", c.out.shape, g.n);
+      break;
+    case OpKind::layernorm:
+      k.attrs();
+      k.numel("gamma", y, x.last());
+      k.numel("beta", c.in[2].shape, x.last());
+      k.numel("output", c.out.shape, g.n);
+      break;
+    case OpKind::layernorm_grad_x:
+    case OpKind::layernorm_grad_gamma:
+      k.attrs();
+      k.numel("x", y, g.n);
+      g.rows = y.rows();
+      g.cols = y.last();
+      if (c.op == OpKind::layernorm_grad_x) {
+        k.numel("gamma", c.in[2].shape, y.last());
+        k.numel("output", c.out.shape, g.n);
+      } else {
+        k.numel("output", c.out.shape, y.last());
+        k.no_alias();
+      }
+      break;
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean: {
+      const int a = k.axis(k.attrs().axis, x.rank);
+      g.outer = prod(x, 0, a);
+      g.len = x[a];
+      g.inner = prod(x, a + 1, x.rank);
+      k.numel("output", c.out.shape, g.outer * g.inner);
+      k.no_alias();
+      break;
+    }
+    case OpKind::broadcast: {
+      const Attrs& at = k.attrs();
+      const int a = k.axis(at.axis, x.rank + 1);
+      if (at.size < 1) k.fail("size = {} must be >= 1", at.size);
+      g.outer = prod(x, 0, a);
+      g.len = at.size;
+      g.inner = prod(x, a, x.rank);
+      k.numel("output", c.out.shape, g.n * at.size);
+      k.no_alias();
+      break;
+    }
+    case OpKind::transpose: check_transpose(k, c); break;
+    case OpKind::mse_loss:
+      k.numel("target", y, g.n);
+      k.numel("output", c.out.shape, 1);
+      k.no_alias();
+      break;
+    case OpKind::mse_loss_grad:
+      k.numel("target", y, g.n);
+      k.numel("dloss", c.in[2].shape, 1);
+      k.numel("output", c.out.shape, g.n);
+      k.no_alias(2, "dloss");  // every element reads it
+      break;
+    case OpKind::cross_entropy:
+    case OpKind::cross_entropy_grad:
+      if (x.rank != 2) k.fail("logits {} must be [n, classes]", x.str());
+      g.rows = x[0];
+      g.cols = x[1];
+      k.numel("labels", y, x[0]);
+      if (c.op == OpKind::cross_entropy) {
+        k.numel("output", c.out.shape, 1);
+        k.no_alias();
+      } else {
+        k.numel("dloss", c.in[2].shape, 1);
+        k.numel("output", c.out.shape, x.numel());
+        k.no_alias(1, "the labels");  // row r would overwrite the labels of later rows
+        k.no_alias(2, "dloss");
+      }
+      break;
+    case OpKind::fill:
+      k.attrs();
+      g.n = c.out.shape.numel();
+      break;
+    case OpKind::sgd:
+      k.attrs();
+      k.numel("grad", y, g.n);
+      break;
+    case OpKind::sgd_momentum:
+      k.attrs();
+      k.numel("grad", y, g.n);
+      k.numel("velocity", c.in[2].shape, g.n);
+      break;
+    default: k.fail("unknown op kind {}", static_cast<int>(c.op));
+  }
+  return g;
+}
+
+}  // namespace tg::kernels

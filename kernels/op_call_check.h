@@ -1,0 +1,23 @@
+#pragma once
+// The checks every backend's entry (run_cpu, run_cuda) makes before it launches:
+// arity, null pointers, attrs, element counts, axes, permutations and the aliasing
+// an op cannot survive. Cheap integer checks only: both executors pass every op
+// through them and the dynamic executor is timed on them. One implementation, so a
+// call the CPU backend accepts is exactly a call the CUDA backend accepts.
+#include <cstdint>
+
+#include "kernels/op_call.h"
+
+namespace tg::kernels {
+
+// The sizes the launchers need, resolved by the check.
+struct CallGeometry {
+  int64_t n = 0;                          // elements of input 0 (of the output for fill)
+  int64_t rows = 0, cols = 0;             // row ops: rows x the last dim
+  int64_t outer = 0, len = 0, inner = 0;  // reduce: [outer, len, inner]; broadcast: len = size
+};
+
+// Throws std::invalid_argument "<backend> <op>: <what is wrong>[; <how to fix it>]".
+CallGeometry check_op_call(const OpCall& c, const char* backend);
+
+}  // namespace tg::kernels
