@@ -2,7 +2,9 @@
 # On the GPU machine, after scripts/device/build-there.sh: runs one phase of the
 # H200 measurements and packs everything into $OUT/results-<phase>.tar.gz (the device
 # tool brings back at most 8 files), printing a short summary last.
-#   tests        ctest (cpu + gpu), compute-sanitizer memcheck over the GPU test binaries
+#   tests        ctest (cpu + gpu), compute-sanitizer memcheck and racecheck over the GPU test binaries
+#   sanitize     compute-sanitizer memcheck and racecheck over every experiment in --quick mode
+#                (one repetition per measurement: the tools slow every launch down)
 #   kernels      tg-kernels, tg-transfer, tg-matmul (full runs)
 #   executors    tg-launch, tg-train, tg-memory, tg-shapes, tg-pipeline (full runs)
 #   main         the main job (every experiment in quick mode) -> report/
@@ -30,10 +32,27 @@ for phase in "$@"; do
     tests)
       ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure > "$res/logs/ctest.log" 2>&1
       say "ctest rc=$?"; grep -E "tests passed|tests failed|Skipped|\(Failed\)" "$res/logs/ctest.log" | head -30 | tee -a "$summary"
-      for t in $(find "$build/tests" -type f -perm -u+x \( -name '*cuda*' -o -name '*gpu*' \)); do
+      for t in $(find "$build/tests" -type f -perm -u+x \( -name '*cuda*' -o -name '*gpu*' -o -name '*reliability*' \)); do
         n=$(basename "$t")
-        timeout 300 compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 3 "$t" > "$res/logs/memcheck-$n.log" 2>&1
-        say "memcheck $n: rc=$? $(grep -E 'ERROR SUMMARY' "$res/logs/memcheck-$n.log" | tail -1)"
+        for tool in memcheck racecheck; do
+          extra=""; [ $tool = memcheck ] && extra="--leak-check full"
+          timeout 300 compute-sanitizer --tool $tool $extra --report-api-errors no --error-exitcode 3 "$t" > "$res/logs/$tool-$n.log" 2>&1
+          say "$tool $n: rc=$? $(grep -E 'ERROR SUMMARY' "$res/logs/$tool-$n.log" | tail -1)"
+        done
+      done ;;
+    sanitize)
+      for x in noop kernels transfer matmul launch train memory shapes pipeline; do
+        bin=$(find "$build/experiments" -type f -name "tg-$x" -perm -u+x | head -n 1)
+        [ -z "$bin" ] && { say "tg-$x: not built"; continue; }
+        args="--device 0 --quick --repetitions 1 --warmup 0 --min-time 0"
+        [ $x = launch ] && args="$args --ops 1 10 100"
+        [ $x = transfer ] && args="$args --max-mib 64"
+        for tool in memcheck racecheck; do
+          extra=""; [ $tool = memcheck ] && extra="--leak-check full"
+          timeout "${TG_SAN_TIMEOUT:-150}" compute-sanitizer --tool $tool $extra --report-api-errors no --error-exitcode 3 \
+            "$bin" $args > "$res/logs/$tool-tg-$x.log" 2>&1
+          say "$tool tg-$x: rc=$? $(grep -E 'ERROR SUMMARY' "$res/logs/$tool-tg-$x.log" | tail -1)"
+        done
       done ;;
     kernels)
       run_exp kernels; run_exp transfer; run_exp matmul ;;
