@@ -26,21 +26,39 @@ run_exp() {  # name [args...]
     > "$res/results/$name.txt" 2> "$res/logs/$name.stderr"
   say "tg-$name $*: rc=$? in $((SECONDS - t0)) s"
 }
+# compute-sanitizer TOOL NAME BINARY [ARGS]: one line "TOOL NAME: rc=.. ERROR SUMMARY: ..".
+sanitize_one() {
+  local tool=$1 name=$2; shift 2
+  local extra=""
+  [ "$tool" = memcheck ] && extra="--leak-check full"
+  timeout "${TG_SAN_TIMEOUT:-240}" compute-sanitizer --tool "$tool" $extra --report-api-errors no --error-exitcode 3 \
+    "$@" > "$res/logs/$tool-$name.log" 2>&1
+  local rc=$?
+  say "$tool $name: rc=$rc $(grep -E 'ERROR SUMMARY' "$res/logs/$tool-$name.log" | tail -1)"
+}
+# memcheck and racecheck over the GPU test binaries, all at once; then the
+# reliability tests alone, since they fill the device's memory on purpose.
+sanitize_tests() {
+  local t
+  for t in $(find "$build/tests" -type f -perm -u+x \( -name '*cuda*' -o -name '*gpu*' \) ! -name '*reliability*'); do
+    sanitize_one memcheck "$(basename "$t")" "$t" &
+    sanitize_one racecheck "$(basename "$t")" "$t" &
+  done
+  wait
+  for t in $(find "$build/tests" -type f -perm -u+x -name '*reliability*'); do
+    sanitize_one memcheck "$(basename "$t")" "$t"
+  done
+}
 nvidia-smi > "$res/logs/nvidia-smi.txt" 2>&1
 for phase in "$@"; do
   case $phase in
     tests)
       ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure > "$res/logs/ctest.log" 2>&1
       say "ctest rc=$?"; grep -E "tests passed|tests failed|Skipped|\(Failed\)" "$res/logs/ctest.log" | head -30 | tee -a "$summary"
-      for t in $(find "$build/tests" -type f -perm -u+x \( -name '*cuda*' -o -name '*gpu*' -o -name '*reliability*' \)); do
-        n=$(basename "$t")
-        for tool in memcheck racecheck; do
-          extra=""; [ $tool = memcheck ] && extra="--leak-check full"
-          timeout 300 compute-sanitizer --tool $tool $extra --report-api-errors no --error-exitcode 3 "$t" > "$res/logs/$tool-$n.log" 2>&1
-          say "$tool $n: rc=$? $(grep -E 'ERROR SUMMARY' "$res/logs/$tool-$n.log" | tail -1)"
-        done
-      done ;;
+      sanitize_tests ;;
     sanitize)
+      # The experiments run at once (compute-sanitizer is bound by the host's cores, of
+      # which the GPU machine has 16); each result is said as its job ends.
       for x in noop kernels transfer matmul launch train memory shapes pipeline; do
         bin=$(find "$build/experiments" -type f -name "tg-$x" -perm -u+x | head -n 1)
         [ -z "$bin" ] && { say "tg-$x: not built"; continue; }
@@ -48,12 +66,10 @@ for phase in "$@"; do
         [ $x = launch ] && args="$args --ops 1 10 100"
         [ $x = transfer ] && args="$args --max-mib 64"
         for tool in memcheck racecheck; do
-          extra=""; [ $tool = memcheck ] && extra="--leak-check full"
-          timeout "${TG_SAN_TIMEOUT:-150}" compute-sanitizer --tool $tool $extra --report-api-errors no --error-exitcode 3 \
-            "$bin" $args > "$res/logs/$tool-tg-$x.log" 2>&1
-          say "$tool tg-$x: rc=$? $(grep -E 'ERROR SUMMARY' "$res/logs/$tool-tg-$x.log" | tail -1)"
+          sanitize_one $tool "tg-$x" "$bin" $args &
         done
-      done ;;
+      done
+      wait ;;
     kernels)
       run_exp kernels; run_exp transfer; run_exp matmul ;;
     executors)
