@@ -2,16 +2,11 @@
 #include "dynamic/allocator.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 
 #include "dynamic/caching_allocator.h"
 #include "kernels/backend.h"
-
-#ifdef TWOGRAPH_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace tg {
 
@@ -27,19 +22,13 @@ class RawAllocator final : public Allocator {
   explicit RawAllocator(Backend& b) : b_(b) {}
   const char* name() const override { return "raw"; }
   Block allocate(size_t bytes) override {
-    void* p = nullptr;
-    try {
-      p = b_.raw_alloc(bytes);
-    } catch (const std::exception& e) {
-      size_t dev_free = 0, dev_total = 0;
-      device_memory_info(b_, dev_free, dev_total);
-      throw OutOfMemoryError(fmt::format(
-          "raw allocator: out of memory on {}: tried to allocate {}; device free {} of total {}; allocated {}, "
-          "reserved {}; by role: {}. Reduce the batch or model size. ({})",
-          b_.name(), format_bytes(static_cast<int64_t>(bytes)), format_bytes(static_cast<int64_t>(dev_free)),
-          format_bytes(static_cast<int64_t>(dev_total)), format_bytes(s_.current), format_bytes(s_.reserved),
-          role_breakdown(), e.what()));
-    }
+    void* p = raw_alloc_or_throw(
+        b_, bytes, "raw allocator",
+        [&] {
+          return fmt::format("allocated {}, reserved {}; by role: {}", format_bytes(s_.current),
+                             format_bytes(s_.reserved), role_breakdown());
+        },
+        "Reduce the batch or model size.");
     ++s_.allocs;
     ++s_.raw_allocs;
     s_.current += static_cast<int64_t>(bytes);
@@ -85,36 +74,6 @@ std::unique_ptr<Allocator> make_allocator(const std::string& name, Backend& back
   }
   throw std::invalid_argument(
       fmt::format("unknown allocator '{}'; choose one of: raw, caching, pool (pool on CUDA only)", name));
-}
-
-std::string format_bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (bytes < 0) return "-" + format_bytes(-bytes);
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  if (bytes < (int64_t{1} << 20)) return fmt::format("{:.1f} KiB", b / 1024.0);
-  if (bytes < (int64_t{1} << 30)) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0));
-  return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
-}
-
-void device_memory_info(const Backend& backend, size_t& free_bytes, size_t& total_bytes) {
-  free_bytes = total_bytes = 0;
-#ifdef TWOGRAPH_HAVE_CUDA
-  if (backend.kind() == DeviceKind::cuda) {
-    // The backend made its device current; a failure here only blanks the report.
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-      cudaGetLastError();
-      free_bytes = total_bytes = 0;
-    }
-    return;
-  }
-#endif
-  (void)backend;
-  const long page = sysconf(_SC_PAGESIZE);
-  const long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES);
-  if (page > 0 && avail > 0 && phys > 0) {
-    free_bytes = static_cast<size_t>(avail) * static_cast<size_t>(page);
-    total_bytes = static_cast<size_t>(phys) * static_cast<size_t>(page);
-  }
 }
 
 }  // namespace tg

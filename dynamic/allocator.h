@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/out_of_memory.h"
+
 namespace tg {
 
 class Backend;
@@ -37,13 +39,10 @@ struct AllocatorStats {
   int64_t raw_frees = 0;      // device frees
 };
 
-// Thrown when the device cannot satisfy a request even after the cache was
-// emptied. The message states the request, the device's free and total memory,
-// what is allocated and reserved, and the bytes per role.
-class OutOfMemoryError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// OutOfMemoryError (kernels/out_of_memory.h) is thrown when the device cannot
+// satisfy a request even after the cache was emptied. The message states the
+// request, the device's free and total memory, what is allocated and reserved,
+// and the bytes per role.
 
 // Called only when an OutOfMemoryError is being built: "parameter 1.2 MiB, ...".
 using RoleBreakdownFn = std::function<std::string()>;
@@ -73,10 +72,6 @@ class Allocator {
 // or for "pool" on a backend that is not CUDA (or a build without CUDA).
 std::unique_ptr<Allocator> make_allocator(const std::string& name, Backend& backend);
 
-// "1.5 MiB": for reports and error messages.
-std::string format_bytes(int64_t bytes);
-
-// The device's free and total memory (CUDA: cudaMemGetInfo; CPU: physical memory).
-void device_memory_info(const Backend& backend, size_t& free_bytes, size_t& total_bytes);
+// format_bytes and device_memory_info: kernels/out_of_memory.h.
 
 }  // namespace tg

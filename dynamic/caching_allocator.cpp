@@ -239,16 +239,17 @@ size_t CachingAllocator::num_free_blocks() const {
 }
 
 void CachingAllocator::out_of_memory(size_t requested, size_t rounded, size_t segment) {
-  size_t dev_free = 0, dev_total = 0;
-  source_->memory_info(dev_free, dev_total);
-  throw OutOfMemoryError(fmt::format(
-      "caching allocator: out of memory on {}: tried to allocate {} (rounded to {}, needing a new {} segment); "
-      "device free {} of total {}; allocated by this allocator {}, reserved {} (cache emptied and retried); "
-      "by role: {}. Reduce the batch or model size, use in-place ReLU, or run inference without the tape.",
-      source_->device_name(), format_bytes(static_cast<int64_t>(requested)),
-      format_bytes(static_cast<int64_t>(rounded)), format_bytes(static_cast<int64_t>(segment)),
-      format_bytes(static_cast<int64_t>(dev_free)), format_bytes(static_cast<int64_t>(dev_total)),
-      format_bytes(stats_.current), format_bytes(stats_.reserved), role_breakdown()));
+  OutOfMemoryInfo info;
+  info.who = "caching allocator";
+  info.device = source_->device_name();
+  info.requested = requested;
+  info.request_note = fmt::format(" (rounded to {}, needing a new {} segment)", format_bytes(static_cast<int64_t>(rounded)),
+                                  format_bytes(static_cast<int64_t>(segment)));
+  source_->memory_info(info.device_free, info.device_total);
+  info.held = fmt::format("allocated by this allocator {}, reserved {} (cache emptied and retried); by role: {}",
+                          format_bytes(stats_.current), format_bytes(stats_.reserved), role_breakdown());
+  info.advice = "Reduce the batch or model size, use in-place ReLU, or run inference without the tape.";
+  throw OutOfMemoryError(out_of_memory_message(info));
 }
 
 }  // namespace tg

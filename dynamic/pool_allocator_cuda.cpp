@@ -98,15 +98,16 @@ class PoolAllocator final : public Allocator {
   }
 
   [[noreturn]] void oom(size_t bytes) {
-    size_t dev_free = 0, dev_total = 0;
-    device_memory_info(backend_, dev_free, dev_total);
+    OutOfMemoryInfo info;
+    info.who = "pool allocator";
+    info.device = backend_.name();
+    info.requested = bytes;
+    device_memory_info(backend_, info.device_free, info.device_total);
     sample_reserved();
-    throw OutOfMemoryError(fmt::format(
-        "pool allocator: out of memory on {}: tried to allocate {}; device free {} of total {}; allocated {}, "
-        "reserved by the pool {}; by role: {}. Reduce the batch or model size.",
-        backend_.name(), format_bytes(static_cast<int64_t>(bytes)), format_bytes(static_cast<int64_t>(dev_free)),
-        format_bytes(static_cast<int64_t>(dev_total)), format_bytes(s_.current), format_bytes(s_.reserved),
-        role_breakdown()));
+    info.held = fmt::format("allocated {}, reserved by the pool {}; by role: {}", format_bytes(s_.current),
+                            format_bytes(s_.reserved), role_breakdown());
+    info.advice = "Reduce the batch or model size.";
+    throw OutOfMemoryError(out_of_memory_message(info));
   }
 
   const Backend& backend_;

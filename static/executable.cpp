@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "kernels/out_of_memory.h"
 
 namespace tg {
 
@@ -56,11 +57,34 @@ StaticExecutable::~StaticExecutable() {
   if (arena_) backend().raw_free(arena_);
 }
 
+std::string StaticExecutable::memory_breakdown() const {
+  int64_t inputs = 0;
+  for (size_t v = 0; v < graph_->values.size(); ++v)
+    if (plan_.placement[v] == Placement::external && graph_->values[v].role == Role::input)
+      inputs += graph_->values[v].bytes();
+  const int64_t persistent = plan_.external_bytes - inputs;
+  std::string roles;
+  for (Role r : {Role::parameter, Role::optimizer_state, Role::gradient, Role::activation, Role::temporary,
+                 Role::output, Role::input})
+    roles += fmt::format("{}{} {}", roles.empty() ? "" : ", ", role_name(r), format_bytes(plan_.role(r)));
+  return fmt::format("the plan needs arena {} + inputs {} + parameters and optimizer state {} = {} (plan mode {}); "
+                     "allocated so far: arena {}, inputs {}, parameter store {}; by role: {}",
+                     format_bytes(plan_.arena_bytes), format_bytes(inputs), format_bytes(persistent),
+                     format_bytes(plan_.arena_bytes + plan_.external_bytes), plan_mode_name(plan_.mode),
+                     format_bytes(arena_ ? plan_.arena_bytes : 0), format_bytes(input_bytes_),
+                     format_bytes(params_->bytes()), roles);
+}
+
 void StaticExecutable::allocate() {
   const Graph& g = *graph_;
   Backend& be = backend();
+  const std::string advice = plan_.mode == PlanMode::naive
+                                 ? "Plan with mode planned (naive gives every value its own buffer), or reduce "
+                                   "the batch or model size."
+                                 : "Reduce the batch or model size.";
+  const std::function<std::string()> held = [this] { return memory_breakdown(); };
   if (plan_.arena_bytes > 0) {
-    arena_ = be.raw_alloc(static_cast<size_t>(plan_.arena_bytes));
+    arena_ = raw_alloc_or_throw(be, static_cast<size_t>(plan_.arena_bytes), "static plan (arena)", held, advice);
     if (opt_.poison_arena) {
       std::vector<float> nan(static_cast<size_t>(plan_.arena_bytes) / sizeof(float),
                              std::numeric_limits<float>::quiet_NaN());
@@ -78,14 +102,15 @@ void StaticExecutable::allocate() {
       case Placement::external:
         if (info.role == Role::input) {
           const size_t bytes = static_cast<size_t>(info.bytes());
-          auto* p = static_cast<float*>(be.raw_alloc(bytes));
+          auto* p = static_cast<float*>(raw_alloc_or_throw(
+              be, bytes, fmt::format("static plan (input '{}')", info.name), held, advice));
           input_buffers_.push_back(p);
           ptr_[v] = p;
           inputs_.push_back({static_cast<int>(v), p, staging, bytes});
           staging += align_up(bytes, kStagingAlign);
           input_bytes_ += static_cast<int64_t>(bytes);
         } else {
-          ptr_[v] = params_->bind(info);
+          ptr_[v] = params_->bind(info, held, advice);
         }
         break;
       case Placement::view:

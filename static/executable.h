@@ -94,6 +94,8 @@ class StaticExecutable {
 
  private:
   void allocate();
+  // For out-of-memory messages: bytes per place (arena, inputs, parameters) and per role.
+  std::string memory_breakdown() const;
   void build_schedule();
   void copy_feeds(const Feeds& feeds);
 

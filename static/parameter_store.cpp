@@ -1,7 +1,10 @@
 #include "static/parameter_store.h"
 
+#include <fmt/format.h>
+
 #include "graph/errors.h"
 #include "graph/init.h"
+#include "kernels/out_of_memory.h"
 
 namespace tg {
 
@@ -9,7 +12,8 @@ ParameterStore::~ParameterStore() {
   for (auto& [name, e] : entries_) backend_->raw_free(e.data);
 }
 
-float* ParameterStore::bind(const ValueInfo& v) {
+float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string()>& held,
+                            const std::string& advice) {
   auto it = entries_.find(v.name);
   if (it != entries_.end()) {
     if (it->second.shape != v.shape)
@@ -18,10 +22,26 @@ float* ParameterStore::bind(const ValueInfo& v) {
                   v.name, v.shape.str(), it->second.shape.str());
     return it->second.data;
   }
-  const std::vector<float> init = initial_values(v, seed_);
-  const size_t bytes = init.size() * sizeof(float);
-  auto* p = static_cast<float*>(backend_->raw_alloc(bytes));
-  backend_->copy_to_device(p, init.data(), bytes);
+  // Allocated before the host values are generated: a buffer that does not fit
+  // fails at once, without first computing (possibly GiBs of) initial values.
+  const size_t bytes = static_cast<size_t>(v.shape.numel()) * sizeof(float);
+  auto* p = static_cast<float*>(raw_alloc_or_throw(
+      *backend_, bytes, fmt::format("parameter store ('{}', {})", v.name, role_name(v.role)),
+      [&] {
+        std::string s = fmt::format("the parameter store holds {} in {} buffers", format_bytes(bytes_), entries_.size());
+        return held ? s + "; " + held() : s;
+      },
+      advice));
+  std::vector<float> init;
+  try {
+    init = initial_values(v, seed_);
+    if (init.size() * sizeof(float) != bytes)
+      graph_error("parameter '{}': initial_values gave {} floats for shape {}", v.name, init.size(), v.shape.str());
+    backend_->copy_to_device(p, init.data(), bytes);
+  } catch (...) {
+    backend_->raw_free(p);
+    throw;
+  }
   entries_[v.name] = {v.shape, p};
   bytes_ += static_cast<int64_t>(bytes);
   return p;

@@ -4,6 +4,7 @@
 // (shape strategies) binds the same buffers by name, so training continues
 // across shapes exactly as the dynamic executor's parameters do.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -24,8 +25,11 @@ class ParameterStore {
   ParameterStore& operator=(const ParameterStore&) = delete;
 
   // The buffer for a parameter or optimizer-state value, created and initialized
-  // on first use. Throws GraphError when the name exists with another shape.
-  float* bind(const ValueInfo& v);
+  // on first use. Throws GraphError when the name exists with another shape, and
+  // OutOfMemoryError (kernels/out_of_memory.h) when the device refuses the buffer:
+  // `held` (the binding plan's memory breakdown) and `advice` go into its message.
+  float* bind(const ValueInfo& v, const std::function<std::string()>& held = nullptr,
+              const std::string& advice = "Reduce the model size.");
   // -1-safe lookups for tools and tests; nullptr when absent.
   float* find(const std::string& name) const;
   int64_t bytes() const { return bytes_; }

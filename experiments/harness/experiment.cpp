@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "experiments/harness/failure.h"
 #include "experiments/harness/interrupt.h"
 #include "experiments/harness/report_io.h"
 #include "experiments/harness/table.h"
@@ -142,17 +143,6 @@ int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)
     std::fprintf(stderr, "%s: device %s\n", tool_.c_str(), m.device_name.c_str());
     body(*this);
     throw_if_interrupted();
-    std::fputs(report_table(report_).c_str(), stdout);
-    std::fflush(stdout);
-    // Both texts are built before either file is touched; each file appears whole or not at all.
-    const std::string json = json_path_.empty() ? std::string() : to_json(report_);
-    const std::string csv = csv_path_.empty() ? std::string() : to_csv(report_);
-    if (!json_path_.empty()) write_file_atomic(json_path_, json);
-    if (!csv_path_.empty()) write_file_atomic(csv_path_, csv);
-    if (!json_path_.empty() || !csv_path_.empty())
-      std::fprintf(stderr, "%s: wrote%s%s%s%s\n", tool_.c_str(), json_path_.empty() ? "" : " ", json_path_.c_str(),
-                   csv_path_.empty() ? "" : " ", csv_path_.c_str());
-    return kExitOk;
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "%s: %s\n", tool_.c_str(), e.what());
     return kExitInterrupted;
@@ -160,9 +150,45 @@ int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)
     std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
+    return fail(e);
+  }
+  try {
+    write_reports();
+    return kExitOk;
+  } catch (const std::exception& e) {  // a report file that cannot be written
     std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
     return kExitFailure;
   }
+}
+
+void Experiment::write_reports() {
+  std::fputs(report_table(report_).c_str(), stdout);
+  std::fflush(stdout);
+  // Both texts are built before either file is touched; each file appears whole or not at all.
+  const std::string json = json_path_.empty() ? std::string() : to_json(report_);
+  const std::string csv = csv_path_.empty() ? std::string() : to_csv(report_);
+  if (!json_path_.empty()) write_file_atomic(json_path_, json);
+  if (!csv_path_.empty()) write_file_atomic(csv_path_, csv);
+  if (!json_path_.empty() || !csv_path_.empty())
+    std::fprintf(stderr, "%s: wrote%s%s%s%s\n", tool_.c_str(), json_path_.empty() ? "" : " ", json_path_.c_str(),
+                 csv_path_.empty() ? "" : " ", csv_path_.c_str());
+}
+
+int Experiment::fail(const std::exception& e) {
+  // Classified first: nothing else may touch CUDA before the probe sees the context.
+  const Failure f = classify_failure(e, on_gpu(), report_.meta.command_line);
+  std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
+  if (!f.advice.empty()) std::fprintf(stderr, "%s: %s\n", tool_.c_str(), f.advice.c_str());
+  report_.error = f.error;
+  try {
+    if (!json_path_.empty() || !csv_path_.empty())
+      std::fprintf(stderr, "%s: the report keeps the %zu measurements taken before the failure and records it (%s)\n",
+                   tool_.c_str(), report_.measurements.size(), f.error.kind.c_str());
+    write_reports();
+  } catch (const std::exception& w) {
+    std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), w.what());
+  }
+  return kExitFailure;
 }
 
 }  // namespace tg::harness

@@ -47,7 +47,10 @@ class Experiment {
   // Parses argv (common flags + yours), resolves --device, installs the SIGINT
   // handler, collects metadata, runs body, prints the table, writes --json/--csv
   // atomically. Returns the exit status: 0 ok, 1 body threw, 2 bad usage (flag,
-  // value, device, UsageError), 130 interrupted (no report written).
+  // value, device, UsageError), 130 interrupted (no report written). When the body
+  // throws anything else, the table and the report files still hold what was
+  // measured before, and the report's "error" says why the run stopped
+  // (failure.h: a sticky CUDA error, out of memory, or another failure).
   int run(int argc, char** argv, const std::function<void(Experiment&)>& body);
 
   // Loop options from defaults, --quick, --repetitions, --warmup, --min-time.
@@ -65,6 +68,8 @@ class Experiment {
 
  private:
   int parse(int argc, char** argv);  // -1: continue; else the exit status
+  void write_reports();               // the table on stdout, then --json / --csv atomically
+  int fail(const std::exception& e);  // reports a body that threw; returns kExitFailure
 
   std::string tool_, example_;
   std::unique_ptr<CLI::App> app_;

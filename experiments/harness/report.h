@@ -4,6 +4,7 @@
 // docs/report.schema.json is the machine-checkable schema.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,15 @@ struct Note {
   std::string reason;  // why: "no GPU: --device cpu"
 };
 
+// Why a run stopped early (the report then holds the measurements taken before).
+struct RunError {
+  std::string kind;     // one of kRunErrorKinds
+  std::string message;  // the error as printed on stderr
+};
+// sticky_cuda_error: the CUDA context is lost (cudaErrorIllegalAddress, ...);
+// out_of_memory: a device allocation failed; failure: anything else.
+inline constexpr const char* kRunErrorKinds[] = {"sticky_cuda_error", "out_of_memory", "failure"};
+
 struct Metadata {
   int schema_version = kSchemaVersion;
   std::string tool, tool_version, git_rev, build_type;
@@ -97,6 +107,7 @@ class Report {
   Metadata meta;
   std::vector<Measurement> measurements;
   std::vector<Note> notes;
+  std::optional<RunError> error;  // set when the run failed: written as the top-level "error"
 
   // Computes m.stats from m.samples (throws std::invalid_argument if none) and appends it.
   Measurement& add(Measurement m);

@@ -131,6 +131,20 @@ void check_measurement(Checker& c, const json& m, const std::string& w) {
     c.errors.push_back(w + ": p10 <= median <= p90 does not hold");
 }
 
+// The optional top-level "error" of a run that failed.
+void check_error(Checker& c, const json& e) {
+  if (!e.is_object()) {
+    c.errors.push_back("error: must be an object");
+    return;
+  }
+  if (auto* k = c.typed(e, "error.", "kind", [](const json& v) { return v.is_string(); }, "a string")) {
+    bool known = false;
+    for (const char* name : kRunErrorKinds) known = known || *k == name;
+    if (!known) c.errors.push_back("error.kind: must be sticky_cuda_error, out_of_memory or failure");
+  }
+  c.str(e, "error.", "message");
+}
+
 }  // namespace
 
 
@@ -168,6 +182,7 @@ std::string to_json(const Report& r, int indent) {
   json notes = json::array();
   for (const auto& n : r.notes) notes.push_back({{"part", n.part}, {"reason", n.reason}});
   j["notes"] = notes;
+  if (r.error) j["error"] = {{"kind", r.error->kind}, {"message", r.error->message}};
   return j.dump(indent) + "\n";
 }
 
@@ -219,6 +234,7 @@ std::vector<std::string> validate_report_json(const std::string& text) {
       c.str((*ns)[i], w, "part");
       c.str((*ns)[i], w, "reason");
     }
+  if (auto it = j.find("error"); it != j.end()) check_error(c, *it);
   return c.errors;
 }
 
@@ -276,6 +292,7 @@ Report report_from_json(const std::string& text, const std::string& where) {
     r.measurements.push_back(std::move(o));
   }
   for (const auto& n : j["notes"]) r.notes.push_back({n["part"], n["reason"]});
+  if (j.contains("error")) r.error = RunError{j["error"]["kind"], j["error"]["message"]};
   return r;
 }
 

@@ -1,6 +1,8 @@
 // tg-noop: the harness's own smoke test and the floor under every other number. It
 // times an empty host function (the cost of the timing itself) and, with a GPU, an
 // empty kernel launch, end to end through the CLI, the loop and the report files.
+#include <fmt/format.h>
+
 #include <atomic>
 
 #include "experiments/harness/harness.h"
@@ -19,7 +21,18 @@ int main(int argc, char** argv) {
                     "tg-noop --device auto --quick --json noop.json --csv noop.csv");
   int64_t batch = 1000;
   ex.add_option("--batch", batch, "Calls per sample for the host function", 1, 100000000);
+  // For the harness's own tests (docs/reliability.md, "Faults"): fail on purpose
+  // after the measurements, to show what a failed run prints and reports.
+  std::string fault = "none";
+  ex.add_option("--fault", fault,
+                "Test only: after measuring, fail on purpose: none, sticky (a kernel writes through an invalid "
+                "pointer: the CUDA context is lost) or oom (cudaMalloc of more than the card has); needs a GPU");
   return ex.run(argc, argv, [&](th::Experiment& e) {
+    if (fault != "none" && fault != "sticky" && fault != "oom")
+      throw th::UsageError(fmt::format("--fault must be none, sticky or oom, got '{}'", fault));
+    if (fault != "none" && (!tg::noop::have_cuda_build() || !e.on_gpu()))
+      throw th::UsageError(fmt::format("--fault {} needs a GPU (--device N){}", fault,
+                                       tg::noop::have_cuda_build() ? "" : "; this build has no CUDA"));
     th::Progress bar(3, "tg-noop");
     {
       TG_NVTX_RANGE("empty_host_function");
@@ -51,5 +64,7 @@ int main(int argc, char** argv) {
       e.report().add_time("empty_kernel_gpu_time", {{"executor", "eager"}}, std::move(gpu), "gpu");
     }
     bar.tick("kernel");
+    if (fault == "sticky") tg::noop::fault_sticky();
+    if (fault == "oom") tg::noop::fault_oom(e.device());
   });
 }

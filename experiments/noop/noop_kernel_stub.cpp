@@ -11,4 +11,6 @@ void synchronize() {}
 std::vector<double> time_empty_kernel_gpu(const harness::LoopOptions&) {
   throw std::logic_error("tg-noop: built without CUDA");
 }
+void fault_sticky() { throw std::logic_error("tg-noop: --fault sticky needs a build with CUDA"); }
+void fault_oom(int) { throw std::logic_error("tg-noop: --fault oom needs a build with CUDA"); }
 }  // namespace tg::noop

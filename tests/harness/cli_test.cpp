@@ -1,30 +1,17 @@
 // The common CLI, end to end through the real tg-noop binary.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
 #include "experiments/harness/report_io.h"
+#include "tests/run_tool.h"
 
 namespace {
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-Result run(const std::string& args) {
-  const std::string cmd = std::string(TG_NOOP_BIN) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
-}
-bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+using Result = tg::testing::ToolResult;
+Result run(const std::string& args) { return tg::testing::run_tool(TG_NOOP_BIN, args); }
+bool exists(const std::string& p) { return tg::testing::file_exists(p); }
 }  // namespace
 
 TEST_CASE("--help shows the common flags and an example, exit 0") {

@@ -4,14 +4,7 @@
 # is missing; the C++ structural validator in report_test.cpp runs regardless.
 set -euo pipefail
 schema=$1 out=$2
-py=""
-for c in /usr/bin/python3 python3; do
-  if command -v "$c" >/dev/null 2>&1 && "$c" -c "import jsonschema" 2>/dev/null; then py=$c; break; fi
-done
-if [ -z "$py" ]; then
-  echo "SKIPPED: python3 module jsonschema is missing (apt-get install python3-jsonschema); the C++ validator still ran"
-  exit 77
-fi
+py=$(bash "$(dirname "$0")/../jsonschema_python.sh") || exit 77
 mkdir -p "$out"
 for dev in auto cpu; do
   rm -f "$out/noop_$dev.json" "$out/noop_$dev.csv"

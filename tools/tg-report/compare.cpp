@@ -74,8 +74,19 @@ Comparison compare(const Report& a, const Report& b, double threshold) {
       ++c.added;
     }
   c.geomean_cost = log_n ? std::exp(log_sum / log_n) : NAN;
+  c.a_error = a.error;
+  c.b_error = b.error;
   return c;
 }
+
+namespace {
+std::string run_error_warning(const char* side, const std::string& name, const std::optional<harness::RunError>& e) {
+  if (!e) return "";
+  return fmt::format("WARNING: {} ({}) records a failed run ({}): {}\n  Its measurements stop where the run failed; "
+                     "those missing are not regressions, and a sticky CUDA error may have disturbed the last ones.\n\n",
+                     side, name, e->kind, e->message);
+}
+}  // namespace
 
 std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,
                               double threshold) {
@@ -84,12 +95,17 @@ std::string format_comparison(const Comparison& c, const std::string& a_name, co
     rows.push_back({r.name, r.params, harness::format_value(r.a, r.unit), harness::format_value(r.b, r.unit),
                     std::isfinite(r.ratio) ? fmt::format("{:.3f}", r.ratio) : "n/a", verdict_name(r.verdict)});
   std::string out = fmt::format("A: {}\nB: {}\nthreshold: {:.1f}%\n\n", a_name, b_name, threshold * 100);
+  out += run_error_warning("A", a_name, c.a_error) + run_error_warning("B", b_name, c.b_error);
   out += harness::format_table(rows);
   out += fmt::format("\n{} compared: {} faster, {} slower, {} same, {} noisy; {} missing in B, {} only in B\n",
                      c.compared, c.faster, c.slower, c.same, c.noisy, c.missing, c.added);
   if (std::isfinite(c.geomean_cost))
     out += fmt::format("geometric mean of B/A cost ratios: {:.3f} ({})\n", c.geomean_cost,
                        c.geomean_cost < 1 ? "B is better overall" : c.geomean_cost > 1 ? "B is worse overall" : "equal");
+  // Again at the end, where a long table leaves the reader.
+  if (c.a_error || c.b_error)
+    out += fmt::format("WARNING: {} records a failed run (see the top): compare with care\n",
+                       c.a_error && c.b_error ? "each report" : c.a_error ? "A" : "B");
   return out;
 }
 
@@ -122,6 +138,9 @@ std::string markdown(const Report& r, const std::string& file) {
                        s.noisy ? " (noisy)" : "", s.count, md_escape(extra));
   }
   if (r.measurements.empty()) out += "| (no measurements) | | | | | | | |\n";
+  if (r.error)
+    out += fmt::format("\n**This run failed ({})**: {}. The table holds the measurements taken before.\n",
+                       md_escape(r.error->kind), md_escape(r.error->message));
   if (!r.notes.empty()) {
     out += "\nSkipped:\n\n";
     for (const auto& n : r.notes) out += fmt::format("- {}: {}\n", md_escape(n.part), md_escape(n.reason));

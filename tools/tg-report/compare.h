@@ -1,5 +1,6 @@
 #pragma once
 // tg-report's logic, separate from its CLI so that tests call it directly.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct Comparison {
   std::vector<Row> rows;    // in A's order, then measurements only in B
   double geomean_cost = 1;  // geometric mean of B/A cost ratios (A/B for "higher is better"); < 1: B is better
   int compared = 0, faster = 0, slower = 0, noisy = 0, same = 0, missing = 0, added = 0;
+  // A report's "error": that run stopped early, so measurements it lacks are not
+  // regressions and the ones it has may predate the fault. format_comparison warns.
+  std::optional<harness::RunError> a_error, b_error;
 };
 
 // threshold: relative change below which medians count as the same (0.05 = 5%).
