@@ -81,6 +81,7 @@ void EagerBuilder::alloc_slot(int id) {
   s.aliases = 1;
   s.alive = true;
   role_bytes_[static_cast<size_t>(s.role)] += static_cast<int64_t>(bytes);
+  if (track_roles_ && id < kPersistentBase) role_events_.push_back(id);
 }
 
 void EagerBuilder::release(int id) {
@@ -91,6 +92,7 @@ void EagerBuilder::release(int id) {
   Slot& o = slots_[static_cast<size_t>(s.owner)];
   if (--o.aliases > 0) return;
   role_bytes_[static_cast<size_t>(o.role)] -= static_cast<int64_t>(o.block.size);
+  if (track_roles_) role_events_.push_back(~s.owner);
   alloc_.free(o.block);
   o.block = Block{};
 }
@@ -240,6 +242,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   }
   if (training_ && taping_) tape_.push_back(TapeEntry{op, attrs, inputs, out});
   trace_.push_back(tr);
+  if (track_roles_) op_untaped_.push_back(training_ && !taping_ ? 1 : 0);
   if (plan_ok_) check_trace(tr);
 
   if (timed) t1 = Clock::now();
@@ -280,6 +283,8 @@ void EagerBuilder::begin_iteration(const Feeds& feeds, bool training) {
   tape_.clear();
   trace_.clear();
   slots_.clear();
+  role_events_.clear();
+  op_untaped_.clear();
   feed_sizes_.clear();
   for (const auto& kv : feeds) feed_sizes_.push_back(kv.second.size());
   plan_ = &plans_[training_ ? 1 : 0];
@@ -306,6 +311,7 @@ void EagerBuilder::check_trace(const TraceOp& t) {
 void EagerBuilder::end_iteration() {
   if (!in_iteration_) return;
   for (size_t i = 0; i < slots_.size(); ++i) release(static_cast<int>(i));
+  if (track_roles_) replay_role_peaks();
   learn_plan();
   tape_.clear();
   in_iteration_ = false;
@@ -345,6 +351,48 @@ void EagerBuilder::learn_plan() {
   plan.trace = trace_;
   plan.feed_sizes = feed_sizes_;
   plan.valid = true;
+}
+
+void EagerBuilder::set_role_tracking(bool on) {
+  if (in_iteration_)
+    throw std::logic_error("EagerBuilder::set_role_tracking: call it between iterations (after end_iteration())");
+  track_roles_ = on;
+}
+
+// build_training_graph's labels for this iteration's tensors, then the
+// allocations and frees replayed in order under them.
+void EagerBuilder::replay_role_peaks() {
+  const size_t n = slots_.size();
+  std::vector<uint8_t> read_back(n, 0), update_grad(n, 0), made_back(n, 0);
+  for (size_t k = 0; k < trace_.size(); ++k) {
+    const TraceOp& t = trace_[k];
+    if (t.out >= 0) made_back[static_cast<size_t>(t.out)] = op_untaped_[k];
+    if (!op_untaped_[k]) continue;
+    for (int i = 0; i < t.nin; ++i)
+      if (t.in[i] >= 0 && t.in[i] < kPersistentBase) read_back[static_cast<size_t>(t.in[i])] = 1;
+    if (op_is_update(t.op) && t.nin >= 2 && t.in[1] >= 0 && t.in[1] < kPersistentBase)
+      update_grad[static_cast<size_t>(t.in[1])] = 1;
+  }
+  std::vector<Role> label(n);
+  for (size_t s = 0; s < n; ++s) {
+    Role r = slots_[s].role;
+    if (r != Role::input) {
+      if (made_back[s]) r = update_grad[s] ? Role::gradient : Role::temporary;
+      else r = read_back[s] ? Role::activation : Role::temporary;
+      if (slots_[s].pinned && r != Role::gradient) r = Role::output;  // as RecordingBuilder::mark_output
+    }
+    label[s] = r;
+  }
+  std::array<int64_t, 8> live{};
+  for (const Slot& p : pslots_) live[static_cast<size_t>(p.role)] += static_cast<int64_t>(bytes_of(p.shape));
+  for (size_t r = 0; r < live.size(); ++r) role_peak_[r] = std::max(role_peak_[r], live[r]);
+  for (int e : role_events_) {
+    const size_t s = static_cast<size_t>(e >= 0 ? e : ~e);
+    const size_t r = static_cast<size_t>(label[s]);
+    const auto bytes = static_cast<int64_t>(bytes_of(slots_[s].shape));
+    live[r] += e >= 0 ? bytes : -bytes;
+    role_peak_[r] = std::max(role_peak_[r], live[r]);
+  }
 }
 
 // ---- data and reports -----------------------------------------------------------

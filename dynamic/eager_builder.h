@@ -93,6 +93,26 @@ class EagerBuilder final : public Builder {
   int64_t live_bytes(Role r) const { return role_bytes_[static_cast<size_t>(r)]; }
   bool plan_active() const { return plan_ok_; }
 
+  // ---- per-role peaks under the static graph's roles (tg-memory) ----
+  // The eager roles approximate build_training_graph's (graph/training.h): in
+  // training every forward tensor is taped as activation and every backward one
+  // as gradient. With tracking on, end_iteration() labels this iteration's tensors
+  // the way build_training_graph does -- a forward tensor that a backward op reads:
+  // activation, else temporary; a backward tensor that an update reads as its
+  // gradient: gradient, else temporary; a marked output: output (over temporary
+  // and activation only); inputs stay inputs -- and replays the iteration's
+  // allocations and frees in order under those labels. Bytes count under the
+  // label of the tensor that owns the memory (a view adds nothing), as the static
+  // planner's role_bytes do; parameters and optimizer state count in full.
+  // Off by default: it costs a vector append per allocation, free and op.
+  // Throws std::logic_error when called inside an iteration.
+  void set_role_tracking(bool on);
+  // Max live bytes of role r over the iterations finished since the last
+  // reset_role_peaks() (0 without tracking). Each role peaks at its own moment,
+  // so the sum over roles can exceed the allocator's peak.
+  int64_t role_peak(Role r) const { return role_peak_[static_cast<size_t>(r)]; }
+  void reset_role_peaks() { role_peak_ = {}; }
+
   static constexpr int kPersistentBase = 1 << 30;
 
  private:
@@ -120,6 +140,7 @@ class EagerBuilder final : public Builder {
   void release(int id);
   void check_trace(const TraceOp& t);
   void learn_plan();
+  void replay_role_peaks();
 
   Backend& backend_;
   Allocator& alloc_;
@@ -156,6 +177,12 @@ class EagerBuilder final : public Builder {
   std::vector<size_t> feed_sizes_;
 
   std::array<int64_t, 8> role_bytes_{};
+  // Role tracking: this iteration's allocations (slot id) and frees (~owner id)
+  // in order, whether each trace op ran untaped (backward or update), the peaks.
+  bool track_roles_ = false;
+  std::vector<int> role_events_;
+  std::vector<uint8_t> op_untaped_;
+  std::array<int64_t, 8> role_peak_{};
   PhaseTimes times_;
   int64_t build_ns_ = 0, alloc_ns_ = 0, launch_ns_ = 0;
   int64_t op_counter_ = 0;

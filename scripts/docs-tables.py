@@ -292,6 +292,64 @@ def tab_memory_roles():
             "static planner counts in the graph (naive plan: the sum of the values of that role).\n\n" + r.source_line())
 
 
+MEASURED_SOURCES = (
+    ("dynamic_keep_all", "dynamic executor, nothing freed early: per-role peak"),
+    ("dynamic", "dynamic executor, early frees (steady state): per-role peak"),
+    ("static", "static executor, naive plan: device buffers + arena by role"),
+)
+
+
+def measured_rows(r, source):
+    """{(model, batch, mode): {role: measurement}} of role_bytes_measured from one source, in report order."""
+    out = {}
+    for m in r.all("role_bytes_measured", source=source):
+        p = m["params"]
+        out.setdefault((p["model"], p["batch"], p["mode"]), {})[p["role"]] = m
+    return out
+
+
+def diff_cell(m):
+    pred, got = m["extra"]["predicted_B"], m["median"]
+    if pred == got:
+        return "="
+    d = f"{m['extra']['diff_pct']:+.2f}%"
+    return d if m["params"].get("checked", True) else f"({d})"
+
+
+def tab_memory_measured():
+    r = report("memory")
+    if not r.all("role_bytes_measured"):
+        raise Missing(f"{r.rel}: no role_bytes_measured (the report predates per-role measurement; rerun tg-memory)")
+    rows = []
+    for source, what in MEASURED_SOURCES:
+        for (model, batch, mode), roles in measured_rows(r, source).items():
+            cells = []
+            for x in ROLES:
+                m = roles.get(x)
+                cells.append("-" if m is None or (m["median"] == 0 and m["extra"]["predicted_B"] == 0)
+                             else f"{mib(m['median'])} {diff_cell(m)}")
+            checked = [abs(m["extra"]["diff_pct"]) for m in roles.values() if m["params"].get("checked", True)]
+            rows.append([f"{model} b{batch} {mode}", source] + cells + [f"{max(checked):.2f}%" if checked else "-"])
+    head = ["config (model, batch, mode)", "measured by"] + list(ROLES) + ["worst checked role"]
+    legend = "; ".join(f"`{s}`: {w}" for s, w in MEASURED_SOURCES)
+    return (table(head, rows, ["---", "---"] + ["---:"] * 7) + "\n\nBytes measured from real allocations, each "
+            "against the formula for that role: `=` equal to the byte, else the difference; in parentheses a role "
+            "that is not checked (workspace with early frees: liveness frees it, the formula counts every value). "
+            f"{legend}.\n\n" + r.source_line())
+
+
+def tab_memory_agreement():
+    r = report("memory")
+    ms = r.all("role_agreement_worst_pct")
+    if not ms:
+        raise Missing(f"{r.rel}: no role_agreement_worst_pct (the report predates it; rerun tg-memory)")
+    rows = [[m["params"]["source"], int(m["params"]["roles_checked"]), f"{m['median']:.2f}%",
+             f"{num(m['params']['target_pct'])}%", "**pass**" if m["params"]["verdict"] == "pass" else "**FAIL**"]
+            for m in ms]
+    return (table(["source", "roles checked", "worst |measured / predicted - 1|", "target", "verdict"], rows,
+                  ["---", "---:", "---:", "---:", "---"]) + "\n\n" + r.source_line())
+
+
 def tab_memory_device():
     r = report("memory")
     rows = []
@@ -301,16 +359,22 @@ def tab_memory_device():
                 if m["name"] == "dynamic_peak_keep_all" else "`cudaMemGetInfo` free-memory drop: compile + one step "
                                                              "of a naive static plan")
         pred = m["extra"]["predicted_B"]
-        rows.append([f"{p['model']} b{p['batch']}", what, f"{int(pred):,} B", f"{int(m['median']):,} B",
-                     f"{100 * (m['median'] / pred - 1):+.2f}%"])
+        rows.append([f"{p['model']} b{p['batch']} {p.get('mode', 'train_momentum')}", what, f"{int(pred):,} B",
+                     f"{int(m['median']):,} B", f"{100 * (m['median'] / pred - 1):+.2f}%"])
+    for m in r.all("static_arena_alloc"):
+        p = m["params"]
+        x = m["extra"]
+        rows.append([f"{p['model']} b{p['batch']} {p['mode']}", f"static {p['plan']} plan: the arena's device "
+                     "allocation vs the planner's arena_bytes", f"{int(x['planner_B']):,} B", f"{int(m['median']):,} B",
+                     f"{100 * (x['measured/planner'] - 1):+.2f}%"])
     for m in r.all("arena_bytes", plan="naive", mode="train_momentum"):
         p = m["params"]
         roles = memory_roles(r, p["model"], p["batch"], "train_momentum")
         pred = sum(q for q, _ in roles.values())
         got = m["median"] + m["extra"]["external_B"]
-        rows.append([f"{p['model']} b{p['batch']}", "static naive plan: arena + external buffers", f"{int(pred):,} B",
-                     f"{int(got):,} B", f"{100 * (got / pred - 1):+.2f}%"])
-    return (table(["config (train_momentum)", "measured as", "formula total", "measured", "difference"], rows,
+        rows.append([f"{p['model']} b{p['batch']} train_momentum", "static naive plan: arena + external buffers",
+                     f"{int(pred):,} B", f"{int(got):,} B", f"{100 * (got / pred - 1):+.2f}%"])
+    return (table(["config", "measured as", "predicted (formula or planner)", "measured", "difference"], rows,
                   ["---", "---", "---:", "---:", "---:"]) + "\n\n" + r.source_line())
 
 
@@ -425,8 +489,17 @@ def tab_shapes_checks():
 
 # ---- pipeline (docs/pipeline.md) ----------------------------------------------------
 
-def pipe(r, mode, stage):
-    return r.one("pipeline_stage", mode=mode, stage=stage)
+def pipe_works(r):
+    """The compute work levels of the report, ascending (one in reports before the --work sweep)."""
+    return sorted({m["params"]["work"] for m in r.all("pipeline_stage")})
+
+
+def pipe(r, mode, stage, work=None):
+    """One stage; by default at the smallest work level: the input-bound end, the one the stage table shows."""
+    works = pipe_works(r)
+    if not works:
+        raise Missing(f"{r.rel}: no pipeline_stage measurements")
+    return r.one("pipeline_stage", mode=mode, stage=stage, work=works[0] if work is None else work)
 
 
 def mean_of(m):
@@ -457,30 +530,54 @@ def tab_pipeline_stages():
             "`total` is a pass's wall time / batches (one sample per pass)." + parity + "\n\n" + r.source_line())
 
 
+PIPE_STAGES = ("host", "h2d", "compute", "d2h")
+
+
 def tab_pipeline_summary():
     r = report("pipeline")
+    w = pipe_works(r)[0] if pipe_works(r) else None
     mean = lambda mode, st: mean_of(pipe(r, mode, st))
-    stages = ("host", "h2d", "compute", "d2h")
+    stages = PIPE_STAGES
     ser, ovl = pipe(r, "serialized", "total")["median"], pipe(r, "overlapped", "total")["median"]
     rows = [
         ["serialized time per batch", t(ser), "sum of the stages' means: " + t(sum(mean("serialized", s) for s in stages))],
         ["overlapped time per batch", t(ovl), "slowest stage's mean (perfect overlap): " +
          t(max(mean("overlapped", s) for s in stages))],
-        ["overlap speedup", f"{num(r.one('overlap_speedup')['median'])}x", "ideal, sum / slowest (serialized means): "
-         f"{num(sum(mean('serialized', s) for s in stages) / max(mean('serialized', s) for s in stages))}x"],
-        ["GPU busy fraction, serialized", f"{100 * r.one('gpu_busy_fraction', mode='serialized')['median']:.1f}%", ""],
-        ["GPU busy fraction, overlapped", f"{100 * r.one('gpu_busy_fraction', mode='overlapped')['median']:.1f}%", ""],
+        ["overlap speedup", f"{num(r.one('overlap_speedup', work=w)['median'])}x", "ideal, sum / slowest (serialized "
+         f"means): {num(sum(mean('serialized', s) for s in stages) / max(mean('serialized', s) for s in stages))}x"],
+        ["GPU busy fraction, serialized", f"{100 * r.one('gpu_busy_fraction', mode='serialized', work=w)['median']:.1f}%", ""],
+        ["GPU busy fraction, overlapped", f"{100 * r.one('gpu_busy_fraction', mode='overlapped', work=w)['median']:.1f}%", ""],
     ]
-    return table(["", "measured", "bound from the stages"], rows) + "\n\n" + r.source_line()
+    return table(["", "measured", "bound from the stages"], rows) + f"\n\nAt `--work {w}`.\n\n" + r.source_line()
+
+
+def tab_pipeline_work():
+    r = report("pipeline")
+    rows = []
+    for w in pipe_works(r):
+        mean = lambda mode, st: mean_of(pipe(r, mode, st, w))
+        ser = {s: mean("serialized", s) for s in PIPE_STAGES}
+        slowest = max(ser, key=ser.get)
+        busy = lambda mode: f"{100 * r.one('gpu_busy_fraction', mode=mode, work=w)['median']:.1f}%"
+        rows.append([w, t(ser["host"]), t(ser["compute"]), slowest, t(pipe(r, "serialized", "total", w)["median"]),
+                     t(pipe(r, "overlapped", "total", w)["median"]),
+                     f"{num(r.one('overlap_speedup', work=w)['median'])}x",
+                     f"{num(sum(ser.values()) / ser[slowest])}x", busy("serialized"), busy("overlapped")])
+    return (table(["`--work`", "host (mean)", "compute (mean)", "slowest stage", "serialized per batch",
+                   "overlapped per batch", "overlap speedup", "ideal (sum / slowest)", "GPU busy, serialized",
+                   "GPU busy, overlapped"], rows, ["---:", "---:", "---:", "---", "---:", "---:", "---:", "---:",
+                                                   "---:", "---:"]) +
+            "\n\nStage means and the ideal from the serialized passes; totals are medians of a pass's wall time / "
+            "batches.\n\n" + r.source_line())
 
 
 TABLES = {
     "transfer-classic": tab_transfer_classic, "matmul-sweep": tab_matmul_sweep,
     "launch-summary": tab_launch_summary, "train-mlp": tab_train_mlp,
     "memory-roles": tab_memory_roles, "memory-device": tab_memory_device, "memory-arena": tab_memory_arena,
-    "memory-modes": tab_memory_modes, "memory-allocators": tab_memory_allocators, "memory-inplace": tab_memory_inplace,
+    "memory-modes": tab_memory_modes, "memory-measured": tab_memory_measured, "memory-agreement": tab_memory_agreement, "memory-allocators": tab_memory_allocators, "memory-inplace": tab_memory_inplace,
     "shapes-strategies": tab_shapes_strategies, "shapes-sweep": tab_shapes_sweep, "shapes-checks": tab_shapes_checks,
-    "pipeline-stages": tab_pipeline_stages, "pipeline-summary": tab_pipeline_summary,
+    "pipeline-stages": tab_pipeline_stages, "pipeline-summary": tab_pipeline_summary, "pipeline-work": tab_pipeline_work,
     "readme-memcpy": tab_readme_memcpy, "readme-malloc": tab_readme_malloc, "readme-matmul": tab_readme_matmul,
 }
 
@@ -591,8 +688,31 @@ def plots_pipeline():
     r = report("pipeline")
     stages = ["host", "h2d", "compute", "d2h", "total"]
     val = lambda st, mode: tuple(pipe(r, mode, st)[k] * 1e3 for k in ("median", "p10", "p90"))
-    return save("tg-pipeline", grouped_bars("tg-pipeline", "time per batch by stage", stages, ["serialized", "overlapped"],
-                                            val, "ms per batch (median, p10..p90; log scale)", "per_stage", log=True))
+    figs = grouped_bars("tg-pipeline", f"time per batch by stage (--work {pipe_works(r)[0]})", stages,
+                        ["serialized", "overlapped"], val, "ms per batch (median, p10..p90; log scale)", "per_stage",
+                        log=True)
+    works = pipe_works(r)
+    if len(works) > 1:
+        fig, (ax1, ax2) = PR.plt.subplots(1, 2, figsize=(11, 4.5))
+        fig.suptitle("tg-pipeline: compute work sweep")
+        for mode in ("serialized", "overlapped"):
+            ax1.plot(works, [pipe(r, mode, "total", w)["median"] * 1e3 for w in works], marker="o", label=mode)
+            ax2.plot(works, [r.one("gpu_busy_fraction", mode=mode, work=w)["median"] for w in works], marker="o",
+                     label=mode)
+        ax1.plot(works, [mean_of(pipe(r, "serialized", "host", w)) * 1e3 for w in works], linestyle="--", label="host stage")
+        ax1.plot(works, [mean_of(pipe(r, "serialized", "compute", w)) * 1e3 for w in works], linestyle="--",
+                 label="compute stage")
+        for ax in (ax1, ax2):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("--work (fma steps per element)")
+            ax.legend(fontsize=8)
+        ax1.set_yscale("log")
+        ax1.set_ylabel("ms per batch")
+        ax2.set_ylabel("GPU busy fraction")
+        ax2.set_ylim(0, 1.05)
+        fig.tight_layout()
+        figs.append(("work_sweep", fig))
+    return save("tg-pipeline", figs)
 
 
 def plots_launch():

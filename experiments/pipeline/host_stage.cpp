@@ -1,6 +1,8 @@
 #include "experiments/pipeline/host_stage.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace tg::pipeline {
 
@@ -17,6 +19,7 @@ std::vector<float> make_raw_batch(int64_t n, uint64_t seed) {
 }
 
 void preprocess(const float* raw, float* out, int64_t n, int64_t row, int64_t batch_index) {
+  if (n < 1 || row < 1) throw std::invalid_argument("preprocess: the batch and its rows need at least one element");
   double sum = 0, sq = 0;
   for (int64_t i = 0; i < n; ++i) {
     sum += raw[i];
@@ -26,10 +29,15 @@ void preprocess(const float* raw, float* out, int64_t n, int64_t row, int64_t ba
   const double var = std::max(0.0, sq / static_cast<double>(n) - mean * mean);
   const float m = static_cast<float>(mean);
   const float inv = static_cast<float>(1.0 / std::sqrt(var + 1e-6));
+  // Row by row with the sign chosen once per row: the same arithmetic per element
+  // as a per-element sign, without the integer division by `row` that made odd
+  // batches (the flipped ones) almost three times slower than even ones on the
+  // H200 host, and with an inner loop the compiler vectorizes for either parity.
   const bool flip = batch_index % 2 == 1;
-  for (int64_t i = 0; i < n; ++i) {
-    const float sign = flip && (i / row) % 2 == 1 ? -1.0f : 1.0f;
-    out[i] = sign * (raw[i] - m) * inv;
+  for (int64_t start = 0, r = 0; start < n; start += row, ++r) {
+    const float sign = flip && r % 2 == 1 ? -1.0f : 1.0f;
+    const int64_t end = std::min(n, start + row);
+    for (int64_t i = start; i < end; ++i) out[i] = sign * (raw[i] - m) * inv;
   }
 }
 

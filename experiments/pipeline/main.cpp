@@ -2,10 +2,12 @@
 // augment a synthetic batch) -> H2D -> compute (a fixed kernel workload, see
 // host_stage.h) -> D2H (loss and mean), run serialized (one stream, the host waits
 // for every batch) and overlapped (copy + compute streams, pinned double buffers,
-// events), with per-stage times and the GPU busy fraction (compute / wall time).
-// Checked first: overlapped == serialized bitwise, and both against the CPU reference.
+// events), with per-stage times and the GPU busy fraction (compute / wall time),
+// at each compute work level of a sweep from input-bound to compute-bound.
+// Checked first: overlapped == serialized bitwise, and against the CPU reference.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -23,6 +25,7 @@ using namespace tg::pipeline;
 namespace {
 
 double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : sum(v) / static_cast<double>(v.size()); }
 
 bool close(float a, float ref) { return std::fabs(a - ref) <= 1e-6f + 1e-4f * std::fabs(ref); }
 
@@ -33,17 +36,18 @@ void check_vs_cpu(const std::vector<std::vector<float>>& raw, const PassResult& 
     const Metrics ref = compute_cpu(x.data(), cfg.elems, cfg.work);
     if (!close(r.metrics[i].loss, ref.loss) || !close(r.metrics[i].mean, ref.mean))
       throw std::runtime_error(fmt::format("tg-pipeline: GPU batch {} metrics (loss {:.9g}, mean {:.9g}) differ from the "
-                                           "CPU reference ({:.9g}, {:.9g}) beyond atol 1e-6 + rtol 1e-4",
-                                           i, r.metrics[i].loss, r.metrics[i].mean, ref.loss, ref.mean));
+                                           "CPU reference ({:.9g}, {:.9g}) beyond atol 1e-6 + rtol 1e-4 (--work {})",
+                                           i, r.metrics[i].loss, r.metrics[i].mean, ref.loss, ref.mean, cfg.work));
   }
 }
 
-void check_same(const PassResult& a, const PassResult& b) {
+void check_same(const PassResult& a, const PassResult& b, int work) {
   for (size_t i = 0; i < a.metrics.size(); ++i)
     if (std::memcmp(&a.metrics[i], &b.metrics[i], sizeof(Metrics)) != 0)
-      throw std::runtime_error(fmt::format("tg-pipeline: batch {}: overlapped (loss {:.9g}, mean {:.9g}) != serialized "
-                                           "({:.9g}, {:.9g}) bitwise",
-                                           i, b.metrics[i].loss, b.metrics[i].mean, a.metrics[i].loss, a.metrics[i].mean));
+      throw std::runtime_error(fmt::format("tg-pipeline: --work {} batch {}: overlapped (loss {:.9g}, mean {:.9g}) != "
+                                           "serialized ({:.9g}, {:.9g}) bitwise",
+                                           work, i, b.metrics[i].loss, b.metrics[i].mean, a.metrics[i].loss,
+                                           a.metrics[i].mean));
 }
 
 struct Collected {
@@ -60,95 +64,176 @@ void add(Collected& c, const PassResult& r) {
   c.busy += sum(r.compute_s) / r.wall_s;
 }
 
+struct Level {
+  th::Experiment& e;
+  const std::vector<std::vector<float>>& raw;
+  PipelineConfig cfg;
+  int passes;
+  th::Params base;
+  th::Params at(const char* stage, const char* mode) const {
+    th::Params q = base;
+    q.insert_or_assign("stage", th::Param(stage));
+    q.insert_or_assign("mode", th::Param(mode));
+    return q;
+  }
+};
+
+// The CPU backend: no copy to overlap and no second engine to keep busy; what is
+// left is the host stage next to a compute stage on the same cores.
+void cpu_level(Level& l, th::Progress& bar) {
+  Collected c;
+  const int nb = static_cast<int>(l.raw.size());
+  std::vector<float> x(static_cast<size_t>(l.cfg.elems));
+  for (int pass = 0; pass < l.passes; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < nb; ++i) {
+      const auto th0 = std::chrono::steady_clock::now();
+      preprocess(l.raw[static_cast<size_t>(i)].data(), x.data(), l.cfg.elems, l.cfg.row, i);
+      const auto th1 = std::chrono::steady_clock::now();
+      const Metrics m = compute_cpu(x.data(), l.cfg.elems, l.cfg.work);
+      if (!std::isfinite(m.loss)) throw std::runtime_error("tg-pipeline: CPU compute produced a non-finite loss");
+      c.host.push_back(std::chrono::duration<double>(th1 - th0).count());
+      c.compute.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - th1).count());
+    }
+    c.total.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / nb);
+    bar.tick(fmt::format("cpu work {}", l.cfg.work));
+  }
+  l.e.report().add_time("pipeline_stage", l.at("host", "serialized"), c.host);
+  l.e.report().add_time("pipeline_stage", l.at("compute", "serialized"), c.compute);
+  l.e.report().add_time("pipeline_stage", l.at("total", "serialized"), c.total);
+}
+
+void gpu_level(Level& l, th::Progress& bar, bool check_cpu) {
+  const int nb = static_cast<int>(l.raw.size());
+  GpuPipeline pipe(l.cfg);
+  // Warm-up pass of each mode, which is also the check.
+  const PassResult ser0 = pipe.run(l.raw, false);
+  const PassResult ovl0 = pipe.run(l.raw, true);
+  if (check_cpu) check_vs_cpu(l.raw, ser0, l.cfg);
+  check_same(ser0, ovl0, l.cfg.work);
+  auto& chk = l.e.report().add_value("check_overlapped_equals_serialized", l.base, static_cast<double>(nb), "batches",
+                                     "higher");
+  chk.extra["vs_cpu_reference"] = check_cpu ? 1 : 0;
+  bar.tick("checked");
+  Collected cs, co;
+  for (int pass = 0; pass < l.passes; ++pass) {
+    // Interleaved so that clock and thermal drift hit both modes alike.
+    const PassResult s = pipe.run(l.raw, false);
+    check_same(ser0, s, l.cfg.work);
+    add(cs, s);
+    bar.tick(fmt::format("work {} serialized", l.cfg.work));
+    const PassResult o = pipe.run(l.raw, true);
+    check_same(ser0, o, l.cfg.work);
+    add(co, o);
+    bar.tick(fmt::format("work {} overlapped", l.cfg.work));
+  }
+  for (auto [mode, c] : {std::pair<const char*, Collected*>{"serialized", &cs}, {"overlapped", &co}}) {
+    l.e.report().add_time("pipeline_stage", l.at("host", mode), c->host);
+    l.e.report().add_time("pipeline_stage", l.at("h2d", mode), c->h2d, "gpu").extra["GB/s"] =
+        static_cast<double>(l.cfg.elems * 4) / th::summarize(c->h2d).median / 1e9;
+    l.e.report().add_time("pipeline_stage", l.at("compute", mode), c->compute, "gpu");
+    l.e.report().add_time("pipeline_stage", l.at("d2h", mode), c->d2h, "gpu");
+    auto& t = l.e.report().add_time("pipeline_stage", l.at("total", mode), c->total);
+    t.extra["gpu_busy_fraction"] = c->busy / l.passes;
+    th::Params q = l.base;
+    q.insert_or_assign("mode", th::Param(mode));
+    l.e.report().add_value("gpu_busy_fraction", q, c->busy / l.passes, "fraction", "higher");
+  }
+  // Perfect overlap costs the slowest stage; serialized the sum (stage means, serialized).
+  const double stages[] = {mean(cs.host), mean(cs.h2d), mean(cs.compute), mean(cs.d2h)};
+  const double slowest = *std::max_element(std::begin(stages), std::end(stages));
+  const double speedup = th::summarize(cs.total).median / th::summarize(co.total).median;
+  auto& s = l.e.report().add_value("overlap_speedup", l.base, speedup, "x", "higher");
+  s.extra["ideal_x"] = (stages[0] + stages[1] + stages[2] + stages[3]) / slowest;
+  s.extra["compute/host"] = stages[2] / stages[0];
+}
+
+// The CPU reference costs elements x work fma calls on one host thread (~4 ns
+// each: over half a minute for two 16 MiB batches at --work 2048), so the
+// always-on check uses a small pipeline of its own: 600,000 floats (more than
+// two per GPU thread, so the grid-stride loop iterates; a partial last row) at a
+// small work, both modes against the CPU reference. The same kernels then run the
+// timed batches, where every pass is checked bitwise against the first.
+void small_cpu_check(th::Experiment& e, const PipelineConfig& timed, int smallest_work) {
+  PipelineConfig c = timed;
+  c.elems = 600000;
+  c.work = std::min(smallest_work, 64);
+  std::vector<std::vector<float>> raw;
+  for (int i = 0; i < 2; ++i) raw.push_back(make_raw_batch(c.elems, 7 + static_cast<uint64_t>(i)));
+  GpuPipeline pipe(c);
+  const PassResult ser = pipe.run(raw, false);
+  const PassResult ovl = pipe.run(raw, true);
+  check_vs_cpu(raw, ser, c);
+  check_vs_cpu(raw, ovl, c);
+  check_same(ser, ovl, c.work);
+  e.report().add_value("check_vs_cpu_reference",
+                       {{"batch_bytes", c.elems * int64_t{4}}, {"work", int64_t{c.work}}, {"batches", int64_t{2}}}, 2,
+                       "batches", "higher");
+}
+
+// The default sweep: on the H200 a 16 MiB batch computes ~0.19 us per fma step
+// (0.38 ms at 2048) against ~7 ms of host preprocessing, so 2048 is input-bound,
+// 32768 about balanced (where overlap pays most) and 131072 compute-bound.
+std::vector<int> default_works(bool gpu, bool quick) {
+  if (!gpu) return quick ? std::vector<int>{16} : std::vector<int>{16, 64};
+  return quick ? std::vector<int>{2048, 32768, 131072} : std::vector<int>{2048, 8192, 32768, 131072};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  th::Experiment ex("tg-pipeline", "The data path of a training step: serialized vs overlapped",
+  th::Experiment ex("tg-pipeline", "The data path of a training step: serialized vs overlapped, over a compute sweep",
                     "tg-pipeline --device auto --quick --json docs/results/pipeline.json");
   double batch_mib = 0;
-  int work = 0, batches = 0, passes = 0;
+  std::vector<int> works;
+  int batches = 0, passes = 0;
   ex.add_option("--batch-mib", batch_mib, "MiB per batch (0: 16 on the GPU, 1 on the CPU)", 0.0, 4096.0);
-  ex.add_option("--work", work, "fma steps per element in the compute stage (0: 2048 GPU, 16 CPU)", 0, 1000000);
+  ex.add_option("--work", works,
+                "fma steps per element in the compute stage, one or more values: the sweep (default GPU 2048 8192 "
+                "32768 131072, --quick 2048 32768 131072; CPU 16 64, --quick 16)",
+                1, 10000000);
   ex.add_option("--batches", batches, "Batches per pass (0: 32, 12 with --quick; >= 2 otherwise)", 0, 100000);
-  ex.add_option("--passes", passes, "Timed passes per mode (0: 10, 3 with --quick)", 0, 10000);
+  ex.add_option("--passes", passes, "Timed passes per mode and work level (0: 10, 3 with --quick)", 0, 10000);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool gpu = e.on_gpu();
     if (batches == 1) throw th::UsageError("--batches must be >= 2: overlap needs a next batch to work on");
     PipelineConfig cfg;
     cfg.elems = static_cast<int64_t>((batch_mib > 0 ? batch_mib : (gpu ? 16.0 : 1.0)) * (1 << 20) / sizeof(float));
     if (cfg.elems < cfg.row) throw th::UsageError(fmt::format("--batch-mib {} is under one row ({} floats)", batch_mib, cfg.row));
-    cfg.work = work > 0 ? work : (gpu ? 2048 : 16);
+    if (works.empty()) works = default_works(gpu, e.quick());
+    for (size_t i = 0; i < works.size(); ++i)
+      if (std::count(works.begin(), works.end(), works[i]) > 1)
+        throw th::UsageError(fmt::format("--work {} is given twice; list each work level once", works[i]));
     const int nb = batches > 0 ? batches : (e.quick() ? 12 : 32);
     const int np = passes > 0 ? passes : (e.quick() ? 3 : 10);
     std::vector<std::vector<float>> raw;
     for (int i = 0; i < nb; ++i) raw.push_back(make_raw_batch(cfg.elems, 100 + static_cast<uint64_t>(i)));
-    const th::Params base{{"batch_bytes", cfg.elems * int64_t{4}}, {"work", int64_t{cfg.work}}, {"batches", int64_t{nb}}};
-    auto p = [&](const char* stage, const char* mode) { th::Params q = base; q.insert_or_assign("stage", th::Param(stage)); q.insert_or_assign("mode", th::Param(mode)); return q; };
-    th::Progress bar(static_cast<size_t>(2 * np + 1), "tg-pipeline");
-
+    const size_t ticks_per_level = gpu ? static_cast<size_t>(2 * np + 1) : static_cast<size_t>(np);
+    th::Progress bar(works.size() * ticks_per_level, "tg-pipeline");
     if (!gpu) {
-      // The CPU backend: there is no copy to overlap and no second engine to keep
-      // busy; what is left is the host stage next to a compute stage on the same cores.
       e.report().skip("h2d, d2h", "no GPU: the CPU backend computes where the data already is, there is no transfer");
       e.report().skip("overlapped mode", "no GPU: overlap needs a copy engine and a compute device running while the host "
                                          "preprocesses; on the CPU both stages compete for the same cores");
       e.report().skip("gpu busy fraction", "no GPU");
-      Collected c;
-      std::vector<float> x(static_cast<size_t>(cfg.elems));
-      for (int pass = 0; pass < np; ++pass) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < nb; ++i) {
-          const auto th0 = std::chrono::steady_clock::now();
-          preprocess(raw[static_cast<size_t>(i)].data(), x.data(), cfg.elems, cfg.row, i);
-          const auto th1 = std::chrono::steady_clock::now();
-          const Metrics m = compute_cpu(x.data(), cfg.elems, cfg.work);
-          if (!std::isfinite(m.loss)) throw std::runtime_error("tg-pipeline: CPU compute produced a non-finite loss");
-          c.host.push_back(std::chrono::duration<double>(th1 - th0).count());
-          c.compute.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - th1).count());
-        }
-        c.total.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / nb);
-        bar.tick("cpu");
+    } else if (!have_cuda_build()) {
+      throw std::logic_error("tg-pipeline: a GPU was selected but this build has no CUDA");
+    }
+    // Full mode also checks the timed batches against the CPU reference, at the
+    // smallest work level only (minutes at the largest).
+    const int smallest = *std::min_element(works.begin(), works.end());
+    if (gpu) small_cpu_check(e, cfg, smallest);
+    bool cpu_checked = e.quick();
+    for (int w : works) {
+      cfg.work = w;
+      Level l{e, raw, cfg, np,
+              {{"batch_bytes", cfg.elems * int64_t{4}}, {"work", int64_t{w}}, {"batches", int64_t{nb}}}};
+      if (gpu) {
+        const bool check = w == smallest && !cpu_checked;
+        gpu_level(l, bar, check);
+        cpu_checked = cpu_checked || check;
+      } else {
+        cpu_level(l, bar);
       }
-      e.report().add_time("pipeline_stage", p("host", "serialized"), c.host);
-      e.report().add_time("pipeline_stage", p("compute", "serialized"), c.compute);
-      e.report().add_time("pipeline_stage", p("total", "serialized"), c.total);
-      return;
     }
-    if (!have_cuda_build()) throw std::logic_error("tg-pipeline: a GPU was selected but this build has no CUDA");
-
-    GpuPipeline pipe(cfg);
-    // Warm-up pass of each mode, which is also the check.
-    const PassResult ser0 = pipe.run(raw, false);
-    const PassResult ovl0 = pipe.run(raw, true);
-    check_vs_cpu(raw, ser0, cfg);
-    check_same(ser0, ovl0);
-    e.report().add_value("check_overlapped_equals_serialized", base, static_cast<double>(nb), "batches", "higher");
-    bar.tick("checked");
-    Collected cs, co;
-    for (int pass = 0; pass < np; ++pass) {
-      // Interleaved so that clock and thermal drift hit both modes alike.
-      const PassResult s = pipe.run(raw, false);
-      check_same(ser0, s);
-      add(cs, s);
-      bar.tick("serialized");
-      const PassResult o = pipe.run(raw, true);
-      check_same(ser0, o);
-      add(co, o);
-      bar.tick("overlapped");
-    }
-    for (auto [mode, c] : {std::pair<const char*, Collected*>{"serialized", &cs}, {"overlapped", &co}}) {
-      e.report().add_time("pipeline_stage", p("host", mode), c->host);
-      e.report().add_time("pipeline_stage", p("h2d", mode), c->h2d, "gpu").extra["GB/s"] =
-          static_cast<double>(cfg.elems * 4) / th::summarize(c->h2d).median / 1e9;
-      e.report().add_time("pipeline_stage", p("compute", mode), c->compute, "gpu");
-      e.report().add_time("pipeline_stage", p("d2h", mode), c->d2h, "gpu");
-      auto& t = e.report().add_time("pipeline_stage", p("total", mode), c->total);
-      t.extra["gpu_busy_fraction"] = c->busy / np;
-      th::Params q = base;
-      q.insert_or_assign("mode", th::Param(mode));
-      e.report().add_value("gpu_busy_fraction", q, c->busy / np, "fraction", "higher");
-    }
-    const double speedup = th::summarize(cs.total).median / th::summarize(co.total).median;
-    e.report().add_value("overlap_speedup", base, speedup, "x", "higher");
   });
 }

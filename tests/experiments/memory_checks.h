@@ -1,0 +1,119 @@
+#pragma once
+// tg-memory's per-role measurements against the closed formulas, on one backend
+// (device -1: the CPU backend). Shared by the cpu and gpu suites.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/launch/exec_common.h"
+#include "experiments/memory/formulas.h"
+#include "experiments/memory/measure.h"
+#include "experiments/memory/recording_backend.h"
+
+namespace tg::testing {
+
+struct MemCase {
+  std::string name;
+  ModelFn train, infer;  // with and without the loss
+  memory::Predicted mom, sgd, inf;
+};
+
+inline std::vector<MemCase> small_mem_cases() {
+  MlpConfig m;
+  m.batch = 6;
+  m.in = 12;
+  m.width = 20;
+  m.depth = 3;
+  m.out = 5;
+  TransformerConfig t;
+  t.batch = 2;
+  t.seq = 8;
+  t.d_model = 16;
+  t.heads = 2;
+  MlpConfig mi = m;
+  mi.with_loss = false;
+  TransformerConfig ti = t;
+  ti.with_loss = false;
+  return {
+      {"mlp", [m](Builder& b) { return mlp(b, m); }, [mi](Builder& b) { return mlp(b, mi); },
+       memory::predict_mlp(m, true, true), memory::predict_mlp(m, true, false), memory::predict_mlp(m, false, false)},
+      {"transformer", [t](Builder& b) { return transformer_block(b, t); },
+       [ti](Builder& b) { return transformer_block(b, ti); }, memory::predict_transformer(t, true, true),
+       memory::predict_transformer(t, true, false), memory::predict_transformer(t, false, false)},
+  };
+}
+
+struct MemMode {
+  const char* name;
+  bool training, momentum;
+};
+inline const MemMode kMemModes[] = {{"train_momentum", true, true}, {"train_sgd", true, false}, {"inference", false, false}};
+
+inline const memory::Predicted& predicted_for(const MemCase& k, const MemMode& m) {
+  return !m.training ? k.inf : m.momentum ? k.mom : k.sgd;
+}
+
+inline void check_role_bytes(const memory::RoleBytes& got, const memory::Predicted& want, unsigned mask = 0x3f) {
+  for (int i = 0; i < memory::kNumMemRoles; ++i) {
+    if (!((mask >> i) & 1u)) continue;
+    INFO("role " << memory::mem_role_name(static_cast<memory::MemRole>(i)));
+    CHECK(got[static_cast<size_t>(i)] == want.bytes[static_cast<size_t>(i)]);
+  }
+}
+
+// Every mode of both small models: the dynamic executor (nothing freed early and
+// with early frees) and the static executor's naive plan, role by role.
+inline void check_roles_on(int device) {
+  auto log = std::make_shared<memory::AllocationLog>();
+  const std::shared_ptr<Backend> be = memory::make_recording_backend(device, log);
+  for (const MemCase& k : small_mem_cases())
+    for (const MemMode& m : kMemModes) {
+      INFO(k.name << " " << m.name);
+      const ModelFn& fn = m.training ? k.train : k.infer;
+      const Feeds feeds = bench::model_feeds(fn, 3, 5);
+      const memory::Predicted& want = predicted_for(k, m);
+      DynamicOptions o;
+      o.use_momentum = m.momentum;
+      o.inference = !m.training;
+      o.free_early = false;
+      const memory::DynamicMeasured keep = memory::measure_dynamic(fn, *be, "caching", o, 1, feeds);
+      check_role_bytes(keep.role_peak, want);
+      // Nothing freed: every tensor is live at the end, so the allocator's peak is the sum of the roles.
+      CHECK(keep.stats.peak == want.total());
+
+      o.free_early = true;
+      const memory::DynamicMeasured early = memory::measure_dynamic(fn, *be, "caching", o, 3, feeds);
+      constexpr unsigned kNoWorkspace = 0x3fu & ~(1u << static_cast<int>(memory::MemRole::workspace));
+      check_role_bytes(early.role_peak, want, kNoWorkspace);
+      CHECK(early.role_peak[static_cast<size_t>(memory::MemRole::workspace)] > 0);
+      CHECK(early.role_peak[static_cast<size_t>(memory::MemRole::workspace)] < want.at(memory::MemRole::workspace));
+
+      CompileOptions co;
+      co.training = m.training;
+      co.train.use_momentum = m.momentum;
+      co.plan.mode = PlanMode::naive;
+      const memory::StaticMeasured s = memory::measure_static(fn, co, be, *log, feeds);
+      check_role_bytes(s.roles, want);
+      CHECK(s.unattributed_B == 0);
+      CHECK(s.arena_alloc_B == s.planner_arena_B);
+      // Naive: the arena is the gradients, activations and workspace, each value padded to 256 B.
+      const int64_t in_arena = want.at(memory::MemRole::gradients) + want.at(memory::MemRole::activations) +
+                               want.at(memory::MemRole::workspace);
+      CHECK(s.arena_alloc_B >= in_arena);
+      CHECK(s.arena_alloc_B < in_arena + 256 * 400);
+      if (!m.training) {
+        for (memory::MemRole r : {memory::MemRole::gradients, memory::MemRole::momentum, memory::MemRole::activations}) {
+          INFO("inference role " << memory::mem_role_name(r));
+          CHECK(keep.role_peak[static_cast<size_t>(r)] == 0);
+          CHECK(early.role_peak[static_cast<size_t>(r)] == 0);
+          CHECK(s.roles[static_cast<size_t>(r)] == 0);
+        }
+      }
+    }
+  // Everything the executors allocated went back to the device.
+  CHECK(log->live().empty());
+}
+
+}  // namespace tg::testing
