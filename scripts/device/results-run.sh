@@ -48,8 +48,12 @@ sanitize_tests() {
   wait
   # application-only: the fault test's child (tg-noop --fault sticky) writes out of
   # bounds on purpose; the test binary itself is what is checked here.
-  for t in $(find "$build/tests" -type f -perm -u+x -name '*reliability*'); do
-    SAN_EXTRA="--target-processes application-only" sanitize_one memcheck "$(basename "$t")" "$t"
+  for t in $(find "$build/tests" -type f -perm -u+x -name '*reliability*' ! -name '*oom*'); do
+    SAN_EXTRA="--target-processes application-only" sanitize_one memcheck "$(basename "$t")" "$t" &
+  done
+  wait
+  for t in $(find "$build/tests" -type f -perm -u+x -name '*reliability*oom*'); do
+    sanitize_one memcheck "$(basename "$t")" "$t"
   done
 }
 nvidia-smi > "$res/logs/nvidia-smi.txt" 2>&1
@@ -83,6 +87,7 @@ for phase in "$@"; do
       say "main job rc=$? in $((SECONDS - t0)) s"; tail -15 "$res/logs/main-job.log" >> "$summary" ;;
     *) say "unknown phase $phase" ;;
   esac
+  # Packed after every phase: a run cut short by the time limit still brings back the phases done.
+  tar -C "$res" -czf "$out/results-$(echo "$@" | tr ' ' '-').tar.gz" .
 done
-tar -C "$res" -czf "$out/results-$(echo "$@" | tr ' ' '-').tar.gz" .
 cat "$summary"
