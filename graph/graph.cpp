@@ -1,5 +1,7 @@
 #include "graph/graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "graph/errors.h"
@@ -143,9 +145,18 @@ std::vector<int> Graph::topo_order() const {
           break;
         }
     }
-    std::string cycle = nodes[static_cast<size_t>(cur)].name;
-    for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[static_cast<size_t>(cur)]);)
-      cycle += " -> " + nodes[static_cast<size_t>(path[k])].name;
+    std::vector<int> loop{cur};  // cur -> ... -> cur, in the direction values flow
+    for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[static_cast<size_t>(cur)]);) loop.push_back(path[k]);
+    // A long cycle (say 20k nodes in a generated file) is shown by its ends, not by every name.
+    constexpr size_t kHead = 8, kTail = 3;
+    std::string cycle;
+    for (size_t k = 0; k < loop.size(); ++k) {
+      if (loop.size() > kHead + kTail + 1 && k == kHead) {
+        cycle += fmt::format(" -> ({} more nodes)", loop.size() - kHead - kTail);
+        k = loop.size() - kTail;
+      }
+      cycle += (k ? " -> " : "") + nodes[static_cast<size_t>(loop[k])].name;
+    }
     graph_error("graph has a cycle through node '{}' ({}): {}; a node cannot depend on its own output; "
                 "break the cycle by reading a value produced earlier",
                 nodes[static_cast<size_t>(cur)].name, op_name(nodes[static_cast<size_t>(cur)].op), cycle);

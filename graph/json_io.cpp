@@ -136,19 +136,43 @@ struct DuplicateKey {
   std::string key;
 };
 
+// Finds a key given twice in one object. A SAX pass rather than json::parse's
+// callback: nlohmann's callback parser rescans the enclosing container at the end
+// of every object, which made a file with 100k nodes take seconds (quadratic).
+struct DuplicateKeyFinder : nlohmann::json_sax<json> {
+  std::vector<std::set<std::string>> keys;
+  bool start_object(std::size_t) override {
+    keys.emplace_back();
+    return true;
+  }
+  bool end_object() override {
+    keys.pop_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!keys.back().insert(k).second) throw DuplicateKey{k};
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 json parse_text(const std::string& text, const std::string& src) {
   // nlohmann keeps the last of two equal keys; a hand-written file with "shape"
-  // twice is a mistake, so refuse it.
-  std::vector<std::set<std::string>> keys;
-  auto cb = [&keys](int, json::parse_event_t ev, json& parsed) {
-    if (ev == json::parse_event_t::object_start) keys.emplace_back();
-    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-      throw DuplicateKey{parsed.get<std::string>()};
-    return true;
-  };
+  // twice is a mistake, so refuse it (after the syntax check, on valid text).
   try {
-    return json::parse(text, cb);
+    json j = json::parse(text);
+    DuplicateKeyFinder finder;
+    json::sax_parse(text, &finder);
+    return j;
   } catch (const DuplicateKey& d) {
     graph_error("{}: key '{}' appears twice in one JSON object; give each key once", src, d.key);
   } catch (const json::parse_error& e) {

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -53,6 +54,14 @@ json gpu_json(const Metadata::Gpu& g) {
 }
 
 // --- the validator: a hand-written mirror of docs/report.schema.json ---
+// A wrong value as the message shows it. Containers by size only: dump() recurses,
+// and a hostile file nested 100k levels deep would overflow the stack.
+std::string shown(const json& v) {
+  if (v.is_array()) return fmt::format("an array of {} items", v.size());
+  if (v.is_object()) return fmt::format("an object with {} keys", v.size());
+  return v.dump().substr(0, 60);
+}
+
 struct Checker {
   std::vector<std::string> errors;
   const json* field(const json& obj, const std::string& where, const char* key) {
@@ -67,7 +76,7 @@ struct Checker {
   const json* typed(const json& obj, const std::string& where, const char* key, Pred ok, const char* what) {
     const json* v = field(obj, where, key);
     if (v && !ok(*v)) {
-      errors.push_back(fmt::format("{}{}: must be {}, got {}", where, key, what, v->dump().substr(0, 60)));
+      errors.push_back(fmt::format("{}{}: must be {}, got {}", where, key, what, shown(*v)));
       return nullptr;
     }
     return v;
@@ -113,7 +122,8 @@ void check_measurement(Checker& c, const json& m, const std::string& w) {
     for (size_t i = 0; i < s->size(); ++i)
       if (!(*s)[i].is_number()) c.errors.push_back(fmt::format("{}.samples[{}]: must be a number", w, i));
   }
-  c.integer(m, w + ".", "count");
+  if (auto* n = c.typed(m, w + ".", "count", [](const json& v) { return v.is_number_integer(); }, "an integer"))
+    if (*n < 1) c.errors.push_back(fmt::format("{}.count: must be >= 1, got {}", w, n->dump()));
   for (const char* k : {"min", "p10", "median", "p90", "max", "mean", "noise"}) c.num(m, w + ".", k);
   c.boolean(m, w + ".", "noisy");
   if (auto* e = c.object(m, w + ".", "extra"))
@@ -191,7 +201,7 @@ std::vector<std::string> validate_report_json(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     return {fmt::format("not valid JSON: {}", e.what())};
   }
   if (!j.is_object()) return {"the top level must be an object"};
@@ -206,7 +216,10 @@ std::vector<std::string> validate_report_json(const std::string& text) {
     c.str(*r, "run.", "command_line");
     c.str(*r, "run.", "utc_time");
     c.boolean(*r, "run.", "quick");
-    c.object(*r, "run.", "loop");
+    if (auto* l = c.object(*r, "run.", "loop")) {
+      for (const char* k : {"warmup", "min_reps", "max_reps"}) c.integer(*l, "run.loop.", k);
+      c.num(*l, "run.loop.", "min_time_s");
+    }
   }
   if (auto* h = c.object(j, "", "host")) {
     c.str(*h, "host.", "name");
@@ -214,13 +227,14 @@ std::vector<std::string> validate_report_json(const std::string& text) {
   }
   if (auto* d = c.object(j, "", "device")) {
     c.str(*d, "device.", "kind");
+    if (d->contains("spec")) c.str(*d, "device.", "spec");  // optional, but read as a string
     c.integer(*d, "device.", "id");
     c.str(*d, "device.", "name");
   }
   if (auto* g = c.array(j, "", "gpus"))
     for (size_t i = 0; i < g->size(); ++i) {
       const std::string w = fmt::format("gpus[{}].", i);
-      if (!(*g)[i].is_object()) { c.errors.push_back(w + ": must be an object"); continue; }
+      if (!(*g)[i].is_object()) { c.errors.push_back(fmt::format("gpus[{}]: must be an object", i)); continue; }
       c.integer((*g)[i], w, "id");
       c.str((*g)[i], w, "name");
     }
@@ -230,7 +244,7 @@ std::vector<std::string> validate_report_json(const std::string& text) {
   if (auto* ns = c.array(j, "", "notes"))
     for (size_t i = 0; i < ns->size(); ++i) {
       const std::string w = fmt::format("notes[{}].", i);
-      if (!(*ns)[i].is_object()) { c.errors.push_back(w + ": must be an object"); continue; }
+      if (!(*ns)[i].is_object()) { c.errors.push_back(fmt::format("notes[{}]: must be an object", i)); continue; }
       c.str((*ns)[i], w, "part");
       c.str((*ns)[i], w, "reason");
     }
@@ -299,8 +313,14 @@ Report report_from_json(const std::string& text, const std::string& where) {
 Report read_report(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ReportError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ReportError(fmt::format("{}: is a directory; give the report's .json file (written by --json)", path));
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (ss.str().find_first_not_of(" \t\r\n") == std::string::npos)
+    throw ReportError(fmt::format("{}: is empty, so it is not a report (those are written whole or not at all); "
+                                  "rerun the experiment with --json", path));
   return report_from_json(ss.str(), path);
 }
 

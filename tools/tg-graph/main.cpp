@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -101,10 +102,22 @@ int main(int argc, char** argv) {
   CLI::App* print = app.add_subcommand("print", "Print FILE as a readable listing");
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
-  run->add_option("--seed", seed, "Seed for inputs and initial parameters")->capture_default_str();
+  // Own checks: CLI11 wraps "-1" into a uint64 seed, lets NaN through ranges, and
+  // prints DBL_MAX in full in PositiveNumber's message.
+  const CLI::Validator digits([](std::string& v) {
+    return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+               ? std::string()
+               : "must be a non-negative integer, got '" + v + "'";
+  }, "UINT");
+  const CLI::Validator positive([](std::string& v) {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    return !v.empty() && *end == '\0' && d > 0 ? std::string() : "must be a number of MiB > 0, got '" + v + "'";
+  }, "MIB");
+  run->add_option("--seed", seed, "Seed for inputs and initial parameters")->capture_default_str()->check(digits);
   run->add_option("--max-mib", max_mib, "Refuse graphs whose values need more host memory than this")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive);
 
   try {
     app.parse(argc, argv);

@@ -3,6 +3,7 @@
 //   tg-report markdown FILE...                           markdown on stdout
 // Exit 2 for bad usage or a report that cannot be read (the message names the file).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 
 #include "experiments/harness/report_io.h"
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tg-report: error: %s\nRun 'tg-report --help' for usage and examples.\n", e.what());
     return 2;
   }
+  if (std::isnan(threshold_pct)) {  // CLI::Range lets NaN through, and NaN would make every change "same"
+    std::fprintf(stderr, "tg-report: error: --threshold: must be a percentage in [0, 1000], got nan\n");
+    return 2;
+  }
   try {
     if (*cmp) {
       const auto a = tg::harness::read_report(a_path);
@@ -43,7 +48,11 @@ int main(int argc, char** argv) {
       std::fputs(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0).c_str(), stdout);
       return c.slower > 0 ? 1 : 0;
     }
-    for (const auto& f : md_files) std::fputs(tg::report::markdown(tg::harness::read_report(f), f).c_str(), stdout);
+    // Every report is read before anything is printed: a bad third file must not
+    // leave the first two in a redirected summary.md.
+    std::string out;
+    for (const auto& f : md_files) out += tg::report::markdown(tg::harness::read_report(f), f);
+    std::fputs(out.c_str(), stdout);
     return 0;
   } catch (const tg::harness::ReportError& e) {
     std::fprintf(stderr, "tg-report: error: %s\n", e.what());
