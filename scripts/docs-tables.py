@@ -220,18 +220,25 @@ def tab_launch_summary():
                                 for ph in ("iteration", "build", "alloc", "launch", "other")}
     c, raw, pool = dyn("caching"), dyn("raw", "_raw"), dyn("pool", "_pool")
     rows = [
-        ["raw CUDA: empty kernel, eager, back to back", f"{per('raw_eager', 'us_per_kernel')} us"],
+        ["raw CUDA: empty kernel, eager, back to back",
+         f"{per('raw_eager', 'us_per_kernel', kernel='empty', pdl=0)} us"],
         ["raw CUDA: empty kernel, then a synchronize (N = 1)", t(r.one("raw_eager_sync", n_ops=1)["median"])],
         ["raw CUDA: 1000 empty kernels as one CUDA Graph",
-         f"{per('raw_graph_gpu', 'us_per_node')} us per node; `cudaGraphLaunch` call "
+         f"{per('raw_graph_gpu', 'us_per_node', kernel='empty', pdl=0)} us per node (with PDL "
+         f"{per('raw_graph_gpu', 'us_per_node', kernel='empty', pdl=1)}); `cudaGraphLaunch` call "
          f"{t(r.one('cuda_graph_launch_call', graph_nodes=1000)['median'])}"],
+        ["raw CUDA: 1000 'touch' kernels (each reads what the last wrote) as one CUDA Graph",
+         f"{per('raw_graph_gpu', 'us_per_node', kernel='touch', pdl=0)} us per node; with PDL "
+         f"{per('raw_graph_gpu', 'us_per_node', kernel='touch', pdl=1)}"],
         ["dynamic, caching allocator", f"{c['iteration']} us = build {c['build']} + alloc {c['alloc']} + launch "
                                        f"{c['launch']} + other {c['other']}"],
         ["dynamic, pool allocator (cudaMallocAsync)", f"{pool['iteration']} us (alloc {pool['alloc']})"],
         ["dynamic, raw allocator (cudaMalloc/cudaFree per tensor)", f"{raw['iteration']} us (alloc {raw['alloc']})"],
         ["static, plain launches of the prebuilt schedule", f"{per('static_replay_plain', 'us_per_node')} us"],
-        ["static, CUDA Graph replay", f"{per('static_replay_gpu', 'us_per_node')} us per node (N = 10000: "
-                                      f"{per('static_replay_gpu', 'us_per_node', n=10000)})"],
+        ["static, CUDA Graph replay (PDL on)", f"{per('static_replay_gpu', 'us_per_node')} us per node (N = 10000: "
+                                               f"{per('static_replay_gpu', 'us_per_node', n=10000)})"],
+        ["cost of the dynamic breakdown's own timing (sampled vs off, interleaved)",
+         f"{num(r.one('timing_overhead', n_ops=1000)['median'])} % of the iteration"],
     ]
     return table(["what (N = 1000 unless said)", "per op / node"], rows)
 
@@ -241,9 +248,11 @@ def tab_train_mlp():
     cols = [("train", "static"), ("train", "static_plain"), ("train", "dynamic"), ("inference", "static"),
             ("inference", "dynamic")]
     rows = [[b] + [t(r.one("iteration", sweep="mlp_w256_d8", batch=b, mode=mo, executor=ex)["median"])
-                   for mo, ex in cols] for b in (32, 128, 512, 1024, 2048, 4096)]
+                   for mo, ex in cols] +
+            [t(r.one("replay", sweep="mlp_w256_d8", batch=b, mode=mo, executor="static")["median"])
+             for mo in ("train", "inference")] for b in (32, 128, 512, 1024, 2048, 4096)]
     return table(["batch", "train static", "train static, plain launches", "train dynamic", "inference static",
-                  "inference dynamic"], rows)
+                  "inference dynamic", "train static, replay only", "inference static, replay only"], rows)
 
 
 # ---- memory (docs/memory.md) --------------------------------------------------------
@@ -719,7 +728,9 @@ def plots_launch():
     r = report("launch")
     keep = ("dynamic_iteration", "dynamic_iteration_raw", "dynamic_iteration_pool", "static_iteration",
             "static_iteration_plain", "static_replay_gpu", "raw_eager", "raw_graph_gpu")
-    return save("tg-launch", PR.fig_launch("tg-launch", [m for m in r.ms if m["name"] in keep]))
+    ms = [m for m in r.ms if m["name"] in keep and m["params"].get("kernel", "empty") == "empty"
+          and m["params"].get("pdl", 0) == 0]
+    return save("tg-launch", PR.fig_launch("tg-launch", ms))
 
 
 def plots_train():
