@@ -78,53 +78,72 @@ std::vector<int> Graph::topo_order() const {
   // Kahn's algorithm, taking ready nodes in id order so the order is stable:
   // a graph recorded in execution order comes back unchanged.
   const size_t n = nodes.size();
-  std::vector<int> pending(n, 0);
-  std::vector<std::vector<int>> users(n);
-  for (size_t i = 0; i < n; ++i) {
-    for (int in : nodes[i].inputs) {
-      if (in < 0 || in >= static_cast<int>(values.size())) continue;
-      int p = values[static_cast<size_t>(in)].producer;
-      if (p >= 0 && p < static_cast<int>(n)) {
-        ++pending[i];
-        users[static_cast<size_t>(p)].push_back(static_cast<int>(i));
-      }
-    }
-  }
+  const auto valid = [this](int v) { return v >= 0 && v < static_cast<int>(values.size()); };
   // Update ops (sgd) mutate their inputs; they must run after every other
-  // reader of those inputs. Model that as an edge reader -> update.
-  // Readers come from consumers() so that this stays linear in the graph size
-  // (a graph file with many updates must not make it quadratic).
-  const std::vector<std::vector<int>> readers = consumers();
+  // reader of those inputs. Direct reader -> update edges would be R * U for a
+  // value with R readers and U updates (a hostile file makes that billions), so
+  // each such value gets a barrier node (ids n, n+1, ...): readers -> barrier ->
+  // updates. A barrier is passed the moment it is ready and never listed, so the
+  // order is the same as with direct edges.
+  std::vector<int> barrier_of(values.size(), -1);
+  size_t total = n;
+  for (size_t i = 0; i < n; ++i)
+    if (op_is_update(nodes[i].op))
+      for (int in : nodes[i].inputs)
+        if (valid(in) && barrier_of[static_cast<size_t>(in)] < 0)
+          barrier_of[static_cast<size_t>(in)] = static_cast<int>(total++);
+  std::vector<int> pending(total, 0);
+  std::vector<std::vector<int>> users(total);
+  auto edge = [&](size_t from, int to) {
+    ++pending[static_cast<size_t>(to)];
+    users[from].push_back(to);
+  };
   for (size_t i = 0; i < n; ++i) {
-    if (!op_is_update(nodes[i].op)) continue;
     for (int in : nodes[i].inputs) {
-      if (in < 0 || in >= static_cast<int>(values.size())) continue;
-      for (int j : readers[static_cast<size_t>(in)]) {
-        if (j == static_cast<int>(i) || op_is_update(nodes[static_cast<size_t>(j)].op)) continue;
-        ++pending[i];
-        users[static_cast<size_t>(j)].push_back(static_cast<int>(i));
-      }
+      if (!valid(in)) continue;
+      int p = values[static_cast<size_t>(in)].producer;
+      if (p >= 0 && p < static_cast<int>(n)) edge(static_cast<size_t>(p), static_cast<int>(i));
+      const int b = barrier_of[static_cast<size_t>(in)];
+      if (b < 0) continue;
+      if (op_is_update(nodes[i].op)) edge(static_cast<size_t>(b), static_cast<int>(i));
+      else if (users[i].empty() || users[i].back() != b) edge(i, b);  // a node reading a value twice waits once
     }
   }
   std::vector<int> order;
   order.reserve(n);
   std::vector<int> ready;
-  for (size_t i = 0; i < n; ++i)
-    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
   // Min-heap by id keeps the order stable.
   auto cmp = [](int a, int b) { return a > b; };
+  // Barriers have no work: pass them at once (their users are updates, never barriers).
+  auto release = [&](int v) {
+    for (int u : users[static_cast<size_t>(v)]) {
+      if (--pending[static_cast<size_t>(u)] != 0) continue;
+      if (static_cast<size_t>(u) >= n) {
+        for (int w : users[static_cast<size_t>(u)])
+          if (--pending[static_cast<size_t>(w)] == 0) {
+            ready.push_back(w);
+            std::push_heap(ready.begin(), ready.end(), cmp);
+          }
+      } else {
+        ready.push_back(u);
+        std::push_heap(ready.begin(), ready.end(), cmp);
+      }
+    }
+  };
+  for (size_t b = n; b < total; ++b)
+    if (pending[b] == 0) {  // a value that only updates read
+      pending[b] = -1;
+      for (int w : users[b]) --pending[static_cast<size_t>(w)];
+    }
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
   std::make_heap(ready.begin(), ready.end(), cmp);
   while (!ready.empty()) {
     std::pop_heap(ready.begin(), ready.end(), cmp);
     int v = ready.back();
     ready.pop_back();
     order.push_back(v);
-    for (int u : users[static_cast<size_t>(v)]) {
-      if (--pending[static_cast<size_t>(u)] == 0) {
-        ready.push_back(u);
-        std::push_heap(ready.begin(), ready.end(), cmp);
-      }
-    }
+    release(v);
   }
   if (order.size() != n) {
     // A node left over may only sit downstream of the cycle. Every left-over node

@@ -56,7 +56,12 @@ std::string attr_list(unsigned mask) {
 
 // The shortest decimal that reads back as the same float, so files stay readable
 // ("0.01", not "0.009999999776482582") and round-trip exactly.
-double float_json(float f) { return std::strtod(fmt::format("{}", f).c_str(), nullptr); }
+// Read back through a double, the short form could in principle round to a
+// neighbouring float; then write the float's exact value instead.
+double float_json(float f) {
+  const double d = std::strtod(fmt::format("{}", f).c_str(), nullptr);
+  return static_cast<float>(d) == f ? d : static_cast<double>(f);
+}
 
 ojson dims_json(const Shape& s, int rank) {
   ojson a = ojson::array();
@@ -279,7 +284,11 @@ class Loader {
   float get_float(const json& j, const std::string& path) const {
     if (!j.is_number()) fail(path, "must be a number, got " + describe(j));
     const double v = j.get<double>();
-    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max())
+    // Accept what rounds to a finite float, not only what is <= FLT_MAX: save
+    // writes FLT_MAX as "3.4028235e+38", which is a little above it as a double.
+    // The bound is halfway between FLT_MAX and 2^128 (that midpoint rounds to inf).
+    const double round_limit = std::ldexp(2.0 - std::ldexp(1.0, -24), 127);
+    if (!std::isfinite(v) || std::fabs(v) >= round_limit)
       fail(path, fmt::format("{} does not fit in a 32-bit float", j.dump()));
     return static_cast<float>(v);
   }

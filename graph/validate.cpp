@@ -62,6 +62,13 @@ class Checker {
           v.name, s.str());
       return false;
     }
+    const int64_t bytes = n * dtype_size(v.dtype);
+    if (bytes > kMaxValueBytes) {
+      err("value '{}': shape {} needs {:.0f} GiB ({} bytes); a value may hold at most {} GiB, more than any device "
+          "has; use smaller dims", v.name, s.str(), static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), bytes,
+          kMaxValueBytes >> 30);
+      return false;
+    }
     return true;
   }
 

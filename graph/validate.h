@@ -9,6 +9,11 @@
 
 namespace tg {
 
+// The most bytes one value may hold: 256 GiB, more than any one GPU (an H200 has
+// 141 GB) or host this runs on. A file that declares a [2^40] tensor is a typo or
+// hostile; validation refuses it, so no executor or interpreter tries to allocate it.
+constexpr int64_t kMaxValueBytes = int64_t{1} << 38;
+
 // Every problem found, in a stable order (values, then nodes, then outputs,
 // then cycles); empty when the graph is valid. Never throws for a malformed
 // graph: out-of-range ids, bad enums and overflowing shapes are reported, not read.

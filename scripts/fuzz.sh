@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Fuzz the graph-file loader: configure and build the `fuzz` preset (clang,
+# libFuzzer + ASan + UBSan, CPU-only), then run tests/fuzz/graph_file_fuzz.cpp
+# for SECONDS (default 600) from the example and broken graph files.
+#
+#   bash scripts/fuzz.sh [SECONDS]
+#
+# Needs clang and libFuzzer's runtime (Debian: apt-get install clang libclang-rt-14-dev).
+# The working corpus and any crash input go to a fresh folder outside the repository
+# (TG_FUZZ_WORK, default a new /tmp/tg-fuzz.XXXXXX); the seed folders are only read.
+# TG_FUZZ_SUMMARY=FILE also writes the summary there (docs/results/fuzz-graph-file.txt).
+# TG_FUZZ_FLAGS adds libFuzzer flags (e.g. "-seed=1"). JOBS sets the build parallelism (default 2). Exit 0: no crash; 1: a crash, hang,
+# leak or out-of-memory report (the input is saved, the path is printed); 2: bad usage.
+set -euo pipefail
+
+secs="${1:-600}"
+if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
+  echo "usage: bash scripts/fuzz.sh [SECONDS]   (a whole number of seconds >= 1, default 600)" >&2
+  exit 2
+fi
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "${JOBS:-2}"
+fuzzer="$root/build/fuzz/tests/fuzz/tg_graph_file_fuzz"
+
+work="${TG_FUZZ_WORK:-$(mktemp -d /tmp/tg-fuzz.XXXXXX)}"
+rm -rf "$work/corpus" "$work/artifacts"
+mkdir -p "$work/corpus" "$work/artifacts"
+log="$work/fuzz.log"
+
+# -timeout: a hang is a bug (no input should take a second, let alone 10).
+# -malloc_limit_mb: one allocation of 512 MiB from an input of a few KiB is a bug.
+# -max_len: large enough for the biggest seed (a few KiB) with room to grow.
+args=("$work/corpus" tests/graphs tests/bad/graphs
+      -dict=tests/fuzz/graph_file.dict -max_total_time="$secs" -max_len=16384
+      -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512
+      -print_final_stats=1 -artifact_prefix="$work/artifacts/")
+read -r -a extra <<<"${TG_FUZZ_FLAGS:-}"
+args+=("${extra[@]}")
+cmdline="build/fuzz/tests/fuzz/tg_graph_file_fuzz ${args[*]}"
+started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "fuzz: $cmdline" >&2
+set +e
+"$fuzzer" "${args[@]}" >"$log" 2>&1
+rc=$?
+set -e
+
+libfuzzer_stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
+final="$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -1 || true)"
+cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$final")"
+ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$final")"
+corp="$(sed -n 's/.* corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p' <<<"$final")"
+mapfile -t crashes < <(find "$work/artifacts" -type f | sort)
+summary="$(cat <<EOF
+command:     $cmdline
+started:     $started (UTC)
+host:        $(uname -srm), $(nproc) CPUs, $(clang++ --version | head -1)
+commit:      $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- graph tests/fuzz 2>/dev/null || echo " (graph/ or tests/fuzz/ modified)")
+duration:    ${secs} s requested
+executions:  $(libfuzzer_stat number_of_executed_units)
+exec/s:      $(libfuzzer_stat average_exec_per_sec)
+coverage:    ${cov:-?} edges (cov), ${ft:-?} features (ft)
+corpus:      ${corp:-?} (units/bytes) in $work/corpus, $(find "$work/corpus" -type f | wc -l) files; $(libfuzzer_stat new_units_added) new units added
+peak rss:    $(libfuzzer_stat peak_rss_mb) MB
+slowest:     $(libfuzzer_stat slowest_unit_time_sec) s
+crashes:     ${#crashes[@]}${crashes:+ (${crashes[*]})}
+fuzzer exit: $rc
+--- libFuzzer's final lines:
+$(grep -E '^(#[0-9]+[[:space:]]+DONE|Done [0-9]+ runs|stat::)' "$log")
+EOF
+)"
+echo "$summary"
+if [ -n "${TG_FUZZ_SUMMARY:-}" ]; then
+  printf '%s\n' "$summary" >"$TG_FUZZ_SUMMARY"
+fi
+if [ "$rc" -ne 0 ] || [ "${#crashes[@]}" -ne 0 ]; then
+  echo "fuzz: FAILED; the report is in $log" >&2
+  grep -E 'BUG:|ERROR: |SUMMARY: |Test unit written to' "$log" >&2 || true
+  exit 1
+fi
+echo "fuzz: ok, no crash in ${secs} s; log: $log" >&2
