@@ -3,7 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <utility>
 
 #include "experiments/harness/failure.h"
 #include "experiments/harness/interrupt.h"
@@ -15,6 +21,38 @@
 #endif
 
 namespace tg::harness {
+
+namespace {
+// CLI::Range lets NaN through (every comparison with it is false): a real number only.
+const CLI::Validator kFinite(
+    [](std::string& v) {
+      try {
+        size_t used = 0;
+        const double d = std::stod(v, &used);
+        if (std::isfinite(d)) return std::string();
+      } catch (const std::exception&) {
+      }
+      return "Value " + v + " is not a finite number";
+    },
+    "FINITE");
+
+// The folder a report is to be written into must exist and be writable before the run
+// starts, not be found missing after it: "" when it is, else the complaint.
+std::string report_folder_problem(const std::string& flag, const std::string& file) {
+  if (file.empty()) return "";
+  const std::filesystem::path p(file);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec))
+    return fmt::format("{} {}: is a folder; give a file name", flag, file);
+  if (!std::filesystem::is_directory(dir, ec))
+    return fmt::format("{} {}: the folder '{}' does not exist; create it first or choose another path", flag, file,
+                       dir.string());
+  if (::access(dir.c_str(), W_OK) != 0)
+    return fmt::format("{} {}: the folder '{}' is not writable", flag, file, dir.string());
+  return "";
+}
+}  // namespace
 
 std::string join_command_line(int argc, char** argv) {
   std::string out;
@@ -62,6 +100,7 @@ Experiment::Experiment(std::string tool, std::string description, std::string ex
       ->check(CLI::Range(1, 100000000));
   app.add_option("--warmup", warmup_, "Untimed calls before timing (>= 0)")->check(CLI::Range(0, 100000000));
   app.add_option("--min-time", min_time_, "Minimum timed seconds per measurement (>= 0)")
+      ->check(kFinite)
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--json", json_path_, "Write the JSON report to FILE (atomically)");
   app.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically)");
@@ -83,7 +122,7 @@ void Experiment::add_option(const std::string& name, int64_t& value, const std::
   app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
 }
 void Experiment::add_option(const std::string& name, double& value, const std::string& help, double lo, double hi) {
-  app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
+  app_->add_option(name, value, help)->capture_default_str()->check(kFinite)->check(CLI::Range(lo, hi));
 }
 void Experiment::add_option(const std::string& name, std::vector<int>& values, const std::string& help, int lo,
                             int hi) {
@@ -105,6 +144,11 @@ int Experiment::parse(int argc, char** argv) {
     std::fputs(devices_text().c_str(), stdout);
     return kExitOk;
   }
+  for (const auto& [flag, file] : {std::pair<const char*, const std::string&>{"--json", json_path_}, {"--csv", csv_path_}})
+    if (const std::string why = report_folder_problem(flag, file); !why.empty()) {
+      std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), why.c_str());
+      return kExitUsage;
+    }
   try {
     device_id_ = tg::resolve_device(device_spec_);
   } catch (const std::invalid_argument& e) {

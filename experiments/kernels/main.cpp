@@ -118,21 +118,21 @@ int main(int argc, char** argv) {
   bool no_matmul = false;
   std::string names;
   for (const auto& n : tg::bench::case_names()) names += (names.empty() ? "" : ",") + n;
-  ex.add_option("--max-bytes", max_bytes, "Largest tensor in bytes (--quick stops at 256 MiB)", 1024, int64_t{1} << 36);
+  ex.add_option("--max-bytes", max_bytes, "Largest tensor in bytes (--quick stops at 256 MiB)", 4096, int64_t{1} << 36);
   ex.add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
   ex.add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
   return ex.run(argc, argv, [&](th::Experiment& e) {
-    if (!e.on_gpu()) {
-      e.report().skip("all kernels", "tg-kernels measures CUDA kernels; no GPU selected (--device cpu or none found)");
-      return;
-    }
+    // Flags are checked before the device is: a typo is a usage error on every machine.
     std::vector<std::string> ops = ops_flag.empty() ? tg::bench::case_names() : split_list(ops_flag);
     for (const auto& o : ops) {
       const auto all = tg::bench::case_names();
       if (std::find(all.begin(), all.end(), o) == all.end())
         throw th::UsageError(fmt::format("--ops: unknown op '{}'; choose from {}", o, names));
     }
-    if (max_bytes < 4096) throw th::UsageError("--max-bytes must be at least 4096");
+    if (!e.on_gpu()) {
+      e.report().skip("all kernels", "tg-kernels measures CUDA kernels; no GPU selected (--device cpu or none found)");
+      return;
+    }
     if (e.quick() && max_bytes > (int64_t{256} << 20)) max_bytes = int64_t{256} << 20;
     {
       tg::CudaBackend be(e.device(), false);

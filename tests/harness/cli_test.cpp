@@ -78,9 +78,9 @@ TEST_CASE("a run writes a valid JSON report and its CSV, and a failed write leav
   REQUIRE(r.status == 0);
   for (const auto& m : tg::harness::read_report(dir + "/three.json").measurements) CHECK(m.stats.count == 3);
 
-  // Unwritable target: exit 1, neither the file nor its tmp appears.
+  // A report into a missing folder: a usage error before the run (exit 2), nothing appears.
   r = run("--device cpu --quick --json " + dir + "/nope/n.json");
-  CHECK(r.status == 1);
+  CHECK(r.status == 2);
   CHECK(r.output.find("nope/n.json") != std::string::npos);
   CHECK_FALSE(exists(dir + "/nope"));
   std::remove((dir + "/n.json").c_str());
