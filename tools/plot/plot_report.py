@@ -90,9 +90,15 @@ def fig_transfer(tool, ms):
     return [("bandwidth", fig)]
 
 
+# The per-op curves a reader compares; the phases and the PDL / touch floors are in the tables.
+LAUNCH_CURVES = ("dynamic_iteration", "dynamic_iteration_raw", "dynamic_iteration_pool", "static_iteration",
+                 "static_iteration_plain", "static_replay_gpu", "raw_eager", "raw_graph_gpu")
+
+
 def fig_launch(tool, ms):
     ms = with_params(tool, ms, ["n_ops"])
-    ms = [m for m in ms if m["unit"] == "s"]
+    ms = [m for m in ms if m["unit"] == "s" and m["name"] in LAUNCH_CURVES
+          and m["params"].get("kernel", "empty") == "empty" and m["params"].get("pdl", 0) == 0]
     if not ms:
         return []
     fig, ax = new_fig(f"{tool}: cost per op vs chain length")
