@@ -27,8 +27,9 @@ sizes = [1024, 1 << 20, 1 << 29]
 rep("tg-transfer", [m("copy", {"size_bytes": s, "direction": dr, "memory": mem}, s / 20e9 + 5e-6)
                     for s in sizes for dr in ("h2d", "d2h") for mem in ("pinned", "pageable")]
                    + [m("cudaMalloc", {"bytes": 1024}, 5e-5)])
-rep("tg-launch", [m("dynamic_chain", {"n_ops": n, "executor": e}, n * c) for n in (1, 10, 100, 1000)
-                  for e, c in (("dynamic", 1.2e-5), ("static", 1e-6))])
+rep("tg-launch", [m(name, {"n_ops": n, "executor": e}, n * c) for n in (1, 10, 100, 1000)
+                  for name, e, c in (("dynamic_iteration", "dynamic", 1.2e-5), ("static_replay_gpu", "static", 1e-6))]
+                 + [m("dynamic_build", {"n_ops": 10, "executor": "dynamic"}, 3e-6)])  # a phase: not drawn
 rep("tg-memory", [m("bytes", {"role": r, "config": c}, b, unit="B") for c in ("batch=32", "batch=256")
                   for r, b in (("parameters", 4e6), ("gradients", 4e6), ("activations", 1e7))])
 rep("tg-matmul", [m("matmul", {"n": n, "backend": b}, 2 * n**3 / f) for n in (500, 1000, 2000)
