@@ -8,7 +8,7 @@ endif()
 if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "TWOGRAPH_FUZZ=ON needs clang (libFuzzer ships with it), but the C++ compiler is "
                       "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER}. Configure with the preset: "
-                      "`cmake --preset fuzz`, or pass -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "
+                      "`cmake --preset fuzz`, or pass -DCMAKE_CXX_COMPILER=clang++ "
                       "in a fresh build directory.")
 endif()
 

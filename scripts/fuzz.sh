@@ -41,6 +41,8 @@ read -r -a extra <<<"${TG_FUZZ_FLAGS:-}"
 args+=("${extra[@]}")
 cmdline="build/fuzz/tests/fuzz/tg_graph_file_fuzz ${args[*]}"
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# At the start: others may commit while it runs.
+rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- graph tests/fuzz 2>/dev/null || echo " (graph/ or tests/fuzz/ modified)")"
 echo "fuzz: $cmdline" >&2
 set +e
 "$fuzzer" "${args[@]}" >"$log" 2>&1
@@ -57,7 +59,7 @@ summary="$(cat <<EOF
 command:     $cmdline
 started:     $started (UTC)
 host:        $(uname -srm), $(nproc) CPUs, $(clang++ --version | head -1)
-commit:      $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- graph tests/fuzz 2>/dev/null || echo " (graph/ or tests/fuzz/ modified)")
+commit:      $rev
 duration:    ${secs} s requested
 executions:  $(libfuzzer_stat number_of_executed_units)
 exec/s:      $(libfuzzer_stat average_exec_per_sec)
