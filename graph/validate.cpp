@@ -138,7 +138,10 @@ class Checker {
       if (!n.name.empty() && same_name >= 0 && val(same_name).producer != id)
         err("{} {}: node name is also the name of value #{} which it does not produce; a node shares its name "
             "only with its own output, rename one", op, n.name, same_name);
-      if (check_arity(n) & check_ids(id, n, produced_by)) check_shapes(n);
+      // Both checks run (each reports its own errors); shapes only when both passed.
+      const bool arity_ok = check_arity(n);
+      const bool ids_ok = check_ids(id, n, produced_by);
+      if (arity_ok && ids_ok) check_shapes(n);
     }
   }
 
