@@ -198,12 +198,12 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   ++times_.ops;
 
   const int nin = static_cast<int>(inputs.size());
-  if (nin > 3) graph_error("{}: {} inputs given; no op takes more than 3", op_name(op), nin);
+  if (nin > kMaxOpInputs) graph_error("{}: {} inputs given; no op takes more than {}", op_name(op), nin, kMaxOpInputs);
   kernels::OpCall call;
   call.op = op;
   call.attrs = &attrs;
   call.num_inputs = nin;
-  TraceOp tr{op, nin, {-1, -1, -1}, -1};
+  TraceOp tr{op, nin, {-1, -1, -1, -1}, -1};
   shapes_.clear();
   for (int i = 0; i < nin; ++i) {
     const int id = inputs[static_cast<size_t>(i)].id;

@@ -129,7 +129,7 @@ class EagerBuilder final : public Builder {
   struct TraceOp {
     OpKind op;
     int nin;
-    int in[3];
+    int in[kMaxOpInputs];
     int out;
   };
   Slot& slot(int id);

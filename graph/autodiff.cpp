@@ -88,6 +88,7 @@ bool op_is_differentiable(OpKind op) {
     case OpKind::transpose:
     case OpKind::reshape:
     case OpKind::mse_loss:
+    case OpKind::padded_mse_loss:
     case OpKind::cross_entropy:
     case OpKind::copy: return true;
     default: return false;
@@ -176,6 +177,13 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::mse_loss:
       if (need(0) || need(1)) {
         const Value dp = b.apply(OpKind::mse_loss_grad, {x, e.inputs[1], dy});
+        if (need(0)) g[0] = dp;
+        if (need(1)) g[1] = scale(b, dp, -1.0f);
+      }
+      break;
+    case OpKind::padded_mse_loss:  // the count is an integer: no gradient
+      if (need(0) || need(1)) {
+        const Value dp = b.apply(OpKind::padded_mse_loss_grad, {x, e.inputs[1], e.inputs[2], dy});
         if (need(0)) g[0] = dp;
         if (need(1)) g[1] = scale(b, dp, -1.0f);
       }

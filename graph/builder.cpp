@@ -65,6 +65,9 @@ Value reshape(Builder& b, Value x, Shape shape) {
   return apply1(b, OpKind::reshape, {x}, at);
 }
 Value mse_loss(Builder& b, Value pred, Value target) { return apply1(b, OpKind::mse_loss, {pred, target}); }
+Value padded_mse_loss(Builder& b, Value pred, Value target, Value count) {
+  return apply1(b, OpKind::padded_mse_loss, {pred, target, count});
+}
 Value cross_entropy(Builder& b, Value logits, Value labels) {
   return apply1(b, OpKind::cross_entropy, {logits, labels});
 }

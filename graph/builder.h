@@ -57,6 +57,10 @@ Value broadcast(Builder& b, Value x, int axis, int64_t size);
 Value transpose(Builder& b, Value x, std::array<int, kMaxRank> perm);
 Value reshape(Builder& b, Value x, Shape shape);
 Value mse_loss(Builder& b, Value pred, Value target);
+// mse_loss over the first count[0] elements (row-major) of pred and target; the rest
+// is padding that neither the loss nor the gradient sees. count is a [1] input
+// holding an integer in [1, numel] (the bucket shape strategy feeds it).
+Value padded_mse_loss(Builder& b, Value pred, Value target, Value count);
 Value cross_entropy(Builder& b, Value logits, Value labels);
 Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);

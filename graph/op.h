@@ -30,6 +30,8 @@ namespace tg {
   X(reshape,             1, 1) /* a view: attrs.shape */                   \
   X(mse_loss,            2, 1) /* (pred, target) -> [1], mean */           \
   X(mse_loss_grad,       3, 1) /* (pred, target, dloss) -> dpred */        \
+  X(padded_mse_loss,     3, 1) /* (pred, target, count[1]): mean over the first count elements */ \
+  X(padded_mse_loss_grad,4, 1) /* (pred, target, count, dloss) -> dpred, 0 past count */ \
   X(cross_entropy,       2, 1) /* (logits[n,c], labels[n]) -> [1], mean */ \
   X(cross_entropy_grad,  3, 1) /* (logits, labels, dloss) -> dlogits */    \
   X(fill,                0, 1) /* attrs.shape filled with attrs.value */   \
@@ -42,6 +44,9 @@ enum class OpKind : uint8_t {
   TG_OP_LIST(TG_OP_ENUM)
 #undef TG_OP_ENUM
 };
+
+// The most inputs any op takes (padded_mse_loss_grad).
+constexpr int kMaxOpInputs = 4;
 
 constexpr int kNumOps = 0
 #define TG_OP_COUNT(name, nin, nout) +1

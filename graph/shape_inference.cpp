@@ -212,6 +212,14 @@ Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, 
       require_same(name, node, in[0], in[1]);
       if (in[2].numel() != 1) graph_error("mse_loss_grad {}: dloss {} must be [1]", node, in[2].str());
       return in[0];
+    case OpKind::padded_mse_loss:
+    case OpKind::padded_mse_loss_grad:
+      require_same(name, node, in[0], in[1]);
+      if (in[2].numel() != 1)
+        graph_error("{} {}: count {} must be [1] (the number of real, unpadded elements)", name, node, in[2].str());
+      if (op == OpKind::padded_mse_loss) return Shape{1};
+      if (in[3].numel() != 1) graph_error("{} {}: dloss {} must be [1]", name, node, in[3].str());
+      return in[0];
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad:
       if (in[0].rank != 2)

@@ -18,7 +18,7 @@ struct TensorView {
 struct OpCall {
   OpKind op = OpKind::copy;
   const Attrs* attrs = nullptr;
-  std::array<TensorView, 3> in{};  // op_num_inputs(op) of them are set
+  std::array<TensorView, kMaxOpInputs> in{};  // op_num_inputs(op) of them are set
   int num_inputs = 0;
   TensorView out;                  // unset for update ops (sgd*), which write in[0] (and in[2])
 };

@@ -173,6 +173,20 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("output", c.out.shape, g.n);
       k.no_alias(2, "dloss");  // every element reads it
       break;
+    case OpKind::padded_mse_loss:
+      k.numel("target", y, g.n);
+      k.numel("count", c.in[2].shape, 1);
+      k.numel("output", c.out.shape, 1);
+      k.no_alias();
+      break;
+    case OpKind::padded_mse_loss_grad:
+      k.numel("target", y, g.n);
+      k.numel("count", c.in[2].shape, 1);
+      k.numel("dloss", c.in[3].shape, 1);
+      k.numel("output", c.out.shape, g.n);
+      k.no_alias(2, "count");  // every element reads them
+      k.no_alias(3, "dloss");
+      break;
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad:
       if (x.rank != 2) k.fail("logits {} must be [n, classes]", x.str());

@@ -491,9 +491,10 @@ def tab_shapes_sweep():
 
 def tab_shapes_checks():
     r = report("shapes")
-    rows = [[m["params"]["strategy"], "bitwise" if m["params"]["exact"] else "atol 1e-5 + rtol 1e-4",
+    rows = [[m["params"]["strategy"], m["params"].get("matmul", "vendor").replace("_", "-"),
+             "bitwise" if m["params"]["exact"] else "atol 1e-5 + rtol 1e-4",
              f"{int(m['median'])} tensors", "passed"] for m in r.all("check_vs_dynamic")]
-    return table(["strategy", "compared with dynamic", "checked", "result"], rows) + "\n\n" + r.source_line()
+    return table(["strategy", "matmul", "compared with dynamic", "checked", "result"], rows) + "\n\n" + r.source_line()
 
 
 # ---- pipeline (docs/pipeline.md) ----------------------------------------------------

@@ -15,11 +15,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-constexpr const char* kMask = "__mask";
-constexpr const char* kInvCount = "__inv_count";
+constexpr const char* kCount = "__count";
 
 // Forwards everything to the builder it wraps, except mse_loss, which it records
-// as the masked composite (see shape_strategy.h).
+// as padded_mse_loss over the real elements (see shape_strategy.h).
 class MaskingBuilder final : public Builder {
  public:
   explicit MaskingBuilder(Builder& inner) : b_(inner) {}
@@ -29,16 +28,12 @@ class MaskingBuilder final : public Builder {
   }
   Value apply(OpKind op, const std::vector<Value>& in, const Attrs& attrs, const std::string& name) override {
     if (op == OpKind::cross_entropy)
-      graph_error("bucket strategy: cross_entropy {} cannot be masked with the existing ops; use mse loss, or the "
-                  "cache / update strategies", name);
+      graph_error("bucket strategy: cross_entropy {} cannot be masked (a padded row would count as a sample); use "
+                  "mse loss, or the cache / update strategies", name);
     if (op != OpKind::mse_loss) return b_.apply(op, in, attrs, name);
     if (masked_) graph_error("bucket strategy: the model has more than one mse_loss; only one can be masked");
     masked_ = true;
-    const Value mask = b_.input(kMask, in[0].shape);
-    const Value inv = b_.input(kInvCount, Shape{1});
-    const Value dm = mul(b_, sub(b_, in[0], in[1]), mask);
-    const Value flat = reshape(b_, mul(b_, dm, dm), Shape{dm.shape.numel()});
-    return mul(b_, reduce_sum(b_, flat, 0), inv);
+    return b_.apply(OpKind::padded_mse_loss, {in[0], in[1], b_.input(kCount, Shape{1})}, attrs, name);
   }
   void mark_output(const Value& v) override { b_.mark_output(v); }
   Value optimizer_state(const Value& param, const std::string& name) override { return b_.optimizer_state(param, name); }
@@ -158,21 +153,49 @@ CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
   CompileOptions co = opt_.compile;
   co.instantiate = instantiate;
   if (opt_.strategy != ShapeStrategy::bucket) return compile(model_(key), co);
-  // Padding must not leak into real positions: a softmax whose axis is the
-  // padded one (attention over padded keys) would mix them.
+  // Padding must not leak into real positions, and must be a suffix of every
+  // tensor for padded_mse_loss to see the real elements first.
   Graph small, big;
+  ModelOutputs small_out, big_out;
   {
     RecordingBuilder b1(small), b2(big);
-    model_(1)(b1);
-    model_(2)(b2);
+    small_out = model_(1)(b1);
+    big_out = model_(2)(b2);
   }
-  for (size_t n = 0; n < small.nodes.size() && n < big.nodes.size(); ++n)
-    if (small.nodes[n].op == OpKind::softmax &&
-        small.values[static_cast<size_t>(small.nodes[n].outputs[0])].shape.last() !=
-            big.values[static_cast<size_t>(big.nodes[n].outputs[0])].shape.last())
-      graph_error("bucket strategy: softmax {} normalizes over the variable axis, so padding would change the real "
-                  "results (attention needs a key mask); use the cache or update strategy for this model",
-                  small.nodes[n].name);
+  if (small.nodes.size() != big.nodes.size())
+    graph_error("bucket strategy: the model records {} ops at extent 1 but {} at extent 2; padding needs the same "
+                "graph at every extent; use the cache or update strategy", small.nodes.size(), big.nodes.size());
+  auto leading_only = [](const Shape& a, const Shape& b) {
+    if (a.rank != b.rank || a.rank == 0) return false;
+    for (int d = 1; d < a.rank; ++d)
+      if (a[d] != b[d]) return false;
+    return true;
+  };
+  for (int v : small.values_with_role(Role::input)) {
+    const ValueInfo& vi = small.values[static_cast<size_t>(v)];
+    const int w = big.find_value(vi.name);
+    if (w < 0 || !leading_only(vi.shape, big.values[static_cast<size_t>(w)].shape))
+      graph_error("bucket strategy: input '{}' does not vary in its leading axis only ({} at extent 1); bucket pads "
+                  "the leading axis (a batch); use the cache or update strategy for this model", vi.name,
+                  vi.shape.str());
+  }
+  if (small_out.loss.valid() && !leading_only(small_out.prediction.shape, big_out.prediction.shape))
+    graph_error("bucket strategy: the prediction {} does not vary in its leading axis only; the loss could not "
+                "tell the padding from the real rows; use the cache or update strategy", small_out.prediction.shape.str());
+  for (size_t n = 0; n < small.nodes.size(); ++n) {
+    const Node& ns = small.nodes[n];
+    const Node& nb = big.nodes[n];
+    const Shape& xs = small.values[static_cast<size_t>(ns.inputs.empty() ? ns.outputs[0] : ns.inputs[0])].shape;
+    const Shape& xb = big.values[static_cast<size_t>(nb.inputs.empty() ? nb.outputs[0] : nb.inputs[0])].shape;
+    const bool softmax_axis = ns.op == OpKind::softmax && xs.last() != xb.last();
+    const bool reduce_axis = (ns.op == OpKind::reduce_sum || ns.op == OpKind::reduce_mean) && !ns.inputs.empty() &&
+                             xs.rank > 0 && xs[(ns.attrs.axis % xs.rank + xs.rank) % xs.rank] !=
+                                                xb[(ns.attrs.axis % xb.rank + xb.rank) % xb.rank];
+    if (softmax_axis || reduce_axis)
+      graph_error("bucket strategy: {} {} {} over the variable axis, so padding would change the real results "
+                  "(attention over padded keys needs a key mask); use the cache or update strategy for this model",
+                  op_name(ns.op), ns.name, softmax_axis ? "normalizes" : "reduces");
+  }
   return compile(masked_model(model_(key)), co);
 }
 
@@ -187,11 +210,7 @@ Feeds ShapeStrategyRunner::pad_feeds(const Feeds& feeds, int64_t extent, const C
       throw std::invalid_argument(fmt::format("feed '{}' is not an input of the model", name));
     out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape);
   }
-  if (plan.prediction >= 0 && g.find_value(kMask) >= 0) {
-    const Shape padded = g.values[static_cast<size_t>(g.find_value(kMask))].shape;
-    out[kMask] = pad_to(std::vector<float>(static_cast<size_t>(real.prediction.numel()), 1.0f), real.prediction, padded);
-    out[kInvCount] = {1.0f / static_cast<float>(real.prediction.numel())};
-  }
+  if (g.find_value(kCount) >= 0) out[kCount] = {static_cast<float>(real.prediction.numel())};
   return out;
 }
 

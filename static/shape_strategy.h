@@ -16,19 +16,21 @@
 // Every plan binds the same ParameterStore, so training continues across shapes
 // exactly as it does in the dynamic executor.
 //
-// Bucket masking: every mse_loss(pred, target) of the model is recorded as
-//   sum(((pred - target) * mask)^2) * inv_count
-// with two extra inputs, "__mask" (1 on real elements, 0 on padding, pred's
-// shape) and "__inv_count" (1 / real element count). The padded rows therefore
-// contribute exactly zero to the loss and to every gradient (their dpred is
-// 0 * finite = 0, and so is everything backpropagated from them), and the mean is
-// over the real elements. It is NOT bit-identical to the unpadded mse_loss: the
-// composite rounds the squares to f32 before the double-precision sum and
-// multiplies by a rounded 1/n instead of dividing, and the GEMM contractions over
-// the padded axis (weight gradients) may group their terms differently; results
-// agree to f32 rounding (tested with atol + rtol*|ref|). Models whose rows are
-// not independent along the variable axis (attention over a padded sequence
-// without a key mask) or that use cross_entropy are rejected for bucketing.
+// Bucket padding: the variable extent must be the leading axis of every input
+// (a batch), so that the padding is the tail of every tensor in row-major order.
+// The mse_loss of the model is recorded as padded_mse_loss(pred, target, count)
+// with one extra [1] input "__count", the number of real elements of pred: the loss
+// and its gradient see only those, and padded rows get exactly zero gradient (so
+// does everything backpropagated from them). The result is bit for bit the
+// unpadded run's: padded_mse_loss groups its sum by element position only (so the
+// real elements sum as they would alone), the rows of every row-wise op are
+// independent, and the sums over the padded axis (weight and bias gradients) only
+// gain exact zeros at their end. What the bits also need, and is measured rather
+// than guaranteed, is that the BLAS computes one output element the same way for
+// both row counts (tests/static: the CPU's OpenBLAS and the H200's cuBLAS do for
+// the shapes tested; docs/shapes.md). Models that reduce or normalize over the
+// padded axis (softmax over padded keys, a mean over the batch), record a different
+// graph per extent, or use cross_entropy are rejected for bucketing.
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -3,7 +3,7 @@
 // SGD-momentum training step per iteration. Dynamic rebuilds per iteration and does
 // not care about the shape; the four static strategies (static/shape_strategy.h)
 // each pay for it differently. Checked first: every strategy's losses and final
-// parameters against dynamic's (bitwise where the runner promises it).
+// parameters against dynamic's, bitwise (bucket: with the batch-invariant matmul).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "experiments/harness/harness.h"
 #include "experiments/launch/exec_common.h"
 #include "graph/init.h"
+#include "kernels/matmul_mode.h"
 #include "static/shape_strategy.h"
 
 namespace th = tg::harness;
@@ -129,12 +130,20 @@ struct DynamicAtLength {
 };
 
 // Every strategy against dynamic over a short sequence with repeats, both from the
-// same initial parameters: per-step loss and, at the end, every parameter and velocity.
+// same initial parameters: per-step loss and, at the end, every parameter and
+// velocity, bit for bit. bucket twice: with the batch-invariant matmul
+// (kernels/matmul_mode.h, both executors) it must be exact too; with the vendor
+// BLAS, which may round a row differently for another row count, to f32 rounding.
 void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const Model& m, FeedBank& bank) {
   TG_NVTX_RANGE("check_results");
   const std::vector<int64_t> lens = {24, 100, 8, 100, 57, 24, 128, 8, 57};
-  for (ShapeStrategy s : kStrategies) {
-    const bool exact = s != ShapeStrategy::bucket;  // bucket: masked loss, equal to f32 rounding only
+  std::vector<std::pair<ShapeStrategy, bool>> runs;
+  for (ShapeStrategy s : kStrategies) runs.emplace_back(s, false);
+  runs.emplace_back(ShapeStrategy::bucket, true);
+  for (const auto& [s, invariant] : runs) {
+    const bool exact = s != ShapeStrategy::bucket || invariant;
+    const kernels::BatchInvariantMatmul mode(invariant);
+    const char* matmul = invariant ? "batch_invariant" : "vendor";
     ShapeStrategyRunner runner(m.at(), strategy_options(s, be, 3));
     DynamicAtLength dyn(m, *be);
     for (size_t i = 0; i < lens.size(); ++i) {
@@ -143,20 +152,20 @@ void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const 
       const float ld = dyn.step(lens[i], f);
       const std::string d = first_mismatch({ls}, {ld}, exact);
       if (!d.empty())
-        throw std::runtime_error(fmt::format("tg-shapes: {} loss differs from dynamic at step {} (length {}): {}",
-                                             shape_strategy_name(s), i, lens[i], d));
+        throw std::runtime_error(fmt::format("tg-shapes: {} ({} matmul) loss differs from dynamic at step {} (length "
+                                             "{}): {}", shape_strategy_name(s), matmul, i, lens[i], d));
     }
     int checked = 0;
     for (const std::string& name : dyn.trainer.parameter_names()) {
       for (const std::string& n : {name, name + ".velocity"}) {
         const std::string d = first_mismatch(runner.parameter(n), dyn.trainer.parameter(n), exact);
         if (!d.empty())
-          throw std::runtime_error(fmt::format("tg-shapes: {} parameter '{}' differs from dynamic after {} steps: {}",
-                                               shape_strategy_name(s), n, lens.size(), d));
+          throw std::runtime_error(fmt::format("tg-shapes: {} ({} matmul) parameter '{}' differs from dynamic after "
+                                               "{} steps: {}", shape_strategy_name(s), matmul, n, lens.size(), d));
         ++checked;
       }
     }
-    e.report().add_value("check_vs_dynamic", {{"strategy", shape_strategy_name(s)}, {"exact", exact}},
+    e.report().add_value("check_vs_dynamic", {{"strategy", shape_strategy_name(s)}, {"exact", exact}, {"matmul", matmul}},
                          static_cast<double>(checked), "tensors", "higher");
   }
 }

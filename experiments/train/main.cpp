@@ -19,7 +19,7 @@ namespace {
 // Below this static/dynamic speedup the executor's overhead no longer matters.
 constexpr double kComputeBoundSpeedup = 1.1;
 
-std::vector<train::Config> configs(bool quick, bool gpu, th::Report& rep) {
+std::vector<train::Config> configs(bool quick, bool gpu, int64_t max_rows, th::Report& rep) {
   std::vector<train::Config> cs;
   std::vector<int64_t> batches{32, 64, 128, 256, 512, 1024, 2048, 4096};
   if (quick) batches = gpu ? std::vector<int64_t>{32, 256, 1024, 4096} : std::vector<int64_t>{32, 256};
@@ -33,7 +33,13 @@ std::vector<train::Config> configs(bool quick, bool gpu, th::Report& rep) {
   std::vector<T> ts{{1, 64, 128, 4}, {8, 64, 128, 4}, {16, 128, 256, 8}, {32, 256, 512, 8}};
   if (quick) ts = gpu ? std::vector<T>{{1, 64, 128, 4}, {8, 64, 128, 4}, {32, 256, 512, 8}} : std::vector<T>{{1, 64, 128, 4}, {8, 64, 128, 4}};
   for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
-  return cs;
+  if (max_rows <= 0) return cs;
+  std::vector<train::Config> kept;
+  for (train::Config& c : cs) {
+    if (c.rows <= max_rows) kept.push_back(std::move(c));
+    else rep.skip(th::params_str(c.params), fmt::format("{} rows > --max-rows {}", c.rows, max_rows));
+  }
+  return kept;
 }
 
 // For each sweep and mode: the first batch (ascending) whose speedup falls below 1.1x.
@@ -75,13 +81,17 @@ int main(int argc, char** argv) {
   th::Experiment ex("tg-train", "The whole loop: static vs dynamic training steps and inference, MLP and transformer",
                     "tg-train --device auto --json docs/results/train.json --csv train.csv");
   int loss_steps = 20;
+  int64_t max_rows = 0;
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
+  ex.add_option("--max-rows", max_rows,
+                "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
+                "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     auto be = bench::make_backend(e.device());
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu)
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
-    const std::vector<train::Config> cs = configs(e.quick(), gpu, e.report());
+    const std::vector<train::Config> cs = configs(e.quick(), gpu, max_rows, e.report());
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");
     for (const train::Config& c : cs) {

@@ -24,6 +24,7 @@ Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int de
   mi.with_loss = false;
   Config c{"mlp", sweep, batch, {}, [m](Builder& b) { return mlp(b, m); }, [mi](Builder& b) { return mlp(b, mi); }};
   c.params = {{"model", "mlp"}, {"sweep", sweep}, {"batch", batch}, {"width", width}, {"depth", depth}};
+  c.rows = batch;
   return c;
 }
 
@@ -39,6 +40,7 @@ Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t h
            [ti](Builder& b) { return transformer_block(b, ti); }};
   c.params = {{"model", "transformer"}, {"sweep", "transformer"}, {"batch", batch},
               {"seq", seq},             {"d_model", d_model},     {"heads", heads}};
+  c.rows = batch * seq;
   return c;
 }
 

@@ -19,6 +19,7 @@ struct Config {
   harness::Params params;  // model, sweep, batch and the shape parameters
   ModelFn fn;        // with the loss: training
   ModelFn infer_fn;  // without: inference (both executors then run the same ops)
+  int64_t rows = 0;  // rows of its GEMMs: batch (mlp), batch * seq (transformer)
 };
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);

@@ -57,6 +57,10 @@ void cpu_sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int
 // Dims are given as in the tensors' shapes (before transposition).
 void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dims, int a_rank,
                 const float* b, const int64_t* b_dims, int b_rank, float* c);
+// The batch-invariant product (kernels/matmul_mode.h) of one contiguous matrix pair:
+// A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
+void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                        float* c);
 
 // ---- elementwise (elementwise.cpp), n elements --------------------------------
 void cpu_add(const float* a, const float* b, float* y, int64_t n);    // y = a + b
@@ -123,6 +127,12 @@ void cpu_reshape(const float* x, float* y, int64_t n);
 // Labels are class indices stored as floats; each must be an integer in [0, cols).
 void cpu_mse_loss(const float* p, const float* t, float* loss, int64_t n);
 void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n);
+// padded_mse_loss(_grad): the same over the first c = count[0] of the n elements
+// (padding past them: no loss, dp = 0), bit for bit what mse_loss(_grad) gives on
+// those c elements alone. count must hold an integer in [1, n] (std::invalid_argument).
+void cpu_padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n);
+void cpu_padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp,
+                              int64_t n);
 void cpu_cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols);
 void cpu_cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx,
                             int64_t rows, int64_t cols);

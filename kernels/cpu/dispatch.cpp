@@ -44,6 +44,8 @@ void run_cpu(const OpCall& c) {
       return cpu_transpose(x.data, x.shape.dims.data(), x.shape.rank, c.attrs->perm.data(), out);
     case OpKind::mse_loss: return cpu_mse_loss(x.data, y.data, out, n);
     case OpKind::mse_loss_grad: return cpu_mse_loss_grad(x.data, y.data, z, out, n);
+    case OpKind::padded_mse_loss: return cpu_padded_mse_loss(x.data, y.data, z, out, n);
+    case OpKind::padded_mse_loss_grad: return cpu_padded_mse_loss_grad(x.data, y.data, z, c.in[3].data, out, n);
     case OpKind::cross_entropy: return cpu_cross_entropy(x.data, y.data, out, g.rows, g.cols);
     case OpKind::cross_entropy_grad: return cpu_cross_entropy_grad(x.data, y.data, z, out, g.rows, g.cols);
     case OpKind::fill: return cpu_fill(out, c.attrs->value, n);

@@ -37,6 +37,27 @@ void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float
   for (int64_t i = 0; i < n; ++i) dp[i] = s * (p[i] - t[i]);
 }
 
+namespace {
+int64_t real_count(const float* count, int64_t n, const char* op) {
+  const float c = count[0];
+  if (!(c >= 1.0f && c <= static_cast<float>(n) && c == std::floor(c)))
+    throw std::invalid_argument(fmt::format("{}: count is {}; it must be the number of real (unpadded) elements, "
+                                            "an integer in [1, {}]", op, c, n));
+  return static_cast<int64_t>(c);
+}
+}  // namespace
+
+void cpu_padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n) {
+  cpu_mse_loss(p, t, loss, real_count(count, n, "padded_mse_loss"));
+}
+
+void cpu_padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp,
+                              int64_t n) {
+  const int64_t c = real_count(count, n, "padded_mse_loss_grad");
+  cpu_mse_loss_grad(p, t, dloss, dp, c);
+  for (int64_t i = c; i < n; ++i) dp[i] = 0.0f;
+}
+
 void cpu_cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols) {
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/matmul_mode.h"
 #include "kernels/matmul_plan.h"
 
 namespace tg::kernels {
@@ -56,6 +57,12 @@ void cpu_sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int
 void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dims, int a_rank,
                 const float* b, const int64_t* b_dims, int b_rank, float* c) {
   const MatmulPlan p = plan_matmul(trans_a, trans_b, a_dims, a_rank, b_dims, b_rank);
+  if (batch_invariant_matmul()) {
+    // The folded form is one [m, k] x B product; the batched one a loop, as below.
+    for (int64_t i = 0; i < p.batch; ++i)
+      cpu_gemm_invariant(p.trans_a, p.trans_b, p.m, p.n, p.k, a + i * p.stride_a, b + i * p.stride_b, c + i * p.m * p.n);
+    return;
+  }
   if (p.batched)
     cpu_sgemm_batched(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, a, p.stride_a, b, p.stride_b, c);
   else

@@ -48,6 +48,11 @@ void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bo
                    int64_t stride_b, float* c);
 void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, const float* a,
             const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c);
+// The batch-invariant product (kernels/matmul_mode.h): `batch` contiguous matrix
+// pairs, A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n];
+// matmul() calls it when the mode is on.
+void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t stride_a, const float* b, int64_t stride_b, float* c, cudaStream_t s);
 
 // ---- elementwise (elementwise.cu), n elements ---------------------------------
 // Programmatic dependent launch (kernels/cuda/pdl.cuh): on by default where the device
@@ -68,6 +73,10 @@ void gelu(const float* x, float* y, int64_t n, cudaStream_t s);
 void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
 void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s);
 void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s);
+// mse_loss_grad's bits on the first count[0] elements, 0 past them; NaN everywhere for
+// a count that is not an integer in [1, n].
+void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
+                          cudaStream_t s);
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
 void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s);
 
@@ -90,9 +99,15 @@ void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t in
 // scratch: at least 2 floats per row of one chunk; rows are processed in chunks that fit.
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
                           float* scratch, size_t scratch_bytes, cudaStream_t s);
-// scratch (optional, 8 bytes per partial sum): lets many blocks share the sum.
+// scratch (optional, 8 bytes per chunk of 16384 elements): lets many blocks share the
+// sum; without it (or when it is too small) one block does it all, to the same bits.
 void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scratch, size_t scratch_bytes,
               cudaStream_t s);
+// The first count[0] elements only, bit for bit mse_loss on them alone; count is read
+// on the device (a CUDA Graph keeps working when it changes), and a count that is not
+// an integer in [1, n] gives a NaN loss.
+void padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n, void* scratch,
+                     size_t scratch_bytes, cudaStream_t s);
 void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
                    cudaStream_t s);
 

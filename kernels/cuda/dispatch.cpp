@@ -47,6 +47,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
       return cuda::transpose(x.data, x.shape.dims.data(), x.shape.rank, c.attrs->perm.data(), out, s);
     case OpKind::mse_loss: return cuda::mse_loss(x.data, y.data, out, n, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::mse_loss_grad: return cuda::mse_loss_grad(x.data, y.data, z, out, n, s);
+    case OpKind::padded_mse_loss:
+      return cuda::padded_mse_loss(x.data, y.data, z, out, n, ctx.scratch, ctx.scratch_bytes, s);
+    case OpKind::padded_mse_loss_grad: return cuda::padded_mse_loss_grad(x.data, y.data, z, c.in[3].data, out, n, s);
     case OpKind::cross_entropy: return cuda::cross_entropy(x.data, y.data, out, g.rows, g.cols, s);
     case OpKind::cross_entropy_grad: return cuda::cross_entropy_grad(x.data, y.data, z, out, g.rows, g.cols, s);
     case OpKind::fill: return cuda::fill(out, c.attrs->value, n, s);

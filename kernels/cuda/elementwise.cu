@@ -5,10 +5,13 @@
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
@@ -17,23 +20,36 @@ namespace tg::kernels::cuda {
 
 namespace detail {
 
-int sm_count() {
-  static std::atomic<int> cache[64];
-  int dev = 0;
-  TG_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) dev = 0;
-  int v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v;
-}
-
 namespace {
 // -1: not decided yet (TG_PDL read at first use), 0 off, 1 on where the device has it.
 std::atomic<int> g_pdl_mode{-1};
+
+// What every launch asks of the current device, read once per device: its SM count
+// (grid sizes) and whether it has PDL (compute capability >= 9.0). Packed into one
+// atomic so that a reader sees both or neither; 0 means not read yet.
+constexpr int kMaxDevices = 64;
+std::atomic<int> g_device_info[kMaxDevices];
+struct DeviceInfo {
+  int sm_count;
+  bool pdl;
+};
+DeviceInfo device_info() {
+  int dev = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= kMaxDevices) dev = 0;
+  int v = g_device_info[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int sms = 0, major = 0;
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    v = (sms << 1) | (major >= 9 ? 1 : 0);
+    g_device_info[dev].store(v, std::memory_order_relaxed);
+  }
+  return {v >> 1, (v & 1) != 0};
+}
 }  // namespace
+
+int sm_count() { return device_info().sm_count; }
 
 bool pdl_enabled() {
   int mode = g_pdl_mode.load(std::memory_order_relaxed);
@@ -42,26 +58,14 @@ bool pdl_enabled() {
     mode = (v && v[0] == '0') ? 0 : 1;
     g_pdl_mode.store(mode, std::memory_order_relaxed);
   }
-  if (mode == 0) return false;
-  static std::atomic<int> cache[64];  // per device: 0 unknown, 1 no, 2 yes
-  int dev = 0;
-  TG_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) return false;
-  int v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0;
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    v = major >= 9 ? 2 : 1;
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
+  return mode != 0 && device_info().pdl;
 }
 
 void throw_launch(cudaError_t e, LaunchSite at, dim3 grid, dim3 block) {
-  cudaGetLastError();  // a launch error is not sticky: clear it so the next call starts clean
-  throw CudaError(fmt::format("{}:{}: kernel launch (grid {}x{}x{}, block {}x{}x{}) failed: {} ({})", at.file, at.line,
-                              grid.x, grid.y, grid.z, block.x, block.y, block.z, cudaGetErrorName(e),
-                              cudaGetErrorString(e)));
+  // throw_cuda clears the (non-sticky) launch error so that the next call starts clean.
+  const std::string call = fmt::format("kernel launch (grid {}x{}x{}, block {}x{}x{})", grid.x, grid.y, grid.z,
+                                       block.x, block.y, block.z);
+  ::tg::cuda_detail::throw_cuda(e, call.c_str(), at.file, at.line);
 }
 
 int grid_for(int64_t work, int block) {
@@ -109,10 +113,25 @@ __global__ void ew_scalar_kernel(F f, const float* a, const float* b, float* y, 
     y[i] = f(a[i], kBinary ? b[i] : a[i]);
 }
 
+// Small tensors: one element per thread, 32-bit indices, no loop. A chain of tiny ops
+// is bound by how fast one kernel follows another, and the fewer instructions
+// between the PDL wait and the grid's end, the sooner the next one may run.
+template <bool kBinary, typename F>
+__global__ void ew_small_kernel(F f, const float* a, const float* b, float* y, int n) {
+  pdl::prologue();
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) y[i] = f(a[i], kBinary ? b[i] : a[i]);
+}
+constexpr int64_t kSmallElements = 16384;  // at most 64 blocks of 256
+
 template <bool kBinary, typename F>
 void launch_ew(F f, const float* a, const float* b, float* y, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  if (aligned16(a) && (!kBinary || aligned16(b)) && aligned16(y)) {
+  if (n <= kSmallElements) {
+    const int block = detail::block_for(n);
+    detail::launch(TG_LAUNCH_SITE, ew_small_kernel<kBinary, F>, static_cast<int>((n + block - 1) / block), block, s,
+                   f, a, b, y, static_cast<int>(n));
+  } else if (aligned16(a) && (!kBinary || aligned16(b)) && aligned16(y)) {
     const int64_t n4 = n / 4;
     const int64_t work = n4 > (n - 4 * n4) ? n4 : (n - 4 * n4);
     const int block = detail::block_for(work);
@@ -161,6 +180,18 @@ struct SgdF {
   float lr;
   __device__ float operator()(float p, float g) const { return __fsub_rn(p, __fmul_rn(lr, g)); }
 };
+
+__global__ void padded_mse_grad_kernel(const float* p, const float* t, const float* count, const float* dloss,
+                                       float* dp, int64_t n) {
+  pdl::prologue();
+  const float c = *count;
+  const bool ok = c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c);
+  const int64_t real = ok ? static_cast<int64_t>(c) : 0;
+  const float s = __fdiv_rn(__fmul_rn(2.0f, *dloss), c);  // MseGradF's scale with n = c
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    dp[i] = !ok ? NAN : (i < real ? __fmul_rn(s, __fsub_rn(p[i], t[i])) : 0.0f);
+}
 
 __global__ void fill_kernel(float* y, float value, int64_t n) {
   pdl::prologue();
@@ -250,6 +281,12 @@ void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream
 }
 void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s) {
   launch_ew<true>(MseGradF{dloss, static_cast<float>(n)}, p, t, dp, n, s);
+}
+void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
+                          cudaStream_t s) {
+  if (n <= 0) return;
+  const int block = detail::block_for(n);
+  detail::launch(TG_LAUNCH_SITE, padded_mse_grad_kernel, grid_for(n, block), block, s, p, t, count, dloss, dp, n);
 }
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s) { launch_ew<true>(SgdF{lr}, p, g, p, n, s); }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/matmul_mode.h"
 #include "kernels/matmul_plan.h"
 
 namespace tg::kernels::cuda {
@@ -67,6 +68,8 @@ void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bo
 void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, const float* a,
             const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c) {
   const MatmulPlan p = plan_matmul(trans_a, trans_b, a_dims, a_rank, b_dims, b_rank);
+  if (batch_invariant_matmul())
+    return matmul_invariant(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, a, p.stride_a, b, p.stride_b, c, s);
   if (p.batched)
     sgemm_batched(h, s, tf32, p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, a, p.stride_a, b, p.stride_b, c);
   else

@@ -1,7 +1,9 @@
 // Reductions over one axis (and layernorm_grad_gamma, a reduction over the rows),
-// broadcast, and mse_loss. Sums run in double in a fixed order: each thread walks
+// broadcast, and mse_loss / padded_mse_loss. Sums run in double in a fixed order: each thread walks
 // its share of the axis in order, then a fixed tree combines the shares.
 #include <cuda_runtime.h>
+
+#include <cmath>
 
 #include <stdexcept>
 
@@ -108,51 +110,100 @@ __global__ void broadcast_vec_kernel(const float4* x, float4* y, int64_t total4,
   }
 }
 
-// mse_loss. Stage 1: each block sums (p-t)^2 over its grid-stride share in double
-// and writes one partial; stage 2: one block adds the partials in a fixed tree.
-// The grid depends only on the device (SM count), so the bits do too. Without
-// scratch the single block of stage 1 writes the loss itself.
-__global__ void __launch_bounds__(1024) mse_partial_kernel(const float* p, const float* t, double* partial,
-                                                           float* loss, int64_t n) {
-  pdl::prologue();
-  __shared__ double smem[32];
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  double acc = 0.0;
-  if (aligned16(p) && aligned16(t)) {
-    const float4* p4 = reinterpret_cast<const float4*>(p);
-    const float4* t4 = reinterpret_cast<const float4*>(t);
-    for (int64_t i = tid; i < n / 4; i += stride) {
-      const float4 a = p4[i], b = t4[i];
-      const double d0 = static_cast<double>(a.x) - b.x, d1 = static_cast<double>(a.y) - b.y;
-      const double d2 = static_cast<double>(a.z) - b.z, d3 = static_cast<double>(a.w) - b.w;
-      acc += d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3;
-    }
-    const int64_t i = (n / 4) * 4 + tid;
-    if (i < n) {
-      const double d = static_cast<double>(p[i]) - t[i];
-      acc += d * d;
-    }
-  } else {
-    for (int64_t i = tid; i < n; i += stride) {
-      const double d = static_cast<double>(p[i]) - t[i];
-      acc += d * d;
-    }
-  }
-  acc = detail::block_reduce<double, false>(acc, smem);
-  if (threadIdx.x == 0) {
-    if (partial) partial[blockIdx.x] = acc;
-    else loss[0] = static_cast<float>(acc / static_cast<double>(n));
-  }
+// mse_loss and padded_mse_loss. The sum's grouping depends only on the element
+// positions, never on n, the grid or the pointers' alignment, so the first c elements
+// of a padded tensor sum to the same bits as those c elements alone: what makes the
+// bucket shape strategy exact (static/shape_strategy.h). The elements are cut into
+// chunks of kMseChunk; in a chunk, thread j adds its quads j, j + 1024, j + 2048,
+// j + 3072 in that order (in double; positions past the real count add 0) and a
+// fixed block tree sums the threads. The chunk sums are then combined as the final
+// stage does: thread t adds chunks t, t + 1024, ... in order, then the same tree.
+constexpr int kMseThreads = 1024;
+constexpr int kMseQuads = 4;  // per thread and chunk
+constexpr int64_t kMseChunk = int64_t{kMseThreads} * 4 * kMseQuads;
+
+// The number of real elements: n, or count[0] when that is an integer in [1, n];
+// -1 otherwise, which makes the loss NaN (a kernel cannot throw).
+__device__ int64_t mse_real_count(const float* count, int64_t n) {
+  if (!count) return n;
+  const float c = *count;
+  if (!(c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c))) return -1;
+  return static_cast<int64_t>(c);
 }
 
-__global__ void __launch_bounds__(1024) mse_final_kernel(const double* partial, int nparts, float* loss, int64_t n) {
+// This thread's share of one chunk. __dmul_rn/__dadd_rn: the vector and the scalar
+// path must not be contracted into FMAs differently.
+__device__ double mse_chunk_share(const float* p, const float* t, int64_t chunk, int64_t real, bool vec) {
+  double acc = 0.0;
+#pragma unroll
+  for (int q = 0; q < kMseQuads; ++q) {
+    const int64_t i = chunk * kMseChunk + (static_cast<int64_t>(q) * kMseThreads + threadIdx.x) * 4;
+    double d[4];
+    if (vec && i + 3 < real) {
+      const float4 a = *reinterpret_cast<const float4*>(p + i), b = *reinterpret_cast<const float4*>(t + i);
+      d[0] = static_cast<double>(a.x) - b.x;
+      d[1] = static_cast<double>(a.y) - b.y;
+      d[2] = static_cast<double>(a.z) - b.z;
+      d[3] = static_cast<double>(a.w) - b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) d[k] = i + k < real ? static_cast<double>(p[i + k]) - t[i + k] : 0.0;
+    }
+    const double sq = __dadd_rn(__dadd_rn(__dadd_rn(__dmul_rn(d[0], d[0]), __dmul_rn(d[1], d[1])),
+                                          __dmul_rn(d[2], d[2])), __dmul_rn(d[3], d[3]));
+    acc = __dadd_rn(acc, sq);
+  }
+  return acc;
+}
+
+__device__ void mse_finish(double share, int64_t real, float* loss, double* smem) {
+  const double total = detail::block_reduce<double, false>(share, smem);
+  if (threadIdx.x == 0) loss[0] = real < 0 ? NAN : static_cast<float>(total / static_cast<double>(real));
+}
+
+// partial != null: each chunk's sum goes to partial[chunk]. partial == null: a single
+// block runs both stages itself (same grouping) and writes the loss.
+__global__ void __launch_bounds__(kMseThreads) mse_chunks_kernel(const float* p, const float* t, const float* count,
+                                                                 double* partial, float* loss, int64_t n,
+                                                                 int64_t chunks) {
   pdl::prologue();
   __shared__ double smem[32];
-  double acc = 0.0;
-  for (int i = threadIdx.x; i < nparts; i += blockDim.x) acc += partial[i];
-  acc = detail::block_reduce<double, false>(acc, smem);
-  if (threadIdx.x == 0) loss[0] = static_cast<float>(acc / static_cast<double>(n));
+  const int64_t real = mse_real_count(count, n);
+  const bool vec = aligned16(p) && aligned16(t);
+  double share = 0.0;  // single-block mode: this thread's part of the final stage
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const double sum = detail::block_reduce<double, false>(real < 0 ? 0.0 : mse_chunk_share(p, t, c, real, vec), smem);
+    if (partial) {
+      if (threadIdx.x == 0) partial[c] = sum;
+    } else if (threadIdx.x == c % kMseThreads) {
+      share = __dadd_rn(share, sum);
+    }
+  }
+  if (!partial) mse_finish(share, real, loss, smem);
+}
+
+__global__ void __launch_bounds__(kMseThreads) mse_final_kernel(const double* partial, int64_t chunks,
+                                                                const float* count, float* loss, int64_t n) {
+  pdl::prologue();
+  __shared__ double smem[32];
+  double share = 0.0;
+  for (int64_t c = threadIdx.x; c < chunks; c += kMseThreads) share = __dadd_rn(share, partial[c]);
+  mse_finish(share, mse_real_count(count, n), loss, smem);
+}
+
+void launch_mse(const float* p, const float* t, const float* count, float* loss, int64_t n, void* scratch,
+                size_t scratch_bytes, cudaStream_t s) {
+  if (n <= 0) return;
+  const int64_t chunks = (n + kMseChunk - 1) / kMseChunk;
+  if (chunks == 1 || !scratch || static_cast<int64_t>(scratch_bytes / sizeof(double)) < chunks) {
+    detail::launch(TG_LAUNCH_SITE, mse_chunks_kernel, 1, kMseThreads, s, p, t, count, nullptr, loss, n, chunks);
+    return;
+  }
+  const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 2;
+  double* partial = static_cast<double*>(scratch);
+  detail::launch(TG_LAUNCH_SITE, mse_chunks_kernel, static_cast<int>(chunks < cap ? chunks : cap), kMseThreads, s, p,
+                 t, count, partial, loss, n, chunks);
+  detail::launch(TG_LAUNCH_SITE, mse_final_kernel, 1, kMseThreads, s, partial, chunks, count, loss, n);
 }
 
 }  // namespace
@@ -193,17 +244,11 @@ void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_
 
 void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scratch, size_t scratch_bytes,
               cudaStream_t s) {
-  if (n <= 0) return;
-  const int64_t want = (n / 4 + 1023) / 1024;
-  int64_t parts = want < detail::sm_count() * 2 ? want : detail::sm_count() * 2;
-  if (parts > static_cast<int64_t>(scratch_bytes / sizeof(double))) parts = static_cast<int64_t>(scratch_bytes / sizeof(double));
-  if (!scratch || parts < 2) {
-    detail::launch(TG_LAUNCH_SITE, mse_partial_kernel, 1, 1024, s, p, t, nullptr, loss, n);
-    return;
-  }
-  double* partial = static_cast<double*>(scratch);
-  detail::launch(TG_LAUNCH_SITE, mse_partial_kernel, static_cast<int>(parts), 1024, s, p, t, partial, loss, n);
-  detail::launch(TG_LAUNCH_SITE, mse_final_kernel, 1, 1024, s, partial, static_cast<int>(parts), loss, n);
+  launch_mse(p, t, nullptr, loss, n, scratch, scratch_bytes, s);
+}
+void padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n, void* scratch,
+                     size_t scratch_bytes, cudaStream_t s) {
+  launch_mse(p, t, count, loss, n, scratch, scratch_bytes, s);
 }
 
 }  // namespace tg::kernels::cuda

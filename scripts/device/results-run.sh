@@ -3,6 +3,8 @@
 # H200 measurements and packs everything into $OUT/results-<phase>.tar.gz (the device
 # tool brings back at most 8 files), printing a short summary last.
 #   tests        ctest (cpu + gpu), compute-sanitizer memcheck and racecheck over the GPU test binaries
+#   ctest        ctest alone;  sanitize-tests  the sanitizers over the GPU test binaries alone
+#   exp:NAME     one experiment, full run (e.g. exp:launch)
 #   sanitize     compute-sanitizer memcheck and racecheck over every experiment in --quick mode
 #                (one repetition per measurement: the tools slow every launch down)
 #   kernels      tg-kernels, tg-transfer, tg-matmul (full runs)
@@ -56,13 +58,22 @@ sanitize_tests() {
     sanitize_one memcheck "$(basename "$t")" "$t"
   done
 }
+run_ctest() {
+  ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure > "$res/logs/ctest.log" 2>&1
+  say "ctest rc=$?"; grep -E "tests passed|tests failed|Skipped|\(Failed\)" "$res/logs/ctest.log" | head -30 | tee -a "$summary"
+}
 nvidia-smi > "$res/logs/nvidia-smi.txt" 2>&1
 for phase in "$@"; do
   case $phase in
     tests)
-      ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure > "$res/logs/ctest.log" 2>&1
-      say "ctest rc=$?"; grep -E "tests passed|tests failed|Skipped|\(Failed\)" "$res/logs/ctest.log" | head -30 | tee -a "$summary"
+      run_ctest
       sanitize_tests ;;
+    ctest)
+      run_ctest ;;
+    sanitize-tests)
+      sanitize_tests ;;
+    exp:*)
+      run_exp "${phase#exp:}" ;;
     sanitize)
       # The experiments run at once (compute-sanitizer is bound by the host's cores, of
       # which the GPU machine has 16); each result is said as its job ends.
@@ -70,8 +81,14 @@ for phase in "$@"; do
         bin=$(find "$build/experiments" -type f -name "tg-$x" -perm -u+x | head -n 1)
         [ -z "$bin" ] && { say "tg-$x: not built"; continue; }
         args="--device 0 --quick --repetitions 1 --warmup 0 --min-time 0"
+        # Smaller sweeps where the tools would take many minutes (each flag is the
+        # experiment's own; the report lists what was skipped).
         [ $x = launch ] && args="$args --ops 1 10 100"
         [ $x = transfer ] && args="$args --max-mib 64"
+        [ $x = kernels ] && args="$args --max-bytes 16777216"
+        [ $x = matmul ] && args="$args --max-n 1000"
+        [ $x = train ] && args="$args --max-rows 512 --loss-steps 3"
+        [ $x = shapes ] && args="$args --iterations 8"
         for tool in memcheck racecheck; do
           sanitize_one $tool "tg-$x" "$bin" $args &
         done
@@ -88,6 +105,6 @@ for phase in "$@"; do
     *) say "unknown phase $phase" ;;
   esac
   # Packed after every phase: a run cut short by the time limit still brings back the phases done.
-  tar -C "$res" -czf "$out/results-$(echo "$@" | tr ' ' '-').tar.gz" .
+  tar -C "$res" -czf "$out/results-$(echo "$@" | tr ' :' '-_').tar.gz" .
 done
 cat "$summary"

@@ -118,6 +118,14 @@ TEST_CASE("grad mse_loss") {
   check_binary({3, 4}, {3, 4}, [](Builder& b, Value p, Value t) { return mse_loss(b, p, t); });
 }
 
+TEST_CASE("grad padded_mse_loss") {
+  // 7 of the 12 elements are real: the 5 padded ones get no gradient (checked too).
+  check_op_gradients([](Builder& b, std::vector<Value>& wrt) {
+    const Value p = wrt_input(b, wrt, "p", Shape{3, 4});
+    return padded_mse_loss(b, p, wrt_input(b, wrt, "t", Shape{3, 4}), fill(b, Shape{1}, 7.0f));
+  });
+}
+
 TEST_CASE("grad cross_entropy") {
   check_op_gradients([](Builder& b, std::vector<Value>& wrt) {
     const Value logits = scale(b, wrt_input(b, wrt, "logits", Shape{4, 5}), 2.0f);

@@ -103,7 +103,9 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
   for (int i = 0; i < nin; ++i) {
     const int64_t n = c.in[static_cast<size_t>(i)].numel();
     auto& h = host[static_cast<size_t>(i)];
-    if (i == c.labels_input) {
+    if (i == c.count_input) {
+      h.assign(static_cast<size_t>(n), c.count_value);
+    } else if (i == c.labels_input) {
       std::mt19937_64 rng(c.seed + 77);
       std::uniform_int_distribution<int64_t> d(0, c.labels_classes - 1);
       h.resize(static_cast<size_t>(n));

@@ -28,6 +28,8 @@ struct OpCase {
   int labels_input = -1;   // this input gets integer class ids in [0, labels_classes)
   int64_t labels_classes = 0;
   int alias_input = -1;    // the output is this input's buffer (in-place run)
+  int count_input = -1;    // this [1] input holds count_value (padded_mse_loss's count)
+  float count_value = 0;
   uint64_t seed = 1;
 };
 

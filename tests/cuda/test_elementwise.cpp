@@ -95,6 +95,24 @@ TEST_CASE("cuda bias_add") {
       }
 }
 
+TEST_CASE("cuda padded_mse_loss_grad: the CPU's bits, 0 past the count") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 260;
+  for (int64_t n : kSizes)
+    for (bool unaligned : {false, true})
+      for (int64_t count : {int64_t{1}, (n + 1) / 2, n}) {
+        OpCase c;
+        c.op = OpKind::padded_mse_loss_grad;
+        c.in = {Shape{n}, Shape{n}, Shape{1}, Shape{1}};
+        c.out = Shape{n};
+        c.count_input = 2;
+        c.count_value = static_cast<float>(count);
+        c.unaligned = unaligned;
+        c.seed = seed++;
+        TG_CHECK_CASE(c);
+      }
+}
+
 TEST_CASE("cuda mse_loss_grad") {
   TG_REQUIRE_GPU();
   uint64_t seed = 200;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/matmul_mode.h"
 #include "tests/cuda/op_harness.h"
 #include "tests/gpu_skip.h"
 
@@ -16,7 +17,9 @@ struct MM {
   bool batched_b;
 };
 
-void matmul_cases(bool tf32) {
+// invariant: the batch-invariant mode (kernels/matmul_mode.h) on both sides, which
+// must then agree bit for bit.
+void matmul_cases(bool tf32, bool invariant = false) {
   const std::vector<MM> sizes = {{0, 1, 1, 1, false},     {0, 7, 5, 3, false},     {0, 33, 65, 17, false},
                                  {0, 1023, 7, 129, false}, {0, 256, 256, 256, false}, {3, 7, 9, 5, false},
                                  {4, 33, 17, 65, true},    {2, 1, 1023, 7, true},    {5, 64, 64, 64, false}};
@@ -41,7 +44,7 @@ void matmul_cases(bool tf32) {
         // fp32: both sides accumulate k products in float in some order; TF32 rounds
         // the inputs to 10 mantissa bits (relative 2^-11 each), so scale with sqrt(k).
         const double k = static_cast<double>(s.k);
-        c.tol = tf32 ? Tol{2e-3 * std::sqrt(k), 1e-2} : Tol{1e-5 * std::sqrt(k), 1e-4};
+        c.tol = invariant ? Tol{0, 0} : tf32 ? Tol{2e-3 * std::sqrt(k), 1e-2} : Tol{1e-5 * std::sqrt(k), 1e-4};
         c.seed = seed++;
         CHECK(run_case_on(tb, c) == 0);
       }
@@ -51,5 +54,10 @@ void matmul_cases(bool tf32) {
 
 TEST_CASE("cuda matmul fp32") { TG_REQUIRE_GPU(); matmul_cases(false); }
 TEST_CASE("cuda matmul tf32") { TG_REQUIRE_GPU(); matmul_cases(true); }
+TEST_CASE("cuda matmul batch-invariant: the CPU's bits") {
+  TG_REQUIRE_GPU();
+  kernels::BatchInvariantMatmul on;
+  matmul_cases(false, true);
+}
 
 }  // namespace tg::testing

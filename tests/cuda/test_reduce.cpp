@@ -2,6 +2,10 @@
 // determinism the executors rely on: the same launch twice gives the same bits.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/raii.h"
 #include "tests/cuda/op_harness.h"
 #include "tests/gpu_skip.h"
 
@@ -126,6 +130,100 @@ TEST_CASE("cuda mse_loss") {
       c.seed = seed++;
       TG_CHECK_CASE(c);
     }
+}
+
+TEST_CASE("cuda padded_mse_loss against the CPU") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 9500;
+  for (int64_t n : kSizes)
+    for (bool unaligned : {false, true})
+      for (int64_t count : {int64_t{1}, (n + 1) / 2, n}) {
+        OpCase c;
+        c.op = OpKind::padded_mse_loss;
+        c.in = {Shape{n}, Shape{n}, Shape{1}};
+        c.out = Shape{1};
+        c.count_input = 2;
+        c.count_value = static_cast<float>(count);
+        c.tol = Tol{1e-7, 1e-6};
+        c.unaligned = unaligned;
+        c.seed = seed++;
+        TG_CHECK_CASE(c);
+      }
+}
+
+namespace {
+// p and t of n floats on the device, `offset` floats past an aligned allocation.
+struct DevPair {
+  cuda::DeviceBuffer p, t;
+  int64_t offset;
+  DevPair(const std::vector<float>& hp, const std::vector<float>& ht, int64_t n, int64_t offset)
+      : p(cuda::DeviceBuffer::allocate(static_cast<size_t>(n + offset) * sizeof(float))),
+        t(cuda::DeviceBuffer::allocate(static_cast<size_t>(n + offset) * sizeof(float))),
+        offset(offset) {
+    TG_CUDA_CHECK(cudaMemcpy(pp(), hp.data(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
+    TG_CUDA_CHECK(cudaMemcpy(tp(), ht.data(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  float* pp() { return p.as<float>() + offset; }
+  float* tp() { return t.as<float>() + offset; }
+};
+float read_one(const cuda::DeviceBuffer& b) {
+  float v = 0;
+  TG_CUDA_CHECK(cudaMemcpy(&v, b.get(), sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+}  // namespace
+
+// What makes the bucket strategy exact: the real prefix of a padded tensor sums to
+// the bits of those elements alone, whatever the padding holds, the alignment, the
+// number of chunks, and with or without scratch.
+TEST_CASE("cuda padded_mse_loss on a padded tensor == mse_loss on its real prefix, bitwise") {
+  TG_REQUIRE_GPU();
+  const cudaStream_t s = backend().stream();
+  auto scratch = cuda::DeviceBuffer::allocate(size_t{1} << 20);
+  auto loss = cuda::DeviceBuffer::allocate(sizeof(float));
+  auto count = cuda::DeviceBuffer::allocate(sizeof(float));
+  const std::pair<int64_t, int64_t> cases[] = {{5, 8},           {1000, 1024},      {16384, 16385}, {16385, 40000},
+                                               {100003, 300000}, {1 << 20, (1 << 20) + 77}, {3, 1 << 20}};
+  uint64_t seed = 9700;
+  for (const auto& [real, padded] : cases) {
+    std::vector<float> hp = random_vector(padded, seed++), ht = random_vector(padded, seed++);
+    for (int64_t i = real; i < padded; ++i) hp[static_cast<size_t>(i)] = 1e30f;  // padding must not be read
+    const float c = static_cast<float>(real);
+    TG_CUDA_CHECK(cudaMemcpy(count.get(), &c, sizeof(float), cudaMemcpyHostToDevice));
+    float want = 0;
+    bool first = true;
+    for (int64_t off_real : {0, 1}) {
+      DevPair alone(hp, ht, real, off_real);
+      for (bool with_scratch : {true, false}) {
+        kernels::cuda::mse_loss(alone.pp(), alone.tp(), loss.as<float>(), real, with_scratch ? scratch.get() : nullptr,
+                       with_scratch ? scratch.bytes() : 0, s);
+        TG_CUDA_CHECK(cudaStreamSynchronize(s));
+        const float got = read_one(loss);
+        if (first) want = got;
+        first = false;
+        INFO("mse_loss real=", real, " offset=", off_real, " scratch=", with_scratch);
+        CHECK(compare("mse_loss", {got}, {want}, Tol{0, 0}) == 0);
+      }
+    }
+    for (int64_t off : {0, 1, 2}) {
+      DevPair pad(hp, ht, padded, off);
+      for (bool with_scratch : {true, false}) {
+        kernels::cuda::padded_mse_loss(pad.pp(), pad.tp(), count.as<float>(), loss.as<float>(), padded,
+                              with_scratch ? scratch.get() : nullptr, with_scratch ? scratch.bytes() : 0, s);
+        TG_CUDA_CHECK(cudaStreamSynchronize(s));
+        INFO("padded_mse_loss real=", real, " padded=", padded, " offset=", off, " scratch=", with_scratch);
+        CHECK(compare("padded_mse_loss", {read_one(loss)}, {want}, Tol{0, 0}) == 0);
+      }
+    }
+  }
+  // A count that is not an integer in [1, n] gives NaN (a kernel cannot throw).
+  DevPair pad(random_vector(8, 1), random_vector(8, 2), 8, 0);
+  for (float bad : {0.0f, 9.0f, 2.5f}) {
+    TG_CUDA_CHECK(cudaMemcpy(count.get(), &bad, sizeof(float), cudaMemcpyHostToDevice));
+    kernels::cuda::padded_mse_loss(pad.pp(), pad.tp(), count.as<float>(), loss.as<float>(), 8, scratch.get(), scratch.bytes(), s);
+    TG_CUDA_CHECK(cudaStreamSynchronize(s));
+    CHECK(std::isnan(read_one(loss)));
+  }
 }
 
 TEST_CASE("cuda reductions are deterministic (same bits on every run)") {

@@ -147,6 +147,11 @@ TEST_CASE("losses") {
   CHECK(infer(OpKind::mse_loss, {{4, 2}, {4, 2}}) == Shape{1});
   CHECK_ERROR(error_of(OpKind::mse_loss, {{4, 2}, {2, 4}}), "differ");
   CHECK(infer(OpKind::mse_loss_grad, {{4, 2}, {4, 2}, {1}}) == Shape{4, 2});
+  CHECK(infer(OpKind::padded_mse_loss, {{4, 2}, {4, 2}, {1}}) == Shape{1});
+  CHECK(infer(OpKind::padded_mse_loss_grad, {{4, 2}, {4, 2}, {1}, {1}}) == Shape{4, 2});
+  CHECK_ERROR(error_of(OpKind::padded_mse_loss, {{4, 2}, {4, 2}, {2}}), "count [2] must be [1]");
+  CHECK_ERROR(error_of(OpKind::padded_mse_loss_grad, {{4, 2}, {4, 2}, {1}, {3}}), "dloss [3] must be [1]");
+  CHECK_ERROR(error_of(OpKind::padded_mse_loss, {{4, 2}, {2, 4}, {1}}), "differ");
   CHECK_ERROR(error_of(OpKind::mse_loss_grad, {{4, 2}, {4, 2}, {2}}), "dloss [2] must be [1]");
   CHECK(infer(OpKind::cross_entropy, {{16, 5}, {16}}) == Shape{1});
   CHECK_ERROR(error_of(OpKind::cross_entropy, {{16, 5}, {15}}), "labels [15] must be [16]");

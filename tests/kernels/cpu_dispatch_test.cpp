@@ -26,6 +26,8 @@ std::vector<Tensor> inputs_for(OpKind op, Attrs& at) {
     case OpKind::transpose: at.perm = {1, 0, 2, 3}; return {r(s, 1)};
     case OpKind::reshape: at.shape = Shape{12}; return {r(s, 1)};
     case OpKind::mse_loss_grad: return {r(s, 1), r(s, 2), r({1}, 3)};
+    case OpKind::padded_mse_loss: return {r(s, 1), r(s, 2), tensor({1}, {7})};
+    case OpKind::padded_mse_loss_grad: return {r(s, 1), r(s, 2), tensor({1}, {7}), r({1}, 3)};
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad: {
       Tensor labels = tensor({3}, {0, 3, 1});

@@ -26,6 +26,30 @@ TEST_CASE("mse_loss_grad: hand-computed and against finite differences") {
   check_close(dp.data, numeric_grad(OpKind::mse_loss, {p, t}, 0, {0.7f}, {}, 1e-2f), 1e-5, 1e-3, "mse_loss_grad");
 }
 
+TEST_CASE("padded_mse_loss(_grad): bit for bit mse_loss(_grad) on the real prefix, 0 past it") {
+  const Tensor p = random_tensor({6, 5}, 91), t = random_tensor({6, 5}, 92);
+  const Tensor dl = tensor({1}, {0.3f});
+  for (int64_t c : {int64_t{1}, int64_t{7}, int64_t{29}, int64_t{30}}) {
+    CAPTURE(c);
+    const Tensor pc = tensor({c}, std::vector<float>(p.data.begin(), p.data.begin() + c));
+    const Tensor tc = tensor({c}, std::vector<float>(t.data.begin(), t.data.begin() + c));
+    const Tensor count = tensor({1}, {static_cast<float>(c)});
+    CHECK(run_op(OpKind::padded_mse_loss, {p, t, count}).data == run_op(OpKind::mse_loss, {pc, tc}).data);
+    const Tensor g = run_op(OpKind::padded_mse_loss_grad, {p, t, count, dl});
+    const Tensor gc = run_op(OpKind::mse_loss_grad, {pc, tc, dl});
+    CHECK(std::vector<float>(g.data.begin(), g.data.begin() + c) == gc.data);
+    for (size_t i = static_cast<size_t>(c); i < g.data.size(); ++i) CHECK(g.data[i] == 0.0f);
+  }
+  for (float bad : {0.0f, 31.0f, 2.5f, -1.0f, NAN}) {
+    CAPTURE(bad);
+    const Tensor count = tensor({1}, {bad});
+    CHECK_THROWS_WITH_AS(run_op(OpKind::padded_mse_loss, {p, t, count}),
+                         doctest::Contains("an integer in [1, 30]"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(run_op(OpKind::padded_mse_loss_grad, {p, t, count, dl}),
+                         doctest::Contains("padded_mse_loss_grad: count is"), std::invalid_argument);
+  }
+}
+
 TEST_CASE("cross_entropy: hand-computed") {
   // Uniform logits: -log(1/4) per row whatever the label.
   const Tensor u = run_op(OpKind::cross_entropy, {tensor({2, 4}, std::vector<float>(8, 3.0f)), tensor({2}, {0, 3})});

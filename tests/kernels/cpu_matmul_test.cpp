@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/matmul_mode.h"
 #include "tests/kernels/kernel_test_util.h"
 
 using namespace tg;
@@ -129,4 +130,47 @@ TEST_CASE("matmul: the same bits on every run for a fixed OpenBLAS thread count"
   }
   kernels::set_cpu_blas_threads(threads);
   CHECK_THROWS_AS(kernels::set_cpu_blas_threads(0), std::invalid_argument);
+}
+
+TEST_CASE("matmul batch-invariant: accurate, and a row's bits do not depend on the row count") {
+  kernels::BatchInvariantMatmul on;
+  CHECK(kernels::batch_invariant_matmul());
+  // Accurate as a GEMM, every form (the checks above, in this mode).
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    const int64_t m = 33, n = 65, k = 17;
+    const Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, 500 + t);
+    const Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, 510 + t);
+    check_products(run_op(OpKind::matmul, {a, b}, trans(ta, tb)), ta, tb, 1, m, n, k, a, b, 0);
+    const Tensor a3 = random_tensor(ta ? Shape{3, k, m} : Shape{3, m, k}, 520 + t);
+    const Tensor b3 = random_tensor(tb ? Shape{3, n, k} : Shape{3, k, n}, 530 + t);
+    check_products(run_op(OpKind::matmul, {a3, b3}, trans(ta, tb)), ta, tb, 3, m, n, k, a3, b3, k * n);
+  }
+  // Rows: the first 5 rows of an 8-row product (3 more rows of anything) are the 5-row product.
+  const int64_t k = 300, n = 129;
+  const Tensor a8 = random_tensor({8, k}, 540), b = random_tensor({k, n}, 541);
+  const Tensor a5 = tensor({5, k}, std::vector<float>(a8.data.begin(), a8.data.begin() + 5 * k));
+  const Tensor c8 = run_op(OpKind::matmul, {a8, b}), c5 = run_op(OpKind::matmul, {a5, b});
+  CHECK(bitwise_equal(std::vector<float>(c8.data.begin(), c8.data.begin() + 5 * n), c5.data));
+  // A sum over a padded axis (a weight gradient X^T dY): padded rows of dY are 0.
+  Tensor x8 = random_tensor({8, 40}, 542), dy8 = random_tensor({8, n}, 543);
+  for (int64_t i = 5 * n; i < 8 * n; ++i) dy8.data[static_cast<size_t>(i)] = 0.0f;
+  const Tensor x5 = tensor({5, 40}, std::vector<float>(x8.data.begin(), x8.data.begin() + 5 * 40));
+  const Tensor dy5 = tensor({5, n}, std::vector<float>(dy8.data.begin(), dy8.data.begin() + 5 * n));
+  CHECK(bitwise_equal(run_op(OpKind::matmul, {x8, dy8}, trans(true, false)).data,
+                      run_op(OpKind::matmul, {x5, dy5}, trans(true, false)).data));
+}
+
+TEST_CASE("matmul batch-invariant: the switch is scoped") {
+  CHECK_FALSE(kernels::batch_invariant_matmul());
+  {
+    kernels::BatchInvariantMatmul on;
+    CHECK(kernels::batch_invariant_matmul());
+    {
+      kernels::BatchInvariantMatmul off(false);
+      CHECK_FALSE(kernels::batch_invariant_matmul());
+    }
+    CHECK(kernels::batch_invariant_matmul());
+  }
+  CHECK_FALSE(kernels::batch_invariant_matmul());
 }

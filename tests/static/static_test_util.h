@@ -36,6 +36,19 @@ inline ShapedModelFn small_mlp_at() {
   };
 }
 
+// A transformer block whose batch varies (seq 8, d_model 16, 2 heads): the bucket
+// strategy pads whole sequences, which attention keeps apart.
+inline ShapedModelFn small_transformer_at() {
+  return [](int64_t batch) -> ModelFn {
+    TransformerConfig c;
+    c.batch = batch;
+    c.seq = 8;
+    c.d_model = 16;
+    c.heads = 2;
+    return [c](Builder& b) { return transformer_block(b, c); };
+  };
+}
+
 // "" when equal bit for bit, else where and how they first differ.
 inline std::string bitwise_diff(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size()) return fmt::format("sizes differ: {} vs {}", got.size(), want.size());

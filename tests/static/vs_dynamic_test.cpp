@@ -26,9 +26,10 @@ TEST_CASE("static == dynamic bitwise on the CPU: mlp (mse and cross_entropy) and
   testing::check_static_vs_dynamic(cpu, [t](Builder& b) { return transformer_block(b, t); }, "transformer", false);
 }
 
-TEST_CASE("shape strategies == dynamic at every shape on the CPU (bucket: to f32 rounding)") {
-  const ShapedModelFn model = testing::small_mlp_at();
-  testing::check_strategies_vs_dynamic(cpu, model, {5, 8, 3, 8, 5, 7}, {4, 8}, false);
+TEST_CASE("shape strategies == dynamic bitwise at every shape on the CPU: mlp, transformer_block (variable batch)") {
+  testing::check_strategies_vs_dynamic(cpu, testing::small_mlp_at(), "mlp", {5, 8, 3, 8, 5, 7}, {4, 8}, false);
+  testing::check_strategies_vs_dynamic(cpu, testing::small_transformer_at(), "transformer", {3, 1, 4, 2, 3}, {2, 4},
+                                       false);
 }
 
 }  // namespace
