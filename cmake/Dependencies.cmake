@@ -65,8 +65,15 @@ target_link_libraries(twograph_common INTERFACE twograph_fmt)
 if(TWOGRAPH_HAVE_CUDA)
   target_compile_definitions(twograph_common INTERFACE TWOGRAPH_HAVE_CUDA=1)
 endif()
-execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                OUTPUT_VARIABLE TWOGRAPH_GIT_REV OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+# -DTWOGRAPH_SOURCE_REV=... names the source when this tree's .git cannot (a copy of
+# a working tree on another machine; scripts/device/build-there.sh passes it).
+# "-dirty": built with uncommitted changes, so the revision alone does not say what ran.
+if(TWOGRAPH_SOURCE_REV)
+  set(TWOGRAPH_GIT_REV "${TWOGRAPH_SOURCE_REV}")
+else()
+  execute_process(COMMAND git describe --always --dirty --abbrev=7 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                  OUTPUT_VARIABLE TWOGRAPH_GIT_REV OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+endif()
 if(NOT TWOGRAPH_GIT_REV)
   set(TWOGRAPH_GIT_REV unknown)
 endif()

@@ -122,7 +122,7 @@ __global__ void ew_small_kernel(F f, const float* a, const float* b, float* y, i
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) y[i] = f(a[i], kBinary ? b[i] : a[i]);
 }
-constexpr int64_t kSmallElements = 16384;  // at most 64 blocks of 256
+constexpr int64_t kSmallElements = 1024;  // at most 4 blocks of 256: beyond, float4 loads pay
 
 template <bool kBinary, typename F>
 void launch_ew(F f, const float* a, const float* b, float* y, int64_t n, cudaStream_t s) {

@@ -162,6 +162,9 @@ struct DevPair {
         offset(offset) {
     TG_CUDA_CHECK(cudaMemcpy(pp(), hp.data(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
     TG_CUDA_CHECK(cudaMemcpy(tp(), ht.data(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
+    // A pageable cudaMemcpy may return before its DMA is done, and the backend's
+    // stream does not wait for the legacy stream: finish the copies first.
+    TG_CUDA_CHECK(cudaDeviceSynchronize());
   }
   float* pp() { return p.as<float>() + offset; }
   float* tp() { return t.as<float>() + offset; }
@@ -190,6 +193,7 @@ TEST_CASE("cuda padded_mse_loss on a padded tensor == mse_loss on its real prefi
     for (int64_t i = real; i < padded; ++i) hp[static_cast<size_t>(i)] = 1e30f;  // padding must not be read
     const float c = static_cast<float>(real);
     TG_CUDA_CHECK(cudaMemcpy(count.get(), &c, sizeof(float), cudaMemcpyHostToDevice));
+    TG_CUDA_CHECK(cudaDeviceSynchronize());
     float want = 0;
     bool first = true;
     for (int64_t off_real : {0, 1}) {
@@ -220,6 +224,7 @@ TEST_CASE("cuda padded_mse_loss on a padded tensor == mse_loss on its real prefi
   DevPair pad(random_vector(8, 1), random_vector(8, 2), 8, 0);
   for (float bad : {0.0f, 9.0f, 2.5f}) {
     TG_CUDA_CHECK(cudaMemcpy(count.get(), &bad, sizeof(float), cudaMemcpyHostToDevice));
+    TG_CUDA_CHECK(cudaDeviceSynchronize());
     kernels::cuda::padded_mse_loss(pad.pp(), pad.tp(), count.as<float>(), loss.as<float>(), 8, scratch.get(), scratch.bytes(), s);
     TG_CUDA_CHECK(cudaStreamSynchronize(s));
     CHECK(std::isnan(read_one(loss)));
