@@ -210,7 +210,15 @@ Feeds ShapeStrategyRunner::pad_feeds(const Feeds& feeds, int64_t extent, const C
       throw std::invalid_argument(fmt::format("feed '{}' is not an input of the model", name));
     out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape);
   }
-  if (g.find_value(kCount) >= 0) out[kCount] = {static_cast<float>(real.prediction.numel())};
+  if (g.find_value(kCount) >= 0) {
+    // The count is an f32 input: integers are exact in it up to 2^24.
+    const int64_t real_n = real.prediction.numel();
+    if (real_n > (int64_t{1} << 24))
+      throw std::invalid_argument(fmt::format("bucket strategy: the loss has {} real elements at extent {}, more than "
+                                              "the 2^24 its f32 count holds exactly; use the cache or update strategy",
+                                              real_n, extent));
+    out[kCount] = {static_cast<float>(real_n)};
+  }
   return out;
 }
 

@@ -35,29 +35,27 @@ struct Case {
   Predicted train_mom, train_sgd, infer;
 };
 
-Case mlp_case(MlpConfig c) {
+// One case of either model: `build` records it (mlp or transformer_block) and
+// `predict` is its closed formula (predict_mlp or predict_transformer).
+template <typename Config, typename BuildFn, typename PredictFn>
+Case make_case(const char* model, Config c, BuildFn build, PredictFn predict) {
   Case k;
-  k.model = "mlp";
+  k.model = model;
   k.batch = c.batch;
-  k.fn = [c](Builder& b) { return mlp(b, c); };
+  k.fn = [c, build](Builder& b) { return build(b, c); };
+  k.train_mom = predict(c, true, true);
+  k.train_sgd = predict(c, true, false);
   c.with_loss = false;
-  k.infer_fn = [c](Builder& b) { return mlp(b, c); };
-  k.train_mom = predict_mlp(c, true, true);
-  k.train_sgd = predict_mlp(c, true, false);
-  k.infer = predict_mlp(c, false, false);
+  k.infer_fn = [c, build](Builder& b) { return build(b, c); };
+  k.infer = predict(c, false, false);
   return k;
 }
-Case transformer_case(TransformerConfig c) {
-  Case k;
-  k.model = "transformer";
-  k.batch = c.batch;
-  k.fn = [c](Builder& b) { return transformer_block(b, c); };
-  c.with_loss = false;
-  k.infer_fn = [c](Builder& b) { return transformer_block(b, c); };
-  k.train_mom = predict_transformer(c, true, true);
-  k.train_sgd = predict_transformer(c, true, false);
-  k.infer = predict_transformer(c, false, false);
-  return k;
+Case mlp_case(const MlpConfig& c) {
+  return make_case("mlp", c, [](Builder& b, const MlpConfig& m) { return mlp(b, m); }, predict_mlp);
+}
+Case transformer_case(const TransformerConfig& c) {
+  return make_case("transformer", c, [](Builder& b, const TransformerConfig& t) { return transformer_block(b, t); },
+                   predict_transformer);
 }
 
 // The three modes every case can run in.
