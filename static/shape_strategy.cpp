@@ -206,8 +206,8 @@ Feeds ShapeStrategyRunner::pad_feeds(const Feeds& feeds, int64_t extent, const C
   for (const auto& [name, data] : feeds) {
     const int id = g.find_value(name);
     auto it = real.inputs.find(name);
-    if (id < 0 || it == real.inputs.end())
-      throw std::invalid_argument(fmt::format("feed '{}' is not an input of the model", name));
+    if (it == real.inputs.end()) throw std::invalid_argument(fmt::format("feed '{}' is not an input of the model", name));
+    if (id < 0) continue;  // an input the plan pruned (the loss's target in inference): ignored, as plan.run does
     out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape);
   }
   if (g.find_value(kCount) >= 0) {
@@ -271,8 +271,10 @@ ShapeStepReport ShapeStrategyRunner::step(int64_t extent, const Feeds& feeds) {
     const Shapes& real = real_shapes(extent);
     int64_t real_n = 0, pad_n = 0;
     for (const auto& [name, s] : real.inputs) {
+      const int id = plan.graph->find_value(name);
+      if (id < 0) continue;  // pruned by the plan (the loss's target in inference)
       real_n += s.numel();
-      pad_n += plan.graph->values[static_cast<size_t>(plan.graph->find_value(name))].shape.numel();
+      pad_n += plan.graph->values[static_cast<size_t>(id)].shape.numel();
     }
     r.padding_waste = pad_n > 0 ? 1.0 - static_cast<double>(real_n) / static_cast<double>(pad_n) : 0.0;
   }

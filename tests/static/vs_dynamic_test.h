@@ -140,6 +140,23 @@ inline void check_strategies_vs_dynamic(const std::function<std::shared_ptr<Back
       INFO(what, " ", shape_strategy_name(s), " invariant=", run.invariant, " state ", name);
       same(runner.parameter(name), dyn.parameter(name));
     }
+    // Inference at every extent: the prediction (cropped back for bucket).
+    ShapeStrategyOptions iopt = opt;
+    iopt.compile.backend = make_backend();
+    iopt.compile.training = false;
+    iopt.compile.params = nullptr;
+    ShapeStrategyRunner infer(model, iopt);
+    DynamicOptions dio;
+    dio.inference = true;
+    auto be_infer = make_backend();
+    DynamicTrainer dyn_infer(varying, *be_infer, "caching", dio);
+    for (size_t i = 0; i < extents.size(); ++i) {
+      *extent = extents[i];
+      const Feeds f = random_feeds(infer.input_shapes(extents[i]), 500 + i * 7);
+      infer.step(extents[i], f);
+      INFO(what, " ", shape_strategy_name(s), " invariant=", run.invariant, " inference ", i, " extent ", extents[i]);
+      same(infer.prediction(), dyn_infer.run_inference(f));
+    }
   }
 }
 
