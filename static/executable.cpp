@@ -9,6 +9,7 @@
 
 #include "graph/errors.h"
 #include "kernels/out_of_memory.h"
+#include "kernels/parallel_memcpy.h"
 
 namespace tg {
 
@@ -165,7 +166,7 @@ float* StaticExecutable::input_slot(const std::string& name) {
   return reinterpret_cast<float*>(reinterpret_cast<char*>(runner_->staging()) + s.staging_offset);
 }
 
-void StaticExecutable::copy_feeds(const Feeds& feeds) {
+void StaticExecutable::feed(const Feeds& feeds) {
   if (feeds.empty()) return;
   if (runner_) runner_->before_host_write();
   for (const auto& [name, data] : feeds) {
@@ -178,15 +179,18 @@ void StaticExecutable::copy_feeds(const Feeds& feeds) {
       throw std::invalid_argument(fmt::format("feed '{}' has {} elements but input {} needs {}; compile a plan for "
                                               "this shape (or use a shape strategy)",
                                               name, data.size(), v.shape.str(), v.shape.numel()));
-    if (runner_)
-      std::memcpy(reinterpret_cast<char*>(runner_->staging()) + s.staging_offset, data.data(), s.bytes);
+    char* staged = reinterpret_cast<char*>(runner_ ? runner_->staging() : nullptr);
+    if (runner_ && opt_.parallel_feed_copy)
+      shared_host_copier().copy(staged + s.staging_offset, data.data(), s.bytes);
+    else if (runner_)
+      std::memcpy(staged + s.staging_offset, data.data(), s.bytes);
     else
       backend().copy_to_device(s.device, data.data(), s.bytes);
   }
 }
 
 void StaticExecutable::run(const Feeds& feeds) {
-  copy_feeds(feeds);
+  feed(feeds);
   if (runner_) {
     runner_->run();
     return;

@@ -7,7 +7,8 @@
 // CUDA: the schedule is stream-captured once into a CUDA Graph and replayed.
 // Inputs are copied INSIDE the graph: its first nodes are H2D memcpys from one
 // pinned staging buffer into the fixed device input buffers, so a replay is one
-// memcpy of the feeds into staging (host) plus one cudaGraphLaunch. Before
+// copy of the feeds into staging (host; feeds of 256 KiB and more are split over
+// the shared copy threads, kernels/parallel_memcpy.h) plus one cudaGraphLaunch. Before
 // staging is overwritten, run() waits for the previous replay's copy to finish
 // (a stream synchronize, only when feeds are given), so a replay never reads
 // half-new inputs.
@@ -40,6 +41,8 @@ struct ExecutableOptions {
   std::vector<std::string> pruned_inputs;
   bool poison_arena = false;   // fill the arena with NaN once, so that a value read before it is
                                // written (a planner bug) shows up in the results
+  bool parallel_feed_copy = true;  // CUDA: large feeds go into staging on several host threads;
+                                   // false = one memcpy on the caller (tg-train --serial-feed-copy)
 };
 
 class StaticExecutable {
@@ -54,6 +57,9 @@ class StaticExecutable {
 
   // Copies `feeds` in and runs (replays) the schedule once. Asynchronous on CUDA.
   void run(const Feeds& feeds = {});
+  // The first half of run(feeds): waits until the previous run has read its
+  // inputs, then copies `feeds` into staging (CUDA) or the input buffers (CPU).
+  void feed(const Feeds& feeds);
   // run() then the loss (synchronizes). Throws when the graph has no loss.
   float step(const Feeds& feeds = {});
   // Waits for the last run() (CUDA); nothing to do on the CPU.
@@ -97,7 +103,6 @@ class StaticExecutable {
   // For out-of-memory messages: bytes per place (arena, inputs, parameters) and per role.
   std::string memory_breakdown() const;
   void build_schedule();
-  void copy_feeds(const Feeds& feeds);
 
   std::shared_ptr<const Graph> graph_;
   std::vector<int> order_;

@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
   return ex.run(argc, argv, [&](th::Experiment& e) {
     auto be = bench::make_backend(e.device());
     const bool gpu = be->kind() == DeviceKind::cuda;
-    if (!gpu)
+    if (!gpu) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
+      e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
+    }
     const std::vector<train::Config> cs = configs(e.quick(), gpu, max_rows, e.report());
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");

@@ -61,12 +61,39 @@ double record(th::Experiment& e, const Config& c, const std::string& executor, c
   return m.stats.median;
 }
 
-CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bool training, bool graph) {
+CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bool training, bool graph,
+                         bool parallel_feed_copy = true) {
   CompileOptions co;
   co.training = training;
   co.backend = be;
   co.use_cuda_graph = graph;
+  co.parallel_feed_copy = parallel_feed_copy;
   return compile(training ? c.fn : c.infer_fn, co);
+}
+
+size_t feed_bytes(const Feeds& f) {
+  size_t n = 0;
+  for (const auto& [name, data] : f) n += data.size() * sizeof(float);
+  return n;
+}
+
+// The host half of a static iteration: the feeds copied into pinned staging
+// (CUDA), on the shared copy threads and, for comparison, on the caller alone.
+// iteration ~= feed + replay + the loss read-back, which is how the rows add up.
+void measure_feed(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, CompiledPlan& parallel,
+                  const Feeds& feeds) {
+  const double bytes = static_cast<double>(feed_bytes(feeds));
+  auto sync = [&] { be->synchronize(); };
+  auto row = [&](CompiledPlan& p, const char* copy) {
+    th::Params params = with(c.params, "static", "train");
+    params.emplace("feed_copy", copy);
+    auto& m = e.report().add_time("feed", params, th::time_host(e.loop(), [&] { p.exec->feed(feeds); }, sync));
+    m.extra["MiB"] = bytes / (1024.0 * 1024.0);
+    m.extra["GB/s"] = bytes / m.stats.median * 1e-9;
+  };
+  row(parallel, "parallel");
+  CompiledPlan serial = compile_for(c, be, true, true, false);
+  row(serial, "serial");
 }
 
 // Both executors from the same initial parameters (seed 0), the same batch per
@@ -117,6 +144,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
     // staging, one cudaGraphLaunch (its first nodes copy them in), no loss read back.
     p.run(feeds);
     record(e, c, "static", "train", th::time_host(e.loop(), [&] { p.run(); }, sync), -1, "replay");
+    if (gpu) measure_feed(e, be, c, p, feeds);
     if (gpu) {
       CompiledPlan plain = compile_for(c, be, true, false);
       record(e, c, "static_plain", "train", th::time_host(e.loop(), [&] { plain.step(feeds); }, sync),

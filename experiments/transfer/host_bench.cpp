@@ -10,7 +10,7 @@
 #include <string>
 
 #include "experiments/transfer/buffers.h"
-#include "experiments/transfer/parallel_memcpy.h"
+#include "kernels/parallel_memcpy.h"
 
 namespace tg::transfer {
 

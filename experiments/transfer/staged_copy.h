@@ -6,7 +6,7 @@
 // size and the number of copy threads are ours to choose.
 #include <cstddef>
 
-#include "experiments/transfer/parallel_memcpy.h"
+#include "kernels/parallel_memcpy.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg::transfer {

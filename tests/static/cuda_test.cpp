@@ -106,24 +106,43 @@ TEST_CASE("static on CUDA: graph replay == plain launches bitwise, 5 training st
   }
 }
 
-TEST_CASE("static on CUDA: inference replays with new inputs each time == plain launches") {
-  TG_REQUIRE_GPU();
+// Two inference plans of mlp_fn(batch) on one GPU and one parameter store, the
+// second compiled with `vary` applied to its options; `runs` sets of new feeds,
+// each run through both, whose predictions must have the same bits. Returns the
+// first plan's last feeds and its read-back of input x, for further checks.
+std::pair<Feeds, std::vector<float>> compare_inference_plans(int64_t batch, void (*vary)(CompileOptions&),
+                                                            uint64_t seed, int runs) {
   auto be = gpu();
   CompileOptions opt;
   opt.backend = be;
   opt.params = std::make_shared<ParameterStore>(be, 0);
   opt.training = false;
-  CompiledPlan graph = compile(mlp_fn(16), opt);
-  CompileOptions eager_opt = opt;
-  eager_opt.use_cuda_graph = false;
-  CompiledPlan eager = compile(mlp_fn(16), eager_opt);
-  for (uint64_t i = 0; i < 4; ++i) {
-    const Feeds f = feeds_from(*graph.graph, make_values(*graph.graph, 100 + i));
-    graph.run(f);
-    eager.run(f);
-    INFO("replay ", i);
-    CHECK(bitwise_diff(graph.read(graph.prediction), eager.read(eager.prediction)) == "");
+  CompiledPlan a = compile(mlp_fn(batch), opt);
+  CompileOptions varied = opt;
+  vary(varied);
+  CompiledPlan b = compile(mlp_fn(batch), varied);
+  Feeds f;
+  for (int i = 0; i < runs; ++i) {
+    f = feeds_from(*a.graph, make_values(*a.graph, seed + static_cast<uint64_t>(i)));
+    a.run(f);
+    b.run(f);
+    INFO("run ", i);
+    CHECK(bitwise_diff(a.read(a.prediction), b.read(b.prediction)) == "");
   }
+  return {f, a.read("x")};
+}
+
+TEST_CASE("static on CUDA: inference replays with new inputs each time == plain launches") {
+  TG_REQUIRE_GPU();
+  compare_inference_plans(16, [](CompileOptions& o) { o.use_cuda_graph = false; }, 100, 4);
+}
+
+TEST_CASE("static on CUDA: large feeds copied into staging on the shared threads arrive whole, == one memcpy") {
+  TG_REQUIRE_GPU();
+  // x is 2048 x 64 floats = 512 KiB: above the 256 KiB where ParallelMemcpy splits a copy.
+  const auto [feeds, x] = compare_inference_plans(2048, [](CompileOptions& o) { o.parallel_feed_copy = false; }, 200, 3);
+  REQUIRE(feeds.at("x").size() * sizeof(float) > 256 * 1024);
+  CHECK(bitwise_diff(x, feeds.at("x")) == "");
 }
 
 TEST_CASE("shape strategies on CUDA: recapture, cache, update, bucket equal each other bitwise") {

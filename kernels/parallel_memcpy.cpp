@@ -1,12 +1,13 @@
-#include "experiments/transfer/parallel_memcpy.h"
+#include "kernels/parallel_memcpy.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
-namespace tg::transfer {
+namespace tg {
 
 ParallelMemcpy::ParallelMemcpy(int threads) {
   if (threads < 1) throw std::invalid_argument(fmt::format("ParallelMemcpy: threads must be >= 1, got {}", threads));
@@ -37,6 +38,7 @@ void ParallelMemcpy::copy(void* dst, const void* src, size_t bytes) {
     std::memcpy(dst, src, bytes);
     return;
   }
+  std::lock_guard<std::mutex> call(call_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     dst_ = dst;
@@ -75,4 +77,9 @@ void ParallelMemcpy::worker(int index) {
   }
 }
 
-}  // namespace tg::transfer
+ParallelMemcpy& shared_host_copier() {
+  static ParallelMemcpy pool(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u)));
+  return pool;
+}
+
+}  // namespace tg

@@ -1,0 +1,82 @@
+// ParallelMemcpy (kernels/parallel_memcpy.h): every byte lands where a plain
+// memcpy puts it, for sizes around the 256 KiB hand-off and the 4 KiB slice
+// rounding, at unaligned offsets, on 1..4 threads, and with callers on several
+// threads sharing one pool.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernels/parallel_memcpy.h"
+
+namespace {
+
+std::vector<unsigned char> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<unsigned char> v(n);
+  for (auto& b : v) b = static_cast<unsigned char>(rng() & 0xff);
+  return v;
+}
+
+// Copies src[offset, offset + bytes) to dst + offset with `pool`; returns the
+// index of the first wrong byte of dst (guard bytes included), or -1.
+long long copy_and_check(tg::ParallelMemcpy& pool, size_t bytes, size_t offset, uint32_t seed) {
+  const size_t guard = 64;
+  const std::vector<unsigned char> src = random_bytes(bytes + offset + guard, seed);
+  std::vector<unsigned char> dst(src.size(), 0xA5);
+  std::vector<unsigned char> want = dst;
+  std::memcpy(want.data() + offset, src.data() + offset, bytes);
+  pool.copy(dst.data() + offset, src.data() + offset, bytes);
+  for (size_t i = 0; i < dst.size(); ++i)
+    if (dst[i] != want[i]) return static_cast<long long>(i);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("ParallelMemcpy copies every size and offset like memcpy, on 1 to 4 threads") {
+  const size_t sizes[] = {0, 1, 4095, 4096, 256 * 1024 - 1, 256 * 1024, 256 * 1024 + 1, (1u << 20) + 13,
+                          (8u << 20) + 3};
+  for (int threads = 1; threads <= 4; ++threads) {
+    tg::ParallelMemcpy pool(threads);
+    CHECK(pool.threads() == threads);
+    uint32_t seed = 1;
+    for (size_t bytes : sizes)
+      for (size_t offset : {size_t{0}, size_t{3}, size_t{4093}}) {
+        CAPTURE(threads);
+        CAPTURE(bytes);
+        CAPTURE(offset);
+        CHECK(copy_and_check(pool, bytes, offset, seed++) == -1);
+      }
+  }
+}
+
+TEST_CASE("ParallelMemcpy serves callers on several threads one copy at a time, each complete") {
+  tg::ParallelMemcpy pool(3);
+  std::vector<long long> first_bad(4, -2);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      long long bad = -1;
+      for (int rep = 0; rep < 8 && bad < 0; ++rep)
+        bad = copy_and_check(pool, (2u << 20) + static_cast<size_t>(t) * 977, static_cast<size_t>(t),
+                             static_cast<uint32_t>(100 + t * 10 + rep));
+      first_bad[static_cast<size_t>(t)] = bad;
+    });
+  for (auto& c : callers) c.join();
+  for (int t = 0; t < 4; ++t) {
+    CAPTURE(t);
+    CHECK(first_bad[static_cast<size_t>(t)] == -1);
+  }
+}
+
+TEST_CASE("ParallelMemcpy refuses fewer than one thread, and the shared pool has 1 to 4") {
+  CHECK_THROWS_AS(tg::ParallelMemcpy(0), std::invalid_argument);
+  const int n = tg::shared_host_copier().threads();
+  CHECK(n >= 1);
+  CHECK(n <= 4);
+}
