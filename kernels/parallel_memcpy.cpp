@@ -23,52 +23,56 @@ ParallelMemcpy::~ParallelMemcpy() {
   for (auto& t : workers_) t.join();
 }
 
-void ParallelMemcpy::slice(int index, void* dst, const void* src, size_t bytes) const {
-  // Slices are multiples of 4 KiB so that no two threads write the same page.
+void ParallelMemcpy::slice(int index) const {
+  // Thread `index` copies bytes [begin, end) of the jobs laid end to end. Shares
+  // are multiples of 4 KiB, so that neighbouring threads rarely write one page.
   const size_t n = static_cast<size_t>(threads());
-  const size_t per = ((bytes + n - 1) / n + 4095) / 4096 * 4096;
+  const size_t per = ((total_ + n - 1) / n + 4095) / 4096 * 4096;
   const size_t begin = per * static_cast<size_t>(index);
-  if (begin >= bytes) return;
-  const size_t len = std::min(per, bytes - begin);
-  std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, len);
+  const size_t end = std::min(total_, begin + per);
+  size_t at = 0;  // where the current job starts in the laid-out bytes
+  for (const Job& j : *jobs_) {
+    const size_t lo = std::max(begin, at), hi = std::min(end, at + j.bytes);
+    if (lo < hi) std::memcpy(static_cast<char*>(j.dst) + (lo - at), static_cast<const char*>(j.src) + (lo - at), hi - lo);
+    at += j.bytes;
+    if (at >= end) break;
+  }
 }
 
-void ParallelMemcpy::copy(void* dst, const void* src, size_t bytes) {
-  if (workers_.empty() || bytes < 256 * 1024) {  // below this the hand-off costs more than it saves
-    std::memcpy(dst, src, bytes);
+void ParallelMemcpy::copy_all(const std::vector<Job>& jobs) {
+  size_t total = 0;
+  for (const Job& j : jobs) total += j.bytes;
+  if (workers_.empty() || total < kMinParallelBytes) {
+    for (const Job& j : jobs)
+      if (j.bytes) std::memcpy(j.dst, j.src, j.bytes);
     return;
   }
   std::lock_guard<std::mutex> call(call_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    dst_ = dst;
-    src_ = src;
-    bytes_ = bytes;
+    jobs_ = &jobs;
+    total_ = total;
     pending_ = static_cast<int>(workers_.size());
     ++generation_;
   }
   start_cv_.notify_all();
-  slice(0, dst, src, bytes);
+  slice(0);
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [this] { return pending_ == 0; });
+  jobs_ = nullptr;
 }
 
 void ParallelMemcpy::worker(int index) {
   unsigned long seen = 0;
   for (;;) {
-    void* dst;
-    const void* src;
-    size_t bytes;
     {
       std::unique_lock<std::mutex> lock(mu_);
       start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
-      dst = dst_;
-      src = src_;
-      bytes = bytes_;
     }
-    slice(index, dst, src, bytes);
+    // jobs_ and total_ stay fixed until every worker has counted itself done.
+    slice(index);
     {
       std::lock_guard<std::mutex> lock(mu_);
       --pending_;

@@ -1,9 +1,14 @@
 #pragma once
 // memcpy split over a few persistent threads. One core copies pageable memory at
-// roughly 10-20 GB/s, below what a PCIe Gen5 x16 DMA drains (~55 GB/s), so a copy
+// roughly 6-20 GB/s, below what a PCIe Gen5 x16 DMA drains (~55 GB/s), so a copy
 // into pinned staging (tg-transfer's staged copy, the static executor's feeds)
 // would be the bottleneck on one thread. Workers are started once: spawning
 // threads per copy would cost tens of microseconds each time.
+//
+// Waking the workers is not free either: on the H200's host a hand-off cost tens
+// of microseconds (a 2 x 256 KiB feed took 59 us on 4 threads, 22 us on one), so
+// a batch below kMinParallelBytes is copied on the caller, and several copies are
+// handed off together (copy_all: one wake-up per batch, not per buffer).
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -14,30 +19,39 @@ namespace tg {
 
 class ParallelMemcpy {
  public:
+  struct Job {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  static constexpr size_t kMinParallelBytes = size_t{1} << 20;
+
   explicit ParallelMemcpy(int threads);  // threads >= 1; 1 copies on the caller alone
   ~ParallelMemcpy();
   ParallelMemcpy(const ParallelMemcpy&) = delete;
   ParallelMemcpy& operator=(const ParallelMemcpy&) = delete;
 
   // Copies bytes from src to dst; returns when every slice is done. Callers on
-  // several threads take turns: the workers serve one copy at a time.
-  void copy(void* dst, const void* src, size_t bytes);
+  // several threads take turns: the workers serve one batch at a time.
+  void copy(void* dst, const void* src, size_t bytes) { copy_all({Job{dst, src, bytes}}); }
+  // Every job, split by bytes over the threads as if the jobs were one buffer.
+  // The jobs must not overlap each other.
+  void copy_all(const std::vector<Job>& jobs);
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
  private:
   void worker(int index);
-  void slice(int index, void* dst, const void* src, size_t bytes) const;
+  void slice(int index) const;  // this thread's share of jobs_
 
   std::vector<std::thread> workers_;
-  std::mutex call_mu_;  // one copy() at a time
+  std::mutex call_mu_;  // one copy_all() at a time
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   unsigned long generation_ = 0;
   int pending_ = 0;
   bool stop_ = false;
-  void* dst_ = nullptr;
-  const void* src_ = nullptr;
-  size_t bytes_ = 0;
+  const std::vector<Job>* jobs_ = nullptr;
+  size_t total_ = 0;
 };
 
 // The process-wide pool the static executor copies large feeds with: min(4,

@@ -168,7 +168,8 @@ float* StaticExecutable::input_slot(const std::string& name) {
 
 void StaticExecutable::feed(const Feeds& feeds) {
   if (feeds.empty()) return;
-  if (runner_) runner_->before_host_write();
+  // Every feed is checked before any is copied: a bad one leaves the inputs as they were.
+  std::vector<std::pair<const InputSlot*, const float*>> todo;
   for (const auto& [name, data] : feeds) {
     if (std::find(opt_.pruned_inputs.begin(), opt_.pruned_inputs.end(), name) != opt_.pruned_inputs.end() &&
         graph_->find_value(name) < 0)
@@ -179,13 +180,20 @@ void StaticExecutable::feed(const Feeds& feeds) {
       throw std::invalid_argument(fmt::format("feed '{}' has {} elements but input {} needs {}; compile a plan for "
                                               "this shape (or use a shape strategy)",
                                               name, data.size(), v.shape.str(), v.shape.numel()));
-    char* staged = reinterpret_cast<char*>(runner_ ? runner_->staging() : nullptr);
-    if (runner_ && opt_.parallel_feed_copy)
-      shared_host_copier().copy(staged + s.staging_offset, data.data(), s.bytes);
-    else if (runner_)
-      std::memcpy(staged + s.staging_offset, data.data(), s.bytes);
-    else
-      backend().copy_to_device(s.device, data.data(), s.bytes);
+    todo.emplace_back(&s, data.data());
+  }
+  if (!runner_) {
+    for (const auto& [s, data] : todo) backend().copy_to_device(s->device, data, s->bytes);
+    return;
+  }
+  runner_->before_host_write();
+  char* staged = reinterpret_cast<char*>(runner_->staging());
+  std::vector<ParallelMemcpy::Job> jobs;
+  for (const auto& [s, data] : todo) jobs.push_back({staged + s->staging_offset, data, s->bytes});
+  if (opt_.parallel_feed_copy) {
+    shared_host_copier().copy_all(jobs);  // one hand-off for all feeds, on the caller alone when small
+  } else {
+    for (const ParallelMemcpy::Job& j : jobs) std::memcpy(j.dst, j.src, j.bytes);
   }
 }
 

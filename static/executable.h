@@ -7,8 +7,8 @@
 // CUDA: the schedule is stream-captured once into a CUDA Graph and replayed.
 // Inputs are copied INSIDE the graph: its first nodes are H2D memcpys from one
 // pinned staging buffer into the fixed device input buffers, so a replay is one
-// copy of the feeds into staging (host; feeds of 256 KiB and more are split over
-// the shared copy threads, kernels/parallel_memcpy.h) plus one cudaGraphLaunch. Before
+// copy of the feeds into staging (host; from 1 MiB of feeds on, split over the
+// shared copy threads, kernels/parallel_memcpy.h) plus one cudaGraphLaunch. Before
 // staging is overwritten, run() waits for the previous replay's copy to finish
 // (a stream synchronize, only when feeds are given), so a replay never reads
 // half-new inputs.

@@ -1,6 +1,7 @@
 // ParallelMemcpy (kernels/parallel_memcpy.h): every byte lands where a plain
-// memcpy puts it, for sizes around the 256 KiB hand-off and the 4 KiB slice
-// rounding, at unaligned offsets, on 1..4 threads, and with callers on several
+// memcpy puts it, for sizes around the 1 MiB hand-off and the 4 KiB slice
+// rounding, at unaligned offsets, on 1..4 threads, for batches of buffers whose
+// boundaries fall inside the threads' shares, and with callers on several
 // threads sharing one pool.
 #include <doctest/doctest.h>
 
@@ -39,8 +40,8 @@ long long copy_and_check(tg::ParallelMemcpy& pool, size_t bytes, size_t offset, 
 }  // namespace
 
 TEST_CASE("ParallelMemcpy copies every size and offset like memcpy, on 1 to 4 threads") {
-  const size_t sizes[] = {0, 1, 4095, 4096, 256 * 1024 - 1, 256 * 1024, 256 * 1024 + 1, (1u << 20) + 13,
-                          (8u << 20) + 3};
+  const size_t min = tg::ParallelMemcpy::kMinParallelBytes;
+  const size_t sizes[] = {0, 1, 4095, 4096, min - 1, min, min + 1, min + 4096 * 3 + 13, (8u << 20) + 3};
   for (int threads = 1; threads <= 4; ++threads) {
     tg::ParallelMemcpy pool(threads);
     CHECK(pool.threads() == threads);
@@ -52,6 +53,30 @@ TEST_CASE("ParallelMemcpy copies every size and offset like memcpy, on 1 to 4 th
         CAPTURE(offset);
         CHECK(copy_and_check(pool, bytes, offset, seed++) == -1);
       }
+  }
+}
+
+TEST_CASE("ParallelMemcpy::copy_all copies a batch of buffers of odd sizes, split across threads, like memcpy") {
+  // 9 buffers, 5 MiB and some in all: the 4 threads' shares start and end inside them.
+  const size_t sizes[] = {1, 700000, 3, (1u << 20) + 5, 4096, 0, (2u << 20) + 777, 12345, (1u << 20) - 1};
+  for (int threads : {1, 4}) {
+    tg::ParallelMemcpy pool(threads);
+    std::vector<std::vector<unsigned char>> src, dst;
+    std::vector<tg::ParallelMemcpy::Job> jobs;
+    uint32_t seed = 7;
+    for (size_t n : sizes) {
+      src.push_back(random_bytes(n + 16, seed++));
+      dst.emplace_back(n + 16, 0x5A);
+    }
+    for (size_t i = 0; i < src.size(); ++i) jobs.push_back({dst[i].data() + 8, src[i].data() + 8, sizes[i]});
+    pool.copy_all(jobs);
+    for (size_t i = 0; i < src.size(); ++i) {
+      std::vector<unsigned char> want(sizes[i] + 16, 0x5A);
+      std::memcpy(want.data() + 8, src[i].data() + 8, sizes[i]);
+      CAPTURE(threads);
+      CAPTURE(i);
+      CHECK(dst[i] == want);
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "graph/init.h"
 #include "kernels/interpreter.h"
+#include "kernels/parallel_memcpy.h"
 #include "static/compiler.h"
 #include "static/cuda_graph.h"
 #include "static/shape_strategy.h"
@@ -139,9 +140,9 @@ TEST_CASE("static on CUDA: inference replays with new inputs each time == plain 
 
 TEST_CASE("static on CUDA: large feeds copied into staging on the shared threads arrive whole, == one memcpy") {
   TG_REQUIRE_GPU();
-  // x is 2048 x 64 floats = 512 KiB: above the 256 KiB where ParallelMemcpy splits a copy.
-  const auto [feeds, x] = compare_inference_plans(2048, [](CompileOptions& o) { o.parallel_feed_copy = false; }, 200, 3);
-  REQUIRE(feeds.at("x").size() * sizeof(float) > 256 * 1024);
+  // x is 8192 x 64 floats = 2 MiB: above the 1 MiB where ParallelMemcpy splits a batch.
+  const auto [feeds, x] = compare_inference_plans(8192, [](CompileOptions& o) { o.parallel_feed_copy = false; }, 200, 3);
+  REQUIRE(feeds.at("x").size() * sizeof(float) > ParallelMemcpy::kMinParallelBytes);
   CHECK(bitwise_diff(x, feeds.at("x")) == "");
 }
 
