@@ -1,0 +1,125 @@
+"""docs/pipeline.md: the input pipeline of tg-pipeline, serialized vs overlapped: time by
+stage, the overlap summary, the --work sweep, and the plots."""
+from . import common
+from .common import Missing, mib, noisy, num, report, t, table
+from .plotting import grouped_bars, save
+
+PIPE_STAGES = ("host", "h2d", "compute", "d2h")
+
+
+def pipe_works(r):
+    """The compute work levels of the report, ascending (one in reports before the --work sweep)."""
+    return sorted({m["params"]["work"] for m in r.all("pipeline_stage")})
+
+
+def pipe(r, mode, stage, work=None):
+    """One stage; by default at the smallest work level: the input-bound end, the one the stage table shows."""
+    works = pipe_works(r)
+    if not works:
+        raise Missing(f"{r.rel}: no pipeline_stage measurements")
+    return r.one("pipeline_stage", mode=mode, stage=stage, work=works[0] if work is None else work)
+
+
+def mean_of(m):
+    return sum(m["samples"]) / len(m["samples"]) if m.get("samples") else m["mean"]
+
+
+def busy(r, mode, work):
+    return f"{100 * r.one('gpu_busy_fraction', mode=mode, work=work)['median']:.1f}%"
+
+
+def tab_pipeline_stages():
+    r = report("pipeline")
+    rows = []
+    for stage in ("host", "h2d", "compute", "d2h", "total"):
+        row = [stage]
+        for mode in ("serialized", "overlapped"):
+            m = pipe(r, mode, stage)
+            mean = mean_of(m)
+            gbs = f", {num(m['extra']['GB/s'])} GB/s" if "GB/s" in m["extra"] else ""
+            row += [f"{t(m['median'])} ({t(m['p10'])} .. {t(m['p90'])}){noisy(m)}", t(mean) + gbs]
+        rows.append(row)
+    p = pipe(r, "serialized", "total")["params"]
+    # Samples are in batch order, and odd batches also run the augmentation (a sign flip):
+    # the host stage is two populations, which is why its p10..p90 is so wide.
+    host = pipe(r, "serialized", "host").get("samples") or []
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    parity = (f" Serialized host stage by batch: even batches (normalize only) median {t(med(host[0::2]))}, odd "
+              f"batches (normalize + flip) {t(med(host[1::2]))}." if len(host) >= 4 else "")
+    return (table(["stage", "serialized: median (p10 .. p90)", "serialized: mean", "overlapped: median (p10 .. p90)",
+                   "overlapped: mean"], rows, ["---"] + ["---:"] * 4) +
+            f"\n\nPer batch; {mib(p['batch_bytes'])} batches, `--work {p['work']}`, {p['batches']} batches per pass; "
+            "`total` is a pass's wall time / batches (one sample per pass)." + parity + "\n\n" + r.source_line())
+
+
+def tab_pipeline_summary():
+    r = report("pipeline")
+    w = pipe_works(r)[0] if pipe_works(r) else None
+    mean = lambda mode, st: mean_of(pipe(r, mode, st))
+    stages = PIPE_STAGES
+    ser, ovl = pipe(r, "serialized", "total")["median"], pipe(r, "overlapped", "total")["median"]
+    rows = [
+        ["serialized time per batch", t(ser), "sum of the stages' means: " + t(sum(mean("serialized", s) for s in stages))],
+        ["overlapped time per batch", t(ovl), "slowest stage's mean (perfect overlap): " +
+         t(max(mean("overlapped", s) for s in stages))],
+        ["overlap speedup", f"{num(r.one('overlap_speedup', work=w)['median'])}x", "ideal, sum / slowest (serialized "
+         f"means): {num(sum(mean('serialized', s) for s in stages) / max(mean('serialized', s) for s in stages))}x"],
+        ["GPU busy fraction, serialized", busy(r, "serialized", w), ""],
+        ["GPU busy fraction, overlapped", busy(r, "overlapped", w), ""],
+    ]
+    return table(["", "measured", "bound from the stages"], rows) + f"\n\nAt `--work {w}`.\n\n" + r.source_line()
+
+
+def tab_pipeline_work():
+    r = report("pipeline")
+    rows = []
+    for w in pipe_works(r):
+        mean = lambda mode, st: mean_of(pipe(r, mode, st, w))
+        ser = {s: mean("serialized", s) for s in PIPE_STAGES}
+        slowest = max(ser, key=ser.get)
+        rows.append([w, t(ser["host"]), t(ser["compute"]), slowest, t(pipe(r, "serialized", "total", w)["median"]),
+                     t(pipe(r, "overlapped", "total", w)["median"]),
+                     f"{num(r.one('overlap_speedup', work=w)['median'])}x",
+                     f"{num(sum(ser.values()) / ser[slowest])}x", busy(r, "serialized", w), busy(r, "overlapped", w)])
+    return (table(["`--work`", "host (mean)", "compute (mean)", "slowest stage", "serialized per batch",
+                   "overlapped per batch", "overlap speedup", "ideal (sum / slowest)", "GPU busy, serialized",
+                   "GPU busy, overlapped"], rows, ["---:", "---:", "---:", "---", "---:", "---:", "---:", "---:",
+                                                   "---:", "---:"]) +
+            "\n\nStage means and the ideal from the serialized passes; totals are medians of a pass's wall time / "
+            "batches.\n\n" + r.source_line())
+
+
+def plots_pipeline():
+    r = report("pipeline")
+    stages = ["host", "h2d", "compute", "d2h", "total"]
+    val = lambda st, mode: tuple(pipe(r, mode, st)[k] * 1e3 for k in ("median", "p10", "p90"))
+    figs = grouped_bars("tg-pipeline", f"time per batch by stage (--work {pipe_works(r)[0]})", stages,
+                        ["serialized", "overlapped"], val, "ms per batch (median, p10..p90; log scale)", "per_stage",
+                        log=True)
+    works = pipe_works(r)
+    if len(works) > 1:
+        fig, (ax1, ax2) = common.PR.plt.subplots(1, 2, figsize=(11, 4.5))
+        fig.suptitle("tg-pipeline: compute work sweep")
+        for mode in ("serialized", "overlapped"):
+            ax1.plot(works, [pipe(r, mode, "total", w)["median"] * 1e3 for w in works], marker="o", label=mode)
+            ax2.plot(works, [r.one("gpu_busy_fraction", mode=mode, work=w)["median"] for w in works], marker="o",
+                     label=mode)
+        ax1.plot(works, [mean_of(pipe(r, "serialized", "host", w)) * 1e3 for w in works], linestyle="--", label="host stage")
+        ax1.plot(works, [mean_of(pipe(r, "serialized", "compute", w)) * 1e3 for w in works], linestyle="--",
+                 label="compute stage")
+        for ax in (ax1, ax2):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("--work (fma steps per element)")
+            ax.legend(fontsize=8)
+        ax1.set_yscale("log")
+        ax1.set_ylabel("ms per batch")
+        ax2.set_ylabel("GPU busy fraction")
+        ax2.set_ylim(0, 1.05)
+        fig.tight_layout()
+        figs.append(("work_sweep", fig))
+    return save("tg-pipeline", figs)
+
+
+TABLES = {"pipeline-stages": tab_pipeline_stages, "pipeline-summary": tab_pipeline_summary,
+          "pipeline-work": tab_pipeline_work}
+PLOTTERS = {"pipeline": plots_pipeline}
