@@ -8,6 +8,7 @@
 #include "graph/models.h"
 #include "kernels/interpreter.h"
 #include "tests/autodiff/gradcheck.h"
+#include "tests/common/models.h"
 
 namespace tg::testing {
 namespace {
@@ -72,45 +73,28 @@ GradCheckOptions model_options() {
 }
 
 TEST_CASE("grad model chain") {
-  ChainConfig c;
-  c.n = 8;
-  c.size = 6;
-  check_model([&](Builder& b) { return chain(b, c); }, false, model_options());
+  ChainConfig c = chain_config(8, 6);
+  check_model(chain_model(c), false, model_options());
   c.in_place_relu = true;
-  check_model([&](Builder& b) { return chain(b, c); }, false, model_options());
+  check_model(chain_model(c), false, model_options());
 }
 
-MlpConfig small_mlp(MlpConfig::Loss loss) {
-  MlpConfig c;
-  c.batch = 4;
-  c.in = 5;
-  c.width = 6;
-  c.depth = 3;
-  c.out = 3;
-  c.loss = loss;
-  return c;
-}
+MlpConfig small_mlp(MlpConfig::Loss loss) { return mlp_config(4, 5, 6, 3, 3, loss); }
 
 TEST_CASE("grad model mlp mse") {
-  const MlpConfig c = small_mlp(MlpConfig::Loss::mse);
-  check_model([&](Builder& b) { return mlp(b, c); }, false, model_options());
+  check_model(mlp_model(small_mlp(MlpConfig::Loss::mse)), false, model_options());
 }
 
 TEST_CASE("grad model mlp cross_entropy") {
   MlpConfig c = small_mlp(MlpConfig::Loss::cross_entropy);
   c.in_place_relu = true;
-  check_model([&](Builder& b) { return mlp(b, c); }, true, model_options());
+  check_model(mlp_model(c), true, model_options());
 }
 
 TEST_CASE("grad model transformer_block") {
-  TransformerConfig c;
-  c.batch = 2;
-  c.seq = 3;
-  c.d_model = 8;
-  c.heads = 2;
   GradCheckOptions opt = model_options();
   opt.eps = 1e-2f;  // no ReLU: smooth, so a larger step has less rounding noise
-  check_model([&](Builder& b) { return transformer_block(b, c); }, false, opt);
+  check_model(transformer_model(transformer_config(2, 3, 8, 2)), false, opt);
 }
 
 }  // namespace

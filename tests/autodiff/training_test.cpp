@@ -7,30 +7,22 @@
 #include "graph/errors.h"
 #include "graph/training.h"
 #include "kernels/interpreter.h"
+#include "tests/common/models.h"
 
 namespace tg {
 namespace {
 
-MlpConfig small_mlp(MlpConfig::Loss loss) {
-  MlpConfig c;
-  c.batch = 8;
-  c.in = 6;
-  c.width = 16;
-  c.depth = 3;
-  c.out = 4;
-  c.loss = loss;
-  return c;
-}
+using testing::chain_config;
+using testing::chain_model;
+using testing::mlp_model;
 
-ModelFn mlp_fn(const MlpConfig& c) {
-  return [c](Builder& b) { return mlp(b, c); };
-}
+MlpConfig small_mlp(MlpConfig::Loss loss) { return testing::mlp_config(8, 6, 16, 3, 4, loss); }
 
 int count_role(const Graph& g, Role r) { return static_cast<int>(g.values_with_role(r).size()); }
 
 TEST_CASE("training graph: roles, one update per parameter, outputs") {
   const MlpConfig c = small_mlp(MlpConfig::Loss::mse);
-  const Graph g = build_training_graph(mlp_fn(c));
+  const Graph g = build_training_graph(mlp_model(c));
   const std::vector<int> params = parameter_ids(g);
   REQUIRE(params.size() == 6);
   CHECK(g.values[static_cast<size_t>(params[0])].name == "mlp.l0.w");
@@ -67,7 +59,7 @@ TEST_CASE("training graph with plain sgd has no optimizer state") {
   TrainOptions opt;
   opt.use_momentum = false;
   opt.lr = 0.1f;
-  const Graph g = build_training_graph(mlp_fn(small_mlp(MlpConfig::Loss::cross_entropy)), opt);
+  const Graph g = build_training_graph(mlp_model(small_mlp(MlpConfig::Loss::cross_entropy)), opt);
   CHECK(count_role(g, Role::optimizer_state) == 0);
   int sgd = 0;
   for (const Node& n : g.nodes) {
@@ -82,7 +74,7 @@ TEST_CASE("training graph with plain sgd has no optimizer state") {
 
 TEST_CASE("inference graph is the forward only, pruned to the prediction") {
   const MlpConfig c = small_mlp(MlpConfig::Loss::mse);
-  const Graph g = build_inference_graph(mlp_fn(c));
+  const Graph g = build_inference_graph(mlp_model(c));
   CHECK(g.nodes.size() == 3 * 2 + 2);  // 3 x (matmul + bias_add) + 2 relu
   CHECK(g.find_value("target") < 0);
   for (const Node& n : g.nodes) CHECK(op_is_differentiable(n.op));
@@ -97,14 +89,12 @@ TEST_CASE("inference graph is the forward only, pruned to the prediction") {
 
   ChainConfig cc;
   cc.n = 10;
-  cc.with_loss = false;
-  CHECK(build_inference_graph([&](Builder& b) { return chain(b, cc); }).nodes.size() == 10);
+  CHECK(build_inference_graph(chain_model(testing::without_loss(cc))).nodes.size() == 10);
 }
 
 TEST_CASE("training graph refuses a model without loss or with an unused parameter") {
-  MlpConfig c = small_mlp(MlpConfig::Loss::mse);
-  c.with_loss = false;
-  CHECK_THROWS_WITH_AS(build_training_graph(mlp_fn(c)), doctest::Contains("no loss"), GraphError);
+  const MlpConfig c = testing::without_loss(small_mlp(MlpConfig::Loss::mse));
+  CHECK_THROWS_WITH_AS(build_training_graph(mlp_model(c)), doctest::Contains("no loss"), GraphError);
   auto unused = [](Builder& b) {
     ModelOutputs o;
     const Value x = b.input("x", Shape{3});
@@ -137,21 +127,13 @@ TEST_CASE("loss decreases over 5 SGD steps on the interpreter") {
   TrainOptions plain;
   plain.lr = 0.1f;
   plain.use_momentum = false;
-  SUBCASE("mlp mse, momentum") { check_loss_decreases(mlp_fn(small_mlp(MlpConfig::Loss::mse)), momentum); }
-  SUBCASE("mlp cross_entropy, sgd") { check_loss_decreases(mlp_fn(small_mlp(MlpConfig::Loss::cross_entropy)), plain); }
+  SUBCASE("mlp mse, momentum") { check_loss_decreases(mlp_model(small_mlp(MlpConfig::Loss::mse)), momentum); }
+  SUBCASE("mlp cross_entropy, sgd") { check_loss_decreases(mlp_model(small_mlp(MlpConfig::Loss::cross_entropy)), plain); }
   SUBCASE("chain, sgd") {
-    ChainConfig c;
-    c.n = 30;
-    c.size = 16;
-    check_loss_decreases([c](Builder& b) { return chain(b, c); }, plain);
+    check_loss_decreases(chain_model(chain_config(30, 16)), plain);
   }
   SUBCASE("transformer_block, momentum") {
-    TransformerConfig c;
-    c.batch = 2;
-    c.seq = 4;
-    c.d_model = 8;
-    c.heads = 2;
-    check_loss_decreases([c](Builder& b) { return transformer_block(b, c); }, momentum);
+    check_loss_decreases(testing::transformer_model(testing::transformer_config(2, 4, 8, 2)), momentum);
   }
 }
 

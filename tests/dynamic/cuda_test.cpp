@@ -8,6 +8,7 @@
 
 #include "dynamic/trainer.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/common/models.h"
 #include "tests/dynamic/dynamic_util.h"
 #include "tests/gpu_skip.h"
 
@@ -71,19 +72,17 @@ TEST_CASE("cuda dynamic mlp: close to the CPU, bitwise run to run, no raw alloca
   TG_REQUIRE_GPU();
   MlpConfig c = small_mlp();
   c.width = 64;
-  check_model([c](Builder& b) { return mlp(b, c); });
+  check_model(mlp_model(c));
 }
 
 TEST_CASE("cuda dynamic transformer_block: close to the CPU, bitwise run to run") {
   TG_REQUIRE_GPU();
-  const TransformerConfig c = small_transformer();
-  check_model([c](Builder& b) { return transformer_block(b, c); });
+  check_model(transformer_model(small_transformer()));
 }
 
 TEST_CASE("cuda: the raw allocator calls cudaMalloc for every tensor; pool is refused on the CPU") {
   TG_REQUIRE_GPU();
-  const MlpConfig c = small_mlp();
-  const ModelFn model = [c](Builder& b) { return mlp(b, c); };
+  const ModelFn model = mlp_model(small_mlp());
   Reference ref(model);
   auto gpu = make_cuda_backend(0, false);
   DynamicOptions o;

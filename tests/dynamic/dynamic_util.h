@@ -10,6 +10,7 @@
 #include "dynamic/trainer.h"
 #include "graph/training.h"
 #include "kernels/interpreter.h"
+#include "tests/common/models.h"
 
 namespace tg::testing {
 
@@ -52,23 +53,7 @@ inline long first_mismatch(const std::vector<float>& a, const std::vector<float>
   return -1;
 }
 
-inline MlpConfig small_mlp() {
-  MlpConfig c;
-  c.batch = 4;
-  c.in = 8;
-  c.width = 16;
-  c.depth = 3;
-  c.out = 5;
-  return c;
-}
-inline TransformerConfig small_transformer() {
-  TransformerConfig c;
-  c.batch = 2;
-  c.seq = 4;
-  c.d_model = 8;
-  c.heads = 2;
-  c.mlp_ratio = 2;
-  return c;
-}
+inline MlpConfig small_mlp() { return mlp_config(4, 8, 16, 3, 5); }
+inline TransformerConfig small_transformer() { return transformer_config(2, 4, 8, 2, /*mlp_ratio*/ 2); }
 
 }  // namespace tg::testing

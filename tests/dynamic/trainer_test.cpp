@@ -12,6 +12,7 @@
 #include "dynamic/trainer.h"
 #include "graph/autodiff.h"
 #include "graph/errors.h"
+#include "tests/common/models.h"
 #include "tests/dynamic/dynamic_util.h"
 
 namespace tg {
@@ -48,42 +49,32 @@ void check_bitwise(const ModelFn& model, const std::string& allocator, DynamicOp
   }
 }
 
-ModelFn mlp_fn(MlpConfig c) {
-  return [c](Builder& b) { return mlp(b, c); };
-}
-ModelFn transformer_fn(TransformerConfig c) {
-  return [c](Builder& b) { return transformer_block(b, c); };
-}
-
 }  // namespace
 
 TEST_CASE("dynamic mlp training equals the interpreter bitwise (caching and raw)") {
-  check_bitwise(mlp_fn(small_mlp()), "caching");
-  check_bitwise(mlp_fn(small_mlp()), "raw");
+  check_bitwise(mlp_model(small_mlp()), "caching");
+  check_bitwise(mlp_model(small_mlp()), "raw");
   MlpConfig ce = small_mlp();
   ce.loss = MlpConfig::Loss::cross_entropy;
-  check_bitwise(mlp_fn(ce), "caching");
+  check_bitwise(mlp_model(ce), "caching");
 }
 
 TEST_CASE("dynamic transformer_block training equals the interpreter bitwise") {
-  check_bitwise(transformer_fn(small_transformer()), "caching");
+  check_bitwise(transformer_model(small_transformer()), "caching");
 }
 
 TEST_CASE("dynamic chain, in-place relu, no early frees, plain sgd: still bitwise") {
-  ChainConfig c;
-  c.n = 30;
-  c.size = 16;
-  check_bitwise([c](Builder& b) { return chain(b, c); }, "caching");
+  check_bitwise(chain_model(chain_config(30, 16)), "caching");
   DynamicOptions o = dyn_opts();
   o.in_place_relu = true;
-  check_bitwise(mlp_fn(small_mlp()), "caching", o);
+  check_bitwise(mlp_model(small_mlp()), "caching", o);
   o = dyn_opts();
   o.free_early = false;
-  check_bitwise(transformer_fn(small_transformer()), "caching", o);
+  check_bitwise(transformer_model(small_transformer()), "caching", o);
 }
 
 TEST_CASE("caching allocator: zero raw allocations per iteration after one warm-up") {
-  for (const ModelFn& model : {mlp_fn(small_mlp()), transformer_fn(small_transformer())}) {
+  for (const ModelFn& model : {mlp_model(small_mlp()), transformer_model(small_transformer())}) {
     Reference ref(model);
     auto be = make_cpu_backend();
     DynamicTrainer tr(model, *be, "caching", dyn_opts());
@@ -97,9 +88,9 @@ TEST_CASE("caching allocator: zero raw allocations per iteration after one warm-
     CHECK(tr.allocator_stats().allocs > 4 * 10);  // it did allocate, from the cache
   }
   // The raw allocator, by contrast, goes to the device for every tensor.
-  Reference ref(mlp_fn(small_mlp()));
+  Reference ref(mlp_model(small_mlp()));
   auto be = make_cpu_backend();
-  DynamicTrainer tr(mlp_fn(small_mlp()), *be, "raw", dyn_opts());
+  DynamicTrainer tr(mlp_model(small_mlp()), *be, "raw", dyn_opts());
   tr.step(ref.feeds);
   const AllocatorStats before = tr.allocator_stats();
   tr.step(ref.feeds);
@@ -109,7 +100,7 @@ TEST_CASE("caching allocator: zero raw allocations per iteration after one warm-
 TEST_CASE("dynamic gradients match finite differences on a small mlp") {
   MlpConfig c = small_mlp();
   c.depth = 2;
-  const ModelFn model = mlp_fn(c);
+  const ModelFn model = mlp_model(c);
   Reference ref(model);
   auto be = make_cpu_backend();
   auto alloc = make_allocator("caching", *be);
@@ -158,7 +149,7 @@ TEST_CASE("inference frees activations: its peak is below training's, and early 
   c.batch = 64;
   c.width = 128;
   c.depth = 6;
-  const ModelFn model = mlp_fn(c);
+  const ModelFn model = mlp_model(c);
   Reference ref(model);
   auto peak_of = [&](bool inference, bool free_early, bool in_place) {
     auto be = make_cpu_backend();
@@ -191,7 +182,7 @@ TEST_CASE("inference frees activations: its peak is below training's, and early 
 }
 
 TEST_CASE("errors: missing feed, wrong size, unknown allocator, step on an inference trainer") {
-  const ModelFn model = mlp_fn(small_mlp());
+  const ModelFn model = mlp_model(small_mlp());
   Reference ref(model);
   auto be = make_cpu_backend();
   DynamicTrainer tr(model, *be, "caching", dyn_opts());
@@ -206,8 +197,8 @@ TEST_CASE("errors: missing feed, wrong size, unknown allocator, step on an infer
   // must not leave its partial trace behind as the next step's plan.
   MlpConfig ce = small_mlp();
   ce.loss = MlpConfig::Loss::cross_entropy;
-  Reference cref(mlp_fn(ce));
-  DynamicTrainer ctr(mlp_fn(ce), *be, "caching", dyn_opts());
+  Reference cref(mlp_model(ce));
+  DynamicTrainer ctr(mlp_model(ce), *be, "caching", dyn_opts());
   ctr.step(cref.feeds);
   Feeds bad = cref.feeds;
   bad["labels"][0] = 99.0f;
@@ -248,11 +239,7 @@ TEST_CASE("a model whose op sequence changes after a warm-up reads a freed tenso
 }
 
 TEST_CASE("time breakdown: phases add up, and sampled timing costs little") {
-  ChainConfig c;
-  c.n = 1000;
-  c.size = 8;
-  c.with_loss = false;
-  const ModelFn model = [c](Builder& b) { return chain(b, c); };
+  const ModelFn model = chain_model(without_loss(chain_config(1000, 8)));
   Feeds f;
   f["x"] = std::vector<float>(8, 0.25f);
   struct Runner {

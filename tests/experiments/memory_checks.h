@@ -11,6 +11,7 @@
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"
 #include "experiments/memory/recording_backend.h"
+#include "tests/common/models.h"
 
 namespace tg::testing {
 
@@ -21,26 +22,12 @@ struct MemCase {
 };
 
 inline std::vector<MemCase> small_mem_cases() {
-  MlpConfig m;
-  m.batch = 6;
-  m.in = 12;
-  m.width = 20;
-  m.depth = 3;
-  m.out = 5;
-  TransformerConfig t;
-  t.batch = 2;
-  t.seq = 8;
-  t.d_model = 16;
-  t.heads = 2;
-  MlpConfig mi = m;
-  mi.with_loss = false;
-  TransformerConfig ti = t;
-  ti.with_loss = false;
+  const MlpConfig m = mlp_config(6, 12, 20, 3, 5);
+  const TransformerConfig t = transformer_config(2, 8, 16, 2);
   return {
-      {"mlp", [m](Builder& b) { return mlp(b, m); }, [mi](Builder& b) { return mlp(b, mi); },
-       memory::predict_mlp(m, true, true), memory::predict_mlp(m, true, false), memory::predict_mlp(m, false, false)},
-      {"transformer", [t](Builder& b) { return transformer_block(b, t); },
-       [ti](Builder& b) { return transformer_block(b, ti); }, memory::predict_transformer(t, true, true),
+      {"mlp", mlp_model(m), mlp_model(without_loss(m)), memory::predict_mlp(m, true, true),
+       memory::predict_mlp(m, true, false), memory::predict_mlp(m, false, false)},
+      {"transformer", transformer_model(t), transformer_model(without_loss(t)), memory::predict_transformer(t, true, true),
        memory::predict_transformer(t, true, false), memory::predict_transformer(t, false, false)},
   };
 }

@@ -10,6 +10,7 @@
 #include "graph/models.h"
 #include "graph/training.h"
 #include "graph/validate.h"
+#include "tests/common/models.h"
 #include "tests/graph/graph_equal.h"
 
 namespace {
@@ -194,21 +195,16 @@ TEST_CASE("json: round trip of recorded models is exact, ids included") {
   MlpConfig mc;
   mc.depth = 3;
   mc.in_place_relu = true;
-  check_round_trip(build_inference_graph([&](Builder& b) { return mlp(b, mc); }));
-  check_round_trip(build_training_graph([&](Builder& b) { return mlp(b, mc); }));
+  check_round_trip(build_inference_graph(tg::testing::mlp_model(mc)));
+  check_round_trip(build_training_graph(tg::testing::mlp_model(mc)));
   mc.loss = MlpConfig::Loss::cross_entropy;
   TrainOptions plain;
   plain.use_momentum = false;
-  check_round_trip(build_training_graph([&](Builder& b) { return mlp(b, mc); }, plain));
-  TransformerConfig tc;
-  tc.batch = 2;
-  tc.seq = 4;
-  tc.d_model = 16;
-  tc.heads = 2;
-  check_round_trip(build_training_graph([&](Builder& b) { return transformer_block(b, tc); }));
+  check_round_trip(build_training_graph(tg::testing::mlp_model(mc), plain));
+  check_round_trip(build_training_graph(tg::testing::transformer_model(tg::testing::transformer_config(2, 4, 16, 2))));
   ChainConfig cc;
   cc.n = 10;
-  check_round_trip(build_training_graph([&](Builder& b) { return chain(b, cc); }));
+  check_round_trip(build_training_graph(tg::testing::chain_model(cc)));
 }
 
 TEST_CASE("json: round trip keeps every attribute, dtype and init") {

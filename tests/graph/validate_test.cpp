@@ -8,6 +8,7 @@
 #include "graph/models.h"
 #include "graph/training.h"
 #include "graph/validate.h"
+#include "tests/common/models.h"
 
 namespace {
 
@@ -47,14 +48,10 @@ TEST_CASE("validate: recorded models are valid") {
   CHECK_NOTHROW(validate(m.g));
   MlpConfig mc;
   mc.depth = 3;
-  CHECK(validation_errors(build_training_graph([&](Builder& b) { return mlp(b, mc); })).empty());
-  TransformerConfig tc;
-  tc.batch = 2;
-  tc.seq = 4;
-  tc.d_model = 16;
-  tc.heads = 2;
-  CHECK(validation_errors(build_training_graph([&](Builder& b) { return transformer_block(b, tc); })).empty());
-  CHECK(validation_errors(build_inference_graph([&](Builder& b) { return mlp(b, mc); })).empty());
+  CHECK(validation_errors(build_training_graph(tg::testing::mlp_model(mc))).empty());
+  const TransformerConfig tc = tg::testing::transformer_config(2, 4, 16, 2);
+  CHECK(validation_errors(build_training_graph(tg::testing::transformer_model(tc))).empty());
+  CHECK(validation_errors(build_inference_graph(tg::testing::mlp_model(mc))).empty());
 }
 
 TEST_CASE("validate: a cycle names a node on it, not one downstream") {

@@ -15,6 +15,7 @@
 
 #include "static/compiler.h"
 #include "static/cuda_graph.h"
+#include "tests/common/models.h"
 #include "tests/gpu_skip.h"
 #include "tests/reliability/reliability_util.h"
 
@@ -57,15 +58,7 @@ class IllegalCallBackend final : public CudaBackend {
   Illegal what_ = Illegal::malloc;
 };
 
-ModelFn model_fn() {
-  MlpConfig c;
-  c.batch = 32;
-  c.in = 64;
-  c.width = 128;
-  c.depth = 4;
-  c.out = 10;
-  return [c](Builder& b) { return mlp(b, c); };
-}
+ModelFn model_fn() { return mlp_model(mlp_config(32, 64, 128, 4, 10)); }
 
 // The node that the index-th launch of `op` runs, from the same plan compiled on
 // the CPU (the graph and the schedule do not depend on the backend).

@@ -11,6 +11,7 @@
 #include "dynamic/trainer.h"
 #include "kernels/cuda/raii.h"
 #include "static/compiler.h"
+#include "tests/common/models.h"
 #include "tests/gpu_skip.h"
 #include "tests/reliability/reliability_util.h"
 
@@ -27,15 +28,7 @@ constexpr size_t kLeftFree = 3 * GiB / 2;
 // 4 weight matrices of 8192 x 8192 (~256 MiB each): 1 GiB of parameters, as much
 // again of gradients and of momentum: 3 GiB needed, 1.5 GiB left. The host-side
 // initial values stay at 1 GiB, generated only for what gets allocated.
-MlpConfig big_mlp() {
-  MlpConfig c;
-  c.batch = 8;
-  c.in = 8192;
-  c.width = 8192;
-  c.depth = 5;
-  c.out = 10;
-  return c;
-}
+MlpConfig big_mlp() { return mlp_config(8, 8192, 8192, 5, 10); }
 
 void check_has(const std::string& msg, const char* part) {
   INFO("message: ", msg);
@@ -56,8 +49,7 @@ TEST_CASE("out of memory: dynamic and static fail with the breakdown, leak nothi
   cuda::DeviceBuffer ballast = cuda::DeviceBuffer::allocate(free0 - kLeftFree);
   MESSAGE("ballast ", format_bytes(static_cast<int64_t>(ballast.bytes())), ", left free ",
           format_bytes(static_cast<int64_t>(device_free_bytes())));
-  const MlpConfig big = big_mlp();
-  const ModelFn model = [big](Builder& b) { return mlp(b, big); };
+  const ModelFn model = mlp_model(big_mlp());
 
   SUBCASE("dynamic (caching allocator)") {
     const size_t before = device_free_bytes();

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/out_of_memory.h"
+#include "tests/common/models.h"
 #include "tests/static/vs_dynamic_test.h"
 
 namespace tg::testing {
@@ -52,13 +53,7 @@ inline void check_clean_after(const char* what, size_t free_before, const Backen
 // (inference and 5 training steps, graph replay). Proves the process still works.
 inline void check_small_step_still_runs(const char* after) {
   INFO("after ", after);
-  MlpConfig m;
-  m.batch = 16;
-  m.in = 32;
-  m.width = 64;
-  m.depth = 3;
-  m.out = 10;
-  check_static_vs_dynamic(gpu_backend, [m](Builder& b) { return mlp(b, m); }, "small mlp", true);
+  check_static_vs_dynamic(gpu_backend, mlp_model(mlp_config(16, 32, 64, 3, 10)), "small mlp", true);
   CHECK(cudaGetLastError() == cudaSuccess);
 }
 

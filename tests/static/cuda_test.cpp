@@ -11,6 +11,7 @@
 #include "static/compiler.h"
 #include "static/cuda_graph.h"
 #include "static/shape_strategy.h"
+#include "tests/common/models.h"
 #include "tests/gpu_skip.h"
 #include "tests/static/static_test_util.h"
 
@@ -70,15 +71,7 @@ TEST_CASE("capture: an illegal call inside the captured schedule is reported wit
 #ifdef TG_TEST_HAVE_CUDA_BACKEND
 std::shared_ptr<Backend> gpu() { return std::shared_ptr<Backend>(make_cuda_backend(0, false)); }
 
-ModelFn mlp_fn(int64_t batch) {
-  MlpConfig c;
-  c.batch = batch;
-  c.in = 64;
-  c.width = 64;
-  c.depth = 4;
-  c.out = 10;
-  return [c](Builder& b) { return mlp(b, c); };
-}
+ModelFn mlp_fn(int64_t batch) { return testing::mlp_model(testing::mlp_config(batch, 64, 64, 4, 10)); }
 
 TEST_CASE("static on CUDA: graph replay == plain launches bitwise, 5 training steps; close to the CPU") {
   TG_REQUIRE_GPU();
@@ -187,20 +180,10 @@ TEST_CASE("shape strategies on CUDA: recapture, cache, update, bucket equal each
 
 TEST_CASE("static == dynamic bitwise on CUDA (graph replay and plain launches): mlp, transformer_block") {
   TG_REQUIRE_GPU();
-  MlpConfig m;
-  m.batch = 32;
-  m.in = 64;
-  m.width = 64;
-  m.depth = 4;
-  m.out = 10;
-  TransformerConfig t;
-  t.batch = 2;
-  t.seq = 16;
-  t.d_model = 32;
-  t.heads = 2;
+  const ModelFn transformer = testing::transformer_model(testing::transformer_config(2, 16, 32, 2));
   for (bool graph : {true, false}) {
-    testing::check_static_vs_dynamic(gpu, [m](Builder& b) { return mlp(b, m); }, "mlp", graph);
-    testing::check_static_vs_dynamic(gpu, [t](Builder& b) { return transformer_block(b, t); }, "transformer", graph);
+    testing::check_static_vs_dynamic(gpu, mlp_fn(32), "mlp", graph);
+    testing::check_static_vs_dynamic(gpu, transformer, "transformer", graph);
   }
 }
 

@@ -7,6 +7,7 @@
 #include "graph/training.h"
 #include "kernels/interpreter.h"
 #include "static/compiler.h"
+#include "tests/common/models.h"
 #include "tests/static/random_graph.h"
 #include "tests/static/static_test_util.h"
 
@@ -15,27 +16,11 @@ namespace {
 
 using testing::bitwise_diff;
 using testing::feeds_from;
+using testing::mlp_model;
+using testing::transformer_model;
 
-MlpConfig small_mlp() {
-  MlpConfig c;
-  c.batch = 8;
-  c.in = 24;
-  c.width = 32;
-  c.depth = 4;
-  c.out = 6;
-  return c;
-}
-TransformerConfig small_transformer() {
-  TransformerConfig c;
-  c.batch = 2;
-  c.seq = 8;
-  c.d_model = 16;
-  c.heads = 2;
-  return c;
-}
-
-ModelFn mlp_fn(MlpConfig c) { return [c](Builder& b) { return mlp(b, c); }; }
-ModelFn transformer_fn(TransformerConfig c) { return [c](Builder& b) { return transformer_block(b, c); }; }
+MlpConfig small_mlp() { return testing::mlp_config(8, 24, 32, 4, 6); }
+TransformerConfig small_transformer() { return testing::transformer_config(2, 8, 16, 2); }
 
 // Inference: the prediction, poisoned arena, both plan modes.
 void check_inference(const ModelFn& model, const char* what) {
@@ -85,25 +70,22 @@ void check_training(const ModelFn& model, const char* what, bool momentum) {
 }
 
 TEST_CASE("static == interpreter bitwise: mlp inference and 5 training steps") {
-  check_inference(mlp_fn(small_mlp()), "mlp");
-  check_training(mlp_fn(small_mlp()), "mlp", true);
-  check_training(mlp_fn(small_mlp()), "mlp", false);
+  check_inference(mlp_model(small_mlp()), "mlp");
+  check_training(mlp_model(small_mlp()), "mlp", true);
+  check_training(mlp_model(small_mlp()), "mlp", false);
   MlpConfig ce = small_mlp();
   ce.loss = MlpConfig::Loss::cross_entropy;
   ce.in_place_relu = true;
-  check_training(mlp_fn(ce), "mlp cross_entropy in-place relu", true);
+  check_training(mlp_model(ce), "mlp cross_entropy in-place relu", true);
 }
 
 TEST_CASE("static == interpreter bitwise: transformer_block inference and 5 training steps") {
-  check_inference(transformer_fn(small_transformer()), "transformer");
-  check_training(transformer_fn(small_transformer()), "transformer", true);
+  check_inference(transformer_model(small_transformer()), "transformer");
+  check_training(transformer_model(small_transformer()), "transformer", true);
 }
 
 TEST_CASE("static == interpreter bitwise: chain of 300 ops") {
-  ChainConfig c;
-  c.n = 300;
-  c.size = 64;
-  check_training([c](Builder& b) { return chain(b, c); }, "chain", true);
+  check_training(testing::chain_model(testing::chain_config(300, 64)), "chain", true);
 }
 
 TEST_CASE("planned arena <= 1.10x the lower bound: mlp and transformer_block, training and inference") {
@@ -111,8 +93,8 @@ TEST_CASE("planned arena <= 1.10x the lower bound: mlp and transformer_block, tr
     const char* name;
     ModelFn fn;
   };
-  const Case cases[] = {{"mlp(32, 256, 8)", mlp_fn(MlpConfig{})},
-                        {"transformer_block(8, 64, 128)", transformer_fn(TransformerConfig{})}};
+  const Case cases[] = {{"mlp(32, 256, 8)", mlp_model(MlpConfig{})},
+                        {"transformer_block(8, 64, 128)", transformer_model(TransformerConfig{})}};
   for (const Case& c : cases)
     for (bool training : {false, true}) {
       Graph g = training ? build_training_graph(c.fn) : build_inference_graph(c.fn);
@@ -154,7 +136,7 @@ TEST_CASE("static executor on random graphs: poisoned arena, results equal the i
 
 TEST_CASE("static executor: timings, schedule and clear errors") {
   CompileOptions opt;
-  CompiledPlan p = compile(mlp_fn(small_mlp()), opt);
+  CompiledPlan p = compile(mlp_model(small_mlp()), opt);
   // A phase of a tiny model may take less than the clock resolves (a VM's clock
   // source can be coarse): each must be measured (>= 0), and the whole be > 0.
   CHECK(p.timings.record >= 0);
@@ -169,7 +151,7 @@ TEST_CASE("static executor: timings, schedule and clear errors") {
   CHECK_THROWS_WITH_AS(p.read("nope"), doctest::Contains("no value named"), std::invalid_argument);
   CompileOptions inf;
   inf.training = false;
-  CompiledPlan q = compile(mlp_fn(small_mlp()), inf);
+  CompiledPlan q = compile(mlp_model(small_mlp()), inf);
   CHECK_THROWS_AS(q.step(), std::logic_error);
   // Fast path: write straight into the input slot.
   const Graph& g = *q.graph;
@@ -189,17 +171,17 @@ TEST_CASE("parameter store: plans share parameters by name and reject a changed 
   opt.backend = backend;
   opt.params = store;
   MlpConfig a = small_mlp();
-  CompiledPlan p1 = compile(mlp_fn(a), opt);
+  CompiledPlan p1 = compile(mlp_model(a), opt);
   const size_t n = store->size();
   a.batch = 5;
-  CompiledPlan p2 = compile(mlp_fn(a), opt);
+  CompiledPlan p2 = compile(mlp_model(a), opt);
   CHECK(store->size() == n);
   p1.step();
   // p2 sees p1's update: the same buffer.
   CHECK(bitwise_diff(p2.read("mlp.l0.w"), p1.read("mlp.l0.w")) == "");
   MlpConfig wider = small_mlp();
   wider.width = 40;
-  CHECK_THROWS_AS(compile(mlp_fn(wider), opt), GraphError);
+  CHECK_THROWS_AS(compile(mlp_model(wider), opt), GraphError);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "kernels/interpreter.h"
 #include "kernels/matmul_mode.h"
 #include "static/shape_strategy.h"
+#include "tests/common/models.h"
 #include "tests/static/static_test_util.h"
 
 namespace tg {
@@ -162,14 +163,8 @@ TEST_CASE("shape strategies: bucket refuses what it cannot mask, pad/crop round-
   ShapeStrategyOptions opt;
   opt.strategy = ShapeStrategy::bucket;
   opt.buckets = {4, 8};
-  ShapedModelFn attn = [](int64_t seq) -> ModelFn {
-    TransformerConfig c;
-    c.batch = 1;
-    c.seq = seq;
-    c.d_model = 8;
-    c.heads = 2;
-    return [c](Builder& b) { return transformer_block(b, c); };
-  };
+  ShapedModelFn attn =
+      testing::transformer_model_at(testing::transformer_config(1, /*seq: varies*/ 0, 8, 2), &TransformerConfig::seq);
   ShapeStrategyRunner r1(attn, opt);
   CHECK_THROWS_WITH_AS(r1.step(3, feeds_for(r1.input_shapes(3), 0)), doctest::Contains("leading axis"), GraphError);
   // The variable axis leading, but normalized or reduced over: padding would mix in.
@@ -191,16 +186,8 @@ TEST_CASE("shape strategies: bucket refuses what it cannot mask, pad/crop round-
     ShapeStrategyRunner r(over_axis[std::string(what) == "softmax" ? 0 : 1], opt);
     CHECK_THROWS_WITH_AS(r.step(3, feeds_for(r.input_shapes(3), 0)), doctest::Contains(what), GraphError);
   }
-  ShapedModelFn ce = [](int64_t batch) -> ModelFn {
-    MlpConfig c;
-    c.batch = batch;
-    c.in = 4;
-    c.width = 4;
-    c.depth = 2;
-    c.out = 3;
-    c.loss = MlpConfig::Loss::cross_entropy;
-    return [c](Builder& b) { return mlp(b, c); };
-  };
+  ShapedModelFn ce =
+      testing::mlp_model_at(testing::mlp_config(/*batch: varies*/ 0, 4, 4, 2, 3, MlpConfig::Loss::cross_entropy));
   ShapeStrategyRunner r2(ce, opt);
   CHECK_THROWS_WITH_AS(r2.step(3, feeds_for(r2.input_shapes(3), 0)), doctest::Contains("cross_entropy"), GraphError);
   CHECK_THROWS_WITH_AS(r2.bucket_for(9), doctest::Contains("largest bucket"), std::invalid_argument);

@@ -12,6 +12,7 @@
 #include "kernels/interpreter.h"
 #include "static/executable.h"
 #include "static/shape_strategy.h"
+#include "tests/common/models.h"
 
 namespace tg::testing {
 
@@ -24,29 +25,12 @@ inline Feeds feeds_from(const Graph& g, const std::vector<std::vector<float>>& v
 }
 
 // A small MLP whose batch is the variable extent (the shape-strategy tests).
-inline ShapedModelFn small_mlp_at() {
-  return [](int64_t batch) -> ModelFn {
-    MlpConfig c;
-    c.batch = batch;
-    c.in = 12;
-    c.width = 16;
-    c.depth = 3;
-    c.out = 5;
-    return [c](Builder& b) { return mlp(b, c); };
-  };
-}
+inline ShapedModelFn small_mlp_at() { return mlp_model_at(mlp_config(/*batch: varies*/ 0, 12, 16, 3, 5)); }
 
 // A transformer block whose batch varies (seq 8, d_model 16, 2 heads): the bucket
 // strategy pads whole sequences, which attention keeps apart.
 inline ShapedModelFn small_transformer_at() {
-  return [](int64_t batch) -> ModelFn {
-    TransformerConfig c;
-    c.batch = batch;
-    c.seq = 8;
-    c.d_model = 16;
-    c.heads = 2;
-    return [c](Builder& b) { return transformer_block(b, c); };
-  };
+  return transformer_model_at(transformer_config(/*batch: varies*/ 0, 8, 16, 2));
 }
 
 // "" when equal bit for bit, else where and how they first differ.

@@ -8,22 +8,13 @@ namespace {
 std::shared_ptr<Backend> cpu() { return std::shared_ptr<Backend>(make_cpu_backend()); }
 
 TEST_CASE("static == dynamic bitwise on the CPU: mlp (mse and cross_entropy) and transformer_block") {
-  MlpConfig m;
-  m.batch = 8;
-  m.in = 24;
-  m.width = 32;
-  m.depth = 4;
-  m.out = 6;
-  testing::check_static_vs_dynamic(cpu, [m](Builder& b) { return mlp(b, m); }, "mlp", false);
+  const MlpConfig m = testing::mlp_config(8, 24, 32, 4, 6);
+  testing::check_static_vs_dynamic(cpu, testing::mlp_model(m), "mlp", false);
   MlpConfig ce = m;
   ce.loss = MlpConfig::Loss::cross_entropy;
-  testing::check_static_vs_dynamic(cpu, [ce](Builder& b) { return mlp(b, ce); }, "mlp ce", false, ce.out);
-  TransformerConfig t;
-  t.batch = 2;
-  t.seq = 8;
-  t.d_model = 16;
-  t.heads = 2;
-  testing::check_static_vs_dynamic(cpu, [t](Builder& b) { return transformer_block(b, t); }, "transformer", false);
+  testing::check_static_vs_dynamic(cpu, testing::mlp_model(ce), "mlp ce", false, ce.out);
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(testing::transformer_config(2, 8, 16, 2)),
+                                   "transformer", false);
 }
 
 TEST_CASE("shape strategies == dynamic bitwise at every shape on the CPU: mlp, transformer_block (variable batch)") {
