@@ -3,11 +3,45 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define TG_HAVE_SSE2_STREAM 1
+#endif
+
 namespace tg {
+
+void copy_streaming(void* dst, const void* src, size_t bytes) {
+#ifdef TG_HAVE_SSE2_STREAM
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  // Streaming stores need 16-byte aligned targets; whole 64-byte lines avoid partial-line writes.
+  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  for (; bytes >= 64; bytes -= 64, d += 64, s += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
+  }
+  std::memcpy(d, s, bytes);
+  // Non-temporal stores are weakly ordered: fence them before anyone is told the copy is done.
+  _mm_sfence();
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
 
 ParallelMemcpy::ParallelMemcpy(int threads) {
   if (threads < 1) throw std::invalid_argument(fmt::format("ParallelMemcpy: threads must be >= 1, got {}", threads));
@@ -33,25 +67,39 @@ void ParallelMemcpy::slice(int index) const {
   size_t at = 0;  // where the current job starts in the laid-out bytes
   for (const Job& j : *jobs_) {
     const size_t lo = std::max(begin, at), hi = std::min(end, at + j.bytes);
-    if (lo < hi) std::memcpy(static_cast<char*>(j.dst) + (lo - at), static_cast<const char*>(j.src) + (lo - at), hi - lo);
+    if (lo < hi) {
+      char* d = static_cast<char*>(j.dst) + (lo - at);
+      const char* s = static_cast<const char*>(j.src) + (lo - at);
+      if (stores_ == Stores::streaming) copy_streaming(d, s, hi - lo);
+      else std::memcpy(d, s, hi - lo);
+    }
     at += j.bytes;
     if (at >= end) break;
   }
 }
 
-void ParallelMemcpy::copy_all(const std::vector<Job>& jobs) {
+void ParallelMemcpy::copy_all(const std::vector<Job>& jobs, Stores stores) {
   size_t total = 0;
   for (const Job& j : jobs) total += j.bytes;
-  if (workers_.empty() || total < kMinParallelBytes) {
+  if (total < kMinParallelBytes) {
     for (const Job& j : jobs)
       if (j.bytes) std::memcpy(j.dst, j.src, j.bytes);
     return;
   }
   std::lock_guard<std::mutex> call(call_mu_);
+  if (workers_.empty()) {
+    jobs_ = &jobs;
+    total_ = total;
+    stores_ = stores;
+    slice(0);
+    jobs_ = nullptr;
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_ = &jobs;
     total_ = total;
+    stores_ = stores;
     pending_ = static_cast<int>(workers_.size());
     ++generation_;
   }

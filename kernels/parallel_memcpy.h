@@ -9,6 +9,12 @@
 // of microseconds (a 2 x 256 KiB feed took 59 us on 4 threads, 22 us on one), so
 // a batch below kMinParallelBytes is copied on the caller, and several copies are
 // handed off together (copy_all: one wake-up per batch, not per buffer).
+//
+// Stores::streaming writes with non-temporal stores: the bytes go to memory
+// instead of into this core's cache. For a buffer the GPU reads next by DMA
+// (pinned staging) the cached copy leaves dirty lines the DMA must snoop, and
+// writing a line into the cache first reads it; whether streaming pays is
+// measured by tg-train's feed rows (docs/train.md).
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -24,6 +30,7 @@ class ParallelMemcpy {
     const void* src;
     size_t bytes;
   };
+  enum class Stores { cached, streaming };
   static constexpr size_t kMinParallelBytes = size_t{1} << 20;
 
   explicit ParallelMemcpy(int threads);  // threads >= 1; 1 copies on the caller alone
@@ -33,10 +40,13 @@ class ParallelMemcpy {
 
   // Copies bytes from src to dst; returns when every slice is done. Callers on
   // several threads take turns: the workers serve one batch at a time.
-  void copy(void* dst, const void* src, size_t bytes) { copy_all({Job{dst, src, bytes}}); }
+  void copy(void* dst, const void* src, size_t bytes, Stores stores = Stores::cached) {
+    copy_all({Job{dst, src, bytes}}, stores);
+  }
   // Every job, split by bytes over the threads as if the jobs were one buffer.
-  // The jobs must not overlap each other.
-  void copy_all(const std::vector<Job>& jobs);
+  // The jobs must not overlap each other. Below kMinParallelBytes in all, the
+  // caller copies with memcpy whatever `stores` says.
+  void copy_all(const std::vector<Job>& jobs, Stores stores = Stores::cached);
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
  private:
@@ -52,6 +62,7 @@ class ParallelMemcpy {
   bool stop_ = false;
   const std::vector<Job>* jobs_ = nullptr;
   size_t total_ = 0;
+  Stores stores_ = Stores::cached;
 };
 
 // The process-wide pool the static executor copies large feeds with: min(4,
@@ -59,5 +70,9 @@ class ParallelMemcpy {
 // host to host on the H200's host (docs/results/transfer.txt), near the PCIe
 // link's rate; more add threads without adding speed.
 ParallelMemcpy& shared_host_copier();
+
+// memcpy with non-temporal stores where the CPU has them (x86-64: SSE2), else
+// memcpy; the stores are fenced before it returns.
+void copy_streaming(void* dst, const void* src, size_t bytes);
 
 }  // namespace tg

@@ -77,7 +77,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   eo.use_cuda_graph = opt.use_cuda_graph;
   eo.instantiate = opt.instantiate;
   eo.poison_arena = opt.poison_arena;
-  eo.parallel_feed_copy = opt.parallel_feed_copy;
+  eo.feed_copy = opt.feed_copy;
   eo.pruned_inputs = std::move(pruned_inputs);
   t0 = Clock::now();
   out.exec = std::make_unique<StaticExecutable>(out.graph, order, std::move(plan), params, loss, eo);

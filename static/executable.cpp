@@ -166,6 +166,15 @@ float* StaticExecutable::input_slot(const std::string& name) {
   return reinterpret_cast<float*>(reinterpret_cast<char*>(runner_->staging()) + s.staging_offset);
 }
 
+const char* feed_copy_name(FeedCopy f) {
+  switch (f) {
+    case FeedCopy::serial: return "serial";
+    case FeedCopy::threads: return "threads";
+    case FeedCopy::threads_streaming: return "threads_streaming";
+  }
+  return "?";
+}
+
 void StaticExecutable::feed(const Feeds& feeds) {
   if (feeds.empty()) return;
   // Every feed is checked before any is copied: a bad one leaves the inputs as they were.
@@ -190,10 +199,16 @@ void StaticExecutable::feed(const Feeds& feeds) {
   char* staged = reinterpret_cast<char*>(runner_->staging());
   std::vector<ParallelMemcpy::Job> jobs;
   for (const auto& [s, data] : todo) jobs.push_back({staged + s->staging_offset, data, s->bytes});
-  if (opt_.parallel_feed_copy) {
-    shared_host_copier().copy_all(jobs);  // one hand-off for all feeds, on the caller alone when small
-  } else {
-    for (const ParallelMemcpy::Job& j : jobs) std::memcpy(j.dst, j.src, j.bytes);
+  switch (opt_.feed_copy) {
+    case FeedCopy::serial:
+      for (const ParallelMemcpy::Job& j : jobs) std::memcpy(j.dst, j.src, j.bytes);
+      break;
+    case FeedCopy::threads:  // one hand-off for all feeds, on the caller alone when small
+      shared_host_copier().copy_all(jobs, ParallelMemcpy::Stores::cached);
+      break;
+    case FeedCopy::threads_streaming:
+      shared_host_copier().copy_all(jobs, ParallelMemcpy::Stores::streaming);
+      break;
   }
 }
 

@@ -30,6 +30,15 @@ namespace tg {
 // Host data per input name; an input left out keeps its previous contents.
 using Feeds = std::map<std::string, std::vector<float>>;
 
+// How StaticExecutable::feed copies the feeds into pinned staging (CUDA; the
+// CPU backend copies into its input buffers). tg-train measures each (`feed`).
+enum class FeedCopy {
+  serial,            // one memcpy per feed on the caller
+  threads,           // from 1 MiB of feeds on, split over shared_host_copier()'s threads
+  threads_streaming  // the same with non-temporal stores (kernels/parallel_memcpy.h)
+};
+const char* feed_copy_name(FeedCopy f);
+
 struct ExecutableOptions {
   bool use_cuda_graph = true;  // CUDA only: false = plain launches of the same schedule (the
                                // switch that measures the graph's own effect)
@@ -41,8 +50,7 @@ struct ExecutableOptions {
   std::vector<std::string> pruned_inputs;
   bool poison_arena = false;   // fill the arena with NaN once, so that a value read before it is
                                // written (a planner bug) shows up in the results
-  bool parallel_feed_copy = true;  // CUDA: large feeds go into staging on several host threads;
-                                   // false = one memcpy on the caller (tg-train --serial-feed-copy)
+  FeedCopy feed_copy = FeedCopy::threads;  // CUDA: how feeds go into pinned staging
 };
 
 class StaticExecutable {

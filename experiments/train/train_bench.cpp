@@ -62,12 +62,12 @@ double record(th::Experiment& e, const Config& c, const std::string& executor, c
 }
 
 CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bool training, bool graph,
-                         bool parallel_feed_copy = true) {
+                         FeedCopy feed_copy = CompileOptions{}.feed_copy) {
   CompileOptions co;
   co.training = training;
   co.backend = be;
   co.use_cuda_graph = graph;
-  co.parallel_feed_copy = parallel_feed_copy;
+  co.feed_copy = feed_copy;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 
@@ -77,23 +77,27 @@ size_t feed_bytes(const Feeds& f) {
   return n;
 }
 
-// The host half of a static iteration: the feeds copied into pinned staging
-// (CUDA), on the shared copy threads and, for comparison, on the caller alone.
-// iteration ~= feed + replay + the loss read-back, which is how the rows add up.
-void measure_feed(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, CompiledPlan& parallel,
+// The host half of a static iteration, per way of copying the feeds into pinned
+// staging (FeedCopy, static/executable.h): `feed` alone, and `step_by_feed_copy`,
+// the whole training step with that copy. The second shows what the first cannot:
+// whether the GPU's read of staging (the graph's first nodes) depends on how the
+// CPU wrote it (cached lines the DMA must snoop, or streamed to memory).
+void measure_feed(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, CompiledPlan& dflt,
                   const Feeds& feeds) {
   const double bytes = static_cast<double>(feed_bytes(feeds));
   auto sync = [&] { be->synchronize(); };
-  auto row = [&](CompiledPlan& p, const char* copy) {
+  for (FeedCopy fc : {FeedCopy::threads, FeedCopy::threads_streaming, FeedCopy::serial}) {
+    CompiledPlan other;
+    const bool is_default = fc == CompileOptions{}.feed_copy;
+    if (!is_default) other = compile_for(c, be, true, true, fc);
+    CompiledPlan& p = is_default ? dflt : other;
     th::Params params = with(c.params, "static", "train");
-    params.emplace("feed_copy", copy);
+    params.emplace("feed_copy", feed_copy_name(fc));
     auto& m = e.report().add_time("feed", params, th::time_host(e.loop(), [&] { p.exec->feed(feeds); }, sync));
     m.extra["MiB"] = bytes / (1024.0 * 1024.0);
     m.extra["GB/s"] = bytes / m.stats.median * 1e-9;
-  };
-  row(parallel, "parallel");
-  CompiledPlan serial = compile_for(c, be, true, true, false);
-  row(serial, "serial");
+    e.report().add_time("step_by_feed_copy", params, th::time_host(e.loop(), [&] { p.step(feeds); }, sync));
+  }
 }
 
 // Both executors from the same initial parameters (seed 0), the same batch per
