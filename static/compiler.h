@@ -21,7 +21,7 @@ struct CompileOptions {
   bool use_cuda_graph = true;     // CUDA: capture + replay; false: plain launches of the schedule
   bool instantiate = true;        // false: capture only (the `update` strategy instantiates)
   bool poison_arena = false;      // fill the arena with NaN once (tests)
-  FeedCopy feed_copy = FeedCopy::threads;  // CUDA: how feeds go into pinned staging (executable.h)
+  FeedCopy feed_copy = FeedCopy::threads_streaming;  // CUDA: how feeds go into pinned staging (executable.h)
   std::shared_ptr<Backend> backend;       // null: the CPU backend
   std::shared_ptr<ParameterStore> params; // null: a new store; pass one to share parameters
                                           // between plans (one per shape)

@@ -134,12 +134,12 @@ TEST_CASE("static on CUDA: inference replays with new inputs each time == plain 
 TEST_CASE("static on CUDA: large feeds copied into staging on the shared threads arrive whole, == one memcpy") {
   TG_REQUIRE_GPU();
   // x is 8192 x 64 floats = 2 MiB: above the 1 MiB where ParallelMemcpy splits a batch.
-  // The first plan copies with the default (threads), the second one memcpy per feed.
+  // The first plan copies with the default (threads_streaming), the second one memcpy per feed.
   const auto [feeds, x] = compare_inference_plans(8192, [](CompileOptions& o) { o.feed_copy = FeedCopy::serial; }, 200, 3);
   REQUIRE(feeds.at("x").size() * sizeof(float) > ParallelMemcpy::kMinParallelBytes);
   CHECK(bitwise_diff(x, feeds.at("x")) == "");
-  // Streaming stores: the same predictions as one memcpy.
-  compare_inference_plans(8192, [](CompileOptions& o) { o.feed_copy = FeedCopy::threads_streaming; }, 300, 2);
+  // Cached stores on the threads: the same predictions.
+  compare_inference_plans(8192, [](CompileOptions& o) { o.feed_copy = FeedCopy::threads; }, 300, 2);
 }
 
 TEST_CASE("shape strategies on CUDA: recapture, cache, update, bucket equal each other bitwise") {
