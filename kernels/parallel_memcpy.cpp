@@ -43,7 +43,7 @@ void copy_streaming(void* dst, const void* src, size_t bytes) {
 #endif
 }
 
-ParallelMemcpy::ParallelMemcpy(int threads) {
+ParallelMemcpy::ParallelMemcpy(int threads, size_t min_parallel_bytes) : min_parallel_bytes_(min_parallel_bytes) {
   if (threads < 1) throw std::invalid_argument(fmt::format("ParallelMemcpy: threads must be >= 1, got {}", threads));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
@@ -81,20 +81,13 @@ void ParallelMemcpy::slice(int index) const {
 void ParallelMemcpy::copy_all(const std::vector<Job>& jobs, Stores stores) {
   size_t total = 0;
   for (const Job& j : jobs) total += j.bytes;
-  if (total < kMinParallelBytes) {
+  if (total < min_parallel_bytes_) {
     for (const Job& j : jobs)
       if (j.bytes) std::memcpy(j.dst, j.src, j.bytes);
     return;
   }
   std::lock_guard<std::mutex> call(call_mu_);
-  if (workers_.empty()) {
-    jobs_ = &jobs;
-    total_ = total;
-    stores_ = stores;
-    slice(0);
-    jobs_ = nullptr;
-    return;
-  }
+  // With no workers this is slice(0) over everything: pending_ is 0 at once.
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_ = &jobs;

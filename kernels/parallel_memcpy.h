@@ -7,7 +7,8 @@
 //
 // Waking the workers is not free either: on the H200's host a hand-off cost tens
 // of microseconds (a 2 x 256 KiB feed took 59 us on 4 threads, 22 us on one), so
-// a batch below kMinParallelBytes is copied on the caller, and several copies are
+// a batch below the pool's min_parallel_bytes (kMinParallelBytes unless the
+// constructor is told otherwise) is copied on the caller, and several copies are
 // handed off together (copy_all: one wake-up per batch, not per buffer).
 //
 // Stores::streaming writes with non-temporal stores: the bytes go to memory
@@ -33,7 +34,9 @@ class ParallelMemcpy {
   enum class Stores { cached, streaming };
   static constexpr size_t kMinParallelBytes = size_t{1} << 20;
 
-  explicit ParallelMemcpy(int threads);  // threads >= 1; 1 copies on the caller alone
+  // threads >= 1; 1 copies on the caller alone. Batches of fewer than
+  // min_parallel_bytes are copied on the caller whatever the thread count.
+  explicit ParallelMemcpy(int threads, size_t min_parallel_bytes = kMinParallelBytes);
   ~ParallelMemcpy();
   ParallelMemcpy(const ParallelMemcpy&) = delete;
   ParallelMemcpy& operator=(const ParallelMemcpy&) = delete;
@@ -44,7 +47,7 @@ class ParallelMemcpy {
     copy_all({Job{dst, src, bytes}}, stores);
   }
   // Every job, split by bytes over the threads as if the jobs were one buffer.
-  // The jobs must not overlap each other. Below kMinParallelBytes in all, the
+  // The jobs must not overlap each other. Below min_parallel_bytes in all, the
   // caller copies with memcpy whatever `stores` says.
   void copy_all(const std::vector<Job>& jobs, Stores stores = Stores::cached);
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
@@ -54,6 +57,7 @@ class ParallelMemcpy {
   void slice(int index) const;  // this thread's share of jobs_
 
   std::vector<std::thread> workers_;
+  size_t min_parallel_bytes_;
   std::mutex call_mu_;  // one copy_all() at a time
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;

@@ -178,7 +178,9 @@ const char* feed_copy_name(FeedCopy f) {
 void StaticExecutable::feed(const Feeds& feeds) {
   if (feeds.empty()) return;
   // Every feed is checked before any is copied: a bad one leaves the inputs as they were.
-  std::vector<std::pair<const InputSlot*, const float*>> todo;
+  // The staging pointer is fixed; only writing through it must wait for the previous run.
+  char* staged = runner_ ? reinterpret_cast<char*>(runner_->staging()) : nullptr;
+  std::vector<ParallelMemcpy::Job> jobs;
   for (const auto& [name, data] : feeds) {
     if (std::find(opt_.pruned_inputs.begin(), opt_.pruned_inputs.end(), name) != opt_.pruned_inputs.end() &&
         graph_->find_value(name) < 0)
@@ -189,16 +191,13 @@ void StaticExecutable::feed(const Feeds& feeds) {
       throw std::invalid_argument(fmt::format("feed '{}' has {} elements but input {} needs {}; compile a plan for "
                                               "this shape (or use a shape strategy)",
                                               name, data.size(), v.shape.str(), v.shape.numel()));
-    todo.emplace_back(&s, data.data());
+    jobs.push_back({runner_ ? staged + s.staging_offset : static_cast<void*>(s.device), data.data(), s.bytes});
   }
   if (!runner_) {
-    for (const auto& [s, data] : todo) backend().copy_to_device(s->device, data, s->bytes);
+    for (const ParallelMemcpy::Job& j : jobs) backend().copy_to_device(j.dst, j.src, j.bytes);
     return;
   }
   runner_->before_host_write();
-  char* staged = reinterpret_cast<char*>(runner_->staging());
-  std::vector<ParallelMemcpy::Job> jobs;
-  for (const auto& [s, data] : todo) jobs.push_back({staged + s->staging_offset, data, s->bytes});
   switch (opt_.feed_copy) {
     case FeedCopy::serial:
       for (const ParallelMemcpy::Job& j : jobs) std::memcpy(j.dst, j.src, j.bytes);

@@ -148,8 +148,8 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
     // staging, one cudaGraphLaunch (its first nodes copy them in), no loss read back.
     p.run(feeds);
     record(e, c, "static", "train", th::time_host(e.loop(), [&] { p.run(); }, sync), -1, "replay");
-    if (gpu) measure_feed(e, be, c, p, feeds);
     if (gpu) {
+      measure_feed(e, be, c, p, feeds);
       CompiledPlan plain = compile_for(c, be, true, false);
       record(e, c, "static_plain", "train", th::time_host(e.loop(), [&] { plain.step(feeds); }, sync),
              plain.timings.total() * 1e-3);

@@ -8,6 +8,10 @@
 namespace tg::transfer {
 
 inline constexpr size_t KiB = size_t{1} << 10, MiB = size_t{1} << 20, GiB = size_t{1} << 30;
+// Where tg-transfer's copy threads start splitting a copy: 256 KiB, as when
+// docs/results/transfer.json was measured (the static executor's feeds use
+// ParallelMemcpy's default of 1 MiB, which suits a batch of several buffers).
+inline constexpr size_t kCopyThreadsMinBytes = 256 * KiB;
 
 // The sizes swept. 1 KiB, 1 MiB and 512 MiB are always present; --quick keeps six.
 std::vector<size_t> sweep_sizes(bool quick);

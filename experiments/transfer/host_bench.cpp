@@ -24,7 +24,7 @@ void measure_host_memcpy(harness::Report& r, const harness::LoopOptions& opt, co
   std::sort(thread_counts.begin(), thread_counts.end());
   thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
   for (int threads : thread_counts) {
-    ParallelMemcpy pm(threads);
+    ParallelMemcpy pm(threads, kCopyThreadsMinBytes);
     for (size_t bytes : sizes) {
       HostBuffer src(bytes), dst(bytes);
       src.touch();  // first-touch page faults must not be timed

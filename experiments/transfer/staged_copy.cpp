@@ -10,7 +10,7 @@
 
 namespace tg::transfer {
 
-StagedCopier::StagedCopier(size_t chunk_bytes, int copy_threads) : chunk_(chunk_bytes), memcpy_(copy_threads) {
+StagedCopier::StagedCopier(size_t chunk_bytes, int copy_threads) : chunk_(chunk_bytes), memcpy_(copy_threads, kCopyThreadsMinBytes) {
   if (chunk_bytes == 0) throw std::invalid_argument("StagedCopier: the chunk size must be > 0");
   for (int i = 0; i < 2; ++i) {
     stage_[i] = cuda::PinnedBuffer::allocate(chunk_bytes);

@@ -116,6 +116,17 @@ TEST_CASE("copy_streaming copies like memcpy at every alignment and length aroun
     }
 }
 
+TEST_CASE("ParallelMemcpy with a lower min_parallel_bytes copies like memcpy on both sides of it") {
+  const size_t min = 256 * 1024;  // tg-transfer's (experiments/transfer/buffers.h)
+  tg::ParallelMemcpy pool(4, min);
+  uint32_t seed = 500;
+  for (size_t bytes : {min - 1, min, min + 4096 + 5, tg::ParallelMemcpy::kMinParallelBytes - 3})
+    for (auto stores : {tg::ParallelMemcpy::Stores::cached, tg::ParallelMemcpy::Stores::streaming}) {
+      CAPTURE(bytes);
+      CHECK(copy_and_check(pool, bytes, 3, seed++, stores) == -1);
+    }
+}
+
 TEST_CASE("ParallelMemcpy refuses fewer than one thread, and the shared pool has 1 to 4") {
   CHECK_THROWS_AS(tg::ParallelMemcpy(0), std::invalid_argument);
   const int n = tg::shared_host_copier().threads();
