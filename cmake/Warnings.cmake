@@ -1,3 +1,7 @@
+# A switch over an enum (OpKind above all: graph/op.h) that misses an enumerator is an
+# error in every target, tests included: that is how a new op without its shape rule,
+# gradient rule, kernels or test samples fails to build. Such switches have no default.
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Werror=switch> $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Werror=switch>)
 add_library(twograph_warnings INTERFACE)
 target_compile_options(twograph_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter>

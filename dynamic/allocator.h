@@ -72,6 +72,11 @@ class Allocator {
 // or for "pool" on a backend that is not CUDA (or a build without CUDA).
 std::unique_ptr<Allocator> make_allocator(const std::string& name, Backend& backend);
 
+// The allocators, one per file, for make_allocator.
+std::unique_ptr<Allocator> make_raw_allocator(Backend& backend);      // raw_allocator.cpp
+std::unique_ptr<Allocator> make_caching_allocator(Backend& backend);  // caching_allocator.cpp
+std::unique_ptr<Allocator> make_pool_allocator(Backend& backend);     // pool_allocator_cuda.cpp, CUDA builds only
+
 // format_bytes and device_memory_info: kernels/out_of_memory.h.
 
 }  // namespace tg

@@ -64,6 +64,10 @@ class BackendSource final : public RawSource {
 
 std::unique_ptr<RawSource> make_backend_source(Backend& backend) { return std::make_unique<BackendSource>(backend); }
 
+std::unique_ptr<Allocator> make_caching_allocator(Backend& backend) {
+  return std::make_unique<CachingAllocator>(make_backend_source(backend));
+}
+
 size_t CachingAllocator::round_size(size_t bytes) {
   if (bytes == 0) return kRound;
   return (bytes + kRound - 1) / kRound * kRound;

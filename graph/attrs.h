@@ -24,4 +24,16 @@ struct Attrs {
   bool operator==(const Attrs& o) const;
 };
 
+// The fields of Attrs by name, for the op table (graph/op.h: which op reads which) and
+// the graph-file format (graph/json_io.cpp: the key of each). A field added to Attrs
+// gets an id here, its key in attr_name() and a column in the op table.
+enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm };
+constexpr int kNumAttrs = 12;
+static_assert(static_cast<int>(AttrId::perm) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+using AttrMask = uint16_t;
+static_assert(kNumAttrs <= 16, "AttrMask holds one bit per attribute");
+constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }
+// The graph-file key of an attribute ("trans_a", ...).
+const char* attr_name(AttrId a);
+
 }  // namespace tg

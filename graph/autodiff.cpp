@@ -70,31 +70,6 @@ MatmulGrads matmul_vjp(Builder& b, const TapeEntry& e, const Value& dc, bool nee
 
 }  // namespace
 
-bool op_is_differentiable(OpKind op) {
-  switch (op) {
-    case OpKind::matmul:
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::scale:
-    case OpKind::bias_add:
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::softmax:
-    case OpKind::layernorm:
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::broadcast:
-    case OpKind::transpose:
-    case OpKind::reshape:
-    case OpKind::mse_loss:
-    case OpKind::padded_mse_loss:
-    case OpKind::cross_entropy:
-    case OpKind::copy: return true;
-    default: return false;
-  }
-}
-
 std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const std::vector<bool>& needs) {
   if (!op_is_differentiable(e.op))
     graph_error("autodiff: {} has no gradient rule ({}); the backward ops and the optimizer updates "
@@ -104,7 +79,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     graph_error("autodiff: {} entry has {} inputs and {} needs flags; it takes {}", op_name(e.op),
                 e.inputs.size(), needs.size(), op_num_inputs(e.op));
   std::vector<Value> g(e.inputs.size());
-  auto need = [&](size_t i) { return static_cast<bool>(needs[i]); };
+  // Only the inputs the op table marks have a gradient (not cross_entropy's labels, ...).
+  auto need = [&](size_t i) { return needs[i] && op_has_gradient_for(e.op, static_cast<int>(i)); };
   const Value& x = e.inputs[0];
   switch (e.op) {
     case OpKind::matmul: {
@@ -194,8 +170,24 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
-    default: break;
+    // No gradient rule (the table's grad column is kNone): refused above.
+    case OpKind::relu_grad:
+    case OpKind::gelu_grad:
+    case OpKind::softmax_grad:
+    case OpKind::layernorm_grad_x:
+    case OpKind::layernorm_grad_gamma:
+    case OpKind::mse_loss_grad:
+    case OpKind::padded_mse_loss_grad:
+    case OpKind::cross_entropy_grad:
+    case OpKind::fill:
+    case OpKind::sgd:
+    case OpKind::sgd_momentum: break;
   }
+  for (size_t i = 0; i < g.size(); ++i)
+    if (need(i) && !g[i].valid())
+      graph_error("autodiff: the gradient rule of {} gave no gradient for input {}, which the op table "
+                  "(graph/op.h, grad column) says it has; write it in vjp() or take the input out of the column",
+                  op_name(e.op), i);
   return g;
 }
 

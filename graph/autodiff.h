@@ -20,9 +20,8 @@ struct TapeEntry {
   Value output;
 };
 
-// True for the ops with a gradient rule (every forward op but fill); the
-// backward ops (relu_grad, ...) and the updates (sgd, sgd_momentum) are not.
-bool op_is_differentiable(OpKind op);
+// Which ops have a gradient rule, and for which inputs, is the op table's grad
+// column (op_is_differentiable, op_has_gradient_for in graph/op.h).
 
 // The vector-Jacobian product of one entry: given d loss / d output, returns one
 // gradient per input (an invalid Value where needs[i] is false or the input has

@@ -21,36 +21,14 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-// ---- the attribute table: which op reads which attribute -------------------
+// ---- attributes: which op reads which is a column of the op table (graph/op.h) ----
 
-enum AttrId { kTransA, kTransB, kAxis, kSize, kEps, kAlpha, kValue, kLr, kMomentum, kInPlace, kShape, kPerm, kNumAttrs };
-constexpr const char* kAttrNames[kNumAttrs] = {"trans_a", "trans_b", "axis", "size", "eps", "alpha",
-                                               "value", "lr", "momentum", "in_place", "shape", "perm"};
-constexpr unsigned bit(AttrId a) { return 1u << a; }
-
-unsigned op_attrs(OpKind op) {
-  switch (op) {
-    case OpKind::matmul: return bit(kTransA) | bit(kTransB);
-    case OpKind::scale: return bit(kAlpha) | bit(kInPlace);
-    // The ops the planner may run in place (static/planner.cpp op_can_run_in_place).
-    case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::bias_add: case OpKind::relu:
-    case OpKind::relu_grad: case OpKind::gelu: case OpKind::gelu_grad: return bit(kInPlace);
-    case OpKind::softmax: case OpKind::reduce_sum: case OpKind::reduce_mean: return bit(kAxis);
-    case OpKind::layernorm: case OpKind::layernorm_grad_x: case OpKind::layernorm_grad_gamma: return bit(kEps);
-    case OpKind::broadcast: return bit(kAxis) | bit(kSize);
-    case OpKind::transpose: return bit(kPerm);
-    case OpKind::reshape: return bit(kShape);
-    case OpKind::fill: return bit(kShape) | bit(kValue);
-    case OpKind::sgd: return bit(kLr);
-    case OpKind::sgd_momentum: return bit(kLr) | bit(kMomentum);
-    default: return 0;
-  }
-}
+unsigned op_attrs(OpKind op) { return op_traits(op).attrs; }
 
 std::string attr_list(unsigned mask) {
   std::string s;
   for (int a = 0; a < kNumAttrs; ++a)
-    if (mask & (1u << a)) s += (s.empty() ? "" : ", ") + std::string(kAttrNames[a]);
+    if (mask & (1u << a)) s += (s.empty() ? "" : ", ") + std::string(attr_name(static_cast<AttrId>(a)));
   return s.empty() ? "none" : s;
 }
 
@@ -74,22 +52,29 @@ ojson attrs_to_json(const Node& n, int input_rank) {
   const Attrs def;
   const unsigned m = op_attrs(n.op);
   ojson j = ojson::object();
-  auto has = [&](AttrId a) { return (m & bit(a)) != 0; };
-  if (has(kTransA) && at.trans_a) j["trans_a"] = true;
-  if (has(kTransB) && at.trans_b) j["trans_b"] = true;
-  if (has(kAxis) && (at.axis != def.axis || n.op != OpKind::softmax)) j["axis"] = at.axis;
-  if (has(kSize)) j["size"] = at.size;
-  if (has(kEps) && at.eps != def.eps) j["eps"] = float_json(at.eps);
-  if (has(kAlpha)) j["alpha"] = float_json(at.alpha);
-  if (has(kValue)) j["value"] = float_json(at.value);
-  if (has(kLr)) j["lr"] = float_json(at.lr);
-  if (has(kMomentum)) j["momentum"] = float_json(at.momentum);
-  if (has(kInPlace) && at.in_place) j["in_place"] = true;
-  if (has(kShape)) j["shape"] = dims_json(at.shape, at.shape.rank);
-  if (has(kPerm)) {
-    ojson p = ojson::array();
-    for (int d = 0; d < (input_rank > 0 ? input_rank : kMaxRank); ++d) p.push_back(at.perm[static_cast<size_t>(d)]);
-    j["perm"] = p;
+  for (int i = 0; i < kNumAttrs; ++i) {
+    const AttrId a = static_cast<AttrId>(i);
+    if (!(m & attr_bit(a))) continue;
+    const char* key = attr_name(a);
+    switch (a) {
+      case AttrId::trans_a: if (at.trans_a) j[key] = true; break;
+      case AttrId::trans_b: if (at.trans_b) j[key] = true; break;
+      case AttrId::axis: if (at.axis != def.axis || n.op != OpKind::softmax) j[key] = at.axis; break;
+      case AttrId::size: j[key] = at.size; break;
+      case AttrId::eps: if (at.eps != def.eps) j[key] = float_json(at.eps); break;
+      case AttrId::alpha: j[key] = float_json(at.alpha); break;
+      case AttrId::value: j[key] = float_json(at.value); break;
+      case AttrId::lr: j[key] = float_json(at.lr); break;
+      case AttrId::momentum: j[key] = float_json(at.momentum); break;
+      case AttrId::in_place: if (at.in_place) j[key] = true; break;
+      case AttrId::shape: j[key] = dims_json(at.shape, at.shape.rank); break;
+      case AttrId::perm: {
+        ojson p = ojson::array();
+        for (int d = 0; d < (input_rank > 0 ? input_rank : kMaxRank); ++d) p.push_back(at.perm[static_cast<size_t>(d)]);
+        j[key] = p;
+        break;
+      }
+    }
   }
   return j;
 }
@@ -409,7 +394,7 @@ class Loader {
     const unsigned allowed = op_attrs(d.node.op);
     for (auto it = j.begin(); it != j.end(); ++it) {
       int a = 0;
-      while (a < kNumAttrs && it.key() != kAttrNames[a]) ++a;
+      while (a < kNumAttrs && it.key() != attr_name(static_cast<AttrId>(a))) ++a;
       if (a == kNumAttrs) fail(path, fmt::format("unknown attribute '{}'; known: {}", it.key(), attr_list(~0u)));
       if (!(allowed & (1u << a)))
         fail(path, fmt::format("{} does not take attribute '{}'; {} takes: {}", op_name(d.node.op), it.key(),
@@ -418,18 +403,18 @@ class Loader {
       const json& v = it.value();
       const int64_t int_max = std::numeric_limits<int>::max();
       switch (static_cast<AttrId>(a)) {
-        case kTransA: at.trans_a = get_bool(v, p); break;
-        case kTransB: at.trans_b = get_bool(v, p); break;
-        case kInPlace: at.in_place = get_bool(v, p); break;
-        case kAxis: at.axis = static_cast<int>(get_int(v, p, -int_max, int_max)); break;
-        case kSize: at.size = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
-        case kEps: at.eps = get_float(v, p); break;
-        case kAlpha: at.alpha = get_float(v, p); break;
-        case kValue: at.value = get_float(v, p); break;
-        case kLr: at.lr = get_float(v, p); break;
-        case kMomentum: at.momentum = get_float(v, p); break;
-        case kShape: at.shape = get_shape(v, p, d.node.op == OpKind::reshape); break;
-        case kPerm: {
+        case AttrId::trans_a: at.trans_a = get_bool(v, p); break;
+        case AttrId::trans_b: at.trans_b = get_bool(v, p); break;
+        case AttrId::in_place: at.in_place = get_bool(v, p); break;
+        case AttrId::axis: at.axis = static_cast<int>(get_int(v, p, -int_max, int_max)); break;
+        case AttrId::size: at.size = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
+        case AttrId::eps: at.eps = get_float(v, p); break;
+        case AttrId::alpha: at.alpha = get_float(v, p); break;
+        case AttrId::value: at.value = get_float(v, p); break;
+        case AttrId::lr: at.lr = get_float(v, p); break;
+        case AttrId::momentum: at.momentum = get_float(v, p); break;
+        case AttrId::shape: at.shape = get_shape(v, p, d.node.op == OpKind::reshape); break;
+        case AttrId::perm: {
           if (!v.is_array() || v.empty() || v.size() > static_cast<size_t>(kMaxRank))
             fail(p, "must be an array of 1 to 4 axes like [1, 0], got " + v.dump());
           for (size_t i = 0; i < v.size(); ++i)
@@ -437,7 +422,6 @@ class Loader {
           d.perm_len = static_cast<int>(v.size());
           break;
         }
-        case kNumAttrs: break;
       }
     }
   }

@@ -2,31 +2,32 @@
 
 namespace tg {
 
-namespace {
-struct OpInfo {
-  const char* name;
-  int inputs;
-  int outputs;
-};
-constexpr OpInfo kOps[] = {
-#define TG_OP_INFO(name, nin, nout) {#name, nin, nout},
-    TG_OP_LIST(TG_OP_INFO)
-#undef TG_OP_INFO
-};
-}  // namespace
-
-const char* op_name(OpKind op) { return kOps[static_cast<int>(op)].name; }
-int op_num_inputs(OpKind op) { return kOps[static_cast<int>(op)].inputs; }
-int op_num_outputs(OpKind op) { return kOps[static_cast<int>(op)].outputs; }
-
 bool parse_op(const std::string& name, OpKind& out) {
   for (int i = 0; i < kNumOps; ++i) {
-    if (name == kOps[i].name) {
+    if (name == op_table::kTraits[i].name) {
       out = static_cast<OpKind>(i);
       return true;
     }
   }
   return false;
+}
+
+const char* attr_name(AttrId a) {
+  switch (a) {
+    case AttrId::trans_a: return "trans_a";
+    case AttrId::trans_b: return "trans_b";
+    case AttrId::axis: return "axis";
+    case AttrId::size: return "size";
+    case AttrId::eps: return "eps";
+    case AttrId::alpha: return "alpha";
+    case AttrId::value: return "value";
+    case AttrId::lr: return "lr";
+    case AttrId::momentum: return "momentum";
+    case AttrId::in_place: return "in_place";
+    case AttrId::shape: return "shape";
+    case AttrId::perm: return "perm";
+  }
+  return "?";
 }
 
 }  // namespace tg

@@ -1,67 +1,149 @@
 #pragma once
-// The op set of the IR. Every op has shape inference (shape_inference.cpp), a
-// gradient rule (autodiff), a CPU reference kernel and a CUDA kernel.
+// The op set of the IR, and every op's properties in one table.
+//
+// Each row of TG_OP_LIST is one op. The rest of the project reads the columns through
+// op_traits() and the small helpers below, and every per-op rule that cannot be a
+// column (the shape rule, the gradient rule, the kernels, the test samples) is a
+// switch over OpKind with no `default:`. The build turns -Wswitch into an error, so an
+// op added here without one of them does not compile, and tests/graph/op_table_test.cpp
+// checks what a compiler cannot (a gradient for exactly the inputs the table marks,
+// every attribute surviving a graph file, the kernel files of the family).
+// docs/adding-an-op.md walks one op through every file.
 #include <cstdint>
 #include <string>
 
+#include "graph/attrs.h"
+
 namespace tg {
 
-#define TG_OP_LIST(X)                                                      \
-  /* name,              inputs, outputs */                                 \
-  X(matmul,              2, 1) /* C = op(A) op(B); rank 2, or rank 3 batched */ \
-  X(add,                 2, 1)                                             \
-  X(sub,                 2, 1)                                             \
-  X(mul,                 2, 1)                                             \
-  X(scale,               1, 1) /* y = alpha * x */                         \
-  X(bias_add,            2, 1) /* x[..., n] + b[n] */                      \
-  X(relu,                1, 1) /* in_place capable */                      \
-  X(relu_grad,           2, 1) /* (dy, y) -> dx */                         \
-  X(gelu,                1, 1) /* tanh approximation */                    \
-  X(gelu_grad,           2, 1) /* (dy, x) -> dx */                         \
-  X(softmax,             1, 1) /* last axis */                             \
-  X(softmax_grad,        2, 1) /* (dy, y) -> dx */                         \
-  X(layernorm,           3, 1) /* (x, gamma, beta), last axis */           \
-  X(layernorm_grad_x,    3, 1) /* (dy, x, gamma) -> dx */                  \
-  X(layernorm_grad_gamma,2, 1) /* (dy, x) -> dgamma */                     \
-  X(reduce_sum,          1, 1) /* over attrs.axis, which is removed */     \
-  X(reduce_mean,         1, 1)                                             \
-  X(broadcast,           1, 1) /* inserts attrs.axis of attrs.size */      \
-  X(transpose,           1, 1) /* attrs.perm */                            \
-  X(reshape,             1, 1) /* a view: attrs.shape */                   \
-  X(mse_loss,            2, 1) /* (pred, target) -> [1], mean */           \
-  X(mse_loss_grad,       3, 1) /* (pred, target, dloss) -> dpred */        \
-  X(padded_mse_loss,     3, 1) /* (pred, target, count[1]): mean over the first count elements */ \
-  X(padded_mse_loss_grad,4, 1) /* (pred, target, count, dloss) -> dpred, 0 past count */ \
-  X(cross_entropy,       2, 1) /* (logits[n,c], labels[n]) -> [1], mean */ \
-  X(cross_entropy_grad,  3, 1) /* (logits, labels, dloss) -> dlogits */    \
-  X(fill,                0, 1) /* attrs.shape filled with attrs.value */   \
-  X(copy,                1, 1)                                             \
-  X(sgd,                 2, 0) /* (param, grad): param -= lr*grad, in place */ \
-  X(sgd_momentum,        3, 0) /* (param, grad, velocity), in place */
+// The words of the table. Input masks name inputs by position.
+namespace op_table {
+constexpr uint8_t kNone = 0, kIn0 = 1, kIn1 = 2, kIn2 = 4, kIn3 = 8, kAll = 15;
+constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrId::trans_b),
+                   kAxis = attr_bit(AttrId::axis), kSize = attr_bit(AttrId::size), kEps = attr_bit(AttrId::eps),
+                   kAlpha = attr_bit(AttrId::alpha), kValue = attr_bit(AttrId::value), kLr = attr_bit(AttrId::lr),
+                   kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
+                   kPerm = attr_bit(AttrId::perm);
+// Flags.
+constexpr uint8_t kPlain = 0;
+constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
+constexpr uint8_t kView = 2;     // the output is input 0's memory under another shape: no kernel runs
+}  // namespace op_table
+
+// Columns:
+//   inputs, outputs  arity (outputs 0: an update, writing through its inputs)
+//   grad             the inputs the gradient rule (graph/autodiff.cpp) gives a gradient;
+//                    kNone: the op has no gradient rule (backward ops, updates, constants)
+//   alias            the inputs the output may share memory with: each element is read
+//                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
+//   attrs            the Attrs fields the op reads: the only ones a graph file may give it
+//   flags            kInPlace, kView
+//   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
+// clang-format off
+#define TG_OP_LIST(X)                                                                                          \
+  /* name,               in, out, grad,            alias,      attrs,            flags,    family */           \
+  X(matmul,               2, 1, kIn0|kIn1,          kNone,      kTransA|kTransB,  kPlain,   matmul)  /* C = op(A) op(B); rank 2, or rank 3 batched */ \
+  X(add,                  2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, elementwise)        \
+  X(sub,                  2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, elementwise)        \
+  X(mul,                  2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, elementwise)        \
+  X(scale,                1, 1, kIn0,               kAll,       kAlpha,           kInPlace, elementwise) /* y = alpha * x */ \
+  X(bias_add,             2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, bias)      /* x[..., n] + b[n] */ \
+  X(relu,                 1, 1, kIn0,               kAll,       0,                kInPlace, activation)         \
+  X(relu_grad,            2, 1, kNone,              kAll,       0,                kInPlace, activation) /* (dy, y) -> dx */ \
+  X(gelu,                 1, 1, kIn0,               kAll,       0,                kInPlace, activation) /* tanh approximation */ \
+  X(gelu_grad,            2, 1, kNone,              kAll,       0,                kInPlace, activation) /* (dy, x) -> dx */ \
+  X(softmax,              1, 1, kIn0,               kAll,       kAxis,            kPlain,   softmax)   /* last axis */ \
+  X(softmax_grad,         2, 1, kNone,              kAll,       0,                kPlain,   softmax)   /* (dy, y) -> dx */ \
+  X(layernorm,            3, 1, kIn0|kIn1|kIn2,     kAll,       kEps,             kPlain,   layernorm) /* (x, gamma, beta), last axis */ \
+  X(layernorm_grad_x,     3, 1, kNone,              kAll,       kEps,             kPlain,   layernorm) /* (dy, x, gamma) -> dx */ \
+  X(layernorm_grad_gamma, 2, 1, kNone,              kNone,      kEps,             kPlain,   layernorm) /* (dy, x) -> dgamma */ \
+  X(reduce_sum,           1, 1, kIn0,               kNone,      kAxis,            kPlain,   reduce)    /* over attrs.axis, which is removed */ \
+  X(reduce_mean,          1, 1, kIn0,               kNone,      kAxis,            kPlain,   reduce)             \
+  X(broadcast,            1, 1, kIn0,               kNone,      kAxis|kSize,      kPlain,   reduce)    /* inserts attrs.axis of attrs.size */ \
+  X(transpose,            1, 1, kIn0,               kNone,      kPerm,            kPlain,   layout)    /* attrs.perm */ \
+  X(reshape,              1, 1, kIn0,               kAll,       kShape,           kView,    layout)    /* attrs.shape; a copy when given its own memory */ \
+  X(mse_loss,             2, 1, kIn0|kIn1,          kNone,      0,                kPlain,   loss)      /* (pred, target) -> [1], mean */ \
+  X(mse_loss_grad,        3, 1, kNone,              kIn0|kIn1,  0,                kPlain,   loss)      /* (pred, target, dloss) -> dpred */ \
+  X(padded_mse_loss,      3, 1, kIn0|kIn1,          kNone,      0,                kPlain,   loss)      /* (pred, target, count[1]): mean over the first count elements */ \
+  X(padded_mse_loss_grad, 4, 1, kNone,              kIn0|kIn1,  0,                kPlain,   loss)      /* (pred, target, count, dloss) -> dpred, 0 past count */ \
+  X(cross_entropy,        2, 1, kIn0,               kNone,      0,                kPlain,   loss)      /* (logits[n,c], labels[n]) -> [1], mean */ \
+  X(cross_entropy_grad,   3, 1, kNone,              kIn0,       0,                kPlain,   loss)      /* (logits, labels, dloss) -> dlogits */ \
+  X(fill,                 0, 1, kNone,              kNone,      kShape|kValue,    kPlain,   elementwise) /* attrs.shape filled with attrs.value */ \
+  X(copy,                 1, 1, kIn0,               kAll,       0,                kPlain,   elementwise)        \
+  X(sgd,                  2, 0, kNone,              kNone,      kLr,              kPlain,   optimizer) /* (param, grad): param -= lr*grad, in place */ \
+  X(sgd_momentum,         3, 0, kNone,              kNone,      kLr|kMomentum,    kPlain,   optimizer) /* (param, grad, velocity), in place */
+// clang-format on
 
 enum class OpKind : uint8_t {
-#define TG_OP_ENUM(name, nin, nout) name,
+#define TG_OP_ENUM(name, nin, nout, grad, alias, attrs, flags, family) name,
   TG_OP_LIST(TG_OP_ENUM)
 #undef TG_OP_ENUM
 };
 
-// The most inputs any op takes (padded_mse_loss_grad).
-constexpr int kMaxOpInputs = 4;
-
 constexpr int kNumOps = 0
-#define TG_OP_COUNT(name, nin, nout) +1
+#define TG_OP_COUNT(name, nin, nout, grad, alias, attrs, flags, family) +1
     TG_OP_LIST(TG_OP_COUNT)
 #undef TG_OP_COUNT
     ;
+// Tables indexed by OpKind elsewhere assert their length against this count.
+static_assert(kNumOps == 30, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
-const char* op_name(OpKind op);
-int op_num_inputs(OpKind op);
-int op_num_outputs(OpKind op);
+// The most inputs any op takes (padded_mse_loss_grad).
+constexpr int kMaxOpInputs = 4;
+
+struct OpTraits {
+  const char* name;
+  int inputs;
+  int outputs;
+  uint8_t grad_inputs;
+  uint8_t alias_inputs;
+  AttrMask attrs;  // with the in_place attribute for kInPlace ops
+  uint8_t flags;
+  const char* family;
+};
+
+namespace op_table {
+constexpr OpTraits kTraits[] = {
+#define TG_OP_TRAITS(name, nin, nout, grad, alias, attrs, flags, family)                                        \
+  {#name, nin, nout, grad, static_cast<uint8_t>((alias) & ((1 << (nin)) - 1)),                                     \
+   static_cast<AttrMask>((attrs) | (((flags) & kInPlace) ? attr_bit(AttrId::in_place) : 0)), flags, #family},
+    TG_OP_LIST(TG_OP_TRAITS)
+#undef TG_OP_TRAITS
+};
+static_assert(sizeof(kTraits) / sizeof(kTraits[0]) == kNumOps, "one traits row per op");
+
+// Rules between the columns, checked at compile time.
+constexpr bool rows_consistent() {
+  for (const OpTraits& t : kTraits) {
+    if (t.inputs < 0 || t.inputs > kMaxOpInputs || (t.outputs != 0 && t.outputs != 1)) return false;
+    const int all = (1 << t.inputs) - 1;
+    if ((t.grad_inputs & ~all) || (t.outputs == 0 && t.alias_inputs)) return false;
+    // Running in place or as a view means sharing input 0's memory.
+    if ((t.flags & (kInPlace | kView)) && !(t.alias_inputs & kIn0)) return false;
+  }
+  return true;
+}
+static_assert(rows_consistent(), "an op table row breaks a rule: see the column comments in graph/op.h");
+}  // namespace op_table
+
+inline const OpTraits& op_traits(OpKind op) { return op_table::kTraits[static_cast<int>(op)]; }
+inline const char* op_name(OpKind op) { return op_traits(op).name; }
+inline int op_num_inputs(OpKind op) { return op_traits(op).inputs; }
+inline int op_num_outputs(OpKind op) { return op_traits(op).outputs; }
 // Returns false for an unknown name.
 bool parse_op(const std::string& name, OpKind& out);
+
 // Ops that write through their inputs rather than into a new value.
-inline bool op_is_update(OpKind op) { return op == OpKind::sgd || op == OpKind::sgd_momentum; }
+inline bool op_is_update(OpKind op) { return op_traits(op).outputs == 0; }
 // Ops whose output aliases input 0 (no memory of their own).
-inline bool op_is_view(OpKind op) { return op == OpKind::reshape; }
+inline bool op_is_view(OpKind op) { return (op_traits(op).flags & op_table::kView) != 0; }
+// Ops with a gradient rule.
+inline bool op_is_differentiable(OpKind op) { return op_traits(op).grad_inputs != 0; }
+inline bool op_has_gradient_for(OpKind op, int input) { return (op_traits(op).grad_inputs >> input) & 1; }
+// Ops the static planner may run in place over input 0.
+inline bool op_can_run_in_place(OpKind op) { return (op_traits(op).flags & op_table::kInPlace) != 0; }
+// Whether the output may share memory with input `input`.
+inline bool op_output_may_alias(OpKind op, int input) { return (op_traits(op).alias_inputs >> input) & 1; }
+inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & attr_bit(a)) != 0; }
 
 }  // namespace tg

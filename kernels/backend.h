@@ -35,4 +35,11 @@ class Backend {
 
 std::unique_ptr<Backend> make_cpu_backend();
 
+// The backend of a resolved device (kernels/device_info.h): a CUDA ordinal, or -1
+// for the CPU backend. A GPU ordinal in a build without CUDA is a logic error: the
+// harness refuses it first. (kernels/make_backend.cpp)
+std::shared_ptr<Backend> make_backend(int device);
+// The stream a backend enqueues on, for CUDA event timing; nullptr on the CPU.
+void* backend_stream(Backend& b);
+
 }  // namespace tg

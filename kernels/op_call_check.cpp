@@ -25,15 +25,12 @@ class Checker {
     if (s.numel() != expect)
       fail("{} has shape {} ({} elements) but the op needs {} elements", what, s.str(), s.numel(), expect);
   }
-  // For the ops whose loops would read an input after writing the output.
-  void no_alias() const {
+  // The op table's alias column: the inputs a kernel reads after writing the output
+  // (a matmul's operands, a reduction's input, a loss gradient's dloss) must not share it.
+  void alias() const {
     for (int i = 0; i < c_.num_inputs; ++i)
-      if (c_.in[static_cast<size_t>(i)].data == c_.out.data)
-        fail("output aliases input {}; this op cannot run in place, give it its own buffer", i);
-  }
-  void no_alias(int input, const char* what) const {
-    if (c_.out.data == c_.in[static_cast<size_t>(input)].data)
-      fail("output aliases {}; give it its own buffer", what);
+      if (c_.in[static_cast<size_t>(i)].data == c_.out.data && !op_output_may_alias(c_.op, i))
+        fail("output aliases input {}; this op cannot run in place over it, give the output its own buffer", i);
   }
   int axis(int axis, int rank) const {
     const int a = axis < 0 ? axis + rank : axis;
@@ -64,7 +61,6 @@ void check_matmul(const Checker& k, const OpCall& c) {
   const int64_t m = at.trans_a ? a[a.rank - 1] : a[a.rank - 2];
   const int64_t n = at.trans_b ? b[b.rank - 2] : b[b.rank - 1];
   k.numel("output", c.out.shape, prod(a, 0, a.rank - 2) * m * n);
-  k.no_alias();
 }
 
 void check_transpose(const Checker& k, const OpCall& c) {
@@ -77,7 +73,6 @@ void check_transpose(const Checker& k, const OpCall& c) {
     seen[p] = true;
   }
   k.numel("output", c.out.shape, x.numel());
-  k.no_alias();
 }
 
 }  // namespace
@@ -89,6 +84,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
   for (int i = 0; i < arity; ++i)
     if (!c.in[static_cast<size_t>(i)].data) k.fail("input {} has no data (null pointer)", i);
   if (!op_is_update(c.op) && !c.out.data) k.fail("output has no data (null pointer)");
+  k.alias();
 
   const Shape& x = c.in[0].shape;
   const Shape& y = c.in[1].shape;
@@ -137,7 +133,6 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
         k.numel("output", c.out.shape, g.n);
       } else {
         k.numel("output", c.out.shape, y.last());
-        k.no_alias();
       }
       break;
     case OpKind::reduce_sum:
@@ -147,7 +142,6 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       g.len = x[a];
       g.inner = prod(x, a + 1, x.rank);
       k.numel("output", c.out.shape, g.outer * g.inner);
-      k.no_alias();
       break;
     }
     case OpKind::broadcast: {
@@ -158,34 +152,28 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       g.len = at.size;
       g.inner = prod(x, a, x.rank);
       k.numel("output", c.out.shape, g.n * at.size);
-      k.no_alias();
       break;
     }
     case OpKind::transpose: check_transpose(k, c); break;
     case OpKind::mse_loss:
       k.numel("target", y, g.n);
       k.numel("output", c.out.shape, 1);
-      k.no_alias();
       break;
     case OpKind::mse_loss_grad:
       k.numel("target", y, g.n);
       k.numel("dloss", c.in[2].shape, 1);
       k.numel("output", c.out.shape, g.n);
-      k.no_alias(2, "dloss");  // every element reads it
       break;
     case OpKind::padded_mse_loss:
       k.numel("target", y, g.n);
       k.numel("count", c.in[2].shape, 1);
       k.numel("output", c.out.shape, 1);
-      k.no_alias();
       break;
     case OpKind::padded_mse_loss_grad:
       k.numel("target", y, g.n);
       k.numel("count", c.in[2].shape, 1);
       k.numel("dloss", c.in[3].shape, 1);
       k.numel("output", c.out.shape, g.n);
-      k.no_alias(2, "count");  // every element reads them
-      k.no_alias(3, "dloss");
       break;
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad:
@@ -195,12 +183,9 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("labels", y, x[0]);
       if (c.op == OpKind::cross_entropy) {
         k.numel("output", c.out.shape, 1);
-        k.no_alias();
       } else {
         k.numel("dloss", c.in[2].shape, 1);
         k.numel("output", c.out.shape, x.numel());
-        k.no_alias(1, "the labels");  // row r would overwrite the labels of later rows
-        k.no_alias(2, "dloss");
       }
       break;
     case OpKind::fill:
@@ -216,7 +201,6 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("grad", y, g.n);
       k.numel("velocity", c.in[2].shape, g.n);
       break;
-    default: k.fail("unknown op kind {}", static_cast<int>(c.op));
   }
   return g;
 }

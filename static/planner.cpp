@@ -18,21 +18,6 @@ bool parse_plan_mode(const std::string& s, PlanMode& out) {
   return true;
 }
 
-bool op_can_run_in_place(OpKind op) {
-  switch (op) {
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::scale:
-    case OpKind::bias_add:
-    case OpKind::relu:
-    case OpKind::relu_grad:
-    case OpKind::gelu:
-    case OpKind::gelu_grad: return true;
-    default: return false;
-  }
-}
-
 namespace {
 
 bool is_external_role(Role r) { return r == Role::input || r == Role::parameter || r == Role::optimizer_state; }

@@ -36,11 +36,10 @@ struct PlanOptions {
   int64_t alignment = 256;  // bytes; every offset and the arena size are multiples of it
 };
 
-// Ops whose output element i depends only on element i of input 0 (and of the
-// other inputs), so that writing the output over input 0 is safe. The CPU kernels
-// document these as alias-safe (kernels/cpu/cpu_kernels.h); copy is left out
-// because a copy exists precisely to get a distinct buffer.
-bool op_can_run_in_place(OpKind op);
+// Which ops may run in place is the op table's kInPlace flag (op_can_run_in_place in
+// graph/op.h): ops whose output element i depends only on element i of input 0 (and
+// of the other inputs). copy is left out because a copy exists precisely to get a
+// distinct buffer.
 
 // Where a value lives when the executor runs.
 enum class Placement : uint8_t {

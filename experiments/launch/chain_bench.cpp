@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "dynamic/trainer.h"
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "static/compiler.h"
 
 namespace th = tg::harness;
@@ -173,7 +173,7 @@ StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& b
   r.extra["us_per_node"] = r.stats.median / p.n_ops * 1e6;
 #ifdef TWOGRAPH_HAVE_CUDA
   if (cuda) {
-    auto g = th::time_gpu(e.loop(), [&](void*) { plan.run(); }, bench::stream_of(*be));
+    auto g = th::time_gpu(e.loop(), [&](void*) { plan.run(); }, backend_stream(*be));
     auto& gm = e.report().add_time("static_replay_gpu" + suffix, params, std::move(g), "gpu");
     gm.extra["us_per_node"] = gm.stats.median / p.n_ops * 1e6;
   }

@@ -8,7 +8,7 @@
 
 #include "experiments/harness/harness.h"
 #include "experiments/launch/chain_bench.h"
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "experiments/launch/raw_floors.h"
 
 namespace th = tg::harness;
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   ex.add_option("--size", size, "Elements per tensor (tiny: each op is pure overhead)", 1, int64_t{1} << 24);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     if (ns.empty()) ns = e.quick() ? std::vector<int>{1, 10, 100, 1000} : std::vector<int>{1, 10, 100, 1000, 10000};
-    auto be = bench::make_backend(e.device());
+    auto be = make_backend(e.device());
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu)
       e.report().skip("static_cuda_graph_replay", "CPU backend: no CUDA Graph; the static schedule runs as is "

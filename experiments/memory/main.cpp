@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "experiments/harness/harness.h"
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "experiments/memory/agreement.h"
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"

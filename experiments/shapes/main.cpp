@@ -16,7 +16,7 @@
 
 #include "dynamic/trainer.h"
 #include "experiments/harness/harness.h"
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "graph/init.h"
 #include "kernels/matmul_mode.h"
 #include "static/shape_strategy.h"
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool gpu = e.on_gpu();
     const int n = iterations > 0 ? iterations : (e.quick() ? (gpu ? 120 : 60) : 400);
-    const std::shared_ptr<Backend> be = bench::make_backend(e.device());
+    const std::shared_ptr<Backend> be = make_backend(e.device());
     const Model m;
     FeedBank bank(m.at());
     th::Progress bar(3, "tg-shapes");

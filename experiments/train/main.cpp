@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "experiments/harness/harness.h"
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "experiments/train/train_bench.h"
 
 namespace th = tg::harness;
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
                 "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
   return ex.run(argc, argv, [&](th::Experiment& e) {
-    auto be = bench::make_backend(e.device());
+    auto be = make_backend(e.device());
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "dynamic/trainer.h"
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "static/compiler.h"
 
 namespace th = tg::harness;

@@ -54,62 +54,73 @@ void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool tran
 void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
                       int64_t stride_a, const float* b, int64_t stride_b, float* c, cudaStream_t s);
 
-// ---- elementwise (elementwise.cu), n elements ---------------------------------
+// ---- launching (launch.cu) --------------------------------------------------------
 // Programmatic dependent launch (kernels/cuda/pdl.cuh): on by default where the device
 // has it (compute capability >= 9.0); TG_PDL=0 in the environment or set_pdl(false)
 // turns it off for the launches that follow (a captured CUDA Graph keeps what it had).
 void set_pdl(bool enabled);
 bool pdl_active();  // for the current device
 
+// ---- elementwise (elementwise.cu), n elements -------------------------------------
 void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s);
 void fill(float* y, float value, int64_t n, cudaStream_t s);
 void copy(const float* x, float* y, int64_t n, cudaStream_t s);  // exact alias is a no-op
+
+// ---- activations (activation.cu) ----------------------------------------------------
 void relu(const float* x, float* y, int64_t n, cudaStream_t s);
 void relu_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
 void gelu(const float* x, float* y, int64_t n, cudaStream_t s);
 void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
+
+// ---- bias (bias.cu) -------------------------------------------------------------------
 void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s);
-void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s);
-// mse_loss_grad's bits on the first count[0] elements, 0 past them; NaN everywhere for
-// a count that is not an integer in [1, n].
-void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
-                          cudaStream_t s);
+
+// ---- optimizer updates (optimizer.cu), in place -----------------------------------------
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
 void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s);
 
-// ---- row-wise over the last axis (rows.cu) -------------------------------------
+// ---- softmax over the last axis (softmax.cu) ------------------------------------------
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
 void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, cudaStream_t s);
+
+// ---- layernorm over the last axis (layernorm.cu) ----------------------------------------
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
                     float eps, cudaStream_t s);
 void layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                            int64_t cols, float eps, cudaStream_t s);
-void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
-                        int64_t cols, cudaStream_t s);
-// Per row: stats[2r] = mean, stats[2r+1] = rstd, as layernorm computes them.
-void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
-
-// ---- reductions (reduce.cu) -----------------------------------------------------
-void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
-void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
-void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s);
 // scratch: at least 2 floats per row of one chunk; rows are processed in chunks that fit.
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
                           float* scratch, size_t scratch_bytes, cudaStream_t s);
+// Per row: stats[2r] = mean, stats[2r+1] = rstd, as layernorm computes them.
+void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
+
+// ---- reductions over one axis (reduce.cu) ---------------------------------------------
+void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s);
+
+// ---- losses (loss.cu) -----------------------------------------------------------------
 // scratch (optional, 8 bytes per chunk of 16384 elements): lets many blocks share the
 // sum; without it (or when it is too small) one block does it all, to the same bits.
 void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scratch, size_t scratch_bytes,
               cudaStream_t s);
+void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s);
 // The first count[0] elements only, bit for bit mse_loss on them alone; count is read
 // on the device (a CUDA Graph keeps working when it changes), and a count that is not
 // an integer in [1, n] gives a NaN loss.
 void padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n, void* scratch,
                      size_t scratch_bytes, cudaStream_t s);
+// mse_loss_grad's bits on the first count[0] elements, 0 past them; NaN everywhere for
+// a count that is not an integer in [1, n].
+void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
+                          cudaStream_t s);
 void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
                    cudaStream_t s);
+void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
+                        int64_t cols, cudaStream_t s);
 
 // ---- layout (layout.cu) -----------------------------------------------------------
 void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y, cudaStream_t s);

@@ -1,5 +1,6 @@
 #pragma once
-// The row-wise kernel frame (internal to kernels/cuda): a group of G threads owns one
+// The row-wise kernel frame (internal to kernels/cuda; softmax.cu, layernorm.cu and the
+// cross-entropy kernels of loss.cu): a group of G threads owns one
 // row of `cols` values; thread t handles columns t, t+G, t+2G, ... (coalesced). G is
 // 32 (a warp per row, several rows per block, no barriers) or the block size (a block
 // per row). With VPT > 0 each thread keeps its VPT values in registers, so the row is

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/launch/exec_common.h"
+#include "experiments/harness/exec_common.h"
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"
 #include "experiments/memory/recording_backend.h"

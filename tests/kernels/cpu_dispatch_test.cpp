@@ -4,71 +4,40 @@
 #include <stdexcept>
 
 #include "kernels/backend.h"
+#include "tests/common/op_samples.h"
 #include "tests/kernels/kernel_test_util.h"
 
 using namespace tg;
 using namespace tg::testing;
 
-namespace {
-
-// A small valid call for every op: inputs and attributes.
-std::vector<Tensor> inputs_for(OpKind op, Attrs& at) {
-  const Shape s{3, 4};
-  auto r = [](Shape sh, uint64_t seed) { return random_tensor(sh, seed); };
-  switch (op) {
-    case OpKind::matmul: return {r({3, 5}, 1), r({5, 4}, 2)};
-    case OpKind::bias_add: return {r(s, 1), r({4}, 2)};
-    case OpKind::layernorm: return {r(s, 1), r({4}, 2), r({4}, 3)};
-    case OpKind::layernorm_grad_x: return {r(s, 1), r(s, 2), r({4}, 3)};
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean: at.axis = 0; return {r(s, 1)};
-    case OpKind::broadcast: at.axis = 1; at.size = 2; return {r(s, 1)};
-    case OpKind::transpose: at.perm = {1, 0, 2, 3}; return {r(s, 1)};
-    case OpKind::reshape: at.shape = Shape{12}; return {r(s, 1)};
-    case OpKind::mse_loss_grad: return {r(s, 1), r(s, 2), r({1}, 3)};
-    case OpKind::padded_mse_loss: return {r(s, 1), r(s, 2), tensor({1}, {7})};
-    case OpKind::padded_mse_loss_grad: return {r(s, 1), r(s, 2), tensor({1}, {7}), r({1}, 3)};
-    case OpKind::cross_entropy:
-    case OpKind::cross_entropy_grad: {
-      Tensor labels = tensor({3}, {0, 3, 1});
-      if (op == OpKind::cross_entropy) return {r(s, 1), labels};
-      return {r(s, 1), labels, r({1}, 3)};
-    }
-    case OpKind::fill: at.shape = s; at.value = 2.0f; return {};
-    case OpKind::sgd: return {r(s, 1), r(s, 2)};
-    case OpKind::sgd_momentum: return {r(s, 1), r(s, 2), r(s, 3)};
-    default: break;
-  }
-  std::vector<Tensor> ins;
-  for (int i = 0; i < op_num_inputs(op); ++i) ins.push_back(r(s, static_cast<uint64_t>(i + 1)));
-  return ins;
-}
-
-}  // namespace
-
 TEST_CASE("run_cpu has a kernel for every op and writes every output element") {
   int covered = 0;
-  for (int i = 0; i < kNumOps; ++i) {
-    const OpKind op = static_cast<OpKind>(i);
+  for (OpKind op : all_ops()) {
+    const std::vector<OpSample> samples = op_samples(op);
     CAPTURE(op_name(op));
-    Attrs at;
-    std::vector<Tensor> ins = inputs_for(op, at);
-    REQUIRE(static_cast<int>(ins.size()) == op_num_inputs(op));
-    if (op_is_update(op)) {
-      const std::vector<float> before = ins[0].data;
-      kernels::OpCall c;
-      c.op = op;
-      c.attrs = &at;
-      c.num_inputs = op_num_inputs(op);
-      for (size_t k = 0; k < ins.size(); ++k) c.in[k] = {ins[k].data.data(), ins[k].shape};
-      REQUIRE_NOTHROW(kernels::run_cpu(c));
-      CHECK_FALSE(bitwise_equal(ins[0].data, before));
-    } else {
-      Tensor out;
-      REQUIRE_NOTHROW(out = run_op(op, ins, at));
-      bool all_finite = true;
-      for (float v : out.data) all_finite = all_finite && std::isfinite(v);
-      CHECK(all_finite);
+    REQUIRE_FALSE(samples.empty());
+    for (const OpSample& s : samples) {
+      CAPTURE(s.what);
+      REQUIRE(static_cast<int>(s.in.size()) == op_num_inputs(op));
+      std::vector<std::vector<float>> data = sample_data(s, 1);
+      std::vector<Tensor> ins;
+      for (size_t k = 0; k < data.size(); ++k) ins.push_back(tensor(s.in[k], data[k]));
+      if (op_is_update(op)) {
+        const std::vector<float> before = ins[0].data;
+        kernels::OpCall c;
+        c.op = op;
+        c.attrs = &s.attrs;
+        c.num_inputs = op_num_inputs(op);
+        for (size_t k = 0; k < ins.size(); ++k) c.in[k] = {ins[k].data.data(), ins[k].shape};
+        REQUIRE_NOTHROW(kernels::run_cpu(c));
+        CHECK_FALSE(bitwise_equal(ins[0].data, before));
+      } else {
+        Tensor out;
+        REQUIRE_NOTHROW(out = run_op(op, ins, s.attrs));
+        bool all_finite = true;
+        for (float v : out.data) all_finite = all_finite && std::isfinite(v);
+        CHECK(all_finite);
+      }
     }
     ++covered;
   }

@@ -1,11 +1,11 @@
 #pragma once
-// What tg-launch and tg-train share: the backend for --device, feeds for a
-// model's inputs, a bitwise comparison and the CUDA stream for event timing.
+// What the executor experiments (tg-launch, tg-train, tg-memory, tg-shapes) share:
+// feeds for a model's inputs and a bitwise comparison. The backend for --device is
+// tg::make_backend (kernels/backend.h).
 #include <fmt/format.h>
 
 #include <cstring>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,29 +14,8 @@
 #include "graph/models.h"
 #include "kernels/backend.h"
 #include "static/executable.h"
-#ifdef TWOGRAPH_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 namespace tg::bench {
-
-// device: the harness's resolved ordinal, -1 for the CPU backend.
-inline std::shared_ptr<Backend> make_backend(int device) {
-#ifdef TWOGRAPH_HAVE_CUDA
-  if (device >= 0) return std::shared_ptr<Backend>(make_cuda_backend(device));
-#endif
-  if (device >= 0) throw std::logic_error("a GPU was selected but this build has no CUDA backend");
-  return std::shared_ptr<Backend>(make_cpu_backend());
-}
-
-// The stream the backend enqueues on (for CUDA events); nullptr on the CPU.
-inline void* stream_of(Backend& b) {
-#ifdef TWOGRAPH_HAVE_CUDA
-  if (b.kind() == DeviceKind::cuda) return static_cast<CudaBackend&>(b).stream();
-#endif
-  (void)b;
-  return nullptr;
-}
 
 // Random feeds for every input the model declares (recorded once to learn the
 // shapes); "labels" gets class indices in [0, classes).

@@ -1,0 +1,245 @@
+// The losses and their gradients (kernels/cpu/loss.cpp): mse_loss and
+// padded_mse_loss (a fixed-order chunked sum), their gradients (the elementwise
+// frame), cross_entropy and its gradient (the row frame with the softmax blocks).
+// A label that is not an integer class, or a count that is not an integer in [1, n],
+// cannot throw from a kernel: the loss or gradient becomes NaN.
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/softmax.cuh"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+// The row frame (rows.cuh) and its building blocks.
+using namespace detail;
+
+// mse_loss_grad's scale s = 2*dloss/n is read from device memory by each thread.
+struct MseGradF {
+  const float* dloss;
+  float n;
+  __device__ float operator()(float p, float t) const {
+    const float s = __fdiv_rn(__fmul_rn(2.0f, *dloss), n);
+    return __fmul_rn(s, __fsub_rn(p, t));
+  }
+};
+__global__ void padded_mse_grad_kernel(const float* p, const float* t, const float* count, const float* dloss,
+                                       float* dp, int64_t n) {
+  pdl::prologue();
+  const float c = *count;
+  const bool ok = c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c);
+  const int64_t real = ok ? static_cast<int64_t>(c) : 0;
+  const float s = __fdiv_rn(__fmul_rn(2.0f, *dloss), c);  // MseGradF's scale with n = c
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    dp[i] = !ok ? NAN : (i < real ? __fmul_rn(s, __fsub_rn(p[i], t[i])) : 0.0f);
+}
+
+// mse_loss and padded_mse_loss. The sum's grouping depends only on the element
+// positions, never on n, the grid or the pointers' alignment, so the first c elements
+// of a padded tensor sum to the same bits as those c elements alone: what makes the
+// bucket shape strategy exact (static/shape_strategy.h). The elements are cut into
+// chunks of kMseChunk; in a chunk, thread j adds its quads j, j + 1024, j + 2048,
+// j + 3072 in that order (in double; positions past the real count add 0) and a
+// fixed block tree sums the threads. The chunk sums are then combined as the final
+// stage does: thread t adds chunks t, t + 1024, ... in order, then the same tree.
+constexpr int kMseThreads = 1024;
+constexpr int kMseQuads = 4;  // per thread and chunk
+constexpr int64_t kMseChunk = int64_t{kMseThreads} * 4 * kMseQuads;
+
+// The number of real elements: n, or count[0] when that is an integer in [1, n];
+// -1 otherwise, which makes the loss NaN (a kernel cannot throw).
+__device__ int64_t mse_real_count(const float* count, int64_t n) {
+  if (!count) return n;
+  const float c = *count;
+  if (!(c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c))) return -1;
+  return static_cast<int64_t>(c);
+}
+
+// This thread's share of one chunk. __dmul_rn/__dadd_rn: the vector and the scalar
+// path must not be contracted into FMAs differently.
+__device__ double mse_chunk_share(const float* p, const float* t, int64_t chunk, int64_t real, bool vec) {
+  double acc = 0.0;
+#pragma unroll
+  for (int q = 0; q < kMseQuads; ++q) {
+    const int64_t i = chunk * kMseChunk + (static_cast<int64_t>(q) * kMseThreads + threadIdx.x) * 4;
+    double d[4];
+    if (vec && i + 3 < real) {
+      const float4 a = *reinterpret_cast<const float4*>(p + i), b = *reinterpret_cast<const float4*>(t + i);
+      d[0] = static_cast<double>(a.x) - b.x;
+      d[1] = static_cast<double>(a.y) - b.y;
+      d[2] = static_cast<double>(a.z) - b.z;
+      d[3] = static_cast<double>(a.w) - b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) d[k] = i + k < real ? static_cast<double>(p[i + k]) - t[i + k] : 0.0;
+    }
+    const double sq = __dadd_rn(__dadd_rn(__dadd_rn(__dmul_rn(d[0], d[0]), __dmul_rn(d[1], d[1])),
+                                          __dmul_rn(d[2], d[2])), __dmul_rn(d[3], d[3]));
+    acc = __dadd_rn(acc, sq);
+  }
+  return acc;
+}
+
+__device__ void mse_finish(double share, int64_t real, float* loss, double* smem) {
+  const double total = detail::block_reduce<double, false>(share, smem);
+  if (threadIdx.x == 0) loss[0] = real < 0 ? NAN : static_cast<float>(total / static_cast<double>(real));
+}
+
+// partial != null: each chunk's sum goes to partial[chunk]. partial == null: a single
+// block runs both stages itself (same grouping) and writes the loss.
+__global__ void __launch_bounds__(kMseThreads) mse_chunks_kernel(const float* p, const float* t, const float* count,
+                                                                 double* partial, float* loss, int64_t n,
+                                                                 int64_t chunks) {
+  pdl::prologue();
+  __shared__ double smem[32];
+  const int64_t real = mse_real_count(count, n);
+  const bool vec = aligned16(p) && aligned16(t);
+  double share = 0.0;  // single-block mode: this thread's part of the final stage
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const double sum = detail::block_reduce<double, false>(real < 0 ? 0.0 : mse_chunk_share(p, t, c, real, vec), smem);
+    if (partial) {
+      if (threadIdx.x == 0) partial[c] = sum;
+    } else if (threadIdx.x == c % kMseThreads) {
+      share = __dadd_rn(share, sum);
+    }
+  }
+  if (!partial) mse_finish(share, real, loss, smem);
+}
+
+__global__ void __launch_bounds__(kMseThreads) mse_final_kernel(const double* partial, int64_t chunks,
+                                                                const float* count, float* loss, int64_t n) {
+  pdl::prologue();
+  __shared__ double smem[32];
+  double share = 0.0;
+  for (int64_t c = threadIdx.x; c < chunks; c += kMseThreads) share = __dadd_rn(share, partial[c]);
+  mse_finish(share, mse_real_count(count, n), loss, smem);
+}
+
+void launch_mse(const float* p, const float* t, const float* count, float* loss, int64_t n, void* scratch,
+                size_t scratch_bytes, cudaStream_t s) {
+  if (n <= 0) return;
+  const int64_t chunks = (n + kMseChunk - 1) / kMseChunk;
+  if (chunks == 1 || !scratch || static_cast<int64_t>(scratch_bytes / sizeof(double)) < chunks) {
+    detail::launch(TG_LAUNCH_SITE, mse_chunks_kernel, 1, kMseThreads, s, p, t, count, nullptr, loss, n, chunks);
+    return;
+  }
+  const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 2;
+  double* partial = static_cast<double*>(scratch);
+  detail::launch(TG_LAUNCH_SITE, mse_chunks_kernel, static_cast<int>(chunks < cap ? chunks : cap), kMseThreads, s, p,
+                 t, count, partial, loss, n, chunks);
+  detail::launch(TG_LAUNCH_SITE, mse_final_kernel, 1, kMseThreads, s, partial, chunks, count, loss, n);
+}
+
+// The label as a column, or -1 when it is not an integer class in [0, cols).
+__device__ __forceinline__ int64_t label_col(const float* labels, int64_t row, int64_t cols) {
+  const float l = labels[row];
+  return (l >= 0.0f && l < static_cast<float>(cols) && l == floorf(l)) ? static_cast<int64_t>(l) : -1;
+}
+
+struct CrossEntropyGradOp {
+  const float* logits;
+  const float* labels;
+  const float* dloss;
+  float* dx;
+  int64_t rows, cols;
+  template <int G, int VPT>
+  __device__ void run(int64_t row, int t, float* smem) const {
+    const float* xr = logits + row * cols;
+    float* dxr = dx + row * cols;
+    const int64_t label = label_col(labels, row, cols);
+    RowCache<VPT> c;
+    float m, s;
+    exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
+    const float inv = 1.0f / s;
+    const float scale = label < 0 ? NAN : dloss[0] / static_cast<float>(rows);
+    TG_ROW_LOOP(k, j) { dxr[j] = (cached_exp(c, k, xr, j, m) * inv - (j == label ? 1.0f : 0.0f)) * scale; }
+  }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    const int64_t label = label_col(labels, row, cols);
+    float v[NV][4];
+    load_row4<NV>(logits + row * cols, t, nq, v);
+    float m, s;
+    exp_sum4<NV>(v, t, nq, m, s);
+    const float inv = 1.0f / s;
+    const float scale = label < 0 ? NAN : dloss[0] / static_cast<float>(rows);
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] = (v[k][i] * inv - (chunk_col(t, k) + i == label ? 1.0f : 0.0f)) * scale;
+    store_row4<NV>(dx + row * cols, t, nq, v);
+  }
+};
+
+// cross_entropy: one block of 32 warps, warp w takes rows w, w+32, ...; each warp
+// sums its row losses in double in row order, then warp 0 sums the 32 warp totals.
+// A fixed order without a scratch buffer; one SM is plenty for a loss over logits.
+template <int VPT>
+__global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits, const float* labels, float* loss,
+                                                             int64_t rows, int64_t cols) {
+  pdl::prologue();
+  constexpr int G = 32;
+  __shared__ double totals[32];
+  const int t = threadIdx.x & 31, w = threadIdx.x >> 5;
+  double acc = 0.0;
+  for (int64_t r = w; r < rows; r += 32) {
+    const float* xr = logits + r * cols;
+    RowCache<VPT> c;
+    float m, s;
+    exp_sum<G, VPT>(xr, cols, t, nullptr, c, m, s);
+    const int64_t label = label_col(labels, r, cols);
+    const double lr = label < 0 ? static_cast<double>(NAN)
+                                : static_cast<double>(m) + log(static_cast<double>(s)) - xr[label];
+    acc += lr;
+  }
+  if (t == 0) totals[w] = acc;
+  __syncthreads();
+  if (w == 0) {
+    double v = totals[t];
+    v = detail::warp_sum(v);
+    if (t == 0) loss[0] = static_cast<float>(v / static_cast<double>(rows));
+  }
+}
+
+}  // namespace
+
+void mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n, cudaStream_t s) {
+  launch_ew<true>(MseGradF{dloss, static_cast<float>(n)}, p, t, dp, n, s);
+}
+void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
+                          cudaStream_t s) {
+  if (n <= 0) return;
+  const int block = detail::block_for(n);
+  detail::launch(TG_LAUNCH_SITE, padded_mse_grad_kernel, grid_for(n, block), block, s, p, t, count, dloss, dp, n);
+}
+void mse_loss(const float* p, const float* t, float* loss, int64_t n, void* scratch, size_t scratch_bytes,
+              cudaStream_t s) {
+  launch_mse(p, t, nullptr, loss, n, scratch, scratch_bytes, s);
+}
+void padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n, void* scratch,
+                     size_t scratch_bytes, cudaStream_t s) {
+  launch_mse(p, t, count, loss, n, scratch, scratch_bytes, s);
+}
+
+void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
+                        int64_t cols, cudaStream_t s) {
+  launch_rows(CrossEntropyGradOp{logits, labels, dloss, dx, rows, cols}, rows, cols,
+              aligned16(logits) && aligned16(dx), s);
+}
+
+void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
+                   cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return;
+  if (cols <= 32)
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<1>, 1, 1024, s, logits, labels, loss, rows, cols);
+  else if (cols <= 128)
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<4>, 1, 1024, s, logits, labels, loss, rows, cols);
+  else if (cols <= 512)
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<16>, 1, 1024, s, logits, labels, loss, rows, cols);
+  else
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<0>, 1, 1024, s, logits, labels, loss, rows, cols);
+}
+
+}  // namespace tg::kernels::cuda

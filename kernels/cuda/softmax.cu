@@ -1,0 +1,85 @@
+// softmax and softmax_grad over the last axis (kernels/cpu/softmax.cpp).
+// One row per thread group (rows.cuh). Every pass that writes the output comes after
+// the last read of the inputs by the same thread, so out == in (exactly) is safe.
+// Bytes-moved floor, n = rows * cols floats: softmax 8n, softmax_grad 12n.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/softmax.cuh"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+// The row frame (rows.cuh) and its building blocks.
+using namespace detail;
+
+struct SoftmaxOp {
+  const float* x;
+  float* y;
+  int64_t cols;
+  template <int G, int VPT>
+  __device__ void run(int64_t row, int t, float* smem) const {
+    const float* xr = x + row * cols;
+    float* yr = y + row * cols;
+    RowCache<VPT> c;
+    float m, s;
+    exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
+    const float inv = 1.0f / s;
+    TG_ROW_LOOP(k, j) { yr[j] = cached_exp(c, k, xr, j, m) * inv; }
+  }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float v[NV][4];
+    load_row4<NV>(x + row * cols, t, nq, v);
+    float m, s;
+    exp_sum4<NV>(v, t, nq, m, s);
+    const float inv = 1.0f / s;
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] *= inv;
+    store_row4<NV>(y + row * cols, t, nq, v);
+  }
+};
+
+struct SoftmaxGradOp {
+  const float* dy;
+  const float* y;
+  float* dx;
+  int64_t cols;
+  template <int G, int VPT>
+  __device__ void run(int64_t row, int t, float* smem) const {
+    const float* dyr = dy + row * cols;
+    const float* yr = y + row * cols;
+    float* dxr = dx + row * cols;
+    RowCache<VPT> cd, cy;
+    float dot = 0.0f;
+    TG_ROW_LOOP(k, j) {
+      const float a = dyr[j], b = yr[j];
+      cd.put(k, a);
+      cy.put(k, b);
+      dot += a * b;
+    }
+    dot = group_sum<G>(dot, smem);
+    TG_ROW_LOOP(k, j) { dxr[j] = cy.get(k, yr, j) * (cd.get(k, dyr, j) - dot); }
+  }
+  template <int NV>
+  __device__ void run4(int64_t row, int t, int nq) const {
+    float a[NV][4], b[NV][4];
+    load_row4<NV>(dy + row * cols, t, nq, a);
+    load_row4<NV>(y + row * cols, t, nq, b);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) acc[i] += a[k][i] * b[k][i];
+    const float dot = warp_sum(sum4(acc));
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) a[k][i] = b[k][i] * (a[k][i] - dot);
+    store_row4<NV>(dx + row * cols, t, nq, a);
+  }
+};
+
+}  // namespace
+
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
+  launch_rows(SoftmaxOp{x, y, cols}, rows, cols, aligned16(x) && aligned16(y), s);
+}
+void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, cudaStream_t s) {
+  launch_rows(SoftmaxGradOp{dy, y, dx, cols}, rows, cols, aligned16(dy) && aligned16(y) && aligned16(dx), s);
+}
+}  // namespace tg::kernels::cuda

@@ -1,0 +1,53 @@
+#pragma once
+// Row softmax building blocks (internal to kernels/cuda), shared by softmax.cu and
+// the cross-entropy kernels of loss.cu: the row max and the sum of exp(x - max), in
+// the scalar frame and the float4 frame of rows.cuh.
+#include "kernels/cuda/rows.cuh"
+
+namespace tg::kernels::cuda::detail {
+
+// Row max and sum of exp(x - max); the cache ends up holding exp(x - max).
+template <int G, int VPT>
+__device__ __forceinline__ void exp_sum(const float* x, int64_t cols, int t, float* smem, RowCache<VPT>& c,
+                                        float& m, float& s) {
+  m = -INFINITY;
+  TG_ROW_LOOP(k, j) {
+    const float a = x[j];
+    c.put(k, a);
+    m = fmaxf(m, a);
+  }
+  m = group_max<G>(m, smem);
+  s = 0.0f;
+  TG_ROW_LOOP(k, j) {
+    const float e = expf(c.get(k, x, j) - m);
+    c.put(k, e);
+    s += e;
+  }
+  s = group_sum<G>(s, smem);
+}
+
+template <int VPT>
+__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const float* x, int64_t j, float m) {
+  if constexpr (VPT > 0) {
+    return c.v[k];
+  } else {
+    return expf(x[j] - m);
+  }
+}
+
+// float4 frame: row max and sum of exp(x - max); v ends up holding exp(x - max).
+// expf (not __expf) keeps the error at ~1 ulp; it is off the critical path here.
+template <int NV>
+__device__ __forceinline__ void exp_sum4(float (&v)[NV][4], int t, int nq, float& m, float& s) {
+  m = -INFINITY;
+  TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) m = fmaxf(m, v[k][i]);
+  m = warp_max(m);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) {
+    v[k][i] = expf(v[k][i] - m);
+    acc[i] += v[k][i];
+  }
+  s = warp_sum(sum4(acc));
+}
+
+}  // namespace tg::kernels::cuda::detail

@@ -1,0 +1,151 @@
+#pragma once
+// Small valid calls of every op, for the tests that loop over the op table rather
+// than list ops by hand: the CPU kernel coverage (tests/kernels/cpu_dispatch_test.cpp),
+// CUDA vs the CPU reference (tests/cuda/test_all_ops.cpp), the finite-difference
+// gradient check of every differentiable op (tests/autodiff/op_table_grad_test.cpp)
+// and the op-table checks (tests/graph/op_table_test.cpp).
+//
+// op_samples() is a switch over OpKind with no default: a new op does not compile
+// until it has samples here, and then every one of those suites runs it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/attrs.h"
+#include "graph/init.h"
+#include "graph/op.h"
+#include "graph/shape.h"
+
+namespace tg::testing {
+
+struct OpSample {
+  std::string what;  // which case of the op this is
+  std::vector<Shape> in;
+  Attrs attrs;
+  // Inputs whose data is not free: class indices in [0, classes), a count of real
+  // elements (padded_mse_loss) with this value.
+  int labels_input = -1;
+  int64_t classes = 0;
+  int count_input = -1;
+  float count = 0;
+  // relu's kink at 0: finite differences need the inputs away from it.
+  bool away_from_zero = false;
+  // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
+  double cuda_atol = 0, cuda_rtol = 0;
+};
+
+inline std::vector<OpSample> op_samples(OpKind op) {
+  auto sample = [](std::string what, std::vector<Shape> in) {
+    OpSample s;
+    s.what = std::move(what);
+    s.in = std::move(in);
+    return s;
+  };
+  auto tol = [](OpSample s, double atol, double rtol) {
+    s.cuda_atol = atol;
+    s.cuda_rtol = rtol;
+    return s;
+  };
+  auto with = [](OpSample s, auto set) {
+    set(s.attrs);
+    return s;
+  };
+  const Shape m{3, 4};
+  switch (op) {
+    case OpKind::matmul: {
+      const double a = 1e-5, r = 1e-4;  // cuBLAS sums in another order
+      return {tol(sample("[3,5] x [5,4]", {{3, 5}, {5, 4}}), a, r),
+              tol(with(sample("A^T", {{5, 3}, {5, 4}}), [](Attrs& t) { t.trans_a = true; }), a, r),
+              tol(with(sample("B^T", {{3, 5}, {4, 5}}), [](Attrs& t) { t.trans_b = true; }), a, r),
+              tol(sample("batched", {{2, 3, 5}, {2, 5, 4}}), a, r),
+              tol(sample("batched A, shared B", {{2, 3, 5}, {5, 4}}), a, r)};
+    }
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::relu_grad: return {sample("[3,4]", {m, m})};
+    case OpKind::scale: return {with(sample("alpha -1.5", {m}), [](Attrs& t) { t.alpha = -1.5f; })};
+    case OpKind::bias_add: return {sample("rank 1", {{4}, {4}}), sample("rank 2", {m, {4}}), sample("rank 3", {{2, 3, 4}, {4}})};
+    case OpKind::relu: {
+      OpSample s = sample("[4,5]", {{4, 5}});
+      s.away_from_zero = true;
+      return {s};
+    }
+    case OpKind::gelu: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5)};
+    case OpKind::gelu_grad: return {tol(sample("[3,4]", {m, m}), 2e-6, 2e-5)};
+    case OpKind::softmax: return {tol(sample("[3,5]", {{3, 5}}), 2e-6, 2e-5)};
+    case OpKind::softmax_grad: return {tol(sample("[3,5]", {{3, 5}, {3, 5}}), 1e-5, 1e-4)};
+    case OpKind::layernorm: return {tol(sample("[3,6]", {{3, 6}, {6}, {6}}), 1e-5, 1e-4)};
+    case OpKind::layernorm_grad_x: return {tol(sample("[3,6]", {{3, 6}, {3, 6}, {6}}), 5e-4, 2e-3)};
+    case OpKind::layernorm_grad_gamma: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean:
+      return {tol(with(sample("axis 0 of [3,4]", {m}), [](Attrs& t) { t.axis = 0; }), 1e-5, 1e-5),
+              tol(with(sample("axis 1 of [2,3,4]", {{2, 3, 4}}), [](Attrs& t) { t.axis = 1; }), 1e-5, 1e-5),
+              tol(with(sample("[5] to [1]", {{5}}), [](Attrs& t) { t.axis = 0; }), 1e-5, 1e-5)};
+    case OpKind::broadcast:
+      return {with(sample("axis 1, size 2", {m}), [](Attrs& t) {
+        t.axis = 1;
+        t.size = 2;
+      })};
+    case OpKind::transpose:
+      return {with(sample("[3,4] perm 1,0", {m}), [](Attrs& t) { t.perm = {1, 0, 2, 3}; }),
+              with(sample("[2,3,4] perm 2,0,1", {{2, 3, 4}}), [](Attrs& t) { t.perm = {2, 0, 1, 3}; })};
+    case OpKind::reshape: return {with(sample("[3,4] to [2,-1]", {m}), [](Attrs& t) { t.shape = Shape{2, -1}; })};
+    case OpKind::mse_loss: return {tol(sample("[3,4]", {m, m}), 1e-7, 1e-6)};
+    case OpKind::mse_loss_grad: return {sample("[3,4]", {m, m, {1}})};
+    case OpKind::padded_mse_loss:
+    case OpKind::padded_mse_loss_grad: {
+      OpSample s = sample("7 of 12 real", op == OpKind::padded_mse_loss ? std::vector<Shape>{m, m, {1}}
+                                                                        : std::vector<Shape>{m, m, {1}, {1}});
+      s.count_input = 2;
+      s.count = 7;
+      if (op == OpKind::padded_mse_loss) s = tol(s, 1e-7, 1e-6);
+      return {s};
+    }
+    case OpKind::cross_entropy:
+    case OpKind::cross_entropy_grad: {
+      OpSample s = sample("[4,5], 4 labels", op == OpKind::cross_entropy ? std::vector<Shape>{{4, 5}, {4}}
+                                                                         : std::vector<Shape>{{4, 5}, {4}, {1}});
+      s.labels_input = 1;
+      s.classes = 5;
+      return {tol(s, 1e-5, 1e-5)};
+    }
+    case OpKind::fill:
+      return {with(sample("[3,4] of 2.5", {}), [](Attrs& t) {
+        t.shape = Shape{3, 4};
+        t.value = 2.5f;
+      })};
+    case OpKind::copy: return {sample("[3,4]", {m})};
+    case OpKind::sgd: return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; })};
+    case OpKind::sgd_momentum:
+      return {with(sample("[3,4]", {m, m, m}), [](Attrs& t) {
+        t.lr = 0.05f;
+        t.momentum = 0.9f;
+      })};
+  }
+  return {};
+}
+
+// Fresh input data for a sample: uniform in [-1, 1), but the labels and the count.
+inline std::vector<std::vector<float>> sample_data(const OpSample& s, uint64_t seed) {
+  std::vector<std::vector<float>> data;
+  for (size_t i = 0; i < s.in.size(); ++i) {
+    std::vector<float> v(static_cast<size_t>(s.in[i].numel()));
+    const uint64_t vs = seed * 131 + i;
+    if (static_cast<int>(i) == s.labels_input) random_labels(v, vs, s.classes);
+    else if (static_cast<int>(i) == s.count_input) v.assign(v.size(), s.count);
+    else random_fill(v, vs);
+    data.push_back(std::move(v));
+  }
+  return data;
+}
+
+// Every op, for loops over the table.
+inline std::vector<OpKind> all_ops() {
+  std::vector<OpKind> ops;
+  for (int i = 0; i < kNumOps; ++i) ops.push_back(static_cast<OpKind>(i));
+  return ops;
+}
+
+}  // namespace tg::testing

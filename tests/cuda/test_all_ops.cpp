@@ -1,0 +1,49 @@
+// Every op of the table against the CPU reference, from the shared samples
+// (tests/common/op_samples.h): aligned, unaligned, and in place over input 0 where
+// the table's alias column allows it. The other files of this suite sweep the sizes
+// and regimes of each kernel family; this one is what makes a new op tested on the
+// GPU the moment it has samples.
+#include <doctest/doctest.h>
+
+#include "graph/shape_inference.h"
+#include "tests/common/op_samples.h"
+#include "tests/cuda/op_harness.h"
+#include "tests/gpu_skip.h"
+
+namespace tg::testing {
+
+TEST_CASE("cuda == cpu for every op in the table (samples, aligned and not, in place where allowed)") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 5000;
+  int ops = 0;
+  for (OpKind op : all_ops()) {
+    CAPTURE(op_name(op));
+    for (const OpSample& s : op_samples(op)) {
+      CAPTURE(s.what);
+      OpCase c;
+      c.op = op;
+      c.attrs = s.attrs;
+      c.in = s.in;
+      if (!op_is_update(op)) c.out = infer_shape(op, s.in, s.attrs, "sample");
+      c.tol = Tol{s.cuda_atol, s.cuda_rtol};
+      c.labels_input = s.labels_input;
+      c.labels_classes = s.classes;
+      c.count_input = s.count_input;
+      c.count_value = s.count;
+      for (bool unaligned : {false, true}) {
+        c.unaligned = unaligned;
+        c.alias_input = -1;
+        c.seed = seed++;
+        TG_CHECK_CASE(c);
+        if (!op_is_update(op) && op_output_may_alias(op, 0) && c.out.numel() == s.in[0].numel()) {
+          c.alias_input = 0;
+          TG_CHECK_CASE(c);
+        }
+      }
+    }
+    ++ops;
+  }
+  CHECK(ops == kNumOps);
+}
+
+}  // namespace tg::testing

@@ -1,0 +1,118 @@
+// What the compiler cannot check about the op table (graph/op.h): each column agrees
+// with the rule it stands for. A new op that compiles (its switches are complete)
+// but whose row or rules disagree fails here, naming the op and what is missing.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "graph/autodiff.h"
+#include "graph/builder.h"
+#include "graph/errors.h"
+#include "graph/json_io.h"
+#include "graph/shape_inference.h"
+#include "tests/common/op_samples.h"
+
+namespace tg::testing {
+
+namespace {
+
+// One node of `op` over fresh leaves of the sample's shapes: parameters (and a
+// velocity) for the updates, which validation requires, inputs otherwise.
+struct OneNode {
+  Graph g;
+  std::vector<Value> ins;
+  Value out;
+};
+void record(OneNode& r, OpKind op, const OpSample& s) {
+  RecordingBuilder b(r.g);
+  for (size_t i = 0; i < s.in.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    if (op_is_update(op) && i == 0) r.ins.push_back(b.parameter(name, s.in[i]));
+    else if (op == OpKind::sgd_momentum && i == 2) r.ins.push_back(b.optimizer_state(r.ins[0], name));
+    else r.ins.push_back(b.input(name, s.in[i]));
+  }
+  r.out = b.apply(op, r.ins, s.attrs, "node");
+  if (r.out.valid()) b.mark_output(r.out);
+}
+
+// Calls f(op, sample, node) for every sample of every op, recorded as one node.
+template <typename F>
+void for_each_recorded_sample(const F& f) {
+  for (OpKind op : all_ops()) {
+    CAPTURE(op_name(op));
+    for (const OpSample& s : op_samples(op)) {
+      CAPTURE(s.what);
+      OneNode r;
+      record(r, op, s);
+      f(op, s, r);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("op table: every op has samples its shape rule accepts, with the table's arity") {
+  for (OpKind op : all_ops()) {
+    CAPTURE(op_name(op));
+    const std::vector<OpSample> samples = op_samples(op);
+    CHECK_MESSAGE(!samples.empty(), op_name(op), " has no samples in tests/common/op_samples.h");
+    for (const OpSample& s : samples) {
+      CAPTURE(s.what);
+      CHECK(static_cast<int>(s.in.size()) == op_num_inputs(op));
+      CHECK_NOTHROW(infer_shape(op, s.in, s.attrs, "sample"));
+    }
+    OpKind parsed{};
+    CHECK(parse_op(op_name(op), parsed));
+    CHECK(parsed == op);
+  }
+}
+
+TEST_CASE("op table: the gradient rule gives a gradient for exactly the inputs of the grad column") {
+  for_each_recorded_sample([](OpKind op, const OpSample& s, OneNode& r) {
+    RecordingBuilder b(r.g);
+    TapeEntry e{op, s.attrs, r.ins, r.out};
+    const Value dy = r.out.valid() ? b.input("dy", r.out.shape) : Value{};
+    const std::vector<bool> needs(s.in.size(), true);
+    if (!op_is_differentiable(op)) {
+      CHECK_THROWS_WITH_AS(vjp(b, e, dy, needs), doctest::Contains("has no gradient rule"), GraphError);
+      return;
+    }
+    const std::vector<Value> g = vjp(b, e, dy, needs);
+    REQUIRE(g.size() == s.in.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      CAPTURE(i);
+      const bool has = g[i].valid(), marked = op_has_gradient_for(op, static_cast<int>(i));
+      CHECK_MESSAGE(has == marked, op_name(op), " input ", i, ": the grad column and vjp() disagree");
+      if (g[i].valid()) CHECK(g[i].shape == s.in[i]);
+    }
+  });
+}
+
+TEST_CASE("op table: every attribute a sample sets survives a graph file (the attrs column lists it)") {
+  for_each_recorded_sample([](OpKind op, const OpSample&, OneNode& r) {
+    const Graph back = load_graph_json(save_graph_json(r.g), "round trip");
+    const Node* n = nullptr;
+    for (const Node& x : back.nodes)
+      if (x.name == "node") n = &x;
+    REQUIRE(n != nullptr);
+    CHECK_MESSAGE(n->attrs == r.g.nodes.back().attrs, op_name(op),
+                  ": an attribute of the sample was dropped on save: add it to the op's attrs column");
+  });
+}
+
+TEST_CASE("op table: in-place and view ops may share input 0, and the kernel files of each family exist") {
+  namespace fs = std::filesystem;
+  for (OpKind op : all_ops()) {
+    CAPTURE(op_name(op));
+    const bool shares_input0 = op_can_run_in_place(op) || op_is_view(op);
+    if (shares_input0) CHECK(op_output_may_alias(op, 0));
+    if (op_can_run_in_place(op)) CHECK(op_reads_attr(op, AttrId::in_place));
+    const std::string family = op_traits(op).family;
+    CHECK_MESSAGE(fs::exists("kernels/cpu/" + family + ".cpp"), "no kernels/cpu/", family, ".cpp for ", op_name(op));
+    const bool cuda_file = fs::exists("kernels/cuda/" + family + ".cu") || fs::exists("kernels/cuda/" + family + ".cpp");
+    CHECK_MESSAGE(cuda_file, "no kernels/cuda/", family, ".cu for ", op_name(op));
+  }
+}
+
+}  // namespace tg::testing
