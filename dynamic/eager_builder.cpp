@@ -198,6 +198,9 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   ++times_.ops;
 
   const int nin = static_cast<int>(inputs.size());
+  if (op_is_fused(op))
+    graph_error("{}: a fused op, made by the static compiler's graph passes; the dynamic executor runs the ops "
+                "it fuses, one by one (eager execution cannot see ahead)", op_name(op));
   if (nin > kMaxOpInputs) graph_error("{}: {} inputs given; no op takes more than {}", op_name(op), nin, kMaxOpInputs);
   kernels::OpCall call;
   call.op = op;

@@ -2,10 +2,16 @@
 // Node attributes. One plain struct for every op: each op reads the fields it
 // documents in op.h and validation rejects values that make no sense for it.
 #include <array>
+#include <string>
 
 #include "graph/shape.h"
 
 namespace tg {
+
+// The activation a fused GEMM applies to its result (linear).
+enum class Act : uint8_t { none, relu, gelu };
+const char* act_name(Act a);
+bool parse_act(const std::string& s, Act& out);
 
 struct Attrs {
   bool trans_a = false;            // matmul: use A^T
@@ -20,6 +26,7 @@ struct Attrs {
   bool in_place = false;           // relu (and elementwise ops): write into input 0
   Shape shape;                     // reshape target (one dim may be -1), fill shape
   std::array<int, kMaxRank> perm{{0, 1, 2, 3}};  // transpose
+  Act act = Act::none;             // linear: the activation of the GEMM's epilogue
 
   bool operator==(const Attrs& o) const;
 };
@@ -27,9 +34,9 @@ struct Attrs {
 // The fields of Attrs by name, for the op table (graph/op.h: which op reads which) and
 // the graph-file format (graph/json_io.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
-enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm };
-constexpr int kNumAttrs = 12;
-static_assert(static_cast<int>(AttrId::perm) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act };
+constexpr int kNumAttrs = 13;
+static_assert(static_cast<int>(AttrId::act) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint16_t;
 static_assert(kNumAttrs <= 16, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

@@ -74,8 +74,10 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
   if (!op_is_differentiable(e.op))
     graph_error("autodiff: {} has no gradient rule ({}); the backward ops and the optimizer updates "
                 "cannot be differentiated again; keep them out of the forward pass you differentiate",
-                op_name(e.op), op_is_update(e.op) ? "an optimizer update" : "a backward or constant op");
-  if (static_cast<int>(e.inputs.size()) != op_num_inputs(e.op) || needs.size() != e.inputs.size())
+                op_name(e.op), op_is_update(e.op) ? "an optimizer update"
+                               : op_is_fused(e.op) ? "a fused op: the graph passes make it after autodiff"
+                                                   : "a backward or constant op");
+  if (!op_arity_ok(e.op, static_cast<int>(e.inputs.size())) || needs.size() != e.inputs.size())
     graph_error("autodiff: {} entry has {} inputs and {} needs flags; it takes {}", op_name(e.op),
                 e.inputs.size(), needs.size(), op_num_inputs(e.op));
   std::vector<Value> g(e.inputs.size());
@@ -114,8 +116,12 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::gelu:
       if (need(0)) g[0] = b.apply(OpKind::gelu_grad, {dy, x});
       break;
-    case OpKind::softmax:
-      if (need(0)) g[0] = b.apply(OpKind::softmax_grad, {dy, e.output});
+    case OpKind::softmax:  // of softmax(alpha x): alpha softmax_grad, one op
+      if (need(0)) {
+        Attrs at;
+        at.alpha = e.attrs.alpha;
+        g[0] = b.apply(OpKind::softmax_grad, {dy, e.output}, at);
+      }
       break;
     case OpKind::layernorm: {
       Attrs at;
@@ -181,7 +187,12 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::cross_entropy_grad:
     case OpKind::fill:
     case OpKind::sgd:
-    case OpKind::sgd_momentum: break;
+    case OpKind::sgd_momentum:
+    case OpKind::linear:
+    case OpKind::linear_add:
+    case OpKind::matmul_add:
+    case OpKind::matmul_bias_grad:
+    case OpKind::layernorm_grad_params: break;
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (need(i) && !g[i].valid())

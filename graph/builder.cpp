@@ -142,19 +142,22 @@ Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const
     shapes.push_back(g_.values[static_cast<size_t>(v.id)].shape);
     n.inputs.push_back(v.id);
   }
-  const Shape out_shape = infer_shape(op, shapes, attrs, node_name);
-  if (op_num_outputs(op) == 0) {
+  const std::vector<Shape> out_shapes = infer_shapes(op, shapes, attrs, node_name);
+  if (out_shapes.empty()) {
     g_.add_node(std::move(n));
     return Value{};
   }
-  ValueInfo out;
-  out.name = node_name;  // a node's output carries the node's name
-  out.shape = out_shape;
-  out.role = default_role_;
-  int id = g_.add_value(out);
-  n.outputs.push_back(id);
+  for (size_t k = 0; k < out_shapes.size(); ++k) {
+    ValueInfo out;
+    // A node's output carries the node's name; a second output (fused ops) "<name>:1".
+    out.name = k == 0 ? node_name : second_output_name(node_name);
+    out.shape = out_shapes[k];
+    out.role = default_role_;
+    n.outputs.push_back(g_.add_value(out));
+  }
+  const int first = n.outputs[0];
   g_.add_node(std::move(n));
-  return handle(g_, id);
+  return handle(g_, first);
 }
 
 void RecordingBuilder::mark_output(const Value& v) {

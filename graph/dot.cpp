@@ -59,6 +59,10 @@ std::string graph_to_dot(const Graph& g, const std::string& title) {
     if (!n.outputs.empty() && n.outputs[0] >= 0 && n.outputs[0] < nv) {
       const ValueInfo& v = g.values[static_cast<size_t>(n.outputs[0])];
       label += fmt::format("\n{} {}", v.shape.str(), role_name(v.role));
+      if (n.outputs.size() > 1 && n.outputs[1] >= 0 && n.outputs[1] < nv) {
+        const ValueInfo& w = g.values[static_cast<size_t>(n.outputs[1])];
+        label += fmt::format("\n+ {} {} {}", w.name, w.shape.str(), role_name(w.role));
+      }
       color = role_color(v.role);
       output = is_output[static_cast<size_t>(n.outputs[0])];
     } else if (n.outputs.empty()) {

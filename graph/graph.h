@@ -1,5 +1,6 @@
 #pragma once
-// The IR: values (typed, shaped, with a role), single-output nodes, and a graph
+// The IR: values (typed, shaped, with a role), nodes (one output, none for updates, two
+// for a few fused ops), and a graph
 // that owns both. Value and node ids are indices into the graph's vectors.
 #include <string>
 #include <vector>
@@ -46,9 +47,13 @@ struct Node {
   std::string name;
   OpKind op = OpKind::copy;
   std::vector<int> inputs;   // value ids
-  std::vector<int> outputs;  // value ids: one, or none for update ops
+  std::vector<int> outputs;  // value ids: one; none for update ops; two for the fused ops with a second result
   Attrs attrs;
 };
+
+// The default name of a node's second output (the fused ops that have one); the first
+// output carries the node's name.
+inline std::string second_output_name(const std::string& node) { return node + ":1"; }
 
 class Graph {
  public:

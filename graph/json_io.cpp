@@ -62,7 +62,9 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::axis: if (at.axis != def.axis || n.op != OpKind::softmax) j[key] = at.axis; break;
       case AttrId::size: j[key] = at.size; break;
       case AttrId::eps: if (at.eps != def.eps) j[key] = float_json(at.eps); break;
-      case AttrId::alpha: j[key] = float_json(at.alpha); break;
+      case AttrId::alpha:
+        if (at.alpha != def.alpha || n.op == OpKind::scale) j[key] = float_json(at.alpha);
+        break;
       case AttrId::value: j[key] = float_json(at.value); break;
       case AttrId::lr: j[key] = float_json(at.lr); break;
       case AttrId::momentum: j[key] = float_json(at.momentum); break;
@@ -74,6 +76,9 @@ ojson attrs_to_json(const Node& n, int input_rank) {
         j[key] = p;
         break;
       }
+      case AttrId::act:
+        if (at.act != Act::none) j[key] = act_name(at.act);
+        break;
     }
   }
   return j;
@@ -202,6 +207,10 @@ struct NodeDecl {
   Role role = Role::temporary;
   DType dtype = DType::F32;
   int perm_len = 0;
+  // The fused ops with two outputs: the second one's name and role.
+  std::string second_name;
+  bool has_second_role = false;
+  Role second_role = Role::temporary;
 };
 
 class Loader {
@@ -347,7 +356,7 @@ class Loader {
 
   void read_node(const json& e, const std::string& path) {
     if (!e.is_object()) fail(path, "must be an object {\"name\": ..., \"op\": ..., \"inputs\": [...]}, got " + describe(e));
-    check_keys(e, path, {"name", "op", "inputs", "attrs", "shape", "role", "dtype"});
+    check_keys(e, path, {"name", "op", "inputs", "attrs", "shape", "role", "dtype", "second_output", "second_role"});
     NodeDecl d;
     d.path = path;
     d.node.name = get_string(require(e, "name", path), path + ".name");
@@ -361,12 +370,27 @@ class Loader {
     const json& ins = require(e, "inputs", path);
     if (!ins.is_array()) fail(path + ".inputs", "must be an array of value names, got " + describe(ins));
     for (size_t i = 0; i < ins.size(); ++i) d.input_names.push_back(get_string(ins[i], fmt::format("{}.inputs[{}]", path, i)));
-    const int arity = op_num_inputs(d.node.op);
-    if (static_cast<int>(ins.size()) != arity)
-      fail(path + ".inputs", fmt::format("{} {} takes {} input{}, got {}", op, d.node.name, arity, arity == 1 ? "" : "s",
-                                         ins.size()));
+    if (!op_arity_ok(d.node.op, static_cast<int>(ins.size())))
+      fail(path + ".inputs", fmt::format("{} {} takes {}, got {}", op, d.node.name, op_arity_text(d.node.op), ins.size()));
+    const bool two = op_num_outputs(d.node.op) == 2;
+    for (const char* k : {"second_output", "second_role"})
+      if (!two && e.contains(k))
+        fail(path, fmt::format("{} has one output or none, so it has no '{}'; remove it", op, k));
+    if (two) {
+      d.second_name = e.contains("second_output") ? get_string(e["second_output"], path + ".second_output")
+                                                  : second_output_name(d.node.name);
+      declare(d.second_name, path + ".second_output");
+      if (e.contains("second_role")) {
+        const std::string r = get_string(e["second_role"], path + ".second_role");
+        if (!parse_role(r, d.second_role) || d.second_role == Role::input || d.second_role == Role::parameter ||
+            d.second_role == Role::optimizer_state)
+          fail(path + ".second_role",
+               fmt::format("'{}' is not a role of a computed value; use temporary, activation, gradient or output", r));
+        d.has_second_role = true;
+      }
+    }
     if (e.contains("attrs")) read_attrs(e["attrs"], path + ".attrs", d);
-    const bool has_output = op_num_outputs(d.node.op) == 1;
+    const bool has_output = op_num_outputs(d.node.op) >= 1;
     for (const char* k : {"shape", "role", "dtype"})
       if (!has_output && e.contains(k))
         fail(path, fmt::format("{} is an update op with no output, so it has no '{}'; remove it", op, k));
@@ -422,6 +446,10 @@ class Loader {
           d.perm_len = static_cast<int>(v.size());
           break;
         }
+        case AttrId::act:
+          if (!v.is_string() || !parse_act(v.get<std::string>(), at.act))
+            fail(p, "must be one of \"none\", \"relu\", \"gelu\", got " + v.dump());
+          break;
       }
     }
   }
@@ -485,13 +513,19 @@ class Loader {
       v.dtype = d.dtype;
       v.role = d.has_role ? d.role : outs.count(v.name) ? Role::output : Role::temporary;
       decls.push_back(v);
+      if (d.second_name.empty()) continue;
+      ValueInfo w;
+      w.name = d.second_name;
+      w.role = d.has_second_role ? d.second_role : outs.count(w.name) ? Role::output : Role::temporary;
+      decls.push_back(w);
     }
     Graph g;
     g.values = order_values(root, decls);
     for (NodeDecl& d : nodes_) {
       for (size_t i = 0; i < d.input_names.size(); ++i)
         d.node.inputs.push_back(resolve(d.input_names[i], fmt::format("{}.inputs[{}]", d.path, i)));
-      if (op_num_outputs(d.node.op) == 1) d.node.outputs.push_back(ids_.at(d.node.name));
+      if (op_num_outputs(d.node.op) >= 1) d.node.outputs.push_back(ids_.at(d.node.name));
+      if (!d.second_name.empty()) d.node.outputs.push_back(ids_.at(d.second_name));
       g.add_node(d.node);
     }
     for (size_t i = 0; i < output_names_.size(); ++i)
@@ -514,13 +548,15 @@ class Loader {
     if (d.perm_len > 0 && d.perm_len != shapes[0].rank)
       fail(d.path + ".attrs.perm", fmt::format("has {} entries, but input '{}' {} has rank {}; give one entry per axis",
                                                d.perm_len, d.input_names[0], shapes[0].str(), shapes[0].rank));
-    Shape out;
+    std::vector<Shape> outs;
     try {
-      out = infer_shape(n.op, shapes, n.attrs, n.name);
+      outs = infer_shapes(n.op, shapes, n.attrs, n.name);
     } catch (const GraphError& e) {
       fail(d.path, e.what());
     }
     if (n.outputs.empty()) return;
+    const Shape out = outs[0];
+    if (n.outputs.size() > 1) g.values[static_cast<size_t>(n.outputs[1])].shape = outs[1];
     if (d.has_shape && d.shape != out) {
       std::string ins;
       for (const Shape& s : shapes) ins += (ins.empty() ? "" : ", ") + s.str();
@@ -637,6 +673,13 @@ std::string save_graph_json(const Graph& g) {
       if (v.role != def) e["role"] = role_name(v.role);
       if (v.dtype != DType::F32) e["dtype"] = dtype_name(v.dtype);
       canonical_nodes.push_back(n.outputs[0]);
+    }
+    if (n.outputs.size() > 1) {
+      const ValueInfo& w = value_at(n.outputs[1], "node '" + n.name + "' second output");
+      e["second_output"] = w.name;
+      const Role def = is_output[static_cast<size_t>(n.outputs[1])] ? Role::output : Role::temporary;
+      if (w.role != def) e["second_role"] = role_name(w.role);
+      canonical_nodes.push_back(n.outputs[1]);
     }
     nodes.push_back(e);
   }

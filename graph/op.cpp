@@ -1,5 +1,7 @@
 #include "graph/op.h"
 
+#include <fmt/format.h>
+
 namespace tg {
 
 bool parse_op(const std::string& name, OpKind& out) {
@@ -9,6 +11,30 @@ bool parse_op(const std::string& name, OpKind& out) {
       return true;
     }
   }
+  return false;
+}
+
+std::string op_arity_text(OpKind op) {
+  const int k = op_num_inputs(op);
+  if (op_is_variadic(op)) return k == 1 ? "one or more inputs" : fmt::format("a multiple of {} inputs", k);
+  return fmt::format("{} input{}", k, k == 1 ? "" : "s");
+}
+
+const char* act_name(Act a) {
+  switch (a) {
+    case Act::none: return "none";
+    case Act::relu: return "relu";
+    case Act::gelu: return "gelu";
+  }
+  return "?";
+}
+
+bool parse_act(const std::string& s, Act& out) {
+  for (Act a : {Act::none, Act::relu, Act::gelu})
+    if (s == act_name(a)) {
+      out = a;
+      return true;
+    }
   return false;
 }
 
@@ -26,6 +52,7 @@ const char* attr_name(AttrId a) {
     case AttrId::in_place: return "in_place";
     case AttrId::shape: return "shape";
     case AttrId::perm: return "perm";
+    case AttrId::act: return "act";
   }
   return "?";
 }

@@ -28,16 +28,20 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
 constexpr uint8_t kPlain = 0;
 constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
 constexpr uint8_t kView = 2;     // the output is input 0's memory under another shape: no kernel runs
+constexpr uint8_t kVariadic = 4; // the inputs repeat in groups of `inputs` (any number of groups >= 1)
+constexpr uint8_t kFused = 8;    // made by a graph pass (static/passes) from other ops; models never apply it
+constexpr AttrMask kAct = attr_bit(AttrId::act);
 }  // namespace op_table
 
 // Columns:
-//   inputs, outputs  arity (outputs 0: an update, writing through its inputs)
+//   inputs, outputs  arity (outputs 0: an update, writing through its inputs; 2: a fused op
+//                    with a second result, e.g. a weight gradient and its bias gradient)
 //   grad             the inputs the gradient rule (graph/autodiff.cpp) gives a gradient;
 //                    kNone: the op has no gradient rule (backward ops, updates, constants)
 //   alias            the inputs the output may share memory with: each element is read
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
-//   flags            kInPlace, kView
+//   flags            kInPlace, kView, kVariadic, kFused
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
 #define TG_OP_LIST(X)                                                                                          \
@@ -52,8 +56,8 @@ constexpr uint8_t kView = 2;     // the output is input 0's memory under another
   X(relu_grad,            2, 1, kNone,              kAll,       0,                kInPlace, activation) /* (dy, y) -> dx */ \
   X(gelu,                 1, 1, kIn0,               kAll,       0,                kInPlace, activation) /* tanh approximation */ \
   X(gelu_grad,            2, 1, kNone,              kAll,       0,                kInPlace, activation) /* (dy, x) -> dx */ \
-  X(softmax,              1, 1, kIn0,               kAll,       kAxis,            kPlain,   softmax)   /* last axis */ \
-  X(softmax_grad,         2, 1, kNone,              kAll,       0,                kPlain,   softmax)   /* (dy, y) -> dx */ \
+  X(softmax,              1, 1, kIn0,               kAll,       kAxis|kAlpha,     kPlain,   softmax)   /* softmax(alpha x), last axis */ \
+  X(softmax_grad,         2, 1, kNone,              kAll,       kAlpha,           kPlain,   softmax)   /* (dy, y) -> alpha dx */ \
   X(layernorm,            3, 1, kIn0|kIn1|kIn2,     kAll,       kEps,             kPlain,   layernorm) /* (x, gamma, beta), last axis */ \
   X(layernorm_grad_x,     3, 1, kNone,              kAll,       kEps,             kPlain,   layernorm) /* (dy, x, gamma) -> dx */ \
   X(layernorm_grad_gamma, 2, 1, kNone,              kNone,      kEps,             kPlain,   layernorm) /* (dy, x) -> dgamma */ \
@@ -71,7 +75,13 @@ constexpr uint8_t kView = 2;     // the output is input 0's memory under another
   X(fill,                 0, 1, kNone,              kNone,      kShape|kValue,    kPlain,   elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,               kAll,       0,                kPlain,   elementwise)        \
   X(sgd,                  2, 0, kNone,              kNone,      kLr,              kPlain,   optimizer) /* (param, grad): param -= lr*grad, in place */ \
-  X(sgd_momentum,         3, 0, kNone,              kNone,      kLr|kMomentum,    kPlain,   optimizer) /* (param, grad, velocity), in place */
+  X(sgd_momentum,         3, 0, kNone,              kNone,      kLr|kMomentum,    kPlain,   optimizer) /* (param, grad, velocity), in place */ \
+  /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
+  X(linear,               3, 1, kNone,              kNone,      kTransB|kAct,     kFused,   matmul)    /* act(x op(w) + b): a GEMM with its epilogue */ \
+  X(linear_add,           4, 1, kNone,              kNone,      kTransB,          kFused,   matmul)    /* x op(w) + b + r: a residual in the GEMM */ \
+  X(matmul_add,           3, 1, kNone,              kNone,      kTransA|kTransB,  kFused,   matmul)    /* op(a) op(b) + c: an accumulated gradient */ \
+  X(matmul_bias_grad,     2, 2, kNone,              kNone,      0,                kFused,   matmul)    /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
+  X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -86,10 +96,13 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 30, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 35, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
-// The most inputs any op takes (padded_mse_loss_grad).
+// The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
+// (kVariadic) take any multiple of their group, past this count too.
 constexpr int kMaxOpInputs = 4;
+// The most outputs an op has (the fused ops with a second result).
+constexpr int kMaxOpOutputs = 2;
 
 struct OpTraits {
   const char* name;
@@ -115,7 +128,8 @@ static_assert(sizeof(kTraits) / sizeof(kTraits[0]) == kNumOps, "one traits row p
 // Rules between the columns, checked at compile time.
 constexpr bool rows_consistent() {
   for (const OpTraits& t : kTraits) {
-    if (t.inputs < 0 || t.inputs > kMaxOpInputs || (t.outputs != 0 && t.outputs != 1)) return false;
+    if (t.inputs < 0 || t.inputs > kMaxOpInputs || t.outputs < 0 || t.outputs > kMaxOpOutputs) return false;
+    if ((t.flags & kVariadic) && (t.inputs < 1 || t.outputs == 2)) return false;
     const int all = (1 << t.inputs) - 1;
     if ((t.grad_inputs & ~all) || (t.outputs == 0 && t.alias_inputs)) return false;
     // Running in place or as a view means sharing input 0's memory.
@@ -128,10 +142,22 @@ static_assert(rows_consistent(), "an op table row breaks a rule: see the column 
 
 inline const OpTraits& op_traits(OpKind op) { return op_table::kTraits[static_cast<int>(op)]; }
 inline const char* op_name(OpKind op) { return op_traits(op).name; }
+// The input count of a fixed-arity op; the group size of a variadic one.
 inline int op_num_inputs(OpKind op) { return op_traits(op).inputs; }
 inline int op_num_outputs(OpKind op) { return op_traits(op).outputs; }
 // Returns false for an unknown name.
 bool parse_op(const std::string& name, OpKind& out);
+
+inline bool op_is_variadic(OpKind op) { return (op_traits(op).flags & op_table::kVariadic) != 0; }
+// Whether a node of `op` may have `n` inputs.
+inline bool op_arity_ok(OpKind op, int n) {
+  const int k = op_num_inputs(op);
+  return op_is_variadic(op) ? n >= k && n % k == 0 : n == k;
+}
+// "2 inputs", "a multiple of 3 inputs": for messages.
+std::string op_arity_text(OpKind op);
+// Ops made by the graph passes (models and the dynamic executor never apply them).
+inline bool op_is_fused(OpKind op) { return (op_traits(op).flags & op_table::kFused) != 0; }
 
 // Ops that write through their inputs rather than into a new value.
 inline bool op_is_update(OpKind op) { return op_traits(op).outputs == 0; }

@@ -62,17 +62,38 @@ Shape matmul_shape(const std::vector<Shape>& in, const Attrs& at, const std::str
 }  // namespace
 
 namespace {
-Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node);
+// What a shape rule returns: the first output's shape, and the second one's for the
+// fused ops that have two (a Shape converts, for every other op).
+struct OutShapes {
+  Shape first, second;
+  OutShapes(Shape a) : first(a) {}  // NOLINT: every single-output rule returns a Shape
+  OutShapes(Shape a, Shape b) : first(a), second(b) {}
+};
+OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node);
+
+OutShapes infer_checked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node);
 }  // namespace
 
 Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  return infer_checked(op, in, at, node).first;
+}
+
+std::vector<Shape> infer_shapes(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const OutShapes o = infer_checked(op, in, at, node);
+  const int n = op_num_outputs(op);
+  if (n == 0) return {};
+  if (n == 1) return {o.first};
+  return {o.first, o.second};
+}
+
+namespace {
+OutShapes infer_checked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   if (static_cast<int>(op) >= kNumOps)
     graph_error("node {}: op kind {} is not an op; see graph/op.h for the list", node, static_cast<int>(op));
   const char* name = op_name(op);
-  const int arity = op_num_inputs(op);
-  if (static_cast<int>(in.size()) != arity)
-    graph_error("{} {}: takes {} input{}, got {} ({}); check the node's inputs list", name, node, arity,
-                arity == 1 ? "" : "s", in.size(), shapes_str(in));
+  if (!op_arity_ok(op, static_cast<int>(in.size())))
+    graph_error("{} {}: takes {}, got {} ({}); check the node's inputs list", name, node, op_arity_text(op),
+                in.size(), shapes_str(in));
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i].rank < 0 || in[i].rank > kMaxRank)
       graph_error("{} {}: input {} has rank {}; ranks 0..{} are supported", name, node, i, in[i].rank, kMaxRank);
@@ -88,15 +109,22 @@ Shape infer_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, cons
     if (!numel_checked(in[i], count))
       graph_error("{} {}: input {} has shape {} whose element count or byte size overflows int64; use smaller dims",
                   name, node, i, in[i].str());
-  const Shape out = infer_unchecked(op, in, at, node);
-  if (out.rank > 0 && !numel_checked(out, count))
-    graph_error("{} {}: output shape {} (from inputs {}) has an element count or byte size that overflows int64; "
-                "use smaller dims", name, node, out.str(), shapes_str(in));
+  const OutShapes out = infer_unchecked(op, in, at, node);
+  for (const Shape* s : {&out.first, &out.second})
+    if (s->rank > 0 && !numel_checked(*s, count))
+      graph_error("{} {}: output shape {} (from inputs {}) has an element count or byte size that overflows int64; "
+                  "use smaller dims", name, node, s->str(), shapes_str(in));
   return out;
 }
 
-namespace {
-Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+// The bias of a fused GEMM: a [n] vector for an output whose last dim is n.
+void require_bias(const char* op, const std::string& node, const Shape& bias, const Shape& out) {
+  if (bias.rank != 1 || bias[0] != out.last())
+    graph_error("{} {}: bias {} does not match the last dim of the product {}; the bias must be [{}]", op, node,
+                bias.str(), out.str(), out.last());
+}
+
+OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
 
   switch (op) {
@@ -250,6 +278,32 @@ Shape infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, 
       if (!(at.momentum >= 0.0f && at.momentum < 1.0f))
         graph_error("sgd_momentum {}: momentum = {} must be in [0, 1)", node, at.momentum);
       return Shape{};
+    case OpKind::linear:
+    case OpKind::linear_add: {
+      Attrs mm = at;
+      mm.trans_a = false;
+      if (in[1].rank != 2)
+        graph_error("{} {}: weight {} must be a [k,n] matrix (or [n,k] with trans_b)", name, node, in[1].str());
+      const Shape out = matmul_shape({in[0], in[1]}, mm, node);
+      require_bias(name, node, in[2], out);
+      if (op == OpKind::linear_add) require_same(name, node, out, in[3]);
+      return out;
+    }
+    case OpKind::matmul_add: {
+      const Shape out = matmul_shape({in[0], in[1]}, at, node);
+      require_same(name, node, out, in[2]);
+      return out;
+    }
+    case OpKind::matmul_bias_grad:
+      if (in[0].rank != 2 || in[1].rank != 2 || in[0][0] != in[1][0])
+        graph_error("matmul_bias_grad {}: a {} and dz {} must be [rows,k] and [rows,n] with the same rows", node,
+                    in[0].str(), in[1].str());
+      return {Shape{in[0][1], in[1][1]}, Shape{in[1][1]}};
+    case OpKind::layernorm_grad_params:
+      require_same(name, node, in[0], in[1]);
+      if (in[0].rank == 0) graph_error("layernorm_grad_params {}: dy is a scalar; it needs at least one dim", node);
+      if (!(at.eps > 0.0f)) graph_error("layernorm_grad_params {}: eps = {} must be > 0 (1e-5 is usual)", node, at.eps);
+      return {Shape{in[0].last()}, Shape{in[0].last()}};
   }
   graph_error("{} {}: op has no shape rule", name, node);
 }

@@ -14,5 +14,9 @@ namespace tg {
 // Update ops (no output) return an empty shape after checking their inputs.
 Shape infer_shape(OpKind op, const std::vector<Shape>& inputs, const Attrs& attrs,
                   const std::string& node_name);
+// Every output's shape: op_num_outputs(op) of them (the fused ops with a second result
+// have two; updates none).
+std::vector<Shape> infer_shapes(OpKind op, const std::vector<Shape>& inputs, const Attrs& attrs,
+                                const std::string& node_name);
 
 }  // namespace tg

@@ -54,7 +54,12 @@ std::string text_dump(const Graph& g) {
     }
     const ValueInfo& v = g.values[static_cast<size_t>(o)];
     const std::string lhs = v.name == n.name ? n.name : fmt::format("{} (node {})", v.name, n.name);
-    out += fmt::format("{} = {} -> {} {}{}\n", lhs, call, v.shape.str(), role_name(v.role), dtype_suffix(v));
+    std::string second;
+    if (n.outputs.size() > 1 && in_range(g, n.outputs[1])) {
+      const ValueInfo& w = g.values[static_cast<size_t>(n.outputs[1])];
+      second = fmt::format(", {} {} {}{}", w.name, w.shape.str(), role_name(w.role), dtype_suffix(w));
+    }
+    out += fmt::format("{} = {} -> {} {}{}{}\n", lhs, call, v.shape.str(), role_name(v.role), dtype_suffix(v), second);
   }
   std::string outs;
   for (int o : g.outputs) outs += (outs.empty() ? "" : ", ") + (in_range(g, o) ? g.values[static_cast<size_t>(o)].name : fmt::format("?{}", o));

@@ -148,10 +148,9 @@ class Checker {
   bool check_arity(const Node& n) {
     const char* op = op_name(n.op);
     bool ok = true;
-    const int nin = op_num_inputs(n.op), nout = op_num_outputs(n.op);
-    if (static_cast<int>(n.inputs.size()) != nin) {
-      err("{} {}: takes {} input{}, got {}; check the node's inputs list", op, n.name, nin, nin == 1 ? "" : "s",
-          n.inputs.size());
+    const int nout = op_num_outputs(n.op);
+    if (!op_arity_ok(n.op, static_cast<int>(n.inputs.size()))) {
+      err("{} {}: takes {}, got {}; check the node's inputs list", op, n.name, op_arity_text(n.op), n.inputs.size());
       ok = false;
     }
     if (static_cast<int>(n.outputs.size()) != nout) {
@@ -195,19 +194,20 @@ class Checker {
       if (!shape_ok_[static_cast<size_t>(in)]) return;  // already reported on the value
       shapes.push_back(val(in).shape);
     }
-    Shape expect;
+    std::vector<Shape> expect;
     try {
-      expect = infer_shape(n.op, shapes, n.attrs, n.name);
+      expect = infer_shapes(n.op, shapes, n.attrs, n.name);
     } catch (const GraphError& e) {
       errs_.push_back(e.what());
       return;
     }
-    if (n.outputs.size() == 1 && shape_ok_[static_cast<size_t>(n.outputs[0])] && val(n.outputs[0]).shape != expect) {
+    for (size_t k = 0; k < n.outputs.size() && k < expect.size(); ++k) {
+      const int o = n.outputs[k];
+      if (!shape_ok_[static_cast<size_t>(o)] || val(o).shape == expect[k]) continue;
       std::string ins;
       for (const Shape& s : shapes) ins += (ins.empty() ? "" : ", ") + s.str();
       err("{} {}: output '{}' is recorded as {}, but inputs {} with these attributes give {}; fix the recorded "
-          "shape or the inputs", op_name(n.op), n.name, val(n.outputs[0]).name, val(n.outputs[0]).shape.str(), ins,
-          expect.str());
+          "shape or the inputs", op_name(n.op), n.name, val(o).name, val(o).shape.str(), ins, expect[k].str());
     }
     check_update_roles(n);
   }

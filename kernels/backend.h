@@ -31,6 +31,20 @@ class Backend {
   virtual void copy_on_device(void* dst, const void* src, size_t bytes) = 0;
   // Waits until everything enqueued has finished.
   virtual void synchronize() = 0;
+
+  // What the backend settles for a call before it runs (the CUDA backend: the cuBLASLt
+  // algorithm of a GEMM, and the workspace it needs). The static executor asks once per
+  // call when it builds its schedule and passes the answer in OpCall::prepared; the
+  // dynamic executor never asks and gets the same answer at run time. Only the call's
+  // op, attributes and shapes are read.
+  struct Prepared {
+    const void* state = nullptr;
+    size_t workspace_bytes = 0;
+  };
+  virtual Prepared prepare(const kernels::OpCall& call) {
+    (void)call;
+    return {};
+  }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -88,17 +88,24 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
 
   for (int node_id : g.topo_order()) {
     const Node& n = g.nodes[static_cast<size_t>(node_id)];
-    const int arity = op_num_inputs(n.op);
+    const int arity = static_cast<int>(n.inputs.size());
     const int nout = op_num_outputs(n.op);
-    if (static_cast<int>(n.inputs.size()) != arity || static_cast<int>(n.outputs.size()) != nout)
-      graph_error("{} {}: has {} inputs and {} outputs; the op takes {} and {}", op_name(n.op), n.name,
-                  n.inputs.size(), n.outputs.size(), arity, nout);
+    if (!op_arity_ok(n.op, arity) || static_cast<int>(n.outputs.size()) != nout)
+      graph_error("{} {}: has {} inputs and {} outputs; the op takes {} and {} output(s)", op_name(n.op), n.name,
+                  n.inputs.size(), n.outputs.size(), op_arity_text(n.op), nout);
     kernels::OpCall call;
     call.op = n.op;
     call.attrs = &n.attrs;
     call.num_inputs = arity;
-    for (int i = 0; i < arity; ++i) call.in[static_cast<size_t>(i)] = view(values, g, n.inputs[static_cast<size_t>(i)], n);
-    if (nout == 1) call.out = view(values, g, n.outputs[0], n);
+    std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
+    for (int i = 0; i < arity; ++i) {
+      const kernels::TensorView v = view(values, g, n.inputs[static_cast<size_t>(i)], n);
+      if (i < kMaxOpInputs) call.in[static_cast<size_t>(i)] = v;
+      else more.push_back(v);
+    }
+    call.more = more.data();
+    if (nout >= 1) call.out = view(values, g, n.outputs[0], n);
+    if (nout == 2) call.out2 = view(values, g, n.outputs[1], n);
     try {
       kernels::run_cpu(call);
     } catch (const std::invalid_argument& e) {

@@ -28,9 +28,14 @@ class Checker {
   // The op table's alias column: the inputs a kernel reads after writing the output
   // (a matmul's operands, a reduction's input, a loss gradient's dloss) must not share it.
   void alias() const {
-    for (int i = 0; i < c_.num_inputs; ++i)
-      if (c_.in[static_cast<size_t>(i)].data == c_.out.data && !op_output_may_alias(c_.op, i))
+    for (int i = 0; i < c_.num_inputs; ++i) {
+      const float* p = c_.input(i).data;
+      if (p == c_.out.data && !op_output_may_alias(c_.op, i))
         fail("output aliases input {}; this op cannot run in place over it, give the output its own buffer", i);
+      if (c_.out2.data && p == c_.out2.data)
+        fail("the second output aliases input {}; give it its own buffer", i);
+    }
+    if (c_.out2.data && c_.out2.data == c_.out.data) fail("both outputs share one buffer; give each its own");
   }
   int axis(int axis, int rank) const {
     const int a = axis < 0 ? axis + rank : axis;
@@ -79,11 +84,13 @@ void check_transpose(const Checker& k, const OpCall& c) {
 
 CallGeometry check_op_call(const OpCall& c, const char* backend) {
   const Checker k(c, backend);
-  const int arity = op_num_inputs(c.op);
-  if (c.num_inputs != arity) k.fail("takes {} inputs, the call has {}", arity, c.num_inputs);
-  for (int i = 0; i < arity; ++i)
-    if (!c.in[static_cast<size_t>(i)].data) k.fail("input {} has no data (null pointer)", i);
+  if (!op_arity_ok(c.op, c.num_inputs)) k.fail("takes {}, the call has {}", op_arity_text(c.op), c.num_inputs);
+  if (c.num_inputs > kMaxOpInputs && !c.more)
+    k.fail("has {} inputs but OpCall::more is null; point it at inputs {}..", c.num_inputs, kMaxOpInputs);
+  for (int i = 0; i < c.num_inputs; ++i)
+    if (!c.input(i).data) k.fail("input {} has no data (null pointer)", i);
   if (!op_is_update(c.op) && !c.out.data) k.fail("output has no data (null pointer)");
+  if (op_num_outputs(c.op) == 2 && !c.out2.data) k.fail("second output has no data (null pointer)");
   k.alias();
 
   const Shape& x = c.in[0].shape;
@@ -200,6 +207,33 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.attrs();
       k.numel("grad", y, g.n);
       k.numel("velocity", c.in[2].shape, g.n);
+      break;
+    case OpKind::linear:
+    case OpKind::linear_add: {
+      const Attrs& at = k.attrs();
+      if (x.rank < 2 || y.rank != 2) k.fail("x {} must be [.., k] of rank >= 2 and the weight {} [k,n]", x.str(), y.str());
+      const int64_t kk = at.trans_b ? y[1] : y[0], n = at.trans_b ? y[0] : y[1];
+      if (x.last() != kk) k.fail("inner dims of {} and {} differ: {} != {}", x.str(), y.str(), x.last(), kk);
+      k.numel("bias", c.in[2].shape, n);
+      k.numel("output", c.out.shape, x.rows() * n);
+      if (c.op == OpKind::linear_add) k.numel("residual", c.in[3].shape, x.rows() * n);
+      break;
+    }
+    case OpKind::matmul_add:
+      check_matmul(k, c);
+      k.numel("accumulated input", c.in[2].shape, c.out.shape.numel());
+      break;
+    case OpKind::matmul_bias_grad:
+      if (x.rank != 2 || y.rank != 2 || x[0] != y[0])
+        k.fail("a {} and dz {} must be [rows,k] and [rows,n] with the same rows", x.str(), y.str());
+      k.numel("output", c.out.shape, x[1] * y[1]);
+      k.numel("second output (bias gradient)", c.out2.shape, y[1]);
+      break;
+    case OpKind::layernorm_grad_params:
+      k.attrs();
+      k.numel("x", y, g.n);
+      k.numel("output (dgamma)", c.out.shape, x.last());
+      k.numel("second output (dbeta)", c.out2.shape, x.last());
       break;
   }
   return g;

@@ -55,16 +55,18 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   const std::vector<int> order = graph.topo_order();
   t.validate = ms_since(t0);
 
-  t0 = Clock::now();
-  MemoryPlan plan = plan_memory(graph, order, opt.plan);
-  t.plan = ms_since(t0);
-
   std::shared_ptr<Backend> backend = opt.backend;
   if (!backend) backend = opt.params ? nullptr : std::shared_ptr<Backend>(make_cpu_backend());
   std::shared_ptr<ParameterStore> params = opt.params;
   if (!params) params = std::make_shared<ParameterStore>(backend, opt.seed);
   else if (backend && &params->backend() != backend.get())
     throw std::invalid_argument("compile: the parameter store belongs to another backend; pass the same backend");
+
+  t0 = Clock::now();
+  PlanOptions po = opt.plan;
+  po.workspace_bytes = gemm_workspace_bytes(graph, params->backend());
+  MemoryPlan plan = plan_memory(graph, order, po);
+  t.plan = ms_since(t0);
 
   out.loss = loss;
   for (int o : graph.outputs)

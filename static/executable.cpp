@@ -123,28 +123,59 @@ void StaticExecutable::allocate() {
   if (be.kind() == DeviceKind::cuda) staging_bytes_ = static_cast<int64_t>(staging);
 }
 
+kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<float*>* ptr,
+                          std::vector<kernels::TensorView>& more) {
+  auto view = [&](int v) {
+    return kernels::TensorView{ptr ? (*ptr)[static_cast<size_t>(v)] : nullptr, g.values[static_cast<size_t>(v)].shape};
+  };
+  kernels::OpCall c;
+  c.op = node.op;
+  c.attrs = &node.attrs;
+  c.num_inputs = static_cast<int>(node.inputs.size());
+  more.clear();
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (i < c.in.size()) c.in[i] = view(node.inputs[i]);
+    else more.push_back(view(node.inputs[i]));
+  }
+  c.more = more.empty() ? nullptr : more.data();
+  if (!node.outputs.empty()) c.out = view(node.outputs[0]);
+  if (node.outputs.size() > 1) c.out2 = view(node.outputs[1]);
+  return c;
+}
+
+int64_t gemm_workspace_bytes(const Graph& g, Backend& backend) {
+  size_t ws = 0;
+  std::vector<kernels::TensorView> more;
+  for (const Node& node : g.nodes) ws = std::max(ws, backend.prepare(node_call(g, node, nullptr, more)).workspace_bytes);
+  return static_cast<int64_t>(ws);
+}
+
 void StaticExecutable::build_schedule() {
   const Graph& g = *graph_;
   launches_.clear();
   launches_.reserve(order_.size());
+  more_.clear();
+  more_.reserve(order_.size());  // the calls point into these vectors: no reallocation below
+  void* workspace =
+      plan_.workspace_offset >= 0 ? static_cast<char*>(arena_) + plan_.workspace_offset : nullptr;
   for (int n : order_) {
     const Node& node = g.nodes[static_cast<size_t>(n)];
     if (op_is_view(node.op)) continue;  // a view costs nothing at run time: its pointer is its source's
     Launch l;
     l.node = n;
-    l.call.op = node.op;
-    l.call.attrs = &node.attrs;
-    l.call.num_inputs = static_cast<int>(node.inputs.size());
-    if (node.inputs.size() > l.call.in.size())
-      graph_error("{} {}: {} inputs, the kernels take at most {}", op_name(node.op), node.name, node.inputs.size(),
-                  l.call.in.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const int v = node.inputs[i];
-      l.call.in[i] = {ptr_[static_cast<size_t>(v)], g.values[static_cast<size_t>(v)].shape};
-    }
-    if (!node.outputs.empty()) {
-      const int o = node.outputs[0];
-      l.call.out = {ptr_[static_cast<size_t>(o)], g.values[static_cast<size_t>(o)].shape};
+    more_.emplace_back();
+    l.call = node_call(g, node, &ptr_, more_.back());
+    // The algorithm is settled now, once (a GEMM's cuBLASLt heuristic), and its workspace
+    // is the plan's region of the arena.
+    const Backend::Prepared p = backend().prepare(l.call);
+    l.call.prepared = p.state;
+    if (p.state && p.workspace_bytes > static_cast<size_t>(plan_.workspace_bytes))
+      graph_error("{} {}: its GEMM needs {} bytes of workspace, the plan has {}; plan with "
+                  "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend)", op_name(node.op), node.name,
+                  p.workspace_bytes, plan_.workspace_bytes);
+    if (p.state) {
+      l.call.workspace = workspace;
+      l.call.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes);
     }
     launches_.push_back(l);
   }

@@ -58,6 +58,15 @@ struct ExecutableOptions {
   FeedCopy feed_copy = FeedCopy::threads_streaming;  // CUDA: how feeds go into pinned staging
 };
 
+// The call of one node: its op, attributes and tensors, with pointers from `ptr` (per
+// value id) or null ones (for Backend::prepare, which reads shapes only). Inputs past
+// kMaxOpInputs (variadic ops) go into `more`, which the call points at.
+kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<float*>* ptr,
+                          std::vector<kernels::TensorView>& more);
+// The largest workspace any node's kernel needs on this backend (its GEMMs'): what the
+// plan reserves in the arena (PlanOptions::workspace_bytes).
+int64_t gemm_workspace_bytes(const Graph& g, Backend& backend);
+
 class StaticExecutable {
  public:
   using Launch = ScheduledOp;
@@ -136,6 +145,7 @@ class StaticExecutable {
   std::vector<void*> input_buffers_;
   int64_t staging_bytes_ = 0, input_bytes_ = 0;
   std::vector<Launch> launches_;
+  std::vector<std::vector<kernels::TensorView>> more_;  // variadic inputs past kMaxOpInputs, per launch
   std::unique_ptr<DeviceRunner> runner_;  // CUDA only
 };
 

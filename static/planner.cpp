@@ -194,15 +194,20 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
         ++p.num_in_place;
       }
     }
-    p.storage[static_cast<size_t>(o)] = root;
-    p.placement[static_cast<size_t>(o)] = root == o ? Placement::arena : place;
-    if (root == o) {
-      group_last[static_cast<size_t>(o)] = L.last[static_cast<size_t>(o)];
-      p.first_step[static_cast<size_t>(o)] = s;
-    } else {
-      group_last[static_cast<size_t>(root)] = std::max(group_last[static_cast<size_t>(root)], L.last[static_cast<size_t>(o)]);
+    // Output 0 may share input 0's storage; a second output (fused ops) has its own.
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const int v = node.outputs[k];
+      const int r = k == 0 ? root : v;
+      p.storage[static_cast<size_t>(v)] = r;
+      p.placement[static_cast<size_t>(v)] = r == v ? Placement::arena : place;
+      if (r == v) {
+        group_last[static_cast<size_t>(v)] = L.last[static_cast<size_t>(v)];
+        p.first_step[static_cast<size_t>(v)] = s;
+      } else {
+        group_last[static_cast<size_t>(r)] = std::max(group_last[static_cast<size_t>(r)], L.last[static_cast<size_t>(v)]);
+      }
+      if (L.is_output[static_cast<size_t>(v)]) group_has_output[static_cast<size_t>(r)] = true;
     }
-    if (L.is_output[static_cast<size_t>(o)]) group_has_output[static_cast<size_t>(root)] = true;
   }
   std::vector<Block> blocks;
   for (int v = 0; v < nv; ++v) {
@@ -231,6 +236,13 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
   }
   int64_t live = 0;
   for (int s = 0; s < steps; ++s) p.lower_bound = std::max(p.lower_bound, live += delta[static_cast<size_t>(s)]);
+  if (opt.workspace_bytes < 0) graph_error("memory plan: workspace of {} bytes; give 0 or more", opt.workspace_bytes);
+  if (opt.workspace_bytes > 0) {
+    p.workspace_offset = align_up(p.arena_bytes, opt.alignment);
+    p.workspace_bytes = opt.workspace_bytes;
+    p.arena_bytes = p.workspace_offset + align_up(opt.workspace_bytes, opt.alignment);
+    p.lower_bound += opt.workspace_bytes;  // live at every step
+  }
 
   for (int v = 0; v < nv; ++v) {
     const int r = p.storage[static_cast<size_t>(v)];
@@ -244,8 +256,10 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
 
 std::string MemoryPlan::summary() const {
   const double ratio = lower_bound > 0 ? static_cast<double>(arena_bytes) / static_cast<double>(lower_bound) : 1.0;
-  return fmt::format("{} arena {} (lower bound {}, {:.3f}x), {} node(s) in place, external {}", plan_mode_name(mode),
-                     mib(arena_bytes), mib(lower_bound), ratio, num_in_place, mib(external_bytes));
+  return fmt::format("{} arena {} (lower bound {}, {:.3f}x{}), {} node(s) in place, external {}", plan_mode_name(mode),
+                     mib(arena_bytes), mib(lower_bound), ratio,
+                     workspace_bytes > 0 ? fmt::format("; GEMM workspace {}", mib(workspace_bytes)) : "", num_in_place,
+                     mib(external_bytes));
 }
 
 std::string check_plan(const Graph& g, const std::vector<int>& schedule, const MemoryPlan& plan) {
@@ -270,6 +284,8 @@ std::string check_plan(const Graph& g, const std::vector<int>& schedule, const M
       const int64_t off = plan.offset[static_cast<size_t>(v)];
       if (off < 0 || off % plan.alignment != 0) return fmt::format("value {} has offset {} (alignment {})", v, off, plan.alignment);
       if (off + bytes(v) > plan.arena_bytes) return fmt::format("value {} ends at {} past the arena {}", v, off + bytes(v), plan.arena_bytes);
+      if (plan.workspace_offset >= 0 && off + bytes(v) > plan.workspace_offset)
+        return fmt::format("value {} ends at {}, inside the workspace at {}", v, off + bytes(v), plan.workspace_offset);
       if (off != plan.offset[static_cast<size_t>(r)]) return fmt::format("value {} is not at its storage root's offset", v);
       if (bytes(v) != bytes(r)) return fmt::format("value {} shares storage of a different size", v);
     }

@@ -34,6 +34,10 @@ struct PlanOptions {
   PlanMode mode = PlanMode::planned;
   InPlacePolicy in_place = InPlacePolicy::elementwise;
   int64_t alignment = 256;  // bytes; every offset and the arena size are multiples of it
+  // A region the kernels need for the whole run besides the values: the GEMMs'
+  // workspace (the largest any of them needs, Backend::prepare). It goes at the arena's
+  // end and is live at every step.
+  int64_t workspace_bytes = 0;
 };
 
 // Which ops may run in place is the op table's kInPlace flag (op_can_run_in_place in
@@ -63,7 +67,9 @@ struct MemoryPlan {
   // Per node id: true when its output was placed over its input 0.
   std::vector<bool> in_place;
 
-  int64_t arena_bytes = 0;
+  int64_t arena_bytes = 0;         // the values and the workspace
+  int64_t workspace_offset = -1;   // where the workspace starts in the arena; -1 without one
+  int64_t workspace_bytes = 0;
   // max over steps of the bytes of storage groups live at that step (unaligned):
   // no plan for this schedule and these in-place decisions can use less.
   int64_t lower_bound = 0;

@@ -57,6 +57,10 @@ void cpu_sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int
 // Dims are given as in the tensors' shapes (before transposition).
 void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dims, int a_rank,
                 const float* b, const int64_t* b_dims, int b_rank, float* c);
+// The fused GEMMs of the graph passes (linear, linear_add, matmul_add, matmul_bias_grad):
+// the product, then the ops it fuses, each as its own kernel computes it, so a fused graph
+// gives the unfused graph's bits on the CPU.
+void cpu_gemm_op(const OpCall& c);
 // The batch-invariant product (kernels/matmul_mode.h) of one contiguous matrix pair:
 // A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
 void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
@@ -86,10 +90,11 @@ void cpu_gelu(const float* x, float* y, int64_t n);
 void cpu_gelu_grad(const float* dy, const float* x, float* dx, int64_t n);
 
 // ---- softmax over the last axis (softmax.cpp) ----------------------------------
-// softmax:      y[j] = exp(x[j] - max) / sum_k exp(x[k] - max)
-// softmax_grad: dx[j] = y[j] * (dy[j] - sum_k dy[k] y[k])     (y is softmax's output)
-void cpu_softmax_rows(const float* x, float* y, int64_t rows, int64_t cols);
-void cpu_softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols);
+// softmax:      y[j] = exp(a x[j] - max) / sum_k exp(a x[k] - max)   (a = alpha, 1 by default)
+// softmax_grad: dx[j] = a (y[j] * (dy[j] - sum_k dy[k] y[k]))         (y is softmax's output)
+// alpha folds a scale before softmax (and after its gradient) into the row kernel.
+void cpu_softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, float alpha = 1.0f);
+void cpu_softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, float alpha = 1.0f);
 
 // ---- layernorm over the last axis (layernorm.cpp) ------------------------------
 // Per row, two passes: mean = sum x / cols; var = sum (x - mean)^2 / cols (biased);
@@ -101,6 +106,9 @@ void cpu_softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t r
 void cpu_layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
                         int64_t cols, float eps);
 void cpu_layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
+                               int64_t cols, float eps);
+// dgamma and dbeta = sum of dy's rows, as layernorm_grad_gamma and reduce_sum give them.
+void cpu_layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
                                int64_t cols, float eps);
 void cpu_layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols,
                               float eps);

@@ -24,11 +24,11 @@ void run_cpu(const OpCall& c) {
     case OpKind::mul: return cpu_mul(x.data, y.data, out, n);
     case OpKind::relu_grad: return cpu_relu_grad(x.data, y.data, out, n);
     case OpKind::gelu_grad: return cpu_gelu_grad(x.data, y.data, out, n);
-    case OpKind::softmax_grad: return cpu_softmax_grad_rows(x.data, y.data, out, g.rows, g.cols);
+    case OpKind::softmax_grad: return cpu_softmax_grad_rows(x.data, y.data, out, g.rows, g.cols, c.attrs->alpha);
     case OpKind::scale: return cpu_scale(x.data, c.attrs->alpha, out, n);
     case OpKind::relu: return cpu_relu(x.data, out, n);
     case OpKind::gelu: return cpu_gelu(x.data, out, n);
-    case OpKind::softmax: return cpu_softmax_rows(x.data, out, g.rows, g.cols);
+    case OpKind::softmax: return cpu_softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha);
     case OpKind::copy: return cpu_copy(x.data, out, n);
     case OpKind::reshape: return cpu_reshape(x.data, out, n);
     case OpKind::bias_add: return cpu_bias_add(x.data, y.data, out, g.rows, g.cols);
@@ -51,6 +51,12 @@ void run_cpu(const OpCall& c) {
     case OpKind::fill: return cpu_fill(out, c.attrs->value, n);
     case OpKind::sgd: return cpu_sgd(x.data, y.data, c.attrs->lr, n);
     case OpKind::sgd_momentum: return cpu_sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n);
+    case OpKind::linear:
+    case OpKind::linear_add:
+    case OpKind::matmul_add:
+    case OpKind::matmul_bias_grad: return cpu_gemm_op(c);
+    case OpKind::layernorm_grad_params:
+      return cpu_layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps);
   }
   throw std::invalid_argument(std::string("run_cpu ") + op_name(c.op) + ": op has no CPU kernel");
 }

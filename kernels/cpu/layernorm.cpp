@@ -83,4 +83,10 @@ void cpu_layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, in
   }
 }
 
+void cpu_layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
+                               int64_t cols, float eps) {
+  cpu_layernorm_grad_gamma(dy, x, dgamma, rows, cols, eps);
+  cpu_reduce_sum(dy, dbeta, 1, rows, cols);
+}
+
 }  // namespace tg::kernels

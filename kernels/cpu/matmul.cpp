@@ -69,4 +69,22 @@ void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dim
     cpu_sgemm(false, p.trans_b, p.m, p.n, p.k, a, p.lda, b, p.ldb, c, p.ldc);
 }
 
+void cpu_gemm_op(const OpCall& c) {
+  const TensorView& x = c.in[0];
+  const TensorView& w = c.in[1];
+  const Attrs& at = *c.attrs;
+  const bool linear = c.op == OpKind::linear || c.op == OpKind::linear_add;
+  const bool bias_grad = c.op == OpKind::matmul_bias_grad;
+  cpu_matmul(bias_grad || (!linear && at.trans_a), !bias_grad && at.trans_b, x.data, x.shape.dims.data(),
+             x.shape.rank, w.data, w.shape.dims.data(), w.shape.rank, c.out.data);
+  const int64_t n = c.out.shape.numel(), cols = c.out.shape.last(), rows = n / cols;
+  if (linear) cpu_bias_add(c.out.data, c.in[2].data, c.out.data, rows, cols);
+  if (c.op == OpKind::linear && at.act == Act::relu) cpu_relu(c.out.data, c.out.data, n);
+  if (c.op == OpKind::linear && at.act == Act::gelu) cpu_gelu(c.out.data, c.out.data, n);
+  // The residual / the accumulated gradient is added last, as add(r, product) adds it.
+  if (c.op == OpKind::linear_add) cpu_add(c.in[3].data, c.out.data, c.out.data, n);
+  if (c.op == OpKind::matmul_add) cpu_add(c.in[2].data, c.out.data, c.out.data, n);
+  if (bias_grad) cpu_reduce_sum(w.data, c.out2.data, 1, w.shape[0], w.shape[1]);
+}
+
 }  // namespace tg::kernels

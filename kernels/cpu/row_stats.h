@@ -10,11 +10,15 @@ struct RowExpSum {
   double sum;  // sum_j exp(x_j - max), in double
 };
 
-inline RowExpSum row_exp_sum(const float* x, int64_t cols) {
-  float mx = x[0];
-  for (int64_t j = 1; j < cols; ++j) mx = x[j] > mx ? x[j] : mx;
+// The row of alpha * x (each product rounded to float, as the scale op rounds it).
+inline RowExpSum row_exp_sum(const float* x, int64_t cols, float alpha = 1.0f) {
+  float mx = alpha * x[0];
+  for (int64_t j = 1; j < cols; ++j) {
+    const float v = alpha * x[j];
+    mx = v > mx ? v : mx;
+  }
   double s = 0.0;
-  for (int64_t j = 0; j < cols; ++j) s += std::exp(static_cast<double>(x[j]) - mx);
+  for (int64_t j = 0; j < cols; ++j) s += std::exp(static_cast<double>(alpha * x[j]) - mx);
   return {mx, s};
 }
 

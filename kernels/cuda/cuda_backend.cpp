@@ -36,6 +36,7 @@ CudaBackend::CudaBackend(int device, bool tf32)
       name_(device_name(device_)),
       stream_(cuda::Stream::create()),
       cublas_(cuda::CublasHandle::create()),
+      lt_(cuda::CublasLtHandle::create()),
       workspace_(cuda::DeviceBuffer::allocate(kCublasWorkspaceBytes)),
       scratch_(cuda::DeviceBuffer::allocate(kScratchBytes)) {
   TG_CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
@@ -46,6 +47,12 @@ CudaBackend::CudaBackend(int device, bool tf32)
   ctx_.tf32 = tf32;
   ctx_.scratch = scratch_.as<float>();
   ctx_.scratch_bytes = scratch_.bytes();
+  // The GEMMs may use as much workspace as cuBLAS has: the heuristic then picks the same
+  // algorithms for a static plan (whose workspace is in its arena) and for dynamic.
+  lt_cache_ = std::make_unique<kernels::cuda::LtCache>(lt_.get(), kCublasWorkspaceBytes);
+  ctx_.lt = lt_cache_.get();
+  ctx_.workspace = workspace_.get();
+  ctx_.workspace_bytes = workspace_.bytes();
 }
 
 CudaBackend::~CudaBackend() {
@@ -93,6 +100,11 @@ void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::synchronize() { TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
+  const kernels::cuda::LtGemm* g = kernels::prepare_cuda(call, ctx_);
+  return g ? Prepared{g, g->workspace_bytes()} : Prepared{};
+}
 
 std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32) {
   return std::make_unique<CudaBackend>(device, tf32);

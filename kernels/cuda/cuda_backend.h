@@ -10,6 +10,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/matmul_lt.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg {
@@ -39,6 +40,9 @@ class CudaBackend : public Backend {
   cudaStream_t stream() const { return stream_.get(); }
   cublasHandle_t cublas() const { return cublas_.get(); }
   const kernels::CudaExecContext& context() const { return ctx_; }
+  // The cuBLASLt GEMM a call runs (the heuristic asked now, once per shape), or nothing
+  // for a call that is not a GEMM.
+  Prepared prepare(const kernels::OpCall& call) override;
 
  private:
   int device_;
@@ -46,7 +50,9 @@ class CudaBackend : public Backend {
   std::string name_;
   cuda::Stream stream_;
   cuda::CublasHandle cublas_;
+  cuda::CublasLtHandle lt_;
   cuda::DeviceBuffer workspace_;
+  std::unique_ptr<kernels::cuda::LtCache> lt_cache_;
   cuda::DeviceBuffer scratch_;
   kernels::CudaExecContext ctx_;
 };

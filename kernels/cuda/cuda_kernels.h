@@ -22,10 +22,20 @@
 
 namespace tg::kernels {
 
+namespace cuda {
+class LtCache;
+class LtGemm;
+}  // namespace cuda
+
 struct CudaExecContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   bool tf32 = false;
+  // The GEMMs (kernels/cuda/matmul_lt.h) and the workspace they run with unless the call
+  // brings its own (OpCall::workspace, the static executor's arena).
+  cuda::LtCache* lt = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
   // Stream-ordered scratch owned by the backend (layernorm_grad_gamma's row stats,
   // mse_loss's partial sums). Null is allowed: layernorm_grad_gamma then throws
   // std::invalid_argument and mse_loss runs on one block.
@@ -37,17 +47,24 @@ struct CudaExecContext {
 // op and the tensor when the call is malformed, tg::CudaError when CUDA fails.
 void run_cuda(const OpCall& call, const CudaExecContext& ctx);
 
+// For the GEMM-family ops (matmul and the fused GEMMs): the cuBLASLt GEMM the call runs,
+// prepared now (the heuristic asked once); null for the other ops and in the
+// batch-invariant mode. The static executor keeps it in OpCall::prepared.
+const cuda::LtGemm* prepare_cuda(const OpCall& call, const CudaExecContext& ctx);
+
 namespace cuda {
 
-// ---- matmul (matmul.cpp, cuBLAS) -------------------------------------------------
+// ---- matmul (matmul.cpp: cuBLASLt for the ops, cuBLAS sgemm for tg-matmul) -----------
 // Row-major, as cpu_sgemm / cpu_sgemm_batched / cpu_matmul.
 void sgemm(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t m, int64_t n,
            int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
 void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t batch,
                    int64_t m, int64_t n, int64_t k, const float* a, int64_t stride_a, const float* b,
                    int64_t stride_b, float* c);
-void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, const float* a,
-            const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c);
+// matmul, linear, linear_add, matmul_add, matmul_bias_grad: one cuBLASLt GEMM each
+// (matmul_lt.h), or the batch-invariant product and the unfused epilogue ops when
+// that mode is on.
+void gemm_op(const OpCall& c, const CudaExecContext& ctx);
 // The batch-invariant product (kernels/matmul_mode.h): `batch` contiguous matrix
 // pairs, A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n];
 // matmul() calls it when the mode is on.
@@ -83,8 +100,10 @@ void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
 void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
-void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
-void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, cudaStream_t s);
+// alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, float alpha, cudaStream_t s);
+void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, float alpha,
+                       cudaStream_t s);
 
 // ---- layernorm over the last axis (layernorm.cu) ----------------------------------------
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
@@ -94,6 +113,9 @@ void layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, 
 // scratch: at least 2 floats per row of one chunk; rows are processed in chunks that fit.
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
                           float* scratch, size_t scratch_bytes, cudaStream_t s);
+// dgamma as layernorm_grad_gamma and dbeta = the sum of dy's rows (layernorm_grad_params).
+void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
+                           float eps, float* scratch, size_t scratch_bytes, cudaStream_t s);
 // Per row: stats[2r] = mean, stats[2r+1] = rstd, as layernorm computes them.
 void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
 

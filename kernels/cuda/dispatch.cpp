@@ -19,18 +19,20 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
   const int64_t n = g.n;
   switch (c.op) {
     case OpKind::matmul:
-      return cuda::matmul(ctx.cublas, s, ctx.tf32, c.attrs->trans_a, c.attrs->trans_b, x.data, x.shape.dims.data(),
-                          x.shape.rank, y.data, y.shape.dims.data(), y.shape.rank, out);
+    case OpKind::linear:
+    case OpKind::linear_add:
+    case OpKind::matmul_add:
+    case OpKind::matmul_bias_grad: return cuda::gemm_op(c, ctx);
     case OpKind::add: return cuda::add(x.data, y.data, out, n, s);
     case OpKind::sub: return cuda::sub(x.data, y.data, out, n, s);
     case OpKind::mul: return cuda::mul(x.data, y.data, out, n, s);
     case OpKind::relu_grad: return cuda::relu_grad(x.data, y.data, out, n, s);
     case OpKind::gelu_grad: return cuda::gelu_grad(x.data, y.data, out, n, s);
-    case OpKind::softmax_grad: return cuda::softmax_grad_rows(x.data, y.data, out, g.rows, g.cols, s);
+    case OpKind::softmax_grad: return cuda::softmax_grad_rows(x.data, y.data, out, g.rows, g.cols, c.attrs->alpha, s);
     case OpKind::scale: return cuda::scale(x.data, c.attrs->alpha, out, n, s);
     case OpKind::relu: return cuda::relu(x.data, out, n, s);
     case OpKind::gelu: return cuda::gelu(x.data, out, n, s);
-    case OpKind::softmax: return cuda::softmax_rows(x.data, out, g.rows, g.cols, s);
+    case OpKind::softmax: return cuda::softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha, s);
     case OpKind::copy:
     case OpKind::reshape: return cuda::copy(x.data, out, n, s);  // reshape given its own memory copies
     case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s);
@@ -56,6 +58,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::sgd: return cuda::sgd(x.data, y.data, c.attrs->lr, n, s);
     case OpKind::sgd_momentum:
       return cuda::sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n, s);
+    case OpKind::layernorm_grad_params:
+      return cuda::layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps, ctx.scratch,
+                                         ctx.scratch_bytes, s);
   }
   throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) + ": op has no CUDA kernel");
 }

@@ -236,4 +236,12 @@ void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_
   }
 }
 
+// The two parameter gradients of a layernorm; dbeta is the column sum layernorm's bias
+// gradient (sum_rows in graph/autodiff.cpp) takes, on the same reduction frame.
+void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
+                           float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
+  layernorm_grad_gamma(dy, x, dgamma, rows, cols, eps, scratch, scratch_bytes, s);
+  reduce_sum(dy, dbeta, 1, rows, cols, s);
+}
+
 }  // namespace tg::kernels::cuda

@@ -1,13 +1,16 @@
-// matmul through cuBLAS. cuBLAS is column-major; a row-major [m,n] matrix is the
-// column-major [n,m] one, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T:
-// the operands swap places and keep their own leading dims.
+// The GEMM-family ops through cuBLASLt (matmul_lt.h), and cuBLAS's sgemm for tg-matmul's
+// direct measurement. cuBLAS is column-major; a row-major [m,n] matrix is the
+// column-major [n,m] one, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the
+// operands swap places and keep their own leading dims.
 #include <fmt/format.h>
 
 #include <climits>
+#include <string_view>
 #include <stdexcept>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/matmul_lt.h"
 #include "kernels/matmul_mode.h"
 #include "kernels/matmul_plan.h"
 
@@ -31,6 +34,100 @@ void prepare(cublasHandle_t h, cudaStream_t s, bool tf32) {
   TG_CUBLAS_CHECK(cublasGetStream(h, &cur));
   if (cur != s) TG_CUBLAS_CHECK(cublasSetStream(h, s));
   TG_CUBLAS_CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+// The operands of a GEMM-family call: A, B, the accumulated C, the bias (or bias
+// gradient output) and D, with the product's row-major folding.
+struct GemmCall {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  const float* c = nullptr;
+  const float* bias = nullptr;
+  float* d = nullptr;
+  MatmulPlan plan;
+  LtEpilogue epilogue = LtEpilogue::none;
+  bool accumulate = false;
+};
+
+LtEpilogue linear_epilogue(Act act) {
+  switch (act) {
+    case Act::none: return LtEpilogue::bias;
+    case Act::relu: return LtEpilogue::bias_relu;
+    case Act::gelu: return LtEpilogue::bias_gelu;
+  }
+  return LtEpilogue::bias;
+}
+
+GemmCall gemm_call(const OpCall& c) {
+  GemmCall g;
+  const Attrs& at = *c.attrs;
+  const TensorView& x = c.in[0];
+  const TensorView& w = c.in[1];
+  g.a = x.data;
+  g.b = w.data;
+  g.d = c.out.data;
+  const int64_t* xd = x.shape.dims.data();
+  const int64_t* wd = w.shape.dims.data();
+  if (c.op == OpKind::matmul) {
+    g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+  } else if (c.op == OpKind::linear || c.op == OpKind::linear_add) {
+    g.plan = plan_matmul(false, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    g.bias = c.in[2].data;
+    g.epilogue = c.op == OpKind::linear ? linear_epilogue(at.act) : LtEpilogue::bias;
+    g.accumulate = c.op == OpKind::linear_add;
+    g.c = g.accumulate ? c.in[3].data : nullptr;
+  } else if (c.op == OpKind::matmul_add) {
+    g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    g.accumulate = true;
+    g.c = c.in[2].data;
+  } else if (c.op == OpKind::matmul_bias_grad) {
+    g.plan = plan_matmul(true, false, xd, x.shape.rank, wd, w.shape.rank);
+    g.epilogue = LtEpilogue::bias_grad;
+    g.bias = c.out2.data;
+  } else {
+    throw std::logic_error(fmt::format("gemm_op: {} is not a GEMM", op_name(c.op)));
+  }
+  return g;
+}
+
+LtKey lt_key(const GemmCall& g, bool tf32) {
+  const MatmulPlan& p = g.plan;
+  LtKey k;
+  k.trans_a = p.trans_a;
+  k.trans_b = p.trans_b;
+  k.tf32 = tf32;
+  k.accumulate = g.accumulate;
+  k.epilogue = g.epilogue;
+  k.m = p.m;
+  k.n = p.n;
+  k.k = p.k;
+  if (p.batched) {
+    k.batch = p.batch;
+    k.lda = p.trans_a ? p.m : p.k;
+    k.ldb = p.trans_b ? p.k : p.n;
+    k.ldd = p.n;
+    k.stride_a = p.stride_a;
+    k.stride_b = p.stride_b;
+  } else {
+    k.lda = p.lda;
+    k.ldb = p.ldb;
+    k.ldd = p.ldc;
+  }
+  return k;
+}
+
+// The batch-invariant mode: the plain kernel summing over k in order, then the unfused
+// epilogue ops, so that fused and unfused graphs give the same bits there too.
+void gemm_invariant(const OpCall& c, const GemmCall& g, cudaStream_t s) {
+  const MatmulPlan& p = g.plan;
+  matmul_invariant(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, g.a, p.stride_a, g.b, p.stride_b, g.d, s);
+  const int64_t rows = p.batch * p.m, n = rows * p.n;
+  if (c.op == OpKind::linear || c.op == OpKind::linear_add) bias_add(g.d, g.bias, g.d, rows, p.n, s);
+  if (c.op == OpKind::linear && c.attrs->act == Act::relu) relu(g.d, g.d, n, s);
+  if (c.op == OpKind::linear && c.attrs->act == Act::gelu) gelu(g.d, g.d, n, s);
+  if (g.accumulate) add(g.c, g.d, g.d, n, s);
+  if (c.op == OpKind::matmul_bias_grad)
+    reduce_sum(c.in[1].data, c.out2.data, 1, c.in[1].shape[0], c.in[1].shape[1], s);
 }
 
 }  // namespace
@@ -65,15 +162,36 @@ void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bo
       blas_int(n, "ldc"), m * n, blas_int(batch, "batch")));
 }
 
-void matmul(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, const float* a,
-            const int64_t* a_dims, int a_rank, const float* b, const int64_t* b_dims, int b_rank, float* c) {
-  const MatmulPlan p = plan_matmul(trans_a, trans_b, a_dims, a_rank, b_dims, b_rank);
-  if (batch_invariant_matmul())
-    return matmul_invariant(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, a, p.stride_a, b, p.stride_b, c, s);
-  if (p.batched)
-    sgemm_batched(h, s, tf32, p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, a, p.stride_a, b, p.stride_b, c);
-  else
-    sgemm(h, s, tf32, false, p.trans_b, p.m, p.n, p.k, a, p.lda, b, p.ldb, c, p.ldc);
+void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
+  const GemmCall g = gemm_call(c);
+  if (batch_invariant_matmul()) return gemm_invariant(c, g, ctx.stream);
+  const MatmulPlan& p = g.plan;
+  if (p.batch == 0 || p.m == 0 || p.n == 0) return;
+  if (p.k == 0) {  // an empty sum: only the plain product has a meaning for it (zeros)
+    if (c.op != OpKind::matmul)
+      throw std::invalid_argument(fmt::format("run_cuda {}: the product has k = 0; give it a non-empty inner dim",
+                                              op_name(c.op)));
+    return fill(g.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
+  }
+  const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
+  if (!gemm) gemm = prepare_cuda(c, ctx);
+  void* ws = c.workspace ? c.workspace : ctx.workspace;
+  const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  gemm->run(ctx.lt->handle(), g.a, g.b, g.c, g.d, g.bias, ws, ws_bytes, ctx.stream);
 }
 
 }  // namespace tg::kernels::cuda
+
+namespace tg::kernels {
+
+const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
+  // The GEMM family is the op table's "matmul" kernel family.
+  if (std::string_view(op_traits(c.op).family) != "matmul" || batch_invariant_matmul()) return nullptr;
+  if (!ctx.lt) throw std::invalid_argument(fmt::format("run_cuda {}: no cuBLASLt cache; pass CudaExecContext::lt",
+                                                       op_name(c.op)));
+  const cuda::GemmCall g = cuda::gemm_call(c);
+  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0) return nullptr;
+  return &ctx.lt->get(cuda::lt_key(g, ctx.tf32));
+}
+
+}  // namespace tg::kernels

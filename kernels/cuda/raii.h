@@ -1,6 +1,7 @@
 #pragma once
 // Move-only owners of CUDA resources. A moved-from object holds nothing and its
 // destructor does nothing; destructors never throw (errors are logged).
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -44,6 +45,7 @@ inline void destroy_event(cudaEvent_t e) noexcept { TG_CUDA_CHECK_NOTHROW(cudaEv
 inline void destroy_graph(cudaGraph_t g) noexcept { TG_CUDA_CHECK_NOTHROW(cudaGraphDestroy(g)); }
 inline void destroy_exec(cudaGraphExec_t g) noexcept { TG_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(g)); }
 inline void destroy_cublas(cublasHandle_t h) noexcept { TG_CUBLAS_CHECK_NOTHROW(cublasDestroy(h)); }
+inline void destroy_cublaslt(cublasLtHandle_t h) noexcept { TG_CUBLAS_CHECK_NOTHROW(cublasLtDestroy(h)); }
 inline void free_device(void* p) noexcept { TG_CUDA_CHECK_NOTHROW(cudaFree(p)); }
 inline void free_pinned(void* p) noexcept { TG_CUDA_CHECK_NOTHROW(cudaFreeHost(p)); }
 }  // namespace detail
@@ -113,6 +115,19 @@ class CublasHandle : public UniqueHandle<cublasHandle_t, detail::destroy_cublas>
 
  private:
   explicit CublasHandle(cublasHandle_t h) : UniqueHandle(h) {}
+};
+
+class CublasLtHandle : public UniqueHandle<cublasLtHandle_t, detail::destroy_cublaslt> {
+ public:
+  CublasLtHandle() = default;
+  static CublasLtHandle create() {
+    cublasLtHandle_t h = nullptr;
+    TG_CUBLAS_CHECK(cublasLtCreate(&h));
+    return CublasLtHandle(h);
+  }
+
+ private:
+  explicit CublasLtHandle(cublasLtHandle_t h) : UniqueHandle(h) {}
 };
 
 // Bytes of device or pinned host memory.

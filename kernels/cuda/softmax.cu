@@ -14,24 +14,27 @@ namespace {
 // The row frame (rows.cuh) and its building blocks.
 using namespace detail;
 
+// alpha: softmax(alpha x), the scale before a softmax folded in (alpha 1: plain softmax).
 struct SoftmaxOp {
   const float* x;
   float* y;
   int64_t cols;
+  float alpha;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
     const float* xr = x + row * cols;
     float* yr = y + row * cols;
     RowCache<VPT> c;
     float m, s;
-    exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
+    exp_sum<G, VPT>(xr, cols, t, smem, c, m, s, alpha);
     const float inv = 1.0f / s;
-    TG_ROW_LOOP(k, j) { yr[j] = cached_exp(c, k, xr, j, m) * inv; }
+    TG_ROW_LOOP(k, j) { yr[j] = cached_exp(c, k, xr, j, m, alpha) * inv; }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
     float v[NV][4];
     load_row4<NV>(x + row * cols, t, nq, v);
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] = __fmul_rn(alpha, v[k][i]);
     float m, s;
     exp_sum4<NV>(v, t, nq, m, s);
     const float inv = 1.0f / s;
@@ -40,11 +43,13 @@ struct SoftmaxOp {
   }
 };
 
+// alpha: scale(softmax_grad(dy, y), alpha), the scale after the gradient folded in.
 struct SoftmaxGradOp {
   const float* dy;
   const float* y;
   float* dx;
   int64_t cols;
+  float alpha;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
     const float* dyr = dy + row * cols;
@@ -59,7 +64,7 @@ struct SoftmaxGradOp {
       dot += a * b;
     }
     dot = group_sum<G>(dot, smem);
-    TG_ROW_LOOP(k, j) { dxr[j] = cy.get(k, yr, j) * (cd.get(k, dyr, j) - dot); }
+    TG_ROW_LOOP(k, j) { dxr[j] = __fmul_rn(alpha, cy.get(k, yr, j) * (cd.get(k, dyr, j) - dot)); }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
@@ -69,17 +74,18 @@ struct SoftmaxGradOp {
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) acc[i] += a[k][i] * b[k][i];
     const float dot = warp_sum(sum4(acc));
-    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) a[k][i] = b[k][i] * (a[k][i] - dot);
+    TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) a[k][i] = __fmul_rn(alpha, b[k][i] * (a[k][i] - dot));
     store_row4<NV>(dx + row * cols, t, nq, a);
   }
 };
 
 }  // namespace
 
-void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
-  launch_rows(SoftmaxOp{x, y, cols}, rows, cols, aligned16(x) && aligned16(y), s);
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, float alpha, cudaStream_t s) {
+  launch_rows(SoftmaxOp{x, y, cols, alpha}, rows, cols, aligned16(x) && aligned16(y), s);
 }
-void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, cudaStream_t s) {
-  launch_rows(SoftmaxGradOp{dy, y, dx, cols}, rows, cols, aligned16(dy) && aligned16(y) && aligned16(dx), s);
+void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, float alpha,
+                       cudaStream_t s) {
+  launch_rows(SoftmaxGradOp{dy, y, dx, cols, alpha}, rows, cols, aligned16(dy) && aligned16(y) && aligned16(dx), s);
 }
 }  // namespace tg::kernels::cuda

@@ -6,20 +6,21 @@
 
 namespace tg::kernels::cuda::detail {
 
-// Row max and sum of exp(x - max); the cache ends up holding exp(x - max).
+// Row max and sum of exp(a - max) over a = alpha * x (rounded as the scale op rounds it;
+// alpha 1 is exact); the cache ends up holding exp(a - max).
 template <int G, int VPT>
 __device__ __forceinline__ void exp_sum(const float* x, int64_t cols, int t, float* smem, RowCache<VPT>& c,
-                                        float& m, float& s) {
+                                        float& m, float& s, float alpha = 1.0f) {
   m = -INFINITY;
   TG_ROW_LOOP(k, j) {
-    const float a = x[j];
+    const float a = __fmul_rn(alpha, x[j]);
     c.put(k, a);
     m = fmaxf(m, a);
   }
   m = group_max<G>(m, smem);
   s = 0.0f;
   TG_ROW_LOOP(k, j) {
-    const float e = expf(c.get(k, x, j) - m);
+    const float e = expf((VPT > 0 ? c.get(k, x, j) : __fmul_rn(alpha, x[j])) - m);
     c.put(k, e);
     s += e;
   }
@@ -27,11 +28,12 @@ __device__ __forceinline__ void exp_sum(const float* x, int64_t cols, int t, flo
 }
 
 template <int VPT>
-__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const float* x, int64_t j, float m) {
+__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const float* x, int64_t j, float m,
+                                            float alpha = 1.0f) {
   if constexpr (VPT > 0) {
     return c.v[k];
   } else {
-    return expf(x[j] - m);
+    return expf(__fmul_rn(alpha, x[j]) - m);
   }
 }
 

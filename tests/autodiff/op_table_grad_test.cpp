@@ -15,7 +15,8 @@ TEST_CASE("gradcheck: every differentiable op of the table, every sample") {
   int checked_ops = 0;
   for (OpKind op : all_ops()) {
     if (!op_is_differentiable(op)) continue;
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
       GradCheckOptions opt;

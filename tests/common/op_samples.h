@@ -73,8 +73,12 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     }
     case OpKind::gelu: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5)};
     case OpKind::gelu_grad: return {tol(sample("[3,4]", {m, m}), 2e-6, 2e-5)};
-    case OpKind::softmax: return {tol(sample("[3,5]", {{3, 5}}), 2e-6, 2e-5)};
-    case OpKind::softmax_grad: return {tol(sample("[3,5]", {{3, 5}, {3, 5}}), 1e-5, 1e-4)};
+    case OpKind::softmax:
+      return {tol(sample("[3,5]", {{3, 5}}), 2e-6, 2e-5),
+              tol(with(sample("alpha 0.125", {{3, 5}}), [](Attrs& t) { t.alpha = 0.125f; }), 2e-6, 2e-5)};
+    case OpKind::softmax_grad:
+      return {tol(sample("[3,5]", {{3, 5}, {3, 5}}), 1e-5, 1e-4),
+              tol(with(sample("alpha 0.125", {{3, 5}, {3, 5}}), [](Attrs& t) { t.alpha = 0.125f; }), 1e-5, 1e-4)};
     case OpKind::layernorm: return {tol(sample("[3,6]", {{3, 6}, {6}, {6}}), 1e-5, 1e-4)};
     case OpKind::layernorm_grad_x: return {tol(sample("[3,6]", {{3, 6}, {3, 6}, {6}}), 5e-4, 2e-3)};
     case OpKind::layernorm_grad_gamma: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
@@ -123,6 +127,25 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         t.lr = 0.05f;
         t.momentum = 0.9f;
       })};
+    case OpKind::linear: {
+      const double a = 1e-5, r = 1e-4;  // cuBLASLt sums in another order; its GELU is its own
+      auto act = [](Act x) { return [x](Attrs& t) { t.act = x; }; };
+      return {tol(sample("bias", {{3, 5}, {5, 4}, {4}}), a, r),
+              tol(with(sample("bias relu", {{3, 5}, {5, 4}, {4}}), act(Act::relu)), a, r),
+              tol(with(sample("bias gelu", {{3, 5}, {5, 4}, {4}}), act(Act::gelu)), 1e-4, 1e-3),
+              tol(with(sample("W^T", {{3, 5}, {4, 5}, {4}}), [](Attrs& t) { t.trans_b = true; }), a, r),
+              tol(with(sample("rank-3 x, relu", {{2, 3, 5}, {5, 4}, {4}}), act(Act::relu)), a, r)};
+    }
+    case OpKind::linear_add:
+      return {tol(sample("bias + residual", {{3, 5}, {5, 4}, {4}, {3, 4}}), 1e-5, 1e-4),
+              tol(sample("rank-3 x", {{2, 3, 5}, {5, 4}, {4}, {2, 3, 4}}), 1e-5, 1e-4)};
+    case OpKind::matmul_add:
+      return {tol(sample("A B + C", {{3, 5}, {5, 4}, {3, 4}}), 1e-5, 1e-4),
+              tol(with(sample("A B^T + C", {{3, 5}, {4, 5}, {3, 4}}), [](Attrs& t) { t.trans_b = true; }), 1e-5, 1e-4),
+              tol(with(sample("A^T B + C", {{5, 3}, {5, 4}, {3, 4}}), [](Attrs& t) { t.trans_a = true; }), 1e-5, 1e-4),
+              tol(sample("batched", {{2, 3, 5}, {2, 5, 4}, {2, 3, 4}}), 1e-5, 1e-4)};
+    case OpKind::matmul_bias_grad: return {tol(sample("[6,3]^T [6,4]", {{6, 3}, {6, 4}}), 1e-5, 1e-4)};
+    case OpKind::layernorm_grad_params: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
   }
   return {};
 }

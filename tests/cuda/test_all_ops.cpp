@@ -17,7 +17,8 @@ TEST_CASE("cuda == cpu for every op in the table (samples, aligned and not, in p
   uint64_t seed = 5000;
   int ops = 0;
   for (OpKind op : all_ops()) {
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
       OpCase c;

@@ -40,7 +40,8 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
 template <typename F>
 void for_each_recorded_sample(const F& f) {
   for (OpKind op : all_ops()) {
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
       OneNode r;
@@ -54,7 +55,8 @@ void for_each_recorded_sample(const F& f) {
 
 TEST_CASE("op table: every op has samples its shape rule accepts, with the table's arity") {
   for (OpKind op : all_ops()) {
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     const std::vector<OpSample> samples = op_samples(op);
     CHECK_MESSAGE(!samples.empty(), op_name(op), " has no samples in tests/common/op_samples.h");
     for (const OpSample& s : samples) {
@@ -104,7 +106,8 @@ TEST_CASE("op table: every attribute a sample sets survives a graph file (the at
 TEST_CASE("op table: in-place and view ops may share input 0, and the kernel files of each family exist") {
   namespace fs = std::filesystem;
   for (OpKind op : all_ops()) {
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     const bool shares_input0 = op_can_run_in_place(op) || op_is_view(op);
     if (shares_input0) CHECK(op_output_may_alias(op, 0));
     if (op_can_run_in_place(op)) CHECK(op_reads_attr(op, AttrId::in_place));

@@ -14,7 +14,8 @@ TEST_CASE("run_cpu has a kernel for every op and writes every output element") {
   int covered = 0;
   for (OpKind op : all_ops()) {
     const std::vector<OpSample> samples = op_samples(op);
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     REQUIRE_FALSE(samples.empty());
     for (const OpSample& s : samples) {
       CAPTURE(s.what);

@@ -37,8 +37,9 @@ inline Tensor tensor(Shape s, std::vector<float> v) {
 inline Tensor run_op(OpKind op, std::vector<Tensor> ins, const Attrs& at = {}) {
   std::vector<Shape> shapes;
   for (const Tensor& t : ins) shapes.push_back(t.shape);
-  Tensor out;
-  out.shape = infer_shape(op, shapes, at, "test");
+  const std::vector<Shape> outs = infer_shapes(op, shapes, at, "test");
+  Tensor out, second;  // a second output (fused ops) is run and checked for NaN, not returned
+  out.shape = outs.at(0);
   out.data.assign(static_cast<size_t>(out.shape.numel()), std::numeric_limits<float>::quiet_NaN());
   kernels::OpCall c;
   c.op = op;
@@ -46,7 +47,13 @@ inline Tensor run_op(OpKind op, std::vector<Tensor> ins, const Attrs& at = {}) {
   c.num_inputs = static_cast<int>(ins.size());
   for (size_t i = 0; i < ins.size(); ++i) c.in[i] = {ins[i].data.data(), ins[i].shape};
   c.out = {out.data.data(), out.shape};
+  if (outs.size() > 1) {
+    second.shape = outs[1];
+    second.data.assign(static_cast<size_t>(second.shape.numel()), std::numeric_limits<float>::quiet_NaN());
+    c.out2 = {second.data.data(), second.shape};
+  }
   kernels::run_cpu(c);
+  for (float v : second.data) REQUIRE_MESSAGE(!std::isnan(v), op_name(op), ": an element of its second output is unwritten");
   return out;
 }
 

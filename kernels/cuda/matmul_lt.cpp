@@ -1,0 +1,149 @@
+#include "kernels/cuda/matmul_lt.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "kernels/cuda/check.h"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
+  switch (e) {
+    case LtEpilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
+    case LtEpilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
+    case LtEpilogue::bias_relu: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case LtEpilogue::bias_gelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case LtEpilogue::bias_grad: return CUBLASLT_EPILOGUE_BGRADA;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+const char* epilogue_name(LtEpilogue e) {
+  switch (e) {
+    case LtEpilogue::none: return "none";
+    case LtEpilogue::bias: return "bias";
+    case LtEpilogue::bias_relu: return "bias_relu";
+    case LtEpilogue::bias_gelu: return "bias_gelu";
+    case LtEpilogue::bias_grad: return "bias_grad";
+  }
+  return "?";
+}
+
+// A column-major layout of `rows` x `cols` with leading dim `ld`, batched when batch > 1.
+cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+  if (batch > 1) {
+    const int32_t count = static_cast<int32_t>(batch);
+    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    TG_CUBLAS_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  }
+  return l;
+}
+
+}  // namespace
+
+bool LtKey::operator==(const LtKey& o) const {
+  return trans_a == o.trans_a && trans_b == o.trans_b && tf32 == o.tf32 && accumulate == o.accumulate &&
+         epilogue == o.epilogue && batch == o.batch && m == o.m && n == o.n && k == o.k && lda == o.lda &&
+         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b;
+}
+
+std::string LtKey::str() const {
+  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}", batch > 1 ? "batched " : "", batch, m, k,
+                     trans_a ? "^T" : "", n, trans_b ? "^T" : "", epilogue_name(epilogue),
+                     accumulate ? " + C" : "", tf32 ? " tf32" : "");
+}
+
+size_t LtKeyHash::operator()(const LtKey& k) const {
+  size_t h = 0;
+  auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  mix((k.trans_a ? 1 : 0) | (k.trans_b ? 2 : 0) | (k.tf32 ? 4 : 0) | (k.accumulate ? 8 : 0) |
+      (static_cast<int>(k.epilogue) << 4));
+  for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b}) mix(v);
+  return h;
+}
+
+LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key_(key) {
+  try {
+    TG_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                             CUDA_R_32F));
+    // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's A is our B, its B our A.
+    const cublasOperation_t ta = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const cublasLtEpilogue_t e = lt_epilogue(key.epilogue);
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+    // Stored shapes (before op): our B is k x n row-major = n x k column-major (k x n when transposed).
+    la_ = key.trans_b ? layout(key.k, key.n, key.ldb, key.batch, key.stride_b)
+                      : layout(key.n, key.k, key.ldb, key.batch, key.stride_b);
+    lb_ = key.trans_a ? layout(key.m, key.k, key.lda, key.batch, key.stride_a)
+                      : layout(key.k, key.m, key.lda, key.batch, key.stride_a);
+    ld_ = layout(key.n, key.m, key.ldd, key.batch, key.m * key.ldd);
+    cublasLtMatmulPreference_t pref = nullptr;
+    TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = [&] {
+      const cublasStatus_t a = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                    &max_workspace, sizeof max_workspace);
+      if (a != CUBLAS_STATUS_SUCCESS) return a;
+      return cublasLtMatmulAlgoGetHeuristic(h, op_, la_, lb_, ld_, ld_, pref, 1, &result, &found);
+    }();
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found < 1)
+      throw CudaError(fmt::format("cuBLASLt offers no algorithm for {} (status {}, {} found, workspace limit {} "
+                                  "bytes); this GEMM cannot run on this device through cuBLASLt",
+                                  key.str(), static_cast<int>(st), found, max_workspace));
+    algo_ = result.algo;
+    workspace_ = result.workspaceSize;
+  } catch (...) {
+    destroy();
+    throw;
+  }
+}
+
+LtGemm::~LtGemm() { destroy(); }
+
+void LtGemm::destroy() noexcept {
+  if (ld_) cublasLtMatrixLayoutDestroy(ld_);
+  if (lb_) cublasLtMatrixLayoutDestroy(lb_);
+  if (la_) cublasLtMatrixLayoutDestroy(la_);
+  if (op_) cublasLtMatmulDescDestroy(op_);
+  ld_ = lb_ = la_ = nullptr;
+  op_ = nullptr;
+}
+
+void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float* c, float* d, const float* bias,
+                 void* ws, size_t ws_bytes, cudaStream_t s) const {
+  if (ws_bytes < workspace_)
+    throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: needs {} bytes of workspace, the call has {}",
+                                            key_.str(), workspace_, ws_bytes));
+  if (key_.epilogue != LtEpilogue::none) {
+    if (!bias) throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: the bias pointer is null", key_.str()));
+    // The descriptor is shared by every call of this shape; the pointer is set per call,
+    // before the launch, on the calling thread (LtCache callers run one stream each).
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  }
+  const float one = 1.0f, zero = 0.0f;
+  const float* cc = key_.accumulate ? c : d;
+  TG_CUBLAS_CHECK(cublasLtMatmul(h, op_, &one, b, la_, a, lb_, key_.accumulate ? &one : &zero, cc, ld_, d, ld_, &algo_,
+                                 ws, workspace_, s));
+}
+
+const LtGemm& LtCache::get(const LtKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = gemms_.find(key);
+  if (it != gemms_.end()) return *it->second;
+  auto g = std::make_unique<LtGemm>(h_, key, max_workspace_);
+  const LtGemm& ref = *g;
+  gemms_.emplace(key, std::move(g));
+  return ref;
+}
+
+}  // namespace tg::kernels::cuda

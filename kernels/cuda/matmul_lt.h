@@ -1,0 +1,93 @@
+#pragma once
+// GEMMs through cuBLASLt, for the plain matmul of both executors and the fused GEMMs of
+// the static compiler's passes (linear, linear_add, matmul_add, matmul_bias_grad).
+//
+// Why cuBLASLt: its epilogues fuse the bias, ReLU/GELU and the bias gradient into the
+// GEMM (docs/results/h200-probes/lt-epilogues-*.txt measured each on the H200), and one
+// API for the plain and the fused products keeps the kernels of an unfused static graph
+// and of the dynamic executor identical: both ask the same cache for the same shape.
+//
+// Row-major problems map onto cuBLASLt's column-major ones as in matmul.cpp: the
+// row-major [m,n] D is the column-major [n,m] one, so D = op(A) op(B) is computed as
+// D^T = op(B)^T op(A)^T with the operands swapped. A row-major bias over D's columns is
+// then a bias over the column-major D's rows, which is what cuBLASLt's BIAS adds, and
+// the bias gradient over D's rows (matmul_bias_grad's sum of dz's rows) is BGRADA.
+//
+// The heuristic's first algorithm is chosen once per shape and epilogue (LtCache), and
+// kept: the static executor looks it up at compile time (OpCall::prepared) and gives it
+// a workspace in its arena; the dynamic executor looks it up per call.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace tg::kernels::cuda {
+
+enum class LtEpilogue : uint8_t {
+  none,       // D = op(A) op(B) (+ C)
+  bias,       // + bias[n] (+ C)
+  bias_relu,  // relu(... + bias)
+  bias_gelu,  // gelu(... + bias), the tanh form, as the gelu op
+  bias_grad,  // and bias_grad[n] = sum over the k rows of B (matmul_bias_grad, trans_a)
+};
+
+// One GEMM in row-major terms: D[b] (m x n) = op(A[b]) (m x k) op(B[b]) (k x n) [+ C[b]],
+// leading dims of the stored operands, batch strides in elements (stride_b 0: one B).
+struct LtKey {
+  bool trans_a = false, trans_b = false, tf32 = false, accumulate = false;
+  LtEpilogue epilogue = LtEpilogue::none;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0;
+  bool operator==(const LtKey& o) const;
+  std::string str() const;
+};
+struct LtKeyHash {
+  size_t operator()(const LtKey& k) const;
+};
+
+// Descriptors and the chosen algorithm of one LtKey.
+class LtGemm {
+ public:
+  // Throws CudaError when cuBLASLt offers no algorithm for the key within max_workspace.
+  LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  const LtKey& key() const { return key_; }
+  size_t workspace_bytes() const { return workspace_; }
+  // c: the accumulated term (key.accumulate), may equal d. bias: the bias vector, or the
+  // bias gradient's output (bias_grad). ws must hold workspace_bytes().
+  void run(cublasLtHandle_t h, const float* a, const float* b, const float* c, float* d, const float* bias,
+           void* ws, size_t ws_bytes, cudaStream_t s) const;
+
+ private:
+  void destroy() noexcept;
+  LtKey key_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, ld_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  size_t workspace_ = 0;
+};
+
+// The prepared GEMMs of one backend, by key. Entries live as long as the cache.
+class LtCache {
+ public:
+  LtCache(cublasLtHandle_t h, size_t max_workspace) : h_(h), max_workspace_(max_workspace) {}
+  const LtGemm& get(const LtKey& key);
+  cublasLtHandle_t handle() const { return h_; }
+  size_t max_workspace() const { return max_workspace_; }
+
+ private:
+  cublasLtHandle_t h_;
+  size_t max_workspace_;
+  std::mutex mu_;
+  std::unordered_map<LtKey, std::unique_ptr<LtGemm>, LtKeyHash> gemms_;
+};
+
+}  // namespace tg::kernels::cuda
