@@ -16,9 +16,9 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 }  // namespace
 
 std::string CompileTimings::str() const {
-  return fmt::format("record {:.3f} ms, autodiff {:.3f}, validate {:.3f}, plan {:.3f}, schedule {:.3f}, capture {:.3f}, "
-                     "instantiate {:.3f} (total {:.3f} ms)",
-                     record, autodiff, validate, plan, schedule, capture, instantiate, total());
+  return fmt::format("record {:.3f} ms, autodiff {:.3f}, passes {:.3f}, validate {:.3f}, plan {:.3f}, schedule {:.3f}, "
+                     "capture {:.3f}, instantiate {:.3f} (total {:.3f} ms)",
+                     record, autodiff, passes, validate, plan, schedule, capture, instantiate, total());
 }
 
 CompiledPlan compile(const ModelFn& model, const CompileOptions& opt) {
@@ -51,6 +51,15 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   if (loss >= static_cast<int>(graph.values.size()))
     throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
   auto t0 = Clock::now();
+  if (!opt.passes.empty()) {
+    // The passes renumber values; the loss keeps its name (a graph output is never fused away).
+    validate(graph);  // a pass assumes a valid graph
+    const std::string loss_name = loss >= 0 ? graph.values[static_cast<size_t>(loss)].name : "";
+    graph = run_passes(std::move(graph), opt.passes, &out.pass_stats);
+    if (loss >= 0) loss = graph.find_value(loss_name);
+  }
+  t.passes = ms_since(t0);
+  t0 = Clock::now();
   validate(graph);  // names the node, op and shapes of every problem
   const std::vector<int> order = graph.topo_order();
   t.validate = ms_since(t0);

@@ -10,6 +10,7 @@
 #include "graph/training.h"
 #include "kernels/backend.h"
 #include "static/executable.h"
+#include "static/passes/pass.h"
 #include "static/planner.h"
 
 namespace tg {
@@ -17,6 +18,9 @@ namespace tg {
 struct CompileOptions {
   bool training = true;           // false: the inference graph (forward, prediction only)
   TrainOptions train;
+  // The graph passes between autodiff and planning (static/passes/pass.h). none: the
+  // graph autodiff made, which runs the same kernels as the dynamic executor.
+  PassSet passes = PassSet::none();
   PlanOptions plan;
   bool use_cuda_graph = true;     // CUDA: capture + replay; false: plain launches of the schedule
   bool instantiate = true;        // false: capture only (the `update` strategy instantiates)
@@ -31,14 +35,15 @@ struct CompileOptions {
 // Milliseconds per phase. `record` is the forward recording alone; `autodiff`
 // the rest of build_training_graph (backward and update nodes).
 struct CompileTimings {
-  double record = 0, autodiff = 0, validate = 0, plan = 0, schedule = 0, capture = 0, instantiate = 0;
-  double total() const { return record + autodiff + validate + plan + schedule + capture + instantiate; }
+  double record = 0, autodiff = 0, passes = 0, validate = 0, plan = 0, schedule = 0, capture = 0, instantiate = 0;
+  double total() const { return record + autodiff + passes + validate + plan + schedule + capture + instantiate; }
   std::string str() const;
 };
 
 struct CompiledPlan {
-  std::shared_ptr<const Graph> graph;
+  std::shared_ptr<const Graph> graph;  // after the passes
   CompileTimings timings;
+  std::vector<PassStats> pass_stats;   // one per pass that ran
   int loss = -1;        // value id, -1 for inference
   int prediction = -1;  // value id
   std::unique_ptr<StaticExecutable> exec;
@@ -54,7 +59,8 @@ struct CompiledPlan {
 CompiledPlan compile(const ModelFn& model, const CompileOptions& opt = {});
 
 // The phases after autodiff, for a graph built elsewhere (a graph file, a test).
-// `loss` is the value id that step() returns, or -1. `t` receives the timings.
+// `loss` is the value id that step() returns, or -1 (an id of `graph`, before the passes
+// renumber it). `t` receives the timings.
 CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt = {}, CompileTimings t = {},
                            std::vector<std::string> pruned_inputs = {});
 

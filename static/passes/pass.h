@@ -1,0 +1,62 @@
+#pragma once
+// The graph passes of the static compiler: rewrites of the training (or inference)
+// graph between autodiff and memory planning, each a pure function Graph -> Graph that
+// keeps the graph's meaning and fuses ops into fewer kernels. What each one buys is
+// measured in tg-train and tg-kernels (docs/compiler.md).
+//
+// Every pass keeps the names of the values it does not remove (inputs, parameters,
+// the loss and the prediction, every graph output), so feeds and reads by name, the
+// parameter store and the executors' comparisons work on a rewritten graph too. A pass
+// never fuses away a value that is a graph output or that another node still reads.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tg {
+
+// In pipeline order: run_passes applies the selected ones in this order.
+enum class PassId : uint8_t {
+  rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
+  linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
+};
+constexpr int kNumPasses = 2;
+const char* pass_name(PassId p);
+
+class PassSet {
+ public:
+  static PassSet none() { return PassSet(0); }
+  static PassSet all() { return PassSet((1u << kNumPasses) - 1); }
+  static PassSet only(PassId p) { return PassSet(1u << static_cast<unsigned>(p)); }
+  bool has(PassId p) const { return (bits_ >> static_cast<unsigned>(p)) & 1u; }
+  bool empty() const { return bits_ == 0; }
+  PassSet with(PassId p) const { return PassSet(bits_ | (1u << static_cast<unsigned>(p))); }
+  bool operator==(const PassSet& o) const { return bits_ == o.bits_; }
+  // "none", "all", or the names in pipeline order joined by ','.
+  std::string str() const;
+
+ private:
+  explicit PassSet(uint32_t bits) : bits_(bits) {}
+  uint32_t bits_;
+};
+
+// "none", "all", or a comma-separated list of pass names (any order; each once).
+// Throws std::invalid_argument naming the bad word and listing the passes.
+PassSet parse_passes(const std::string& text);
+
+// What one pass did, for reports: nodes before and after, and its time.
+struct PassStats {
+  PassId pass;
+  int nodes_before = 0, nodes_after = 0;
+  double ms = 0;
+};
+
+// Applies the passes of `set` in pipeline order.
+Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats = nullptr);
+
+// The passes one by one (pure functions; see each file).
+Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
+Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
+
+}  // namespace tg

@@ -1,0 +1,73 @@
+#include <fmt/format.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "static/passes/pass.h"
+
+namespace tg {
+
+const char* pass_name(PassId p) {
+  switch (p) {
+    case PassId::rows: return "rows";
+    case PassId::linear: return "linear";
+  }
+  return "?";
+}
+
+std::string PassSet::str() const {
+  if (empty()) return "none";
+  if (*this == all()) return "all";
+  std::string s;
+  for (int i = 0; i < kNumPasses; ++i)
+    if (has(static_cast<PassId>(i))) s += (s.empty() ? "" : ",") + std::string(pass_name(static_cast<PassId>(i)));
+  return s;
+}
+
+PassSet parse_passes(const std::string& text) {
+  auto names = [] {
+    std::string s;
+    for (int i = 0; i < kNumPasses; ++i) s += (i ? ", " : "") + std::string(pass_name(static_cast<PassId>(i)));
+    return s;
+  };
+  if (text == "none") return PassSet::none();
+  if (text == "all") return PassSet::all();
+  PassSet set = PassSet::none();
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string word = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int found = -1;
+    for (int i = 0; i < kNumPasses; ++i)
+      if (word == pass_name(static_cast<PassId>(i))) found = i;
+    if (found < 0)
+      throw std::invalid_argument(fmt::format("passes '{}': '{}' is not a pass; give none, all, or a comma list of: {}",
+                                              text, word, names()));
+    if (set.has(static_cast<PassId>(found)))
+      throw std::invalid_argument(fmt::format("passes '{}': '{}' is given twice; name each pass once", text, word));
+    set = set.with(static_cast<PassId>(found));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return set;
+}
+
+Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < kNumPasses; ++i) {
+    const PassId p = static_cast<PassId>(i);
+    if (!set.has(p)) continue;
+    const auto t0 = Clock::now();
+    const int before = static_cast<int>(g.nodes.size());
+    switch (p) {
+      case PassId::rows: g = pass_rows(g); break;
+      case PassId::linear: g = pass_linear(g); break;
+    }
+    if (stats)
+      stats->push_back({p, before, static_cast<int>(g.nodes.size()),
+                        std::chrono::duration<double, std::milli>(Clock::now() - t0).count()});
+  }
+  return g;
+}
+
+}  // namespace tg

@@ -1,0 +1,83 @@
+#include "static/passes/rewrite.h"
+
+#include <algorithm>
+
+#include "graph/errors.h"
+
+namespace tg {
+
+GraphRewrite::GraphRewrite(const Graph& src)
+    : src_(src), consumers_(src.consumers()), removed_(src.nodes.size(), false) {}
+
+bool GraphRewrite::only_read_by(int v, int node) const {
+  const std::vector<int>& c = consumers_[static_cast<size_t>(v)];
+  if (c.size() != 1 || c[0] != node) return false;
+  for (int o : src_.outputs)
+    if (o == v) return false;
+  // A node reading v twice (mul(x, x)) lists it once in consumers(): count its reads.
+  const Node& n = src_.nodes[static_cast<size_t>(node)];
+  return std::count(n.inputs.begin(), n.inputs.end(), v) == 1;
+}
+
+void GraphRewrite::remove(int node) { removed_[static_cast<size_t>(node)] = true; }
+
+int GraphRewrite::add_value(ValueInfo v) {
+  new_values_.push_back(std::move(v));
+  return static_cast<int>(src_.values.size() + new_values_.size()) - 1;
+}
+
+void GraphRewrite::add_node(Node n, int anchor) { added_.push_back({std::move(n), anchor}); }
+
+Graph GraphRewrite::finish() const {
+  const size_t nsrc = src_.values.size();
+  const size_t nall = nsrc + new_values_.size();
+  auto info = [&](int v) -> const ValueInfo& {
+    return static_cast<size_t>(v) < nsrc ? src_.values[static_cast<size_t>(v)] : new_values_[static_cast<size_t>(v) - nsrc];
+  };
+  // The nodes in order: each kept node at its own index, each added one at its anchor's
+  // (after it; in the order added when several share an anchor).
+  std::vector<std::vector<const Node*>> at(src_.nodes.size());
+  for (size_t i = 0; i < src_.nodes.size(); ++i)
+    if (!removed_[i]) at[i].push_back(&src_.nodes[i]);
+  for (const Added& a : added_) at[static_cast<size_t>(a.anchor)].push_back(&a.node);
+  std::vector<const Node*> nodes;
+  for (const auto& list : at) nodes.insert(nodes.end(), list.begin(), list.end());
+
+  std::vector<bool> keep(nall, false);
+  for (size_t v = 0; v < nall; ++v) {
+    const Role r = info(static_cast<int>(v)).role;
+    keep[v] = info(static_cast<int>(v)).producer < 0 &&
+              (r == Role::input || r == Role::parameter || r == Role::optimizer_state);
+  }
+  for (const Node* n : nodes)
+    for (int o : n->outputs) keep[static_cast<size_t>(o)] = true;
+  std::vector<int> id(nall, -1);
+  Graph g;
+  for (size_t v = 0; v < nall; ++v) {
+    if (!keep[v]) continue;
+    id[v] = static_cast<int>(g.values.size());
+    ValueInfo vi = info(static_cast<int>(v));
+    vi.producer = -1;
+    g.values.push_back(std::move(vi));
+  }
+  auto map = [&](int v, const Node& n) {
+    if (v < 0 || static_cast<size_t>(v) >= nall || id[static_cast<size_t>(v)] < 0)
+      graph_error("graph pass: node '{}' ({}) reads '{}', which the pass removed; a pass may only fuse away values "
+                  "nothing else reads", n.name, op_name(n.op), v >= 0 && static_cast<size_t>(v) < nall ? info(v).name : "?");
+    return id[static_cast<size_t>(v)];
+  };
+  for (const Node* src : nodes) {
+    Node n = *src;
+    for (int& v : n.inputs) v = map(v, *src);
+    for (int& v : n.outputs) v = map(v, *src);
+    g.add_node(std::move(n));
+  }
+  for (int o : src_.outputs) {
+    if (id[static_cast<size_t>(o)] < 0)
+      graph_error("graph pass: graph output '{}' was removed; a pass must keep every output", info(o).name);
+    g.outputs.push_back(id[static_cast<size_t>(o)]);
+  }
+  return g;
+}
+
+}  // namespace tg

@@ -1,0 +1,52 @@
+#pragma once
+// Building the graph a pass returns (internal to static/passes): the source graph with
+// some nodes removed and fused nodes added in their place.
+//
+// While rewriting, value ids are the source's, and new values get ids after them. A new
+// node takes the place of an anchor node of the source (the last node of the pattern it
+// replaces, after every input of the pattern), so the rewritten graph keeps the order
+// the source was recorded in and Graph::topo_order schedules it the same way. finish()
+// drops the removed nodes and every value no remaining node produces (leaves stay),
+// renumbers, and checks that nothing reads a value that was dropped.
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tg {
+
+class GraphRewrite {
+ public:
+  explicit GraphRewrite(const Graph& src);
+
+  const Graph& source() const { return src_; }
+  // Per source value: the nodes that read it (from the source; rewriting does not change it).
+  const std::vector<std::vector<int>>& consumers() const { return consumers_; }
+  // True when v is read by exactly one source node and is not a graph output: the
+  // values a pass may fuse away.
+  bool only_read_by(int v, int node) const;
+  // The source node that produces v, or -1.
+  int producer(int v) const { return src_.values[static_cast<size_t>(v)].producer; }
+  bool removed(int node) const { return removed_[static_cast<size_t>(node)]; }
+
+  void remove(int node);
+  // A new value (id after the source's).
+  int add_value(ValueInfo v);
+  // A new node at `anchor`'s place; inputs and outputs are ids as above. Its outputs'
+  // producer is set by finish().
+  void add_node(Node n, int anchor);
+
+  Graph finish() const;
+
+ private:
+  const Graph& src_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> removed_;
+  std::vector<ValueInfo> new_values_;
+  struct Added {
+    Node node;
+    int anchor;
+  };
+  std::vector<Added> added_;
+};
+
+}  // namespace tg

@@ -1,0 +1,99 @@
+// The rows pass: two row ops absorb what surrounds them.
+//  - softmax(scale(x, a)) -> softmax(x) with alpha a, and scale(softmax_grad(dy, y), a) ->
+//    softmax_grad(dy, y) with alpha a: the attention's 1/sqrt(d) scale, forward and back,
+//    without its own pass over the scores. The kernels round a * x (and a * dx) as the
+//    scale op does, so the result has the unfused graph's bits.
+//  - layernorm_grad_gamma(dy, x) and the sum of dy's rows (layernorm's beta gradient,
+//    sum_rows in graph/autodiff.cpp) -> layernorm_grad_params(dy, x): one op with two
+//    outputs, so the CUDA kernel reads dy once for both.
+#include <algorithm>
+#include <vector>
+
+#include "static/passes/pass.h"
+#include "static/passes/rewrite.h"
+
+namespace tg {
+
+namespace {
+
+// The node producing v when it is `op` and v is read by `reader` alone; else -1.
+int fusable_producer(const GraphRewrite& rw, int v, OpKind op, int reader) {
+  const int p = rw.producer(v);
+  if (p < 0 || rw.removed(p) || rw.source().nodes[static_cast<size_t>(p)].op != op) return -1;
+  return rw.only_read_by(v, reader) ? p : -1;
+}
+
+Graph fold_scales(const Graph& g) {
+  GraphRewrite rw(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if (n.op == OpKind::softmax && n.attrs.alpha == 1.0f) {
+      const int s = fusable_producer(rw, n.inputs[0], OpKind::scale, id);
+      if (s < 0) continue;
+      const Node& sc = g.nodes[static_cast<size_t>(s)];
+      Node f = n;
+      f.inputs = {sc.inputs[0]};
+      f.attrs.alpha = sc.attrs.alpha;
+      rw.remove(s);
+      rw.remove(id);
+      rw.add_node(std::move(f), id);
+    } else if (n.op == OpKind::scale) {
+      const int sg = fusable_producer(rw, n.inputs[0], OpKind::softmax_grad, id);
+      if (sg < 0 || g.nodes[static_cast<size_t>(sg)].attrs.alpha != 1.0f) continue;
+      Node f = g.nodes[static_cast<size_t>(sg)];
+      f.name = n.name;
+      f.outputs = n.outputs;
+      f.attrs.alpha = n.attrs.alpha;
+      rw.remove(sg);
+      rw.remove(id);
+      rw.add_node(std::move(f), id);
+    }
+  }
+  return rw.finish();
+}
+
+Graph fuse_layernorm_params(const Graph& g) {
+  GraphRewrite rw(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& a = g.nodes[i];
+    if (a.op != OpKind::layernorm_grad_gamma || rw.removed(static_cast<int>(i))) continue;
+    const int dy = a.inputs[0];
+    const Shape& s = g.values[static_cast<size_t>(dy)].shape;
+    // The beta gradient: reduce_sum over axis 0 of dy, or of a [-1, n] view of it.
+    std::vector<int> candidates = rw.consumers()[static_cast<size_t>(dy)];
+    for (int c : rw.consumers()[static_cast<size_t>(dy)])
+      if (g.nodes[static_cast<size_t>(c)].op == OpKind::reshape) {
+        const std::vector<int>& more = rw.consumers()[static_cast<size_t>(g.nodes[static_cast<size_t>(c)].outputs[0])];
+        candidates.insert(candidates.end(), more.begin(), more.end());
+      }
+    int beta = -1, view = -1;
+    for (int j : candidates) {
+      const Node& b = g.nodes[static_cast<size_t>(j)];
+      if (b.op != OpKind::reduce_sum || rw.removed(j) || b.attrs.axis != 0) continue;
+      const int in = b.inputs[0];
+      const Shape& bs = g.values[static_cast<size_t>(in)].shape;
+      if (bs.rank != 2 || bs[1] != s.last() || bs[0] * bs[1] != s.numel()) continue;
+      beta = j;
+      // The view feeding it goes too when nothing else reads it.
+      if (in != dy && rw.only_read_by(in, j)) view = g.values[static_cast<size_t>(in)].producer;
+      break;
+    }
+    if (beta < 0) continue;
+    const Node& b = g.nodes[static_cast<size_t>(beta)];
+    Node f = a;
+    f.op = OpKind::layernorm_grad_params;
+    f.outputs = {a.outputs[0], b.outputs[0]};
+    rw.remove(static_cast<int>(i));
+    rw.remove(beta);
+    if (view >= 0) rw.remove(view);
+    rw.add_node(std::move(f), std::max(static_cast<int>(i), beta));
+  }
+  return rw.finish();
+}
+
+}  // namespace
+
+Graph pass_rows(const Graph& g) { return fuse_layernorm_params(fold_scales(g)); }
+
+}  // namespace tg
