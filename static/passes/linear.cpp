@@ -20,12 +20,6 @@ namespace {
 const Node& node_of(const Graph& g, int n) { return g.nodes[static_cast<size_t>(n)]; }
 const Shape& shape_of(const Graph& g, int v) { return g.values[static_cast<size_t>(v)].shape; }
 
-// The node producing v when it is `op`, not yet rewritten, and v is read by `reader` alone.
-int fusable_producer(const GraphRewrite& rw, int v, OpKind op, int reader) {
-  const int p = rw.producer(v);
-  if (p < 0 || rw.removed(p) || node_of(rw.source(), p).op != op) return -1;
-  return rw.only_read_by(v, reader) ? p : -1;
-}
 
 // 1. Weight and bias gradients of one dz.
 Graph fuse_bias_grads(const Graph& g) {
@@ -82,7 +76,7 @@ Graph fuse_linears(const Graph& g) {
     const Node& ba = g.nodes[i];
     const int id = static_cast<int>(i);
     if (ba.op != OpKind::bias_add || rw.removed(id)) continue;
-    const int mm = fusable_producer(rw, ba.inputs[0], OpKind::matmul, id);
+    const int mm = rw.fusable_producer(ba.inputs[0], OpKind::matmul, id);
     if (mm < 0) continue;
     const Node& m = node_of(g, mm);
     if (m.attrs.trans_a || shape_of(g, m.inputs[1]).rank != 2 || shape_of(g, m.inputs[0]).rank < 2) continue;
@@ -122,8 +116,8 @@ Graph fuse_accumulations(const Graph& g) {
     for (int side = 1; side >= 0; --side) {  // the later operand first: the term just computed
       const int v = ad.inputs[static_cast<size_t>(side)];
       const int other = ad.inputs[static_cast<size_t>(1 - side)];
-      const int lin = fusable_producer(rw, v, OpKind::linear, id);
-      const int mm = lin < 0 ? fusable_producer(rw, v, OpKind::matmul, id) : -1;
+      const int lin = rw.fusable_producer(v, OpKind::linear, id);
+      const int mm = lin < 0 ? rw.fusable_producer(v, OpKind::matmul, id) : -1;
       const int p = lin >= 0 ? lin : mm;
       if (p < 0) continue;
       const Node& prod = node_of(g, p);

@@ -19,6 +19,12 @@ bool GraphRewrite::only_read_by(int v, int node) const {
   return std::count(n.inputs.begin(), n.inputs.end(), v) == 1;
 }
 
+int GraphRewrite::fusable_producer(int v, OpKind op, int reader) const {
+  const int p = producer(v);
+  if (p < 0 || removed(p) || src_.nodes[static_cast<size_t>(p)].op != op) return -1;
+  return only_read_by(v, reader) ? p : -1;
+}
+
 void GraphRewrite::remove(int node) { removed_[static_cast<size_t>(node)] = true; }
 
 int GraphRewrite::add_value(ValueInfo v) {

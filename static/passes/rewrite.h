@@ -27,6 +27,9 @@ class GraphRewrite {
   // The source node that produces v, or -1.
   int producer(int v) const { return src_.values[static_cast<size_t>(v)].producer; }
   bool removed(int node) const { return removed_[static_cast<size_t>(node)]; }
+  // The node producing v when it is `op`, not yet removed, and v is read by `reader`
+  // alone (only_read_by); else -1: the producer a pattern may fuse into its reader.
+  int fusable_producer(int v, OpKind op, int reader) const;
 
   void remove(int node);
   // A new value (id after the source's).

@@ -16,12 +16,6 @@ namespace tg {
 
 namespace {
 
-// The node producing v when it is `op` and v is read by `reader` alone; else -1.
-int fusable_producer(const GraphRewrite& rw, int v, OpKind op, int reader) {
-  const int p = rw.producer(v);
-  if (p < 0 || rw.removed(p) || rw.source().nodes[static_cast<size_t>(p)].op != op) return -1;
-  return rw.only_read_by(v, reader) ? p : -1;
-}
 
 Graph fold_scales(const Graph& g) {
   GraphRewrite rw(g);
@@ -29,7 +23,7 @@ Graph fold_scales(const Graph& g) {
     const Node& n = g.nodes[i];
     const int id = static_cast<int>(i);
     if (n.op == OpKind::softmax && n.attrs.alpha == 1.0f) {
-      const int s = fusable_producer(rw, n.inputs[0], OpKind::scale, id);
+      const int s = rw.fusable_producer(n.inputs[0], OpKind::scale, id);
       if (s < 0) continue;
       const Node& sc = g.nodes[static_cast<size_t>(s)];
       Node f = n;
@@ -39,7 +33,7 @@ Graph fold_scales(const Graph& g) {
       rw.remove(id);
       rw.add_node(std::move(f), id);
     } else if (n.op == OpKind::scale) {
-      const int sg = fusable_producer(rw, n.inputs[0], OpKind::softmax_grad, id);
+      const int sg = rw.fusable_producer(n.inputs[0], OpKind::softmax_grad, id);
       if (sg < 0 || g.nodes[static_cast<size_t>(sg)].attrs.alpha != 1.0f) continue;
       Node f = g.nodes[static_cast<size_t>(sg)];
       f.name = n.name;
