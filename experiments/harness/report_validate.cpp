@@ -99,7 +99,7 @@ struct Checker {
   const json* integer(const json& o, const std::string& w, const char* k, int64_t lo, int64_t hi = INT_MAX) {
     const json* v = typed(o, w, k, is_int, "an integer");
     if (v && (int_of(*v) < lo || int_of(*v) > hi)) {
-      if (hi == INT_MAX || hi == INT64_MAX) add(fmt::format("{}{}: must be an integer >= {}, got {}", w, k, lo, shown(*v)));
+      if (hi == INT64_MAX) add(fmt::format("{}{}: must be an integer >= {}, got {}", w, k, lo, shown(*v)));
       else add(fmt::format("{}{}: must be an integer in [{}, {}], got {}", w, k, lo, hi, shown(*v)));
       return nullptr;
     }
@@ -237,7 +237,8 @@ std::vector<std::string> validate_report(const json& j) {
     c.one_of(*d, "device.", "kind", {"cpu", "cuda"});
     const json* id = c.integer(*d, "device.", "id", -1);
     c.str(*d, "device.", "name");
-    if (id && d->contains("kind") && (*d)["kind"].is_string() && ((*d)["kind"] == "cpu") != (int_of(*id) == -1))
+    const json* kind = d->contains("kind") ? &(*d)["kind"] : nullptr;
+    if (id && kind && (*kind == "cpu" || *kind == "cuda") && (*kind == "cpu") != (int_of(*id) == -1))
       c.add(fmt::format("device: kind {} with id {} (the CPU is id -1, a CUDA device 0 or more)",
                         shown((*d)["kind"]), int_of(*id)));
   }

@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
       "reports of two different tools, or output that cannot be written.");
   std::string a_path, b_path;
   double threshold_pct = 5.0;
-  int64_t max_mib = static_cast<int64_t>(tg::harness::kMaxReportBytes >> 20);
+  double max_mib = static_cast<double>(tg::harness::kMaxReportBytes >> 20);
+  app.fallthrough();  // --max-mib before or after the subcommand
   app.add_option("--max-mib", max_mib, "Largest report read, in MiB (a larger file is refused unread)")
-      ->transform(tg::harness::decimal_integer(1, 1 << 20))
+      ->transform(tg::harness::decimal_real(1e-6, 1 << 20))
       ->capture_default_str();
   auto* cmp = app.add_subcommand("compare", "Ratios B/A per measurement with a verdict (same, faster, slower, noisy)");
   cmp->add_option("A", a_path, "Baseline report (JSON)")->required();
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tg-report: error: %s\nRun 'tg-report --help' for usage and examples.\n", e.what());
     return kExitUsage;
   }
-  const uint64_t max_bytes = static_cast<uint64_t>(max_mib) << 20;
+  const auto max_bytes = static_cast<uint64_t>(max_mib * (1 << 20));
   try {
     if (*cmp) {
       const auto a = tg::harness::read_report(a_path, max_bytes);
