@@ -5,7 +5,7 @@
 // measurement loops poll (throw_if_interrupted throws Interrupted), so the run unwinds
 // through its destructors, writes no report and exits 128 + the signal (130 for
 // Ctrl-C, 143 for SIGTERM). Two things bound how long that may take:
-//   - a watchdog: if the process is still running kForceExitAfterS after the first
+//   - a watchdog: if the process is still running kForceExitAfterS (0.75 s) after the first
 //     signal (a body stuck in one long computation that does not poll), the temporary
 //     files registered below are removed and the process _exits with the same status
 //     and message;
@@ -22,7 +22,7 @@
 
 namespace tg::harness {
 
-inline constexpr double kForceExitAfterS = 0.9;
+inline constexpr double kForceExitAfterS = 0.75;
 
 // Idempotent; `tool` prefixes the messages the handlers write themselves.
 void install_signal_handlers(const std::string& tool);
