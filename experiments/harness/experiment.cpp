@@ -213,8 +213,10 @@ int Experiment::write_reports() {
     std::fprintf(stderr, "%s: stdout was closed (broken pipe), so the table is cut short%s\n", tool_.c_str(),
                  files ? "; the report files are complete" : "");
   if (!stdout_failure().empty()) {
-    std::fprintf(stderr, "%s: failed: %s%s\n", tool_.c_str(), stdout_failure().c_str(),
-                 files ? " (the report files are complete)" : "");
+    // Said already when the body's own printing failed (fail() printed it as the error).
+    if (!report_.error || report_.error->message != stdout_failure())
+      std::fprintf(stderr, "%s: failed: %s%s\n", tool_.c_str(), stdout_failure().c_str(),
+                   files ? " (the report files are complete)" : "");
     return kExitFailure;
   }
   return kExitOk;
