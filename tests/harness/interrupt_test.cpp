@@ -46,7 +46,7 @@ bool make_file(const std::string& p) {
 }
 }  // namespace
 
-TEST_CASE("the first signal sets the flag and names the signal; the second removes the temp files and kills") {
+TEST_CASE("the first signal sets the flag and names the signal, the second removes the temp files and kills") {
   TempDir dir;
   const std::string tmp = dir / "r.json.tmp";
   const Ended e = in_child([&] {

@@ -50,7 +50,7 @@ TEST_CASE("integers: hex, exponents, words, blanks and overflow are refused, wit
   CHECK(int_plain(std::string(5000, '9'), 0, 1).size() < 120);
 }
 
-TEST_CASE("reals: decimal notation; hex floats, inf and nan refused; underflow is too small, overflow out of range") {
+TEST_CASE("reals: decimal notation, hex floats, inf and nan refused, underflow is too small, overflow out of range") {
   CHECK(real_plain("0.5") == "0.5");
   CHECK(real_plain(".5") == "0.5");
   CHECK(real_plain("5.") == "5");

@@ -129,7 +129,7 @@ std::string print_into(int fd) {
 }
 }  // namespace
 
-TEST_CASE("stdout: a closed pipe turns printing off quietly; a full device is an error with errno's text") {
+TEST_CASE("stdout: a closed pipe turns printing off quietly, a full device is an error with errno's text") {
   int p[2];
   REQUIRE(::pipe(p) == 0);
   ::close(p[0]);  // nobody will ever read
