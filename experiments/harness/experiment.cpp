@@ -3,16 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <unistd.h>
-
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <utility>
 
 #include "experiments/harness/failure.h"
 #include "experiments/harness/interrupt.h"
+#include "experiments/harness/cli_validators.h"
+#include "experiments/harness/output.h"
 #include "experiments/harness/report_io.h"
 #include "experiments/harness/table.h"
 #include "kernels/device_info.h"
@@ -23,34 +21,15 @@
 namespace tg::harness {
 
 namespace {
-// CLI::Range lets NaN through (every comparison with it is false): a real number only.
-const CLI::Validator kFinite(
-    [](std::string& v) {
-      try {
-        size_t used = 0;
-        const double d = std::stod(v, &used);
-        if (std::isfinite(d)) return std::string();
-      } catch (const std::exception&) {
-      }
-      return "Value " + v + " is not a finite number";
-    },
-    "FINITE");
-
-// The folder a report is to be written into must exist and be writable before the run
-// starts, not be found missing after it: "" when it is, else the complaint.
-std::string report_folder_problem(const std::string& flag, const std::string& file) {
-  if (file.empty()) return "";
-  const std::filesystem::path p(file);
-  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-  std::error_code ec;
-  if (std::filesystem::is_directory(p, ec))
-    return fmt::format("{} {}: is a folder; give a file name", flag, file);
-  if (!std::filesystem::is_directory(dir, ec))
-    return fmt::format("{} {}: the folder '{}' does not exist; create it first or choose another path", flag, file,
-                       dir.string());
-  if (::access(dir.c_str(), W_OK) != 0)
-    return fmt::format("{} {}: the folder '{}' is not writable", flag, file, dir.string());
-  return "";
+// Output that cannot be printed at all (--help > /dev/full): exit 1, said on stderr.
+int print_or_fail(const std::string& tool, const std::string& text) {
+  try {
+    print_stdout(text);
+    return kExitOk;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "%s: failed: %s\n", tool.c_str(), e.what());
+    return kExitFailure;
+  }
 }
 }  // namespace
 
@@ -97,13 +76,12 @@ Experiment::Experiment(std::string tool, std::string description, std::string ex
   app.add_flag("--list-devices", list_devices_, "List the CPU and the visible GPUs, then exit");
   app.add_flag("--quick", quick_, "Few repetitions and short sweeps (the main job's mode)");
   app.add_option("--repetitions", repetitions_, "Minimum number of timed repetitions per measurement (>= 1)")
-      ->check(CLI::Range(1, 100000000));
-  app.add_option("--warmup", warmup_, "Untimed calls before timing (>= 0)")->check(CLI::Range(0, 100000000));
+      ->transform(decimal_integer(1, 100000000));
+  app.add_option("--warmup", warmup_, "Untimed calls before timing (>= 0)")->transform(decimal_integer(0, 100000000));
   app.add_option("--min-time", min_time_, "Minimum timed seconds per measurement (>= 0)")
-      ->check(kFinite)
-      ->check(CLI::Range(0.0, 86400.0));
-  app.add_option("--json", json_path_, "Write the JSON report to FILE (atomically)");
-  app.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically)");
+      ->transform(decimal_real(0.0, 86400.0));
+  app.add_option("--json", json_path_, "Write the JSON report to FILE (atomically; a regular file or a new one)");
+  app.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically; a regular file or a new one)");
 }
 
 Experiment::~Experiment() = default;
@@ -115,37 +93,46 @@ void Experiment::add_option(const std::string& name, std::string& value, const s
   app_->add_option(name, value, help)->capture_default_str();
 }
 void Experiment::add_option(const std::string& name, int& value, const std::string& help, int lo, int hi) {
-  app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
+  app_->add_option(name, value, help)->capture_default_str()->transform(decimal_integer(lo, hi));
 }
 void Experiment::add_option(const std::string& name, int64_t& value, const std::string& help, int64_t lo,
                             int64_t hi) {
-  app_->add_option(name, value, help)->capture_default_str()->check(CLI::Range(lo, hi));
+  app_->add_option(name, value, help)->capture_default_str()->transform(decimal_integer(lo, hi));
 }
 void Experiment::add_option(const std::string& name, double& value, const std::string& help, double lo, double hi) {
-  app_->add_option(name, value, help)->capture_default_str()->check(kFinite)->check(CLI::Range(lo, hi));
+  app_->add_option(name, value, help)->capture_default_str()->transform(decimal_real(lo, hi));
 }
 void Experiment::add_option(const std::string& name, std::vector<int>& values, const std::string& help, int lo,
                             int hi) {
-  app_->add_option(name, values, help)->check(CLI::Range(lo, hi));
+  app_->add_option(name, values, help)->transform(decimal_integer(lo, hi));
 }
 
 int Experiment::parse(int argc, char** argv) {
   try {
     app_->parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::fputs(app_->help().c_str(), stdout);
-    return kExitOk;
+    return print_or_fail(tool_, app_->help());
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for the options and an example.\n", tool_.c_str(), e.what(),
                  tool_.c_str());
     return kExitUsage;
   }
-  if (list_devices_) {
-    std::fputs(devices_text().c_str(), stdout);
-    return kExitOk;
+  if (list_devices_) return print_or_fail(tool_, devices_text());
+  // Every report path is checked before the run, not found unwritable after it.
+  const struct {
+    const char* flag;
+    const std::string& path;
+    std::string& write_path;
+  } outputs[] = {{"--json", json_path_, json_write_}, {"--csv", csv_path_, csv_write_}};
+  for (const auto& o : outputs) {
+    if (app_->count(o.flag) == 0) continue;
+    if (const std::string why = output_path_problem(o.flag, o.path, &o.write_path); !why.empty()) {
+      std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), why.c_str());
+      return kExitUsage;
+    }
   }
-  for (const auto& [flag, file] : {std::pair<const char*, const std::string&>{"--json", json_path_}, {"--csv", csv_path_}})
-    if (const std::string why = report_folder_problem(flag, file); !why.empty()) {
+  if (!json_write_.empty() && !csv_write_.empty())
+    if (const std::string why = output_paths_clash("--json", json_write_, "--csv", csv_write_); !why.empty()) {
       std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), why.c_str());
       return kExitUsage;
     }
@@ -168,7 +155,7 @@ int Experiment::parse(int argc, char** argv) {
 
 int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)>& body) {
   if (int rc = parse(argc, argv); rc >= 0) return rc;
-  install_sigint_handler();
+  install_signal_handlers(tool_);
   try {
     Metadata& m = report_.meta;
     m = collect_metadata(tool_, join_command_line(argc, argv));
@@ -189,33 +176,50 @@ int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)
     throw_if_interrupted();
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "%s: %s\n", tool_.c_str(), e.what());
-    return kExitInterrupted;
+    return interrupt_exit_status();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
     return fail(e);
   }
+  return write_reports();
+}
+
+int Experiment::write_reports() {
   try {
-    write_reports();
-    return kExitOk;
+    print_stdout(report_table(report_));
+  } catch (const OutputError&) {
+    // Said once below: the report files matter more than the table, so they come first.
+  }
+  try {
+    // Both texts are built before either file is touched; each file appears whole or not at all.
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!json_write_.empty()) files.emplace_back(json_write_, to_json(report_));
+    if (!csv_write_.empty()) files.emplace_back(csv_write_, to_csv(report_));
+    write_files_atomic(files);
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "%s: %s\n", tool_.c_str(), e.what());
+    return interrupt_exit_status();
   } catch (const std::exception& e) {  // a report file that cannot be written
     std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
     return kExitFailure;
   }
-}
-
-void Experiment::write_reports() {
-  std::fputs(report_table(report_).c_str(), stdout);
-  std::fflush(stdout);
-  // Both texts are built before either file is touched; each file appears whole or not at all.
-  const std::string json = json_path_.empty() ? std::string() : to_json(report_);
-  const std::string csv = csv_path_.empty() ? std::string() : to_csv(report_);
-  if (!json_path_.empty()) write_file_atomic(json_path_, json);
-  if (!csv_path_.empty()) write_file_atomic(csv_path_, csv);
-  if (!json_path_.empty() || !csv_path_.empty())
-    std::fprintf(stderr, "%s: wrote%s%s%s%s\n", tool_.c_str(), json_path_.empty() ? "" : " ", json_path_.c_str(),
-                 csv_path_.empty() ? "" : " ", csv_path_.c_str());
+  const bool files = !json_write_.empty() || !csv_write_.empty();
+  if (files)
+    std::fprintf(stderr, "%s: wrote%s%s%s%s\n", tool_.c_str(), json_write_.empty() ? "" : " ", json_path_.c_str(),
+                 csv_write_.empty() ? "" : " ", csv_path_.c_str());
+  if (stdout_closed())
+    std::fprintf(stderr, "%s: stdout was closed (broken pipe), so the table is cut short%s\n", tool_.c_str(),
+                 files ? "; the report files are complete" : "");
+  if (!stdout_failure().empty()) {
+    // Said already when the body's own printing failed (fail() printed it as the error).
+    if (!report_.error || report_.error->message != stdout_failure())
+      std::fprintf(stderr, "%s: failed: %s%s\n", tool_.c_str(), stdout_failure().c_str(),
+                   files ? " (the report files are complete)" : "");
+    return kExitFailure;
+  }
+  return kExitOk;
 }
 
 int Experiment::fail(const std::exception& e) {
@@ -224,15 +228,11 @@ int Experiment::fail(const std::exception& e) {
   std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
   if (!f.advice.empty()) std::fprintf(stderr, "%s: %s\n", tool_.c_str(), f.advice.c_str());
   report_.error = f.error;
-  try {
-    if (!json_path_.empty() || !csv_path_.empty())
-      std::fprintf(stderr, "%s: the report keeps the %zu measurements taken before the failure and records it (%s)\n",
-                   tool_.c_str(), report_.measurements.size(), f.error.kind.c_str());
-    write_reports();
-  } catch (const std::exception& w) {
-    std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), w.what());
-  }
-  return kExitFailure;
+  if (!json_write_.empty() || !csv_write_.empty())
+    std::fprintf(stderr, "%s: the report keeps the %zu measurements taken before the failure and records it (%s)\n",
+                 tool_.c_str(), report_.measurements.size(), f.error.kind.c_str());
+  const int rc = write_reports();  // 0, 1, or the signal's status when one stopped the write
+  return rc == kExitOk ? kExitFailure : rc;
 }
 
 }  // namespace tg::harness

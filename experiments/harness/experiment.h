@@ -22,6 +22,7 @@ struct UsageError : std::invalid_argument {
 };
 
 // Exit statuses of every binary.
+// kExitInterrupted is SIGINT's; SIGTERM gives 143 (interrupt_exit_status()).
 inline constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130;
 
 class Experiment {
@@ -44,13 +45,15 @@ class Experiment {
   // One or more values after the flag, each in [lo, hi].
   void add_option(const std::string& name, std::vector<int>& values, const std::string& help, int lo, int hi);
 
-  // Parses argv (common flags + yours), resolves --device, installs the SIGINT
-  // handler, collects metadata, runs body, prints the table, writes --json/--csv
-  // atomically. Returns the exit status: 0 ok, 1 body threw, 2 bad usage (flag,
-  // value, device, UsageError), 130 interrupted (no report written). When the body
-  // throws anything else, the table and the report files still hold what was
-  // measured before, and the report's "error" says why the run stopped
-  // (failure.h: a sticky CUDA error, out of memory, or another failure).
+  // Parses argv (common flags + yours), checks the --json/--csv paths, resolves
+  // --device, installs the signal handlers (interrupt.h), collects metadata, runs
+  // body, prints the table, writes --json/--csv atomically. Returns the exit status:
+  // 0 ok, 1 body threw or an output could not be written, 2 bad usage (flag, value,
+  // output path, device, UsageError), 128 + the signal when interrupted (130 SIGINT,
+  // 143 SIGTERM; no report written). When the body throws anything else, the table
+  // and the report files still hold what was measured before, and the report's
+  // "error" says why the run stopped (failure.h: a sticky CUDA error, out of memory,
+  // or another failure). A closed stdout pipe only stops the printing (output.h).
   int run(int argc, char** argv, const std::function<void(Experiment&)>& body);
 
   // Loop options from defaults, --quick, --repetitions, --warmup, --min-time.
@@ -68,12 +71,13 @@ class Experiment {
 
  private:
   int parse(int argc, char** argv);  // -1: continue; else the exit status
-  void write_reports();               // the table on stdout, then --json / --csv atomically
+  int write_reports();                // the table on stdout, then --json / --csv atomically; the exit status
   int fail(const std::exception& e);  // reports a body that threw; returns kExitFailure
 
   std::string tool_, example_;
   std::unique_ptr<CLI::App> app_;
   std::string device_spec_ = "auto", json_path_, csv_path_;
+  std::string json_write_, csv_write_;  // the checked paths to write ("" for none): a link's target
   bool list_devices_ = false, quick_ = false;
   int repetitions_ = -1, warmup_ = -1;
   double min_time_ = -1;

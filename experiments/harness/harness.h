@@ -7,11 +7,15 @@
 //
 // run() does the rest: the common flags (--help with the example, --device N|auto|cpu,
 // --list-devices, --quick, --repetitions N, --warmup N, --min-time S, --json FILE,
-// --csv FILE), exit 2 on a bad flag/value/device (never a fallback), metadata
-// (tool, version, git revision, command line, UTC time, host, CPU, GPUs, CUDA/cuBLAS/
-// OpenBLAS versions, build type), the aligned table on stdout, atomic report files,
-// and SIGINT (the loops throw Interrupted; no file is written; exit 130). An exception
-// from the body is exit 1; throw th::UsageError for a bad value of your own flag (exit 2).
+// --csv FILE), exit 2 on a bad flag/value/device/output path (never a fallback; numbers
+// are decimal only, numbers.h), metadata (tool, version, git revision, command line,
+// UTC time, host, CPU, GPUs, CUDA/cuBLAS/OpenBLAS versions, build type), the aligned
+// table on stdout, atomic report files, and SIGINT/SIGTERM (the loops throw
+// Interrupted; no file is written; exit 130/143; interrupt.h: a long loop of your own
+// calls th::throw_if_interrupted() so that the run stops within a second). An
+// exception from the body is exit 1; throw th::UsageError for a bad value of your own
+// flag (exit 2). Print to stdout with th::print_stdout (output.h), never printf: a
+// closed pipe then stops the printing and not the run, and a full disk is an error.
 //
 // Timing
 //   time_host(opt, body, sync)  steady_clock around batch x body(), sync() before and
@@ -34,6 +38,7 @@
 #include "experiments/harness/interrupt.h"
 #include "experiments/harness/measure.h"
 #include "experiments/harness/nvtx.h"
+#include "experiments/harness/output.h"
 #include "experiments/harness/report.h"
 #include "experiments/harness/report_io.h"
 #include "experiments/harness/stats.h"

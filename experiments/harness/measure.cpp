@@ -3,26 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <csignal>
 
 #include "experiments/harness/interrupt.h"
 
 namespace tg::harness {
-
-namespace {
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_sigint(int) {
-  g_interrupted = 1;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
-}  // namespace
-
-void install_sigint_handler() { std::signal(SIGINT, on_sigint); }
-bool interrupted() { return g_interrupted != 0; }
-void throw_if_interrupted() {
-  if (interrupted()) throw Interrupted();
-}
-void set_interrupted_for_testing(bool value) { g_interrupted = value ? 1 : 0; }
 
 LoopOptions default_loop_options() { return LoopOptions{}; }
 

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "experiments/harness/interrupt.h"  // Interrupted, thrown by the loops
+
 namespace tg::harness {
 
 struct LoopOptions {
@@ -26,12 +28,6 @@ LoopOptions default_loop_options();
 LoopOptions quick_loop_options();
 // Throws std::invalid_argument naming the field when an option is out of range.
 void check(const LoopOptions& opt);
-
-// Thrown by the loops when SIGINT arrived (see interrupt.h); the experiment unwinds,
-// writes no report and exits 130.
-struct Interrupted : std::runtime_error {
-  Interrupted() : std::runtime_error("interrupted (SIGINT): no report was written") {}
-};
 
 // The loop itself: calls sample() (which returns one sample's seconds, already
 // divided by the batch) warmup times untimed, then until the stop rule holds.

@@ -40,6 +40,16 @@ std::string params_str(const Params& p) {
   return out;
 }
 
+std::string measurement_key(const std::string& name, const Params& p) {
+  // Every part length-prefixed, so no text inside a name or value can fake a boundary.
+  std::string key = fmt::format("{}:{}", name.size(), name);
+  for (const auto& [k, v] : p) {
+    const std::string text = v.str();
+    key += fmt::format("|{}:{}{}{}:{}", k.size(), k, static_cast<int>(v.kind()), text.size(), text);
+  }
+  return key;
+}
+
 Measurement& Report::add(Measurement m) {
   if (m.name.empty()) throw std::invalid_argument("Report::add: a measurement needs a name");
   if (m.better != "lower" && m.better != "higher")

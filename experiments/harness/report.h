@@ -50,6 +50,9 @@ class Param {
 
 using Params = std::map<std::string, Param>;
 std::string params_str(const Params& p);  // "direction=h2d size_bytes=1024" (sorted by key)
+// Name and params as one string, for hashing: two keys are equal exactly when the names
+// are and the params are (Param's ==: same kind and text), whatever the texts hold.
+std::string measurement_key(const std::string& name, const Params& p);
 
 struct Measurement {
   std::string name;                    // what was measured: "h2d_copy", "static_replay_per_node"
@@ -86,7 +89,7 @@ struct Metadata {
   int device_id = -1;            // -1 = CPU backend
   std::string device_name;       // "cpu (<model>)" or the GPU's name
   bool quick = false;
-  int warmup = 0, min_reps = 0, max_reps = 0;
+  int warmup = 0, min_reps = 1, max_reps = 1;  // the schema wants >= 1: valid even when not set
   double min_time_s = 0;
   // From tg::list_gpus() / tg::software_info(), copied so this header needs no kernels/ include.
   struct Gpu {

@@ -3,11 +3,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
+#include "experiments/harness/interrupt.h"
+#include "experiments/harness/output.h"
 #include "experiments/harness/report_io.h"
 
 namespace tg::harness {
@@ -56,45 +61,120 @@ std::string to_csv(const Report& r) {
   return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  if (path.empty()) throw std::runtime_error("cannot write a report: the file name is empty");
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](const std::string& what, int err) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {} failed: {}", path, what, std::strerror(err)));
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+namespace {
+
+struct PendingFile {
+  std::string path, tmp;
+  int slot = -1;        // in the signal handlers' list of files to remove
+  bool created = false;
+};
+
+// Removes the temporary files not yet renamed; their targets stay as they were.
+void discard(std::vector<PendingFile>& files) {
+  for (PendingFile& f : files)
+    if (f.created) {
+      ::unlink(f.tmp.c_str());
+      unregister_temp_file(f.slot);
+      f.created = false;
+    }
+}
+
+[[noreturn]] void fail(const PendingFile& f, const std::string& what, int err) {
+  throw std::runtime_error(fmt::format("cannot write {}: {} failed: {}", f.path, what, std::strerror(err)));
+}
+
+// path.tmp, whole and synced. Stops between chunks once a signal arrived, so that even
+// a large report on a slow disk does not hold up Ctrl-C.
+void write_tmp(PendingFile& f, const std::string& content) {
+  // O_NOFOLLOW: a link planted at path.tmp must not redirect the write (in /tmp,
+  // another user could point it at any file this process may write).
+  const int fd = ::open(f.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     const int err = errno;
-    // open failed, so there is no tmp of ours to remove (and one of another writer's must stay).
-    throw std::runtime_error(fmt::format("cannot write {}: creating {} failed: {}", path, tmp, std::strerror(err)));
+    // There is no tmp of ours to remove (and one of another writer's must stay).
+    throw std::runtime_error(fmt::format("cannot write {}: creating {} failed: {}", f.path, f.tmp, std::strerror(err)));
   }
+  f.created = true;
+  f.slot = register_temp_file(f.tmp);
+  constexpr size_t kChunk = size_t{1} << 20;
   size_t done = 0;
   while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (interrupted()) {
+      ::close(fd);
+      throw Interrupted();
+    }
+    const ssize_t n = ::write(fd, content.data() + done, std::min(kChunk, content.size() - done));
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      fail("write", err);
+      fail(f, "write", err);
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
-    fail("fsync", err);
+    fail(f, "fsync", err);
   }
-  if (::close(fd) != 0) fail("close", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno);
-  // The rename itself is durable only once the folder is synced; failure here is harmless.
+  if (::close(fd) != 0) fail(f, "close", errno);
+}
+
+std::string folder_of(const std::string& path) {
   const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+}  // namespace
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<PendingFile> pending;
+  pending.reserve(files.size());
+  try {
+    for (const auto& [path, content] : files) {
+      if (path.empty()) throw std::runtime_error("cannot write a report: the file name is empty");
+      pending.push_back({path, path + ".tmp"});
+      write_tmp(pending.back(), content);
+    }
+    throw_if_interrupted();
+  } catch (...) {
+    discard(pending);
+    throw;
+  }
+  // The renames: microseconds, and a signal now no longer undoes the run (interrupt.h).
+  begin_commit();
+  std::string written;
+  for (PendingFile& f : pending) {
+    // Checked before the run; something else may have appeared there since.
+    const std::string kind = non_regular_kind(f.path);
+    const int err = !kind.empty() && kind != "a symbolic link" ? EISDIR
+                    : ::rename(f.tmp.c_str(), f.path.c_str()) != 0 ? errno
+                                                                      : 0;
+    if (err) {
+      end_commit();
+      discard(pending);
+      const std::string why = err == EISDIR ? fmt::format("it is {} (renaming the report over it would replace it)", kind)
+                                            : fmt::format("rename failed: {}", std::strerror(err));
+      throw std::runtime_error(fmt::format("cannot write {}: {}{}", f.path, why,
+                                           written.empty() ? "" : "; written before that:" + written));
+    }
+    unregister_temp_file(f.slot);
+    f.created = false;
+    written += " " + f.path;
+  }
+  end_commit();
+  // A rename is durable only once its folder is synced; failure here is harmless.
+  std::set<std::string> folders;
+  for (const PendingFile& f : pending) folders.insert(folder_of(f.path));
+  for (const std::string& dir : folders) {
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
   }
 }
+
+void write_file_atomic(const std::string& path, const std::string& content) { write_files_atomic({{path, content}}); }
 
 }  // namespace tg::harness

@@ -1,14 +1,12 @@
-// JSON form of a report (schema version 1, docs/report-format.md) and its structural check.
+// JSON form of a report (schema version 1, docs/report-format.md): writing, and reading a
+// text that the checks of report_check.h accept.
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <cstdint>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "experiments/harness/report_check.h"
 #include "experiments/harness/report_io.h"
 
 namespace tg::harness {
@@ -25,13 +23,6 @@ json param_json(const Param& p) {
     case Param::Kind::boolean: return p.as_bool();
   }
   return nullptr;
-}
-
-Param param_from(const json& j) {
-  if (j.is_string()) return Param(j.get<std::string>());
-  if (j.is_boolean()) return Param(j.get<bool>());
-  if (j.is_number_integer()) return Param(j.get<long long>());
-  return Param(j.get<double>());
 }
 
 // JSON has no NaN/Inf; a derived number that is not finite is written as null.
@@ -51,108 +42,6 @@ json gpu_json(const Metadata::Gpu& g) {
               {"pcie_gen", g.pcie_gen},
               {"pcie_width", g.pcie_width},
               {"l2_bytes", g.l2_bytes}};
-}
-
-// --- the validator: a hand-written mirror of docs/report.schema.json ---
-// A wrong value as the message shows it. Containers by size only: dump() recurses,
-// and a hostile file nested 100k levels deep would overflow the stack.
-std::string shown(const json& v) {
-  if (v.is_array()) return fmt::format("an array of {} items", v.size());
-  if (v.is_object()) return fmt::format("an object with {} keys", v.size());
-  return v.dump().substr(0, 60);
-}
-
-struct Checker {
-  std::vector<std::string> errors;
-  const json* field(const json& obj, const std::string& where, const char* key) {
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      errors.push_back(fmt::format("{}{}: missing", where, key));
-      return nullptr;
-    }
-    return &*it;
-  }
-  template <class Pred>
-  const json* typed(const json& obj, const std::string& where, const char* key, Pred ok, const char* what) {
-    const json* v = field(obj, where, key);
-    if (v && !ok(*v)) {
-      errors.push_back(fmt::format("{}{}: must be {}, got {}", where, key, what, shown(*v)));
-      return nullptr;
-    }
-    return v;
-  }
-  void str(const json& o, const std::string& w, const char* k) {
-    typed(o, w, k, [](const json& v) { return v.is_string(); }, "a string");
-  }
-  const json* num(const json& o, const std::string& w, const char* k) {
-    return typed(o, w, k, [](const json& v) { return v.is_number(); }, "a number");
-  }
-  void integer(const json& o, const std::string& w, const char* k) {
-    typed(o, w, k, [](const json& v) { return v.is_number_integer(); }, "an integer");
-  }
-  void boolean(const json& o, const std::string& w, const char* k) {
-    typed(o, w, k, [](const json& v) { return v.is_boolean(); }, "true or false");
-  }
-  const json* object(const json& o, const std::string& w, const char* k) {
-    return typed(o, w, k, [](const json& v) { return v.is_object(); }, "an object");
-  }
-  const json* array(const json& o, const std::string& w, const char* k) {
-    return typed(o, w, k, [](const json& v) { return v.is_array(); }, "an array");
-  }
-};
-
-void check_measurement(Checker& c, const json& m, const std::string& w) {
-  if (!m.is_object()) {
-    c.errors.push_back(w + ": must be an object");
-    return;
-  }
-  c.str(m, w + ".", "name");
-  if (auto* p = c.object(m, w + ".", "params"))
-    for (auto it = p->begin(); it != p->end(); ++it)
-      if (!(it->is_string() || it->is_number() || it->is_boolean()))
-        c.errors.push_back(fmt::format("{}.params.{}: must be a string, number or boolean", w, it.key()));
-  c.str(m, w + ".", "unit");
-  if (auto* b = c.typed(m, w + ".", "better", [](const json& v) { return v.is_string(); }, "a string"))
-    if (*b != "lower" && *b != "higher") c.errors.push_back(w + ".better: must be \"lower\" or \"higher\"");
-  if (auto* t = c.typed(m, w + ".", "timer", [](const json& v) { return v.is_string(); }, "a string"))
-    if (*t != "host" && *t != "gpu" && *t != "derived" && *t != "value")
-      c.errors.push_back(w + ".timer: must be host, gpu, derived or value");
-  if (auto* s = c.array(m, w + ".", "samples")) {
-    if (s->empty()) c.errors.push_back(w + ".samples: must hold at least one sample");
-    for (size_t i = 0; i < s->size(); ++i)
-      if (!(*s)[i].is_number()) c.errors.push_back(fmt::format("{}.samples[{}]: must be a number", w, i));
-  }
-  if (auto* n = c.typed(m, w + ".", "count", [](const json& v) { return v.is_number_integer(); }, "an integer"))
-    if (*n < 1) c.errors.push_back(fmt::format("{}.count: must be >= 1, got {}", w, n->dump()));
-  for (const char* k : {"min", "p10", "median", "p90", "max", "mean", "noise"}) c.num(m, w + ".", k);
-  c.boolean(m, w + ".", "noisy");
-  if (auto* e = c.object(m, w + ".", "extra"))
-    for (auto it = e->begin(); it != e->end(); ++it)
-      if (!(it->is_number() || it->is_null()))
-        c.errors.push_back(fmt::format("{}.extra.{}: must be a number (or null when not finite)", w, it.key()));
-  auto num_at = [&](const char* k, double& out) {
-    auto it = m.find(k);
-    if (it == m.end() || !it->is_number()) return false;
-    out = it->get<double>();
-    return true;
-  };
-  double lo = 0, md = 0, hi = 0;
-  if (num_at("p10", lo) && num_at("median", md) && num_at("p90", hi) && !(lo <= md && md <= hi))
-    c.errors.push_back(w + ": p10 <= median <= p90 does not hold");
-}
-
-// The optional top-level "error" of a run that failed.
-void check_error(Checker& c, const json& e) {
-  if (!e.is_object()) {
-    c.errors.push_back("error: must be an object");
-    return;
-  }
-  if (auto* k = c.typed(e, "error.", "kind", [](const json& v) { return v.is_string(); }, "a string")) {
-    bool known = false;
-    for (const char* name : kRunErrorKinds) known = known || *k == name;
-    if (!known) c.errors.push_back("error.kind: must be sticky_cuda_error, out_of_memory or failure");
-  }
-  c.str(e, "error.", "message");
 }
 
 }  // namespace
@@ -196,71 +85,33 @@ std::string to_json(const Report& r, int indent) {
   return j.dump(indent) + "\n";
 }
 
+namespace detail {
+Param param_from_json(const json& j) {
+  if (j.is_string()) return Param(j.get<std::string>());
+  if (j.is_boolean()) return Param(j.get<bool>());
+  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return Param(j.get<double>());
+  if (j.is_number_integer()) return Param(j.get<long long>());
+  return Param(j.get<double>());
+}
+}  // namespace detail
+
 std::vector<std::string> validate_report_json(const std::string& text) {
-  Checker c;
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
-    return {fmt::format("not valid JSON: {}", e.what())};
-  }
-  if (!j.is_object()) return {"the top level must be an object"};
-  if (auto* v = c.typed(j, "", "schema_version", [](const json& x) { return x.is_number_integer(); }, "an integer"))
-    if (v->get<long long>() != kSchemaVersion)
-      return {fmt::format("schema_version {} is not supported (this build reads version {})", v->dump(), kSchemaVersion)};
-  if (auto* t = c.object(j, "", "tool")) {
-    for (const char* k : {"name", "version", "git_rev", "build_type"}) c.str(*t, "tool.", k);
-    c.boolean(*t, "tool.", "cuda_build");
-  }
-  if (auto* r = c.object(j, "", "run")) {
-    c.str(*r, "run.", "command_line");
-    c.str(*r, "run.", "utc_time");
-    c.boolean(*r, "run.", "quick");
-    if (auto* l = c.object(*r, "run.", "loop")) {
-      for (const char* k : {"warmup", "min_reps", "max_reps"}) c.integer(*l, "run.loop.", k);
-      c.num(*l, "run.loop.", "min_time_s");
-    }
-  }
-  if (auto* h = c.object(j, "", "host")) {
-    c.str(*h, "host.", "name");
-    c.str(*h, "host.", "cpu_model");
-  }
-  if (auto* d = c.object(j, "", "device")) {
-    c.str(*d, "device.", "kind");
-    if (d->contains("spec")) c.str(*d, "device.", "spec");  // optional, but read as a string
-    c.integer(*d, "device.", "id");
-    c.str(*d, "device.", "name");
-  }
-  if (auto* g = c.array(j, "", "gpus"))
-    for (size_t i = 0; i < g->size(); ++i) {
-      const std::string w = fmt::format("gpus[{}].", i);
-      if (!(*g)[i].is_object()) { c.errors.push_back(fmt::format("gpus[{}]: must be an object", i)); continue; }
-      c.integer((*g)[i], w, "id");
-      c.str((*g)[i], w, "name");
-    }
-  c.object(j, "", "software");
-  if (auto* ms = c.array(j, "", "measurements"))
-    for (size_t i = 0; i < ms->size(); ++i) check_measurement(c, (*ms)[i], fmt::format("measurements[{}]", i));
-  if (auto* ns = c.array(j, "", "notes"))
-    for (size_t i = 0; i < ns->size(); ++i) {
-      const std::string w = fmt::format("notes[{}].", i);
-      if (!(*ns)[i].is_object()) { c.errors.push_back(fmt::format("notes[{}]: must be an object", i)); continue; }
-      c.str((*ns)[i], w, "part");
-      c.str((*ns)[i], w, "reason");
-    }
-  if (auto it = j.find("error"); it != j.end()) check_error(c, *it);
-  return c.errors;
+  if (const std::string why = detail::parse_strict(text, j); !why.empty()) return {"not valid JSON: " + why};
+  return detail::validate_report(j);
 }
 
 Report report_from_json(const std::string& text, const std::string& where) {
-  const auto errors = validate_report_json(text);
+  json j;
+  std::vector<std::string> errors;
+  if (const std::string why = detail::parse_strict(text, j); !why.empty()) errors = {"not valid JSON: " + why};
+  else errors = detail::validate_report(j);
   if (!errors.empty()) {
     std::string msg = fmt::format("{}: not a valid twograph report (schema version {}): {}", where, kSchemaVersion,
                                   errors.front());
     if (errors.size() > 1) msg += fmt::format(" (and {} more problems)", errors.size() - 1);
     throw ReportError(msg);
   }
-  const json j = json::parse(text);
   Report r;
   Metadata& m = r.meta;
   m.tool = j["tool"]["name"];
@@ -285,7 +136,7 @@ Report report_from_json(const std::string& text, const std::string& where) {
   for (const auto& x : j["measurements"]) {
     Measurement o;
     o.name = x["name"];
-    for (auto it = x["params"].begin(); it != x["params"].end(); ++it) o.params.emplace(it.key(), param_from(*it));
+    for (auto it = x["params"].begin(); it != x["params"].end(); ++it) o.params.emplace(it.key(), detail::param_from_json(*it));
     o.unit = x["unit"];
     o.better = x["better"];
     o.timer = x["timer"];
@@ -308,20 +159,6 @@ Report report_from_json(const std::string& text, const std::string& where) {
   for (const auto& n : j["notes"]) r.notes.push_back({n["part"], n["reason"]});
   if (j.contains("error")) r.error = RunError{j["error"]["kind"], j["error"]["message"]};
   return r;
-}
-
-Report read_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ReportError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ReportError(fmt::format("{}: is a directory; give the report's .json file (written by --json)", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().find_first_not_of(" \t\r\n") == std::string::npos)
-    throw ReportError(fmt::format("{}: is empty, so it is not a report (those are written whole or not at all); "
-                                  "rerun the experiment with --json", path));
-  return report_from_json(ss.str(), path);
 }
 
 }  // namespace tg::harness

@@ -15,7 +15,10 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
   const double h = q * static_cast<double>(sorted.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(h));
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+  const double v = sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+  // Rounding may put v an ulp past its neighbours; clamped, the quantiles are ordered
+  // exactly as the report validator requires (min <= p10 <= median <= p90 <= max).
+  return std::min(std::max(v, sorted[lo]), sorted[hi]);
 }
 
 Summary summarize(std::vector<double> samples, double noise_threshold) {

@@ -11,6 +11,8 @@ namespace tg::harness {
 namespace {
 std::string sig3(double v) {
   const double a = std::fabs(v);
+  // Fixed notation up to a million only: a 1.7e308 read from a report would print 309 digits.
+  if (a >= 1e6) return fmt::format("{:.3g}", v);
   if (a >= 100) return fmt::format("{:.0f}", v);
   if (a >= 10) return fmt::format("{:.1f}", v);
   return fmt::format("{:.2f}", v);

@@ -106,12 +106,15 @@ MemoryPlan plan(const Graph& g, PlanMode mode, InPlacePolicy ip = InPlacePolicy:
 
 // --explain: every value that owns storage, so a formula can be checked line by line.
 void explain(const Graph& g, const MemoryPlan& p, const std::string& what) {
-  fmt::print("-- {}: {} values, {}\n", what, g.values.size(), p.summary());
+  // Through the harness: a closed pipe stops the listing, a full disk is an error.
+  std::string text = fmt::format("-- {}: {} values, {}\n", what, g.values.size(), p.summary());
   for (size_t v = 0; v < g.values.size(); ++v) {
     const ValueInfo& vi = g.values[v];
     const bool root = p.storage[v] == static_cast<int>(v) && p.placement[v] != Placement::unused;
-    fmt::print("  {:4} {:<11} {:>10} B {:<5} {}\n", v, role_name(vi.role), vi.bytes(), root ? "own" : "-", vi.name);
+    text += fmt::format("  {:4} {:<11} {:>10} B {:<5} {}\n", v, role_name(vi.role), vi.bytes(), root ? "own" : "-",
+                        vi.name);
   }
+  th::print_stdout(text);
 }
 
 th::Params where(const Case& k, const Mode& m) { return {{"model", k.model}, {"batch", k.batch}, {"mode", m.name}}; }

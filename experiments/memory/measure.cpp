@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "experiments/harness/interrupt.h"
+
 namespace tg::memory {
 
 namespace {
@@ -40,6 +42,7 @@ DynamicMeasured measure_dynamic(const ModelFn& fn, Backend& be, const std::strin
   EagerBuilder& b = t.builder();
   b.set_role_tracking(true);
   for (int i = 0; i < steps; ++i) {
+    harness::throw_if_interrupted();  // a training step of the larger models takes a second on the CPU
     if (o.inference) t.run_inference(feeds);
     else t.step(feeds);
     if (i == 0 && steps > 1) {

@@ -87,6 +87,7 @@ void cpu_level(Level& l, th::Progress& bar) {
   for (int pass = 0; pass < l.passes; ++pass) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < nb; ++i) {
+      th::throw_if_interrupted();  // a batch takes up to ~0.3 s at the highest work level
       const auto th0 = std::chrono::steady_clock::now();
       preprocess(l.raw[static_cast<size_t>(i)].data(), x.data(), l.cfg.elems, l.cfg.row, i);
       const auto th1 = std::chrono::steady_clock::now();
@@ -117,6 +118,7 @@ void gpu_level(Level& l, th::Progress& bar, bool check_cpu) {
   bar.tick("checked");
   Collected cs, co;
   for (int pass = 0; pass < l.passes; ++pass) {
+    th::throw_if_interrupted();
     // Interleaved so that clock and thermal drift hit both modes alike.
     const PassResult s = pipe.run(l.raw, false);
     check_same(ser0, s, l.cfg.work);

@@ -147,6 +147,7 @@ void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const 
     ShapeStrategyRunner runner(m.at(), strategy_options(s, be, 3));
     DynamicAtLength dyn(m, *be);
     for (size_t i = 0; i < lens.size(); ++i) {
+      th::throw_if_interrupted();
       const Feeds& f = bank.at(lens[i]);
       const float ls = runner.step(lens[i], f).loss;
       const float ld = dyn.step(lens[i], f);
@@ -183,6 +184,7 @@ RunStats run_dynamic(const std::shared_ptr<Backend>& be, const Model& m, FeedBan
   RunStats r;
   DynamicAtLength dyn(m, *be);
   for (int64_t l : lens) {
+    th::throw_if_interrupted();  // the steps are this experiment's own loop, not run_loop's
     const Feeds& f = bank.at(l);
     const auto t0 = std::chrono::steady_clock::now();
     dyn.step(l, f);  // reads the loss back: synchronized
@@ -196,6 +198,7 @@ RunStats run_strategy(ShapeStrategy s, const std::shared_ptr<Backend>& be, const
   RunStats r;
   ShapeStrategyRunner runner(m.at(), strategy_options(s, be, cache_capacity));
   for (int64_t l : lens) {
+    th::throw_if_interrupted();
     const ShapeStepReport rep = runner.step(l, bank.at(l));
     r.iter_s.push_back(rep.iteration_ms * 1e-3);
     r.compile_s += rep.compile_ms * 1e-3;

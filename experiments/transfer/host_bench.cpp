@@ -26,6 +26,8 @@ void measure_host_memcpy(harness::Report& r, const harness::LoopOptions& opt, co
   for (int threads : thread_counts) {
     ParallelMemcpy pm(threads, kCopyThreadsMinBytes);
     for (size_t bytes : sizes) {
+      // Preparing a large pair of buffers takes seconds; the loops below poll only while timing.
+      harness::throw_if_interrupted();
       HostBuffer src(bytes), dst(bytes);
       src.touch();  // first-touch page faults must not be timed
       dst.touch();

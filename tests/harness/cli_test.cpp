@@ -102,3 +102,41 @@ TEST_CASE("SIGINT during the run: exit 130 and no report file") {
   CHECK_FALSE(exists(dir + "/i.json.tmp"));
   ::rmdir(dir.c_str());
 }
+
+TEST_CASE("numbers are decimal: --batch 010 is ten (not octal 8), 0x10 is refused") {
+  tg::testing::TempDir dir;
+  Result r = run("--device cpu --quick --batch 010 --json " + dir / "b.json");
+  REQUIRE(r.status == 0);
+  bool found = false;
+  for (const auto& m : tg::harness::read_report(dir / "b.json").measurements)
+    if (m.name == "empty_host_function") {
+      found = true;
+      CHECK(m.params.at("batch").as_int() == 10);
+    }
+  CHECK(found);
+  r = run("--device cpu --quick --batch 0x10 --json " + dir / "h.json");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--batch: Value 0x10 is not a decimal integer") != std::string::npos);
+  CHECK_FALSE(exists(dir / "h.json"));
+}
+
+TEST_CASE("--json '' is a usage error, not a run that writes nothing") {
+  Result r = run("--device cpu --quick --json ''");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--json '': the file name is empty") != std::string::npos);
+  CHECK(r.output.find("device cpu") == std::string::npos);  // refused before the run
+}
+
+TEST_CASE("SIGTERM during the run: exit 143, its name on stderr, no report file") {
+  tg::testing::TempDir dir;
+  const std::string cmd = std::string(TG_NOOP_BIN) + " --device cpu --repetitions 100000000 --min-time 30 --json " +
+                          dir / "t.json" + " >/dev/null 2>" + dir / "err" +
+                          // The handlers are installed before the "device" line: signal after it.
+                          " & pid=$!; for i in $(seq 600); do grep -q 'device' " + dir / "err" +
+                          " && break; sleep 0.05; done; kill -TERM $pid; wait $pid";
+  const int st = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(st) == 143);
+  CHECK(tg::testing::read_text(dir / "err").find("interrupted (SIGTERM): no report was written") != std::string::npos);
+  CHECK_FALSE(exists(dir / "t.json"));
+  CHECK_FALSE(exists(dir / "t.json.tmp"));
+}

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -120,11 +123,12 @@ TEST_CASE("atomic write: the file appears whole, and nothing is left when writin
   write_file_atomic(path, "second\n");  // replaces
   CHECK(slurp(path) == "second\n");
 
-  // Failure at rename: the target is a non-empty folder. No tmp remains, the folder is intact.
+  // The target became a folder after the run's check: refused before the rename, nothing
+  // is left, the folder is intact.
   const std::string blocked = dir + "/blocked";
   REQUIRE(::mkdir(blocked.c_str(), 0755) == 0);
   { std::ofstream(blocked + "/keep") << "x"; }
-  CHECK_THROWS_WITH_AS(write_file_atomic(blocked, "data"), doctest::Contains("rename"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(write_file_atomic(blocked, "data"), doctest::Contains("is a folder"), std::runtime_error);
   CHECK_FALSE(exists(blocked + ".tmp"));
   CHECK(exists(blocked + "/keep"));
 
@@ -133,17 +137,39 @@ TEST_CASE("atomic write: the file appears whole, and nothing is left when writin
                        std::runtime_error);
   CHECK_FALSE(exists(dir + "/missing"));
 
-  // Failure at write: /dev/full accepts the open and fails every write with ENOSPC.
-  if (exists("/dev/full") && ::geteuid() == 0) {
-    // path.tmp is /dev/full.tmp, which is not /dev/full; use a symlink so the tmp is /dev/full itself.
-    const std::string full = dir + "/full";
-    REQUIRE(::symlink("/dev/full", (full + ".tmp").c_str()) == 0);
-    CHECK_THROWS_WITH_AS(write_file_atomic(full, std::string(1 << 16, 'x')), doctest::Contains("write"),
-                         std::runtime_error);
-    CHECK_FALSE(exists(full));
-    CHECK_FALSE(exists(full + ".tmp"));
+  // A link planted at path.tmp is not followed: what it points to keeps its content.
+  const std::string victim = dir + "/victim", planted = dir + "/planted";
+  { std::ofstream(victim) << "keep"; }
+  REQUIRE(::symlink(victim.c_str(), (planted + ".tmp").c_str()) == 0);
+  CHECK_THROWS_WITH_AS(write_file_atomic(planted, "data"), doctest::Contains("planted.tmp"), std::runtime_error);
+  CHECK(slurp(victim) == "keep");
+  CHECK_FALSE(exists(planted));
+  ::unlink((planted + ".tmp").c_str());
+
+  // Failure at write: a file size limit makes write() fail with EFBIG (in a child, so
+  // that the limit and the ignored SIGXFSZ stay there). Neither file remains.
+  const std::string big = dir + "/big.json";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      write_file_atomic(big, std::string(1 << 16, 'x'));
+      ::_exit(1);
+    } catch (const std::runtime_error& e) {
+      ::_exit(std::string(e.what()).find("write failed: File too large") != std::string::npos ? 0 : 2);
+    }
   }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(exists(big));
+  CHECK_FALSE(exists(big + ".tmp"));
   ::unlink(path.c_str());
+  ::unlink(victim.c_str());
   ::unlink((blocked + "/keep").c_str());
   ::rmdir(blocked.c_str());
   ::rmdir(dir.c_str());

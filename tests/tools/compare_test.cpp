@@ -3,10 +3,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "experiments/harness/report_io.h"
+#include "experiments/harness/table.h"
 #include "tools/tg-report/compare.h"
 
 using namespace tg::harness;
@@ -188,4 +192,138 @@ TEST_CASE("tg-report markdown: a table per report, notes as a list") {
   CHECK(r.out.find("- kernel: no GPU") != std::string::npos);
   r = tg_report("markdown");
   CHECK(r.status == 2);
+}
+
+TEST_CASE("markdown: names and params holding | ` * or line breaks stay inside their cells") {
+  using tg::report::markdown_text;
+  CHECK(markdown_text("a|b") == "a\\|b");
+  CHECK(markdown_text("x`y") == "x\\`y");
+  CHECK(markdown_text("*bold* [link](u) <b>") == "\\*bold\\* \\[link\\](u) \\<b\\>");
+  CHECK(markdown_text("line1\nline2\r\nline3\rend") == "line1<br>line2<br>line3<br>end");
+  CHECK(markdown_text("tab\there\x1b[31m") == "tab here\\x1b\\[31m");
+  CHECK(markdown_text("size_bytes=1e-06") == "size_bytes=1e-06");  // snake_case and numbers stay readable
+  CHECK(markdown_text("_x_ # - + !") == "\\_x\\_ # - + !");
+  CHECK(markdown_text("# heading") == "\\# heading");
+  CHECK(markdown_text("- item") == "\\- item");
+  CHECK(tg::report::markdown_code("plain") == "`plain`");
+  CHECK(tg::report::markdown_code("a`b") == "``a`b``");
+  CHECK(tg::report::markdown_code("`x``") == "``` `x`` ```");
+
+  Report r = make({{"op|one", around(2e-6, 0.02)}});
+  Measurement m;
+  m.name = "two\nlines";
+  m.params = {{"p", "x`y|z\nw"}, {"q", "*"}};
+  m.samples = around(1e-6, 0.02);
+  m.extra["a|b"] = 1.5;
+  r.add(std::move(m));
+  r.skip("part|x", "reason\nwith a break");
+  const std::string md = tg::report::markdown(r, "dir/a`b.json");
+  INFO(md);
+  // Every table line has exactly nine unescaped pipes: eight cells, none split or shifted.
+  int rows = 0;
+  size_t start = 0;
+  while (start < md.size()) {
+    const size_t end = md.find('\n', start);
+    const std::string line = md.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] != '|') continue;
+    int pipes = 0;
+    for (size_t i = 0; i < line.size(); ++i) pipes += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    CHECK_MESSAGE(pipes == 9, line);
+    ++rows;
+  }
+  CHECK(rows == 4);  // header, rule, two measurements
+  CHECK(md.find("| op\\|one | n=10 |") != std::string::npos);
+  CHECK(md.find("| two<br>lines | p=x\\`y\\|z<br>w q=\\* |") != std::string::npos);
+  CHECK(md.find("- part\\|x: reason<br>with a break") != std::string::npos);
+  CHECK(md.find("``dir/a`b.json``") != std::string::npos);
+}
+
+TEST_CASE("reading: a uint64-max param is a real (not -1), and a 1.7e308 median prints as 1.7e+308") {
+  Report r = make({{"op", {1.7e308}}});
+  nlohmann::json j = nlohmann::json::parse(to_json(r));
+  j["measurements"][0]["params"]["n"] = std::numeric_limits<uint64_t>::max();
+  const Report back = report_from_json(j.dump(), "big.json");
+  const Param& n = back.measurements.at(0).params.at("n");
+  CHECK(n.kind() == Param::Kind::real);
+  CHECK(n.as_real() == doctest::Approx(1.8446744073709552e19));
+  const std::string md = tg::report::markdown(back, "big.json");
+  INFO(md);
+  CHECK(md.find("n=-1") == std::string::npos);
+  CHECK(md.find("n=1.8446744073709552e+19") != std::string::npos);
+  CHECK(md.find("| 1.7e+308 s |") != std::string::npos);
+  CHECK(md.size() < 1000);  // no 309-digit numbers
+  CHECK(format_value(1.7e308, "s") == "1.7e+308 s");
+  CHECK(format_value(-3e200, "GB/s") == "-3e+200 GB/s");
+  CHECK(format_value(1e300, "B").size() < 20);
+}
+
+TEST_CASE("compare: reports of two tools are refused, matching is by name and params, kinds included") {
+  Report a = make({{"op", around(2e-6, 0.02)}}), b = a;
+  b.meta.tool = "tg-other";
+  CHECK(tg::report::comparable(a, b, "a.json", "b.json").find("A (a.json) is a tg-test report and B (b.json) a "
+                                                              "tg-other report") == 0);
+  CHECK(tg::report::comparable(a, a, "a.json", "a.json").empty());
+  // "1" the string and 1 the number are two measurements; B lists them the other way round.
+  Report x, y;
+  x.meta.tool = y.meta.tool = "tg-test";
+  x.add_time("m", {{"n", 1}}, around(1e-6, 0.02));
+  x.add_time("m", {{"n", "1"}}, around(4e-6, 0.02));
+  y.add_time("m", {{"n", "1"}}, around(4e-6, 0.02));
+  y.add_time("m", {{"n", 1}}, around(1e-6, 0.02));
+  const auto c = tg::report::compare(x, y, 0.05);
+  CHECK(c.compared == 2);
+  CHECK(c.same == 2);
+  CHECK(c.missing == 0);
+  CHECK(c.added == 0);
+}
+
+TEST_CASE("compare: 100,000 measurements against themselves all match (hash matching)") {
+  Report r;
+  r.meta.tool = "tg-test";
+  const std::vector<double> s = around(1e-6, 0.02, 5);
+  const Summary stats = summarize(s);
+  for (int i = 0; i < 100000; ++i) {  // pushed directly: Report::add checks duplicates by a scan
+    Measurement m;
+    m.name = "op_" + std::to_string(i % 100);
+    m.params = {{"i", i}};
+    m.samples = s;
+    m.stats = stats;
+    r.measurements.push_back(std::move(m));
+  }
+  const auto c = tg::report::compare(r, r, 0.05);
+  CHECK(c.compared == 100000);
+  CHECK(c.same == 100000);
+  CHECK(c.missing == 0);
+  CHECK(c.added == 0);
+  CHECK(c.rows.size() == 100000);
+}
+
+TEST_CASE("tg-report: another tool's report is exit 2, a closed or full stdout is handled") {
+  TmpDir d;
+  const auto a = d.write("a.json", to_json(make({{"op", around(2e-6, 0.02)}})));
+  Report other = make({{"op", around(2e-6, 0.02)}});
+  other.meta.tool = "tg-other";
+  const auto b = d.write("b.json", to_json(other));
+  Run r = tg_report("compare " + a + " " + b);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("compare two reports of the same tool") != std::string::npos);
+  // popen's 2>&1 would send the message to /dev/full too: stderr to a file instead.
+  const std::string err = d.path + "/err";
+  d.files.push_back(err);
+  const int full = std::system((std::string(TG_REPORT_BIN) + " markdown " + a + " >/dev/full 2>" + err).c_str());
+  CHECK(WEXITSTATUS(full) == 2);
+  FILE* f = std::fopen(err.c_str(), "r");
+  REQUIRE(f);
+  char buf[512] = {0};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  CHECK(std::string(buf, n).find("tg-report: error: cannot write to stdout: No space left on device") !=
+        std::string::npos);
+  // A reader that stops after one byte: tg-report's own status is still 0 (no SIGPIPE death).
+  const std::string piped = "bash -c '" + std::string(TG_REPORT_BIN) + " compare " + a + " " + a +
+                            " 2>/dev/null | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}'";
+  const int st = std::system(piped.c_str());
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
 }

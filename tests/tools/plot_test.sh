@@ -61,4 +61,25 @@ for f in "${expect[@]}"; do
 done
 [ -s "$out/fallback/tg-launch_medians_s.png" ] || { echo "FAIL: no generic fallback figure"; ls "$out/fallback"; exit 1; }
 if "$py" "$script" --out "$out/bad" /nonexistent.json 2>/dev/null; then echo "FAIL: a missing report must fail"; exit 1; fi
-echo "OK: ${#expect[@]} figure kinds as PNG and SVG, fallback for missing parameters"
+# Checked writes: a listing into a closed pipe stops quietly (exit 0), into a full
+# device is exit 1; a figure that cannot be written is exit 1 and leaves no .tmp; an
+# --out that is a file is exit 2.
+one="$out/in/tg-noop.json"
+exec 5> >(exec true)
+wait $! 2>/dev/null
+"$py" "$script" --out "$out/closed" "$one" >&5 2>"$out/closed.log" || { echo "FAIL: closed stdout: exit $?"; cat "$out/closed.log"; exit 1; }
+exec 5>&-
+[ -s "$out/closed/tg-noop_medians_s.png" ] || { echo "FAIL: closed stdout: no figure"; exit 1; }
+if [ -w /dev/full ]; then
+  if "$py" "$script" --out "$out/full" "$one" >/dev/full 2>"$out/full.log"; then echo "FAIL: stdout /dev/full: exit 0"; exit 1; fi
+  grep -q "plot: error: cannot write to stdout: No space left on device" "$out/full.log" || { echo "FAIL: /dev/full message"; cat "$out/full.log"; exit 1; }
+fi
+mkdir -p "$out/blocked/tg-noop_medians_s.png.tmp"
+"$py" "$script" --out "$out/blocked" "$one" 2>"$out/blocked.log" && { echo "FAIL: an unwritable figure gave exit 0"; exit 1; }
+grep -q "cannot write $out/blocked/tg-noop_medians_s.png" "$out/blocked.log" || { echo "FAIL: blocked message"; cat "$out/blocked.log"; exit 1; }
+[ -d "$out/blocked/tg-noop_medians_s.png.tmp" ] || { echo "FAIL: the folder in the way was removed"; exit 1; }
+rc=0
+"$py" "$script" --out "$one" "$one" 2>"$out/outfile.log" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "is a file, not a folder" "$out/outfile.log" || { echo "FAIL: --out a file"; cat "$out/outfile.log"; exit 1; }
+if ls "$out"/*/*.tmp 2>/dev/null | grep -v blocked; then echo "FAIL: .tmp files left"; exit 1; fi
+echo "OK: ${#expect[@]} figure kinds as PNG and SVG, fallback for missing parameters, checked writes"

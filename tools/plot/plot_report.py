@@ -6,13 +6,17 @@
 The figure is chosen by the report's tool name (tool.name); the parameter names each
 figure reads are listed in docs/report-format.md ("Figures"). Measurements that lack
 a parameter are skipped with a message; a report whose measurements fit no figure
-gets the generic median-by-measurement bar chart. Exit 0 when every report was
-plotted, 2 for bad usage or an unreadable report.
+gets the generic median-by-measurement bar chart. Each file is written atomically
+(FILE.tmp, then renamed), so Ctrl-C or a full disk leaves no half-written figure.
+Exit 0 when every report was plotted, 1 when a figure or stdout could not be written
+(a closed stdout pipe only stops the listing), 2 for bad usage or an unreadable report,
+130/143 when interrupted by SIGINT/SIGTERM.
 """
 import argparse
 import json
 import math
 import os
+import signal
 import sys
 from collections import defaultdict
 
@@ -24,6 +28,49 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def say(msg):
     print(f"plot: {msg}", file=sys.stderr)
+
+
+class WriteError(Exception):
+    """A figure or stdout that could not be written: exit 1 with the message."""
+
+
+STDOUT = {"closed": False}
+
+
+def out(line):
+    """Prints a line of the listing; a closed pipe (| head) stops the listing, not the run."""
+    if STDOUT["closed"]:
+        return
+    try:
+        print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        STDOUT["closed"] = True
+        # Python would flush stdout again at exit and complain: point it at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as e:
+        raise WriteError(f"cannot write to stdout: {e.strerror}")
+
+
+PENDING = set()  # temporary files being written, removed if the run stops
+
+
+def save_atomic(fig, path, fmt, **kw):
+    tmp = path + ".tmp"
+    if os.path.isdir(path) or os.path.isdir(tmp):
+        raise WriteError(f"cannot write {path}: {path if os.path.isdir(path) else tmp} is a folder")
+    try:
+        if os.path.lexists(tmp):  # a leftover, or a planted link savefig would follow
+            os.unlink(tmp)
+        PENDING.add(tmp)
+        fig.savefig(tmp, format=fmt, **kw)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise WriteError(f"cannot write {path}: {e.strerror or e}")
+    finally:
+        if tmp in PENDING and os.path.lexists(tmp):
+            os.unlink(tmp)
+        PENDING.discard(tmp)
 
 
 def label_of(m, skip=()):
@@ -262,7 +309,7 @@ def load(path):
     return r
 
 
-def plot(path, out):
+def plot(path, out_dir):
     r = load(path)
     tool = r["tool"]["name"]
     ms = [m for m in r["measurements"] if all(isinstance(m.get(k), (int, float)) for k in ("median", "p10", "p90"))
@@ -276,15 +323,17 @@ def plot(path, out):
         figs = fig_generic(tool, ms)
     written = []
     for name, fig in figs:
-        base = os.path.join(out, f"{tool}_{name}")
-        fig.savefig(base + ".png", dpi=120, bbox_inches="tight")
-        fig.savefig(base + ".svg", bbox_inches="tight")
-        plt.close(fig)
+        base = os.path.join(out_dir, f"{tool}_{name}")
+        try:
+            save_atomic(fig, base + ".png", "png", dpi=120, bbox_inches="tight")
+            save_atomic(fig, base + ".svg", "svg", bbox_inches="tight")
+        finally:
+            plt.close(fig)
         written += [base + ".png", base + ".svg"]
     if not figs:
         say(f"{path}: no measurements to plot")
     for w in written:
-        print(w)
+        out(w)
 
 
 def main():
@@ -292,12 +341,33 @@ def main():
     ap.add_argument("reports", nargs="+", help="report JSON files")
     ap.add_argument("--out", default="plots", help="folder for the PNG and SVG files (created)")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    if not a.out:
+        raise SystemExit("plot: error: --out '': give a folder")
+    if os.path.exists(a.out) and not os.path.isdir(a.out):
+        raise SystemExit(f"plot: error: --out {a.out}: is a file, not a folder")
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"plot: error: --out {a.out}: cannot create the folder: {e.strerror or e}")
+    if not os.access(a.out, os.W_OK):
+        raise SystemExit(f"plot: error: --out {a.out}: the folder is not writable")
     for p in a.reports:
         plot(p, a.out)
 
 
+class Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def on_signal(signum, frame):
+    raise Interrupted(signum)  # unwinds through save_atomic, which removes its .tmp
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     try:
         main()
     except SystemExit as e:
@@ -305,3 +375,13 @@ if __name__ == "__main__":
             print(e.code, file=sys.stderr)
             sys.exit(2)
         raise
+    except WriteError as e:
+        say(f"error: {e}")
+        sys.exit(1)
+    except Interrupted as e:
+        for tmp in list(PENDING):
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+        say(f"interrupted ({signal.Signals(e.signum).name}): the figures written so far are complete, the rest "
+            "were not written")
+        sys.exit(128 + e.signum)

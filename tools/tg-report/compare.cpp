@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "experiments/harness/table.h"
 
@@ -42,13 +44,31 @@ Verdict verdict(const Measurement& a, const Measurement& b, double threshold) {
   return Verdict::same;
 }
 
+std::string comparable(const Report& a, const Report& b, const std::string& a_name, const std::string& b_name) {
+  if (a.meta.tool == b.meta.tool) return "";
+  return fmt::format("A ({}) is a {} report and B ({}) a {} report: their measurements are of different things "
+                     "(none would match); compare two reports of the same tool",
+                     a_name, a.meta.tool, b_name, b.meta.tool);
+}
+
 Comparison compare(const Report& a, const Report& b, double threshold) {
   Comparison c;
   double log_sum = 0;
   int log_n = 0;
+  // Matched by hash, not by a scan of B per measurement of A: 100,000 measurements
+  // against themselves took 55 s that way.
+  std::unordered_map<std::string, const Measurement*> in_b;
+  in_b.reserve(b.measurements.size());
+  for (const auto& mb : b.measurements) in_b.emplace(harness::measurement_key(mb.name, mb.params), &mb);
+  std::unordered_set<std::string> in_a;
+  in_a.reserve(a.measurements.size());
   for (const auto& ma : a.measurements) {
     Row row{ma.name, harness::params_str(ma.params), ma.unit, ma.stats.median, NAN, NAN, Verdict::missing};
-    if (const Measurement* mb = b.find(ma.name, ma.params)) {
+    std::string key = harness::measurement_key(ma.name, ma.params);
+    const auto found = in_b.find(key);
+    in_a.insert(std::move(key));
+    if (found != in_b.end()) {
+      const Measurement* mb = found->second;
       row.b = mb->stats.median;
       row.verdict = verdict(ma, *mb, threshold);
       ++c.compared;
@@ -69,7 +89,7 @@ Comparison compare(const Report& a, const Report& b, double threshold) {
     c.rows.push_back(std::move(row));
   }
   for (const auto& mb : b.measurements)
-    if (!a.find(mb.name, mb.params)) {
+    if (in_a.count(harness::measurement_key(mb.name, mb.params)) == 0) {
       c.rows.push_back({mb.name, harness::params_str(mb.params), mb.unit, NAN, mb.stats.median, NAN, Verdict::added});
       ++c.added;
     }
@@ -107,45 +127,6 @@ std::string format_comparison(const Comparison& c, const std::string& a_name, co
     out += fmt::format("WARNING: {} records a failed run (see the top): compare with care\n",
                        c.a_error && c.b_error ? "each report" : c.a_error ? "A" : "B");
   return out;
-}
-
-namespace {
-std::string md_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '|') o += '\\';
-    o += ch;
-  }
-  return o;
-}
-}  // namespace
-
-std::string markdown(const Report& r, const std::string& file) {
-  const auto& m = r.meta;
-  std::string out = fmt::format("## {}\n\n", md_escape(m.tool));
-  out += fmt::format("`{}` - {} {} (git {}, {}), {} on {}, device: {}{}\n\n", md_escape(file), m.tool,
-                     m.tool_version, m.git_rev, m.build_type, m.utc_time, md_escape(m.host_name),
-                     md_escape(m.device_name), m.quick ? ", quick mode" : "");
-  out += "| measurement | params | median | p10 | p90 | noise | n | extra |\n";
-  out += "|---|---|---:|---:|---:|---:|---:|---|\n";
-  for (const auto& x : r.measurements) {
-    std::string extra;
-    for (const auto& [k, v] : x.extra) extra += (extra.empty() ? "" : ", ") + fmt::format("{} {:.3g}", k, v);
-    const auto& s = x.stats;
-    out += fmt::format("| {} | {} | {} | {} | {} | {:.1f}%{} | {} | {} |\n", md_escape(x.name),
-                       md_escape(harness::params_str(x.params)), harness::format_value(s.median, x.unit),
-                       harness::format_value(s.p10, x.unit), harness::format_value(s.p90, x.unit), s.noise * 100,
-                       s.noisy ? " (noisy)" : "", s.count, md_escape(extra));
-  }
-  if (r.measurements.empty()) out += "| (no measurements) | | | | | | | |\n";
-  if (r.error)
-    out += fmt::format("\n**This run failed ({})**: {}. The table holds the measurements taken before.\n",
-                       md_escape(r.error->kind), md_escape(r.error->message));
-  if (!r.notes.empty()) {
-    out += "\nSkipped:\n\n";
-    for (const auto& n : r.notes) out += fmt::format("- {}: {}\n", md_escape(n.part), md_escape(n.reason));
-  }
-  return out + "\n";
 }
 
 }  // namespace tg::report

@@ -34,12 +34,25 @@ struct Comparison {
 // intervals are disjoint; otherwise a noisy flag on either side gives "noisy",
 // and no flag gives "same".
 Verdict verdict(const harness::Measurement& a, const harness::Measurement& b, double threshold);
+// Matches by name and params through a hash (linear in the number of measurements).
 Comparison compare(const harness::Report& a, const harness::Report& b, double threshold);
+// "" when A and B can be compared: reports of the same tool. Else why not (tg-report
+// exits 2 with it: no measurement of one tool matches another's, so a comparison
+// would say "0 compared", which reads like success).
+std::string comparable(const harness::Report& a, const harness::Report& b, const std::string& a_name,
+                       const std::string& b_name);
 
 // The text printed by `tg-report compare`.
 std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,
                               double threshold);
-// The markdown printed by `tg-report markdown` for one report.
+// The markdown printed by `tg-report markdown` for one report (markdown.cpp). Every
+// text from the report goes through markdown_text, so a name or parameter holding
+// '|', a backtick, '*' or a line break cannot split a row or shift its columns.
 std::string markdown(const harness::Report& r, const std::string& file);
+// `s` as literal markdown text, safe inside a table cell: markdown's punctuation is
+// backslash-escaped, a line break becomes <br>, another control character \xNN.
+std::string markdown_text(const std::string& s);
+// `s` as an inline code span, fenced with more backticks than it holds in a row.
+std::string markdown_code(const std::string& s);
 
 }  // namespace tg::report

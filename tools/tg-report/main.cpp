@@ -1,28 +1,55 @@
 // tg-report: compare two reports, or print reports as markdown tables.
 //   tg-report compare A.json B.json [--threshold PCT]   exit 0 nothing slower, 1 something slower
 //   tg-report markdown FILE...                           markdown on stdout
-// Exit 2 for bad usage or a report that cannot be read (the message names the file).
+// Exit 2 for bad usage, a report that cannot be read or is invalid (the message names
+// the file and the JSON path), two reports of different tools, or output that cannot
+// be written. A closed stdout pipe (`| head`) only stops the printing.
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <cstdio>
 
+#include "experiments/harness/cli_validators.h"
+#include "experiments/harness/output.h"
 #include "experiments/harness/report_io.h"
 #include "tools/tg-report/compare.h"
 
+namespace {
+
+constexpr int kExitUsage = 2;
+
+// stdout that cannot be written (a full disk) is an error; a closed pipe is not.
+int print(const std::string& text, int status) {
+  try {
+    tg::harness::print_stdout(text);
+    return status;
+  } catch (const tg::harness::OutputError& e) {
+    std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+    return kExitUsage;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  tg::harness::ignore_sigpipe();
   CLI::App app("Compares twograph timing reports and turns them into markdown", "tg-report");
   app.require_subcommand(1);
   app.footer(
       "Examples:\n  tg-report compare base/tg-launch.json new/tg-launch.json --threshold 5\n"
       "  tg-report markdown report/*.json > report/summary.md\n\n"
-      "Exit status: compare: 0 nothing slower, 1 something slower; 2 bad usage or an unreadable report.");
+      "Exit status: compare: 0 nothing slower, 1 something slower; 2 bad usage, an unreadable or invalid report,\n"
+      "reports of two different tools, or output that cannot be written.");
   std::string a_path, b_path;
   double threshold_pct = 5.0;
+  double max_mib = static_cast<double>(tg::harness::kMaxReportBytes >> 20);
+  app.fallthrough();  // --max-mib before or after the subcommand
+  app.add_option("--max-mib", max_mib, "Largest report read, in MiB (a larger file is refused unread)")
+      ->transform(tg::harness::decimal_real(1e-6, 1 << 20))
+      ->capture_default_str();
   auto* cmp = app.add_subcommand("compare", "Ratios B/A per measurement with a verdict (same, faster, slower, noisy)");
   cmp->add_option("A", a_path, "Baseline report (JSON)")->required();
   cmp->add_option("B", b_path, "New report (JSON)")->required();
   cmp->add_option("--threshold", threshold_pct, "Changes below PCT percent count as the same")
-      ->check(CLI::Range(0.0, 1000.0))
+      ->transform(tg::harness::decimal_real(0.0, 1000.0))
       ->capture_default_str();
   std::vector<std::string> md_files;
   auto* md = app.add_subcommand("markdown", "Markdown tables, one section per report");
@@ -30,35 +57,33 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
+    return print(app.help(), 0);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "tg-report: error: %s\nRun 'tg-report --help' for usage and examples.\n", e.what());
-    return 2;
+    return kExitUsage;
   }
-  if (std::isnan(threshold_pct)) {  // CLI::Range lets NaN through, and NaN would make every change "same"
-    std::fprintf(stderr, "tg-report: error: --threshold: must be a percentage in [0, 1000], got nan\n");
-    return 2;
-  }
+  const auto max_bytes = static_cast<uint64_t>(max_mib * (1 << 20));
   try {
     if (*cmp) {
-      const auto a = tg::harness::read_report(a_path);
-      const auto b = tg::harness::read_report(b_path);
+      const auto a = tg::harness::read_report(a_path, max_bytes);
+      const auto b = tg::harness::read_report(b_path, max_bytes);
+      if (const std::string why = tg::report::comparable(a, b, a_path, b_path); !why.empty()) {
+        std::fprintf(stderr, "tg-report: error: %s\n", why.c_str());
+        return kExitUsage;
+      }
       const auto c = tg::report::compare(a, b, threshold_pct / 100.0);
-      std::fputs(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0).c_str(), stdout);
-      return c.slower > 0 ? 1 : 0;
+      return print(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0), c.slower > 0 ? 1 : 0);
     }
     // Every report is read before anything is printed: a bad third file must not
     // leave the first two in a redirected summary.md.
     std::string out;
-    for (const auto& f : md_files) out += tg::report::markdown(tg::harness::read_report(f), f);
-    std::fputs(out.c_str(), stdout);
-    return 0;
+    for (const auto& f : md_files) out += tg::report::markdown(tg::harness::read_report(f, max_bytes), f);
+    return print(out, 0);
   } catch (const tg::harness::ReportError& e) {
     std::fprintf(stderr, "tg-report: error: %s\n", e.what());
-    return 2;
+    return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tg-report: failed: %s\n", e.what());
-    return 2;
+    return kExitUsage;
   }
 }
