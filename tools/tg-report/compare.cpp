@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include "experiments/harness/table.h"
 
@@ -40,6 +42,20 @@ Verdict verdict(const Measurement& a, const Measurement& b, double threshold) {
   }
   if (sa.noisy || sb.noisy) return Verdict::noisy;
   return Verdict::same;
+}
+
+void drop_params(Report& r, const std::vector<std::string>& keys, const std::string& file) {
+  std::map<std::string, std::string> seen;  // name + params after dropping -> params before
+  for (auto& m : r.measurements) {
+    const std::string before = harness::params_str(m.params);
+    for (const auto& k : keys) m.params.erase(k);
+    const std::string id = m.name + " " + harness::params_str(m.params);
+    const auto [it, fresh] = seen.emplace(id, before);
+    if (!fresh)
+      throw std::invalid_argument(fmt::format(
+          "{}: --ignore-param {} makes two measurements one: '{} {}' and '{} {}' differ only in the ignored "
+          "parameter(s); ignore fewer", file, fmt::join(keys, ","), m.name, it->second, m.name, before));
+  }
 }
 
 Comparison compare(const Report& a, const Report& b, double threshold) {

@@ -1,5 +1,6 @@
 // tg-report: compare two reports, or print reports as markdown tables.
-//   tg-report compare A.json B.json [--threshold PCT]   exit 0 nothing slower, 1 something slower
+//   tg-report compare A.json B.json [--threshold PCT] [--ignore-param KEY...]
+//                                                        exit 0 nothing slower, 1 something slower
 //   tg-report markdown FILE...                           markdown on stdout
 // Exit 2 for bad usage or a report that cannot be read (the message names the file).
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Examples:\n  tg-report compare base/tg-launch.json new/tg-launch.json --threshold 5\n"
+      "  tg-report compare a.json b.json --ignore-param threads   # runs that differ in one setting\n"
       "  tg-report markdown report/*.json > report/summary.md\n\n"
       "Exit status: compare: 0 nothing slower, 1 something slower; 2 bad usage or an unreadable report.");
   std::string a_path, b_path;
@@ -24,6 +26,9 @@ int main(int argc, char** argv) {
   cmp->add_option("--threshold", threshold_pct, "Changes below PCT percent count as the same")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
+  std::vector<std::string> ignored;
+  cmp->add_option("--ignore-param", ignored,
+                  "Match measurements without these parameters (e.g. threads), to compare runs that differ in them");
   std::vector<std::string> md_files;
   auto* md = app.add_subcommand("markdown", "Markdown tables, one section per report");
   md->add_option("FILE", md_files, "Reports (JSON)")->required();
@@ -42,8 +47,12 @@ int main(int argc, char** argv) {
   }
   try {
     if (*cmp) {
-      const auto a = tg::harness::read_report(a_path);
-      const auto b = tg::harness::read_report(b_path);
+      auto a = tg::harness::read_report(a_path);
+      auto b = tg::harness::read_report(b_path);
+      if (!ignored.empty()) {
+        tg::report::drop_params(a, ignored, a_path);
+        tg::report::drop_params(b, ignored, b_path);
+      }
       const auto c = tg::report::compare(a, b, threshold_pct / 100.0);
       std::fputs(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0).c_str(), stdout);
       return c.slower > 0 ? 1 : 0;
@@ -55,6 +64,9 @@ int main(int argc, char** argv) {
     std::fputs(out.c_str(), stdout);
     return 0;
   } catch (const tg::harness::ReportError& e) {
+    std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "tg-report: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
