@@ -76,6 +76,14 @@ def report(stem):
     return _reports[stem]
 
 
+def gpu_of(stem):
+    """The GPU entry of the device a saved report ran on (clocks, widths, SMs: the ceilings)."""
+    g = PR.device_gpu(report(stem).r)
+    if not g:
+        raise Missing(f"{report(stem).rel}: no GPU entry for the device it ran on")
+    return g
+
+
 # ---- number formatting: three significant digits, at most two decimals ------------
 
 def num(v, max_dec=2):
@@ -99,7 +107,11 @@ def mib(b):
 
 
 def size_name(b):
-    return {1024: "1 KiB", 2**20: "1 MiB", 2**29: "512 MiB"}.get(b, mib(b))
+    """A byte size as a whole number of KiB, MiB or GiB when it is one (64 KiB, 1 GiB), else mib()."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if b >= 2**shift and b % 2**shift == 0:
+            return f"{b >> shift} {unit}"
+    return mib(b)
 
 
 def table(header, rows, align=None):
@@ -109,36 +121,95 @@ def table(header, rows, align=None):
     return "\n".join(lines)
 
 
+def x(v):
+    """A ratio: 2.79x."""
+    return f"{num(v)}x"
+
+
+def pct(fraction, dec=0):
+    """A fraction as a percent: 0.873 -> 87%."""
+    return f"{100 * fraction:.{dec}f}%"
+
+
+def median(stem, name, fmt=None, **params):
+    """A value: one measurement's median, as a time unless fmt says otherwise."""
+    return lambda: (fmt or t)(report(stem).one(name, **params)["median"])
+
+
+def extra(stem, name, key, fmt=None, **params):
+    """A value: one extra of one measurement (num by default)."""
+    return lambda: (fmt or num)(report(stem).one(name, **params)["extra"][key])
+
+
 def noisy(m):
     return " (noisy)" if m.get("noisy") else ""
 
 
-# ---- the generated text between <!-- tables:NAME begin --> and <!-- tables:NAME end -->
+# ---- the generated text: tables between <!-- tables:NAME begin --> and <!-- tables:NAME end -->,
+# and single values in prose, <!--v:NAME-->4.38 us<!--/v--> (GitHub shows only the value)
 
 MARKER = re.compile(r"(<!-- tables:([\w-]+) begin -->\n)(.*?)(<!-- tables:\2 end -->)", re.S)
+# A value stays on one line and holds no '<': a marker an editor wrapped is reported, not half-replaced.
+VALUE = re.compile(r"<!--v:([\w.-]+)-->([^<\n]*)<!--/v-->")
+VALUE_OPEN = re.compile(r"<!--v:([\w.-]*)")
 
-# Tables that could not be made: the doc gets a TODO in their place, and the run exits 1
-# after every other table is done, so one stale report does not hold back the rest.
+# Tables and values that could not be made: the doc gets a TODO in their place, and the run
+# exits 1 after every other one is done, so one stale report does not hold back the rest.
 failed = []
+
+
+def _why(e):
+    return str(e) if isinstance(e, Missing) else f"a measurement lacks the field {e}"
 
 
 def render(tables, name):
     try:
         return tables[name]()
     except (Missing, KeyError) as e:
-        why = str(e) if isinstance(e, Missing) else f"a measurement lacks the field {e}"
-        failed.append(f"{name}: {why}")
-        return f"> **TODO**: table {name} cannot be generated: {why}. Rerun the experiment and save its report there."
+        failed.append(f"{name}: {_why(e)}")
+        return f"> **TODO**: table {name} cannot be generated: {_why(e)}. Rerun the experiment and save its report there."
 
 
-def update_doc(tables, path, check):
-    text = path.read_text()
+def render_value(values, name):
+    try:
+        text = str(values[name]())
+    except (Missing, KeyError, ZeroDivisionError) as e:
+        failed.append(f"value {name}: {_why(e)}")
+        return "TODO"
+    if "<" in text or "\n" in text:
+        raise SystemExit(f"docs-tables: error: value {name} made {text!r}: a value must be one line without '<'")
+    return text
+
+
+def line_of(text, pos):
+    return text.count("\n", 0, pos) + 1
+
+
+def check_markers(text, rel, tables, values):
+    """Exit 2 for a marker that names nothing known, or a value marker that is not closed on its line."""
     unknown = [m.group(2) for m in MARKER.finditer(text) if m.group(2) not in tables]
     if unknown:
-        raise SystemExit(f"docs-tables: error: {path.relative_to(ROOT)}: unknown table(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(tables)}")
+        raise SystemExit(f"docs-tables: error: {rel}: unknown table(s) {', '.join(unknown)}; known: {', '.join(tables)}")
+    closed = {m.start() for m in VALUE.finditer(text)}
+    for m in VALUE_OPEN.finditer(text):
+        if m.start() not in closed:
+            raise SystemExit(f"docs-tables: error: {rel}:{line_of(text, m.start())}: value marker '{m.group(0)}' is not "
+                             "closed by <!--/v--> on the same line (write <!--v:NAME-->VALUE<!--/v--> on one line)")
+    bad = sorted({m.group(1) for m in VALUE.finditer(text) if m.group(1) not in values})
+    if bad:
+        raise SystemExit(f"docs-tables: error: {rel}: unknown value(s) {', '.join(bad)}; the values are the VALUES of "
+                         "scripts/docs_tables/ (python3 scripts/docs-tables.py --list-values)")
+
+
+def update_doc(tables, values, path, check):
+    """Regenerates a doc's tables and values; returns (table names, value names, changed)."""
+    text = path.read_text()
+    rel = path.relative_to(ROOT)
+    check_markers(text, rel, tables, values)
     new = MARKER.sub(lambda m: f"{m.group(1)}\n{render(tables, m.group(2))}\n\n{m.group(4)}", text)
+    new = VALUE.sub(lambda m: f"<!--v:{m.group(1)}-->{render_value(values, m.group(1))}<!--/v-->", new)
     names = [m.group(2) for m in MARKER.finditer(text)]
+    used = [m.group(1) for m in VALUE.finditer(text)]
     if new != text and not check:
         path.write_text(new)
-    return names, new != text
+    return names, used, new != text
