@@ -2,7 +2,7 @@
 per op), the compile phases, the cold-start table, the plot, and the values the
 chapter's prose quotes."""
 from . import common
-from .common import Missing, num, report, t, table, x
+from .common import Missing, num, report, sources_line, t, table, x
 from .plotting import save
 
 
@@ -85,7 +85,7 @@ def cold_table(stems):
     return (table(["call", "measured by", "first in the process: median (p10 .. p90)", "second", "first / second"],
                   rows, ["---", "---", "---:", "---:", "---:"]) +
             f"\n\nEach sample is one fresh process ({n} per row): the binary runs itself as a child that touches "
-            "nothing before these calls, in this order.\n\n" + " ".join(report(s).source_line() for s in stems))
+            "nothing before these calls, in this order.\n\n" + sources_line(*stems))
 
 
 def tab_launch_cold_start():
@@ -127,8 +127,6 @@ VALUES = {
     "launch.dyn_added": lambda: num(phases("caching")["build"] + phases("caching")["alloc"]),
     "launch.dyn_earlier_us": earlier_dyn_us,
     "launch.eager_floor": lambda: num(per("raw_eager", "us_per_kernel", kernel="empty", pdl=0)),
-    "launch.eager_touch": lambda: num(per("raw_eager", "us_per_kernel", kernel="touch", pdl=0)),
-    "launch.sync_floor": lambda: t(report("launch").one("raw_eager_sync", n_ops=1)["median"]),
     "launch.graph_empty": lambda: num(per("raw_graph_gpu", "us_per_node", kernel="empty", pdl=0)),
     "launch.graph_empty_pdl": lambda: num(per("raw_graph_gpu", "us_per_node", kernel="empty", pdl=1)),
     "launch.graph_touch": lambda: num(per("raw_graph_gpu", "us_per_node", kernel="touch", pdl=0)),

@@ -113,7 +113,6 @@ VALUES = {
     "matmul.first_flop": lambda: f"{2 * first_n()**3:.2g}".replace("e+0", "e").replace("e+", "e"),
     "matmul.n0_cpu": lambda: t(cpu_m(0)["median"]),
     "matmul.n0_gpu": lambda: t(gpu_m(0)["median"]),
-    "matmul.n0_gpu_tr": lambda: t(gpu_m(0, transfers=True)["median"]),
     "matmul.top_copies": lambda: t(gpu_m(top_n(), transfers=True)["median"] - gpu_m(top_n())["median"]),
     "matmul.top_fp32_time": lambda: t(gpu_m(top_n())["median"]),
     "matmul.top_fp32_tr_time": lambda: t(gpu_m(top_n(), transfers=True)["median"]),

@@ -37,8 +37,8 @@ def tab_memory_measured():
     for source, what in MEASURED_SOURCES:
         for (model, batch, mode), roles in measured_rows(r, source).items():
             cells = []
-            for x in ROLES:
-                m = roles.get(x)
+            for name in ROLES:
+                m = roles.get(name)
                 cells.append("-" if m is None or (m["median"] == 0 and m["extra"]["predicted_B"] == 0)
                              else f"{mib(m['median'])} {diff_cell(m)}")
             checked = [abs(m["extra"]["diff_pct"]) for m in roles.values() if m["params"].get("checked", True)]

@@ -22,8 +22,13 @@ NOT_CHECKED = {
 # Numbers with a unit that are definitions, not measurements: (doc, exact text, why).
 DEFINITIONS = [
     ("docs/transfer.md", "1 GB/s", "the unit: 1 GB/s = 10^9 bytes/s"),
+    ("docs/classic.md", "1 GB/s", "the same unit"),
+    ("docs/README.md", "1 GB/s", "the same unit, quoted as an example of a definition"),
+    ("README.md", "5%", "tg-report compare's default threshold"),
     ("docs/train.md", "1.1x", "the speedup below which compute_bound_batch calls a batch compute-bound"),
     ("docs/train.md", "10%", "the same threshold, as the share of the step static saves"),
+    ("docs/report-format.md", "0.2 s", "the measurement loop's default minimum time"),
+    ("docs/report-format.md", "0.02 s", "the same with --quick"),
     ("docs/memory.md", "3 iterations", "how many iterations the allocator comparison runs"),
     ("docs/memory.md", "5%", "the pass threshold of role_agreement_worst_pct (target_pct)"),
 ]

@@ -3,7 +3,7 @@ tg-kernels, tg-launch and tg-matmul, against the ceilings of the device the repo
 were taken on (theoretical ones from the report's GPU entry, measured ones from the
 same reports), with percent of peak; the two figures; the chapter's values."""
 from . import common
-from .common import Missing, num, pct, report, size_name, t, table, x
+from .common import Missing, num, pct, report, size_name, sources_line, t, table, x
 from .plotting import save
 
 # FLOP and bytes per element of the elementwise ops whose count is unambiguous: one FLOP
@@ -84,7 +84,7 @@ def tab_regimes_ceilings():
          f"{num(floor_s() * copy_rate() / 2**20)} MiB", "tg-kernels"],
     ]
     return (table(["ceiling", "value", "from"], rows, ["---", "---:", "---"]) + "\n\n" +
-            report("kernels").source_line() + " " + report("launch").source_line())
+            sources_line("kernels", "launch"))
 
 
 def tab_regimes_overhead():
@@ -195,9 +195,6 @@ VALUES = {
     "regimes.crossover_mib": lambda: num(floor_s() * copy_rate() / 2**20),
     "regimes.copy_gbs": lambda: num(copy_rate() / 1e9, 0),
     "regimes.copy_pct_theory": lambda: pct(copy_rate() / hbm()),
-    "regimes.hbm_gbs": lambda: num(hbm() / 1e9, 0),
-    "regimes.fp32_peak": lambda: num(peak("fp32") / 1e12),
-    "regimes.tf32_peak": lambda: num(peak("tf32") / 1e12),
     "regimes.ridge_fp32": lambda: num(peak("fp32") / copy_rate()),
     "regimes.ridge_tf32": lambda: num(peak("tf32") / copy_rate()),
     "regimes.add_vs_ridge": lambda: x(peak("fp32") / copy_rate() / (1 / 12)),

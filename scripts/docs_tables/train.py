@@ -122,9 +122,27 @@ def top_t():
     return biggest("transformer")
 
 
+def serial_feed_rates():
+    return [it("feed", sw, feed_copy="serial", **c)["extra"]["GB/s"] for sw, c in feed_rows()]
+
+
+def step_by(copy, batch=2048):
+    return t(med("step_by_feed_copy", MLP, feed_copy=copy, batch=batch))
+
+
+def pinned_dma_s(mib):
+    """The time of an H2D copy of `mib` MiB at tg-transfer's pinned 512 MiB rate."""
+    rate = report("transfer").one("copy", size_bytes=2**29, direction="h2d", memory="pinned", mode="sync")
+    return mib * 2**20 / (rate["extra"]["GB/s"] * 1e9)
+
+
 VALUES = {
+    "train.serial_feed_range": lambda: f"{num(min(serial_feed_rates()))} to {num(max(serial_feed_rates()))} GB/s",
+    "train.tmax_dma": lambda: t(pinned_dma_s(it("feed", "transformer", feed_copy="serial", **top_t())["extra"]["MiB"])),
+    "train.b2048_streaming": lambda: step_by("threads_streaming"),
+    "train.b2048_threads": lambda: step_by("threads"),
+    "train.b2048_serial": lambda: step_by("serial"),
     "train.b32_static": lambda: t(med(batch=32, mode="train", executor="static")),
-    "train.b32_replay": lambda: t(med("replay", batch=32, mode="train", executor="static")),
     "train.b32_plain": lambda: t(med(batch=32, mode="train", executor="static_plain")),
     "train.b32_dynamic": lambda: t(med(batch=32, mode="train", executor="dynamic")),
     "train.b32_inf_replay": lambda: t(med("replay", batch=32, mode="inference", executor="static")),
