@@ -22,8 +22,8 @@ with NAME one of the VALUES (--list-values). Run this after saving new results i
 docs/results/; every table and value then comes from those JSON files, and the plots
 (PNG + SVG in docs/plots/) are drawn by tools/plot/plot_report.py's own figure code.
 Every run also checks that no measured-looking number of the prose is written by
-hand (scripts/docs_tables/prose.py). Exit 0 when done, 1 for --check with stale docs
-or for a hand-written figure, 2 for bad usage or a report that lacks a measurement a
+hand, and that no reference leaves the repository (scripts/docs_tables/prose.py). Exit 0 when done, 1 for --check with stale docs
+or for a hand-written figure or an outside reference, 2 for bad usage or a report that lacks a measurement a
 table needs (the message names the file, the measurement and its parameters).
 """
 import argparse

@@ -8,7 +8,8 @@ batch sizes, op counts, flags) are parameters of a run and may be written by han
 may code spans and code blocks (commands, and the quick start's pasted output, which
 its own ctest checks). What is left is either generated or listed in DEFINITIONS with
 the reason it is not a measurement; an entry that no longer occurs is an error too, so
-the list cannot rot."""
+the list cannot rot. The same check refuses references that leave the repository (a
+path to another checkout, a link to a file that does not exist)."""
 import re
 
 from .common import DOCS, ROOT, line_of
@@ -69,9 +70,34 @@ def hand_written(path):
     return [(line_of(text, m.start()), m.group(0)) for m in MEASURED.finditer(text) if m.group(0) not in allowed]
 
 
-def check():
-    """Error lines: hand-written figures, and DEFINITIONS entries that no longer occur."""
+# The docs cite nothing outside the repository: no path to a sibling folder or a machine's
+# checkout, and every relative link must resolve to a file of the repository.
+OUTSIDE = re.compile(r"\.\./shared|/work/|\bdesign\.md\b")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def outside_references():
     errors = []
+    for path in [ROOT / "README.md"] + sorted(DOCS.rglob("*.md")):
+        rel = path.relative_to(ROOT)
+        text = path.read_text()
+        for m in OUTSIDE.finditer(text):
+            errors.append(f"{rel}:{line_of(text, m.start())}: '{m.group(0)}' points outside the repository")
+        for m in LINK.finditer(text):
+            target = m.group(1).split("#")[0]
+            if not target or re.match(r"[a-z]+:", target):
+                continue  # an anchor, or a URL
+            dest = (path.parent / target).resolve()
+            if not dest.is_relative_to(ROOT) or not dest.exists():
+                errors.append(f"{rel}:{line_of(text, m.start())}: link '{m.group(1)}' does not lead to a file of the "
+                              "repository")
+    return errors
+
+
+def check():
+    """Error lines: hand-written figures, DEFINITIONS entries that no longer occur, and references
+    that leave the repository."""
+    errors = outside_references()
     for path in docs():
         rel = str(path.relative_to(ROOT))
         if rel in NOT_CHECKED:
