@@ -6,18 +6,25 @@
     python3 scripts/docs-tables.py --print memory-roles   # one table on stdout
     python3 scripts/docs-tables.py --no-plots             # tables only (no matplotlib needed)
 
-A table lives in a doc between two marker comments:
+A table lives in a doc (README.md, docs/*.md) between two marker comments:
 
     <!-- tables:NAME begin -->
     ...generated, do not edit by hand...
     <!-- tables:NAME end -->
 
-and NAME is one of the TABLES of scripts/docs_tables/ (one module per chapter). Run
-this after saving new results in docs/results/; every number in a table then comes
-from those JSON files, and the plots (PNG + SVG in docs/plots/) are drawn by
-tools/plot/plot_report.py's own figure code. Exit 0 when done, 1 for --check with
-stale tables, 2 for bad usage or a report that lacks a measurement a table needs (the
-message names the file, the measurement and its parameters).
+and NAME is one of the TABLES of scripts/docs_tables/ (one module per chapter). A
+single number in the prose is a value marker, on one line, which GitHub shows as
+the value alone:
+
+    the dynamic executor costs <!--v:launch.dyn_us-->4.38<!--/v--> us per op
+
+with NAME one of the VALUES (--list-values). Run this after saving new results in
+docs/results/; every table and value then comes from those JSON files, and the plots
+(PNG + SVG in docs/plots/) are drawn by tools/plot/plot_report.py's own figure code.
+Every run also checks that no measured-looking number of the prose is written by
+hand, and that no reference leaves the repository (scripts/docs_tables/prose.py). Exit 0 when done, 1 for --check with stale docs
+or for a hand-written figure or an outside reference, 2 for bad usage or a report that lacks a measurement a
+table needs (the message names the file, the measurement and its parameters).
 """
 import argparse
 import os
@@ -26,35 +33,50 @@ from pathlib import Path
 
 # The builders live in scripts/docs_tables/ (one module per chapter); this file is only the
 # command line, so the ctest and the docs keep calling scripts/docs-tables.py.
-from docs_tables import PLOTTERS, TABLES, common
-from docs_tables.common import DOCS, PLOTS, ROOT, Missing, update_doc
+from docs_tables import PLOTTERS, TABLES, VALUES, common, prose
+from docs_tables.common import PLOTS, ROOT, Missing, update_doc
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table in docs/ is out of date")
     ap.add_argument("--no-plots", action="store_true", help="update the tables only")
-    ap.add_argument("--print", metavar="NAME", choices=sorted(TABLES), help="print one table (%(choices)s)")
+    ap.add_argument("--print", metavar="NAME", choices=sorted(TABLES) + sorted(VALUES),
+                    help="print one table or value (tables: %s; values: --list-values)" % ", ".join(sorted(TABLES)))
+    ap.add_argument("--list-values", action="store_true", help="print every value's name and current text")
     ap.add_argument("--results", metavar="DIR", help="read the reports from DIR instead of docs/results")
     a = ap.parse_args()
     if a.results:
         common.RESULTS = Path(a.results).resolve()
-    plots = not (a.no_plots or a.check or a.print)
+    plots = not (a.no_plots or a.check or a.print or a.list_values)
     common.PR = common.import_plot_report(plots)
     if a.print:
-        print(common.render(TABLES, a.print))
+        print(common.render(TABLES, a.print) if a.print in TABLES else common.render_value(VALUES, a.print))
         return 1 if common.failed else 0
-    stale, used = [], set()
-    for path in sorted(DOCS.glob("*.md")):
-        names, changed = update_doc(TABLES, path, a.check)
+    if a.list_values:
+        for name in sorted(VALUES):
+            print(f"{name}\t{common.render_value(VALUES, name)}")
+        return 1 if common.failed else 0
+    stale, used, used_values = [], set(), set()
+    for path in prose.docs():
+        names, values, changed = update_doc(TABLES, VALUES, path, a.check)
         used.update(names)
+        used_values.update(values)
         if changed:
             stale.append(path.relative_to(ROOT))
-        if names:
+        if names or values:
+            what = ", ".join(names + ([f"{len(values)} values"] if values else []))
             print(f"{path.relative_to(ROOT)}: {'stale' if changed and a.check else 'updated' if changed else 'up to date'}"
-                  f" ({', '.join(names)})")
+                  f" ({what})")
     for name in sorted(set(TABLES) - used):
         print(f"docs-tables: note: table {name} is in no doc", file=sys.stderr)
+    for name in sorted(set(VALUES) - used_values):
+        print(f"docs-tables: note: value {name} is in no doc", file=sys.stderr)
+    hand = prose.check()
+    for e in hand:
+        print(f"docs-tables: error: {e}", file=sys.stderr)
+    for rel, why in prose.NOT_CHECKED.items():
+        print(f"docs-tables: note: {rel} is not checked for hand-written figures: {why}", file=sys.stderr)
     if plots:
         # Reproducible SVGs: fixed ids and date, so an unchanged report gives unchanged files.
         common.PR.matplotlib.rcParams["svg.hashsalt"] = "twograph"
@@ -69,7 +91,9 @@ def main():
         print(f"docs-tables: error: {f}", file=sys.stderr)
     if a.check and stale:
         print(f"docs-tables: {len(stale)} doc(s) out of date: run python3 scripts/docs-tables.py", file=sys.stderr)
-    return 1 if (a.check and stale) or common.failed else 0
+    if hand:
+        print(f"docs-tables: {len(hand)} hand-written figure(s) in the prose (above)", file=sys.stderr)
+    return 1 if (a.check and stale) or common.failed or hand else 0
 
 
 if __name__ == "__main__":

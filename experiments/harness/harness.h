@@ -32,8 +32,11 @@
 // for throughputs, timer), skip(part, reason) for what was not measured and why.
 // Measurement::extra holds derived numbers (GB/s, TFLOP/s). Statistics (stats.h):
 // min, p10, median, p90, max, mean, noise = IQR/median, noisy when > 10%.
+// Cold start (cold_start.h): the first CUDA calls of a process, one fresh child process
+// per sample: cold_start_child() first thing in main(), measure_cold_start() in the body.
 // Files: docs/report-format.md (fields, parameter names the plots read) and
 // docs/report.schema.json. report_io.h reads, validates and writes them.
+#include "experiments/harness/cold_start.h"
 #include "experiments/harness/experiment.h"
 #include "experiments/harness/interrupt.h"
 #include "experiments/harness/measure.h"

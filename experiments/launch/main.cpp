@@ -32,12 +32,12 @@ void break_even(th::Experiment& e, int n, const std::string& launch, double dyn_
 
 void raw_floors(th::Experiment& e, const std::vector<int>& ns) {
   if (!launch::have_cuda()) {
-    e.report().skip("raw_cuda_floors", "built without CUDA (TWOGRAPH_CUDA=OFF)");
+    e.report().skip("raw_cuda_floors, cold_start", "built without CUDA (TWOGRAPH_CUDA=OFF)");
     return;
   }
   if (!e.on_gpu()) {
-    e.report().skip("raw_cuda_floors", "no GPU selected (--device cpu, or auto found none): empty kernels and CUDA "
-                                       "Graph replay need a device");
+    e.report().skip("raw_cuda_floors, cold_start", "no GPU selected (--device cpu, or auto found none): empty "
+                                                   "kernels, CUDA Graph replay and first CUDA calls need a device");
     return;
   }
 #ifdef TWOGRAPH_HAVE_CUDA
@@ -84,12 +84,18 @@ void raw_floors(th::Experiment& e, const std::vector<int>& ns) {
       }
     }
   }
+  TG_NVTX_RANGE("cold_start");
+  th::measure_cold_start(e.report(), th::self_cold_start_argv(e.device()), e.quick() ? 3 : 10);
 #endif
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TWOGRAPH_HAVE_CUDA
+  // A cold-start child (cold_start.h) must touch nothing before its own steps.
+  if (auto rc = th::cold_start_child(argc, argv, launch::cold_start_steps)) return *rc;
+#endif
   th::Experiment ex("tg-launch", "What do rebuilding and eager launching cost? (chain of N tiny ops)",
                     "tg-launch --device auto --json docs/results/launch.json --csv launch.csv");
   std::vector<int> ns;

@@ -11,6 +11,9 @@
 // for its results, which hides the launch latency behind the previous kernel.
 // CPU-only builds compile raw_floors_stub.cpp (have_cuda() false; the rest throws).
 #include <cstdint>
+#include <vector>
+
+#include "experiments/harness/cold_start.h"
 
 namespace tg::launch {
 
@@ -53,5 +56,13 @@ class RawGraph {
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
 };
+
+#ifdef TWOGRAPH_HAVE_CUDA
+// The steps of tg-launch's cold-start child (experiments/harness/cold_start.h): the
+// runtime and the context, then the first and second launch of the empty kernel, each
+// followed by a synchronize. With CUDA's lazy module loading (the default since 12.2)
+// the first launch of a kernel also loads its module.
+std::vector<harness::ColdStep> cold_start_steps(int device);
+#endif
 
 }  // namespace tg::launch

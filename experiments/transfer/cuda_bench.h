@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/harness/cold_start.h"
 #include "experiments/harness/measure.h"
 #include "experiments/harness/report.h"
 
@@ -32,5 +33,9 @@ void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, c
 // done by hand through two pinned chunks (staged_copy.h), for each chunk size.
 void measure_staged(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,
                     const std::vector<size_t>& chunk_bytes, int copy_threads, const LinkRates& rates);
+
+// The cold-start child's steps (cold_start_steps.cpp): runtime and context, then the
+// first and second cudaMalloc, pageable H2D cudaMemcpy and cudaFree of 1 KiB.
+std::vector<harness::ColdStep> cold_start_steps(int device);
 
 }  // namespace tg::transfer

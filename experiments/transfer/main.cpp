@@ -29,11 +29,16 @@ void skip_gpu_parts(th::Report& r, const std::string& why) {
   r.skip("copy h2d/d2h/d2d (pageable, pinned; sync, async)", why);
   r.skip("alloc cudaMalloc/cudaFree/cudaMallocHost/cudaFreeHost", why);
   r.skip("copy mode=staged (pageable through pinned chunks)", why);
+  r.skip("cold_start (first CUDA calls of a fresh process)", why);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TWOGRAPH_HAVE_CUDA
+  // A cold-start child (cold_start.h) must touch nothing before its own steps.
+  if (auto rc = th::cold_start_child(argc, argv, tt::cold_start_steps)) return *rc;
+#endif
   th::Experiment experiment("tg-transfer",
                     "What do transfers cost? Host<->device and device copies, pageable vs pinned, sync vs async, "
                     "allocation costs, and a staged pageable copy, against the link's theoretical rate",
@@ -52,7 +57,7 @@ int main(int argc, char** argv) {
     th::Report& r = ex.report();
     const auto sizes = filter_sizes(tt::sweep_sizes(ex.quick()), static_cast<size_t>(max_mib) * tt::MiB);
     const size_t chunk = static_cast<size_t>(chunk_mib) * tt::MiB;
-    th::Progress bar(ex.on_gpu() ? 5 : 2, "tg-transfer");
+    th::Progress bar(ex.on_gpu() ? 6 : 2, "tg-transfer");
     {
       TG_NVTX_RANGE("host_memcpy");
       tt::measure_host_memcpy(r, ex.loop(), sizes, {1, copy_threads});
@@ -84,6 +89,11 @@ int main(int argc, char** argv) {
       TG_NVTX_RANGE("device_alloc");
       tt::measure_device_alloc(r, ex.loop(), sizes);
       bar.tick("device alloc");
+    }
+    {
+      TG_NVTX_RANGE("cold_start");
+      th::measure_cold_start(r, th::self_cold_start_argv(ex.device()), ex.quick() ? 3 : 10);
+      bar.tick("cold start");
     }
     {
       TG_NVTX_RANGE("staged");

@@ -1,7 +1,7 @@
 """docs/pipeline.md: the input pipeline of tg-pipeline, serialized vs overlapped: time by
 stage, the overlap summary, the --work sweep, and the plots."""
 from . import common
-from .common import Missing, mib, noisy, num, report, t, table
+from .common import Missing, mib, noisy, num, pct, report, t, table, x
 from .plotting import grouped_bars, save
 
 PIPE_STAGES = ("host", "h2d", "compute", "d2h")
@@ -123,3 +123,81 @@ def plots_pipeline():
 TABLES = {"pipeline-stages": tab_pipeline_stages, "pipeline-summary": tab_pipeline_summary,
           "pipeline-work": tab_pipeline_work}
 PLOTTERS = {"pipeline": plots_pipeline}
+
+
+# ---- values of the prose ---------------------------------------------------------------
+
+def ser_mean(stage, work=None):
+    return mean_of(pipe(report("pipeline"), "serialized", stage, work))
+
+
+def ideal(work):
+    ser = {s: ser_mean(s, work) for s in PIPE_STAGES}
+    return sum(ser.values()) / max(ser.values())
+
+
+def overlap(work):
+    return report("pipeline").one("overlap_speedup", work=work)["median"]
+
+
+def works():
+    return pipe_works(report("pipeline"))
+
+
+def balanced():
+    """The work level where host and compute are closest: where overlap pays most."""
+    return min(works(), key=lambda w: abs(ser_mean("compute", w) / ser_mean("host", w) - 1))
+
+
+def busy_frac(mode, work):
+    return report("pipeline").one("gpu_busy_fraction", mode=mode, work=work)["median"]
+
+
+def host_parity(parity):
+    host = pipe(report("pipeline"), "serialized", "host").get("samples") or []
+    xs = sorted(host[parity::2])
+    if len(xs) < 2:
+        raise Missing(f"{report('pipeline').rel}: too few host samples to split by parity")
+    return xs[len(xs) // 2]
+
+
+def h2d_rates():
+    return [pipe(report("pipeline"), mode, "h2d")["extra"]["GB/s"] for mode in ("serialized", "overlapped")]
+
+
+def batch_bytes():
+    return pipe(report("pipeline"), "serialized", "total")["params"]["batch_bytes"]
+
+
+def per_step_us():
+    w = works()[0]
+    return ser_mean("compute", w) / w * 1e6
+
+
+VALUES = {
+    "pipeline.host": lambda: t(ser_mean("host")),
+    "pipeline.host_gbs": lambda: f"{num(batch_bytes() / ser_mean('host') / 1e9)} GB/s",
+    "pipeline.h2d": lambda: t(ser_mean("h2d")),
+    "pipeline.compute": lambda: t(ser_mean("compute")),
+    "pipeline.busy_low": lambda: pct(busy_frac("serialized", works()[0])),
+    "pipeline.w0": lambda: str(works()[0]),
+    "pipeline.w1": lambda: str(works()[1]),
+    "pipeline.wb": lambda: str(balanced()),
+    "pipeline.wmax": lambda: str(works()[-1]),
+    "pipeline.ov0": lambda: x(overlap(works()[0])),
+    "pipeline.id0": lambda: x(ideal(works()[0])),
+    "pipeline.ov1": lambda: x(overlap(works()[1])),
+    "pipeline.id1": lambda: x(ideal(works()[1])),
+    "pipeline.ovb": lambda: x(overlap(balanced())),
+    "pipeline.idb": lambda: x(ideal(balanced())),
+    "pipeline.ovmax": lambda: x(overlap(works()[-1])),
+    "pipeline.idmax": lambda: x(ideal(works()[-1])),
+    "pipeline.busy_max_ovl": lambda: pct(busy_frac("overlapped", works()[-1]), 1),
+    "pipeline.busy_max_ser": lambda: pct(busy_frac("serialized", works()[-1]), 1),
+    "pipeline.host_even": lambda: t(host_parity(0)),
+    "pipeline.host_odd": lambda: t(host_parity(1)),
+    "pipeline.h2d_gbs": lambda: "{} to {}".format(*[f"{num(v)} GB/s" for v in sorted(h2d_rates())]),
+    "pipeline.transfer_async": lambda: f"{num(report('transfer').one('copy', size_bytes=batch_bytes(), direction='h2d', memory='pinned', mode='async')['extra']['GB/s'])} GB/s",
+    "pipeline.d2h": lambda: t(ser_mean("d2h")),
+    "pipeline.per_step": lambda: f"{num(per_step_us())} us",
+}

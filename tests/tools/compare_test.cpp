@@ -179,6 +179,40 @@ TEST_CASE("tg-report compare: exit 0 / 1 / 2") {
   CHECK(r.status == 2);
 }
 
+TEST_CASE("tg-report compare --ignore-param matches runs that differ in one setting") {
+  TmpDir d;
+  auto with = [](int threads, double median) {
+    Report r = make({{"op", around(median, 0.02)}});
+    r.measurements[0].params.emplace("threads", threads);
+    return to_json(r);
+  };
+  const auto a = d.write("t16.json", with(16, 1e-6));
+  const auto b = d.write("t1.json", with(1, 2e-6));
+  Run r = tg_report("compare " + a + " " + b);
+  CHECK(r.status == 0);  // nothing matched: nothing is slower
+  CHECK(r.out.find("missing in B") != std::string::npos);
+  r = tg_report("compare " + a + " " + b + " --ignore-param threads");
+  CHECK(r.status == 1);
+  CHECK(r.out.find("slower") != std::string::npos);
+  CHECK(r.out.find("threads=") == std::string::npos);
+
+  // Two points that differ only in the ignored parameter cannot be matched: exit 2, naming both.
+  Report two = make({});
+  for (int threads : {1, 2}) {
+    Measurement m;
+    m.name = "op";
+    m.params = {{"n", 10}, {"threads", threads}};
+    m.samples = around(1e-6 * threads, 0.02);
+    two.add(std::move(m));
+  }
+  const auto amb = d.write("two.json", to_json(two));
+  r = tg_report("compare " + amb + " " + amb + " --ignore-param threads");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("makes two measurements one") != std::string::npos);
+  CHECK(r.out.find("threads=1") != std::string::npos);
+  CHECK(r.out.find("threads=2") != std::string::npos);
+}
+
 TEST_CASE("tg-report markdown: a table per report, notes as a list") {
   TmpDir d;
   Report rep = make({{"op", around(2e-6, 0.02)}});

@@ -19,23 +19,31 @@ def m(name, params, med, unit="s", extra=None):
     return {"name": name, "params": params, "unit": unit, "better": "lower", "timer": "host", "count": 3,
             "min": med * 0.9, "p10": med * 0.95, "median": med, "p90": med * 1.05, "max": med * 1.1,
             "mean": med, "noise": 0.05, "noisy": False, "extra": extra or {}, "samples": [med * 0.9, med, med * 1.1]}
-def rep(tool, ms):
+H200 = {"id": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1980000,
+        "mem_clock_khz": 3201000, "mem_bus_width_bits": 6016, "pcie_gen": 5, "pcie_width": 16}
+def rep(tool, ms, gpu=None):
     r = {"schema_version": 1, "tool": {"name": tool, "version": "0.1.0", "git_rev": "x", "build_type": "Release",
          "cuda_build": False}, "measurements": ms, "notes": []}
+    if gpu:  # the ceilings (PCIe, device memory, fp32/TF32 peak) come from the device's entry
+        r.update(device={"id": gpu["id"]}, gpus=[gpu])
     json.dump(r, open(os.path.join(d, tool + ".json"), "w"))
 sizes = [1024, 1 << 20, 1 << 29]
 rep("tg-transfer", [m("copy", {"size_bytes": s, "direction": dr, "memory": mem}, s / 20e9 + 5e-6)
                     for s in sizes for dr in ("h2d", "d2h") for mem in ("pinned", "pageable")]
-                   + [m("cudaMalloc", {"bytes": 1024}, 5e-5)])
+                   + [m("copy", {"size_bytes": s, "direction": "d2d", "memory": "device", "mode": "async"}, s / 2e12 + 5e-6,
+                        extra={"GB/s_rw": 2 * s / (s / 2e12 + 5e-6) / 1e9}) for s in sizes]
+                   + [m("cudaMalloc", {"bytes": 1024}, 5e-5)], H200)
 rep("tg-launch", [m(name, {"n_ops": n, "executor": e}, n * c) for n in (1, 10, 100, 1000)
                   for name, e, c in (("dynamic_iteration", "dynamic", 1.2e-5), ("static_replay_gpu", "static", 1e-6))]
                  + [m("dynamic_build", {"n_ops": 10, "executor": "dynamic"}, 3e-6)])  # a phase: not drawn
 rep("tg-memory", [m("bytes", {"role": r, "config": c}, b, unit="B") for c in ("batch=32", "batch=256")
                   for r, b in (("parameters", 4e6), ("gradients", 4e6), ("activations", 1e7))])
-rep("tg-matmul", [m("matmul", {"n": n, "backend": b}, 2 * n**3 / f) for n in (500, 1000, 2000)
-                  for b, f in (("cpu", 1e12), ("gpu", 4e13))])
-rep("tg-train", [m("step", {"batch": b, "executor": e, "model": "mlp"}, 1e-4 * b ** 0.5) for b in (32, 128, 512)
-                 for e in ("static", "dynamic")])
+rep("tg-matmul", [m("matmul", {"n": n, "backend": b, "transfers": tr}, 2 * n**3 / f) for n in (0, 500, 1000, 2000)
+                  for b, f, tr in (("cpu", 1e12, False), ("gpu", 4e13, False), ("gpu", 2e13, True))], H200)
+rep("tg-train", [m(name, {"batch": b, "executor": e, "model": "mlp", "mode": mode}, c * b ** 0.5)
+                 for b in (32, 128, 512) for e in ("static", "dynamic") for mode in ("train", "inference")
+                 for name, c in (("iteration", 1e-4), ("replay", 8e-5))]
+                + [m("feed", {"batch": 32, "executor": "static", "mode": "train", "feed_copy": "serial"}, 1e-5)])
 rep("tg-shapes", [m("iteration", {"strategy": s}, t) for s, t in (("dynamic", 1e-3), ("recapture", 5e-3),
                                                                   ("cache", 4e-4), ("bucket", 5e-4), ("update", 6e-4))])
 rep("tg-pipeline", [m("stage_time", {"stage": s, "mode": "serialized"}, t) for s, t in (("host", 1e-3), ("h2d", 2e-3))])
@@ -48,7 +56,8 @@ for x in r["measurements"]:
 json.dump(r, open(os.path.join(d, "launch-noparams.json"), "w"))
 PY
 mkdir -p "$out/fallback"
-"$py" "$script" --out "$out/png" "$out"/in/tg-*.json
+"$py" "$script" --out "$out/png" "$out"/in/tg-*.json 2>"$out/png.log"
+grep -q "feed not in the iterations/s figure" "$out/png.log" || { echo "FAIL: the feed row was not left out of the train figure"; cat "$out/png.log"; exit 1; }
 "$py" "$script" --out "$out/fallback" "$out/in/launch-noparams.json" 2>"$out/fallback.log"
 grep -q "lack one of n_ops" "$out/fallback.log" || { echo "FAIL: no message for the missing n_ops"; cat "$out/fallback.log"; exit 1; }
 expect=(tg-transfer_bandwidth tg-launch_per_op_cost tg-memory_memory_by_role tg-matmul_matmul

@@ -113,27 +113,121 @@ def new_fig(title, w=7.5, h=4.8):
     return fig, ax
 
 
-def fig_transfer(tool, ms):
+# Distinct styles: a colour per series, and when the colours run out the line style and the
+# marker change too, so no two series of one figure look alike.
+COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+          "#17becf"]  # matplotlib's tab10
+LINESTYLES = ["-", "--", ":", "-."]
+MARKERS = "osv^D<>ph*"
+
+
+def style(i):
+    return {"color": COLORS[i % 10], "linestyle": LINESTYLES[(i // 10) % 4], "marker": MARKERS[(i + i // 10) % 10]}
+
+
+def device_gpu(r):
+    """The report's GPU entry for the device it ran on, or None (CPU backend, no report)."""
+    if not r:
+        return None
+    dev = r.get("device", {}).get("id", -1)
+    return next((g for g in r.get("gpus", []) if g.get("id") == dev), None)
+
+
+# PCIe transfer rate per lane in GT/s by generation (one bit per lane per transfer).
+PCIE_GTS = {1: 2.5, 2: 5, 3: 8, 4: 16, 5: 32, 6: 64}
+
+
+def pcie_GBps(gpu):
+    """Theoretical rate of the link per direction, before encoding and packet overhead; None if unknown."""
+    if not gpu or gpu.get("pcie_gen") not in PCIE_GTS or not gpu.get("pcie_width"):
+        return None
+    return PCIE_GTS[gpu["pcie_gen"]] * gpu["pcie_width"] / 8
+
+
+def hbm_GBps(gpu):
+    """Theoretical device-memory rate: memory clock x 2 (double data rate) x bus width / 8; None if unknown."""
+    if not gpu or not gpu.get("mem_clock_khz") or not gpu.get("mem_bus_width_bits"):
+        return None
+    return 2 * gpu["mem_clock_khz"] * 1e3 * gpu["mem_bus_width_bits"] / 8 / 1e9
+
+
+# Dense FLOP per clock per SM by compute capability (fp32 lanes x 2; Tensor Core TF32 without
+# sparsity). Only the architectures whose figures are certain; others draw no peak.
+FLOP_PER_CLOCK_SM = {"8.0": {"fp32": 128, "tf32": 1024}, "9.0": {"fp32": 256, "tf32": 2048}}
+
+
+def peak_flops(gpu, precision):
+    """SMs x FLOP per clock per SM x the maximum SM clock the device reports; None if unknown."""
+    per = FLOP_PER_CLOCK_SM.get(gpu.get("compute_capability", "")) if gpu else None
+    if not per or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
+        return None
+    return gpu["sm_count"] * per[precision] * gpu["sm_clock_khz"] * 1e3
+
+
+def size_axis(ax, label="transfer size (bytes)"):
+    """A log2 x axis of byte sizes, ticked every factor of 16 as KiB / MiB / GiB."""
+    ax.set_xscale("log", base=2)
+    lo, hi = ax.get_xlim()
+    ticks = [2.0**e for e in range(0, 41, 4) if lo <= 2.0**e <= hi]
+    names = {0: "B", 10: "KiB", 20: "MiB", 30: "GiB", 40: "TiB"}
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{int(t) >> (10 * (int(math.log2(t)) // 10))} {names[10 * (int(math.log2(t)) // 10)]}"
+                        for t in ticks])
+    ax.set_xlabel(label)
+
+
+def ceiling(ax, y, label, color="0.35"):
+    """A horizontal limit line with its label just above it, at the left."""
+    ax.axhline(y, color=color, linestyle=(0, (6, 3)), linewidth=1.2)
+    ax.annotate(label, (0.01, y), xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 3),
+                fontsize=7.5, color=color)
+
+
+def fig_transfer(tool, ms, r=None):
     ms = with_params(tool, ms, ["size_bytes", "direction"])
+    # The staged copy's chunk sweep is a few points at one size: a table, not a curve.
+    chunks = [m["params"].get("chunk_bytes") for m in ms if m["params"].get("mode") == "staged"]
+    main_chunk = max(set(chunks), key=chunks.count) if chunks else None
+    ms = [m for m in ms if m["params"].get("mode") != "staged" or m["params"].get("chunk_bytes") == main_chunk]
     if not ms:
         return []
 
-    def gbps(m, t):
-        if t == m["median"] and m["extra"].get("GB/s") is not None:
-            return m["extra"]["GB/s"]
-        return float(m["params"]["size_bytes"]) / t / 1e9 if t > 0 else float("nan")
+    def gbps(m):
+        # A device copy reads and writes every byte: drawn read + write, against the memory's rate.
+        rate = m["extra"].get("GB/s_rw" if m["params"]["direction"] == "d2d" else "GB/s")
+        if rate is not None:
+            return rate
+        return float(m["params"]["size_bytes"]) / m["median"] / 1e9 if m["median"] > 0 else float("nan")
 
-    fig, ax = new_fig(f"{tool}: bandwidth vs size")
-    key = lambda m: " ".join(str(m["params"][k]) for k in ("direction", "memory", "mode") if k in m["params"])
-    for name, g in series(ms, key, "size_bytes").items():
-        xs = [float(m["params"]["size_bytes"]) for m in g]
-        ys = [gbps(m, m["median"]) for m in g]
-        ax.plot(xs, ys, marker="o", label=name)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("transfer size (bytes)")
-    ax.set_ylabel("GB/s (median)")
-    ax.legend(fontsize=8)
+    def key(m):
+        p = m["params"]
+        k = " ".join(str(p[k]) for k in ("direction", "memory", "mode") if k in p)
+        if "copy_threads" in p:
+            k += f" {p['copy_threads']} thread" + ("s" if p["copy_threads"] != 1 else "")
+        return k + (" (read+write)" if p["direction"] == "d2d" else "")
+
+    link = [m for m in ms if m["params"]["direction"] in ("h2d", "d2h")]
+    local = [m for m in ms if m["params"]["direction"] not in ("h2d", "d2h")]
+    panels = [(g, title) for g, title in ((link, "host <-> device (PCIe)"),
+                                          (local, "within one memory: device (HBM), host")) if g]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5), squeeze=False)
+    fig.suptitle(f"{tool}: bandwidth vs size")
+    gpu = device_gpu(r)
+    for ax, (group, title) in zip(axes[0], panels):
+        for i, (name, g) in enumerate(series(group, key, "size_bytes").items()):
+            ax.plot([float(m["params"]["size_bytes"]) for m in g], [gbps(m) for m in g], label=name, **style(i))
+        if group is link and pcie_GBps(gpu):
+            ceiling(ax, pcie_GBps(gpu), f"PCIe Gen{gpu['pcie_gen']} x{gpu['pcie_width']}: {pcie_GBps(gpu):.0f} GB/s "
+                                        "per direction (theory)")
+        if group is local and hbm_GBps(gpu):
+            ceiling(ax, hbm_GBps(gpu), f"device memory: {hbm_GBps(gpu):.0f} GB/s (theory)")
+        ax.set_title(title, fontsize=10)
+        size_axis(ax)
+        ax.set_yscale("log")
+        ax.set_ylabel("GB/s (median)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7.5, loc="lower right")
+    fig.tight_layout()
     return [("bandwidth", fig)]
 
 
@@ -142,7 +236,7 @@ LAUNCH_CURVES = ("dynamic_iteration", "dynamic_iteration_raw", "dynamic_iteratio
                  "static_iteration_plain", "static_replay_gpu", "raw_eager", "raw_graph_gpu")
 
 
-def fig_launch(tool, ms):
+def fig_launch(tool, ms, r=None):
     ms = with_params(tool, ms, ["n_ops"])
     ms = [m for m in ms if m["unit"] == "s" and m["name"] in LAUNCH_CURVES
           and m["params"].get("kernel", "empty") == "empty" and m["params"].get("pdl", 0) == 0]
@@ -150,10 +244,10 @@ def fig_launch(tool, ms):
         return []
     fig, ax = new_fig(f"{tool}: cost per op vs chain length")
     key = lambda m: f'{m["name"]} {m["params"].get("executor", "")}'.strip()
-    for name, g in series(ms, key, "n_ops").items():
+    for i, (name, g) in enumerate(series(ms, key, "n_ops").items()):
         xs = [float(m["params"]["n_ops"]) for m in g]
         ys, e = err(g, lambda m, t: t / max(float(m["params"]["n_ops"]), 1.0) * 1e6)
-        ax.errorbar(xs, ys, yerr=e, marker="o", capsize=2, label=name)
+        ax.errorbar(xs, ys, yerr=e, capsize=2, label=name, **style(i))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("ops in the chain (n_ops)")
@@ -162,7 +256,7 @@ def fig_launch(tool, ms):
     return [("per_op_cost", fig)]
 
 
-def fig_memory(tool, ms):
+def fig_memory(tool, ms, r=None):
     ms = with_params(tool, ms, ["role"])
     ms = [m for m in ms if m["unit"] == "B"]
     if not ms:
@@ -191,52 +285,87 @@ def fig_memory(tool, ms):
     return [("memory_by_role", fig)]
 
 
-def fig_matmul(tool, ms):
+def fig_matmul(tool, ms, r=None):
     ms = with_params(tool, ms, ["n", "backend"])
     ms = [m for m in ms if m["unit"] == "s"]
     if not ms:
         return []
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     fig.suptitle(f"{tool}: CPU vs GPU matmul")
     key = lambda m: " ".join(str(m["params"][k]) for k in ("backend", "precision", "transfers") if k in m["params"])
+
+    def tflops(m):
+        if m["extra"].get("TFLOP/s") is not None:
+            return m["extra"]["TFLOP/s"]
+        n = float(m["params"]["n"])
+        return 2 * n**3 / m["median"] / 1e12 if m["median"] > 0 else float("nan")
+
+    # A colour per backend and precision, solid without transfers and dashed with them.
+    colors = {}
     for name, g in series(ms, key, "n").items():
-        xs = [float(m["params"]["n"]) for m in g]
-        ax1.plot(xs, [m["median"] * 1e3 for m in g], marker="o", label=name)
-
-        def tflops(m):
-            if m["extra"].get("TFLOP/s") is not None:
-                return m["extra"]["TFLOP/s"]
-            n = float(m["params"]["n"])
-            return 2 * n**3 / m["median"] / 1e12 if m["median"] > 0 else float("nan")
-
-        ax2.plot(xs, [tflops(m) for m in g], marker="o", label=name)
+        p = g[0]["params"]
+        kind = (p["backend"], p.get("precision"))
+        if kind not in colors:
+            colors[kind] = style(len(colors))
+        with_transfers = p.get("transfers") is True
+        st = dict(colors[kind], linestyle="--" if with_transfers else "-")
+        label = " ".join(str(v) for v in kind if v is not None) + (" + transfers" if with_transfers else "")
+        ax1.plot([float(m["params"]["n"]) for m in g], [m["median"] * 1e3 for m in g], label=label, **st)
+        g = [m for m in g if float(m["params"]["n"]) > 0]  # the empty product does no FLOP
+        ax2.plot([float(m["params"]["n"]) for m in g], [tflops(m) for m in g], label=label, **st)
+    gpu = device_gpu(r)
+    for prec, label in (("fp32", "fp32"), ("tf32", "TF32 Tensor Core")):
+        peak = peak_flops(gpu, prec)
+        if peak:
+            ceiling(ax2, peak / 1e12, f"{label} peak: {peak / 1e12:.0f} TFLOP/s (at {gpu['sm_clock_khz'] / 1e3:.0f} MHz)")
     ax1.set_yscale("log")
     ax1.set_xlabel("n (n x n times n x n)")
     ax1.set_ylabel("ms (median)")
+    ax2.set_yscale("log")  # the CPU's TFLOP/s and the GPU's are two orders of magnitude apart
     ax2.set_xlabel("n")
-    ax2.set_ylabel("TFLOP/s")
+    ax2.set_ylabel("TFLOP/s (2n^3 / median)")
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
     return [("matmul", fig)]
 
 
-def fig_train(tool, ms):
+def fig_train(tool, ms, r=None):
+    """Iterations/s vs batch, one panel per mode. A series is one measurement kind (iteration: the
+    whole step; replay: the graph launch alone) of one sweep and executor, never a mix."""
     ms = with_params(tool, ms, ["batch"])
-    ms = [m for m in ms if m["unit"] == "s" or m["extra"].get("iter/s") is not None]
+    kinds = ("iteration", "replay")
+    left = sorted({m["name"] for m in ms if m["name"] not in kinds})
+    if left:
+        say(f"{tool}: {', '.join(left)} not in the iterations/s figure (not whole iterations)")
+    ms = [m for m in ms if m["name"] in kinds and m["unit"] == "s"]
     if not ms:
         return []
-    fig, ax = new_fig(f"{tool}: iterations/s vs batch")
-    key = lambda m: " ".join(str(m["params"][k]) for k in ("model", "executor", "mode") if k in m["params"]) or m["name"]
-    for name, g in series(ms, key, "batch").items():
-        xs = [float(m["params"]["batch"]) for m in g]
-        ys = [m["extra"].get("iter/s") or (1.0 / m["median"] if m["median"] > 0 else float("nan")) for m in g]
-        ax.plot(xs, ys, marker="o", label=name)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("batch")
-    ax.set_ylabel("iterations/s (median)")
-    ax.legend(fontsize=8)
+    modes = sorted({m["params"].get("mode", "") for m in ms}, key=lambda s: (s != "train", s))
+    fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 5), squeeze=False)
+    fig.suptitle(f"{tool}: iterations/s vs batch")
+    model = lambda m: str(m["params"].get("sweep") or m["params"].get("model") or "")
+    key = lambda m: (model(m), str(m["params"].get("executor", "")), m["name"])
+    # A colour per executor, a marker per model, dashed for the replay alone.
+    executors = sorted({k[1] for k in map(key, ms)})
+    models = sorted({k[0] for k in map(key, ms)})
+    for ax, mode in zip(axes[0], modes):
+        group = [m for m in ms if m["params"].get("mode", "") == mode]
+        for (mod, ex, name), g in series(group, key, "batch").items():
+            st = dict(color=COLORS[executors.index(ex) % 10], marker=MARKERS[models.index(mod) % 10],
+                      linestyle="--" if name == "replay" else "-")
+            label = f"{mod} {ex}".strip() + (" (replay only)" if name == "replay" else "")
+            ys = [m["extra"].get("iter/s") or (1.0 / m["median"] if m["median"] > 0 else float("nan")) for m in g]
+            ax.plot([float(m["params"]["batch"]) for m in g], ys, label=label, **st)
+        ax.set_title(mode or "all", fontsize=10)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch")
+        ax.set_ylabel("iterations/s (median)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
     return [("iterations_per_s", fig)]
 
 
@@ -255,7 +384,7 @@ def bars(tool, title, groups, ylabel, fname):
     return [(fname, fig)]
 
 
-def fig_shapes(tool, ms):
+def fig_shapes(tool, ms, r=None):
     ms = [m for m in with_params(tool, ms, ["strategy"]) if m["unit"] == "s"]
     if not ms:
         return []
@@ -263,14 +392,14 @@ def fig_shapes(tool, ms):
                 "time_per_strategy")
 
 
-def fig_pipeline(tool, ms):
+def fig_pipeline(tool, ms, r=None):
     ms = [m for m in with_params(tool, ms, ["stage"]) if m["unit"] == "s"]
     if not ms:
         return []
     return bars(tool, "time per stage", {label_of(m): m for m in ms}, "(median, p10..p90)", "per_stage")
 
 
-def fig_generic(tool, ms):
+def fig_generic(tool, ms, r=None):
     if not ms:
         return []
     by_unit = defaultdict(dict)
@@ -317,7 +446,7 @@ def plot(path, out_dir):
     for m in ms:
         m.setdefault("extra", {})
         m.setdefault("unit", "s")
-    figs = FIGURES.get(tool, fig_generic)(tool, ms)
+    figs = FIGURES.get(tool, fig_generic)(tool, ms, r)
     if not figs and tool in FIGURES:
         say(f"{tool}: no measurement has the parameters its standard figure needs; drawing the generic chart")
         figs = fig_generic(tool, ms)

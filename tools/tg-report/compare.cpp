@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -49,6 +51,20 @@ std::string comparable(const Report& a, const Report& b, const std::string& a_na
   return fmt::format("A ({}) is a {} report and B ({}) a {} report: their measurements are of different things "
                      "(none would match); compare two reports of the same tool",
                      a_name, a.meta.tool, b_name, b.meta.tool);
+}
+
+void drop_params(Report& r, const std::vector<std::string>& keys, const std::string& file) {
+  std::map<std::string, std::string> seen;  // name + params after dropping -> params before
+  for (auto& m : r.measurements) {
+    const std::string before = harness::params_str(m.params);
+    for (const auto& k : keys) m.params.erase(k);
+    const std::string id = m.name + " " + harness::params_str(m.params);
+    const auto [it, fresh] = seen.emplace(id, before);
+    if (!fresh)
+      throw std::invalid_argument(fmt::format(
+          "{}: --ignore-param {} makes two measurements one: '{} {}' and '{} {}' differ only in the ignored "
+          "parameter(s); ignore fewer", file, fmt::join(keys, ","), m.name, it->second, m.name, before));
+  }
 }
 
 Comparison compare(const Report& a, const Report& b, double threshold) {

@@ -42,6 +42,11 @@ Comparison compare(const harness::Report& a, const harness::Report& b, double th
 std::string comparable(const harness::Report& a, const harness::Report& b, const std::string& a_name,
                        const std::string& b_name);
 
+// Removes the parameters `keys` from every measurement of r, so that runs that differ in
+// one setting (threads=16 vs threads=1, size=64 vs size=4096) can be compared point by
+// point. Throws std::invalid_argument, naming both, when two measurements become one.
+void drop_params(harness::Report& r, const std::vector<std::string>& keys, const std::string& file);
+
 // The text printed by `tg-report compare`.
 std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,
                               double threshold);

@@ -1,5 +1,6 @@
 // tg-report: compare two reports, or print reports as markdown tables.
-//   tg-report compare A.json B.json [--threshold PCT]   exit 0 nothing slower, 1 something slower
+//   tg-report compare A.json B.json [--threshold PCT] [--ignore-param KEY...]
+//                                                        exit 0 nothing slower, 1 something slower
 //   tg-report markdown FILE...                           markdown on stdout
 // Exit 2 for bad usage, a report that cannot be read or is invalid (the message names
 // the file and the JSON path), two reports of different tools, or output that cannot
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Examples:\n  tg-report compare base/tg-launch.json new/tg-launch.json --threshold 5\n"
+      "  tg-report compare a.json b.json --ignore-param threads   # runs that differ in one setting\n"
       "  tg-report markdown report/*.json > report/summary.md\n\n"
       "Exit status: compare: 0 nothing slower, 1 something slower; 2 bad usage, an unreadable or invalid report,\n"
       "reports of two different tools, or output that cannot be written.");
@@ -51,6 +53,9 @@ int main(int argc, char** argv) {
   cmp->add_option("--threshold", threshold_pct, "Changes below PCT percent count as the same")
       ->transform(tg::harness::decimal_real(0.0, 1000.0))
       ->capture_default_str();
+  std::vector<std::string> ignored;
+  cmp->add_option("--ignore-param", ignored,
+                  "Match measurements without these parameters (e.g. threads), to compare runs that differ in them");
   std::vector<std::string> md_files;
   auto* md = app.add_subcommand("markdown", "Markdown tables, one section per report");
   md->add_option("FILE", md_files, "Reports (JSON)")->required();
@@ -65,11 +70,15 @@ int main(int argc, char** argv) {
   const auto max_bytes = static_cast<uint64_t>(max_mib * (1 << 20));
   try {
     if (*cmp) {
-      const auto a = tg::harness::read_report(a_path, max_bytes);
-      const auto b = tg::harness::read_report(b_path, max_bytes);
+      auto a = tg::harness::read_report(a_path, max_bytes);
+      auto b = tg::harness::read_report(b_path, max_bytes);
       if (const std::string why = tg::report::comparable(a, b, a_path, b_path); !why.empty()) {
         std::fprintf(stderr, "tg-report: error: %s\n", why.c_str());
         return kExitUsage;
+      }
+      if (!ignored.empty()) {
+        tg::report::drop_params(a, ignored, a_path);
+        tg::report::drop_params(b, ignored, b_path);
       }
       const auto c = tg::report::compare(a, b, threshold_pct / 100.0);
       return print(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0), c.slower > 0 ? 1 : 0);
@@ -80,6 +89,9 @@ int main(int argc, char** argv) {
     for (const auto& f : md_files) out += tg::report::markdown(tg::harness::read_report(f, max_bytes), f);
     return print(out, 0);
   } catch (const tg::harness::ReportError& e) {
+    std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "tg-report: error: %s\n", e.what());
     return kExitUsage;
   } catch (const std::exception& e) {

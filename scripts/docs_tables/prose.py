@@ -1,0 +1,112 @@
+"""The prose check: a figure written by hand in the docs goes stale silently when the
+results change, so every measured-looking number in README.md and docs/*.md must be
+generated (a table between markers, or a <!--v:NAME-->value<!--/v--> in the text).
+
+A number counts as measured when a time, rate, FLOP, iteration, ratio or percent unit
+follows it: "4.38 us", "55 GB/s", "2.8x", "7%". Numbers without such a unit (sizes,
+batch sizes, op counts, flags) are parameters of a run and may be written by hand, as
+may code spans and code blocks (commands, and the quick start's pasted output, which
+its own ctest checks). What is left is either generated or listed in DEFINITIONS with
+the reason it is not a measurement; an entry that no longer occurs is an error too, so
+the list cannot rot. The same check refuses references that leave the repository (a
+path to another checkout, a link to a file that does not exist)."""
+import re
+
+from .common import DOCS, ROOT, line_of
+
+# Docs the check does not cover, and why (the report of `--check` names them).
+NOT_CHECKED = {
+    "docs/reliability.md": "its figures come from logs (docs/results/h200-logs, fuzz-graph-file.txt), not from a "
+                           "report this script reads; owned by the reliability work",
+}
+
+# Numbers with a unit that are definitions, not measurements: (doc, exact text, why).
+DEFINITIONS = [
+    ("docs/transfer.md", "1 GB/s", "the unit: 1 GB/s = 10^9 bytes/s"),
+    ("docs/classic.md", "1 GB/s", "the same unit"),
+    ("docs/README.md", "1 GB/s", "the same unit, quoted as an example of a definition"),
+    ("README.md", "5%", "tg-report compare's default threshold"),
+    ("docs/train.md", "1.1x", "the speedup below which compute_bound_batch calls a batch compute-bound"),
+    ("docs/train.md", "10%", "the same threshold, as the share of the step static saves"),
+    ("docs/report-format.md", "0.2 s", "the measurement loop's default minimum time"),
+    ("docs/report-format.md", "0.02 s", "the same with --quick"),
+    ("docs/memory.md", "3 iterations", "how many iterations the allocator comparison runs"),
+    ("docs/memory.md", "5%", "the pass threshold of role_agreement_worst_pct (target_pct)"),
+]
+
+UNIT = r"(?:ns|us|µs|ms|s|GB/s|TB/s|MB/s|GFLOP/s|TFLOP/s|iter/s|iterations?)"
+MEASURED = re.compile(r"(?<![\w.^])\d+(?:,\d{3})*(?:\.\d+)?(?:\s?" + UNIT + r"(?![\w/])|x(?![\w])|\s?%)")
+
+# Regions the check skips, in this order: generated tables, generated values, code blocks,
+# code spans, HTML comments, link targets.
+SKIP = [re.compile(p, re.S) for p in (
+    r"<!-- tables:([\w-]+) begin -->.*?<!-- tables:\1 end -->",
+    r"<!--v:[\w.-]+-->[^<\n]*<!--/v-->",
+    r"^(```|~~~).*?^\1",
+    r"`[^`\n]+`",
+    r"<!--.*?-->",
+    r"\]\([^)]*\)",
+)]
+
+
+def docs():
+    return [ROOT / "README.md"] + sorted(DOCS.glob("*.md"))
+
+
+def blank(text):
+    """The text with every skipped region replaced by spaces (line numbers kept)."""
+    for rx in SKIP:
+        flags = re.M if rx.pattern.startswith("^") else 0
+        rx = re.compile(rx.pattern, rx.flags | flags)
+        text = rx.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return text
+
+
+def hand_written(path):
+    """[(line, text)] of the measured-looking numbers of one doc that are not generated."""
+    rel = str(path.relative_to(ROOT))
+    text = blank(path.read_text())
+    allowed = {d[1] for d in DEFINITIONS if d[0] == rel}
+    return [(line_of(text, m.start()), m.group(0)) for m in MEASURED.finditer(text) if m.group(0) not in allowed]
+
+
+# The docs cite nothing outside the repository: no path to a sibling folder or a machine's
+# checkout, and every relative link must resolve to a file of the repository.
+OUTSIDE = re.compile(r"\.\./shared|/work/|\bdesign\.md\b")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def outside_references():
+    errors = []
+    for path in [ROOT / "README.md"] + sorted(DOCS.rglob("*.md")):
+        rel = path.relative_to(ROOT)
+        text = path.read_text()
+        for m in OUTSIDE.finditer(text):
+            errors.append(f"{rel}:{line_of(text, m.start())}: '{m.group(0)}' points outside the repository")
+        for m in LINK.finditer(text):
+            target = m.group(1).split("#")[0]
+            if not target or re.match(r"[a-z]+:", target):
+                continue  # an anchor, or a URL
+            dest = (path.parent / target).resolve()
+            if not dest.is_relative_to(ROOT) or not dest.exists():
+                errors.append(f"{rel}:{line_of(text, m.start())}: link '{m.group(1)}' does not lead to a file of the "
+                              "repository")
+    return errors
+
+
+def check():
+    """Error lines: hand-written figures, DEFINITIONS entries that no longer occur, and references
+    that leave the repository."""
+    errors = outside_references()
+    for path in docs():
+        rel = str(path.relative_to(ROOT))
+        if rel in NOT_CHECKED:
+            continue
+        for line, tok in hand_written(path):
+            errors.append(f"{rel}:{line}: '{tok}' is written by hand: generate it (<!--v:NAME-->{tok}<!--/v-->, with "
+                          "NAME in its chapter's VALUES) or, if it is a definition, add it to DEFINITIONS in "
+                          "scripts/docs_tables/prose.py")
+    for rel, tok, _ in DEFINITIONS:
+        if tok not in blank((ROOT / rel).read_text()):
+            errors.append(f"{rel}: DEFINITIONS lists '{tok}', which no longer occurs there: remove the entry")
+    return errors
