@@ -127,7 +127,9 @@ constexpr int64_t kMseChunk = int64_t{kMseThreads} * 4 * kMseQuads;
 __device__ int64_t mse_real_count(const float* count, int64_t n) {
   if (!count) return n;
   const float c = *count;
-  if (!(c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c))) return -1;
+  // In double: float(n) rounds up for some n > 2^24 (a count of float(n) > n would
+  // read past the end).
+  if (!(c >= 1.0f && static_cast<double>(c) <= static_cast<double>(n) && c == floorf(c))) return -1;
   return static_cast<int64_t>(c);
 }
 

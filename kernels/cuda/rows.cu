@@ -84,7 +84,9 @@ __device__ __forceinline__ void exp_sum4(float (&v)[NV][4], int t, int nq, float
 // The label as a column, or -1 when it is not an integer class in [0, cols).
 __device__ __forceinline__ int64_t label_col(const float* labels, int64_t row, int64_t cols) {
   const float l = labels[row];
-  return (l >= 0.0f && l < static_cast<float>(cols) && l == floorf(l)) ? static_cast<int64_t>(l) : -1;
+  // In double: float(cols) rounds down for some cols > 2^24, which would refuse the last class.
+  return (l >= 0.0f && static_cast<double>(l) < static_cast<double>(cols) && l == floorf(l)) ? static_cast<int64_t>(l)
+                                                                                              : -1;
 }
 
 struct SoftmaxOp {
