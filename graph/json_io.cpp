@@ -371,7 +371,7 @@ class Loader {
     if (init.kind == ParamInit::Kind::uniform && (std::signbit(init.a) || a.get<double>() < 0.0))
       fail(path + ".uniform", fmt::format("must be >= 0, got {}{}: values are drawn from [-a, a] (0 means "
                                           "1/sqrt(fan_in)); drop the minus sign", a.dump(),
-                                          init.a == 0.0f ? ", which rounds to -0 as a float" : ""));
+                                          init.a == 0.0f && a.get<double>() != 0.0 ? ", which rounds to -0 as a float" : ""));
     return init;
   }
 

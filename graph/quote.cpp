@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tg {
 
 namespace {
@@ -106,10 +108,20 @@ std::string listed(std::string_view name) {
 }
 
 std::string printable_message(std::string_view text, size_t max_bytes) {
-  const size_t shown = prefix_bytes(text, max_bytes);
+  // Escaping can make a byte four (\xHH), so the cap is on what is printed: the text
+  // is escaped a piece at a time until max_bytes is reached.
+  constexpr size_t kPiece = 1024;
   std::string out;
-  append_escaped(out, text.substr(0, shown), false, true);
-  if (shown < text.size()) fmt::format_to(std::back_inserter(out), "\n... ({} more bytes left out)", text.size() - shown);
+  size_t done = 0;
+  while (done < text.size() && out.size() < max_bytes) {
+    const std::string_view rest = text.substr(done);
+    // A quarter of the room left: even if every byte becomes \xHH, out stays within ~max_bytes.
+    const size_t take = prefix_bytes(rest, std::min(kPiece, (max_bytes - out.size() + 3) / 4));
+    if (take == 0) break;
+    append_escaped(out, rest.substr(0, take), false, true);
+    done += take;
+  }
+  if (done < text.size()) fmt::format_to(std::back_inserter(out), "\n... ({} more bytes left out)", text.size() - done);
   return out;
 }
 

@@ -24,7 +24,8 @@ constexpr size_t kMaxMessageBytes = 16384;
 std::string escape_text(std::string_view text);
 
 // For messages: 'name' escaped; names longer than kMaxQuotedNameBytes are cut
-// ('first 96 bytes'... (10000000 bytes)). Always quoted, so an empty name shows as ''.
+// ('<the first 96 bytes>'... (a name of 10000000 bytes)). Always quoted, so an empty
+// name shows as ''.
 std::string quote_name(std::string_view name);
 
 // For listings (tg-graph print, DOT labels): the name bare when it is plain
@@ -33,8 +34,9 @@ std::string quote_name(std::string_view name);
 std::string listed(std::string_view name);
 
 // For a whole message about to be printed (several lines, text from libraries or
-// paths): every line break kept, everything else escaped as above, and the text cut
-// at max_bytes with "... (N more bytes left out)".
+// paths): every line break kept, everything else escaped as above, and cut once about
+// max_bytes are printed (at most 3 bytes past it), with
+// "... (N more bytes left out)".
 std::string printable_message(std::string_view text, size_t max_bytes = kMaxMessageBytes);
 
 }  // namespace tg

@@ -7,7 +7,8 @@ The figure is chosen by the report's tool name (tool.name); the parameter names 
 figure reads are listed in docs/report-format.md ("Figures"). Measurements that lack
 a parameter are skipped with a message; a report whose measurements fit no figure
 gets the generic median-by-measurement bar chart. Exit 0 when every report was
-plotted, 2 for bad usage or an unreadable report.
+plotted, 2 for bad usage, an unreadable report or an --out folder that cannot be
+written, 1 when the list of written files cannot be written to stdout.
 """
 import argparse
 import json
@@ -277,14 +278,41 @@ def plot(path, out):
     written = []
     for name, fig in figs:
         base = os.path.join(out, f"{tool}_{name}")
-        fig.savefig(base + ".png", dpi=120, bbox_inches="tight")
-        fig.savefig(base + ".svg", bbox_inches="tight")
+        for ext, kw in ((".png", {"dpi": 120}), (".svg", {})):
+            try:
+                fig.savefig(base + ext, bbox_inches="tight", **kw)
+            except OSError as e:  # a full disk, a read-only folder: say so, do not leave a traceback
+                raise SystemExit(f"plot: error: cannot write {base + ext}: {e.strerror or e}")
         plt.close(fig)
         written += [base + ".png", base + ".svg"]
     if not figs:
         say(f"{path}: no measurements to plot")
     for w in written:
-        print(w)
+        emit(w)
+
+
+def stdout_failed(e):
+    print(f"plot: error: cannot write the list of plots to stdout: {e.strerror or e}", file=sys.stderr)
+    os._exit(1)  # not sys.exit: the interpreter's own flush at exit would fail again, with a traceback
+
+
+def emit(line):
+    """One line of the list of written files. A closed stdout or a full device is an
+    error (exit 1), not a silent success."""
+    try:
+        if sys.stdout is None:  # Python sets it to None when descriptor 1 was closed
+            raise OSError(9, "stdout is not open")
+        print(line)
+    except OSError as e:
+        stdout_failed(e)
+
+
+def finish_stdout():
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as e:
+        stdout_failed(e)
 
 
 def main():
@@ -292,9 +320,13 @@ def main():
     ap.add_argument("reports", nargs="+", help="report JSON files")
     ap.add_argument("--out", default="plots", help="folder for the PNG and SVG files (created)")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"plot: error: cannot create the folder {a.out}: {e.strerror or e}")
     for p in a.reports:
         plot(p, a.out)
+    finish_stdout()
 
 
 if __name__ == "__main__":
