@@ -86,7 +86,10 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
       values[i] = initial_values(v, seed);
     } else if (v.role == Role::input) {
       values[i].resize(n);
-      if (bounds.classes[i] > 0) {
+      const int64_t both = std::min(bounds.classes[i] - 1, bounds.counts[i]);  // read as labels and as a count
+      if (bounds.classes[i] > 0 && bounds.counts[i] > 0 && both >= 1) {
+        random_counts(values[i], value_seed(seed, id), both);
+      } else if (bounds.classes[i] > 0) {
         random_labels(values[i], value_seed(seed, id), bounds.classes[i]);
       } else if (bounds.counts[i] > 0) {
         random_counts(values[i], value_seed(seed, id), bounds.counts[i]);

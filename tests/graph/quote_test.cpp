@@ -13,26 +13,13 @@
 #include "graph/quote.h"
 #include "graph/text_dump.h"
 #include "graph/validate.h"
+#include "tests/common/printable.h"
 
 namespace {
 
 using namespace tg;
 
-// Every byte a terminal could act on: C0 controls but '\n', DEL, and the UTF-8 of the
-// C1 controls and of the bidi and separator characters that quote.cpp escapes.
-bool terminal_safe(const std::string& s) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if ((c < 0x20 && c != '\n') || c == 0x7f) return false;
-    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(s[i + 1]) <= 0x9F)
-      return false;
-    if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-        static_cast<unsigned char>(s[i + 2]) >= 0xA8 && static_cast<unsigned char>(s[i + 2]) <= 0xAE)
-      return false;
-  }
-  return true;
-}
+using testing::terminal_safe;
 
 const std::string kHostile[] = {
     std::string("\x1b[31mred\x1b[0m"), std::string("a\nfake line"), std::string("a\0b", 3), std::string("r\r\tx"),
