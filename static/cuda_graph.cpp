@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "graph/quote.h"
 #include "static/device_runner.h"
 
 #if __has_include("kernels/cuda/cuda_backend.h")
