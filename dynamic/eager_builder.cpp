@@ -131,13 +131,13 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape) {
   if (!in_iteration_) throw std::logic_error("EagerBuilder::input called outside begin_iteration()/end_iteration()");
   auto it = feeds_->find(name);
   if (it == feeds_->end())
-    throw std::invalid_argument(fmt::format("input '{}' {} was not fed; add feeds[\"{}\"] with {} floats", name,
-                                            shape.str(), name, shape.numel()));
+    throw std::invalid_argument(fmt::format("input {} {} was not fed; add feeds[\"{}\"] with {} floats", quote_name(name),
+                                            shape.str(), escape_text(name), shape.numel()));
   int64_t n = 0;
   if (!numel_checked(shape, n) || n < 1)
-    graph_error("input '{}': shape {} has a dim < 1 or too many elements", name, shape.str());
+    graph_error("input {}: shape {} has a dim < 1 or too many elements", quote_name(name), shape.str());
   if (it->second.size() != static_cast<size_t>(n))
-    throw std::invalid_argument(fmt::format("input '{}' has shape {} ({} floats) but its feed holds {} floats", name,
+    throw std::invalid_argument(fmt::format("input {} has shape {} ({} floats) but its feed holds {} floats", quote_name(name),
                                             shape.str(), n, it->second.size()));
   const int id = new_slot(shape, Role::input);
   alloc_slot(id);
@@ -156,12 +156,12 @@ Value EagerBuilder::parameter(const std::string& name, const Shape& shape, Param
   if (idx < 0) {
     int64_t n = 0;
     if (!numel_checked(shape, n) || n < 1)
-      graph_error("parameter '{}': shape {} has a dim < 1 or too many elements", name, shape.str());
+      graph_error("parameter {}: shape {} has a dim < 1 or too many elements", quote_name(name), shape.str());
     new_persistent(name, shape, Role::parameter, init);
     idx = static_cast<int>(persistent_.size() - 1);
   } else if (persistent_[static_cast<size_t>(idx)].shape != shape) {
-    graph_error("parameter '{}' was {} in an earlier iteration and is {} now; parameters keep their shape",
-                name, persistent_[static_cast<size_t>(idx)].shape.str(), shape.str());
+    graph_error("parameter {} was {} in an earlier iteration and is {} now; parameters keep their shape",
+                quote_name(name), persistent_[static_cast<size_t>(idx)].shape.str(), shape.str());
   }
   param_cursor_ = static_cast<size_t>(idx) + 1;
   return handle(persistent_[static_cast<size_t>(idx)].id);
@@ -221,7 +221,14 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     fmt::format_to(std::back_inserter(node_name_), "n{}", trace_.size());
     nm = &node_name_;
   }
-  const Shape out_shape = infer_shape(op, shapes_, attrs, *nm);
+  Shape out_shape;
+  try {
+    out_shape = infer_shape(op, shapes_, attrs, *nm);
+  } catch (const GraphError&) {
+    // Quoting costs an allocation per op, so only on the failing path: the same
+    // inference again, with the name as every message shows it.
+    out_shape = infer_shape(op, shapes_, attrs, quote_name(*nm));
+  }
 
   // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.
   Value out;
@@ -255,7 +262,13 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     const Slot& o = slots_[static_cast<size_t>(out.id)];
     call.out = kernels::TensorView{o.data, o.shape};
   }
-  if (!op_is_view(op)) backend_.run(call);
+  if (!op_is_view(op)) {
+    try {
+      backend_.run(call);
+    } catch (const InputError& e) {  // fed data the op cannot use (labels, counts): name the node
+      rethrow_at_node(e, op, *nm);
+    }
+  }
   if (timed) t3 = Clock::now();
   if (plan_ok_) {
     const size_t k = trace_.size() - 1;

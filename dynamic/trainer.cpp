@@ -61,8 +61,8 @@ float DynamicTrainer::step(const Feeds& feeds) {
     at.momentum = opt_.momentum;
     for (size_t i = 0; i < wrt_.size(); ++i) {
       if (!grads[i].valid())
-        graph_error("DynamicTrainer::step: parameter '{}' does not influence the loss; remove it or use it",
-                    velocity_names_[i].substr(0, velocity_names_[i].size() - 9));
+        graph_error("DynamicTrainer::step: parameter {} does not influence the loss; remove it or use it",
+                    quote_name(velocity_names_[i].substr(0, velocity_names_[i].size() - 9)));
       if (opt_.use_momentum) {
         const Value v = b.optimizer_state(wrt_[i], velocity_names_[i]);
         b.apply(OpKind::sgd_momentum, {wrt_[i], grads[i], v}, at);
@@ -126,7 +126,7 @@ std::vector<std::string> DynamicTrainer::state_names() const {
 std::vector<float> DynamicTrainer::parameter(const std::string& name) {
   for (const auto& p : builder_->persistent())
     if (p.name == name) return builder_->read(builder_->handle(p.id));
-  throw std::invalid_argument(fmt::format("DynamicTrainer::parameter: no parameter or state named '{}'", name));
+  throw std::invalid_argument(fmt::format("DynamicTrainer::parameter: no parameter or state named {}", quote_name(name)));
 }
 
 }  // namespace tg

@@ -96,7 +96,7 @@ std::string RecordingBuilder::unique_name(const std::string& base) {
 }
 
 Value RecordingBuilder::input(const std::string& name, const Shape& shape) {
-  if (g_.find_value(name) >= 0) graph_error("input '{}': a value with this name already exists; names must be unique", name);
+  if (g_.find_value(name) >= 0) graph_error("input {}: a value with this name already exists; names must be unique", quote_name(name));
   ValueInfo v;
   v.name = name;
   v.shape = shape;
@@ -106,7 +106,7 @@ Value RecordingBuilder::input(const std::string& name, const Shape& shape) {
 
 Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init) {
   if (g_.find_value(name) >= 0)
-    graph_error("parameter '{}': a value with this name already exists; names must be unique", name);
+    graph_error("parameter {}: a value with this name already exists; names must be unique", quote_name(name));
   ValueInfo v;
   v.name = name;
   v.shape = shape;
@@ -138,11 +138,11 @@ Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const
   n.attrs = attrs;
   for (const Value& v : inputs) {
     if (v.id < 0 || v.id >= static_cast<int>(g_.values.size()))
-      graph_error("{} {}: input is not a value of this graph (id {})", op_name(op), node_name, v.id);
+      graph_error("{} {}: input is not a value of this graph (id {})", op_name(op), quote_name(node_name), v.id);
     shapes.push_back(g_.values[static_cast<size_t>(v.id)].shape);
     n.inputs.push_back(v.id);
   }
-  const std::vector<Shape> out_shapes = infer_shapes(op, shapes, attrs, node_name);
+  const std::vector<Shape> out_shapes = infer_shapes(op, shapes, attrs, quote_name(node_name));  // the name as messages show it
   if (out_shapes.empty()) {
     g_.add_node(std::move(n));
     return Value{};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "graph/json_io.h"
+#include "graph/quote.h"
 
 namespace tg {
 
@@ -22,6 +23,9 @@ const char* role_color(Role r) {
   return "#ffffff";
 }
 
+// A DOT string's content: quotes and backslashes escaped, our own line breaks as \n.
+// Names and the title reach it already escaped (listed, escape_text), so no control
+// character gets into the file.
 std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -40,19 +44,19 @@ std::string graph_to_dot(const Graph& g, const std::string& title) {
   for (int o : g.outputs)
     if (o >= 0 && o < nv) is_output[static_cast<size_t>(o)] = true;
   std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
-                                "  edge [fontname=\"Helvetica\", fontsize=9];\n", esc(title));
+                                "  edge [fontname=\"Helvetica\", fontsize=9];\n", esc(escape_text(title)));
   for (int id = 0; id < nv; ++id) {
     const ValueInfo& v = g.values[static_cast<size_t>(id)];
     if (v.producer >= 0) continue;
     out += fmt::format("  v{} [shape=ellipse, style=filled, fillcolor=\"{}\"{}, label=\"{}\\n{} {}\"];\n", id,
-                       role_color(v.role), is_output[static_cast<size_t>(id)] ? ", peripheries=2" : "", esc(v.name),
+                       role_color(v.role), is_output[static_cast<size_t>(id)] ? ", peripheries=2" : "", esc(listed(v.name)),
                        role_name(v.role), v.shape.str());
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const char* op = static_cast<int>(n.op) < kNumOps ? op_name(n.op) : "?op";
     const std::string attrs = static_cast<int>(n.op) < kNumOps ? node_attrs_json(g, n) : "";
-    std::string label = fmt::format("{} {}", op, n.name);
+    std::string label = fmt::format("{} {}", op, listed(n.name));
     if (!attrs.empty()) label += "\n" + attrs;
     const char* color = "#e9ecef";  // update ops: no output value, grey
     bool output = false;

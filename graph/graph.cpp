@@ -174,11 +174,11 @@ std::vector<int> Graph::topo_order() const {
         cycle += fmt::format(" -> ({} more nodes)", loop.size() - kHead - kTail);
         k = loop.size() - kTail;
       }
-      cycle += (k ? " -> " : "") + nodes[static_cast<size_t>(loop[k])].name;
+      cycle += (k ? " -> " : "") + quote_name(nodes[static_cast<size_t>(loop[k])].name);
     }
-    graph_error("graph has a cycle through node '{}' ({}): {}; a node cannot depend on its own output; "
+    graph_error("graph has a cycle through node {} ({}): {}; a node cannot depend on its own output; "
                 "break the cycle by reading a value produced earlier",
-                nodes[static_cast<size_t>(cur)].name, op_name(nodes[static_cast<size_t>(cur)].op), cycle);
+                quote_name(nodes[static_cast<size_t>(cur)].name), op_name(nodes[static_cast<size_t>(cur)].op), cycle);
   }
   return order;
 }

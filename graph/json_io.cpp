@@ -169,21 +169,30 @@ json parse_text(const std::string& text, const std::string& src) {
     json::sax_parse(text, &finder);
     return j;
   } catch (const DuplicateKey& d) {
-    graph_error("{}: key '{}' appears twice in one JSON object; give each key once", src, d.key);
+    graph_error("{}: key {} appears twice in one JSON object; give each key once", src, quote_name(d.key));
   } catch (const json::parse_error& e) {
     int line, col;
     line_col(text, e.byte > 0 ? e.byte - 1 : 0, line, col);
     std::string what = e.what();
     const size_t colon = what.find(": ");  // drop nlohmann's "[json.exception...] parse error at ...: "
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    // nlohmann quotes the bytes it read; keep binary garbage off the terminal.
-    for (char& c : what)
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    // nlohmann quotes the bytes it read, which may be binary garbage or a megabyte of
+    // an unterminated string: escaped and cut.
+    constexpr size_t kShown = 240;
+    what = what.size() > kShown ? escape_text(what.substr(0, kShown)) + "..." : escape_text(what);
     graph_error("{}:{}:{}: invalid JSON: {}{}", src, line, col, what,
                 e.byte >= text.size() ? " (is the file truncated?)" : "");
   } catch (const json::exception& e) {
     graph_error("{}: invalid JSON: {}", src, e.what());
   }
+}
+
+// A JSON value in a message: compact, escaped, and cut after 80 bytes (a hostile
+// file's 10 MB array must not become a 10 MB message).
+std::string shown(const json& j) {
+  constexpr size_t kShown = 80;
+  const std::string d = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return d.size() > kShown ? escape_text(d.substr(0, kShown)) + fmt::format("... ({} bytes)", d.size()) : escape_text(d);
 }
 
 std::string describe(const json& j) {
@@ -222,7 +231,7 @@ class Loader {
     check_keys(root, "(top level)", {"format", "version", "description", "inputs", "parameters", "optimizer_state",
                                      "nodes", "outputs", "value_order"});
     const std::string fmt_name = get_string(require(root, "format", "(top level)"), "format");
-    if (fmt_name != "twograph-graph") fail("format", "is '" + fmt_name + "'; a graph file says \"format\": \"twograph-graph\"");
+    if (fmt_name != "twograph-graph") fail("format", "is " + quote_name(fmt_name) + "; a graph file says \"format\": \"twograph-graph\"");
     const int64_t version = get_int(require(root, "version", "(top level)"), "version", 0, 1000);
     if (version != 1) fail("version", fmt::format("is {}; this build reads version 1", version));
     if (root.contains("description")) get_string(root["description"], "description");
@@ -254,7 +263,7 @@ class Loader {
       if (!ok) {
         std::string list;
         for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(path, fmt::format("unknown key '{}'; known: {}", it.key(), list));
+        fail(path, fmt::format("unknown key {}; known: {}", quote_name(it.key()), list));
       }
     }
   }
@@ -308,14 +317,14 @@ class Loader {
 
   DType get_dtype(const json& j, const std::string& path) const {
     DType dt;
-    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype '" + j.get<std::string>() + "'; use f32");
+    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype " + quote_name(j.get<std::string>()) + "; use f32");
     return dt;
   }
 
   void declare(const std::string& name, const std::string& path) {
     if (name.empty()) fail(path, "is empty; every value and node needs a name");
     auto [it, fresh] = names_.emplace(name, path);
-    if (!fresh) fail(path, fmt::format("'{}' is already the name of {}; names must be unique", name, it->second));
+    if (!fresh) fail(path, fmt::format("{} is already the name of {}; names must be unique", quote_name(name), it->second));
   }
 
   void read_leaves(const json& root, const char* section, Role role) {
@@ -343,14 +352,20 @@ class Loader {
 
   ParamInit get_init(const json& j, const std::string& path) const {
     if (!j.is_object() || j.size() != 1)
-      fail(path, "must be {\"uniform\": a} (values in [-a, a]; 0 means 1/sqrt(fan_in)) or {\"constant\": c}, got " + j.dump());
+      fail(path, "must be {\"uniform\": a} (values in [-a, a]; 0 means 1/sqrt(fan_in)) or {\"constant\": c}, got " + shown(j));
     ParamInit init;
     const std::string key = j.begin().key();
     if (key == "uniform") init.kind = ParamInit::Kind::uniform;
     else if (key == "constant") init.kind = ParamInit::Kind::constant;
-    else fail(path, "unknown init '" + key + "'; known: uniform, constant");
-    init.a = get_float(j.begin().value(), path + "." + key);
-    if (init.kind == ParamInit::Kind::uniform && init.a < 0.0f) fail(path + ".uniform", "must be >= 0");
+    else fail(path, "unknown init " + quote_name(key) + "; known: uniform, constant");
+    const json& a = j.begin().value();
+    init.a = get_float(a, path + "." + key);
+    // The sign is checked on the float and on the number as written: -1e-50 rounds
+    // to -0.0f, which a plain `< 0` lets through.
+    if (init.kind == ParamInit::Kind::uniform && (std::signbit(init.a) || a.get<double>() < 0.0))
+      fail(path + ".uniform", fmt::format("must be >= 0, got {}{}: values are drawn from [-a, a] (0 means "
+                                          "1/sqrt(fan_in)); drop the minus sign", a.dump(),
+                                          init.a == 0.0f && a.get<double>() != 0.0 ? ", which rounds to -0 as a float" : ""));
     return init;
   }
 
@@ -364,14 +379,15 @@ class Loader {
     if (!parse_op(op, d.node.op)) {
       std::string list;
       for (int i = 0; i < kNumOps; ++i) list += (i ? ", " : "") + std::string(op_name(static_cast<OpKind>(i)));
-      fail(path + ".op", fmt::format("unknown op '{}'; known ops: {}", op, list));
+      fail(path + ".op", fmt::format("unknown op {}; known ops: {}", quote_name(op), list));
     }
     declare(d.node.name, path + ".name");
     const json& ins = require(e, "inputs", path);
     if (!ins.is_array()) fail(path + ".inputs", "must be an array of value names, got " + describe(ins));
     for (size_t i = 0; i < ins.size(); ++i) d.input_names.push_back(get_string(ins[i], fmt::format("{}.inputs[{}]", path, i)));
     if (!op_arity_ok(d.node.op, static_cast<int>(ins.size())))
-      fail(path + ".inputs", fmt::format("{} {} takes {}, got {}", op, d.node.name, op_arity_text(d.node.op), ins.size()));
+      fail(path + ".inputs", fmt::format("{} {} takes {}, got {}", op, quote_name(d.node.name), op_arity_text(d.node.op),
+                                         ins.size()));
     const bool two = op_num_outputs(d.node.op) == 2;
     for (const char* k : {"second_output", "second_role"})
       if (!two && e.contains(k))
@@ -384,12 +400,16 @@ class Loader {
         const std::string r = get_string(e["second_role"], path + ".second_role");
         if (!parse_role(r, d.second_role) || d.second_role == Role::input || d.second_role == Role::parameter ||
             d.second_role == Role::optimizer_state)
-          fail(path + ".second_role",
-               fmt::format("'{}' is not a role of a computed value; use temporary, activation, gradient or output", r));
+          fail(path + ".second_role", fmt::format("{} is not a role of a computed value; use temporary, activation, "
+                                                  "gradient or output", quote_name(r)));
         d.has_second_role = true;
       }
     }
     if (e.contains("attrs")) read_attrs(e["attrs"], path + ".attrs", d);
+    // Attrs' perm starts as the identity, so a missing perm would run as a copy.
+    if (d.node.op == OpKind::transpose && d.perm_len == 0)
+      fail(path + ".attrs", fmt::format("transpose {} needs \"perm\", one entry per input axis (e.g. [1, 0] swaps "
+                                        "a matrix's axes); it has no default", quote_name(d.node.name)));
     const bool has_output = op_num_outputs(d.node.op) >= 1;
     for (const char* k : {"shape", "role", "dtype"})
       if (!has_output && e.contains(k))
@@ -401,7 +421,7 @@ class Loader {
     if (e.contains("role")) {
       const std::string r = get_string(e["role"], path + ".role");
       if (!parse_role(r, d.role) || d.role == Role::input || d.role == Role::parameter || d.role == Role::optimizer_state)
-        fail(path + ".role", fmt::format("'{}' is not a role of a computed value; use temporary, activation, gradient or output", r));
+        fail(path + ".role", fmt::format("{} is not a role of a computed value; use temporary, activation, gradient or output", quote_name(r)));
       d.has_role = true;
     }
     if (e.contains("dtype")) {
@@ -419,9 +439,9 @@ class Loader {
     for (auto it = j.begin(); it != j.end(); ++it) {
       int a = 0;
       while (a < kNumAttrs && it.key() != attr_name(static_cast<AttrId>(a))) ++a;
-      if (a == kNumAttrs) fail(path, fmt::format("unknown attribute '{}'; known: {}", it.key(), attr_list(~0u)));
+      if (a == kNumAttrs) fail(path, fmt::format("unknown attribute {}; known: {}", quote_name(it.key()), attr_list(~0u)));
       if (!(allowed & (1u << a)))
-        fail(path, fmt::format("{} does not take attribute '{}'; {} takes: {}", op_name(d.node.op), it.key(),
+        fail(path, fmt::format("{} does not take attribute {}; {} takes: {}", op_name(d.node.op), quote_name(it.key()),
                                op_name(d.node.op), attr_list(allowed)));
       const std::string p = path + "." + it.key();
       const json& v = it.value();
@@ -440,7 +460,7 @@ class Loader {
         case AttrId::shape: at.shape = get_shape(v, p, d.node.op == OpKind::reshape); break;
         case AttrId::perm: {
           if (!v.is_array() || v.empty() || v.size() > static_cast<size_t>(kMaxRank))
-            fail(p, "must be an array of 1 to 4 axes like [1, 0], got " + v.dump());
+            fail(p, "must be an array of 1 to 4 axes like [1, 0], got " + shown(v));
           for (size_t i = 0; i < v.size(); ++i)
             at.perm[i] = static_cast<int>(get_int(v[i], fmt::format("{}[{}]", p, i), 0, kMaxRank - 1));
           d.perm_len = static_cast<int>(v.size());
@@ -448,7 +468,7 @@ class Loader {
         }
         case AttrId::act:
           if (!v.is_string() || !parse_act(v.get<std::string>(), at.act))
-            fail(p, "must be one of \"none\", \"relu\", \"gelu\", got " + v.dump());
+            fail(p, "must be one of \"none\", \"relu\", \"gelu\", got " + shown(v));
           break;
       }
     }
@@ -460,7 +480,7 @@ class Loader {
     for (size_t i = 0; i < j.size(); ++i) {
       const std::string p = fmt::format("outputs[{}]", i);
       output_names_.push_back(get_string(j[i], p));
-      if (!seen.insert(output_names_.back()).second) fail(p, "'" + output_names_.back() + "' is listed twice");
+      if (!seen.insert(output_names_.back()).second) fail(p, quote_name(output_names_.back()) + " is listed twice");
     }
   }
 
@@ -468,9 +488,9 @@ class Loader {
     auto it = ids_.find(name);
     if (it != ids_.end()) return it->second;
     if (update_names_.count(name))
-      fail(path, fmt::format("'{}' is an update node ({}), which has no output value to read", name, "sgd/sgd_momentum"));
-    fail(path, fmt::format("unknown value '{}'; a value is declared under inputs, parameters or optimizer_state, "
-                           "or is the name of a node", name));
+      fail(path, fmt::format("{} is an update node ({}), which has no output value to read", quote_name(name), "sgd/sgd_momentum"));
+    fail(path, fmt::format("unknown value {}; a value is declared under inputs, parameters or optimizer_state, "
+                           "or is the name of a node", quote_name(name)));
   }
 
   // Value ids: leaves in section order, then node outputs in node order, unless
@@ -489,8 +509,8 @@ class Loader {
         const std::string p = fmt::format("value_order[{}]", i);
         const std::string n = get_string(vo[i], p);
         auto it = by_name.find(n);
-        if (it == by_name.end()) fail(p, "unknown value '" + n + "'");
-        if (used[it->second]) fail(p, "'" + n + "' is listed twice");
+        if (it == by_name.end()) fail(p, "unknown value " + quote_name(n));
+        if (used[it->second]) fail(p, quote_name(n) + " is listed twice");
         used[it->second] = true;
         out.push_back(decls[it->second]);
       }
@@ -546,11 +566,11 @@ class Loader {
     std::vector<Shape> shapes;
     for (int in : n.inputs) shapes.push_back(g.values[static_cast<size_t>(in)].shape);
     if (d.perm_len > 0 && d.perm_len != shapes[0].rank)
-      fail(d.path + ".attrs.perm", fmt::format("has {} entries, but input '{}' {} has rank {}; give one entry per axis",
-                                               d.perm_len, d.input_names[0], shapes[0].str(), shapes[0].rank));
+      fail(d.path + ".attrs.perm", fmt::format("has {} entries, but input {} {} has rank {}; give one entry per axis",
+                                               d.perm_len, quote_name(d.input_names[0]), shapes[0].str(), shapes[0].rank));
     std::vector<Shape> outs;
     try {
-      outs = infer_shapes(n.op, shapes, n.attrs, n.name);
+      outs = infer_shapes(n.op, shapes, n.attrs, quote_name(n.name));
     } catch (const GraphError& e) {
       fail(d.path, e.what());
     }
@@ -561,7 +581,7 @@ class Loader {
       std::string ins;
       for (const Shape& s : shapes) ins += (ins.empty() ? "" : ", ") + s.str();
       fail(d.path + ".shape", fmt::format("{} {} declares {}, but its inputs {} give {}; fix the shape or remove it",
-                                          op_name(n.op), n.name, d.shape.str(), ins, out.str()));
+                                          op_name(n.op), quote_name(n.name), d.shape.str(), ins, out.str()));
     }
     g.values[static_cast<size_t>(n.outputs[0])].shape = out;
   }
@@ -583,6 +603,17 @@ Graph load_graph_json(const std::string& text, const std::string& source_name) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     graph_error("{}: is empty; a graph file is a JSON object {{\"format\": \"twograph-graph\", ...}} "
                 "(see docs/graph-format.md)", source_name);
+  // nlohmann skips a byte-order mark and stops at a NUL byte (ignoring whatever
+  // follows it): both would let a damaged file through, so both are refused here.
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    graph_error("{}:1:1: starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not allow "
+                "(RFC 8259); save the file as UTF-8 without a BOM", source_name);
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    int line, col;
+    line_col(text, nul, line, col);
+    graph_error("{}:{}:{}: holds a NUL byte (U+0000); a graph file is UTF-8 text, and JSON allows no raw NUL (in "
+                "a string, write \\u0000); is it a binary file, or truncated by a crash?", source_name, line, col);
+  }
   check_depth(text, source_name);
   const json root = parse_text(text, source_name);
   return Loader(source_name).load(root);
@@ -638,8 +669,8 @@ std::string save_graph_json(const Graph& g) {
     if (v.producer >= 0) continue;
     int s = v.role == Role::input ? 0 : v.role == Role::parameter ? 1 : v.role == Role::optimizer_state ? 2 : -1;
     if (s < 0)
-      graph_error("save_graph_json: value '{}' has no producer and role {}; a file can only declare inputs, "
-                  "parameters and optimizer_state as leaves", v.name, role_name(v.role));
+      graph_error("save_graph_json: value {} has no producer and role {}; a file can only declare inputs, "
+                  "parameters and optimizer_state as leaves", quote_name(v.name), role_name(v.role));
     ojson e;
     e["name"] = v.name;
     e["shape"] = dims_json(v.shape, v.shape.rank);
@@ -657,18 +688,18 @@ std::string save_graph_json(const Graph& g) {
     e["name"] = n.name;
     e["op"] = op_name(n.op);
     ojson ins = ojson::array();
-    for (int in : n.inputs) ins.push_back(value_at(in, "node '" + n.name + "' input").name);
+    for (int in : n.inputs) ins.push_back(value_at(in, "node " + quote_name(n.name) + " input").name);
     e["inputs"] = ins;
     const std::string attrs = node_attrs_json(g, n);
     if (!attrs.empty()) e["attrs"] = ojson::parse(attrs);
     if (static_cast<int>(n.outputs.size()) != op_num_outputs(n.op))
-      graph_error("save_graph_json: node '{}' ({}) has {} outputs; the op has {}", n.name, op_name(n.op),
+      graph_error("save_graph_json: node {} ({}) has {} outputs; the op has {}", quote_name(n.name), op_name(n.op),
                   n.outputs.size(), op_num_outputs(n.op));
     if (!n.outputs.empty()) {
-      const ValueInfo& v = value_at(n.outputs[0], "node '" + n.name + "' output");
+      const ValueInfo& v = value_at(n.outputs[0], "node " + quote_name(n.name) + " output");
       if (v.name != n.name)
-        graph_error("save_graph_json: node '{}' outputs value '{}'; the file format names a node's output after "
-                    "the node, so rename one", n.name, v.name);
+        graph_error("save_graph_json: node {} outputs value {}; the file format names a node's output after "
+                    "the node, so rename one", quote_name(n.name), quote_name(v.name));
       const Role def = is_output[static_cast<size_t>(n.outputs[0])] ? Role::output : Role::temporary;
       if (v.role != def) e["role"] = role_name(v.role);
       if (v.dtype != DType::F32) e["dtype"] = dtype_name(v.dtype);

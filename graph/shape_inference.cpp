@@ -238,15 +238,16 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       return Shape{1};
     case OpKind::mse_loss_grad:
       require_same(name, node, in[0], in[1]);
-      if (in[2].numel() != 1) graph_error("mse_loss_grad {}: dloss {} must be [1]", node, in[2].str());
+      if (in[2] != Shape{1}) graph_error("mse_loss_grad {}: dloss {} must be [1]", node, in[2].str());
       return in[0];
     case OpKind::padded_mse_loss:
     case OpKind::padded_mse_loss_grad:
       require_same(name, node, in[0], in[1]);
-      if (in[2].numel() != 1)
+      // Exactly [1], like the loss itself: [1,1] holds one element too, but is not the scalar the docs promise.
+      if (in[2] != Shape{1})
         graph_error("{} {}: count {} must be [1] (the number of real, unpadded elements)", name, node, in[2].str());
       if (op == OpKind::padded_mse_loss) return Shape{1};
-      if (in[3].numel() != 1) graph_error("{} {}: dloss {} must be [1]", name, node, in[3].str());
+      if (in[3] != Shape{1}) graph_error("{} {}: dloss {} must be [1]", name, node, in[3].str());
       return in[0];
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad:
@@ -256,7 +257,7 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
         graph_error("{} {}: labels {} must be [{}], one class index per row of logits {}", name, node,
                     in[1].str(), in[0][0], in[0].str());
       if (op == OpKind::cross_entropy_grad) {
-        if (in[2].numel() != 1) graph_error("cross_entropy_grad {}: dloss {} must be [1]", node, in[2].str());
+        if (in[2] != Shape{1}) graph_error("cross_entropy_grad {}: dloss {} must be [1]", node, in[2].str());
         return in[0];
       }
       return Shape{1};

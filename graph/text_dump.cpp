@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "graph/json_io.h"
+#include "graph/quote.h"
 
 namespace tg {
 
@@ -13,7 +14,7 @@ bool in_range(const Graph& g, int id) { return id >= 0 && id < static_cast<int>(
 std::string value_ref(const Graph& g, int id) {
   if (!in_range(g, id)) return fmt::format("?{}", id);
   const ValueInfo& v = g.values[static_cast<size_t>(id)];
-  return v.name + v.shape.str();
+  return listed(v.name) + v.shape.str();
 }
 
 std::string dtype_suffix(const ValueInfo& v) {
@@ -33,9 +34,10 @@ std::string text_dump(const Graph& g) {
                                 g.values_with_role(Role::optimizer_state).size(), g.nodes.size(), g.outputs.size());
   for (const ValueInfo& v : g.values) {
     if (v.producer >= 0) continue;
-    if (v.role == Role::input) out += fmt::format("input {}{}\n", v.name + v.shape.str(), dtype_suffix(v));
+    if (v.role == Role::input) out += fmt::format("input {}{}{}\n", listed(v.name), v.shape.str(), dtype_suffix(v));
     else
-      out += fmt::format("{} {}{} init {}\n", role_name(v.role), v.name + v.shape.str(), dtype_suffix(v), init_str(v.init));
+      out += fmt::format("{} {}{}{} init {}\n", role_name(v.role), listed(v.name), v.shape.str(), dtype_suffix(v),
+                         init_str(v.init));
   }
   for (const Node& n : g.nodes) {
     const bool known_op = static_cast<int>(n.op) < kNumOps;
@@ -44,25 +46,25 @@ std::string text_dump(const Graph& g) {
     const std::string attrs = known_op ? node_attrs_json(g, n) : "";
     const std::string call = fmt::format("{}({}){}", known_op ? op_name(n.op) : "?op", args, attrs.empty() ? "" : " " + attrs);
     if (n.outputs.empty()) {
-      out += fmt::format("{}: {} (updates in place)\n", n.name, call);
+      out += fmt::format("{}: {} (updates in place)\n", listed(n.name), call);
       continue;
     }
     const int o = n.outputs[0];
     if (!in_range(g, o)) {
-      out += fmt::format("{} = {} -> ?{}\n", n.name, call, o);
+      out += fmt::format("{} = {} -> ?{}\n", listed(n.name), call, o);
       continue;
     }
     const ValueInfo& v = g.values[static_cast<size_t>(o)];
-    const std::string lhs = v.name == n.name ? n.name : fmt::format("{} (node {})", v.name, n.name);
+    const std::string lhs = v.name == n.name ? listed(n.name) : fmt::format("{} (node {})", listed(v.name), listed(n.name));
     std::string second;
     if (n.outputs.size() > 1 && in_range(g, n.outputs[1])) {
       const ValueInfo& w = g.values[static_cast<size_t>(n.outputs[1])];
-      second = fmt::format(", {} {} {}{}", w.name, w.shape.str(), role_name(w.role), dtype_suffix(w));
+      second = fmt::format(", {} {} {}{}", listed(w.name), w.shape.str(), role_name(w.role), dtype_suffix(w));
     }
     out += fmt::format("{} = {} -> {} {}{}{}\n", lhs, call, v.shape.str(), role_name(v.role), dtype_suffix(v), second);
   }
   std::string outs;
-  for (int o : g.outputs) outs += (outs.empty() ? "" : ", ") + (in_range(g, o) ? g.values[static_cast<size_t>(o)].name : fmt::format("?{}", o));
+  for (int o : g.outputs) outs += (outs.empty() ? "" : ", ") + (in_range(g, o) ? listed(g.values[static_cast<size_t>(o)].name) : fmt::format("?{}", o));
   out += "outputs: " + (outs.empty() ? std::string("(none)") : outs) + "\n";
   return out;
 }

@@ -73,8 +73,8 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = g.values[static_cast<size_t>(params[i].id)].name;
     if (!grads[i].valid())
-      graph_error("build_training_graph: parameter '{}' does not influence the loss, so it has no gradient; "
-                  "use it in the forward pass or do not create it", name);
+      graph_error("build_training_graph: parameter {} does not influence the loss, so it has no gradient; "
+                  "use it in the forward pass or do not create it", quote_name(name));
     if (grads[i].id >= fwd_values) g.values[static_cast<size_t>(grads[i].id)].role = Role::gradient;
   }
 

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "graph/errors.h"
+#include "graph/fixed_data.h"
 #include "graph/shape_inference.h"
 
 namespace tg {
@@ -31,6 +33,9 @@ class Checker {
         errs_.push_back(e.what());
       }
     }
+    // The data the graph fixes itself (fill values, parameter inits) that an op reads
+    // with a domain (labels, counts): checked once the structure is sound.
+    if (errs_.empty()) fixed_data_errors(g_, errs_);
     return std::move(errs_);
   }
 
@@ -48,24 +53,24 @@ class Checker {
   bool check_shape(const ValueInfo& v) {
     const Shape& s = v.shape;
     if (s.rank < 1 || s.rank > kMaxRank) {
-      err("value '{}': rank {} is not supported; give 1 to {} dims (a scalar is [1])", v.name, s.rank, kMaxRank);
+      err("value {}: rank {} is not supported; give 1 to {} dims (a scalar is [1])", quote_name(v.name), s.rank, kMaxRank);
       return false;
     }
     for (int d = 0; d < s.rank; ++d)
       if (s[d] <= 0) {
-        err("value '{}': shape {} has dim {} = {}; every dim must be >= 1", v.name, s.str(), d, s[d]);
+        err("value {}: shape {} has dim {} = {}; every dim must be >= 1", quote_name(v.name), s.str(), d, s[d]);
         return false;
       }
     int64_t n = 0;
     if (!numel_checked(s, n)) {
-      err("value '{}': shape {} has an element count or byte size that overflows int64; use smaller dims",
-          v.name, s.str());
+      err("value {}: shape {} has an element count or byte size that overflows int64; use smaller dims",
+          quote_name(v.name), s.str());
       return false;
     }
     const int64_t bytes = n * dtype_size(v.dtype);
     if (bytes > kMaxValueBytes) {
-      err("value '{}': shape {} needs {:.0f} GiB ({} bytes); a value may hold at most {} GiB, more than any device "
-          "has; use smaller dims", v.name, s.str(), static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), bytes,
+      err("value {}: shape {} needs {:.0f} GiB ({} bytes); a value may hold at most {} GiB, more than any device "
+          "has; use smaller dims", quote_name(v.name), s.str(), static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), bytes,
           kMaxValueBytes >> 30);
       return false;
     }
@@ -79,13 +84,13 @@ class Checker {
       const ValueInfo& v = val(id);
       if (v.name.empty()) err("value #{}: has no name; give every value a unique name", id);
       else if (!seen.emplace(v.name, id).second)
-        err("value '{}' (#{}): has the same name as value #{}; value names must be unique, rename one", v.name, id,
+        err("value {} (#{}): has the same name as value #{}; value names must be unique, rename one", quote_name(v.name), id,
             seen[v.name]);
-      if (!valid_role(v.role)) err("value '{}': role {} is not a role", v.name, static_cast<int>(v.role));
+      if (!valid_role(v.role)) err("value {}: role {} is not a role", quote_name(v.name), static_cast<int>(v.role));
       if (v.dtype == DType::BF16 || v.dtype == DType::F16)
-        err("value '{}': dtype {} is not implemented yet, use f32", v.name, dtype_name(v.dtype));
+        err("value {}: dtype {} is not implemented yet, use f32", quote_name(v.name), dtype_name(v.dtype));
       else if (v.dtype != DType::F32)
-        err("value '{}': dtype {} is not a dtype; use f32", v.name, static_cast<int>(v.dtype));
+        err("value {}: dtype {} is not a dtype; use f32", quote_name(v.name), static_cast<int>(v.dtype));
       shape_ok_[static_cast<size_t>(id)] = check_shape(v);
       value_ids_.emplace(v.name, id);
       check_producer(id, v);
@@ -96,13 +101,13 @@ class Checker {
     const bool role_ok = valid_role(v.role);
     if (v.producer < 0) {
       if (role_ok && !is_leaf_role(v.role))
-        err("value '{}' ({}): has no producer (a dangling value); only inputs, parameters and optimizer_state "
+        err("value {} ({}): has no producer (a dangling value); only inputs, parameters and optimizer_state "
             "values may be leaves: add the node that computes it, or declare it as an input",
-            v.name, role_name(v.role));
+            quote_name(v.name), role_name(v.role));
       return;
     }
     if (v.producer >= num_nodes()) {
-      err("value '{}': producer is node id {}, but the graph has {} nodes", v.name, v.producer, num_nodes());
+      err("value {}: producer is node id {}, but the graph has {} nodes", quote_name(v.name), v.producer, num_nodes());
       ids_ok_ = false;
       return;
     }
@@ -110,11 +115,11 @@ class Checker {
     bool listed = false;
     for (int o : p.outputs) listed = listed || o == id;
     if (!listed)
-      err("value '{}': says node '{}' produces it, but that node's outputs do not list it; set the producer "
-          "with Graph::add_node", v.name, p.name);
+      err("value {}: says node {} produces it, but that node's outputs do not list it; set the producer "
+          "with Graph::add_node", quote_name(v.name), quote_name(p.name));
     if (role_ok && is_leaf_role(v.role))
-      err("value '{}' is {} but node '{}' produces it; a computed value cannot be {} (use role temporary, "
-          "activation, gradient or output)", v.name, role_name(v.role), p.name, role_name(v.role));
+      err("value {} is {} but node {} produces it; a computed value cannot be {} (use role temporary, "
+          "activation, gradient or output)", quote_name(v.name), role_name(v.role), quote_name(p.name), role_name(v.role));
   }
 
   void check_nodes() {
@@ -123,7 +128,7 @@ class Checker {
     for (int id = 0; id < num_nodes(); ++id) {
       const Node& n = g_.nodes[static_cast<size_t>(id)];
       if (!valid_op(n.op)) {
-        err("node '{}' (#{}): op kind {} is not an op; see graph/op.h for the list", n.name, id,
+        err("node {} (#{}): op kind {} is not an op; see graph/op.h for the list", quote_name(n.name), id,
             static_cast<int>(n.op));
         ids_ok_ = false;
         continue;
@@ -131,13 +136,13 @@ class Checker {
       const char* op = op_name(n.op);
       if (n.name.empty()) err("{} node #{}: has no name; give every node a unique name", op, id);
       else if (!seen.emplace(n.name, id).second)
-        err("{} {}: node #{} has the same name as node #{}; node names must be unique, rename one", op, n.name,
+        err("{} {}: node #{} has the same name as node #{}; node names must be unique, rename one", op, quote_name(n.name),
             id, seen[n.name]);
       auto same = value_ids_.find(n.name);
       const int same_name = same == value_ids_.end() ? -1 : same->second;
       if (!n.name.empty() && same_name >= 0 && val(same_name).producer != id)
         err("{} {}: node name is also the name of value #{} which it does not produce; a node shares its name "
-            "only with its own output, rename one", op, n.name, same_name);
+            "only with its own output, rename one", op, quote_name(n.name), same_name);
       // Both checks run (each reports its own errors); shapes only when both passed.
       const bool arity_ok = check_arity(n);
       const bool ids_ok = check_ids(id, n, produced_by);
@@ -150,11 +155,12 @@ class Checker {
     bool ok = true;
     const int nout = op_num_outputs(n.op);
     if (!op_arity_ok(n.op, static_cast<int>(n.inputs.size()))) {
-      err("{} {}: takes {}, got {}; check the node's inputs list", op, n.name, op_arity_text(n.op), n.inputs.size());
+      err("{} {}: takes {}, got {}; check the node's inputs list", op, quote_name(n.name), op_arity_text(n.op),
+          n.inputs.size());
       ok = false;
     }
     if (static_cast<int>(n.outputs.size()) != nout) {
-      err("{} {}: has {} outputs, but the op produces {}", op, n.name, n.outputs.size(), nout);
+      err("{} {}: has {} outputs, but the op produces {}", op, quote_name(n.name), n.outputs.size(), nout);
       ok = false;
     }
     return ok;
@@ -166,24 +172,25 @@ class Checker {
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] < 0 || n.inputs[i] >= num_values()) {
         err("{} {}: input {} refers to value id {}, but the graph has {} values (a dangling reference); "
-            "connect it to an existing value", op, n.name, i, n.inputs[i], num_values());
+            "connect it to an existing value", op, quote_name(n.name), i, n.inputs[i], num_values());
         ok = ids_ok_ = false;
       }
     for (int o : n.outputs) {
       if (o < 0 || o >= num_values()) {
-        err("{} {}: output refers to value id {}, but the graph has {} values", op, n.name, o, num_values());
+        err("{} {}: output refers to value id {}, but the graph has {} values", op, quote_name(n.name), o, num_values());
         ok = ids_ok_ = false;
         continue;
       }
       int& first = produced_by[static_cast<size_t>(o)];
       if (first >= 0)
-        err("value '{}': is produced by both node '{}' and node '{}'; every value has exactly one producer, "
-            "give each node its own output", val(o).name, g_.nodes[static_cast<size_t>(first)].name, n.name);
+        err("value {}: is produced by both node {} and node {}; every value has exactly one producer, "
+            "give each node its own output", quote_name(val(o).name), quote_name(g_.nodes[static_cast<size_t>(first)].name),
+            quote_name(n.name));
       else
         first = id;
       if (val(o).producer != id)
-        err("{} {}: lists '{}' as its output, but that value's producer is {}; set it with Graph::add_node", op,
-            n.name, val(o).name, val(o).producer);
+        err("{} {}: lists {} as its output, but that value's producer is {}; set it with Graph::add_node", op,
+            quote_name(n.name), quote_name(val(o).name), val(o).producer);
     }
     return ok;
   }
@@ -196,7 +203,7 @@ class Checker {
     }
     std::vector<Shape> expect;
     try {
-      expect = infer_shapes(n.op, shapes, n.attrs, n.name);
+      expect = infer_shapes(n.op, shapes, n.attrs, quote_name(n.name));
     } catch (const GraphError& e) {
       errs_.push_back(e.what());
       return;
@@ -206,8 +213,9 @@ class Checker {
       if (!shape_ok_[static_cast<size_t>(o)] || val(o).shape == expect[k]) continue;
       std::string ins;
       for (const Shape& s : shapes) ins += (ins.empty() ? "" : ", ") + s.str();
-      err("{} {}: output '{}' is recorded as {}, but inputs {} with these attributes give {}; fix the recorded "
-          "shape or the inputs", op_name(n.op), n.name, val(o).name, val(o).shape.str(), ins, expect[k].str());
+      err("{} {}: output {} is recorded as {}, but inputs {} with these attributes give {}; fix the recorded "
+          "shape or the inputs", op_name(n.op), quote_name(n.name), quote_name(val(o).name), val(o).shape.str(), ins,
+          expect[k].str());
     }
     check_update_roles(n);
   }
@@ -216,13 +224,13 @@ class Checker {
     if (!op_is_update(n.op)) return;
     const ValueInfo& p = val(n.inputs[0]);
     if (p.role != Role::parameter)
-      err("{} {}: updates '{}', which is {}, not a parameter; an optimizer update writes a parameter in place: "
-          "pass the parameter as input 0", op_name(n.op), n.name, p.name, valid_role(p.role) ? role_name(p.role) : "?");
+      err("{} {}: updates {}, which is {}, not a parameter; an optimizer update writes a parameter in place: "
+          "pass the parameter as input 0", op_name(n.op), quote_name(n.name), quote_name(p.name), valid_role(p.role) ? role_name(p.role) : "?");
     if (n.op == OpKind::sgd_momentum) {
       const ValueInfo& v = val(n.inputs[2]);
       if (v.role != Role::optimizer_state)
-        err("sgd_momentum {}: velocity '{}' is {}, not optimizer_state; declare it under \"optimizer_state\" "
-            "(zeros at the start) and pass it as input 2", n.name, v.name, valid_role(v.role) ? role_name(v.role) : "?");
+        err("sgd_momentum {}: velocity {} is {}, not optimizer_state; declare it under \"optimizer_state\" "
+            "(zeros at the start) and pass it as input 2", quote_name(n.name), quote_name(v.name), valid_role(v.role) ? role_name(v.role) : "?");
     }
   }
 
@@ -249,8 +257,12 @@ std::vector<std::string> validation_errors(const Graph& g) { return Checker(g).r
 void validate(const Graph& g) {
   const std::vector<std::string> errs = validation_errors(g);
   if (errs.empty()) return;
-  std::string msg = fmt::format("invalid graph ({} error{}):", errs.size(), errs.size() == 1 ? "" : "s");
-  for (const std::string& e : errs) msg += "\n  " + e;
+  const size_t shown = std::min(errs.size(), kMaxListedErrors);
+  std::string msg = fmt::format("invalid graph ({} error{}{}):", errs.size(), errs.size() == 1 ? "" : "s",
+                                shown < errs.size() ? fmt::format("; the first {}", shown) : "");
+  for (size_t i = 0; i < shown; ++i) msg += "\n  " + errs[i];
+  if (shown < errs.size())
+    msg += fmt::format("\n  ... and {} more, left out; fix these and check again", errs.size() - shown);
   throw GraphError(msg);
 }
 

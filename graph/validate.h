@@ -15,11 +15,17 @@ namespace tg {
 constexpr int64_t kMaxValueBytes = int64_t{1} << 38;
 
 // Every problem found, in a stable order (values, then nodes, then outputs,
-// then cycles); empty when the graph is valid. Never throws for a malformed
+// then cycles, then the data the graph fixes: graph/fixed_data.h); empty when the
+// graph is valid. Names appear quoted and escaped (graph/quote.h). Never throws for a malformed
 // graph: out-of-range ids, bad enums and overflowing shapes are reported, not read.
 std::vector<std::string> validation_errors(const Graph& g);
 
-// Throws GraphError with every message of validation_errors, one per line.
+// validate() lists this many errors and counts the rest: a generated file with
+// 100k broken values gets a readable message, not megabytes of it.
+constexpr size_t kMaxListedErrors = 20;
+
+// Throws GraphError with the messages of validation_errors, one per line: the first
+// kMaxListedErrors, then how many more were left out.
 void validate(const Graph& g);
 
 }  // namespace tg

@@ -1,6 +1,7 @@
 #include "kernels/interpreter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -13,24 +14,43 @@ namespace tg {
 
 namespace {
 
-// Class counts of the inputs that some cross_entropy node reads as labels; 0 for
-// the other values. A value read as labels by two nodes gets the smaller count,
-// so that its labels are valid for both.
-std::vector<int64_t> label_classes(const Graph& g) {
-  std::vector<int64_t> classes(g.values.size(), 0);
+// For each input that a loss reads as data with a domain, the bound of that domain;
+// 0 for the other values. cross_entropy(_grad) labels (input 1): the class count of
+// the logits; padded_mse_loss(_grad) counts (input 2): the element count of pred. A
+// value read by two such nodes gets the smaller bound, so it is valid for both.
+struct DataBounds {
+  std::vector<int64_t> classes;  // labels in [0, classes)
+  std::vector<int64_t> counts;   // a count in [1, counts]
+};
+
+DataBounds data_bounds(const Graph& g) {
+  DataBounds b{std::vector<int64_t>(g.values.size(), 0), std::vector<int64_t>(g.values.size(), 0)};
+  const int nv = static_cast<int>(g.values.size());
+  auto in_range = [nv](int id) { return id >= 0 && id < nv; };
+  auto lower = [](int64_t& bound, int64_t v) { bound = bound == 0 ? v : std::min(bound, v); };
   for (const Node& n : g.nodes) {
-    if (n.op != OpKind::cross_entropy && n.op != OpKind::cross_entropy_grad) continue;
-    if (n.inputs.size() < 2) continue;  // interpret() reports the malformed node
-    const int logits = n.inputs[0], labels = n.inputs[1];
-    if (logits < 0 || labels < 0 || logits >= static_cast<int>(g.values.size()) ||
-        labels >= static_cast<int>(g.values.size()))
-      continue;
-    const Shape& s = g.values[static_cast<size_t>(logits)].shape;
-    if (s.rank != 2) continue;
-    int64_t& c = classes[static_cast<size_t>(labels)];
-    c = c == 0 ? s[1] : std::min(c, s[1]);
+    const bool labels = n.op == OpKind::cross_entropy || n.op == OpKind::cross_entropy_grad;
+    const bool count = n.op == OpKind::padded_mse_loss || n.op == OpKind::padded_mse_loss_grad;
+    if (!labels && !count) continue;
+    if (n.inputs.size() < (labels ? 2u : 3u)) continue;  // interpret() reports the malformed node
+    const int data = n.inputs[0], read = n.inputs[labels ? 1 : 2];
+    if (!in_range(data) || !in_range(read)) continue;
+    const Shape& s = g.values[static_cast<size_t>(data)].shape;
+    int64_t numel = 0;
+    if (labels && s.rank == 2) lower(b.classes[static_cast<size_t>(read)], s[1]);
+    if (count && numel_checked(s, numel) && numel > 0) lower(b.counts[static_cast<size_t>(read)], numel);
   }
-  return classes;
+  return b;
+}
+
+// Whole numbers in [1, n] stored as floats. Past 2^24 the float of k can round up
+// past n; then the next float down is taken (a count must never exceed n).
+void random_counts(std::vector<float>& out, uint64_t seed, int64_t n) {
+  uint64_t state = seed;
+  for (float& c : out) {
+    c = static_cast<float>(1 + static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(n)));
+    if (static_cast<double>(c) > static_cast<double>(n)) c = std::nextafter(c, 0.0f);
+  }
 }
 
 uint64_t value_seed(uint64_t seed, int id) {
@@ -41,14 +61,14 @@ uint64_t value_seed(uint64_t seed, int id) {
 size_t checked_numel(const ValueInfo& v) {
   int64_t n = 0;
   if (!numel_checked(v.shape, n))
-    graph_error("value {}: shape {} has a dim < 1 or too many elements; every dim must be >= 1", v.name,
+    graph_error("value {}: shape {} has a dim < 1 or too many elements; every dim must be >= 1", quote_name(v.name),
                 v.shape.str());
   return static_cast<size_t>(n);
 }
 
 kernels::TensorView view(std::vector<std::vector<float>>& values, const Graph& g, int id, const Node& n) {
   if (id < 0 || id >= static_cast<int>(values.size()))
-    graph_error("{} {}: refers to value id {}, but the graph has {} values", op_name(n.op), n.name, id,
+    graph_error("{} {}: refers to value id {}, but the graph has {} values", op_name(n.op), quote_name(n.name), id,
                 values.size());
   return {values[static_cast<size_t>(id)].data(), g.values[static_cast<size_t>(id)].shape};
 }
@@ -56,7 +76,7 @@ kernels::TensorView view(std::vector<std::vector<float>>& values, const Graph& g
 }  // namespace
 
 std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
-  const std::vector<int64_t> classes = label_classes(g);
+  const DataBounds bounds = data_bounds(g);
   std::vector<std::vector<float>> values(g.values.size());
   for (size_t i = 0; i < g.values.size(); ++i) {
     const ValueInfo& v = g.values[i];
@@ -66,10 +86,16 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
       values[i] = initial_values(v, seed);
     } else if (v.role == Role::input) {
       values[i].resize(n);
-      if (classes[i] > 0)
-        random_labels(values[i], value_seed(seed, id), classes[i]);
-      else
+      const int64_t both = std::min(bounds.classes[i] - 1, bounds.counts[i]);  // read as labels and as a count
+      if (bounds.classes[i] > 0 && bounds.counts[i] > 0 && both >= 1) {
+        random_counts(values[i], value_seed(seed, id), both);
+      } else if (bounds.classes[i] > 0) {
+        random_labels(values[i], value_seed(seed, id), bounds.classes[i]);
+      } else if (bounds.counts[i] > 0) {
+        random_counts(values[i], value_seed(seed, id), bounds.counts[i]);
+      } else {
         random_fill(values[i], value_seed(seed, id));
+      }
     } else {
       values[i].assign(n, std::numeric_limits<float>::quiet_NaN());
     }
@@ -83,7 +109,7 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
                 values.size(), g.values.size());
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i].size() != checked_numel(g.values[i]))
-      graph_error("interpret: value {} has shape {} ({} elements) but its vector holds {}", g.values[i].name,
+      graph_error("interpret: value {} has shape {} ({} elements) but its vector holds {}", quote_name(g.values[i].name),
                   g.values[i].shape.str(), g.values[i].shape.numel(), values[i].size());
 
   for (int node_id : g.topo_order()) {
@@ -91,8 +117,8 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     const int arity = static_cast<int>(n.inputs.size());
     const int nout = op_num_outputs(n.op);
     if (!op_arity_ok(n.op, arity) || static_cast<int>(n.outputs.size()) != nout)
-      graph_error("{} {}: has {} inputs and {} outputs; the op takes {} and {} output(s)", op_name(n.op), n.name,
-                  n.inputs.size(), n.outputs.size(), op_arity_text(n.op), nout);
+      graph_error("{} {}: has {} inputs and {} outputs; the op takes {} and {} output(s)", op_name(n.op),
+                  quote_name(n.name), n.inputs.size(), n.outputs.size(), op_arity_text(n.op), nout);
     kernels::OpCall call;
     call.op = n.op;
     call.attrs = &n.attrs;
@@ -108,8 +134,10 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     if (nout == 2) call.out2 = view(values, g, n.outputs[1], n);
     try {
       kernels::run_cpu(call);
+    } catch (const InputError& e) {
+      rethrow_at_node(e, n.op, n.name);
     } catch (const std::invalid_argument& e) {
-      graph_error("node {} ({}): {}", n.name, op_name(n.op), e.what());
+      graph_error("node {} ({}): {}", quote_name(n.name), op_name(n.op), e.what());
     }
   }
 }

@@ -14,7 +14,9 @@ namespace tg {
 //    they start with the same bits as in either executor;
 //  - inputs: random_fill uniform in [-1, 1), seeded by `seed` mixed with the
 //    value id; an input that a cross_entropy / cross_entropy_grad node reads as
-//    its labels (input 1) gets random_labels in [0, classes) instead;
+//    its labels (input 1) gets random_labels in [0, classes) instead, and one that a
+//    padded_mse_loss / padded_mse_loss_grad node reads as its count (input 2) whole
+//    numbers in [1, numel of pred];
 //  - every other value: NaN (poison), so a value that is read before it is
 //    written shows up in the results instead of passing as zeros.
 // Throws GraphError when a value's shape is invalid (dim < 1 or too large).
@@ -24,7 +26,9 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed);
 // value id (as make_values returns it). Reshape copies into its own vector, an
 // in-place relu writes its output vector, update ops (sgd, sgd_momentum) mutate
 // the parameter and velocity vectors. Throws GraphError when `values` does not
-// match the graph (count or sizes) or a node is malformed.
+// match the graph (count or sizes) or a node is malformed, and InputError naming
+// the node when an op cannot use the data it reads (labels that are not class
+// indices, a count outside [1, n]: graph/errors.h).
 void interpret(const Graph& g, std::vector<std::vector<float>>& values);
 
 // FNV-1a over the bit patterns: equal checksums mean bitwise equal vectors.

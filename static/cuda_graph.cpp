@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "graph/quote.h"
 #include "static/device_runner.h"
 
 #if __has_include("kernels/cuda/cuda_backend.h")
@@ -110,7 +111,7 @@ class CudaRunner final : public DeviceRunner {
                              if (i < k) return fmt::format("input copy {} ({} bytes)", i, inputs_[static_cast<size_t>(i)].bytes);
                              if (i == k + static_cast<int>(ops_.size())) return std::string("loss copy to pinned host memory");
                              const Node& n = g_.nodes[static_cast<size_t>(ops_[static_cast<size_t>(i - k)].node)];
-                             return fmt::format("'{}' ({})", n.name, op_name(n.op));
+                             return fmt::format("{} ({})", quote_name(n.name), op_name(n.op));
                            });
     capture_ms = ms_since(t0);
     if (opt.instantiate) instantiate();

@@ -28,7 +28,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
     throw std::invalid_argument("StaticExecutable: the memory plan was made for another graph");
   for (const ValueInfo& v : graph_->values)
     if (v.dtype != DType::F32)
-      graph_error("value '{}' is {}: the kernels implement f32 only; convert the graph to f32", v.name,
+      graph_error("value {} is {}: the kernels implement f32 only; convert the graph to f32", quote_name(v.name),
                   dtype_name(v.dtype));
   try {
     allocate();
@@ -104,7 +104,7 @@ void StaticExecutable::allocate() {
         if (info.role == Role::input) {
           const size_t bytes = static_cast<size_t>(info.bytes());
           auto* p = static_cast<float*>(raw_alloc_or_throw(
-              be, bytes, fmt::format("static plan (input '{}')", info.name), held, advice));
+              be, bytes, fmt::format("static plan (input {})", quote_name(info.name)), held, advice));
           input_buffers_.push_back(p);
           ptr_[v] = p;
           inputs_.push_back({static_cast<int>(v), p, staging, bytes});
@@ -171,7 +171,7 @@ void StaticExecutable::build_schedule() {
     l.call.prepared = p.state;
     if (p.state && p.workspace_bytes > static_cast<size_t>(plan_.workspace_bytes))
       graph_error("{} {}: its GEMM needs {} bytes of workspace, the plan has {}; plan with "
-                  "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend)", op_name(node.op), node.name,
+                  "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend)", op_name(node.op), quote_name(node.name),
                   p.workspace_bytes, plan_.workspace_bytes);
     if (p.state) {
       l.call.workspace = workspace;
@@ -185,8 +185,8 @@ const StaticExecutable::InputSlot& StaticExecutable::slot(const std::string& nam
   for (const InputSlot& s : inputs_)
     if (graph_->values[static_cast<size_t>(s.value)].name == name) return s;
   std::string names;
-  for (const InputSlot& s : inputs_) names += (names.empty() ? "" : ", ") + graph_->values[static_cast<size_t>(s.value)].name;
-  throw std::invalid_argument(fmt::format("feed '{}' is not an input of this graph; its inputs are: {}", name,
+  for (const InputSlot& s : inputs_) names += (names.empty() ? "" : ", ") + quote_name(graph_->values[static_cast<size_t>(s.value)].name);
+  throw std::invalid_argument(fmt::format("feed {} is not an input of this graph; its inputs are: {}", quote_name(name),
                                           names.empty() ? "(none)" : names));
 }
 
@@ -219,9 +219,9 @@ void StaticExecutable::feed(const Feeds& feeds) {
     const InputSlot& s = slot(name);
     const ValueInfo& v = graph_->values[static_cast<size_t>(s.value)];
     if (data.size() * sizeof(float) != s.bytes)
-      throw std::invalid_argument(fmt::format("feed '{}' has {} elements but input {} needs {}; compile a plan for "
+      throw std::invalid_argument(fmt::format("feed {} has {} elements but input {} needs {}; compile a plan for "
                                               "this shape (or use a shape strategy)",
-                                              name, data.size(), v.shape.str(), v.shape.numel()));
+                                              quote_name(name), data.size(), v.shape.str(), v.shape.numel()));
     jobs.push_back({runner_ ? staged + s.staging_offset : static_cast<void*>(s.device), data.data(), s.bytes});
   }
   if (!runner_) {
@@ -249,7 +249,13 @@ void StaticExecutable::run(const Feeds& feeds) {
     return;
   }
   Backend& be = backend();
-  for (const Launch& l : launches_) be.run(l.call);
+  for (const Launch& l : launches_) {
+    try {
+      be.run(l.call);
+    } catch (const InputError& e) {  // fed data the op cannot use (labels, counts): name the node
+      rethrow_at_node(e, l.call.op, graph_->nodes[static_cast<size_t>(l.node)].name);
+    }
+  }
 }
 
 float StaticExecutable::step(const Feeds& feeds) {
@@ -274,7 +280,7 @@ std::vector<float> StaticExecutable::read(int value) const {
   float* p = pointer(value);
   const ValueInfo& v = graph_->values[static_cast<size_t>(value)];
   if (!p)
-    throw std::invalid_argument(fmt::format("value '{}' has no storage: no node writes it and it is not an input", v.name));
+    throw std::invalid_argument(fmt::format("value {} has no storage: no node writes it and it is not an input", quote_name(v.name)));
   std::vector<float> out(static_cast<size_t>(v.shape.numel()));
   if (runner_) runner_->synchronize();
   backend().copy_to_host(out.data(), p, out.size() * sizeof(float));
@@ -283,7 +289,7 @@ std::vector<float> StaticExecutable::read(int value) const {
 
 std::vector<float> StaticExecutable::read(const std::string& name) const {
   const int id = graph_->find_value(name);
-  if (id < 0) throw std::invalid_argument(fmt::format("read: no value named '{}' in this graph", name));
+  if (id < 0) throw std::invalid_argument(fmt::format("read: no value named {} in this graph", quote_name(name)));
   return read(id);
 }
 

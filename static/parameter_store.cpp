@@ -17,16 +17,16 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
   auto it = entries_.find(v.name);
   if (it != entries_.end()) {
     if (it->second.shape != v.shape)
-      graph_error("parameter '{}' is {} in this graph but {} in the plans compiled before; a parameter's shape "
+      graph_error("parameter {} is {} in this graph but {} in the plans compiled before; a parameter's shape "
                   "must not depend on the input shape (only activations may vary)",
-                  v.name, v.shape.str(), it->second.shape.str());
+                  quote_name(v.name), v.shape.str(), it->second.shape.str());
     return it->second.data;
   }
   // Allocated before the host values are generated: a buffer that does not fit
   // fails at once, without first computing (possibly GiBs of) initial values.
   const size_t bytes = static_cast<size_t>(v.shape.numel()) * sizeof(float);
   auto* p = static_cast<float*>(raw_alloc_or_throw(
-      *backend_, bytes, fmt::format("parameter store ('{}', {})", v.name, role_name(v.role)),
+      *backend_, bytes, fmt::format("parameter store ({}, {})", quote_name(v.name), role_name(v.role)),
       [&] {
         std::string s = fmt::format("the parameter store holds {} in {} buffers", format_bytes(bytes_), entries_.size());
         return held ? s + "; " + held() : s;
@@ -36,7 +36,7 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
   try {
     init = initial_values(v, seed_);
     if (init.size() * sizeof(float) != bytes)
-      graph_error("parameter '{}': initial_values gave {} floats for shape {}", v.name, init.size(), v.shape.str());
+      graph_error("parameter {}: initial_values gave {} floats for shape {}", quote_name(v.name), init.size(), v.shape.str());
     backend_->copy_to_device(p, init.data(), bytes);
   } catch (...) {
     backend_->raw_free(p);

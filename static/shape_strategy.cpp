@@ -175,8 +175,8 @@ CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
     const ValueInfo& vi = small.values[static_cast<size_t>(v)];
     const int w = big.find_value(vi.name);
     if (w < 0 || !leading_only(vi.shape, big.values[static_cast<size_t>(w)].shape))
-      graph_error("bucket strategy: input '{}' does not vary in its leading axis only ({} at extent 1); bucket pads "
-                  "the leading axis (a batch); use the cache or update strategy for this model", vi.name,
+      graph_error("bucket strategy: input {} does not vary in its leading axis only ({} at extent 1); bucket pads "
+                  "the leading axis (a batch); use the cache or update strategy for this model", quote_name(vi.name),
                   vi.shape.str());
   }
   if (small_out.loss.valid() && !leading_only(small_out.prediction.shape, big_out.prediction.shape))
@@ -206,7 +206,7 @@ Feeds ShapeStrategyRunner::pad_feeds(const Feeds& feeds, int64_t extent, const C
   for (const auto& [name, data] : feeds) {
     const int id = g.find_value(name);
     auto it = real.inputs.find(name);
-    if (it == real.inputs.end()) throw std::invalid_argument(fmt::format("feed '{}' is not an input of the model", name));
+    if (it == real.inputs.end()) throw std::invalid_argument(fmt::format("feed {} is not an input of the model", quote_name(name)));
     if (id < 0) continue;  // an input the plan pruned (the loss's target in inference): ignored, as plan.run does
     out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape);
   }

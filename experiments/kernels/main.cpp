@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "experiments/harness/harness.h"
 #include "experiments/kernels/cases.h"
+#include "graph/quote.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/raii.h"
 
@@ -20,13 +20,23 @@ namespace th = tg::harness;
 
 namespace {
 
+// "add,relu" -> {"add", "relu"}. An empty name (",,", "add,", ",add") is a typo, not
+// "no op": it is refused like an unknown name, so --ops never selects nothing and
+// exits 0. (--ops left out, or given as '', is the default: every op.)
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty())
+      throw th::UsageError(fmt::format("--ops: {} has an empty op name (item {}); give comma-separated names like "
+                                       "add,relu, or leave --ops out to measure every op",
+                                       tg::quote_name(s), out.size() + 1));
+    out.push_back(item);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 std::vector<int64_t> sizes(bool quick, int64_t max_bytes) {
@@ -127,7 +137,7 @@ int main(int argc, char** argv) {
     for (const auto& o : ops) {
       const auto all = tg::bench::case_names();
       if (std::find(all.begin(), all.end(), o) == all.end())
-        throw th::UsageError(fmt::format("--ops: unknown op '{}'; choose from {}", o, names));
+        throw th::UsageError(fmt::format("--ops: unknown op {}; choose from {}", tg::quote_name(o), names));
     }
     if (!e.on_gpu()) {
       e.report().skip("all kernels", "tg-kernels measures CUDA kernels; no GPU selected (--device cpu or none found)");

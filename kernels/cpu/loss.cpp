@@ -1,10 +1,12 @@
 // Losses and their gradients. Reductions and exp/log in double; labels are class
 // indices stored as floats and are checked, since a bad label would otherwise
-// read outside the row.
+// read outside the row. A bad label or count is the caller's data, not a bug:
+// tg::InputError (graph/errors.h), which the executors rethrow naming the node.
 #include <fmt/format.h>
 
 #include <cmath>
-#include <stdexcept>
+
+#include "graph/errors.h"
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/row_stats.h"
@@ -15,9 +17,10 @@ namespace {
 
 int64_t label_at(const float* labels, int64_t r, int64_t cols, const char* op) {
   const float l = labels[r];
-  if (!(l >= 0.0f && l < static_cast<float>(cols) && l == std::floor(l)))
-    throw std::invalid_argument(fmt::format("{}: label of row {} is {}; labels must be integer class indices in "
-                                            "[0, {}) stored as floats", op, r, l, cols));
+  // In double: float(cols) rounds down for some cols > 2^24, which would refuse the last class.
+  if (!(l >= 0.0f && static_cast<double>(l) < static_cast<double>(cols) && l == std::floor(l)))
+    input_error("labels[{}] is {}; {} needs integer class indices in [0, {}) stored as floats, one per row "
+                "of the logits: feed class numbers (not one-hot rows or scores)", r, l, op, cols);
   return static_cast<int64_t>(l);
 }
 
@@ -40,9 +43,11 @@ void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float
 namespace {
 int64_t real_count(const float* count, int64_t n, const char* op) {
   const float c = count[0];
-  if (!(c >= 1.0f && c <= static_cast<float>(n) && c == std::floor(c)))
-    throw std::invalid_argument(fmt::format("{}: count is {}; it must be the number of real (unpadded) elements, "
-                                            "an integer in [1, {}]", op, c, n));
+  // In double: float(n) rounds up for some n > 2^24, and a count of float(n) > n
+  // would read past the end.
+  if (!(c >= 1.0f && static_cast<double>(c) <= static_cast<double>(n) && c == std::floor(c)))
+    input_error("count is {}; {} needs the number of real (unpadded) elements, a whole number in [1, {}] "
+                "stored as a float", c, op, n);
   return static_cast<int64_t>(c);
 }
 }  // namespace

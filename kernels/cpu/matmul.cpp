@@ -7,6 +7,7 @@
 #include <climits>
 #include <stdexcept>
 
+#include "graph/errors.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/matmul_mode.h"
 #include "kernels/matmul_plan.h"
@@ -17,8 +18,8 @@ namespace {
 
 int blas_int(int64_t v, const char* what) {
   if (v < 0 || v > INT_MAX)
-    throw std::invalid_argument(fmt::format("matmul: {} = {} does not fit OpenBLAS's 32-bit int; split the "
-                                            "product into pieces below 2^31 elements per dimension", what, v));
+    input_error("matmul: {} = {} does not fit OpenBLAS's 32-bit int; split the product into pieces below "
+                "2^31 elements per dimension", what, v);
   return static_cast<int>(v);
 }
 

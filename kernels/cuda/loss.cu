@@ -31,7 +31,7 @@ __global__ void padded_mse_grad_kernel(const float* p, const float* t, const flo
                                        float* dp, int64_t n) {
   pdl::prologue();
   const float c = *count;
-  const bool ok = c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c);
+  const bool ok = c >= 1.0f && static_cast<double>(c) <= static_cast<double>(n) && c == floorf(c);  // as mse_real_count
   const int64_t real = ok ? static_cast<int64_t>(c) : 0;
   const float s = __fdiv_rn(__fmul_rn(2.0f, *dloss), c);  // MseGradF's scale with n = c
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -56,7 +56,9 @@ constexpr int64_t kMseChunk = int64_t{kMseThreads} * 4 * kMseQuads;
 __device__ int64_t mse_real_count(const float* count, int64_t n) {
   if (!count) return n;
   const float c = *count;
-  if (!(c >= 1.0f && c <= static_cast<float>(n) && c == floorf(c))) return -1;
+  // In double: float(n) rounds up for some n > 2^24 (a count of float(n) > n would
+  // read past the end).
+  if (!(c >= 1.0f && static_cast<double>(c) <= static_cast<double>(n) && c == floorf(c))) return -1;
   return static_cast<int64_t>(c);
 }
 
@@ -138,7 +140,9 @@ void launch_mse(const float* p, const float* t, const float* count, float* loss,
 // The label as a column, or -1 when it is not an integer class in [0, cols).
 __device__ __forceinline__ int64_t label_col(const float* labels, int64_t row, int64_t cols) {
   const float l = labels[row];
-  return (l >= 0.0f && l < static_cast<float>(cols) && l == floorf(l)) ? static_cast<int64_t>(l) : -1;
+  // In double: float(cols) rounds down for some cols > 2^24, which would refuse the last class.
+  return (l >= 0.0f && static_cast<double>(l) < static_cast<double>(cols) && l == floorf(l)) ? static_cast<int64_t>(l)
+                                                                                              : -1;
 }
 
 struct CrossEntropyGradOp {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <stdexcept>
 
+#include "graph/errors.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/matmul_lt.h"
@@ -20,8 +21,8 @@ namespace {
 
 int blas_int(int64_t v, const char* what) {
   if (v < 0 || v > INT_MAX)
-    throw std::invalid_argument(fmt::format("matmul: {} = {} does not fit cuBLAS's 32-bit int; split the "
-                                            "product into pieces below 2^31 per dimension", what, v));
+    input_error("matmul: {} = {} does not fit cuBLAS's 32-bit int; split the product into pieces below "
+                "2^31 per dimension", what, v);
   return static_cast<int>(v);
 }
 

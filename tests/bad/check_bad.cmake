@@ -4,6 +4,8 @@
 #   - FRAGMENT on stderr (the message names the problem), and no sign of a crash
 #     or an internal error there;
 #   - nothing on stdout (no partial result a redirect would keep);
+#   - at most 20000 bytes on stderr (a hostile file's 10 MB name or 100k errors must
+#     not flood the terminal: messages cap names and error lists);
 #   - with WORKDIR: the folder is made empty before the run and must still be
 #     empty after it, so no report, CSV or temp file was left behind.
 # The command is `TOOL ARGS` (ARGS split like a shell line: quotes group words;
@@ -38,6 +40,12 @@ foreach(bad "internal error" "terminate called" "Sanitizer" "Assertion")
     message(FATAL_ERROR "stderr shows '${bad}'\n${ctx}")
   endif()
 endforeach()
+string(LENGTH "${err}" err_bytes)
+if(err_bytes GREATER 20000)
+  string(SUBSTRING "${err}" 0 2000 err_head)
+  message(FATAL_ERROR "stderr holds ${err_bytes} bytes, more than 20000; messages must cap names and lists\n"
+                      "command: ${TOOL} ${ARGS}\nstderr (the first 2000 bytes):\n${err_head}")
+endif()
 if(NOT out STREQUAL "")
   message(FATAL_ERROR "a refused run printed on stdout\n${ctx}")
 endif()

@@ -8,15 +8,9 @@
 // a save/load round trip that changes the graph, and a validated graph with a
 // value too large to allocate. Hangs and huge allocations are caught by
 // libFuzzer's -timeout and -malloc_limit_mb (scripts/fuzz.sh sets both).
-#include <cxxabi.h>
-
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
-#include <memory>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
 #include "graph/dot.h"
@@ -25,23 +19,15 @@
 #include "graph/shape_inference.h"
 #include "graph/text_dump.h"
 #include "graph/validate.h"
+#include "tests/fuzz/fuzz_util.h"
 #include "tests/graph/graph_equal.h"
 
 namespace {
 
 constexpr const char* kSource = "fuzz.json";
 
-[[noreturn]] void bug(const std::string& what) {
-  std::fprintf(stderr, "graph_file_fuzz: BUG: %s\n", what.c_str());
-  std::fflush(stderr);
-  std::abort();
-}
-
-std::string type_name(const std::type_info& t) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
-  return status == 0 && name ? name.get() : t.name();
-}
+[[noreturn]] void bug(const std::string& what) { tg::fuzz::bug("graph_file_fuzz", what); }
+using tg::fuzz::type_name;
 
 bool in_range(const tg::Graph& g, int id) { return id >= 0 && id < static_cast<int>(g.values.size()); }
 

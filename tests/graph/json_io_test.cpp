@@ -149,7 +149,7 @@ TEST_CASE("json: attribute values are type- and range-checked") {
   CHECK_LOAD_ERROR(node("scale", R"({"alpha": 1e39})"), "nodes[0].attrs.alpha: 1e+39 does not fit in a 32-bit float");
   CHECK_LOAD_ERROR(node("transpose", R"({"perm": [1, 0, 2]})"), "nodes[0].attrs.perm: has 3 entries, but input 'x' [4,4] has rank 2");
   CHECK_LOAD_ERROR(node("transpose", R"({"perm": [0, 7]})"), "nodes[0].attrs.perm[1]: 7 is out of range");
-  CHECK_LOAD_ERROR(node("transpose", R"({"perm": [0, 0]})"), "nodes[0]: transpose n: perm [0,0] is not a permutation");
+  CHECK_LOAD_ERROR(node("transpose", R"({"perm": [0, 0]})"), "nodes[0]: transpose 'n': perm [0,0] is not a permutation");
   CHECK_LOAD_ERROR(node("reshape", R"({"shape": [3]})"), "element counts must match");
   CHECK_LOAD_ERROR(node("reduce_sum", R"({"axis": "last"})"), "nodes[0].attrs.axis: must be an integer, got a string");
 }
@@ -162,20 +162,20 @@ TEST_CASE("json: names, ops, arity and outputs") {
   CHECK_LOAD_ERROR(x + R"("nodes": [{"name": "x", "op": "relu", "inputs": ["x"]}], "outputs": []})",
                    "nodes[0].name: 'x' is already the name of inputs[0].name");
   CHECK_LOAD_ERROR(x + R"("nodes": [{"name": "r", "op": "relu", "inputs": ["x", "x"]}], "outputs": []})",
-                   "nodes[0].inputs: relu r takes 1 input, got 2");
+                   "nodes[0].inputs: relu 'r' takes 1 input, got 2");
   CHECK_LOAD_ERROR(x + R"("nodes": [], "outputs": ["y"]})", "outputs[0]: unknown value 'y'");
   CHECK_LOAD_ERROR(x + R"("nodes": [], "outputs": ["x", "x"]})", "outputs[1]: 'x' is listed twice");
   CHECK_LOAD_ERROR(x + R"("outputs": []})", "(top level): missing key 'nodes'");
   CHECK_LOAD_ERROR(x + R"("nodes": [{"name": "h", "op": "relu", "inputs": ["x"], "role": "input"}], "outputs": []})",
                    "nodes[0].role: 'input' is not a role of a computed value");
   CHECK_LOAD_ERROR(x + R"("nodes": [{"name": "h", "op": "relu", "inputs": ["x"], "shape": [5]}], "outputs": []})",
-                   "nodes[0].shape: relu h declares [5], but its inputs [4] give [4]");
+                   "nodes[0].shape: relu 'h' declares [5], but its inputs [4] give [4]");
 }
 
 TEST_CASE("json: a cycle in a file is reported with the node") {
   CHECK_LOAD_ERROR("{" + kHead + R"("inputs": [{"name": "x", "shape": [4]}], "nodes": [
       {"name": "a", "op": "add", "inputs": ["b", "x"]}, {"name": "b", "op": "relu", "inputs": ["a"]}], "outputs": ["b"]})",
-                   "t.json: graph has a cycle through node 'a' (add): a -> b -> a");
+                   "t.json: graph has a cycle through node 'a' (add): 'a' -> 'b' -> 'a'");
 }
 
 TEST_CASE("json: format and version are checked") {

@@ -60,7 +60,7 @@ TEST_CASE("validate: a cycle names a node on it, not one downstream") {
   m.g.nodes[0].inputs[0] = m.r.id;
   const std::string errs = all_errors(m.g);
   CHECK_MESSAGE(errs.find("cycle through node") != std::string::npos, errs);
-  CHECK_MESSAGE((errs.find("n3 -> ") != std::string::npos), errs);
+  CHECK_MESSAGE((errs.find("'n3' -> ") != std::string::npos), errs);
 }
 
 TEST_CASE("validate: a downstream node of a cycle is not blamed") {
@@ -74,14 +74,14 @@ TEST_CASE("validate: a downstream node of a cycle is not blamed") {
   g.nodes[0].inputs[0] = c.id;
   g.nodes[1].inputs[0] = c.id;  // n1 <-> n2
   const std::string errs = all_errors(g);
-  CHECK_MESSAGE(errs.find("cycle through node 'n2' (relu): n2 -> n1 -> n2") != std::string::npos, errs);
+  CHECK_MESSAGE(errs.find("cycle through node 'n2' (relu): 'n2' -> 'n1' -> 'n2'") != std::string::npos, errs);
   CHECK(errs.find("through node 'n0'") == std::string::npos);
 }
 
 TEST_CASE("validate: dangling values") {
   Mlp m;
   m.g.nodes[0].inputs[1] = 99;
-  CHECK_HAS(m.g, "matmul n3: input 1 refers to value id 99, but the graph has 4 values (a dangling reference)");
+  CHECK_HAS(m.g, "matmul 'n3': input 1 refers to value id 99, but the graph has 4 values (a dangling reference)");
   Mlp m2;
   ValueInfo orphan;
   orphan.name = "orphan";
@@ -97,7 +97,7 @@ TEST_CASE("validate: duplicate value and node names") {
   Mlp m2;
   m2.g.nodes[1].name = "n3";
   m2.g.values[3].name = "n3b";
-  CHECK_HAS(m2.g, "relu n3: node #1 has the same name as node #0");
+  CHECK_HAS(m2.g, "relu 'n3': node #1 has the same name as node #0");
 }
 
 TEST_CASE("validate: zero, negative and missing dims") {
@@ -119,19 +119,19 @@ TEST_CASE("validate: element counts or bytes that overflow int64") {
 TEST_CASE("validate: wrong arity") {
   Mlp m;
   m.g.nodes[1].inputs.push_back(m.x.id);
-  CHECK_HAS(m.g, "relu n1: takes 1 input, got 2");
+  CHECK_HAS(m.g, "relu 'n1': takes 1 input, got 2");
   Mlp m2;
   m2.g.nodes[0].outputs.clear();
-  CHECK_HAS(m2.g, "matmul n3: has 0 outputs, but the op produces 1");
+  CHECK_HAS(m2.g, "matmul 'n3': has 0 outputs, but the op produces 1");
 }
 
 TEST_CASE("validate: recorded shapes are re-inferred") {
   Mlp m;
   m.g.values[1].shape = {256, 10};  // w0 no longer fits x
-  CHECK_HAS(m.g, "matmul n3: cannot multiply [32,512] by [256,10]: inner dims 512 != 256");
+  CHECK_HAS(m.g, "matmul 'n3': cannot multiply [32,512] by [256,10]: inner dims 512 != 256");
   Mlp m2;
   m2.g.values[2].shape = {32, 10};
-  CHECK_HAS(m2.g, "matmul n3: output 'n3' is recorded as [32,10], but inputs [32,512], [512,256] with these attributes give [32,256]");
+  CHECK_HAS(m2.g, "matmul 'n3': output 'n3' is recorded as [32,10], but inputs [32,512], [512,256] with these attributes give [32,256]");
 }
 
 TEST_CASE("validate: bad attributes (transpose perm, reshape count)") {
@@ -145,8 +145,8 @@ TEST_CASE("validate: bad attributes (transpose perm, reshape count)") {
   CHECK(validation_errors(g).empty());
   g.nodes[0].attrs.perm = {{1, 1, 2, 3}};
   g.nodes[1].attrs.shape = {100};
-  CHECK_HAS(g, "transpose n0: perm [1,1] is not a permutation of 0..1");
-  CHECK_HAS(g, "reshape n1: cannot reshape [4,8] (32 elements) to [100] (100 elements)");
+  CHECK_HAS(g, "transpose 'n0': perm [1,1] is not a permutation of 0..1");
+  CHECK_HAS(g, "reshape 'n1': cannot reshape [4,8] (32 elements) to [100] (100 elements)");
 }
 
 TEST_CASE("validate: dtypes the kernels do not implement") {
@@ -180,13 +180,13 @@ TEST_CASE("validate: update ops write parameters and optimizer state") {
   CHECK(validation_errors(g).empty());
   g.nodes[0].inputs[0] = x.id;
   g.nodes[0].inputs[2] = w.id;
-  CHECK_HAS(g, "sgd_momentum w.update: updates 'x', which is input, not a parameter");
-  CHECK_HAS(g, "sgd_momentum w.update: velocity 'w' is parameter, not optimizer_state");
+  CHECK_HAS(g, "sgd_momentum 'w.update': updates 'x', which is input, not a parameter");
+  CHECK_HAS(g, "sgd_momentum 'w.update': velocity 'w' is parameter, not optimizer_state");
   Graph g2;
   RecordingBuilder b2(g2);
   Value in = b2.input("in", {4});
   b2.apply(OpKind::sgd, {in, in}, {}, "bad.update");
-  CHECK_HAS(g2, "sgd bad.update: updates 'in', which is input, not a parameter");
+  CHECK_HAS(g2, "sgd 'bad.update': updates 'in', which is input, not a parameter");
 }
 
 TEST_CASE("validate: leaves with producers and broken producer links") {

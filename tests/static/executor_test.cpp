@@ -2,6 +2,7 @@
 // inference and training steps, with the arena poisoned first; memory plans of
 // the real models within 10% of the lower bound.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "graph/errors.h"
 #include "graph/training.h"
@@ -66,6 +67,24 @@ void check_training(const ModelFn& model, const char* what, bool momentum) {
         ++checked;
       }
     CHECK(checked >= 2);
+  }
+}
+
+TEST_CASE("static on the CPU: fed labels a loss cannot use are an InputError naming the node") {
+  MlpConfig c = small_mlp();
+  c.loss = MlpConfig::Loss::cross_entropy;
+  CompileOptions opt;
+  opt.seed = 5;
+  CompiledPlan p = compile(mlp_model(c), opt);
+  const std::vector<std::vector<float>> values = make_values(*p.graph, 5);
+  Feeds feeds = feeds_from(*p.graph, values);
+  REQUIRE(feeds.count("labels") == 1);
+  CHECK_NOTHROW(p.step(feeds));
+  for (float bad : {-1.0f, 2.5f, 1e9f}) {
+    CAPTURE(bad);
+    feeds["labels"][1] = bad;
+    const std::string want = fmt::format("': labels[1] is {}; cross_entropy needs", bad);
+    CHECK_THROWS_WITH_AS(p.step(feeds), doctest::Contains(want.c_str()), InputError);
   }
 }
 

@@ -41,6 +41,8 @@ def out(line):
     """Prints a line of the listing; a closed pipe (| head) stops the listing, not the run."""
     if STDOUT["closed"]:
         return
+    if sys.stdout is None:  # Python sets it to None when descriptor 1 was closed: not a pipe that ended
+        raise WriteError("cannot write to stdout: stdout is not open")
     try:
         print(line)
         sys.stdout.flush()

@@ -1,5 +1,7 @@
-// tg-graph: the command-line front of the graph files. Exit 0 ok, 1 internal
-// failure, 2 bad usage or a bad graph file (the message says which and why).
+// tg-graph: the command-line front of the graph files. Exit 0 ok; 1 an internal
+// failure or a result that could not be written to stdout; 2 bad usage, a bad graph
+// file, or a valid graph that cannot run (data an op cannot use, too big for the host).
+// The message on stderr says which and why.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,14 +13,26 @@
 #include "graph/dot.h"
 #include "graph/errors.h"
 #include "graph/json_io.h"
+#include "graph/quote.h"
 #include "graph/text_dump.h"
 #include "graph/validate.h"
 #include "kernels/interpreter.h"
+#include "tools/tg-graph/flags.h"
+#include "tools/tg-graph/output.h"
 
 namespace {
 
-constexpr int kExitInternal = 1;
+namespace gt = tg::graph_tool;
+
+constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+
+// Every message goes out escaped and capped: it may quote a path, a library's text
+// or (already escaped) names from a hostile file.
+void say(const std::string& what) { std::fputs((tg::printable_message(what) + "\n").c_str(), stderr); }
+
+// The path as results and messages show it.
+std::string shown_path(const std::string& path) { return tg::escape_text(path); }
 
 // A bad file is the user's to fix, not a crash: every GraphError exits 2.
 tg::Graph load_checked(const std::string& path) {
@@ -33,52 +47,80 @@ tg::Graph load_checked(const std::string& path) {
 
 std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
 
-int cmd_check(const std::string& path) {
+std::string cmd_check(const std::string& path) {
   const tg::Graph g = load_checked(path);
   double param_bytes = 0, other_bytes = 0;
   for (const tg::ValueInfo& v : g.values)
     (v.role == tg::Role::parameter || v.role == tg::Role::optimizer_state ? param_bytes : other_bytes) +=
         static_cast<double>(v.bytes());
-  fmt::print("{}: ok: {} values ({} inputs, {} parameters, {} optimizer_state), {} nodes, {} outputs; "
-             "parameters and state {}, other values {}\n",
-             path, g.values.size(), g.values_with_role(tg::Role::input).size(),
-             g.values_with_role(tg::Role::parameter).size(), g.values_with_role(tg::Role::optimizer_state).size(),
-             g.nodes.size(), g.outputs.size(), mib(param_bytes), mib(other_bytes));
-  return 0;
+  return fmt::format("{}: ok: {} values ({} inputs, {} parameters, {} optimizer_state), {} nodes, {} outputs; "
+                     "parameters and state {}, other values {}\n",
+                     shown_path(path), g.values.size(), g.values_with_role(tg::Role::input).size(),
+                     g.values_with_role(tg::Role::parameter).size(),
+                     g.values_with_role(tg::Role::optimizer_state).size(), g.nodes.size(), g.outputs.size(),
+                     mib(param_bytes), mib(other_bytes));
 }
 
-int cmd_run(const std::string& path, uint64_t seed, double max_mib) {
-  const tg::Graph g = load_checked(path);
-  double bytes = 0;
-  for (const tg::ValueInfo& v : g.values) bytes += static_cast<double>(v.bytes());
+// The host memory `run` needs (one buffer per value) against --max-mib and what the
+// machine has: refused up front, since vectors of that size would be killed by the
+// kernel's OOM killer half-way rather than fail cleanly.
+void check_fits(const std::string& path, double bytes, double max_mib) {
   if (bytes > max_mib * 1024.0 * 1024.0)
     tg::graph_error("{}: running it needs {} of host memory (one buffer per value), more than --max-mib {}; "
                     "raise --max-mib or shrink the shapes", path, mib(bytes), max_mib);
-  std::vector<std::vector<float>> values = tg::make_values(g, seed);
+  const gt::HostMemory host = gt::host_memory();
+  const double limit = host.available_bytes > 0 ? host.available_bytes : host.total_bytes;
+  if (limit > 0 && bytes > limit)
+    tg::graph_error("{}: running it needs {} of host memory (one buffer per value), but this machine has {} {}; "
+                    "shrink the shapes or free memory", path, mib(bytes), mib(limit),
+                    host.available_bytes > 0 ? "available now" : "in all");
+}
+
+std::string cmd_run(const std::string& path, uint64_t seed, double max_mib) {
+  const tg::Graph g = load_checked(path);
+  double bytes = 0;
+  for (const tg::ValueInfo& v : g.values) bytes += static_cast<double>(v.bytes());
+  check_fits(path, bytes, max_mib);
+  std::vector<std::vector<float>> values;
   try {
+    values = tg::make_values(g, seed);
     tg::interpret(g, values);
+  } catch (const tg::InputError& e) {
+    // tg-graph run feeds valid labels and counts, so the bad data is computed by the graph.
+    tg::graph_error("{}: cannot run: {}. The graph computes this value itself (run feeds every input "
+                    "valid data): change the nodes that produce it", path, e.what());
+  } catch (const std::bad_alloc&) {
+    tg::graph_error("{}: ran out of host memory while allocating {} (one buffer per value); shrink the shapes "
+                    "or free memory", path, mib(bytes));
   } catch (const tg::GraphError& e) {
     // The graph passed validation, so a refusal here is the interpreter's bug.
-    fmt::print(stderr, "tg-graph: internal error: the interpreter rejected a validated graph: {}\n", e.what());
-    return kExitInternal;
+    throw std::runtime_error(std::string("the interpreter rejected a validated graph: ") + e.what());
   }
-  fmt::print("{}: ran {} nodes on the CPU, seed {}\n", path, g.nodes.size(), seed);
+  std::string out = fmt::format("{}: ran {} nodes on the CPU, seed {}\n", shown_path(path), g.nodes.size(), seed);
   auto show = [&](int id) {
     const tg::ValueInfo& v = g.values[static_cast<size_t>(id)];
     const auto& data = values[static_cast<size_t>(id)];
-    fmt::print("  {:<24} {:<8} {:<16} sum {:<16.8g} checksum {:016x}\n", v.name, tg::role_name(v.role),
-               v.shape.str(), tg::sum(data), tg::checksum(data));
+    out += fmt::format("  {:<24} {:<8} {:<16} sum {:<16.8g} checksum {:016x}\n", tg::listed(v.name),
+                       tg::role_name(v.role), v.shape.str(), tg::sum(data), tg::checksum(data));
   };
-  if (g.outputs.empty()) fmt::print("  (the graph has no outputs)\n");
+  if (g.outputs.empty()) out += "  (the graph has no outputs)\n";
   for (int o : g.outputs) show(o);
-  const std::vector<int> params = g.values_with_role(tg::Role::parameter);
   bool updated = false;
   for (const tg::Node& n : g.nodes) updated = updated || tg::op_is_update(n.op);
   if (updated) {
-    fmt::print("parameters after the update:\n");
-    for (int p : params) show(p);
+    out += "parameters after the update:\n";
+    for (int p : g.values_with_role(tg::Role::parameter)) show(p);
   }
-  return 0;
+  return out;
+}
+
+// A CLI11 check from one of flags.h's parsers.
+template <typename T>
+CLI::Validator parsed_by(std::string (*parse)(const std::string&, T&), const char* kind) {
+  return CLI::Validator([parse](std::string& v) {
+    T ignored{};
+    return parse(v, ignored);
+  }, kind);
 }
 
 }  // namespace
@@ -91,33 +133,22 @@ int main(int argc, char** argv) {
       "  tg-graph print tests/graphs/mlp.json\n"
       "  tg-graph dot tests/graphs/mlp.json | dot -Tsvg > mlp.svg\n"
       "  tg-graph run tests/graphs/mlp.json --seed 7\n"
-      "Exit status: 0 ok, 1 internal failure, 2 bad usage or bad graph file.");
+      "Exit status: 0 ok; 1 internal failure, or stdout could not be written; 2 bad usage, a bad graph file, or a "
+      "graph that cannot run (data an op cannot use, too large for this machine).");
   app.require_subcommand(1);
-  std::string file;
-  uint64_t seed = 1;
-  double max_mib = 4096;
+  std::string file, seed_text = "1", max_mib_text = "4096";
   auto add_file = [&file](CLI::App* sub) { sub->add_option("FILE", file, "Graph file (.json)")->required(); };
   CLI::App* check = app.add_subcommand("check", "Load and validate FILE; print a summary");
   CLI::App* dot = app.add_subcommand("dot", "Print FILE as Graphviz DOT on stdout");
   CLI::App* print = app.add_subcommand("print", "Print FILE as a readable listing");
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
-  // Own checks: CLI11 wraps "-1" into a uint64 seed, lets NaN through ranges, and
-  // prints DBL_MAX in full in PositiveNumber's message.
-  const CLI::Validator digits([](std::string& v) {
-    return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
-               ? std::string()
-               : "must be a non-negative integer, got '" + v + "'";
-  }, "UINT");
-  const CLI::Validator positive([](std::string& v) {
-    char* end = nullptr;
-    const double d = std::strtod(v.c_str(), &end);
-    return !v.empty() && *end == '\0' && d > 0 ? std::string() : "must be a number of MiB > 0, got '" + v + "'";
-  }, "MIB");
-  run->add_option("--seed", seed, "Seed for inputs and initial parameters")->capture_default_str()->check(digits);
-  run->add_option("--max-mib", max_mib, "Refuse graphs whose values need more host memory than this")
+  run->add_option("--seed", seed_text, "Seed for inputs and initial parameters, 0 to 2^64 - 1")
       ->capture_default_str()
-      ->check(positive);
+      ->check(parsed_by(gt::parse_seed, "UINT64"));
+  run->add_option("--max-mib", max_mib_text, "Refuse graphs whose values need more host memory than this")
+      ->capture_default_str()
+      ->check(parsed_by(gt::parse_mib, "MIB"));
 
   try {
     app.parse(argc, argv);
@@ -126,25 +157,37 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "tg-graph: bad usage: {}. Run 'tg-graph --help' for the subcommands and an example.\n",
-               e.what());
+    say(fmt::format("tg-graph: bad usage: {}. Run 'tg-graph --help' for the subcommands and an example.", e.what()));
     return kExitUsage;
   }
   try {
-    if (check->parsed()) return cmd_check(file);
-    if (run->parsed()) return cmd_run(file, seed, max_mib);
-    const tg::Graph g = load_checked(file);
-    if (dot->parsed()) fmt::print("{}", tg::graph_to_dot(g, file));
-    else fmt::print("{}", tg::text_dump(g));
+    gt::require_stdout_open();
+    std::string out;
+    if (check->parsed()) {
+      out = cmd_check(file);
+    } else if (run->parsed()) {
+      uint64_t seed = 0;
+      double max_mib = 0;
+      gt::parse_seed(seed_text, seed);  // both checked by CLI11 above
+      gt::parse_mib(max_mib_text, max_mib);
+      out = cmd_run(file, seed, max_mib);
+    } else {
+      const tg::Graph g = load_checked(file);
+      out = dot->parsed() ? tg::graph_to_dot(g, file) : tg::text_dump(g);
+    }
+    gt::write_stdout(out);
     return 0;
   } catch (const tg::GraphError& e) {
-    fmt::print(stderr, "tg-graph: error: {}\n", e.what());
+    say(std::string("tg-graph: error: ") + e.what());
     return kExitUsage;
+  } catch (const gt::OutputError& e) {
+    say(std::string("tg-graph: error: ") + e.what());
+    return kExitFailure;
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "tg-graph: internal error: out of memory\n");
-    return kExitInternal;
+    say("tg-graph: internal error: out of memory");
+    return kExitFailure;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tg-graph: internal error: {}\n", e.what());
-    return kExitInternal;
+    say(std::string("tg-graph: internal error: ") + e.what());
+    return kExitFailure;
   }
 }
