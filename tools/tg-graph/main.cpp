@@ -14,6 +14,7 @@
 #include "graph/text_dump.h"
 #include "graph/validate.h"
 #include "kernels/interpreter.h"
+#include "tools/tg-graph/commands.h"
 
 namespace {
 
@@ -84,6 +85,8 @@ int cmd_run(const std::string& path, uint64_t seed, double max_mib) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // bench runs under the experiments' harness, which parses its own flags (--device, --json, ...).
+  if (argc > 1 && std::string(argv[1]) == "bench") return tg::tools::bench_main(argc, argv);
   CLI::App app{"tg-graph: check, print, draw and run twograph graph files (JSON; see docs/graph-format.md)."};
   app.footer(
       "Examples:\n"
@@ -102,6 +105,10 @@ int main(int argc, char** argv) {
   CLI::App* print = app.add_subcommand("print", "Print FILE as a readable listing");
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
+  app.add_subcommand("bench", "Run FILE with the static and the dynamic executor, report as tg-train does "
+                              "(see 'tg-graph bench --help')");
+  tg::tools::ImportArgs import_args;
+  CLI::App* import = tg::tools::add_import_command(app, import_args);
   // Own checks: CLI11 wraps "-1" into a uint64 seed, lets NaN through ranges, and
   // prints DBL_MAX in full in PositiveNumber's message.
   const CLI::Validator digits([](std::string& v) {
@@ -133,6 +140,7 @@ int main(int argc, char** argv) {
   try {
     if (check->parsed()) return cmd_check(file);
     if (run->parsed()) return cmd_run(file, seed, max_mib);
+    if (import->parsed()) return tg::tools::run_import(import_args);
     const tg::Graph g = load_checked(file);
     if (dot->parsed()) fmt::print("{}", tg::graph_to_dot(g, file));
     else fmt::print("{}", tg::text_dump(g));
