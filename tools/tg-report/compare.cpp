@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <unordered_set>
 
 #include "experiments/harness/table.h"
 
@@ -42,13 +44,39 @@ Verdict verdict(const Measurement& a, const Measurement& b, double threshold) {
   return Verdict::same;
 }
 
-Comparison compare(const Report& a, const Report& b, double threshold) {
+ParamPair parse_pair(const std::string& spec) {
+  const size_t eq = spec.find('='), colon = spec.find(':', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || colon == std::string::npos || eq == 0 || colon == eq + 1 || colon + 1 == spec.size())
+    throw std::invalid_argument("--pair " + spec + ": give KEY=A:B, e.g. --pair executor=static:torch_cuda_graph");
+  return {spec.substr(0, eq), spec.substr(eq + 1, colon - eq - 1), spec.substr(colon + 1)};
+}
+
+namespace {
+// A's params as B names them under the pairs; `applied` lists the pairs used ("executor=torch_cuda_graph").
+harness::Params paired(const harness::Params& p, const std::vector<ParamPair>& pairs, std::string& applied) {
+  harness::Params out = p;
+  for (const ParamPair& x : pairs) {
+    auto it = out.find(x.key);
+    if (it == out.end() || it->second.kind() != harness::Param::Kind::string || it->second.as_string() != x.a) continue;
+    it->second = harness::Param(x.b);
+    applied += (applied.empty() ? "" : " ") + x.key + "=" + x.b;
+  }
+  return out;
+}
+}  // namespace
+
+Comparison compare(const Report& a, const Report& b, double threshold, const std::vector<ParamPair>& pairs) {
   Comparison c;
   double log_sum = 0;
   int log_n = 0;
+  std::unordered_set<const Measurement*> matched;
   for (const auto& ma : a.measurements) {
-    Row row{ma.name, harness::params_str(ma.params), ma.unit, ma.stats.median, NAN, NAN, Verdict::missing};
-    if (const Measurement* mb = b.find(ma.name, ma.params)) {
+    std::string applied;
+    const harness::Params want = paired(ma.params, pairs, applied);
+    Row row{ma.name, harness::params_str(ma.params) + (applied.empty() ? "" : " | B: " + applied), ma.unit,
+            ma.stats.median, NAN, NAN, Verdict::missing};
+    if (const Measurement* mb = b.find(ma.name, want)) {
+      matched.insert(mb);
       row.b = mb->stats.median;
       row.verdict = verdict(ma, *mb, threshold);
       ++c.compared;
@@ -69,7 +97,7 @@ Comparison compare(const Report& a, const Report& b, double threshold) {
     c.rows.push_back(std::move(row));
   }
   for (const auto& mb : b.measurements)
-    if (!a.find(mb.name, mb.params)) {
+    if (!matched.count(&mb)) {
       c.rows.push_back({mb.name, harness::params_str(mb.params), mb.unit, NAN, mb.stats.median, NAN, Verdict::added});
       ++c.added;
     }

@@ -29,12 +29,22 @@ struct Comparison {
   std::optional<harness::RunError> a_error, b_error;
 };
 
+// Matching across executors (or any string parameter): a measurement of A whose
+// parameter `key` is `a` is compared with the measurement of B whose `key` is `b`,
+// name and other parameters equal. `tg-report compare --pair executor=static:torch_cuda_graph`.
+struct ParamPair {
+  std::string key, a, b;
+};
+// Parses "KEY=A:B"; throws std::invalid_argument saying what is wrong.
+ParamPair parse_pair(const std::string& spec);
+
 // threshold: relative change below which medians count as the same (0.05 = 5%).
 // A change is claimed only when it is beyond the threshold AND the p10..p90
 // intervals are disjoint; otherwise a noisy flag on either side gives "noisy",
 // and no flag gives "same".
 Verdict verdict(const harness::Measurement& a, const harness::Measurement& b, double threshold);
-Comparison compare(const harness::Report& a, const harness::Report& b, double threshold);
+Comparison compare(const harness::Report& a, const harness::Report& b, double threshold,
+                   const std::vector<ParamPair>& pairs = {});
 
 // The text printed by `tg-report compare`.
 std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,

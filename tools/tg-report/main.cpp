@@ -1,5 +1,6 @@
 // tg-report: compare two reports, or print reports as markdown tables.
-//   tg-report compare A.json B.json [--threshold PCT]   exit 0 nothing slower, 1 something slower
+//   tg-report compare A.json B.json [--threshold PCT] [--pair KEY=A:B ...]
+//                                                        exit 0 nothing slower, 1 something slower
 //   tg-report markdown FILE...                           markdown on stdout
 // Exit 2 for bad usage or a report that cannot be read (the message names the file).
 #include <CLI/CLI.hpp>
@@ -24,6 +25,10 @@ int main(int argc, char** argv) {
   cmp->add_option("--threshold", threshold_pct, "Changes below PCT percent count as the same")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
+  std::vector<std::string> pair_specs;
+  cmp->add_option("--pair", pair_specs,
+                  "KEY=A:B: compare A's measurements whose KEY is A with B's whose KEY is B (repeatable), e.g. "
+                  "--pair executor=static:torch_cuda_graph --pair executor=dynamic:torch_eager_h2d");
   std::vector<std::string> md_files;
   auto* md = app.add_subcommand("markdown", "Markdown tables, one section per report");
   md->add_option("FILE", md_files, "Reports (JSON)")->required();
@@ -42,9 +47,16 @@ int main(int argc, char** argv) {
   }
   try {
     if (*cmp) {
+      std::vector<tg::report::ParamPair> pairs;
+      try {
+        for (const auto& p : pair_specs) pairs.push_back(tg::report::parse_pair(p));
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+        return 2;
+      }
       const auto a = tg::harness::read_report(a_path);
       const auto b = tg::harness::read_report(b_path);
-      const auto c = tg::report::compare(a, b, threshold_pct / 100.0);
+      const auto c = tg::report::compare(a, b, threshold_pct / 100.0, pairs);
       std::fputs(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0).c_str(), stdout);
       return c.slower > 0 ? 1 : 0;
     }
