@@ -31,7 +31,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("onnx fixtures: each imported model's CPU output matches onnxruntime's (interpreter, static, dynamic)") {
   auto be = std::shared_ptr<Backend>(make_cpu_backend());
-  for (const char* name : kModels) {
+  for (const std::string name : kModels) {
     CAPTURE(name);
     const OnnxFixture f = load_fixture(name);
     std::vector<std::vector<float>> values = make_values(f.graph, 0);
@@ -67,7 +67,7 @@ TEST_CASE("onnx fixtures: the committed graph files and weights are what importi
     std::printf("TG_SKIP: this build has no ONNX support (libonnx-dev not found); the graph files were still checked\n");
     return;
   }
-  for (const char* name : kModels) {
+  for (const std::string name : kModels) {
     CAPTURE(name);
     const std::string base = onnx_dir() + name;
     onnx::Imported im = onnx::import_model(onnx::read_model_file(base + ".onnx"), {}, base + ".onnx");
@@ -171,7 +171,8 @@ FdResult fd_check(const OnnxFixture& f, float eps) {
 
 TEST_CASE("onnx fixtures: the imported models' training graphs (mse loss) have the finite-difference gradients") {
   // A small step for the MLP, so that few ReLU inputs are within reach of the kink.
-  for (const auto& [name, eps] : {std::pair<const char*, float>{"mlp", 2e-3f}, {"transformer", 1e-2f}}) {
+  for (const auto& [model, eps] : {std::pair<const char*, float>{"mlp", 2e-3f}, {"transformer", 1e-2f}}) {
+    const std::string name = model;
     CAPTURE(name);
     const FdResult r = fd_check(load_fixture(name), eps);
     MESSAGE(fmt::format("{}: {} parameter elements checked, {} left out at a ReLU kink, worst relative error {:.2e}",
