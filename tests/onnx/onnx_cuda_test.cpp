@@ -27,17 +27,9 @@ TEST_CASE("onnx fixtures on the GPU: static and dynamic agree bitwise and with o
     CAPTURE(name);
     const OnnxFixture f = load_fixture(name);
     const GraphModel gm = graph_model(f.graph);
-    CompileOptions co;
-    co.training = false;
-    co.backend = be;
-    CompiledPlan p = compile(gm.infer_fn, co);
-    p.run({{"x", f.x}});
-    const std::vector<float> ys = p.read(p.prediction);
-    DynamicOptions o;
-    o.inference = true;
-    DynamicTrainer dyn(gm.infer_fn, *be, "caching", o);
-    CHECK(same_bits(ys, dyn.run_inference({{"x", f.x}})));
-    const Agreement a = agreement(ys, f.y);
+    const Predictions pr = predict_both(gm, be, f.x);
+    CHECK(same_bits(pr.static_y, pr.dynamic_y));
+    const Agreement a = agreement(pr.static_y, f.y);
     MESSAGE(fmt::format("{} on the GPU vs onnxruntime: max |diff| {:.3g}", name, a.max_abs));
     CHECK(a.bad == 0);
 

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "dynamic/trainer.h"
 #include "graph/graph_model.h"
 #include "graph/json_io.h"
 #include "graph/weights.h"
+#include "static/compiler.h"
 
 namespace tg::testing {
 
@@ -58,6 +60,22 @@ inline Agreement agreement(const std::vector<float>& got, const std::vector<floa
     if (!(d <= kOnnxAtol + kOnnxRtol * std::fabs(static_cast<double>(want[i])))) ++a.bad;
   }
   return a;
+}
+
+// The model's prediction for input x by the static and by the dynamic executor.
+struct Predictions {
+  std::vector<float> static_y, dynamic_y;
+};
+inline Predictions predict_both(const GraphModel& gm, const std::shared_ptr<Backend>& be, const std::vector<float>& x) {
+  CompileOptions co;
+  co.training = false;
+  co.backend = be;
+  CompiledPlan p = compile(gm.infer_fn, co);
+  p.run({{"x", x}});
+  DynamicOptions o;
+  o.inference = true;
+  DynamicTrainer dyn(gm.infer_fn, *be, "caching", o);
+  return {p.read(p.prediction), dyn.run_inference({{"x", x}})};
 }
 
 }  // namespace tg::testing

@@ -45,20 +45,10 @@ TEST_CASE("onnx fixtures: each imported model's CPU output matches onnxruntime's
                         ai.max_abs, ai.max_rel, f.y.size()));
     CHECK(ai.bad == 0);
 
-    const GraphModel gm = graph_model(f.graph);
-    CompileOptions co;
-    co.training = false;
-    co.backend = be;
-    CompiledPlan p = compile(gm.infer_fn, co);
-    p.run({{"x", f.x}});
-    const std::vector<float> ys = p.read(p.prediction);
-    DynamicOptions o;
-    o.inference = true;
-    DynamicTrainer dyn(gm.infer_fn, *be, "caching", o);
-    const std::vector<float> yd = dyn.run_inference({{"x", f.x}});
-    CHECK(same_bits(ys, yd));  // the same kernels in the same order
-    CHECK(agreement(ys, f.y).bad == 0);
-    CHECK(agreement(yd, f.y).bad == 0);
+    const Predictions pr = predict_both(graph_model(f.graph), be, f.x);
+    CHECK(same_bits(pr.static_y, pr.dynamic_y));  // the same kernels in the same order
+    CHECK(agreement(pr.static_y, f.y).bad == 0);
+    CHECK(agreement(pr.dynamic_y, f.y).bad == 0);
   }
 }
 
