@@ -28,10 +28,12 @@ names and params with executor set as above; see docs/bring-your-own-model.md.
 Without torch it says so and exits 0 (with --json, a report that records the skip).
 """
 import argparse
+import contextlib
 import math
 import os
 import sys
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_models as tm  # noqa: E402
@@ -219,31 +221,51 @@ def executors(gpu, compile_here):
     return out
 
 
+FAILED = []
+
+
+@contextlib.contextmanager
+def recorded_failure(rep, executor, params):
+    """One way of running that fails (a torch.compile error, say) is reported, on
+    stderr with its traceback and in the report as a note, and the others go on;
+    the run then exits 1."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - every failure is reported, none is hidden
+        label = " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+        traceback.print_exc()
+        rep.skip(f"{executor} {label}", f"failed: {type(e).__name__}: {e}")
+        FAILED.append(f"{label}: {type(e).__name__}: {e}")
+
+
 def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here):
-    gpu = dev.type == "cuda"
     feeds = tm.model_feeds(c["inputs"], 42, CLASSES)
     for mode in ("train", "inference"):
-        training = mode == "train"
-        for executor in executors(gpu, compile_here):
+        for executor in executors(dev.type == "cuda", compile_here):
             params = dict(c["params"], executor=executor, mode=mode)
-            if gpu:
-                torch.cuda.reset_peak_memory_stats(dev)
-            r = Runner(torch, dev, c, executor, training)
-            if training:  # the loss curve first, from the initial weights, with tg-train's batches
-                curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, CLASSES)) for i in range(loss_steps)]
-                rep.add("loss_curve", params, curve, unit="loss", timer="value", extra={"steps": loss_steps})
-            inputs = r.resident(feeds) if executor == "torch_eager" else None
-            samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
-            med = tr.summarize(samples)["median"]
-            extra = {"iter/s": 1.0 / med, "samples/s": c["batch"] / med}
-            if r.setup_s is not None:
-                extra["compile_ms"] = r.setup_s * 1e3
-            rep.add_time("iteration", params, samples, extra)
-            if r.graph is not None:
-                rep.add_time("replay", params, tr.time_host(loop, r.graph.replay, r.sync))
-            if gpu:
-                rep.add_value("peak_bytes", params, float(torch.cuda.max_memory_allocated(dev)), "B")
-            del r
+            with recorded_failure(rep, executor, params):
+                measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds)
+
+
+def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds):
+    gpu, executor, training = dev.type == "cuda", params["executor"], params["mode"] == "train"
+    if gpu:
+        torch.cuda.reset_peak_memory_stats(dev)
+    r = Runner(torch, dev, c, executor, training)
+    if training:  # the loss curve first, from the initial weights, with tg-train's batches
+        curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, CLASSES)) for i in range(loss_steps)]
+        rep.add("loss_curve", params, curve, unit="loss", timer="value", extra={"steps": loss_steps})
+    inputs = r.resident(feeds) if executor == "torch_eager" else None
+    samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
+    med = tr.summarize(samples)["median"]
+    extra = {"iter/s": 1.0 / med, "samples/s": c["batch"] / med}
+    if r.setup_s is not None:
+        extra["compile_ms"] = r.setup_s * 1e3
+    rep.add_time("iteration", params, samples, extra)
+    if r.graph is not None:
+        rep.add_time("replay", params, tr.time_host(loop, r.graph.replay, r.sync))
+    if gpu:
+        rep.add_value("peak_bytes", params, float(torch.cuda.max_memory_allocated(dev)), "B")
 
 
 def run_train(rep, torch, dev, args, loop):
@@ -254,10 +276,13 @@ def run_train(rep, torch, dev, args, loop):
         first_of_sweep.setdefault(c["params"]["sweep"], c["params"]["batch"])
     for i, c in enumerate(configs):
         label = " ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
-        compile_here = not args.no_compile and (not args.quick or first_of_sweep[c["params"]["sweep"]] == c["batch"])
+        sweep = c["params"]["sweep"]
+        compile_here = not args.no_compile and (not args.quick or (first_of_sweep[sweep] == c["batch"] and
+                                                                   sweep != "mlp_w4096_d4"))
         if not args.no_compile and not compile_here:
-            rep.skip(f"torch_compile {label}", "--quick: torch.compile only at each sweep's first batch (a compile "
-                                               "takes seconds); run without --quick for every batch")
+            rep.skip(f"torch_compile {label}", "--quick: torch.compile only at the first batch of the width-256 MLP "
+                                               "and the transformer (a compile takes tens of seconds); run without "
+                                               "--quick for every configuration")
         print(f"torch-baseline: [{i + 1}/{len(configs)}] {label}", file=sys.stderr, flush=True)
         measure_train_config(rep, torch, dev, c, loop, args.loss_steps, compile_here)
 
@@ -274,28 +299,33 @@ def run_launch(rep, torch, dev, args, loop):
         config = {"build": lambda: Chain(n, args.size), "inputs": [("x", (args.size,))]}
         feeds = tm.model_feeds(config["inputs"], 1000 + n)
         for executor in executors(gpu, not args.no_compile and n <= 1000):
-            r = Runner(torch, dev, config, executor, False)
-            inputs = r.resident(feeds) if executor == "torch_eager" else None
-            samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
-            graph = executor in ("torch_cuda_graph", "torch_compile")
-            name = "static_iteration" if graph else "dynamic_iteration"
-            launch = "cuda_graph" if gpu else "inductor_cpu"
-            params = {"n_ops": n, "executor": executor, "size": args.size}
-            params.update({"launch": launch} if graph else {"allocator": "caching"})
-            m = rep.add_time(name, params, samples)
-            m["extra"]["us_per_op"] = m["median"] / n * 1e6
-            if r.graph is not None:
-                rp = rep.add_time("static_replay", params, tr.time_host(loop, r.graph.replay, r.sync))
-                rp["extra"]["us_per_node"] = rp["median"] / n * 1e6
-            if graph:
-                setups = [r.setup_s]
-                if executor == "torch_cuda_graph":  # capture again for tg-launch's repetitions
-                    setups += [Runner(torch, dev, config, executor, False).setup_s for _ in range(reps - 1)]
-                rep.add_time("compile_total", {"chain_ops": n, "executor": executor, "mode": "inference",
-                                               "launch": launch}, setups)
-            del r
+            with recorded_failure(rep, executor, {"n_ops": n, "executor": executor, "size": args.size}):
+                measure_chain(rep, torch, dev, config, executor, n, args.size, loop, reps, feeds)
     if not args.no_compile and max(ns) > 1000:
         rep.skip("torch_compile n_ops>1000", "tracing and compiling a chain of more than 1000 ops takes minutes")
+
+
+def measure_chain(rep, torch, dev, config, executor, n, size, loop, reps, feeds):
+    gpu = dev.type == "cuda"
+    r = Runner(torch, dev, config, executor, False)
+    inputs = r.resident(feeds) if executor == "torch_eager" else None
+    samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
+    graph = executor in ("torch_cuda_graph", "torch_compile")
+    name = "static_iteration" if graph else "dynamic_iteration"
+    launch = "cuda_graph" if gpu else "inductor_cpu"
+    params = {"n_ops": n, "executor": executor, "size": size}
+    params.update({"launch": launch} if graph else {"allocator": "caching"})
+    m = rep.add_time(name, params, samples)
+    m["extra"]["us_per_op"] = m["median"] / n * 1e6
+    if r.graph is not None:
+        rp = rep.add_time("static_replay", params, tr.time_host(loop, r.graph.replay, r.sync))
+        rp["extra"]["us_per_node"] = rp["median"] / n * 1e6
+    if graph:
+        setups = [r.setup_s]
+        if executor == "torch_cuda_graph":  # capture again for tg-launch's repetitions
+            setups += [Runner(torch, dev, config, executor, False).setup_s for _ in range(reps - 1)]
+        rep.add_time("compile_total", {"chain_ops": n, "executor": executor, "mode": "inference",
+                                       "launch": launch}, setups)
 
 
 # ---- the report --------------------------------------------------------------------------------
@@ -415,6 +445,10 @@ def main(argv):
     if args.json:
         rep.write(args.json)
         print(f"torch-baseline: wrote {args.json}", file=sys.stderr)
+    if FAILED:
+        print(f"torch-baseline: failed: {len(FAILED)} way(s) of running did not complete (the report's notes "
+              f"say which): " + "; ".join(FAILED), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -323,11 +323,16 @@ Imported Importer::run() {
       graph_error("{}: output '{}' is a constant (it depends on no input); twograph graphs compute their outputs",
                   source_, o.name);
     // The file's declared shape is a check of the mapping itself.
-    if (o.has_shape && o.dims.size() == it->second.dims.size()) {
-      for (size_t i = 0; i < o.dims.size(); ++i)
-        if (o.dims[i].value >= 1 && o.dims[i].value != it->second.dims[i])
-          graph_error("{}: output '{}' is declared {} in the file, but the import computed {}: the import is wrong "
-                      "here, please report it", source_, o.name, o.dims[i].value, dims_str(it->second.dims));
+    if (o.has_shape) {
+      bool differs = o.dims.size() != it->second.dims.size();
+      std::string declared;
+      for (size_t i = 0; i < o.dims.size(); ++i) {
+        declared += (i ? "," : "") + (o.dims[i].value >= 1 ? std::to_string(o.dims[i].value) : o.dims[i].param);
+        differs = differs || (o.dims[i].value >= 1 && i < it->second.dims.size() && o.dims[i].value != it->second.dims[i]);
+      }
+      if (differs)
+        graph_error("{}: output '{}' is declared [{}] in the file, but the import computed {}: the import is wrong "
+                    "here, please report it", source_, o.name, declared, dims_str(it->second.dims));
     }
     Value v = it->second.v;
     if (g_.values[static_cast<size_t>(v.id)].role != Role::temporary || g_.values[static_cast<size_t>(v.id)].name != o.name) {
