@@ -119,7 +119,7 @@ void measure_compile_and_memory(th::Experiment& e, const std::shared_ptr<Backend
 
 int bench_main(int argc, char** argv) {
   const std::string command_line = th::join_command_line(argc, argv);
-  th::Experiment ex("tg-graph-bench",
+  th::Experiment ex("tg-graph bench",
                     "Run a graph file with the static and the dynamic executor: inference, and a training step (SGD "
                     "momentum) when the file has a loss among its outputs; tg-train's measurements and report",
                     "tg-graph bench tests/onnx/mlp.json --weights tests/onnx/mlp.safetensors --device auto --json "
