@@ -2,6 +2,7 @@
 // The IR: values (typed, shaped, with a role), nodes (one output, none for updates, two
 // for a few fused ops), and a graph
 // that owns both. Value and node ids are indices into the graph's vectors.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,18 @@ bool parse_role(const std::string& s, Role& out);
 
 // How a parameter or optimizer-state value starts. Both executors materialize it
 // with the same deterministic generator (init.h), so they start bit-identical.
+// `data` holds given values (weights imported from a model file, graph/weights.h):
+// shared, so that copies of a graph and of its values do not copy the weights.
 struct ParamInit {
-  enum class Kind : uint8_t { uniform, constant } kind = Kind::uniform;
+  enum class Kind : uint8_t { uniform, constant, data };
+  ParamInit() = default;
+  ParamInit(Kind k, float value) : kind(k), a(value) {}
+  Kind kind = Kind::uniform;
   float a = 0.0f;  // uniform: values in [-a, a] (a = 0 means 1/sqrt(fan_in)); constant: the value
-  bool operator==(const ParamInit& o) const { return kind == o.kind && a == o.a; }
+  std::shared_ptr<const std::vector<float>> data;  // Kind::data: the values, row-major, numel of them
+  bool operator==(const ParamInit& o) const {
+    return kind == o.kind && a == o.a && (data == o.data || (data && o.data && *data == *o.data));
+  }
 };
 
 struct ValueInfo {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "graph/errors.h"
+
 namespace tg {
 
 namespace {
@@ -18,6 +20,12 @@ void random_fill(std::vector<float>& out, uint64_t seed, float lo, float hi) {
 }
 
 std::vector<float> initial_values(const ValueInfo& v, uint64_t seed) {
+  if (v.init.kind == ParamInit::Kind::data) {
+    if (!v.init.data || static_cast<int64_t>(v.init.data->size()) != v.shape.numel())
+      graph_error("parameter '{}': its given values hold {} floats, but its shape {} has {}; load weights that "
+                  "match the graph", v.name, v.init.data ? v.init.data->size() : 0, v.shape.str(), v.shape.numel());
+    return *v.init.data;
+  }
   std::vector<float> out(static_cast<size_t>(v.shape.numel()));
   if (v.init.kind == ParamInit::Kind::constant) {
     for (float& x : out) x = v.init.a;

@@ -22,7 +22,8 @@ inline float uniform01(uint64_t& state) { return static_cast<float>(splitmix64(s
 void random_fill(std::vector<float>& out, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
 // The initial contents of a parameter or optimizer-state value: uniform in
-// [-a, a] (a = 0 means 1/sqrt(fan_in), fan_in = the first dim), or a constant.
+// [-a, a] (a = 0 means 1/sqrt(fan_in), fan_in = the first dim), a constant, or
+// the given data (a GraphError when its size is not the shape's).
 // The generator is seeded by `seed` and the value's name, not its id, so a graph
 // loaded from a file and the same model recorded in code start identically.
 std::vector<float> initial_values(const ValueInfo& v, uint64_t seed);

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,6 +10,8 @@
 #include <unordered_set>
 
 #include "graph/errors.h"
+#include "graph/file_read.h"
+#include "graph/json_keys.h"
 #include "graph/shape_inference.h"
 
 namespace tg {
@@ -126,39 +126,6 @@ void check_depth(const std::string& text, const std::string& src) {
     }
   }
 }
-
-struct DuplicateKey {
-  std::string key;
-};
-
-// Finds a key given twice in one object. A SAX pass rather than json::parse's
-// callback: nlohmann's callback parser rescans the enclosing container at the end
-// of every object, which made a file with 100k nodes take seconds (quadratic).
-struct DuplicateKeyFinder : nlohmann::json_sax<json> {
-  std::vector<std::set<std::string>> keys;
-  bool start_object(std::size_t) override {
-    keys.emplace_back();
-    return true;
-  }
-  bool end_object() override {
-    keys.pop_back();
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (!keys.back().insert(k).second) throw DuplicateKey{k};
-    return true;
-  }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-};
 
 json parse_text(const std::string& text, const std::string& src) {
   // nlohmann keeps the last of two equal keys; a hand-written file with "shape"
@@ -620,21 +587,8 @@ Graph load_graph_json(const std::string& text, const std::string& source_name) {
 }
 
 Graph load_graph_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) graph_error("{}: cannot open: no such file; check the path", path);
-  // Devices and pipes can be endless (/dev/zero); only plain files are read.
-  if (!fs::is_regular_file(st)) graph_error("{}: is not a regular file; give the path of a .json graph file", path);
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) graph_error("{}: cannot read its size: {}", path, ec.message());
-  if (size > kMaxGraphFileBytes)
-    graph_error("{}: is {} bytes; graph files are limited to {} MiB", path, size, kMaxGraphFileBytes >> 20);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) graph_error("{}: cannot open for reading; check its permissions", path);
-  std::string text(static_cast<size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  if (in.gcount() != static_cast<std::streamsize>(size)) graph_error("{}: read {} of {} bytes", path, in.gcount(), size);
+  const std::string text = read_regular_file(
+      path, kMaxGraphFileBytes, "a .json graph file", fmt::format("graph files are limited to {} MiB", kMaxGraphFileBytes >> 20));
   return load_graph_json(text, path);
 }
 
@@ -675,6 +629,9 @@ std::string save_graph_json(const Graph& g) {
     e["name"] = v.name;
     e["shape"] = dims_json(v.shape, v.shape.rank);
     if (v.dtype != DType::F32) e["dtype"] = dtype_name(v.dtype);
+    if (v.init.kind == ParamInit::Kind::data)
+      graph_error("save_graph_json: value '{}' holds given values (weights), which a graph file does not store; "
+                  "write them with save_weights (graph/weights.h) and the graph without them (strip_weights)", v.name);
     // Parameters always show their init; optimizer state only when it is not zeros.
     if (s == 1 || (s == 2 && !(v.init == ParamInit{ParamInit::Kind::constant, 0.0f})))
       e["init"] = ojson{{v.init.kind == ParamInit::Kind::uniform ? "uniform" : "constant", float_json(v.init.a)}};

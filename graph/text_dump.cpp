@@ -22,6 +22,7 @@ std::string dtype_suffix(const ValueInfo& v) {
 }
 
 std::string init_str(const ParamInit& p) {
+  if (p.kind == ParamInit::Kind::data) return fmt::format("data({} floats)", p.data ? p.data->size() : 0);
   return fmt::format("{}({})", p.kind == ParamInit::Kind::uniform ? "uniform" : "constant", p.a);
 }
 

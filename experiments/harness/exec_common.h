@@ -1,7 +1,7 @@
 #pragma once
-// What the executor experiments (tg-launch, tg-train, tg-memory, tg-shapes) share:
-// feeds for a model's inputs and a bitwise comparison. The backend for --device is
-// tg::make_backend (kernels/backend.h).
+// What the executor experiments (tg-launch, tg-train, tg-memory, tg-shapes) and tg-graph
+// bench share: feeds for a model's inputs, a bitwise comparison, and the compile phases as
+// report rows. The backend for --device is tg::make_backend (kernels/backend.h).
 #include <fmt/format.h>
 
 #include <cstring>
@@ -9,28 +9,34 @@
 #include <string>
 #include <vector>
 
+#include "experiments/harness/report.h"
 #include "graph/builder.h"
 #include "graph/init.h"
 #include "graph/models.h"
 #include "kernels/backend.h"
+#include "static/compiler.h"
 #include "static/executable.h"
 
 namespace tg::bench {
 
 // Random feeds for every input the model declares (recorded once to learn the
-// shapes); "labels" gets class indices in [0, classes).
+// shapes); "labels", and any input a cross_entropy reads as its labels, gets class
+// indices in [0, classes).
 inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 0) {
   Graph g;
   {
     RecordingBuilder rb(g);
     model(rb);
   }
+  std::vector<bool> labels(g.values.size(), false);
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::cross_entropy) labels[static_cast<size_t>(n.inputs[1])] = true;
   Feeds f;
   uint64_t salt = 0;
   for (int id : g.values_with_role(Role::input)) {
     const ValueInfo& v = g.values[static_cast<size_t>(id)];
     std::vector<float> data(static_cast<size_t>(v.shape.numel()));
-    if (v.name == "labels") random_labels(data, seed + salt++, classes);
+    if (v.name == "labels" || labels[static_cast<size_t>(id)]) random_labels(data, seed + salt++, classes);
     else random_fill(data, seed + salt++);
     f[v.name] = std::move(data);
   }
@@ -49,6 +55,26 @@ inline std::string bitwise_diff(const std::vector<float>& a, const std::vector<f
     }
   }
   return out;
+}
+
+// compile_<phase> and compile_total rows (seconds, one sample per compile) with
+// params `base`: record, autodiff, passes, validate, plan, schedule, capture, instantiate.
+inline void report_compile_phases(harness::Report& r, const std::vector<CompileTimings>& ts,
+                                  const harness::Params& base) {
+  const std::pair<const char*, double CompileTimings::*> phases[] = {
+      {"record", &CompileTimings::record},     {"autodiff", &CompileTimings::autodiff},
+      {"passes", &CompileTimings::passes},     {"validate", &CompileTimings::validate},
+      {"plan", &CompileTimings::plan},
+      {"schedule", &CompileTimings::schedule}, {"capture", &CompileTimings::capture},
+      {"instantiate", &CompileTimings::instantiate}};
+  for (const auto& [name, field] : phases) {
+    std::vector<double> s;
+    for (const CompileTimings& t : ts) s.push_back(t.*field * 1e-3);  // ms -> s
+    r.add_time(fmt::format("compile_{}", name), base, std::move(s), "host");
+  }
+  std::vector<double> total;
+  for (const CompileTimings& t : ts) total.push_back(t.total() * 1e-3);
+  r.add_time("compile_total", base, std::move(total), "host");
 }
 
 }  // namespace tg::bench

@@ -34,20 +34,8 @@ int compile_reps(const th::Experiment& e) { return e.quick() ? 3 : 7; }
 
 // Keyed by chain_ops, not n_ops: compile cost is not a per-op launch cost, so the
 // per_op_cost figure leaves it out (docs/launch.md shows it as a table).
-void report_phases(th::Experiment& e, const std::vector<CompileTimings>& ts, th::Params base) {
-  const std::pair<const char*, double CompileTimings::*> phases[] = {
-      {"record", &CompileTimings::record},     {"autodiff", &CompileTimings::autodiff},
-      {"validate", &CompileTimings::validate}, {"plan", &CompileTimings::plan},
-      {"schedule", &CompileTimings::schedule}, {"capture", &CompileTimings::capture},
-      {"instantiate", &CompileTimings::instantiate}};
-  for (const auto& [name, field] : phases) {
-    std::vector<double> s;
-    for (const CompileTimings& t : ts) s.push_back(t.*field * 1e-3);  // ms -> s
-    e.report().add_time(fmt::format("compile_{}", name), base, std::move(s), "host");
-  }
-  std::vector<double> total;
-  for (const CompileTimings& t : ts) total.push_back(t.total() * 1e-3);
-  e.report().add_time("compile_total", base, std::move(total), "host");
+void report_phases(th::Experiment& e, const std::vector<CompileTimings>& ts, const th::Params& base) {
+  bench::report_compile_phases(e.report(), ts, base);
 }
 
 }  // namespace

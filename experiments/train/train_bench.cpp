@@ -108,7 +108,7 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
   DynamicTrainer dyn(c.fn, *be, "caching", DynamicOptions{});
   std::vector<double> ls, ld;
   for (int i = 0; i < steps; ++i) {
-    const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, 10);
+    const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, c.classes);
     ls.push_back(p.step(f));
     ld.push_back(dyn.step(f));
   }
@@ -136,10 +136,10 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
 Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, int loss_steps) {
   const bool gpu = be->kind() == DeviceKind::cuda;
   Result r;
-  loss_curves(e, be, c, gpu, loss_steps);
-  const Feeds feeds = bench::model_feeds(c.fn, 42, 10);
   auto sync = [&] { be->synchronize(); };
-  {
+  if (c.train) {
+    loss_curves(e, be, c, gpu, loss_steps);
+    const Feeds feeds = bench::model_feeds(c.fn, 42, c.classes);
     TG_NVTX_RANGE("train_steps");
     CompiledPlan p = compile_for(c, be, true, gpu);
     r.static_train_s = record(e, c, "static", "train", th::time_host(e.loop(), [&] { p.step(feeds); }, sync),
@@ -159,7 +159,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
   }
   {
     TG_NVTX_RANGE("inference");
-    const Feeds infeeds = bench::model_feeds(c.infer_fn, 43, 10);
+    const Feeds infeeds = bench::model_feeds(c.infer_fn, 43, c.classes);
     CompiledPlan p = compile_for(c, be, false, gpu);
     DynamicOptions dopt;
     dopt.inference = true;
@@ -179,6 +179,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
   }
   for (auto [mode, s, d] : {std::tuple<const char*, double, double>{"train", r.static_train_s, r.dynamic_train_s},
                             {"inference", r.static_infer_s, r.dynamic_infer_s}}) {
+    if (s <= 0) continue;  // not measured
     th::Params p = c.params;
     p.emplace("mode", mode);
     e.report().add_value("speedup_static_over_dynamic", p, d / s, "x", "higher");

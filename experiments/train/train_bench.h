@@ -20,6 +20,8 @@ struct Config {
   ModelFn fn;        // with the loss: training
   ModelFn infer_fn;  // without: inference (both executors then run the same ops)
   int64_t rows = 0;  // rows of its GEMMs: batch (mlp), batch * seq (transformer)
+  bool train = true;     // false: inference only (a graph file without a loss, tg-graph bench)
+  int64_t classes = 10;  // labels are class indices in [0, classes)
 };
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
@@ -31,6 +33,7 @@ struct Result {
 };
 
 // loss_steps: steps of the loss-curve check (throws when the curves differ).
+// Also what `tg-graph bench` runs for a graph file (tools/tg-graph/bench.cpp).
 Result measure(harness::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, int loss_steps);
 
 }  // namespace tg::train

@@ -141,6 +141,37 @@ TEST_CASE("missing and added measurements are listed, not judged") {
   CHECK(tg::report::compare(a, p, 0.05).rows[0].verdict == Verdict::missing);
 }
 
+TEST_CASE("--pair: A's executor=static rows against B's executor=torch_cuda_graph rows, the rest unpaired") {
+  auto report = [](std::vector<std::pair<std::string, double>> rows) {
+    Report r;
+    r.meta.tool = "tg-test";
+    for (auto& [executor, median] : rows) {
+      Measurement m;
+      m.name = "iteration";
+      m.params = {{"batch", 32}, {"executor", executor}, {"mode", "train"}};
+      m.samples = around(median, 0.01);
+      r.add(std::move(m));
+    }
+    return r;
+  };
+  const Report a = report({{"static", 1e-3}, {"dynamic", 2e-3}, {"static_plain", 3e-3}});
+  const Report b = report({{"torch_cuda_graph", 2e-3}, {"torch_eager_h2d", 2e-3}, {"torch_eager", 1e-3}});
+  const auto c = tg::report::compare(a, b, 0.05,
+                                     {tg::report::parse_pair("executor=static:torch_cuda_graph"),
+                                      tg::report::parse_pair("executor=dynamic:torch_eager_h2d")});
+  REQUIRE(c.rows.size() == 4);
+  CHECK(c.compared == 2);
+  CHECK(c.rows[0].verdict == Verdict::slower);  // torch's graph at 2 ms against static's 1 ms
+  CHECK(c.rows[0].ratio == doctest::Approx(2.0));
+  CHECK(c.rows[0].params.find("B: executor=torch_cuda_graph") != std::string::npos);
+  CHECK(c.rows[1].verdict == Verdict::same);
+  CHECK(c.rows[2].verdict == Verdict::missing);  // static_plain has no pair
+  CHECK(c.rows[3].verdict == Verdict::added);    // torch_eager was matched by nothing
+  CHECK(c.added == 1);
+  CHECK_THROWS_AS(tg::report::parse_pair("executor=static"), std::invalid_argument);
+  CHECK_THROWS_AS(tg::report::parse_pair("=a:b"), std::invalid_argument);
+}
+
 TEST_CASE("tg-report compare: exit 0 / 1 / 2") {
   TmpDir d;
   const auto base = d.write("a.json", to_json(make({{"op", around(2e-6, 0.02)}})));
@@ -175,6 +206,11 @@ TEST_CASE("tg-report compare: exit 0 / 1 / 2") {
   CHECK(r.status == 2);
   r = tg_report("compare " + base + " " + base + " --threshold -5");
   CHECK(r.status == 2);
+  r = tg_report("compare " + base + " " + base + " --pair executor=static");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("give KEY=A:B") != std::string::npos);
+  r = tg_report("compare " + base + " " + base + " --pair executor=static:torch_cuda_graph");
+  CHECK(r.status == 0);
   r = tg_report("frobnicate");
   CHECK(r.status == 2);
 }
@@ -333,15 +369,22 @@ TEST_CASE("compare: 100,000 measurements against themselves all match (hash matc
   CHECK(c.rows.size() == 100000);
 }
 
-TEST_CASE("tg-report: another tool's report is exit 2, a closed or full stdout is handled") {
+TEST_CASE("tg-report: another tool's report that matches nothing is exit 2, a closed or full stdout is handled") {
   TmpDir d;
   const auto a = d.write("a.json", to_json(make({{"op", around(2e-6, 0.02)}})));
-  Report other = make({{"op", around(2e-6, 0.02)}});
+  Report other = make({{"other_op", around(2e-6, 0.02)}});
   other.meta.tool = "tg-other";
   const auto b = d.write("b.json", to_json(other));
   Run r = tg_report("compare " + a + " " + b);
   CHECK(r.status == 2);
   CHECK(r.out.find("compare two reports of the same tool") != std::string::npos);
+  // Another tool's rows that do meet A's (tg-graph bench's and tg-train's) are compared.
+  Report bench = make({{"op", around(2e-6, 0.02)}});
+  bench.meta.tool = "tg-graph bench";
+  const auto c = d.write("c.json", to_json(bench));
+  Run rc = tg_report("compare " + a + " " + c);
+  CHECK(rc.status == 0);
+  CHECK(rc.out.find("1 compared") != std::string::npos);
   // popen's 2>&1 would send the message to /dev/full too: stderr to a file instead.
   const std::string err = d.path + "/err";
   d.files.push_back(err);

@@ -17,6 +17,7 @@
 #include "graph/text_dump.h"
 #include "graph/validate.h"
 #include "kernels/interpreter.h"
+#include "tools/tg-graph/commands.h"
 #include "tools/tg-graph/flags.h"
 #include "tools/tg-graph/output.h"
 
@@ -126,6 +127,8 @@ CLI::Validator parsed_by(std::string (*parse)(const std::string&, T&), const cha
 }  // namespace
 
 int main(int argc, char** argv) {
+  // bench runs under the experiments' harness, which parses its own flags (--device, --json, ...).
+  if (argc > 1 && std::string(argv[1]) == "bench") return tg::tools::bench_main(argc, argv);
   CLI::App app{"tg-graph: check, print, draw and run twograph graph files (JSON; see docs/graph-format.md)."};
   app.footer(
       "Examples:\n"
@@ -143,6 +146,10 @@ int main(int argc, char** argv) {
   CLI::App* print = app.add_subcommand("print", "Print FILE as a readable listing");
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
+  app.add_subcommand("bench", "Run FILE with the static and the dynamic executor, report as tg-train does "
+                              "(see 'tg-graph bench --help')");
+  tg::tools::ImportArgs import_args;
+  CLI::App* import = tg::tools::add_import_command(app, import_args);
   run->add_option("--seed", seed_text, "Seed for inputs and initial parameters, 0 to 2^64 - 1")
       ->capture_default_str()
       ->check(parsed_by(gt::parse_seed, "UINT64"));
@@ -161,6 +168,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   try {
+    if (import->parsed()) return tg::tools::run_import(import_args);
     gt::require_stdout_open();
     std::string out;
     if (check->parsed()) {

@@ -49,7 +49,7 @@ Verdict verdict(const Measurement& a, const Measurement& b, double threshold) {
 std::string comparable(const Report& a, const Report& b, const std::string& a_name, const std::string& b_name) {
   if (a.meta.tool == b.meta.tool) return "";
   return fmt::format("A ({}) is a {} report and B ({}) a {} report: their measurements are of different things "
-                     "(none would match); compare two reports of the same tool",
+                     "(none would match); compare two reports of the same tool, or pair their params (--pair)",
                      a_name, a.meta.tool, b_name, b.meta.tool);
 }
 
@@ -67,7 +67,28 @@ void drop_params(Report& r, const std::vector<std::string>& keys, const std::str
   }
 }
 
-Comparison compare(const Report& a, const Report& b, double threshold) {
+ParamPair parse_pair(const std::string& spec) {
+  const size_t eq = spec.find('='), colon = spec.find(':', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || colon == std::string::npos || eq == 0 || colon == eq + 1 || colon + 1 == spec.size())
+    throw std::invalid_argument("--pair " + spec + ": give KEY=A:B, e.g. --pair executor=static:torch_cuda_graph");
+  return {spec.substr(0, eq), spec.substr(eq + 1, colon - eq - 1), spec.substr(colon + 1)};
+}
+
+namespace {
+// A's params as B names them under the pairs; `applied` lists the pairs used ("executor=torch_cuda_graph").
+harness::Params paired(const harness::Params& p, const std::vector<ParamPair>& pairs, std::string& applied) {
+  harness::Params out = p;
+  for (const ParamPair& x : pairs) {
+    auto it = out.find(x.key);
+    if (it == out.end() || it->second.kind() != harness::Param::Kind::string || it->second.as_string() != x.a) continue;
+    it->second = harness::Param(x.b);
+    applied += (applied.empty() ? "" : " ") + x.key + "=" + x.b;
+  }
+  return out;
+}
+}  // namespace
+
+Comparison compare(const Report& a, const Report& b, double threshold, const std::vector<ParamPair>& pairs) {
   Comparison c;
   double log_sum = 0;
   int log_n = 0;
@@ -76,15 +97,16 @@ Comparison compare(const Report& a, const Report& b, double threshold) {
   std::unordered_map<std::string, const Measurement*> in_b;
   in_b.reserve(b.measurements.size());
   for (const auto& mb : b.measurements) in_b.emplace(harness::measurement_key(mb.name, mb.params), &mb);
-  std::unordered_set<std::string> in_a;
-  in_a.reserve(a.measurements.size());
+  std::unordered_set<const Measurement*> matched;
   for (const auto& ma : a.measurements) {
-    Row row{ma.name, harness::params_str(ma.params), ma.unit, ma.stats.median, NAN, NAN, Verdict::missing};
-    std::string key = harness::measurement_key(ma.name, ma.params);
-    const auto found = in_b.find(key);
-    in_a.insert(std::move(key));
+    std::string applied;
+    const harness::Params want = paired(ma.params, pairs, applied);
+    Row row{ma.name, harness::params_str(ma.params) + (applied.empty() ? "" : " | B: " + applied), ma.unit,
+            ma.stats.median, NAN, NAN, Verdict::missing};
+    const auto found = in_b.find(harness::measurement_key(ma.name, want));
     if (found != in_b.end()) {
       const Measurement* mb = found->second;
+      matched.insert(mb);
       row.b = mb->stats.median;
       row.verdict = verdict(ma, *mb, threshold);
       ++c.compared;
@@ -105,7 +127,7 @@ Comparison compare(const Report& a, const Report& b, double threshold) {
     c.rows.push_back(std::move(row));
   }
   for (const auto& mb : b.measurements)
-    if (in_a.count(harness::measurement_key(mb.name, mb.params)) == 0) {
+    if (!matched.count(&mb)) {
       c.rows.push_back({mb.name, harness::params_str(mb.params), mb.unit, NAN, mb.stats.median, NAN, Verdict::added});
       ++c.added;
     }

@@ -29,16 +29,27 @@ struct Comparison {
   std::optional<harness::RunError> a_error, b_error;
 };
 
+// Matching across executors (or any string parameter): a measurement of A whose
+// parameter `key` is `a` is compared with the measurement of B whose `key` is `b`,
+// name and other parameters equal. `tg-report compare --pair executor=static:torch_cuda_graph`.
+struct ParamPair {
+  std::string key, a, b;
+};
+// Parses "KEY=A:B"; throws std::invalid_argument saying what is wrong.
+ParamPair parse_pair(const std::string& spec);
+
 // threshold: relative change below which medians count as the same (0.05 = 5%).
 // A change is claimed only when it is beyond the threshold AND the p10..p90
 // intervals are disjoint; otherwise a noisy flag on either side gives "noisy",
 // and no flag gives "same".
 Verdict verdict(const harness::Measurement& a, const harness::Measurement& b, double threshold);
-// Matches by name and params through a hash (linear in the number of measurements).
-Comparison compare(const harness::Report& a, const harness::Report& b, double threshold);
-// "" when A and B can be compared: reports of the same tool. Else why not (tg-report
-// exits 2 with it: no measurement of one tool matches another's, so a comparison
-// would say "0 compared", which reads like success).
+// Matches by name and params through a hash (linear in the number of measurements);
+// `pairs` rename A's params as B spells them first (--pair executor=static:torch_cuda_graph).
+Comparison compare(const harness::Report& a, const harness::Report& b, double threshold,
+                   const std::vector<ParamPair>& pairs = {});
+// "" when A and B are reports of the same tool. Else why they are not (tg-report exits 2
+// with it when no measurement matches either: a comparison that says "0 compared" reads
+// like success).
 std::string comparable(const harness::Report& a, const harness::Report& b, const std::string& a_name,
                        const std::string& b_name);
 

@@ -1,5 +1,5 @@
 // tg-report: compare two reports, or print reports as markdown tables.
-//   tg-report compare A.json B.json [--threshold PCT] [--ignore-param KEY...]
+//   tg-report compare A.json B.json [--threshold PCT] [--ignore-param KEY...] [--pair KEY=A:B ...]
 //                                                        exit 0 nothing slower, 1 something slower
 //   tg-report markdown FILE...                           markdown on stdout
 // Exit 2 for bad usage, a report that cannot be read or is invalid (the message names
@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> ignored;
   cmp->add_option("--ignore-param", ignored,
                   "Match measurements without these parameters (e.g. threads), to compare runs that differ in them");
+  std::vector<std::string> pair_specs;
+  cmp->add_option("--pair", pair_specs,
+                  "KEY=A:B: compare A's measurements whose KEY is A with B's whose KEY is B (repeatable), e.g. "
+                  "--pair executor=static:torch_cuda_graph --pair executor=dynamic:torch_eager_h2d");
   std::vector<std::string> md_files;
   auto* md = app.add_subcommand("markdown", "Markdown tables, one section per report");
   md->add_option("FILE", md_files, "Reports (JSON)")->required();
@@ -70,17 +74,20 @@ int main(int argc, char** argv) {
   const auto max_bytes = static_cast<uint64_t>(max_mib * (1 << 20));
   try {
     if (*cmp) {
+      std::vector<tg::report::ParamPair> pairs;
+      for (const auto& p : pair_specs) pairs.push_back(tg::report::parse_pair(p));  // invalid_argument: exit 2
       auto a = tg::harness::read_report(a_path, max_bytes);
       auto b = tg::harness::read_report(b_path, max_bytes);
-      if (const std::string why = tg::report::comparable(a, b, a_path, b_path); !why.empty()) {
-        std::fprintf(stderr, "tg-report: error: %s\n", why.c_str());
-        return kExitUsage;
-      }
       if (!ignored.empty()) {
         tg::report::drop_params(a, ignored, a_path);
         tg::report::drop_params(b, ignored, b_path);
       }
-      const auto c = tg::report::compare(a, b, threshold_pct / 100.0);
+      const auto c = tg::report::compare(a, b, threshold_pct / 100.0, pairs);
+      // Reports of two tools compare only where pairs make their rows meet.
+      if (const std::string why = tg::report::comparable(a, b, a_path, b_path); !why.empty() && c.compared == 0) {
+        std::fprintf(stderr, "tg-report: error: %s\n", why.c_str());
+        return kExitUsage;
+      }
       return print(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0), c.slower > 0 ? 1 : 0);
     }
     // Every report is read before anything is printed: a bad third file must not

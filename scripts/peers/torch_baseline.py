@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""PyTorch on tg-train's and tg-launch's workloads, written as a twograph report.
+
+    python3 scripts/peers/torch_baseline.py --device auto --quick --json torch.json
+    tg-report compare docs/results/train.json torch.json \\
+        --pair executor=static:torch_cuda_graph --pair executor=dynamic:torch_eager_h2d
+
+The workloads are tg-train's and tg-launch's, configuration for configuration (the
+sweeps of experiments/train/main.cpp and experiments/launch/main.cpp, --quick
+included): the same models (scripts/peers/torch_models.py: graph/models.cpp's MLP,
+pre-LN transformer block and chain of tiny ops), the same initial weights and data
+(twograph's generators, so the loss curves are comparable), mse loss, SGD with
+momentum 0.9 and lr 0.01, fp32 with TF32 off. Each is run four ways (`executor`):
+
+  torch_eager       eager, inputs already on the device
+  torch_eager_h2d   eager, inputs copied from pageable host memory every step (what
+                    twograph's dynamic executor does: pair it with executor=dynamic)
+  torch_cuda_graph  the whole step captured once with torch.cuda.CUDAGraph and
+                    replayed, inputs copied into its static tensors every step (what
+                    twograph's static executor does: pair it with executor=static)
+  torch_compile     torch.compile(mode="reduce-overhead") (Inductor + CUDA Graphs),
+                    inputs copied from the host; its compile time is extra compile_ms
+                    and, for the chain, a compile_total row
+
+Every iteration ends with the loss (training) or the prediction (inference) read
+back to the host, as twograph's iterations do. Rows carry tg-train's and tg-launch's
+names and params with executor set as above; see docs/bring-your-own-model.md.
+Without torch it says so and exits 0 (with --json, a report that records the skip).
+"""
+import argparse
+import contextlib
+import math
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_models as tm  # noqa: E402
+import twograph_report as tr  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LR, MOMENTUM, CLASSES = 0.01, 0.9, 10
+
+
+# ---- the workloads, as tg-train and tg-launch sweep them ---------------------------------
+
+def train_configs(quick, gpu, rep, max_rows=0):
+    batches = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+    if quick:
+        batches = [32, 256, 1024, 4096] if gpu else [32, 256]
+    cs = [mlp_config("mlp_w256_d8", b, 256, 8) for b in batches]
+    if quick and not gpu:
+        rep.skip("mlp_w4096_d4 batch=1024", "--quick on the CPU, as tg-train --quick skips it")
+    else:
+        cs.append(mlp_config("mlp_w4096_d4", 1024, 4096, 4))
+    ts = [(1, 64, 128, 4), (8, 64, 128, 4), (16, 128, 256, 8), (32, 256, 512, 8)]
+    if quick:
+        ts = [(1, 64, 128, 4), (8, 64, 128, 4), (32, 256, 512, 8)] if gpu else [(1, 64, 128, 4), (8, 64, 128, 4)]
+    cs += [transformer_config(*t) for t in ts]
+    if max_rows <= 0:
+        return cs
+    kept = []
+    for c in cs:
+        if c["rows"] <= max_rows:
+            kept.append(c)
+        else:
+            rep.skip(" ".join(f"{k}={v}" for k, v in sorted(c["params"].items())), f"{c['rows']} rows > --max-rows {max_rows}")
+    return kept
+
+
+def mlp_config(sweep, batch, width, depth):
+    Mlp, _, _ = tm.torch_modules()
+    return {"params": {"model": "mlp", "sweep": sweep, "batch": batch, "width": width, "depth": depth},
+            "batch": batch, "rows": batch, "build": lambda: Mlp(width, width, depth, 10),
+            "inputs": [("x", (batch, width)), ("target", (batch, 10))]}
+
+
+def transformer_config(batch, seq, d_model, heads):
+    _, Block, _ = tm.torch_modules()
+    return {"params": {"model": "transformer", "sweep": "transformer", "batch": batch, "seq": seq,
+                       "d_model": d_model, "heads": heads},
+            "batch": batch, "rows": batch * seq, "build": lambda: Block(d_model, heads),
+            "inputs": [("x", (batch, seq, d_model)), ("target", (batch, seq, d_model))]}
+
+
+# ---- one way of running a step -------------------------------------------------------------
+
+class Runner:
+    """Builds one model on the device with twograph's initial weights and runs it
+    one way. step(feeds) runs one iteration and returns what it read back."""
+
+    def __init__(self, torch, dev, config, executor, training):
+        from torch.nn import functional as F
+
+        self.torch, self.dev, self.executor, self.training = torch, dev, executor, training
+        self.model = config["build"]().to(dev)
+        tm.load_twograph_init(self.model, cache=config.setdefault("init_cache", {}))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM) if training else None
+        self.names = [n for n, _ in config["inputs"]] if training else ["x"]
+        self.mse = F.mse_loss
+        self.graph = None
+        self.setup_s = None
+        if executor == "torch_cuda_graph":
+            self._capture(config)
+        elif executor == "torch_compile":
+            self._compile(config)
+
+    def host(self, feeds):
+        return [self.torch.from_numpy(feeds[n]) for n in self.names]
+
+    def _forward_loss(self, x, target):
+        return self.mse(self.model(x), target)
+
+    def _train(self, x, target):
+        self.opt.zero_grad(set_to_none=True)
+        loss = self._forward_loss(x, target)
+        loss.backward()
+        self.opt.step()
+        return loss
+
+    def _capture(self, config):
+        torch = self.torch
+        feeds = tm.model_feeds(config["inputs"], 42, CLASSES)
+        self.static = [t.to(self.dev) for t in self.host(feeds)]
+        initial = [p.detach().clone() for p in self.model.parameters()]
+        t0 = time.perf_counter()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up on a side stream, as the CUDA Graphs recipe asks
+            for _ in range(3):
+                if self.training:
+                    self._train(*self.static)
+                else:
+                    with torch.no_grad():
+                        self.model(*self.static)
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        if self.training:
+            self.opt.zero_grad(set_to_none=True)
+            with torch.cuda.graph(self.graph):
+                self.out = self._train(*self.static)
+        else:
+            with torch.no_grad(), torch.cuda.graph(self.graph):
+                self.out = self.model(*self.static)
+        torch.cuda.synchronize()
+        self.setup_s = time.perf_counter() - t0
+        with torch.no_grad():  # the warm-up stepped: back to the initial weights, momentum 0
+            for p, p0 in zip(self.model.parameters(), initial):
+                p.copy_(p0)
+            if self.opt:
+                for state in self.opt.state.values():
+                    if state.get("momentum_buffer") is not None:
+                        state["momentum_buffer"].zero_()
+
+    def _compile(self, config):
+        torch = self.torch
+        # A fresh compile each time: dynamo caches per code object, and past its recompile
+        # limit it would run later models eagerly without a word.
+        torch._dynamo.reset()
+        target = self._forward_loss if self.training else self.model
+        self.compiled = torch.compile(target, mode="reduce-overhead")
+        dev = [t.to(self.dev) for t in self.host(tm.model_feeds(config["inputs"], 42, CLASSES))]
+        t0 = time.perf_counter()
+        for _ in range(3):  # compile, then reduce-overhead's CUDA Graph warm-up and recording; no update
+            self._mark_step()
+            if self.training:
+                self.compiled(*dev).backward()
+            else:
+                with torch.no_grad():
+                    self.compiled(*dev)
+        self.sync()
+        self.setup_s = time.perf_counter() - t0
+        if self.opt:
+            self.opt.zero_grad(set_to_none=True)
+
+    def _mark_step(self):
+        # One iteration per call, as the reduce-overhead docs ask of loops.
+        mark = getattr(self.torch.compiler, "cudagraph_mark_step_begin", None)
+        if mark and self.dev.type == "cuda":
+            mark()
+
+    def sync(self):
+        if self.dev.type == "cuda":
+            self.torch.cuda.synchronize()
+
+    def resident(self, feeds):
+        return [t.to(self.dev) for t in self.host(feeds)]
+
+    def step(self, feeds, inputs=None):
+        """inputs: device tensors to use as they are (torch_eager)."""
+        torch = self.torch
+        if self.executor == "torch_cuda_graph":
+            for s, h in zip(self.static, self.host(feeds)):
+                s.copy_(h)
+            self.graph.replay()
+            return self.out.item() if self.training else self.out.cpu()
+        xs = inputs if inputs is not None else [h.to(self.dev) for h in self.host(feeds)]
+        if self.executor == "torch_compile":
+            self._mark_step()
+            if self.training:
+                self.opt.zero_grad(set_to_none=True)
+                loss = self.compiled(*xs)
+                loss.backward()
+                self.opt.step()
+                return loss.item()
+            with torch.no_grad():
+                return self.compiled(*xs).cpu()
+        if self.training:
+            return self._train(*xs).item()
+        with torch.no_grad():
+            return self.model(*xs).cpu()
+
+
+def executors(gpu, compile_here):
+    out = ["torch_eager"]
+    if gpu:
+        out += ["torch_eager_h2d", "torch_cuda_graph"]
+    if compile_here:
+        out.append("torch_compile")
+    return out
+
+
+FAILED = []
+
+
+@contextlib.contextmanager
+def recorded_failure(rep, executor, params):
+    """One way of running that fails (a torch.compile error, say) is reported, on
+    stderr with its traceback and in the report as a note, and the others go on;
+    the run then exits 1."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - every failure is reported, none is hidden
+        label = " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+        traceback.print_exc()
+        rep.skip(f"{executor} {label}", f"failed: {type(e).__name__}: {e}")
+        FAILED.append(f"{label}: {type(e).__name__}: {e}")
+
+
+def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here):
+    feeds = tm.model_feeds(c["inputs"], 42, CLASSES)
+    for mode in ("train", "inference"):
+        for executor in executors(dev.type == "cuda", compile_here):
+            params = dict(c["params"], executor=executor, mode=mode)
+            with recorded_failure(rep, executor, params):
+                measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds)
+
+
+def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds):
+    gpu, executor, training = dev.type == "cuda", params["executor"], params["mode"] == "train"
+    if gpu:
+        torch.cuda.reset_peak_memory_stats(dev)
+    r = Runner(torch, dev, c, executor, training)
+    if training:  # the loss curve first, from the initial weights, with tg-train's batches
+        curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, CLASSES)) for i in range(loss_steps)]
+        rep.add("loss_curve", params, curve, unit="loss", timer="value", extra={"steps": loss_steps})
+    inputs = r.resident(feeds) if executor == "torch_eager" else None
+    samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
+    med = tr.summarize(samples)["median"]
+    extra = {"iter/s": 1.0 / med, "samples/s": c["batch"] / med}
+    if r.setup_s is not None:
+        extra["compile_ms"] = r.setup_s * 1e3
+    rep.add_time("iteration", params, samples, extra)
+    if r.graph is not None:
+        rep.add_time("replay", params, tr.time_host(loop, r.graph.replay, r.sync))
+    if gpu:
+        rep.add_value("peak_bytes", params, float(torch.cuda.max_memory_allocated(dev)), "B")
+
+
+def run_train(rep, torch, dev, args, loop):
+    gpu = dev.type == "cuda"
+    configs = train_configs(args.quick, gpu, rep, args.max_rows)
+    first_of_sweep = {}
+    for c in configs:
+        first_of_sweep.setdefault(c["params"]["sweep"], c["params"]["batch"])
+    for i, c in enumerate(configs):
+        label = " ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
+        sweep = c["params"]["sweep"]
+        compile_here = not args.no_compile and (not args.quick or (first_of_sweep[sweep] == c["batch"] and
+                                                                   sweep != "mlp_w4096_d4"))
+        if not args.no_compile and not compile_here:
+            rep.skip(f"torch_compile {label}", "--quick: torch.compile only at the first batch of the width-256 MLP "
+                                               "and the transformer (a compile takes tens of seconds); run without "
+                                               "--quick for every configuration")
+        print(f"torch-baseline: [{i + 1}/{len(configs)}] {label}", file=sys.stderr, flush=True)
+        measure_train_config(rep, torch, dev, c, loop, args.loss_steps, compile_here)
+
+
+# ---- tg-launch's chain ----------------------------------------------------------------------
+
+def run_launch(rep, torch, dev, args, loop):
+    _, _, Chain = tm.torch_modules()
+    gpu = dev.type == "cuda"
+    ns = args.ops or ([1, 10, 100, 1000] if args.quick else [1, 10, 100, 1000, 10000])
+    reps = 3 if args.quick else 7  # tg-launch's compile repetitions
+    for n in ns:
+        print(f"torch-baseline: chain n_ops={n}", file=sys.stderr, flush=True)
+        config = {"build": lambda: Chain(n, args.size), "inputs": [("x", (args.size,))]}
+        feeds = tm.model_feeds(config["inputs"], 1000 + n)
+        for executor in executors(gpu, not args.no_compile and n <= 1000):
+            with recorded_failure(rep, executor, {"n_ops": n, "executor": executor, "size": args.size}):
+                measure_chain(rep, torch, dev, config, executor, n, args.size, loop, reps, feeds)
+    if not args.no_compile and max(ns) > 1000:
+        rep.skip("torch_compile n_ops>1000", "tracing and compiling a chain of more than 1000 ops takes minutes")
+
+
+def measure_chain(rep, torch, dev, config, executor, n, size, loop, reps, feeds):
+    gpu = dev.type == "cuda"
+    r = Runner(torch, dev, config, executor, False)
+    inputs = r.resident(feeds) if executor == "torch_eager" else None
+    samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
+    graph = executor in ("torch_cuda_graph", "torch_compile")
+    name = "static_iteration" if graph else "dynamic_iteration"
+    launch = "cuda_graph" if gpu else "inductor_cpu"
+    params = {"n_ops": n, "executor": executor, "size": size}
+    params.update({"launch": launch} if graph else {"allocator": "caching"})
+    m = rep.add_time(name, params, samples)
+    m["extra"]["us_per_op"] = m["median"] / n * 1e6
+    if r.graph is not None:
+        rp = rep.add_time("static_replay", params, tr.time_host(loop, r.graph.replay, r.sync))
+        rp["extra"]["us_per_node"] = rp["median"] / n * 1e6
+    if graph:
+        setups = [r.setup_s]
+        if executor == "torch_cuda_graph":  # capture again for tg-launch's repetitions
+            setups += [Runner(torch, dev, config, executor, False).setup_s for _ in range(reps - 1)]
+        rep.add_time("compile_total", {"chain_ops": n, "executor": executor, "mode": "inference",
+                                       "launch": launch}, setups)
+
+
+# ---- the report --------------------------------------------------------------------------------
+
+def device_info(torch, dev):
+    if dev.type != "cuda":
+        return [], None
+    gpus = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        free, total = torch.cuda.mem_get_info(i)
+        bus = getattr(p, "pci_bus_id", None)
+        gpus.append({"id": i, "name": p.name,
+                     "pci_bus_id": f"{getattr(p, 'pci_domain_id', 0):04x}:{bus:02x}:{getattr(p, 'pci_device_id', 0):02x}.0"
+                     if isinstance(bus, int) else "",
+                     "sm_count": p.multi_processor_count, "compute_capability": f"{p.major}.{p.minor}",
+                     "total_bytes": total, "free_bytes": free, "sm_clock_khz": 0, "mem_clock_khz": 0,
+                     "mem_bus_width_bits": 0, "pcie_gen": 0, "pcie_width": 0,
+                     "l2_bytes": int(getattr(p, "L2_cache_size", 0) or 0)})
+    major, minor = (int(x) for x in (torch.version.cuda or "0.0").split(".")[:2])
+    driver = getattr(torch._C, "_cuda_getDriverVersion", lambda: 0)()
+    return gpus, {"cuda_runtime_version": major * 1000 + minor * 10, "cuda_driver_version": int(driver),
+                  "cublas_version": 0, "openblas_config": f"torch {torch.__version__}",
+                  "blas_threads": torch.get_num_threads()}
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="auto", help="auto (the GPU when torch sees one, else the CPU), cpu, or N")
+    ap.add_argument("--quick", action="store_true", help="tg-train's and tg-launch's --quick sweeps and loop")
+    ap.add_argument("--workloads", default="train,launch", help="train (tg-train's), launch (tg-launch's), or both")
+    ap.add_argument("--ops", type=int, nargs="+", help="chain lengths (default tg-launch's)")
+    ap.add_argument("--size", type=int, default=64, help="elements per chain tensor (tg-launch's --size)")
+    ap.add_argument("--loss-steps", type=int, default=20, help="steps of each loss curve (tg-train's default)")
+    ap.add_argument("--max-rows", type=int, default=0,
+                    help="leave out the configurations whose GEMMs have more rows (batch, or batch*seq), as tg-train's")
+    ap.add_argument("--no-compile", action="store_true", help="leave out torch.compile (it needs seconds a model)")
+    ap.add_argument("--repetitions", type=int, help="minimum timed repetitions per measurement")
+    ap.add_argument("--warmup", type=int, help="untimed calls before timing")
+    ap.add_argument("--min-time", type=float, help="minimum timed seconds per measurement")
+    ap.add_argument("--json", help="write the report here (atomically)")
+    args = ap.parse_args(argv)
+    bad = set(args.workloads.split(",")) - {"train", "launch"}
+    if bad:
+        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give train, launch or train,launch")
+    if args.json:
+        folder = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(folder):
+            ap.error(f"--json {args.json}: the folder {folder} does not exist")
+    for flag in ("repetitions", "warmup", "loss_steps", "size"):
+        v = getattr(args, flag)
+        if v is not None and v < (0 if flag == "warmup" else 1):
+            ap.error(f"--{flag.replace('_', '-')} {v}: must be >= {0 if flag == 'warmup' else 1}")
+    if args.min_time is not None and not (math.isfinite(args.min_time) and args.min_time >= 0):
+        ap.error(f"--min-time {args.min_time}: must be a number of seconds >= 0")
+    if args.ops and min(args.ops) < 1:
+        ap.error("--ops: chain lengths must be >= 1")
+    return args
+
+
+def loop_options(args):
+    loop = dict(tr.QUICK_LOOP if args.quick else tr.DEFAULT_LOOP)
+    if args.repetitions is not None:
+        loop["min_reps"] = args.repetitions
+        loop["max_reps"] = max(loop["max_reps"], args.repetitions)
+    if args.warmup is not None:
+        loop["warmup"] = args.warmup
+    if args.min_time is not None:
+        loop["min_time_s"] = args.min_time
+    return loop
+
+
+def main(argv):
+    args = parse_args(argv[1:])
+    loop = loop_options(args)
+    try:
+        import torch
+    except ImportError:
+        print("torch-baseline: SKIPPED: torch is not installed here (pip install torch); nothing was measured",
+              file=sys.stderr)
+        if args.json:
+            rep = tr.Report("torch-baseline", "torch not installed", argv, loop, args.quick, args.device, "cpu", -1,
+                            "cpu", False, repo=REPO)
+            rep.skip("torch_baseline", "torch is not installed on this machine (pip install torch)")
+            rep.write(args.json)
+        return 0
+
+    if args.device == "auto":
+        dev = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    elif args.device == "cpu":
+        dev = torch.device("cpu")
+    elif args.device.isdigit() and torch.cuda.is_available() and int(args.device) < torch.cuda.device_count():
+        dev = torch.device(f"cuda:{args.device}")
+    else:
+        print(f"torch-baseline: error: --device {args.device}: torch sees {torch.cuda.device_count()} GPU(s); give "
+              "auto, cpu or an ordinal below that", file=sys.stderr)
+        return 2
+    # fp32 as twograph computes it: no TF32 in matmuls or convolutions
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    gpus, software = device_info(torch, dev)
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({tr._cpu_model()})"
+    rep = tr.Report("torch-baseline", f"torch {torch.__version__}", argv, loop, args.quick, args.device, dev.type,
+                    dev.index if dev.type == "cuda" else -1, name, torch.version.cuda is not None, gpus, software,
+                    repo=REPO)
+    if dev.type != "cuda":
+        rep.skip("torch_eager_h2d", "CPU: the inputs are already in host memory (no copy to make)")
+        rep.skip("torch_cuda_graph", "CPU: CUDA Graphs need a GPU")
+    print(f"torch-baseline: torch {torch.__version__} on {name}", file=sys.stderr, flush=True)
+    workloads = args.workloads.split(",")
+    if "train" in workloads:
+        run_train(rep, torch, dev, args, loop)
+    if "launch" in workloads:
+        run_launch(rep, torch, dev, args, loop)
+    print(rep.table())
+    if args.json:
+        rep.write(args.json)
+        print(f"torch-baseline: wrote {args.json}", file=sys.stderr)
+    if FAILED:
+        print(f"torch-baseline: failed: {len(FAILED)} way(s) of running did not complete (the report's notes "
+              f"say which): " + "; ".join(FAILED), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench_test.sh TG_GRAPH TG_TRAIN TG_REPORT DIR   (from the repository root)
+# tg-graph bench on the CPU, quick: an imported model with its weights (inference), the
+# tg-train-sized imports with their mse loss (train, rebatched), a hand-written graph
+# with cross_entropy. Each report must be valid and hold both executors' rows; the MLP's
+# rows, labelled with tg-train's params, must pair with tg-train's own without --pair.
+set -euo pipefail
+graph=$1 train=$2 report=$3 dir=$4
+rm -rf "$dir" && mkdir -p "$dir"
+quick=(--device cpu --quick --repetitions 2 --min-time 0 --loss-steps 3)
+
+validate() {
+  "$report" markdown "$1" > /dev/null
+  if py=$(bash tests/jsonschema_python.sh 2>/dev/null); then
+    "$py" -c 'import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[1])), json.load(open("docs/report.schema.json")))' "$1"
+  fi
+}
+has() {  # has FILE NAME KEY=VALUE...: a measurement of that name whose params include those
+  python3 - "$@" <<'PY'
+import json, sys
+path, name, *kv = sys.argv[1:]
+want = dict(x.split("=", 1) for x in kv)
+ms = [m for m in json.load(open(path))["measurements"] if m["name"] == name
+      and all(str(m["params"].get(k)) == v for k, v in want.items())]
+if not ms:
+    sys.exit(f"{path}: no {name} with {want}")
+PY
+}
+
+"$graph" bench tests/onnx/mlp.json --weights tests/onnx/mlp.safetensors "${quick[@]}" --json "$dir/mlp.json" > /dev/null
+validate "$dir/mlp.json"
+for e in static dynamic; do has "$dir/mlp.json" iteration executor=$e mode=inference model=mlp batch=4; done
+has "$dir/mlp.json" role_bytes executor=dynamic mode=inference role=parameters
+has "$dir/mlp.json" compile_total executor=static mode=inference
+
+"$graph" bench tests/onnx/bench/mlp_w256_d8.json "${quick[@]}" --batch 32 64 \
+  --params model=mlp,sweep=mlp_w256_d8,width=256,depth=8 --json "$dir/mlp_w256.json" > /dev/null
+validate "$dir/mlp_w256.json"
+for b in 32 64; do
+  for e in static dynamic; do
+    has "$dir/mlp_w256.json" iteration executor=$e mode=train batch=$b sweep=mlp_w256_d8
+    has "$dir/mlp_w256.json" loss_curve executor=$e batch=$b
+  done
+  has "$dir/mlp_w256.json" role_bytes executor=static mode=train role=gradients batch=$b
+done
+"$train" --device cpu --quick --repetitions 2 --min-time 0 --loss-steps 3 --max-rows 32 --json "$dir/train.json" > /dev/null
+rc=0
+"$report" compare "$dir/train.json" "$dir/mlp_w256.json" > "$dir/compare.txt" || rc=$?
+[ "$rc" -le 1 ]
+grep -q "^iteration .*batch=32 depth=8 executor=dynamic mode=train model=mlp sweep=mlp_w256_d8 width=256 " "$dir/compare.txt"
+if grep "^iteration .*batch=32 .*mode=train" "$dir/compare.txt" | grep -q "missing in B"; then
+  echo "tg-train's mlp rows found no bench rows:"; cat "$dir/compare.txt"; exit 1
+fi
+
+"$graph" bench tests/onnx/bench/transformer_d128_h4.json "${quick[@]}" --batch 2 --json "$dir/tr.json" > /dev/null
+validate "$dir/tr.json"
+has "$dir/tr.json" iteration executor=dynamic mode=train batch=2
+"$graph" bench tests/graphs/classifier.json "${quick[@]}" --json "$dir/cls.json" > /dev/null
+has "$dir/cls.json" loss_curve executor=static model=classifier
+echo "bench_test: every report valid, both executors' rows present, tg-train's mlp rows paired"

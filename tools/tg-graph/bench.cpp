@@ -1,0 +1,206 @@
+// tg-graph bench: a graph file run by both executors with tg-train's own
+// measurements (experiments/train/train_bench.h: iteration, replay, feeds, loss
+// curves and predictions checked bitwise), plus the compile phases and the memory
+// by role. Rows carry tg-train's names and parameters ({model, batch, executor,
+// mode} and whatever --params adds), so `tg-report compare` matches them with
+// tg-train's and with the PyTorch baseline's (docs/bring-your-own-model.md).
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "experiments/harness/harness.h"
+#include "experiments/harness/exec_common.h"
+#include "experiments/memory/measure.h"
+#include "experiments/train/train_bench.h"
+#include "graph/errors.h"
+#include "graph/graph_model.h"
+#include "graph/json_io.h"
+#include "graph/training.h"
+#include "graph/validate.h"
+#include "graph/weights.h"
+#include "tools/tg-graph/commands.h"
+
+namespace th = tg::harness;
+
+namespace tg::tools {
+
+namespace {
+
+// A value of --params: integer, real or boolean when it reads as one (so that
+// batch=32 matches tg-train's integer 32), else a string.
+th::Param param_value(const std::string& v) {
+  if (v == "true" || v == "false") return th::Param(v == "true");
+  char* end = nullptr;
+  const long long i = std::strtoll(v.c_str(), &end, 10);
+  if (!v.empty() && *end == '\0') return th::Param(i);
+  const double d = std::strtod(v.c_str(), &end);
+  if (!v.empty() && *end == '\0') return th::Param(d);
+  return th::Param(v);
+}
+
+th::Params parse_params(const std::string& spec) {
+  th::Params p;
+  size_t at = 0;
+  while (at < spec.size()) {
+    size_t comma = spec.find(',', at);
+    if (comma == std::string::npos) comma = spec.size();
+    const std::string kv = spec.substr(at, comma - at);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      throw th::UsageError(fmt::format("--params: '{}' is not KEY=VALUE; give e.g. --params model=mlp,width=256", kv));
+    const std::string key = kv.substr(0, eq);
+    for (const char* reserved : {"batch", "executor", "mode", "role", "feed_copy"})
+      if (key == reserved)
+        throw th::UsageError(fmt::format("--params: '{}' is set by the bench itself; choose another key", key));
+    p.insert_or_assign(key, param_value(kv.substr(eq + 1)));
+    at = comma + 1;
+  }
+  return p;
+}
+
+Graph load_checked(const std::string& file, const std::string& weights) {
+  try {
+    Graph g = load_graph_file(file);
+    validate(g);
+    if (!weights.empty()) attach_weights(g, load_weights_file(weights), weights);
+    return g;
+  } catch (const GraphError& e) {
+    throw th::UsageError(e.what());
+  }
+}
+
+th::Params with(th::Params p, const std::string& executor, const std::string& mode) {
+  p.emplace("executor", executor);
+  p.emplace("mode", mode);
+  return p;
+}
+
+// Compile phases (a few compiles) and the bytes per role of both executors, per mode.
+void measure_compile_and_memory(th::Experiment& e, const std::shared_ptr<Backend>& be, const train::Config& c) {
+  const bool gpu = be->kind() == DeviceKind::cuda;
+  for (const bool training : {true, false}) {
+    if (training && !c.train) continue;
+    const std::string mode = training ? "train" : "inference";
+    const ModelFn& fn = training ? c.fn : c.infer_fn;
+    CompileOptions co;
+    co.training = training;
+    co.backend = be;
+    co.use_cuda_graph = gpu;
+    std::vector<CompileTimings> ts;
+    CompiledPlan plan;
+    for (int r = 0; r < (e.quick() ? 3 : 5); ++r) {
+      plan = compile(fn, co);
+      ts.push_back(plan.timings);
+    }
+    bench::report_compile_phases(e.report(), ts, with(c.params, "static", mode));
+
+    DynamicOptions o;
+    o.inference = !training;
+    const memory::DynamicMeasured dyn =
+        memory::measure_dynamic(fn, *be, "caching", o, 3, bench::model_feeds(fn, 44, c.classes));
+    const memory::RoleBytes st = memory::plan_role_bytes(plan.memory());
+    for (int i = 0; i < memory::kNumMemRoles; ++i) {
+      const char* role = memory::mem_role_name(static_cast<memory::MemRole>(i));
+      for (const auto& [executor, bytes] : {std::pair<const char*, int64_t>{"static", st[static_cast<size_t>(i)]},
+                                            {"dynamic", dyn.role_peak[static_cast<size_t>(i)]}}) {
+        th::Params p = with(c.params, executor, mode);
+        p.emplace("role", role);
+        e.report().add_value("role_bytes", p, static_cast<double>(bytes), "B");
+      }
+    }
+    e.report().add_value("peak_bytes", with(c.params, "static", mode),
+                         static_cast<double>(plan.memory().arena_bytes + plan.memory().external_bytes), "B");
+    e.report().add_value("peak_bytes", with(c.params, "dynamic", mode), static_cast<double>(dyn.stats.peak), "B");
+  }
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  const std::string command_line = th::join_command_line(argc, argv);
+  th::Experiment ex("tg-graph bench",
+                    "Run a graph file with the static and the dynamic executor: inference, and a training step (SGD "
+                    "momentum) when the file has a loss among its outputs; tg-train's measurements and report",
+                    "tg-graph bench tests/onnx/mlp.json --weights tests/onnx/mlp.safetensors --device auto --json "
+                    "bench.json");
+  std::string file, weights, params_spec;
+  std::vector<int> batches;
+  bool train = false, no_train = false;
+  int loss_steps = 20;
+  ex.add_option("FILE", file, "Graph file (.json): a forward graph; an output made by a loss op makes it train");
+  ex.add_option("--weights", weights, "Weights for the parameters (.safetensors, as tg-graph import writes them)");
+  ex.add_option("--batch", batches,
+                "Batches to run (default: the file's). Each input whose dim 0 is the file's batch gets the new one, "
+                "and every reshape infers its dim 0", 1, 1 << 24);
+  ex.add_flag("--train", train, "Require the training step: exit 2 when the file has no loss");
+  ex.add_flag("--no-train", no_train, "Inference only, even when the file has a loss");
+  ex.add_option("--params", params_spec,
+                "KEY=VALUE,... added to every row's params, e.g. model=mlp,sweep=mlp_w256_d8,width=256,depth=8 to "
+                "match tg-train's rows (default: model=<file name without .json>)");
+  ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
+  return ex.run(argc - 1, argv + 1, [&](th::Experiment& e) {
+    e.report().meta.command_line = command_line;
+    if (file.empty()) throw th::UsageError("give the graph file: tg-graph bench FILE [--weights W] ...");
+    if (train && no_train) throw th::UsageError("--train and --no-train exclude each other");
+    th::Params labels{{"model", std::filesystem::path(file).stem().string()}};
+    for (auto& [k, v] : parse_params(params_spec)) labels.insert_or_assign(k, v);
+    const Graph g = load_checked(file, weights);
+    const int64_t file_batch = graph_batch(g);
+    if (batches.empty()) batches.push_back(static_cast<int>(file_batch));
+
+    auto be = make_backend(e.device());
+    if (be->kind() != DeviceKind::cuda) {
+      e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
+      e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
+    }
+    th::Progress bar(batches.size(), "tg-graph bench");
+    for (int batch : batches) {
+      GraphModel gm;
+      try {
+        gm = graph_model(batch == file_batch ? g : rebatch(g, batch));
+      } catch (const GraphError& err) {
+        throw th::UsageError(batch == file_batch
+                                 ? fmt::format("{}: {}", file, err.what())
+                                 : fmt::format("{}: --batch {}: the shapes do not follow the inputs' dim 0 ({}): {}",
+                                               file, batch, file_batch, err.what()));
+      }
+      for (const Node& n : gm.graph->nodes)
+        if (n.op == OpKind::padded_mse_loss)
+          throw th::UsageError(fmt::format("{}: node '{}' is a padded_mse_loss, whose count input the bench cannot "
+                                           "invent; use mse_loss", file, n.name));
+      if (train && gm.loss.empty())
+        throw th::UsageError(fmt::format("{}: --train, but no output is a loss (mse_loss, cross_entropy); add one "
+                                         "(tg-graph import --loss mse) or drop --train", file));
+      for (const std::string& o : gm.other_outputs)
+        e.report().skip("output " + o, fmt::format("the bench runs the prediction ('{}'){}; other outputs are not "
+                                                   "timed", gm.prediction, gm.loss.empty() ? "" : " and the loss"));
+      train::Config c;
+      c.model = labels.at("model").str();
+      c.sweep = labels.count("sweep") ? labels.at("sweep").str() : c.model;
+      c.batch = batch;
+      c.params = labels;
+      c.params.insert_or_assign("batch", th::Param(static_cast<long long>(batch)));
+      c.fn = gm.fn;
+      c.infer_fn = gm.infer_fn;
+      c.rows = batch;
+      c.train = !gm.loss.empty() && !no_train;
+      if (gm.classes > 0) c.classes = gm.classes;
+      if (c.train) {
+        try {
+          (void)build_training_graph(c.fn);  // a parameter the loss does not reach is the file's problem
+        } catch (const GraphError& err) {
+          throw th::UsageError(fmt::format("{}: cannot train it: {}", file, err.what()));
+        }
+      } else {
+        e.report().skip(fmt::format("train batch={}", batch),
+                        gm.loss.empty() ? "the file has no loss output: inference only" : "--no-train");
+      }
+      train::measure(e, be, c, loss_steps);
+      measure_compile_and_memory(e, be, c);
+      bar.tick(fmt::format("batch {}", batch));
+    }
+  });
+}
+
+}  // namespace tg::tools

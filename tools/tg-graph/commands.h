@@ -1,0 +1,27 @@
+#pragma once
+// The tg-graph subcommands that live outside main.cpp: `bench` (both executors on
+// a graph file, under the experiments' harness) and `import` (ONNX -> graph file
+// and weights).
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace tg::tools {
+
+// `tg-graph bench FILE ...` (argv[1] is "bench"): the harness parses the rest
+// (--device, --json, --quick, ...) and returns its exit status.
+int bench_main(int argc, char** argv);
+
+struct ImportArgs {
+  std::string model, out, weights, loss = "none";
+  std::vector<std::string> dims;  // NAME=N
+};
+// Registers `import` on app; run_import runs it once parsed. Exit 0, or 2 for a
+// model that cannot be imported (the message names the node and why).
+CLI::App* add_import_command(CLI::App& app, ImportArgs& args);
+int run_import(const ImportArgs& args);
+
+}  // namespace tg::tools

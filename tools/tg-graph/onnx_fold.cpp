@@ -1,0 +1,299 @@
+// Constant folding at import: the shape arithmetic and constant scalars that
+// exporters write (Shape -> Gather -> Concat -> Reshape, Sqrt of a head size,
+// Cast), computed once, so that the IR sees constants. Sizes are bounded: a
+// folded constant is small by nature, and a huge one is refused, not allocated.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "graph/errors.h"
+#include "tools/tg-graph/onnx_importer.h"
+
+namespace tg::onnx {
+
+namespace {
+
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+
+void check_size(const Dims& d, const std::string& where) {
+  int64_t n = 1;
+  for (int64_t x : d) {
+    if (x < 0 || (x > 0 && n > kMaxFoldElements / x))
+      graph_error("{}: folding it would make a constant of shape {}, over {} elements", where, dims_str(d),
+                  kMaxFoldElements);
+    n *= x;
+  }
+}
+
+std::vector<int64_t> strides(const Dims& d) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
+  return s;
+}
+
+// Index into a tensor of dims `d` broadcast to `out`, for flat output index `flat`.
+int64_t broadcast_index(int64_t flat, const Dims& out, const Dims& d) {
+  const size_t off = out.size() - d.size();
+  const std::vector<int64_t> so = strides(out), sd = strides(d);
+  int64_t idx = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t coord = (flat / so[i]) % out[i];
+    if (i >= off && d[i - off] != 1) idx += coord * sd[i - off];
+  }
+  return idx;
+}
+
+template <typename T>
+T apply_op(const std::string& op, T a, T b, const std::string& where) {
+  if (op == "Add") return a + b;
+  if (op == "Sub") return a - b;
+  if (op == "Mul") return a * b;
+  if (op == "Div") {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) graph_error("{}: integer division by zero", where);
+    }
+    return a / b;
+  }
+  if (op == "Pow") return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+  graph_error("{}: cannot fold {}", where, op);
+}
+
+template <typename T>
+std::vector<T> binary_data(const std::string& op, const std::vector<T>& a, const Dims& da, const std::vector<T>& b,
+                           const Dims& db, const Dims& out, const std::string& where) {
+  std::vector<T> r(static_cast<size_t>(numel(out)));
+  for (int64_t i = 0; i < static_cast<int64_t>(r.size()); ++i)
+    r[static_cast<size_t>(i)] = apply_op(op, a[static_cast<size_t>(broadcast_index(i, out, da))],
+                                         b[static_cast<size_t>(broadcast_index(i, out, db))], where);
+  return r;
+}
+
+void require_known(const Tensor& t, const std::string& where) {
+  if (t.type == Tensor::Type::other || t.external)
+    graph_error("{}: constant '{}' is {}{}; only float and integer constants fold", where, t.name, t.type_name,
+                t.external ? " in an external file" : "");
+}
+
+}  // namespace
+
+Tensor i64_tensor(const Dims& dims, std::vector<int64_t> values) {
+  Tensor t;
+  t.dims = dims;
+  t.type = Tensor::Type::i64;
+  t.type_name = "int64";
+  t.i = std::move(values);
+  return t;
+}
+
+bool uniform_value(const Tensor& t, float& out) {
+  if (t.type != Tensor::Type::f32 || t.f.empty() || t.external) return false;
+  for (float x : t.f)
+    if (!(x == t.f[0])) return false;
+  out = t.f[0];
+  return true;
+}
+
+Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, const std::string& where) {
+  require_known(a, where);
+  require_known(b, where);
+  if (a.type != b.type) graph_error("{}: operands are {} and {}; ONNX requires one type", where, a.type_name, b.type_name);
+  Tensor r;
+  r.dims = broadcast_dims(a.dims, b.dims, where);
+  check_size(r.dims, where);
+  r.type = a.type;
+  r.type_name = a.type_name;
+  if (a.type == Tensor::Type::f32) r.f = binary_data(op, a.f, a.dims, b.f, b.dims, r.dims, where);
+  else r.i = binary_data(op, a.i, a.dims, b.i, b.dims, r.dims, where);
+  return r;
+}
+
+Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& where) {
+  require_known(a, where);
+  Tensor r = a;
+  if (a.type == Tensor::Type::i64) {
+    if (op != "Neg") graph_error("{}: cannot fold {} of integers", where, op);
+    for (int64_t& x : r.i) x = -x;
+    return r;
+  }
+  for (float& x : r.f) {
+    if (op == "Sqrt") x = std::sqrt(x);
+    else if (op == "Neg") x = -x;
+    else if (op == "Reciprocal") x = 1.0f / x;
+    else if (op == "Tanh") x = std::tanh(x);
+    else if (op == "Erf") x = std::erf(x);
+    else graph_error("{}: cannot fold {}", where, op);
+  }
+  return r;
+}
+
+Tensor fold_transpose(const Tensor& a, const std::vector<int64_t>& perm) {
+  Tensor r = a;
+  for (size_t i = 0; i < perm.size(); ++i) r.dims[i] = a.dims[static_cast<size_t>(perm[i])];
+  const std::vector<int64_t> si = strides(a.dims), so = strides(r.dims);
+  const int64_t n = a.numel();
+  auto src = [&](int64_t flat) {
+    int64_t idx = 0;
+    for (size_t i = 0; i < perm.size(); ++i) idx += ((flat / so[i]) % r.dims[i]) * si[static_cast<size_t>(perm[i])];
+    return idx;
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    if (a.type == Tensor::Type::f32) r.f[static_cast<size_t>(k)] = a.f[static_cast<size_t>(src(k))];
+    else if (a.type == Tensor::Type::i64) r.i[static_cast<size_t>(k)] = a.i[static_cast<size_t>(src(k))];
+  }
+  return r;
+}
+
+Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where) {
+  require_known(a, where);
+  Tensor r;
+  r.dims = a.dims;
+  if (to == 1 || to == 11) {  // FLOAT, DOUBLE
+    r.type = Tensor::Type::f32;
+    r.type_name = "float";
+    if (a.type == Tensor::Type::f32) r.f = a.f;
+    else r.f.assign(a.i.begin(), a.i.end());
+  } else if (to == 7 || to == 6) {  // INT64, INT32
+    r.type = Tensor::Type::i64;
+    r.type_name = "int64";
+    if (a.type == Tensor::Type::i64) r.i = a.i;
+    else
+      for (float x : a.f) r.i.push_back(static_cast<int64_t>(x));
+  } else {
+    graph_error("{}: casts a constant to ONNX type {}; only float and integer types fold", where, to);
+  }
+  return r;
+}
+
+Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, const std::string& where) {
+  require_known(data, where);
+  if (idx.type != Tensor::Type::i64) graph_error("{}: indices are {}, expected integers", where, idx.type_name);
+  const size_t ax = static_cast<size_t>(normalize_axis(axis, data.dims.size(), where));
+  Dims out(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax));
+  out.insert(out.end(), idx.dims.begin(), idx.dims.end());
+  out.insert(out.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end());
+  check_size(out, where);
+  const int64_t outer = numel(Dims(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax)));
+  const int64_t inner = numel(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end()));
+  const int64_t extent = data.dims[ax];
+  Tensor r;
+  r.dims = out;
+  r.type = data.type;
+  r.type_name = data.type_name;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j : idx.i) {
+      const int64_t k = j < 0 ? j + extent : j;
+      if (k < 0 || k >= extent) graph_error("{}: index {} is out of range for dim {}", where, j, extent);
+      for (int64_t in = 0; in < inner; ++in) {
+        const size_t src = static_cast<size_t>((o * extent + k) * inner + in);
+        if (data.type == Tensor::Type::f32) r.f.push_back(data.f[src]);
+        else r.i.push_back(data.i[src]);
+      }
+    }
+  return r;
+}
+
+Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, const std::string& where) {
+  if (parts.empty()) graph_error("{}: concatenates nothing", where);
+  for (const Tensor* p : parts) require_known(*p, where);
+  const Tensor& first = *parts[0];
+  const size_t ax = static_cast<size_t>(normalize_axis(axis, first.dims.size(), where));
+  Tensor r;
+  r.dims = first.dims;
+  r.dims[ax] = 0;
+  r.type = first.type;
+  r.type_name = first.type_name;
+  for (const Tensor* p : parts) {
+    if (p->type != first.type || p->dims.size() != first.dims.size())
+      graph_error("{}: concatenates constants of different types or ranks", where);
+    for (size_t i = 0; i < first.dims.size(); ++i)
+      if (i != ax && p->dims[i] != first.dims[i]) graph_error("{}: concatenates constants of different shapes", where);
+    r.dims[ax] += p->dims[ax];
+  }
+  check_size(r.dims, where);
+  const int64_t outer = numel(Dims(first.dims.begin(), first.dims.begin() + static_cast<std::ptrdiff_t>(ax)));
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor* p : parts) {
+      const int64_t chunk = p->numel() / std::max<int64_t>(outer, 1);
+      for (int64_t k = 0; k < chunk; ++k) {
+        const size_t src = static_cast<size_t>(o * chunk + k);
+        if (r.type == Tensor::Type::f32) r.f.push_back(p->f[src]);
+        else r.i.push_back(p->i[src]);
+      }
+    }
+  return r;
+}
+
+// ---- constant-producing ops ----------------------------------------------------
+
+void add_constant_handlers(std::map<std::string, Handler>& h) {
+  h["Constant"] = [](Importer& im) {
+    const auto& a = im.node_->attrs;
+    Tensor t;
+    if (auto it = a.find("value"); it != a.end()) t = it->second.t;
+    else if (auto f = a.find("value_float"); f != a.end()) t.f = {f->second.f};
+    else if (auto fs = a.find("value_floats"); fs != a.end()) {
+      t.f = fs->second.floats;
+      t.dims = {static_cast<int64_t>(t.f.size())};
+    } else if (auto i = a.find("value_int"); i != a.end()) t = i64_tensor({}, {i->second.i});
+    else if (auto is = a.find("value_ints"); is != a.end())
+      t = i64_tensor({static_cast<int64_t>(is->second.ints.size())}, is->second.ints);
+    else im.refuse("holds a sparse or string constant; twograph reads dense float and integer constants");
+    im.set_const(t);
+  };
+  h["Identity"] = [](Importer& im) { im.alias(im.in(0)); };
+  h["Dropout"] = [](Importer& im) {
+    if (im.has_input(2)) {
+      const Tensor& mode = im.constant(2, "training_mode");
+      if ((mode.type == Tensor::Type::i64 && !mode.i.empty() && mode.i[0] != 0) ||
+          mode.type == Tensor::Type::other)
+        im.refuse("is a dropout in training mode; export the model after model.eval()");
+    }
+    im.alias(im.in(0));
+  };
+  h["Cast"] = [](Importer& im) {
+    const int64_t to = im.attr_i("to", 1);
+    if (im.in(0).constant) return im.set_const(fold_cast(im.in(0).c, to, im.where()));
+    if (to != 1) im.refuse(fmt::format("casts a tensor to ONNX type {}; the IR computes in f32 only", to));
+    im.alias(im.in(0));
+  };
+  h["Shape"] = [](Importer& im) {
+    const Dims& d = im.in(0).dims;
+    const int64_t r = static_cast<int64_t>(d.size());
+    auto clamp = [r](int64_t x) { return std::min(std::max(x < 0 ? x + r : x, int64_t{0}), r); };
+    const int64_t start = clamp(im.attr_i("start", 0)), end = clamp(im.attr_i("end", r));
+    std::vector<int64_t> v;
+    for (int64_t i = start; i < end; ++i) v.push_back(d[static_cast<size_t>(i)]);
+    im.set_const(i64_tensor({static_cast<int64_t>(v.size())}, v));
+  };
+  h["Gather"] = [](Importer& im) {
+    if (!im.in(0).constant)
+      im.refuse("gathers from a computed tensor (an embedding lookup?); the IR has no gather: feed the embedded "
+                "inputs instead");
+    im.set_const(fold_gather(im.in(0).c, im.constant(1, "indices"), im.attr_i("axis", 0), im.where()));
+  };
+  h["Concat"] = [](Importer& im) {
+    std::vector<const Tensor*> parts;
+    for (size_t i = 0; i < im.node_->inputs.size(); ++i) {
+      if (!im.in(i).constant) im.refuse("concatenates computed tensors; the IR has no concat");
+      parts.push_back(&im.in(i).c);
+    }
+    im.set_const(fold_concat(parts, im.attr_i("axis", 0), im.where()));
+  };
+  h["ConstantOfShape"] = [](Importer& im) {
+    const std::vector<int64_t> shape = im.ints_input(0, "shape");
+    check_size(shape, im.where());
+    Tensor t;
+    auto v = im.node_->attrs.find("value");
+    if (v != im.node_->attrs.end()) t = v->second.t;
+    else t.f = {0.0f};
+    if (t.numel() != 1) im.refuse("value must hold one element");
+    const Tensor one = t;
+    t.dims = shape;
+    if (one.type == Tensor::Type::f32) t.f.assign(static_cast<size_t>(numel(shape)), one.f[0]);
+    else if (one.type == Tensor::Type::i64) t.i.assign(static_cast<size_t>(numel(shape)), one.i[0]);
+    else im.refuse("value is of a type twograph does not fold");
+    im.set_const(t);
+  };
+}
+
+}  // namespace tg::onnx

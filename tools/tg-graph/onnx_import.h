@@ -1,0 +1,45 @@
+#pragma once
+// ONNX -> twograph IR. The ops the IR has map one to one or through a few IR ops
+// (docs/bring-your-own-model.md lists each): MatMul (4-D attention products
+// through reshapes to rank 3), Gemm, Add/Sub/Mul (broadcasting through reshape +
+// broadcast, bias adds as bias_add), Div by a constant, Relu, Gelu (tanh, and the
+// tanh formula the TorchScript exporter writes), Softmax (last axis),
+// LayerNormalization (and the ReduceMean/Sub/Pow/Sqrt/Div formula of older
+// opsets), Transpose, Reshape/Flatten/Squeeze/Unsqueeze, ReduceSum/ReduceMean.
+// Constant subgraphs (Constant, Shape, Gather, Concat, Cast, Sqrt, ... of
+// constants) are folded. Float initializers that feed compute become parameters
+// holding their values (ParamInit::Kind::data). Anything else is refused with a
+// GraphError naming the node, its op and why.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tools/tg-graph/onnx_model.h"
+
+namespace tg::onnx {
+
+struct ImportOptions {
+  std::map<std::string, int64_t> dims;  // values for symbolic input dims ("batch" -> 32)
+  // A loss appended to the (single) output, for a graph that trains: mse against
+  // a new input "target" of the output's shape, or cross_entropy of [n, classes]
+  // logits against a new input "labels" [n] (class indices stored as f32).
+  enum class Loss { none, mse, cross_entropy } loss = Loss::none;
+};
+
+struct Imported {
+  Graph graph;                     // parameters hold the initializers' values
+  std::vector<std::string> notes;  // what the mapping changed that a reader should know
+};
+
+// `source` prefixes every message (the .onnx path).
+Imported import_model(const Model& m, const ImportOptions& opt, const std::string& source);
+
+// The rewrites that run before the op-by-op mapping: the tanh formula of GELU
+// becomes one Gelu(approximate=tanh) node, the ReduceMean/Sub/Pow/ReduceMean/
+// Add/Sqrt/Div(/Mul/Add) formula one LayerNormalization node. Only where every
+// intermediate value is used inside the formula alone. Appends a note per rewrite.
+void fuse_patterns(Model& m, std::vector<std::string>& notes);
+
+}  // namespace tg::onnx

@@ -1,0 +1,113 @@
+#pragma once
+// The importer's state, shared by its files: onnx_import.cpp (environment,
+// dispatch, elementwise ops and broadcasting), onnx_ops.cpp (matrix products,
+// shapes, reductions, normalizations) and onnx_fold.cpp (constant folding).
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "tools/tg-graph/onnx_import.h"
+
+namespace tg::onnx {
+
+using Dims = std::vector<int64_t>;
+
+// What an ONNX value name stands for: a constant (folded at import), or an IR
+// value. dims are the ONNX dims: rank 0 stays rank 0 here, and is [1] in the IR.
+struct Sym {
+  bool constant = false;
+  Tensor c;
+  Value v;
+  Dims dims;
+};
+
+// The IR shape of ONNX dims (rank 0 -> [1]); GraphError beyond the IR's rank.
+Shape ir_shape(const Dims& d, const std::string& where);
+std::string dims_str(const Dims& d);
+int64_t numel(const Dims& d);
+// numpy broadcasting of two shapes; GraphError naming `where` when they do not broadcast.
+Dims broadcast_dims(const Dims& a, const Dims& b, const std::string& where);
+// Axis in [0, rank); GraphError when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank, const std::string& where);
+
+// Constant folding: GraphError for what it cannot fold (onnx_fold.cpp).
+Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, const std::string& where);
+Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& where);
+Tensor fold_transpose(const Tensor& a, const std::vector<int64_t>& perm);
+Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where);
+Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, const std::string& where);
+Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, const std::string& where);
+Tensor i64_tensor(const Dims& dims, std::vector<int64_t> values);
+// Every element equal: the value, for scale/bias rewrites.
+bool uniform_value(const Tensor& t, float& out);
+
+class Importer {
+ public:
+  Importer(const Model& m, const ImportOptions& opt, std::string source);
+  Imported run();
+
+  // ---- used by the op handlers -------------------------------------------
+  const Node* node_ = nullptr;  // the node being mapped
+  std::string where() const;    // "model.onnx: node 'n' (MatMul)"
+  [[noreturn]] void refuse(const std::string& why) const;
+
+  bool has_input(size_t i) const;
+  const Sym& in(size_t i) const;
+  Value value(size_t i);                       // as an IR value: constants become parameters
+  Value value_of(const Sym& s, const std::string& name);
+  const Tensor& constant(size_t i, const char* what) const;  // refuses a computed value
+  std::vector<int64_t> ints_input(size_t i, const char* what) const;
+  int64_t attr_i(const char* name, int64_t dflt) const;
+  float attr_f(const char* name, float dflt) const;
+  std::string attr_s(const char* name, const std::string& dflt) const;
+  bool has_attr(const char* name) const;
+  std::vector<int64_t> attr_ints(const char* name) const;
+  const std::string& out_name(size_t i = 0) const;
+
+  // Results of the current node.
+  void set(Value v, Dims dims, size_t output = 0);
+  // set(), after renaming v's node to the ONNX output's name when this node created it
+  // (else v is an earlier value, and the output an alias of it).
+  void finish(Value v, Dims dims);
+  void set_const(Tensor t, size_t output = 0);
+  void alias(const Sym& s, size_t output = 0);
+
+  // IR helpers. `name` is the ONNX output the value stands for (helpers get a
+  // suffixed fresh name, so that the node computing the output carries its name).
+  std::string fresh(const std::string& base);
+  Value apply(OpKind op, const std::vector<Value>& ins, const Attrs& at, const std::string& name);
+  Value reshape_to(Value v, const Dims& dims, const std::string& name);
+  Value expand_to(Value v, const Dims& from, const Dims& to, const std::string& name);
+  Value fill_vec(int64_t n, float value, const std::string& name);
+
+  Graph g_;  // before b_, which records into it
+  RecordingBuilder b_{g_};
+  int64_t opset_ = 0;
+  std::vector<std::string> notes_;
+  std::map<std::string, int> consumers_;  // per ONNX value: how many node inputs read it
+
+ private:
+  void declare_inputs();
+  size_t nodes_before_ = 0;  // IR nodes before the current ONNX node
+  void map_node(const Node& n);
+  void add_loss();
+
+  const Model& m_;
+  ImportOptions opt_;
+  std::string source_;
+  std::map<std::string, Sym> env_;
+  std::map<std::string, Value> params_;
+  std::set<std::string> onnx_names_;  // every ONNX value name: helpers must not take one
+};
+
+// Op handlers, by ONNX op type (onnx_import.cpp and onnx_ops.cpp register theirs).
+using Handler = std::function<void(Importer&)>;
+const std::map<std::string, Handler>& handlers();
+void add_elementwise_handlers(std::map<std::string, Handler>& h);
+void add_tensor_handlers(std::map<std::string, Handler>& h);
+void add_constant_handlers(std::map<std::string, Handler>& h);
+
+}  // namespace tg::onnx

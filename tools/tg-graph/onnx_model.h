@@ -1,0 +1,71 @@
+#pragma once
+// An ONNX model as plain C++ values: what onnx_reader.cpp (the one file that
+// sees the onnx protobuf classes, through libonnx's onnx_proto) reads out of a
+// ModelProto, and what the importer (onnx_import.cpp) maps onto the IR. Keeping
+// protobuf out of the importer lets it build, and its tests run, without libonnx.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tg::onnx {
+
+// A constant tensor: an initializer, or a Constant node's value. Integer types
+// are widened to int64 and float64 narrowed to float; others keep their type name
+// and fail where they are used.
+struct Tensor {
+  enum class Type { f32, i64, other };
+  std::string name;
+  std::vector<int64_t> dims;   // rank 0 is a scalar
+  Type type = Type::f32;
+  std::string type_name = "float";  // the ONNX element type, for messages
+  std::vector<float> f;        // Type::f32
+  std::vector<int64_t> i;      // Type::i64
+  bool external = false;       // data in an external file (not read)
+  int64_t numel() const;
+};
+
+struct Attribute {
+  enum class Kind { i, f, s, ints, floats, tensor, other };
+  Kind kind = Kind::other;
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  Tensor t;
+};
+
+struct Node {
+  std::string name, op_type, domain;
+  std::vector<std::string> inputs, outputs;  // "" for an omitted optional input
+  std::map<std::string, Attribute> attrs;
+};
+
+struct Dim {
+  int64_t value = -1;  // >= 0 when known
+  std::string param;   // the symbolic name otherwise ("batch")
+};
+
+struct ValueDecl {
+  std::string name;
+  std::string elem_type = "float";  // ONNX element type name
+  bool has_shape = false;
+  std::vector<Dim> dims;
+};
+
+struct Model {
+  int64_t opset = 0;  // of the default domain ("" / ai.onnx)
+  std::string producer;
+  std::vector<ValueDecl> inputs, outputs;
+  std::map<std::string, Tensor> initializers;
+  std::vector<Node> nodes;  // in the file's (topological) order
+};
+
+// Reads and parses FILE. Throws GraphError for a file that is not an ONNX model,
+// and, in a build without libonnx, always: "this build has no ONNX support; ...".
+Model read_model_file(const std::string& path);
+// Whether this build can read ONNX files.
+bool have_onnx_reader();
+
+}  // namespace tg::onnx

@@ -1,0 +1,259 @@
+// The ONNX file reader: libonnx's generated protobuf classes (onnx_proto) parse
+// the file; everything is copied out into tg::onnx's plain structs, checked on
+// the way (element counts that overflow, raw data of the wrong size), so that
+// nothing after this file trusts the file.
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <limits>
+
+#include "graph/errors.h"
+#include "graph/file_read.h"
+#include "tools/tg-graph/onnx_model.h"
+
+namespace tg::onnx {
+
+namespace {
+
+namespace pb = ::onnx;
+
+// protobuf cannot parse a message over 2 GiB; larger models keep their weights in external files.
+constexpr uintmax_t kMaxModelBytes = (uintmax_t{1} << 31) - 1;
+
+std::string type_name(int t) {
+  if (!pb::TensorProto_DataType_IsValid(t)) return "type " + std::to_string(t);
+  std::string s = pb::TensorProto_DataType_Name(static_cast<pb::TensorProto_DataType>(t));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+template <typename T>
+void from_raw(const std::string& raw, int64_t n, std::vector<T>& out, const std::string& where) {
+  if (raw.size() != static_cast<size_t>(n) * sizeof(T))
+    graph_error("{}: raw_data holds {} bytes, but {} elements of {} bytes need {}", where, raw.size(), n, sizeof(T),
+                static_cast<size_t>(n) * sizeof(T));
+  out.resize(static_cast<size_t>(n));
+  if (n > 0) std::memcpy(out.data(), raw.data(), raw.size());
+}
+
+template <typename Field>
+void check_count(const Field& f, int64_t n, const std::string& where) {
+  if (f.size() != n) graph_error("{}: holds {} values, but its dims give {} elements", where, f.size(), n);
+}
+
+// External data (the dynamo exporter writes weights beside the model): files
+// named relative to the model's folder, each read once.
+class ExternalData {
+ public:
+  explicit ExternalData(std::string model_path) : model_(std::move(model_path)) {}
+
+  std::string bytes(const pb::TensorProto& t, const std::string& where) {
+    std::string location;
+    uint64_t offset = 0, length = 0;
+    bool has_length = false;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = parse(kv.value(), where, "offset");
+      else if (kv.key() == "length") {
+        length = parse(kv.value(), where, "length");
+        has_length = true;
+      }
+    }
+    const std::filesystem::path rel(location);
+    if (location.empty() || rel.is_absolute())
+      graph_error("{}: its external data location '{}' must be a file name relative to the model", where, location);
+    for (const auto& part : rel)
+      if (part == "..") graph_error("{}: its external data location '{}' leaves the model's folder", where, location);
+    const std::string path = (std::filesystem::path(model_).parent_path() / rel).string();
+    auto it = files_.find(path);
+    if (it == files_.end())
+      it = files_.emplace(path, read_regular_file(path, uintmax_t{1} << 40, "the model's external data file",
+                                                  "external data files are limited to 1 TiB")).first;
+    const std::string& data = it->second;
+    if (offset > data.size() || (has_length && length > data.size() - offset))
+      graph_error("{}: its external data [{}, +{}) runs past the end of {} ({} bytes)", where, offset, length, path,
+                  data.size());
+    return data.substr(static_cast<size_t>(offset), has_length ? static_cast<size_t>(length) : std::string::npos);
+  }
+
+ private:
+  static uint64_t parse(const std::string& v, const std::string& where, const char* key) {
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || v[0] == '-') graph_error("{}: external data {} '{}' is not a byte count", where, key, v);
+    return x;
+  }
+  std::string model_;
+  std::map<std::string, std::string> files_;
+};
+
+Tensor read_tensor(const pb::TensorProto& t, const std::string& where_prefix, ExternalData* ext) {
+  Tensor out;
+  out.name = t.name();
+  const std::string where = where_prefix + " '" + t.name() + "'";
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) graph_error("{}: has a negative dim {}", where, d);
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 8 / d) graph_error("{}: its element count overflows", where);
+    n *= d;
+    out.dims.push_back(d);
+  }
+  out.type_name = type_name(t.data_type());
+  std::string external;
+  const bool is_external = t.data_location() == pb::TensorProto_DataLocation_EXTERNAL;
+  if (is_external) {
+    if (!ext) {
+      out.external = true;
+      out.type = Tensor::Type::other;
+      return out;
+    }
+    external = ext->bytes(t, where);
+  }
+  const bool raw = is_external || t.has_raw_data();
+  const std::string& raw_bytes = is_external ? external : t.raw_data();
+  switch (t.data_type()) {
+    case pb::TensorProto_DataType_FLOAT:
+      out.type = Tensor::Type::f32;
+      if (raw) from_raw(raw_bytes, n, out.f, where);
+      else {
+        check_count(t.float_data(), n, where);
+        out.f.assign(t.float_data().begin(), t.float_data().end());
+      }
+      break;
+    case pb::TensorProto_DataType_DOUBLE: {
+      out.type = Tensor::Type::f32;
+      std::vector<double> d;
+      if (raw) from_raw(raw_bytes, n, d, where);
+      else {
+        check_count(t.double_data(), n, where);
+        d.assign(t.double_data().begin(), t.double_data().end());
+      }
+      out.f.assign(d.begin(), d.end());
+      break;
+    }
+    case pb::TensorProto_DataType_INT64:
+      out.type = Tensor::Type::i64;
+      if (raw) from_raw(raw_bytes, n, out.i, where);
+      else {
+        check_count(t.int64_data(), n, where);
+        out.i.assign(t.int64_data().begin(), t.int64_data().end());
+      }
+      break;
+    case pb::TensorProto_DataType_INT32: {
+      out.type = Tensor::Type::i64;
+      std::vector<int32_t> d;
+      if (raw) from_raw(raw_bytes, n, d, where);
+      else {
+        check_count(t.int32_data(), n, where);
+        d.assign(t.int32_data().begin(), t.int32_data().end());
+      }
+      out.i.assign(d.begin(), d.end());
+      break;
+    }
+    case pb::TensorProto_DataType_BOOL: {  // one byte each in raw_data, else in int32_data
+      out.type = Tensor::Type::i64;
+      if (raw) {
+        std::vector<uint8_t> d;
+        from_raw(raw_bytes, n, d, where);
+        out.i.assign(d.begin(), d.end());
+      } else {
+        check_count(t.int32_data(), n, where);
+        out.i.assign(t.int32_data().begin(), t.int32_data().end());
+      }
+      break;
+    }
+    default: out.type = Tensor::Type::other; break;
+  }
+  return out;
+}
+
+Attribute read_attribute(const pb::AttributeProto& a, const std::string& where) {
+  Attribute out;
+  switch (a.type()) {
+    case pb::AttributeProto_AttributeType_INT: out.kind = Attribute::Kind::i; out.i = a.i(); break;
+    case pb::AttributeProto_AttributeType_FLOAT: out.kind = Attribute::Kind::f; out.f = a.f(); break;
+    case pb::AttributeProto_AttributeType_STRING: out.kind = Attribute::Kind::s; out.s = a.s(); break;
+    case pb::AttributeProto_AttributeType_INTS:
+      out.kind = Attribute::Kind::ints;
+      out.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case pb::AttributeProto_AttributeType_FLOATS:
+      out.kind = Attribute::Kind::floats;
+      out.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case pb::AttributeProto_AttributeType_TENSOR:
+      out.kind = Attribute::Kind::tensor;
+      out.t = read_tensor(a.t(), where + " attribute " + a.name() + ": tensor", nullptr);
+      break;
+    default: out.kind = Attribute::Kind::other; break;
+  }
+  return out;
+}
+
+ValueDecl read_decl(const pb::ValueInfoProto& v) {
+  ValueDecl d;
+  d.name = v.name();
+  if (!v.type().has_tensor_type()) {
+    d.elem_type = "a non-tensor type";
+    return d;
+  }
+  const auto& tt = v.type().tensor_type();
+  d.elem_type = type_name(tt.elem_type());
+  d.has_shape = tt.has_shape();
+  for (const auto& dim : tt.shape().dim()) {
+    Dim x;
+    if (dim.has_dim_value()) x.value = dim.dim_value();
+    else x.param = dim.dim_param().empty() ? std::string("?") : dim.dim_param();
+    d.dims.push_back(x);
+  }
+  return d;
+}
+
+}  // namespace
+
+bool have_onnx_reader() { return true; }
+
+Model read_model_file(const std::string& path) {
+  const std::string bytes = read_regular_file(path, kMaxModelBytes, "an .onnx model file",
+                                              "protobuf reads at most 2 GiB; save larger models with external data");
+  pb::ModelProto m;
+  if (!m.ParseFromString(bytes))
+    graph_error("{}: is not an ONNX model (the protobuf parser rejected it); give a .onnx file", path);
+  if (!m.has_graph()) graph_error("{}: the model has no graph", path);
+  Model out;
+  out.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") out.opset = o.version();
+  if (out.opset == 0) graph_error("{}: imports no opset of the default ONNX domain", path);
+  const pb::GraphProto& g = m.graph();
+  if (g.sparse_initializer_size() > 0)
+    graph_error("{}: has sparse initializers, which twograph does not read; export dense weights", path);
+  ExternalData ext(path);
+  for (const auto& t : g.initializer()) {
+    Tensor x = read_tensor(t, path + ": initializer", &ext);
+    if (out.initializers.count(x.name)) graph_error("{}: initializer '{}' is given twice", path, x.name);
+    out.initializers.emplace(x.name, std::move(x));
+  }
+  for (const auto& v : g.input())
+    if (!out.initializers.count(v.name())) out.inputs.push_back(read_decl(v));  // IR < 4 lists initializers as inputs
+  for (const auto& v : g.output()) out.outputs.push_back(read_decl(v));
+  for (const auto& n : g.node()) {
+    Node x;
+    x.name = n.name();
+    x.op_type = n.op_type();
+    x.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    x.inputs.assign(n.input().begin(), n.input().end());
+    x.outputs.assign(n.output().begin(), n.output().end());
+    const std::string where = fmt::format("{}: node '{}' ({})", path, n.name(), n.op_type());
+    for (const auto& a : n.attribute()) x.attrs[a.name()] = read_attribute(a, where);
+    out.nodes.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace tg::onnx
