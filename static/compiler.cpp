@@ -89,6 +89,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   eo.instantiate = opt.instantiate;
   eo.poison_arena = opt.poison_arena;
   eo.feed_copy = opt.feed_copy;
+  eo.inputs_in_graph = opt.inputs_in_graph;
   eo.pruned_inputs = std::move(pruned_inputs);
   t0 = Clock::now();
   out.exec = std::make_unique<StaticExecutable>(out.graph, order, std::move(plan), params, loss, eo);

@@ -26,6 +26,7 @@ struct CompileOptions {
   bool instantiate = true;        // false: capture only (the `update` strategy instantiates)
   bool poison_arena = false;      // fill the arena with NaN once (tests)
   FeedCopy feed_copy = FeedCopy::threads_streaming;  // CUDA: how feeds go into pinned staging (executable.h)
+  bool inputs_in_graph = true;    // CUDA graph: copy the inputs inside it (executable.h)
   std::shared_ptr<Backend> backend;       // null: the CPU backend
   std::shared_ptr<ParameterStore> params; // null: a new store; pass one to share parameters
                                           // between plans (one per shape)

@@ -98,14 +98,14 @@ class CudaRunner final : public DeviceRunner {
   CudaRunner(Backend& be, cudaStream_t stream, const Graph& g, const std::vector<ScheduledOp>& ops,
              std::vector<StagedInput> inputs, size_t staging_bytes, const RunnerOptions& opt)
       : be_(be), stream_(stream), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph),
-        loss_device_(opt.loss_device) {
+        loss_device_(opt.loss_device), copies_in_graph_(opt.inputs_in_graph ? static_cast<int>(inputs_.size()) : 0) {
     staging_ = cuda::PinnedBuffer::allocate(staging_bytes);
     loss_host_ = cuda::PinnedBuffer::allocate(sizeof(float));
     *loss_host_.as<float>() = 0.0f;
     if (staging_bytes) std::memset(staging_.get(), 0, staging_bytes);
     if (!use_graph_) return;
     const auto t0 = std::chrono::steady_clock::now();
-    const int k = static_cast<int>(inputs_.size());
+    const int k = copies_in_graph_;
     graph_ = capture_steps(stream_, num_steps(), [&](int i) { issue(i); },
                            [&](int i) {
                              if (i < k) return fmt::format("input copy {} ({} bytes)", i, inputs_[static_cast<size_t>(i)].bytes);
@@ -129,14 +129,34 @@ class CudaRunner final : public DeviceRunner {
   }
   void run() override {
     if (use_graph_) {
-      if (!exec_)
-        throw std::logic_error("static executor: the CUDA graph was captured but never instantiated; call "
-                               "instantiate() or update_from() first");
-      exec_.launch(stream_);
+      for (size_t i = static_cast<size_t>(copies_in_graph_); i < inputs_.size(); ++i) copy_input(inputs_[i]);
+      launch_graph();
     } else {
+      for (const StagedInput& in : inputs_) copy_input(in);
       for (int i = 0, n = num_steps(); i < n; ++i) issue(i);
     }
     pending_ = true;
+  }
+  void replay_resident() override {
+    if (!use_graph_ || copies_in_graph_ > 0)
+      throw std::logic_error("static executor: replay_resident needs a CUDA graph captured without its input "
+                             "copies; compile with inputs_in_graph = false");
+    launch_graph();
+    pending_ = true;
+  }
+  int kernels_per_run() const override {
+    if (!use_graph_) return static_cast<int>(ops_.size());
+    size_t n = 0;
+    TG_CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nullptr, &n));
+    std::vector<cudaGraphNode_t> nodes(n);
+    TG_CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nodes.data(), &n));
+    int kernels = 0;
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType t{};
+      TG_CUDA_CHECK(cudaGraphNodeGetType(node, &t));
+      kernels += t == cudaGraphNodeTypeKernel ? 1 : 0;
+    }
+    return kernels;
   }
   void synchronize() override {
     TG_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -162,16 +182,25 @@ class CudaRunner final : public DeviceRunner {
   }
 
  private:
-  // Input copies, the schedule, then (training) the loss copy back.
-  int num_steps() const { return static_cast<int>(inputs_.size() + ops_.size()) + (loss_device_ ? 1 : 0); }
+  void launch_graph() {
+    if (!exec_)
+      throw std::logic_error("static executor: the CUDA graph was captured but never instantiated; call "
+                             "instantiate() or update_from() first");
+    exec_.launch(stream_);
+  }
+  void copy_input(const StagedInput& in) {
+    TG_CUDA_CHECK(cudaMemcpyAsync(in.device, static_cast<char*>(staging_.get()) + in.staging_offset, in.bytes,
+                                  cudaMemcpyHostToDevice, stream_));
+  }
+  // The captured steps: the input copies (when in the graph), the schedule, then
+  // (training) the loss copy back. Plain launches run the same steps after all copies.
+  int num_steps() const { return copies_in_graph_ + static_cast<int>(ops_.size()) + (loss_device_ ? 1 : 0); }
   void issue(int i) {
-    const int k = static_cast<int>(inputs_.size());
+    const int k = copies_in_graph_;
     if (i == k + static_cast<int>(ops_.size())) {
       TG_CUDA_CHECK(cudaMemcpyAsync(loss_host_.get(), loss_device_, sizeof(float), cudaMemcpyDeviceToHost, stream_));
     } else if (i < k) {
-      const StagedInput& in = inputs_[static_cast<size_t>(i)];
-      TG_CUDA_CHECK(cudaMemcpyAsync(in.device, static_cast<char*>(staging_.get()) + in.staging_offset, in.bytes,
-                                    cudaMemcpyHostToDevice, stream_));
+      if (use_graph_) copy_input(inputs_[static_cast<size_t>(i)]);
     } else {
       be_.run(ops_[static_cast<size_t>(i - k)].call);
     }
@@ -184,6 +213,7 @@ class CudaRunner final : public DeviceRunner {
   std::vector<StagedInput> inputs_;
   bool use_graph_;
   const float* loss_device_;
+  int copies_in_graph_;  // the first inputs_ whose copies are graph nodes (all or none)
   cuda::PinnedBuffer staging_;
   cuda::PinnedBuffer loss_host_;
   bool pending_ = false;

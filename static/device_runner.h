@@ -31,6 +31,10 @@ struct RunnerOptions {
   // When set, the last node of every run copies these 4 bytes (the loss) into
   // pinned host memory, so that step() needs no separate (pageable, ~10 us) read.
   const float* loss_device = nullptr;
+  // The inputs' H2D copies as the graph's first nodes (true), or issued before each
+  // launch (false), which lets replay_resident() replay the computation alone, as a
+  // CUDA Graph benchmark with inputs already on the device does.
+  bool inputs_in_graph = true;
 };
 
 class DeviceRunner {
@@ -43,6 +47,11 @@ class DeviceRunner {
   // Copies staging into the input buffers and runs the schedule: one graph
   // launch, or (use_cuda_graph = false) the same copies and ops launched eagerly.
   virtual void run() = 0;
+  // The graph alone, the inputs left as they are on the device (inputs_in_graph false).
+  virtual void replay_resident() = 0;
+  // Kernels one run launches: the captured graph's kernel nodes (a cuBLAS call can be
+  // more than one), or the schedule's ops with plain launches.
+  virtual int kernels_per_run() const = 0;
   virtual void synchronize() = 0;
   // The loss copied back by the last run (valid after synchronize()).
   virtual float loss_host() const = 0;

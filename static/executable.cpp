@@ -39,6 +39,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
       RunnerOptions ro;
       ro.use_cuda_graph = opt_.use_cuda_graph;
       ro.instantiate = opt_.instantiate;
+      ro.inputs_in_graph = opt_.inputs_in_graph;
       if (loss_ >= 0) ro.loss_device = ptr_[static_cast<size_t>(loss_)];
       runner_ = make_cuda_runner(backend(), *graph_, launches_, std::move(staged),
                                  static_cast<size_t>(staging_bytes_), ro);
@@ -256,6 +257,15 @@ void StaticExecutable::run(const Feeds& feeds) {
       rethrow_at_node(e, l.call.op, graph_->nodes[static_cast<size_t>(l.node)].name);
     }
   }
+}
+
+void StaticExecutable::replay_resident() {
+  if (!runner_) throw std::logic_error("StaticExecutable::replay_resident: a CUDA plan only (this one runs on the CPU)");
+  runner_->replay_resident();
+}
+
+int StaticExecutable::kernels_per_run() const {
+  return runner_ ? runner_->kernels_per_run() : static_cast<int>(launches_.size());
 }
 
 float StaticExecutable::step(const Feeds& feeds) {

@@ -56,6 +56,8 @@ struct ExecutableOptions {
   bool poison_arena = false;   // fill the arena with NaN once, so that a value read before it is
                                // written (a planner bug) shows up in the results
   FeedCopy feed_copy = FeedCopy::threads_streaming;  // CUDA: how feeds go into pinned staging
+  bool inputs_in_graph = true;  // CUDA graph: the inputs' H2D copies are its first nodes (else issued
+                                // before each launch; replay_resident() then replays without them)
 };
 
 // The call of one node: its op, attributes and tensors, with pointers from `ptr` (per
@@ -84,6 +86,13 @@ class StaticExecutable {
   void feed(const Feeds& feeds);
   // run() then the loss (synchronizes). Throws when the graph has no loss.
   float step(const Feeds& feeds = {});
+  // The computation alone: one graph launch, the inputs left as they are on the device
+  // (compiled with inputs_in_graph = false; CUDA). What a CUDA Graph benchmark whose
+  // inputs are already on the GPU replays. Asynchronous.
+  void replay_resident();
+  // Kernels one run launches: the CUDA graph's kernel nodes (a cuBLAS call may be more
+  // than one); the schedule's ops otherwise.
+  int kernels_per_run() const;
   // Waits for the last run() (CUDA); nothing to do on the CPU.
   void synchronize() const;
   // A value's current contents on the host (synchronizes). Views and in-place

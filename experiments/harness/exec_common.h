@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/harness/experiment.h"
 #include "experiments/harness/report.h"
 #include "graph/builder.h"
 #include "graph/init.h"
@@ -55,6 +56,23 @@ inline std::string bitwise_diff(const std::vector<float>& a, const std::vector<f
     }
   }
   return out;
+}
+
+// A --passes value (static/passes/pass.h: none, all, or a comma list of passes); a bad
+// one is bad usage (exit 2), named with the flag.
+inline PassSet parse_passes_flag(const std::string& text, const char* flag = "--passes") {
+  try {
+    return parse_passes(text);
+  } catch (const std::invalid_argument& e) {
+    throw harness::UsageError(fmt::format("{}: {}", flag, e.what()));
+  }
+}
+
+// The params of a static measurement with passes: unchanged for none (the rows of runs
+// without passes keep matching), with passes=SET otherwise.
+inline harness::Params with_passes(harness::Params p, PassSet set) {
+  if (!set.empty()) p.emplace("passes", set.str());
+  return p;
 }
 
 // compile_<phase> and compile_total rows (seconds, one sample per compile) with

@@ -127,13 +127,16 @@ StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& b
   co.training = false;
   co.backend = be;
   co.use_cuda_graph = graph;
+  co.passes = p.passes;
   std::vector<CompileTimings> ts;
   CompiledPlan plan;
   for (int r = 0; r < compile_reps(e); ++r) {
     plan = compile(model, co);
     ts.push_back(plan.timings);
   }
-  report_phases(e, ts, {{"chain_ops", p.n_ops}, {"executor", "static"}, {"mode", "inference"}, {"launch", launch}});
+  report_phases(e, ts,
+                bench::with_passes({{"chain_ops", p.n_ops}, {"executor", "static"}, {"mode", "inference"}, {"launch", launch}},
+                                   p.passes));
 
   // Check before timing: same kernels, same order, so the same bits.
   plan.run(feeds);
@@ -142,13 +145,15 @@ StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& b
     throw std::runtime_error(fmt::format("tg-launch: static ({}) and dynamic chain outputs differ at n_ops={}: {}",
                                          launch, p.n_ops, diff));
 
-  const th::Params params{{"n_ops", p.n_ops}, {"executor", "static"}, {"launch", launch}, {"size", p.size}};
+  const th::Params params =
+      bench::with_passes({{"n_ops", p.n_ops}, {"executor", "static"}, {"launch", launch}, {"size", p.size}}, p.passes);
   const std::string suffix = graph || !cuda ? "" : "_plain";
   // What the dynamic iteration does too: feeds in, the chain, the output back to the host.
   auto it = th::time_host(e.loop(), [&] { plan.run(feeds); (void)plan.read(plan.prediction); },
                           [&] { be->synchronize(); });
   auto& m = e.report().add_time("static_iteration" + suffix, params, std::move(it));
   m.extra["us_per_op"] = m.stats.median / p.n_ops * 1e6;
+  m.extra["kernels"] = plan.exec->kernels_per_run();
   StaticResult res{m.stats.median, median_of([&] {
                      std::vector<double> v;
                      for (const CompileTimings& t : ts) v.push_back(t.total() * 1e-3);
@@ -175,10 +180,13 @@ void measure_training_compile(th::Experiment& e, const std::shared_ptr<Backend>&
   co.training = true;
   co.backend = be;
   co.use_cuda_graph = graph;
+  co.passes = p.passes;
   std::vector<CompileTimings> ts;
   for (int r = 0; r < compile_reps(e); ++r) ts.push_back(compile(chain_model(p, true), co).timings);
   const std::string launch = be->kind() == DeviceKind::cuda ? (graph ? "cuda_graph" : "plain") : "cpu_schedule";
-  report_phases(e, ts, {{"chain_ops", p.n_ops}, {"executor", "static"}, {"mode", "training"}, {"launch", launch}});
+  report_phases(e, ts,
+                bench::with_passes({{"chain_ops", p.n_ops}, {"executor", "static"}, {"mode", "training"}, {"launch", launch}},
+                                   p.passes));
 }
 
 }  // namespace tg::launch

@@ -9,12 +9,14 @@
 
 #include "experiments/harness/harness.h"
 #include "kernels/backend.h"
+#include "static/passes/pass.h"
 
 namespace tg::launch {
 
 struct ChainPoint {
   int n_ops = 0;
   int64_t size = 64;  // elements per tensor: tiny, so that each op is pure overhead
+  PassSet passes = PassSet::none();  // the static executor's graph passes (--passes)
 };
 
 // Dynamic executor, inference (forward only, no tape), one allocator. Reports

@@ -100,10 +100,15 @@ int main(int argc, char** argv) {
                     "tg-launch --device auto --json docs/results/launch.json --csv launch.csv");
   std::vector<int> ns;
   int64_t size = 64;
+  std::string passes = "none";
   ex.add_option("--ops", ns, "Chain lengths (default 1 10 100 1000 10000; --quick: 1 10 100 1000)", 1, 100000);
+  ex.add_option("--passes", passes,
+                "Graph passes of the static executor: none, all, or a comma list (static/passes); the elementwise "
+                "pass fuses the chain itself into a few kernels");
   ex.add_option("--size", size, "Elements per tensor (tiny: each op is pure overhead)", 1, int64_t{1} << 24);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     if (ns.empty()) ns = e.quick() ? std::vector<int>{1, 10, 100, 1000} : std::vector<int>{1, 10, 100, 1000, 10000};
+    const PassSet pass_set = bench::parse_passes_flag(passes);
     auto be = make_backend(e.device());
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu)
@@ -111,7 +116,7 @@ int main(int argc, char** argv) {
                                                   "(launch=cpu_schedule), and on the CPU 'launch' is the kernel itself");
     th::Progress bar(ns.size(), "tg-launch");
     for (int n : ns) {
-      const launch::ChainPoint p{n, size};
+      const launch::ChainPoint p{n, size, pass_set};
       std::vector<float> expected;
       const double dyn = launch::measure_dynamic(e, *be, p, "caching", &expected);
       if (n == 1000) {

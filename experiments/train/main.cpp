@@ -77,11 +77,40 @@ void crossover(th::Experiment& e, const std::vector<train::Config>& cs, const st
 
 }  // namespace
 
+// --passes: "sweep", "none" (no pass measurements), or one set (measured against none).
+// A bad set is bad usage: the harness maps std::invalid_argument to exit 2.
+std::vector<PassSet> pass_sets(const std::string& text) {
+  if (text == "sweep") return train::pass_sweep();
+  const PassSet one = bench::parse_passes_flag(text);
+  if (one.empty()) return {};
+  return {PassSet::none(), one};
+}
+
+// The configurations the passes are measured on: mlp width 256 at batch 32, the width-4096
+// mlp, the largest transformer; on the CPU in --quick, the smallest of each sweep (what the
+// main job can run there).
+bool is_pass_target(const train::Config& c, const std::vector<train::Config>& all, bool small) {
+  int64_t lo = -1, hi = -1;
+  for (const train::Config& o : all)
+    if (o.sweep == c.sweep) {
+      lo = lo < 0 ? o.rows : std::min(lo, o.rows);
+      hi = std::max(hi, o.rows);
+    }
+  if (small) return c.rows == lo;
+  if (c.sweep == "mlp_w256_d8") return c.batch == 32;
+  return c.rows == hi;
+}
+
 int main(int argc, char** argv) {
   th::Experiment ex("tg-train", "The whole loop: static vs dynamic training steps and inference, MLP and transformer",
                     "tg-train --device auto --json docs/results/train.json --csv train.csv");
   int loss_steps = 20;
   int64_t max_rows = 0;
+  std::string passes = "sweep";
+  ex.add_option("--passes", passes,
+                "The graph passes measured on mlp width 256 batch 32, mlp width 4096 and the largest transformer (the "
+                "smallest of each model with --quick on the CPU): sweep (none, each pass alone, all), "
+                "none (skip them), or one set such as all or linear,rows (measured against none)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -93,11 +122,13 @@ int main(int argc, char** argv) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
     }
+    const std::vector<PassSet> sets = pass_sets(passes);  // a bad set is refused before anything runs
     const std::vector<train::Config> cs = configs(e.quick(), gpu, max_rows, e.report());
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");
     for (const train::Config& c : cs) {
       rs.push_back(train::measure(e, be, c, loss_steps));
+      if (!sets.empty() && is_pass_target(c, cs, e.quick() && !gpu)) train::measure_passes(e, be, c, sets, loss_steps);
       bar.tick(th::params_str(c.params));
     }
     crossover(e, cs, rs);

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "experiments/harness/harness.h"
 #include "graph/models.h"
 #include "kernels/backend.h"
+#include "static/passes/pass.h"
 
 namespace tg::train {
 
@@ -35,5 +37,13 @@ struct Result {
 // loss_steps: steps of the loss-curve check (throws when the curves differ).
 // Also what `tg-graph bench` runs for a graph file (tools/tg-graph/bench.cpp).
 Result measure(harness::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, int loss_steps);
+
+// none, each pass alone, all (static/passes/pass.h).
+std::vector<PassSet> pass_sweep();
+// The graph passes on one configuration (passes_bench.cpp): pass_step and pass_replay per
+// set (kernels per run, speedup over none), the loss curve with every pass against none
+// (throws beyond its tolerance), and on CUDA the gemm_floor row.
+void measure_passes(harness::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c,
+                    const std::vector<PassSet>& sets, int loss_steps);
 
 }  // namespace tg::train

@@ -181,6 +181,8 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   gemm->run(ctx.lt->handle(), g.a, g.b, g.c, g.d, g.bias, ws, ws_bytes, ctx.stream);
 }
 
+LtKey gemm_key(const OpCall& c, bool tf32) { return lt_key(gemm_call(c), tf32); }
+
 }  // namespace tg::kernels::cuda
 
 namespace tg::kernels {

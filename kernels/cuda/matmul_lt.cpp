@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <vector>
 
 #include "kernels/cuda/check.h"
 
@@ -134,6 +135,66 @@ void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float
   const float* cc = key_.accumulate ? c : d;
   TG_CUBLAS_CHECK(cublasLtMatmul(h, op_, &one, b, la_, a, lb_, key_.accumulate ? &one : &zero, cc, ld_, d, ld_, &algo_,
                                  ws, workspace_, s));
+}
+
+double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s) {
+  LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced below
+  cublasLtMatmulPreference_t pref = nullptr;
+  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
+  int found = 0;
+  const cublasStatus_t st = [&] {
+    const cublasStatus_t a = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                  &max_workspace, sizeof max_workspace);
+    if (a != CUBLAS_STATUS_SUCCESS) return a;
+    return cublasLtMatmulAlgoGetHeuristic(h, probe.op_, probe.la_, probe.lb_, probe.ld_, probe.ld_, pref, candidates,
+                                          results.data(), &found);
+  }();
+  cublasLtMatmulPreferenceDestroy(pref);
+  TG_CUBLAS_CHECK(st);
+  // Scratch operands, filled with a pattern that is not zero (a product of zeros can run faster).
+  const int64_t a_n = key.batch * key.m * key.k, b_n = (key.stride_b ? key.batch : 1) * key.k * key.n,
+                d_n = key.batch * key.m * key.n;
+  void* buf = nullptr;
+  const size_t bytes = static_cast<size_t>(a_n + b_n + 2 * d_n + key.n + key.m) * sizeof(float) + max_workspace;
+  TG_CUDA_CHECK(cudaMalloc(&buf, bytes));
+  TG_CUDA_CHECK(cudaMemsetAsync(buf, 0x3c, bytes, s));
+  float* a = static_cast<float*>(buf);
+  float* b = a + a_n;
+  float* d = b + b_n;
+  float* c = d + d_n;
+  float* bias = c + d_n;
+  void* ws = bias + key.n + key.m;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  double best = -1;
+  try {
+    TG_CUDA_CHECK(cudaEventCreate(&e0));
+    TG_CUDA_CHECK(cudaEventCreate(&e1));
+    constexpr int kWarm = 3, kTimed = 10;
+    for (int i = 0; i < found; ++i) {
+      if (results[static_cast<size_t>(i)].workspaceSize > max_workspace) continue;
+      probe.algo_ = results[static_cast<size_t>(i)].algo;
+      probe.workspace_ = results[static_cast<size_t>(i)].workspaceSize;
+      for (int w = 0; w < kWarm; ++w) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
+      TG_CUDA_CHECK(cudaEventRecord(e0, s));
+      for (int t = 0; t < kTimed; ++t) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
+      TG_CUDA_CHECK(cudaEventRecord(e1, s));
+      TG_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      TG_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      const double sec = ms * 1e-3 / kTimed;
+      if (best < 0 || sec < best) best = sec;
+    }
+  } catch (...) {
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(buf);
+    throw;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  TG_CUDA_CHECK(cudaFree(buf));
+  return best;
 }
 
 const LtGemm& LtCache::get(const LtKey& key) {

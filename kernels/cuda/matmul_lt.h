@@ -26,6 +26,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/op_call.h"
+
 namespace tg::kernels::cuda {
 
 enum class LtEpilogue : uint8_t {
@@ -67,6 +69,7 @@ class LtGemm {
            void* ws, size_t ws_bytes, cudaStream_t s) const;
 
  private:
+  friend double lt_best_seconds(cublasLtHandle_t, const LtKey&, size_t, int, cudaStream_t);
   void destroy() noexcept;
   LtKey key_;
   cublasLtMatmulDesc_t op_ = nullptr;
@@ -74,6 +77,16 @@ class LtGemm {
   cublasLtMatmulAlgo_t algo_{};
   size_t workspace_ = 0;
 };
+
+// The product a GEMM-family call computes, as an LtKey (matmul.cpp's folding): for
+// reports that look at a schedule's GEMMs.
+LtKey gemm_key(const OpCall& c, bool tf32);
+
+// The fastest of the first `candidates` algorithms cuBLASLt's heuristic offers for `key`
+// (each timed with CUDA events over a few launches on scratch operands it allocates):
+// what cuBLASLt can do at best for this product. For reports (tg-train's GEMM floor), not
+// for the executors, which take the heuristic's first choice.
+double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s);
 
 // The prepared GEMMs of one backend, by key. Entries live as long as the cache.
 class LtCache {

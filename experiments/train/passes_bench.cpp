@@ -1,0 +1,160 @@
+// What the graph passes buy (static/passes): the same configuration compiled with each
+// pass set, its training step and inference replay measured with the inputs resident on
+// the device (the computation alone), the kernels each launches, and the speedup over
+// passes=none, all in one run; the loss curve with every pass against the unfused one;
+// and, on CUDA, the GEMM floor: cuBLASLt's fastest algorithm for each GEMM of the unfused
+// step, summed, which no schedule of these GEMMs can beat.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "experiments/harness/exec_common.h"
+#include "experiments/train/train_bench.h"
+#include "static/compiler.h"
+#ifdef TWOGRAPH_HAVE_CUDA
+#include "experiments/harness/gpu_timing.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/matmul_lt.h"
+#endif
+
+namespace th = tg::harness;
+
+namespace tg::train {
+
+std::vector<PassSet> pass_sweep() {
+  std::vector<PassSet> s{PassSet::none()};
+  for (int i = 0; i < kNumPasses; ++i) s.push_back(PassSet::only(static_cast<PassId>(i)));
+  s.push_back(PassSet::all());
+  return s;
+}
+
+namespace {
+
+th::Params pass_params(const Config& c, const std::string& mode, PassSet set) {
+  th::Params p = c.params;
+  p.emplace("executor", "static");
+  p.emplace("mode", mode);
+  p.emplace("passes", set.str());
+  return p;
+}
+
+CompiledPlan compile_with(const Config& c, const std::shared_ptr<Backend>& be, bool training, PassSet set) {
+  CompileOptions co;
+  co.training = training;
+  co.backend = be;
+  co.passes = set;
+  co.inputs_in_graph = false;  // so that the replay can leave the inputs where they are
+  return compile(training ? c.fn : c.infer_fn, co);
+}
+
+// The replay with the inputs resident: GPU time per replay, replays back to back (CUDA);
+// the schedule run as is on the CPU.
+std::vector<double> time_replay(th::Experiment& e, const std::shared_ptr<Backend>& be, CompiledPlan& p) {
+#ifdef TWOGRAPH_HAVE_CUDA
+  if (be->kind() == DeviceKind::cuda)
+    return th::time_gpu(e.loop(), [&](void*) { p.exec->replay_resident(); }, backend_stream(*be));
+#endif
+  return th::time_host(e.loop(), [&] { p.run(); }, [&] { be->synchronize(); });
+}
+
+#ifdef TWOGRAPH_HAVE_CUDA
+// cuBLASLt's fastest algorithm for every GEMM of the plan, summed (seconds).
+double gemm_floor_s(const CompiledPlan& p, CudaBackend& be, int* gemms) {
+  const kernels::CudaExecContext& ctx = be.context();
+  double sum = 0;
+  *gemms = 0;
+  for (const ScheduledOp& op : p.exec->schedule()) {
+    if (std::string_view(op_traits(op.call.op).family) != "matmul") continue;
+    kernels::cuda::LtKey k = kernels::cuda::gemm_key(op.call, ctx.tf32);
+    k.epilogue = kernels::cuda::LtEpilogue::none;  // the product alone: what the floor is of
+    k.accumulate = false;
+    sum += kernels::cuda::lt_best_seconds(ctx.lt->handle(), k, ctx.lt->max_workspace(), 16, ctx.stream);
+    ++*gemms;
+  }
+  return sum;
+}
+#endif
+
+}  // namespace
+
+void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c,
+                    const std::vector<PassSet>& sets, int loss_steps) {
+  TG_NVTX_RANGE("passes");
+  const bool cuda = be->kind() == DeviceKind::cuda;
+  for (const char* mode : {"train", "inference"}) {
+    const bool training = std::string(mode) == "train";
+    if (training && !c.train) continue;
+    const Feeds feeds = bench::model_feeds(training ? c.fn : c.infer_fn, 42, c.classes);
+    double none_step = 0, none_replay = 0;
+    for (const PassSet& set : sets) {
+      CompiledPlan p = compile_with(c, be, training, set);
+      const th::Params params = pass_params(c, mode, set);
+      auto sync = [&] { be->synchronize(); };
+      const int kernels = p.exec->kernels_per_run();
+      // The whole iteration: the feeds copied in, the graph, the loss (or the prediction) back.
+      auto& step = e.report().add_time("pass_step", params,
+                                       th::time_host(e.loop(), [&] {
+                                         if (training) p.step(feeds);
+                                         else { p.run(feeds); (void)p.read(p.prediction); }
+                                       }, sync));
+      p.run(feeds);
+      auto& replay = e.report().add_time("pass_replay", params, time_replay(e, be, p), cuda ? "gpu" : "host");
+      for (th::Measurement* m : {&step, &replay}) {
+        m->extra["kernels"] = kernels;
+        m->extra["nodes"] = static_cast<double>(p.graph->nodes.size());
+        m->extra["passes_ms"] = p.timings.passes;
+      }
+      if (set.empty()) {
+        none_step = step.stats.median;
+        none_replay = replay.stats.median;
+      } else if (none_step > 0) {
+        step.extra["speedup_vs_none"] = none_step / step.stats.median;
+        replay.extra["speedup_vs_none"] = none_replay / replay.stats.median;
+      }
+#ifdef TWOGRAPH_HAVE_CUDA
+      if (cuda && set.empty()) {
+        int gemms = 0;
+        const double floor = gemm_floor_s(p, static_cast<CudaBackend&>(*be), &gemms);
+        th::Params fp = params;
+        fp.erase("passes");
+        auto& f = e.report().add_value("gemm_floor", fp, floor, "s", "lower");
+        f.extra["gemms"] = gemms;
+        f.extra["replay_over_floor"] = none_replay / floor;
+      }
+#endif
+    }
+  }
+  if (!c.train) return;
+  // The loss curve with every pass against the unfused one, from the same weights and
+  // batches. On the CPU the fused kernels compute what the ops they replace compute (the
+  // same bits); on CUDA the GEMM epilogues round differently, within the tolerance.
+  CompiledPlan none = compile_with(c, be, true, PassSet::none());
+  CompiledPlan all = compile_with(c, be, true, PassSet::all());
+  double worst = 0;
+  std::vector<double> la;
+  for (int i = 0; i < loss_steps; ++i) {
+    const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, c.classes);
+    const double a = none.step(f), b = all.step(f);
+    la.push_back(b);
+    worst = std::max(worst, std::fabs(b - a) / std::max(std::fabs(a), 1e-30));
+  }
+  constexpr double kTolerance = 1e-4;  // relative, per step (fp32 GEMMs summed in another order)
+  th::Measurement m;
+  m.name = "loss_curve";
+  m.params = pass_params(c, "train", PassSet::all());
+  m.unit = "loss";
+  m.timer = "value";
+  m.samples = la;
+  m.extra["steps"] = loss_steps;
+  m.extra["max_rel_diff_vs_none"] = worst;
+  m.extra["tolerance"] = kTolerance;
+  e.report().add(std::move(m));
+  if (worst > kTolerance)
+    throw std::runtime_error(fmt::format("tg-train: with every pass the loss curve of {} differs from the unfused one "
+                                         "by {:.3g} (relative), more than {:.0e}", th::params_str(c.params), worst,
+                                         kTolerance));
+}
+
+}  // namespace tg::train
