@@ -114,6 +114,11 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
     k.ldb = p.ldb;
     k.ldd = p.ldc;
   }
+  k.align_a = lt_alignment(g.a);
+  k.align_b = lt_alignment(g.b);
+  k.align_c = lt_alignment(g.accumulate ? g.c : g.d);
+  k.align_d = lt_alignment(g.d);
+  k.align_bias = lt_alignment(g.bias);
   return k;
 }
 

@@ -46,18 +46,48 @@ cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t ba
   return l;
 }
 
+// The preference of a key: at most max_workspace bytes, and the operands' alignments
+// (cuBLASLt's A is our B: operands swap in the column-major form).
+cublasLtMatmulPreference_t make_preference(const LtKey& key, size_t max_workspace) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  auto set = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* v, size_t n) {
+    const cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, attr, v, n);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      cublasLtMatmulPreferenceDestroy(pref);
+      TG_CUBLAS_CHECK(s);
+    }
+  };
+  set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof max_workspace);
+  const uint32_t a = key.align_b, b = key.align_a, c = key.align_c, d = key.align_d;
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a, sizeof a);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b, sizeof b);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &c, sizeof c);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d, sizeof d);
+  return pref;
+}
+
 }  // namespace
+
+uint16_t lt_alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  if (a == 0) return 256;
+  const uintptr_t low = a & (~a + 1);  // the lowest set bit
+  return static_cast<uint16_t>(low >= 256 ? 256 : low);
+}
 
 bool LtKey::operator==(const LtKey& o) const {
   return trans_a == o.trans_a && trans_b == o.trans_b && tf32 == o.tf32 && accumulate == o.accumulate &&
          epilogue == o.epilogue && batch == o.batch && m == o.m && n == o.n && k == o.k && lda == o.lda &&
-         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b;
+         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b && align_a == o.align_a &&
+         align_b == o.align_b && align_c == o.align_c && align_d == o.align_d && align_bias == o.align_bias;
 }
 
 std::string LtKey::str() const {
-  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}", batch > 1 ? "batched " : "", batch, m, k,
-                     trans_a ? "^T" : "", n, trans_b ? "^T" : "", epilogue_name(epilogue),
-                     accumulate ? " + C" : "", tf32 ? " tf32" : "");
+  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, alignments A {} B {} C {} D {} bias {}",
+                     batch > 1 ? "batched " : "", batch, m, k, trans_a ? "^T" : "", n, trans_b ? "^T" : "",
+                     epilogue_name(epilogue), accumulate ? " + C" : "", tf32 ? " tf32" : "", align_a, align_b,
+                     align_c, align_d, align_bias);
 }
 
 size_t LtKeyHash::operator()(const LtKey& k) const {
@@ -66,6 +96,8 @@ size_t LtKeyHash::operator()(const LtKey& k) const {
   mix((k.trans_a ? 1 : 0) | (k.trans_b ? 2 : 0) | (k.tf32 ? 4 : 0) | (k.accumulate ? 8 : 0) |
       (static_cast<int>(k.epilogue) << 4));
   for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b}) mix(v);
+  mix((int64_t{k.align_a} << 48) | (int64_t{k.align_b} << 36) | (int64_t{k.align_c} << 24) | (k.align_d << 12) |
+      k.align_bias);
   return h;
 }
 
@@ -86,16 +118,16 @@ LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key
     lb_ = key.trans_a ? layout(key.m, key.k, key.lda, key.batch, key.stride_a)
                       : layout(key.k, key.m, key.lda, key.batch, key.stride_a);
     ld_ = layout(key.n, key.m, key.ldd, key.batch, key.m * key.ldd);
-    cublasLtMatmulPreference_t pref = nullptr;
-    TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    if (key.epilogue != LtEpilogue::none) {
+      // The heuristic reads the bias pointer's value for its alignment: a stand-in of the
+      // same alignment (run() sets the real one).
+      const void* stand_in = reinterpret_cast<const void*>(uintptr_t{key.align_bias});
+      TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof stand_in));
+    }
+    cublasLtMatmulPreference_t pref = make_preference(key, max_workspace);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t st = [&] {
-      const cublasStatus_t a = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                    &max_workspace, sizeof max_workspace);
-      if (a != CUBLAS_STATUS_SUCCESS) return a;
-      return cublasLtMatmulAlgoGetHeuristic(h, op_, la_, lb_, ld_, ld_, pref, 1, &result, &found);
-    }();
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op_, la_, lb_, ld_, ld_, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found < 1)
       throw CudaError(fmt::format("cuBLASLt offers no algorithm for {} (status {}, {} found, workspace limit {} "
@@ -139,32 +171,29 @@ void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float
 
 double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s) {
   LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced below
-  cublasLtMatmulPreference_t pref = nullptr;
-  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  cublasLtMatmulPreference_t pref = make_preference(key, max_workspace);
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
   int found = 0;
-  const cublasStatus_t st = [&] {
-    const cublasStatus_t a = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                  &max_workspace, sizeof max_workspace);
-    if (a != CUBLAS_STATUS_SUCCESS) return a;
-    return cublasLtMatmulAlgoGetHeuristic(h, probe.op_, probe.la_, probe.lb_, probe.ld_, probe.ld_, pref, candidates,
-                                          results.data(), &found);
-  }();
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, probe.op_, probe.la_, probe.lb_, probe.ld_, probe.ld_,
+                                                           pref, candidates, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   TG_CUBLAS_CHECK(st);
-  // Scratch operands, filled with a pattern that is not zero (a product of zeros can run faster).
-  const int64_t a_n = key.batch * key.m * key.k, b_n = (key.stride_b ? key.batch : 1) * key.k * key.n,
-                d_n = key.batch * key.m * key.n;
+  // Scratch operands, each 256-byte aligned (as the key says), filled with a pattern that
+  // is not zero (a product of zeros can run faster).
+  auto up = [](int64_t floats) { return (floats * 4 + 255) / 256 * 256; };
+  const int64_t a_b = up(key.batch * key.m * key.k), b_b = up((key.stride_b ? key.batch : 1) * key.k * key.n),
+                d_b = up(key.batch * key.m * key.n), bias_b = up(key.n + key.m);
   void* buf = nullptr;
-  const size_t bytes = static_cast<size_t>(a_n + b_n + 2 * d_n + key.n + key.m) * sizeof(float) + max_workspace;
+  const size_t bytes = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b) + max_workspace;
   TG_CUDA_CHECK(cudaMalloc(&buf, bytes));
   TG_CUDA_CHECK(cudaMemsetAsync(buf, 0x3c, bytes, s));
-  float* a = static_cast<float*>(buf);
-  float* b = a + a_n;
-  float* d = b + b_n;
-  float* c = d + d_n;
-  float* bias = c + d_n;
-  void* ws = bias + key.n + key.m;
+  char* base = static_cast<char*>(buf);
+  float* a = reinterpret_cast<float*>(base);
+  float* b = reinterpret_cast<float*>(base + a_b);
+  float* d = reinterpret_cast<float*>(base + a_b + b_b);
+  float* c = reinterpret_cast<float*>(base + a_b + b_b + d_b);
+  float* bias = reinterpret_cast<float*>(base + a_b + b_b + 2 * d_b);
+  void* ws = base + a_b + b_b + 2 * d_b + bias_b;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   double best = -1;
   try {

@@ -40,11 +40,15 @@ enum class LtEpilogue : uint8_t {
 
 // One GEMM in row-major terms: D[b] (m x n) = op(A[b]) (m x k) op(B[b]) (k x n) [+ C[b]],
 // leading dims of the stored operands, batch strides in elements (stride_b 0: one B).
+// The alignments are of the pointers the GEMM runs on (bytes, a power of two, at most 256;
+// a null pointer counts as 256): an algorithm chosen for 256-byte-aligned operands must
+// not be given others (cuBLASLt refuses the call), so they are part of the key.
 struct LtKey {
   bool trans_a = false, trans_b = false, tf32 = false, accumulate = false;
   LtEpilogue epilogue = LtEpilogue::none;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0;
+  uint16_t align_a = 256, align_b = 256, align_c = 256, align_d = 256, align_bias = 256;
   bool operator==(const LtKey& o) const;
   std::string str() const;
 };
@@ -77,6 +81,9 @@ class LtGemm {
   cublasLtMatmulAlgo_t algo_{};
   size_t workspace_ = 0;
 };
+
+// The alignment class of a pointer, for LtKey.
+uint16_t lt_alignment(const void* p);
 
 // The product a GEMM-family call computes, as an LtKey (matmul.cpp's folding): for
 // reports that look at a schedule's GEMMs.
