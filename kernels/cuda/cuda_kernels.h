@@ -10,7 +10,7 @@
 //  - a label that is not an integer in [0, classes) cannot throw from a kernel: the
 //    loss becomes NaN and the gradient row NaN, so it shows up in the results.
 // Deterministic: no atomics; every reduction has a fixed order for a given device.
-// Launchers never allocate (layernorm_grad_gamma and mse_loss use ctx.scratch) and never
+// Launchers never allocate (reduce_*, layernorm_grad_gamma* and mse_loss use ctx.scratch) and never
 // synchronize, so they can be captured into a CUDA Graph.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -106,9 +106,10 @@ void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t col
 
 // ---- reductions over one axis (reduce.cu) ---------------------------------------------
 // The sum's order depends only on positions along the axis (reduce.cuh): zero rows
-// appended to the axis leave every output bit unchanged. scratch (optional; 8 bytes per
-// output and partial, 256 bytes per output at most) lets a long axis with few outputs
-// spread over more blocks; without it the result has the same bits, only slower.
+// appended to the axis leave every output bit unchanged. scratch (optional: 8 bytes per
+// output and partial sum, i.e. per 8192 values of a contiguous axis, or 32 per output
+// of a strided one) lets a long axis with few outputs spread over more blocks; without
+// it, or when it is too small, the result has the same bits, only slower.
 void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
                 size_t scratch_bytes, cudaStream_t s);
 void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,

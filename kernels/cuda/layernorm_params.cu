@@ -1,23 +1,24 @@
 // layernorm_grad_gamma_beta and layernorm_grad_gamma (kernels/cpu/layernorm.cpp):
 // dgamma[j] = sum over rows r of dy[r, j] * xhat[r, j], dbeta[j] = sum over rows of dy[r, j].
 //
-// Rows of up to 4096 columns: one pass over dy and x. A block of 512 threads owns whole
-// rows, so each row's mean and rstd come from the x it holds in registers (two-pass,
-// like layernorm), and each thread adds dy * xhat for its 4 (8) columns into double
-// accumulators. Order, fixed by row positions only (padding-exact, reduce.cuh): rows in
-// tiles of TL (a function of cols), tile u in group u mod 128 = block; in a block,
-// 512 / G row slots side by side each take RT consecutive rows of a tile and sum them
-// tile after tile; the slots are added in order; finish_kernel adds the 128 group sums.
-// Rows wider than 4096: a row-statistics pass into scratch and the column frame of
-// reduce.cuh over dy * xhat (and over dy), which reads x twice.
+// Rows of up to 4096 columns: one pass over dy and x. A block owns whole rows, so each
+// row's mean and rstd come from the x it holds in registers (two-pass, like layernorm),
+// and each thread adds dy * xhat (and dy) for its 4 or 8 columns into double sums.
+// The order is fixed by row positions only (padding-exact, reduce.cuh): rows in tiles of
+// TL (a function of cols), tile u in group u mod 256 (128 past 2048 columns), one group
+// per block; in a block, T / G row slots side by side each take RT consecutive rows of a
+// tile and sum them tile after tile; the slots are added in order; finish_kernel adds
+// the group sums. Rows wider than 4096: a row-statistics pass into scratch and the
+// column frame of reduce.cuh over dy * xhat (and over dy), which reads x twice.
 //
-// Floor, n = rows * cols: 8n bytes read (dy and x once), outputs and the 2 KiB per
-// column of partial sums negligible. tg-kernels' [rows, 1024]: 64 MB each -> 128 MB,
-// 31 us at 4.1 TB/s; 256 MB -> 512 MB, 125 us. 128 blocks (one per SM) of 512 threads,
-// each thread with 8 float4 of x and 8 of dy in flight = 128 KB per SM, then finish over
-// 2 x 1024 outputs of 128 parts (~2 us). With one block per SM, each 16-row pass waits
-// for its loads and its two barriers in turn; 128 KB per pass per SM still covers ~1.5 us
-// of latency at 4 TB/s. Expected ~85-90% of copy at 64 MB and 256 MB.
+// Floor, n = rows * cols: 8n bytes read (dy and x once); the outputs and the partial
+// sums (16 bytes per column and group, 4 MiB at 1024 columns, mostly L2) are small.
+// tg-kernels' [rows, 1024]: 64 MB each -> 128 MB, 31 us at 4.1 TB/s; 256 MB -> 512 MB,
+// 125 us. 256 blocks of 256 threads, two per SM, each thread with 8 float4 of x and 8 of
+// dy in flight: 128 KB per SM. Per 8-row tile a thread then spends ~600 instructions
+// (64 of them float->double conversions, the slowest) and two barriers; the other block
+// on the SM keeps its loads in flight meanwhile. Then finish over 2 x 1024 outputs of
+// 256 parts (~2-3 us). Expected ~85-90% of copy at 256 MB, ~80-85% at 64 MB.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -33,8 +34,6 @@ namespace {
 
 using namespace detail;
 
-constexpr int kLnThreads = 512;
-constexpr int kLnGroups = 128;
 constexpr int64_t kLnMaxCols = 4096;
 
 struct LnArgs {
@@ -44,29 +43,48 @@ struct LnArgs {
   float* dbeta;   // null: dgamma only
   double* part;   // null: one group, the block writes the outputs
   int64_t rows, cols;
-  float eps;
+  float eps, inv_cols;
   int nq;  // chunks of 4 columns: ceil(cols / 4)
-  int G;   // threads per row, a power of two in 32..512
-  int tl;  // rows per tile: (512 / G) * RT
-  int ng;  // groups in use: min(128, tiles)
+  int G;   // threads per row, a power of two from 32 to the block size
+  int tl;  // rows per tile: (threads / G) * RT
+  int ng;  // groups in use: min(groups, tiles)
 };
 
-// A row slot's sum: its warps' partials in order.
-__device__ __forceinline__ float slot_sum(const float (&warp_part)[kLnThreads / 32], int w0, int wps) {
-  float s = 0.0f;
-  for (int k = 0; k < wps; ++k) s += warp_part[w0 + k];
-  return s;
+// Warp sums of N values per lane at once (N a power of two up to 32): each exchange step
+// halves the values a lane carries, N - 1 + 5 - log2(N) shuffles in all instead of 5 N.
+// Returns, on lane l, the warp total of value l / (32 / N), by a fixed tree.
+template <int N>
+__device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
+  int n = N;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    if (n > 1) {
+      const bool upper = (lane & o) != 0;
+#pragma unroll
+      for (int i = 0; i < n / 2; ++i) {
+        const float send = upper ? v[i] : v[i + n / 2];
+        const float keep = upper ? v[i + n / 2] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+      }
+      n /= 2;
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+    }
+  }
+  return v[0];
 }
 
-// NV: chunks of 4 columns per thread (1 up to 2048 columns, 2 up to 4096). RT = 8 / NV
-// rows per slot per pass keeps 64 floats of inputs per thread: with 16 double
-// accumulators and addresses that is ~110 registers, one 512-thread block per SM.
-template <int NV, bool kVec>
-__global__ void __launch_bounds__(kLnThreads, 1) ln_params_kernel(LnArgs a) {
+// Block of T threads; NV chunks of 4 columns per thread; RT = 8 / NV rows per slot and
+// tile keeps 64 floats of inputs per thread. With 8 NV double accumulators and the
+// addresses that is ~120 registers: T = 256 runs two blocks per SM (one computes while
+// the other's loads are in flight), T = 512 (rows of 2049..4096 columns) one.
+template <int T, int NV, bool kVec>
+__global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
   pdl::prologue();
   constexpr int RT = 8 / NV;
-  __shared__ float red[2][RT][kLnThreads / 32];  // per-warp row partials: mean, then variance
-  __shared__ double comb[2][1024];              // slot sums, when slots share a block (cols <= 1024)
+  constexpr int kGroups = T == 256 ? 256 : 128;
+  __shared__ float red[2][RT][T / 32];            // per-warp row sums: of x, then of (x - mean)^2
+  __shared__ double comb[2][NV == 1 ? 2 * T : 1];  // slot sums when slots share a block (G <= T / 2)
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int h = t / a.G, tr = t % a.G;  // row slot, thread within the row
   const int wps = a.G / 32, w0 = h * wps;
@@ -80,10 +98,19 @@ __global__ void __launch_bounds__(kLnThreads, 1) ln_params_kernel(LnArgs a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) cv[m][i] = q < a.nq && c0[m] + i < a.cols;
   }
-  const float fcols = static_cast<float>(a.cols);
+  // The slot's rows: the lanes l with l % (32 / RT) == 0 of each warp publish row l / (32 / RT).
+  const bool publisher = lane % (32 / RT) == 0;
+  const int prow = lane / (32 / RT);
+  auto slot_sum = [&](const float (&w)[T / 32]) {  // a fixed trip count: no loop branches
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < T / 32; ++k)
+      if (k < wps) s += w[w0 + k];
+    return s;
+  };
   double ag[NV][4] = {}, ab[NV][4] = {};
   // The loop runs over tiles, the same count for every thread: the barriers need it.
-  for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl; t0 < a.rows; t0 += int64_t{kLnGroups} * a.tl) {
+  for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl; t0 < a.rows; t0 += int64_t{kGroups} * a.tl) {
     const int64_t rb = t0 + static_cast<int64_t>(h) * RT;
     float xv[RT][NV][4], gv[RT][NV][4];
 #pragma unroll
@@ -112,38 +139,38 @@ __global__ void __launch_bounds__(kLnThreads, 1) ln_params_kernel(LnArgs a) {
       }
     }
     // Mean: per thread (c0 + c1) + (c2 + c3) per chunk, the warp tree, the slot's warps in order.
-    float mean[RT], rstd[RT];
+    float s[RT], mean[RT], rstd[RT];
 #pragma unroll
     for (int ri = 0; ri < RT; ++ri) {
-      float s = 0.0f;
+      s[ri] = 0.0f;
 #pragma unroll
-      for (int m = 0; m < NV; ++m) s += (xv[ri][m][0] + xv[ri][m][1]) + (xv[ri][m][2] + xv[ri][m][3]);
-      s = warp_sum(s);
-      if (lane == 0) red[0][ri][warp] = s;
+      for (int m = 0; m < NV; ++m) s[ri] += (xv[ri][m][0] + xv[ri][m][1]) + (xv[ri][m][2] + xv[ri][m][3]);
     }
+    const float ws = multi_warp_sum<RT>(s, lane);
+    if (publisher) red[0][prow][warp] = ws;
     __syncthreads();
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) mean[ri] = slot_sum(red[0][ri], w0, wps) / fcols;
+    for (int ri = 0; ri < RT; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
     // Variance of the deviations (columns past the row count as 0), kept in xv.
 #pragma unroll
     for (int ri = 0; ri < RT; ++ri) {
-      float s = 0.0f;
+      s[ri] = 0.0f;
 #pragma unroll
       for (int m = 0; m < NV; ++m)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const float d = cv[m][i] ? xv[ri][m][i] - mean[ri] : 0.0f;
           xv[ri][m][i] = d;
-          s += d * d;
+          s[ri] += d * d;
         }
-      s = warp_sum(s);
-      if (lane == 0) red[1][ri][warp] = s;
     }
+    const float wq = multi_warp_sum<RT>(s, lane);
+    if (publisher) red[1][prow][warp] = wq;
     // red[0] and red[1] alternate, so one barrier per reduction: the next tile writes
     // red[0] only after every thread has passed this barrier, i.e. read its means.
     __syncthreads();
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) rstd[ri] = 1.0f / sqrtf(slot_sum(red[1][ri], w0, wps) / fcols + a.eps);
+    for (int ri = 0; ri < RT; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
 #pragma unroll
     for (int ri = 0; ri < RT; ++ri) {
       if (rb + ri >= a.rows) continue;
@@ -156,9 +183,9 @@ __global__ void __launch_bounds__(kLnThreads, 1) ln_params_kernel(LnArgs a) {
         }
     }
   }
-  // Slots in order (only NV == 1 has several: G <= 256 threads, cols <= 1024).
+  // Slots in order (several only with NV == 1: G <= T / 2).
   if constexpr (NV == 1) {
-    const int slots = kLnThreads / a.G;
+    const int slots = T / a.G;
     if (slots > 1) {
       for (int k = 0; k < slots; ++k) {
         if (h == k) {
@@ -250,12 +277,18 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
     return;
   }
   if (cols > kLnMaxCols) return grad_params_wide(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
-  LnArgs a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, static_cast<int>((cols + 3) / 4), 0, 0, 0};
-  const int nv = a.nq <= 512 ? 1 : 2;
-  a.G = nv == 2 ? kLnThreads : pow2_at_least(a.nq < 32 ? 32 : a.nq);
-  a.tl = (kLnThreads / a.G) * (8 / nv);
+  // Rows up to 2048 wide: blocks of 256 threads, 256 groups; up to 4096: 512 and 128.
+  // Either way the partial sums take at most 2 * 2048 * 256 * 8 B = 8 MiB.
+  const int64_t nq = (cols + 3) / 4;
+  const int threads = nq <= 512 ? 256 : 512;
+  const int nv = nq <= 256 ? 1 : 2;
+  const int groups = threads == 256 ? 256 : 128;
+  LnArgs a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, 1.0f / static_cast<float>(cols), static_cast<int>(nq), 0,
+           0, 0};
+  a.G = nv == 2 ? threads : pow2_at_least(nq < 32 ? 32 : nq);
+  a.tl = (threads / a.G) * (8 / nv);
   const int64_t tiles = (rows + a.tl - 1) / a.tl;
-  a.ng = static_cast<int>(tiles < kLnGroups ? tiles : kLnGroups);
+  a.ng = static_cast<int>(tiles < groups ? tiles : groups);
   const int64_t outputs = cols * (dbeta ? 2 : 1);
   if (a.ng > 1) {
     const int64_t need = outputs * a.ng * static_cast<int64_t>(sizeof(double));
@@ -267,9 +300,10 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
     a.part = reinterpret_cast<double*>(scratch);
   }
   const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
-  auto k = nv == 1 ? (vec ? ln_params_kernel<1, true> : ln_params_kernel<1, false>)
-                   : (vec ? ln_params_kernel<2, true> : ln_params_kernel<2, false>);
-  launch(TG_LAUNCH_SITE, k, a.ng, kLnThreads, s, a);
+  auto k = threads == 512 ? (vec ? ln_params_kernel<512, 2, true> : ln_params_kernel<512, 2, false>)
+           : nv == 1      ? (vec ? ln_params_kernel<256, 1, true> : ln_params_kernel<256, 1, false>)
+                          : (vec ? ln_params_kernel<256, 2, true> : ln_params_kernel<256, 2, false>);
+  launch(TG_LAUNCH_SITE, k, a.ng, threads, s, a);
   if (a.part) launch_finish(a.part, a.ng, outputs, dgamma, cols, dbeta, 1.0, false, s);
 }
 

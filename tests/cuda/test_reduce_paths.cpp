@@ -50,8 +50,8 @@ const size_t kScratchSizes[] = {0, 4096, 40000, size_t{8} << 20};
 TEST_CASE("cuda reduce_sum: every path gives the CPU's sums, and all of them the same bits") {
   TG_REQUIRE_GPU();
   const Geometry shapes[] = {
-      // inner == 1: a warp per row (one chunk; many rows with two chunks), a warp per chunk
-      {65536, 1024, 1}, {4000, 9000, 1}, {3, 20000, 1}, {1, 100003, 1}, {1, 8192, 1}, {1, 8193, 1}, {7, 1, 1},
+      // inner == 1: a warp per row (one chunk; 2200 rows of two chunks), a warp per chunk
+      {16384, 1024, 1}, {2200, 8200, 1}, {3, 20000, 1}, {1, 100003, 1}, {1, 8192, 1}, {1, 8193, 1}, {7, 1, 1},
       {5, 13, 1},
       // inner > 1: one block partial (len <= 128), split over 32, looped over many tiles,
       // partial column tiles, scalar loads (inner % 4 != 0), a middle axis
