@@ -13,7 +13,8 @@ constexpr int64_t kCols = 1024;
 std::vector<std::string> case_names() {
   return {"fill", "copy", "scale", "relu", "gelu", "add", "mul", "relu_grad", "gelu_grad", "bias_add", "sgd",
           "sgd_momentum", "softmax", "softmax_grad", "layernorm", "layernorm_grad_x", "layernorm_grad_gamma",
-          "cross_entropy_grad", "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "mse_loss"};
+          "layernorm_grad_gamma_beta", "cross_entropy_grad", "reduce_sum_rows", "reduce_sum_cols", "broadcast",
+          "transpose", "transpose_heads", "mse_loss"};
 }
 
 float* CaseSet::buffer(int64_t n, float value) {
@@ -64,6 +65,21 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
   add("layernorm", OpKind::layernorm, {{m, x}, {row, 1.0f}, {row, 0.0f}}, m, 2 * n * f);
   add("layernorm_grad_x", OpKind::layernorm_grad_x, {{m, x}, {m, x}, {row, 1.0f}}, m, 3 * n * f);
   add("layernorm_grad_gamma", OpKind::layernorm_grad_gamma, {{m, x}, {m, x}}, row, 2 * n * f);
+  if (want("layernorm_grad_gamma_beta")) {
+    // dgamma and dbeta in one pass over dy and x: the same bytes as layernorm_grad_gamma.
+    KernelCase k;
+    k.op = "layernorm_grad_gamma_beta";
+    const float* dy = buffer(n, x);
+    const float* xs = buffer(n, x);
+    float* dg = buffer(kCols, 0.0f);
+    float* db = buffer(kCols, 0.0f);
+    k.bytes_moved = 2 * n * f;
+    k.launch = [=](const kernels::CudaExecContext& ctx) {
+      kernels::cuda::layernorm_grad_gamma_beta(dy, xs, dg, db, rows, kCols, 1e-5f, ctx.scratch, ctx.scratch_bytes,
+                                               ctx.stream);
+    };
+    cases_.push_back(k);
+  }
   Attrs ce;
   add("cross_entropy_grad", OpKind::cross_entropy_grad, {{m, x}, {col, 3.0f}, {one, 1.0f}}, m, 2 * n * f, ce);
   Attrs r1;
@@ -79,6 +95,12 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
   Attrs tr;
   tr.perm = {{1, 0, 2, 3}};
   add("transpose", OpKind::transpose, {{m, x}}, Shape{kCols, rows}, 2 * n * f, tr);
+  // The transformer's head split: [B, S, H, dh] -> [B, H, S, dh] with H = 8, dh = 64.
+  const int64_t head_rows = n / 512, seq = std::min<int64_t>(256, head_rows), batch = head_rows / seq;
+  Attrs th;
+  th.perm = {{0, 2, 1, 3}};
+  add("transpose_heads", OpKind::transpose, {{Shape{batch, seq, 8, 64}, x}}, Shape{batch, 8, seq, 64},
+      2 * batch * seq * 512 * f, th);
   add("mse_loss", OpKind::mse_loss, {{v, x}, {v, x}}, one, 2 * n * f);
 }
 

@@ -2,6 +2,7 @@
 // The kernels tg-kernels measures: one OpCall per op at a given tensor size, with
 // the bytes it must move (read + written) for the GB/s column.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@ struct KernelCase {
   std::string op;        // op name, plus the layout where it matters ("softmax[r,1024]")
   kernels::OpCall call;  // pointers into `buffers`
   int64_t bytes_moved;   // minimum DRAM traffic: every input read once, every output written once
+  // A launcher that no IR op reaches yet runs through this instead of `call`.
+  std::function<void(const kernels::CudaExecContext&)> launch;
 };
 
 // Owns the device buffers of all cases of one size; `bytes` is the size of the main

@@ -39,19 +39,20 @@ std::vector<std::string> split_list(const std::string& s) {
   }
 }
 
-std::vector<int64_t> sizes(bool quick, int64_t max_bytes) {
+std::vector<int64_t> sizes(bool quick, int64_t min_bytes, int64_t max_bytes) {
   const std::vector<int64_t> all = quick ? std::vector<int64_t>{1 << 20, 16 << 20, 256 << 20}
                                          : std::vector<int64_t>{64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20,
                                                                 int64_t{1} << 30};
   std::vector<int64_t> out;
   for (int64_t b : all)
-    if (b <= max_bytes) out.push_back(b);
+    if (b >= min_bytes && b <= max_bytes) out.push_back(b);
   return out;
 }
 
-void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std::string>& ops, int64_t max_bytes) {
+void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std::string>& ops, int64_t min_bytes,
+                  int64_t max_bytes) {
   void* stream = be.stream();
-  const auto sz = sizes(ex.quick(), max_bytes);
+  const auto sz = sizes(ex.quick(), min_bytes, max_bytes);
   th::Progress bar(sz.size() * (ops.size() + 1), "kernels");
   for (int64_t bytes : sz) {
     // The reference: a D2D copy of the same size, counted as read + write.
@@ -73,7 +74,12 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
       TG_NVTX_RANGE(op.c_str());
       tg::bench::CaseSet set(bytes, {op});
       for (tg::bench::KernelCase& k : set.cases()) {
-        const auto s = th::time_gpu(ex.loop(), [&](void*) { be.run(k.call); }, stream);
+        const auto s = th::time_gpu(ex.loop(), [&](void*) {
+          if (k.launch)
+            k.launch(be.context());
+          else
+            be.run(k.call);
+        }, stream);
         auto& m = ex.report().add_time(k.op, {{"size_bytes", bytes}}, s, "gpu");
         const double gbs = static_cast<double>(k.bytes_moved) / m.stats.median / 1e9;
         m.extra["GB/s"] = gbs;
@@ -123,11 +129,12 @@ void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns
 int main(int argc, char** argv) {
   th::Experiment ex("tg-kernels", "How close does each CUDA kernel come to the copy bandwidth and to cuBLAS?",
                     "tg-kernels --device 0 --quick --json kernels.json");
-  int64_t max_bytes = int64_t{1} << 30;
+  int64_t min_bytes = 0, max_bytes = int64_t{1} << 30;
   std::string ops_flag;
   bool no_matmul = false;
   std::string names;
   for (const auto& n : tg::bench::case_names()) names += (names.empty() ? "" : ",") + n;
+  ex.add_option("--min-bytes", min_bytes, "Smallest tensor in bytes", 0, int64_t{1} << 36);
   ex.add_option("--max-bytes", max_bytes, "Largest tensor in bytes (--quick stops at 256 MiB)", 4096, int64_t{1} << 36);
   ex.add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
   ex.add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
@@ -139,6 +146,9 @@ int main(int argc, char** argv) {
       if (std::find(all.begin(), all.end(), o) == all.end())
         throw th::UsageError(fmt::format("--ops: unknown op {}; choose from {}", tg::quote_name(o), names));
     }
+    if (min_bytes > max_bytes)
+      throw th::UsageError(fmt::format("--min-bytes {} is above --max-bytes {}: no size is left to run; lower "
+                                       "--min-bytes or raise --max-bytes", min_bytes, max_bytes));
     if (!e.on_gpu()) {
       e.report().skip("all kernels", "tg-kernels measures CUDA kernels; no GPU selected (--device cpu or none found)");
       return;
@@ -146,7 +156,7 @@ int main(int argc, char** argv) {
     if (e.quick() && max_bytes > (int64_t{256} << 20)) max_bytes = int64_t{256} << 20;
     {
       tg::CudaBackend be(e.device(), false);
-      bench_memory(e, be, ops, max_bytes);
+      bench_memory(e, be, ops, min_bytes, max_bytes);
     }
     if (!no_matmul) bench_matmul(e, e.device(), e.quick() ? std::vector<int64_t>{5000} : std::vector<int64_t>{1024, 2048, 5000});
   });

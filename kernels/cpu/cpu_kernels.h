@@ -112,6 +112,11 @@ void cpu_layernorm_grad_params(const float* dy, const float* x, float* dgamma, f
                                int64_t cols, float eps);
 void cpu_layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols,
                               float eps);
+// Both parameter gradients in one pass: dgamma as above, dbeta[j] = sum over rows of
+// dy[r, j] (skipped when dbeta is null; then it is cpu_layernorm_grad_gamma, bit for bit).
+// Each column is summed over the rows in order, in double.
+void cpu_layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
+                                   int64_t cols, float eps);
 
 // ---- reductions and broadcast (reduce.cpp) --------------------------------------
 // The input viewed as [outer, len, inner] around the reduced axis:

@@ -63,24 +63,33 @@ void cpu_layernorm_grad_x_rows(const float* dy, const float* x, const float* gam
   }
 }
 
-void cpu_layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols,
-                              float eps) {
+void cpu_layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
+                                   int64_t cols, float eps) {
   // Each column is summed over the rows in double. The accumulators live on the
   // stack (kernels never allocate), a block of columns at a time: one block for
   // any width up to kBlock, so the row statistics are computed once per row.
-  constexpr int64_t kBlock = 4096;
-  double acc[kBlock];
+  constexpr int64_t kBlock = 2048;
+  double acc_g[kBlock], acc_b[kBlock];
   for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
     const int64_t w = cols - j0 < kBlock ? cols - j0 : kBlock;
-    for (int64_t j = 0; j < w; ++j) acc[j] = 0.0;
+    for (int64_t j = 0; j < w; ++j) acc_g[j] = acc_b[j] = 0.0;
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * cols;
       const float* dyr = dy + r * cols;
       const RowStats st = row_stats(xr, cols, eps);
-      for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<double>(dyr[j0 + j]) * ((xr[j0 + j] - st.mean) * st.rstd);
+      for (int64_t j = 0; j < w; ++j) acc_g[j] += static_cast<double>(dyr[j0 + j]) * ((xr[j0 + j] - st.mean) * st.rstd);
+      if (dbeta)
+        for (int64_t j = 0; j < w; ++j) acc_b[j] += dyr[j0 + j];
     }
-    for (int64_t j = 0; j < w; ++j) dgamma[j0 + j] = static_cast<float>(acc[j]);
+    for (int64_t j = 0; j < w; ++j) dgamma[j0 + j] = static_cast<float>(acc_g[j]);
+    if (dbeta)
+      for (int64_t j = 0; j < w; ++j) dbeta[j0 + j] = static_cast<float>(acc_b[j]);
   }
+}
+
+void cpu_layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols,
+                              float eps) {
+  cpu_layernorm_grad_gamma_beta(dy, x, dgamma, nullptr, rows, cols, eps);
 }
 
 void cpu_layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,

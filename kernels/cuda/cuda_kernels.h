@@ -10,7 +10,7 @@
 //  - a label that is not an integer in [0, classes) cannot throw from a kernel: the
 //    loss becomes NaN and the gradient row NaN, so it shows up in the results.
 // Deterministic: no atomics; every reduction has a fixed order for a given device.
-// Launchers never allocate (layernorm_grad_gamma and mse_loss use ctx.scratch) and never
+// Launchers never allocate (reduce_*, layernorm_grad_gamma* and mse_loss use ctx.scratch) and never
 // synchronize, so they can be captured into a CUDA Graph.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -36,9 +36,9 @@ struct CudaExecContext {
   cuda::LtCache* lt = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  // Stream-ordered scratch owned by the backend (layernorm_grad_gamma's row stats,
-  // mse_loss's partial sums). Null is allowed: layernorm_grad_gamma then throws
-  // std::invalid_argument and mse_loss runs on one block.
+  // Stream-ordered scratch owned by the backend (partial sums of reduce_*,
+  // layernorm_grad_gamma and mse_loss). Null is allowed: layernorm_grad_gamma then throws
+  // std::invalid_argument unless its rows fit one block, the others run on fewer blocks.
   float* scratch = nullptr;
   size_t scratch_bytes = 0;
 };
@@ -110,7 +110,14 @@ void layernorm_rows(const float* x, const float* gamma, const float* beta, float
                     float eps, cudaStream_t s);
 void layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                            int64_t cols, float eps, cudaStream_t s);
-// scratch: at least 2 floats per row of one chunk; rows are processed in chunks that fit.
+// dgamma[j] = sum over rows of dy * xhat, dbeta[j] = sum over rows of dy (skipped when
+// dbeta is null), in one pass over dy and x (layernorm_params.cu), summed over rows in an
+// order that depends only on row positions: zero rows appended leave both bit for bit.
+// scratch: 8 bytes per output column (2 per column with dbeta) and group of rows, 8 MiB
+// at most (the backend's); it may be null when rows fit one group (a few dozen). Throws
+// std::invalid_argument when it is needed and too small.
+void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
+                               int64_t cols, float eps, float* scratch, size_t scratch_bytes, cudaStream_t s);
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
                           float* scratch, size_t scratch_bytes, cudaStream_t s);
 // dgamma as layernorm_grad_gamma and dbeta = the sum of dy's rows (layernorm_grad_params).
@@ -120,8 +127,15 @@ void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float
 void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
 
 // ---- reductions over one axis (reduce.cu) ---------------------------------------------
-void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
-void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+// The sum's order depends only on positions along the axis (reduce.cuh): zero rows
+// appended to the axis leave every output bit unchanged. scratch (optional: 8 bytes per
+// output and partial sum, i.e. per 8192 values of a contiguous axis, or 32 per output
+// of a strided one) lets a long axis with few outputs spread over more blocks; without
+// it, or when it is too small, the result has the same bits, only slower.
+void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
+                size_t scratch_bytes, cudaStream_t s);
+void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
+                 size_t scratch_bytes, cudaStream_t s);
 void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s);
 
 // ---- losses (loss.cu) -----------------------------------------------------------------

@@ -42,8 +42,10 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::layernorm_grad_gamma:
       return cuda::layernorm_grad_gamma(x.data, y.data, out, g.rows, g.cols, c.attrs->eps, ctx.scratch,
                                         ctx.scratch_bytes, s);
-    case OpKind::reduce_sum: return cuda::reduce_sum(x.data, out, g.outer, g.len, g.inner, s);
-    case OpKind::reduce_mean: return cuda::reduce_mean(x.data, out, g.outer, g.len, g.inner, s);
+    case OpKind::reduce_sum:
+      return cuda::reduce_sum(x.data, out, g.outer, g.len, g.inner, ctx.scratch, ctx.scratch_bytes, s);
+    case OpKind::reduce_mean:
+      return cuda::reduce_mean(x.data, out, g.outer, g.len, g.inner, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::broadcast: return cuda::broadcast(x.data, out, g.outer, g.len, g.inner, s);
     case OpKind::transpose:
       return cuda::transpose(x.data, x.shape.dims.data(), x.shape.rank, c.attrs->perm.data(), out, s);

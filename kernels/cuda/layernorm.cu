@@ -1,19 +1,13 @@
-// layernorm, layernorm_grad_x and layernorm_grad_gamma over the last axis
-// (kernels/cpu/layernorm.cpp), and the row statistics that layernorm_grad_gamma
-// reads from a first pass.
+// layernorm and layernorm_grad_x over the last axis (kernels/cpu/layernorm.cpp), and
+// the row statistics that layernorm_grad_gamma_beta's wide-row path reads from a first
+// pass (the parameter gradients are in layernorm_params.cu).
 // One row per thread group (rows.cuh). Every pass that writes the output comes after
 // the last read of the inputs by the same thread, so out == in (exactly) is safe.
 // Bytes-moved floor, n = rows * cols floats: layernorm 8n, layernorm_grad_x 12n,
-// layernorm_row_stats 4n (+8 B/row); layernorm_grad_gamma is a column reduction
-// (reduce.cuh) over dy * xhat: 8n.
+// layernorm_row_stats 4n (+8 B/row).
 #include <cuda_runtime.h>
 
-#include <fmt/format.h>
-
-#include <stdexcept>
-
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/rows.cuh"
 
 namespace tg::kernels::cuda {
@@ -192,16 +186,6 @@ struct RowStatsOp {
   }
 };
 
-// layernorm_grad_gamma: dy * xhat, with the row's (mean, rstd) from the stats pass.
-struct DyXhatLoad {
-  const float* dy;
-  const float* x;
-  const float* stats;  // indexed by the reduced (row) index
-  __device__ float operator()(int64_t idx, int64_t a) const {
-    return dy[idx] * ((x[idx] - stats[2 * a]) * stats[2 * a + 1]);
-  }
-};
-
 }  // namespace
 
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
@@ -218,30 +202,10 @@ void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t col
   launch_rows(RowStatsOp{x, stats, cols, eps}, rows, cols, aligned16(x), s);
 }
 
-void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
-                          float* scratch, size_t scratch_bytes, cudaStream_t s) {
-  if (cols <= 0) return;
-  const int64_t chunk = static_cast<int64_t>(scratch_bytes / (2 * sizeof(float)));
-  if (!scratch || chunk < 1)
-    throw std::invalid_argument(fmt::format(
-        "run_cuda layernorm_grad_gamma: needs a scratch buffer of at least 8 bytes per row ({} rows); "
-        "pass CudaExecContext::scratch (the CUDA backend provides one)", rows));
-  if (rows <= 0) return fill(dgamma, 0.0f, cols, s);
-  // Rows in chunks that fit the scratch; later chunks add onto dgamma (one rounding
-  // per chunk; a single chunk for any realistic size: 1M rows per 8 MiB).
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
-    layernorm_row_stats(x + r0 * cols, scratch, n, cols, eps, s);
-    launch_reduce(DyXhatLoad{dy + r0 * cols, x + r0 * cols, scratch}, dgamma, 1, n, cols, 1.0, r0 > 0, s);
-  }
-}
-
-// The two parameter gradients of a layernorm; dbeta is the column sum layernorm's bias
-// gradient (sum_rows in graph/autodiff.cpp) takes, on the same reduction frame.
+// The two parameter gradients of a layernorm in one pass over dy and x.
 void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
                            float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
-  layernorm_grad_gamma(dy, x, dgamma, rows, cols, eps, scratch, scratch_bytes, s);
-  reduce_sum(dy, dbeta, 1, rows, cols, s);
+  layernorm_grad_gamma_beta(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
 }
 
 }  // namespace tg::kernels::cuda

@@ -60,27 +60,6 @@ int64_t compare(const std::string& what, const std::vector<float>& got, const st
 
 namespace {
 
-// A device copy of a host vector, optionally offset by one float from a 256-byte
-// aligned allocation so that the kernels take their unaligned paths.
-struct DevTensor {
-  cuda::DeviceBuffer buf;
-  float* ptr = nullptr;
-  int64_t n = 0;
-  DevTensor(int64_t count, bool unaligned) : n(count) {
-    buf = cuda::DeviceBuffer::allocate(static_cast<size_t>(count + 1) * sizeof(float));
-    ptr = buf.as<float>() + (unaligned ? 1 : 0);
-  }
-  void upload(const std::vector<float>& h) {
-    TG_CUDA_CHECK(cudaMemcpy(ptr, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-  }
-  void poison() { TG_CUDA_CHECK(cudaMemset(ptr, 0xFF, static_cast<size_t>(n) * sizeof(float))); }  // NaN
-  std::vector<float> download() const {
-    std::vector<float> h(static_cast<size_t>(n));
-    TG_CUDA_CHECK(cudaMemcpy(h.data(), ptr, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
-
 std::string describe(const OpCase& c) {
   std::string s = fmt::format("{}(", op_name(c.op));
   for (size_t i = 0; i < c.in.size(); ++i) s += (i ? ", " : "") + c.in[i].str();

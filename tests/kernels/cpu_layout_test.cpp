@@ -133,3 +133,26 @@ TEST_CASE("reshape is a view: aliased output is left alone, a separate output is
   CHECK(y.shape == Shape{3, 8});
   CHECK(bitwise_equal(y.data, before));
 }
+
+TEST_CASE("reduce_sum: zero rows appended to the reduced axis leave every output bit") {
+  // The bucket-padding contract (docs/architecture.md), here over axis 0 (the bias
+  // gradient), axis 1 of a rank-3 tensor and a whole vector.
+  struct C {
+    Shape s, padded;
+    int axis;
+  };
+  for (const C& c : {C{{300, 1030}, {333, 1030}, 0}, C{{3, 50, 7}, {3, 64, 7}, 1}, C{{1001}, {4096}, 0}}) {
+    CAPTURE(c.s.str());
+    const Tensor x = random_tensor(c.s, 91);
+    Tensor xp{std::vector<float>(static_cast<size_t>(c.padded.numel()), 0.0f), c.padded};
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < c.axis; ++d) outer *= c.s[d];
+    for (int d = c.axis + 1; d < c.s.rank; ++d) inner *= c.s[d];
+    const int64_t len = c.s[c.axis], plen = c.padded[c.axis];
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy(x.data.begin() + o * len * inner, x.data.begin() + (o + 1) * len * inner,
+                xp.data.begin() + o * plen * inner);
+    CHECK(bitwise_equal(run_op(OpKind::reduce_sum, {xp}, axis_attrs(c.axis)).data,
+                        run_op(OpKind::reduce_sum, {x}, axis_attrs(c.axis)).data));
+  }
+}

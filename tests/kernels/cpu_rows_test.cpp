@@ -1,5 +1,6 @@
 // Row-wise ops over the last axis: softmax and layernorm with their gradients.
 #include <cmath>
+#include <utility>
 
 #include "tests/kernels/kernel_test_util.h"
 
@@ -132,4 +133,69 @@ TEST_CASE("layernorm_grad_gamma: wide rows past the accumulator block") {
       want[static_cast<size_t>(j)] += dy.data[static_cast<size_t>(r * cols + j)] * (x.data[static_cast<size_t>(r * cols + j)] - m) * rstd;
   }
   check_close(dg.data, want, 1e-6, 1e-6, "dgamma wide");
+}
+
+namespace {
+// dgamma and dbeta in double from the definitions, row statistics two-pass in double.
+void reference_grad_params(const Tensor& dy, const Tensor& x, int64_t rows, int64_t cols, float eps,
+                           std::vector<double>& dgamma, std::vector<double>& dbeta) {
+  dgamma.assign(static_cast<size_t>(cols), 0.0);
+  dbeta.assign(static_cast<size_t>(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data.data() + r * cols;
+    const float* gr = dy.data.data() + r * cols;
+    double m = 0.0, v = 0.0;
+    for (int64_t j = 0; j < cols; ++j) m += xr[j];
+    m /= static_cast<double>(cols);
+    for (int64_t j = 0; j < cols; ++j) v += (xr[j] - m) * (xr[j] - m);
+    const double rstd = 1.0 / std::sqrt(v / static_cast<double>(cols) + static_cast<double>(eps));
+    for (int64_t j = 0; j < cols; ++j) {
+      dgamma[static_cast<size_t>(j)] += static_cast<double>(gr[j]) * (xr[j] - m) * rstd;
+      dbeta[static_cast<size_t>(j)] += gr[j];
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("layernorm_grad_gamma_beta: a double-precision reference, and layernorm_grad_gamma's bits") {
+  const float eps = 1e-5f;
+  // Widths on both sides of the 2048-column accumulator block.
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {64, 100}, {17, 2051},
+                                                                         {5, 4101}}) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    const Tensor x = random_tensor({rows, cols}, 71, -2.0f, 2.0f);
+    const Tensor dy = random_tensor({rows, cols}, 72);
+    std::vector<float> dg(static_cast<size_t>(cols), NAN), db(static_cast<size_t>(cols), NAN);
+    kernels::cpu_layernorm_grad_gamma_beta(dy.data.data(), x.data.data(), dg.data(), db.data(), rows, cols, eps);
+    std::vector<double> want_g, want_b;
+    reference_grad_params(dy, x, rows, cols, eps, want_g, want_b);
+    check_close(dg, want_g, 1e-6, 1e-6, "dgamma");
+    check_close(db, want_b, 1e-6, 1e-6, "dbeta");
+    // A null dbeta is layernorm_grad_gamma, and both give the dgamma above bit for bit.
+    std::vector<float> only(static_cast<size_t>(cols), NAN), op(static_cast<size_t>(cols), NAN);
+    kernels::cpu_layernorm_grad_gamma_beta(dy.data.data(), x.data.data(), only.data(), nullptr, rows, cols, eps);
+    kernels::cpu_layernorm_grad_gamma(dy.data.data(), x.data.data(), op.data(), rows, cols, eps);
+    CHECK(bitwise_equal(only, dg));
+    CHECK(bitwise_equal(op, dg));
+  }
+}
+
+TEST_CASE("layernorm_grad_gamma_beta: zero rows appended leave dgamma and dbeta bit for bit") {
+  // The bucket-padding contract (docs/architecture.md): the padded batch's zero rows are
+  // the tail of the summed axis and may not change the rounding of what came before.
+  const int64_t rows = 37, cols = 2051;
+  const Tensor x = random_tensor({rows, cols}, 81);
+  const Tensor dy = random_tensor({rows, cols}, 82);
+  std::vector<float> dg(static_cast<size_t>(cols)), db(static_cast<size_t>(cols));
+  kernels::cpu_layernorm_grad_gamma_beta(dy.data.data(), x.data.data(), dg.data(), db.data(), rows, cols, 1e-5f);
+  for (int64_t k : {1, 63}) {
+    CAPTURE(k);
+    std::vector<float> xp = x.data, dyp = dy.data, pg(static_cast<size_t>(cols)), pb(static_cast<size_t>(cols));
+    xp.resize(static_cast<size_t>((rows + k) * cols), 0.0f);
+    dyp.resize(xp.size(), 0.0f);
+    kernels::cpu_layernorm_grad_gamma_beta(dyp.data(), xp.data(), pg.data(), pb.data(), rows + k, cols, 1e-5f);
+    CHECK(bitwise_equal(pg, dg));
+    CHECK(bitwise_equal(pb, db));
+  }
 }

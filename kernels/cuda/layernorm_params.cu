@@ -1,0 +1,315 @@
+// layernorm_grad_gamma_beta and layernorm_grad_gamma (kernels/cpu/layernorm.cpp):
+// dgamma[j] = sum over rows r of dy[r, j] * xhat[r, j], dbeta[j] = sum over rows of dy[r, j].
+//
+// Rows of up to 4096 columns: one pass over dy and x. A block owns whole rows, so each
+// row's mean and rstd come from the x it holds in registers (two-pass, like layernorm),
+// and each thread adds dy * xhat (and dy) for its 4 or 8 columns into double sums.
+// The order is fixed by row positions only (padding-exact, reduce.cuh): rows in tiles of
+// TL (a function of cols), tile u in group u mod 256 (128 past 2048 columns), one group
+// per block; in a block, T / G row slots side by side each take RT consecutive rows of a
+// tile and sum them tile after tile; the slots are added in order; finish_kernel adds
+// the group sums. Rows wider than 4096: a row-statistics pass into scratch and the
+// column frame of reduce.cuh over dy * xhat (and over dy), which reads x twice.
+//
+// Floor, n = rows * cols: 8n bytes read (dy and x once); the outputs and the partial
+// sums (16 bytes per column and group, 4 MiB at 1024 columns, mostly L2) are small.
+// tg-kernels' [rows, 1024]: 64 MB each -> 128 MB, 31 us at 4.1 TB/s; 256 MB -> 512 MB,
+// 125 us. 256 blocks of 256 threads, two per SM, each thread with 8 float4 of x and 8 of
+// dy in flight: 128 KB per SM. Per 8-row tile a thread then spends ~600 instructions
+// (64 of them float->double conversions, the slowest) and two barriers; the other block
+// on the SM keeps its loads in flight meanwhile. Then finish over 2 x 1024 outputs of
+// 256 parts (~2-3 us). Expected ~85-90% of copy at 256 MB, ~80-85% at 64 MB.
+#include <cuda_runtime.h>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/reduce.cuh"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+using namespace detail;
+
+constexpr int64_t kLnMaxCols = 4096;
+
+struct LnArgs {
+  const float* dy;
+  const float* x;
+  float* dgamma;
+  float* dbeta;   // null: dgamma only
+  double* part;   // null: one group, the block writes the outputs
+  int64_t rows, cols;
+  float eps, inv_cols;
+  int nq;  // chunks of 4 columns: ceil(cols / 4)
+  int G;   // threads per row, a power of two from 32 to the block size
+  int tl;  // rows per tile: (threads / G) * RT
+  int ng;  // groups in use: min(groups, tiles)
+};
+
+// Warp sums of N values per lane at once (N a power of two up to 32): each exchange step
+// halves the values a lane carries, N - 1 + 5 - log2(N) shuffles in all instead of 5 N.
+// Returns, on lane l, the warp total of value l / (32 / N), by a fixed tree.
+template <int N>
+__device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
+  int n = N;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    if (n > 1) {
+      const bool upper = (lane & o) != 0;
+#pragma unroll
+      for (int i = 0; i < n / 2; ++i) {
+        const float send = upper ? v[i] : v[i + n / 2];
+        const float keep = upper ? v[i + n / 2] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+      }
+      n /= 2;
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+    }
+  }
+  return v[0];
+}
+
+// Block of T threads; NV chunks of 4 columns per thread; RT = 8 / NV rows per slot and
+// tile keeps 64 floats of inputs per thread. With 8 NV double accumulators and the
+// addresses that is ~120 registers: T = 256 runs two blocks per SM (one computes while
+// the other's loads are in flight), T = 512 (rows of 2049..4096 columns) one.
+template <int T, int NV, bool kVec>
+__global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
+  pdl::prologue();
+  constexpr int RT = 8 / NV;
+  constexpr int kGroups = T == 256 ? 256 : 128;
+  __shared__ float red[2][RT][T / 32];            // per-warp row sums: of x, then of (x - mean)^2
+  __shared__ double comb[2][NV == 1 ? 2 * T : 1];  // slot sums when slots share a block (G <= T / 2)
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int h = t / a.G, tr = t % a.G;  // row slot, thread within the row
+  const int wps = a.G / 32, w0 = h * wps;
+  const bool beta = a.dbeta != nullptr;
+  int64_t c0[NV];
+  bool cv[NV][4];
+#pragma unroll
+  for (int m = 0; m < NV; ++m) {
+    const int q = tr + a.G * m;
+    c0[m] = 4 * static_cast<int64_t>(q);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cv[m][i] = q < a.nq && c0[m] + i < a.cols;
+  }
+  // The slot's rows: the lanes l with l % (32 / RT) == 0 of each warp publish row l / (32 / RT).
+  const bool publisher = lane % (32 / RT) == 0;
+  const int prow = lane / (32 / RT);
+  auto slot_sum = [&](const float (&w)[T / 32]) {  // a fixed trip count: no loop branches
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < T / 32; ++k)
+      if (k < wps) s += w[w0 + k];
+    return s;
+  };
+  double ag[NV][4] = {}, ab[NV][4] = {};
+  // The loop runs over tiles, the same count for every thread: the barriers need it.
+  for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl; t0 < a.rows; t0 += int64_t{kGroups} * a.tl) {
+    const int64_t rb = t0 + static_cast<int64_t>(h) * RT;
+    float xv[RT][NV][4], gv[RT][NV][4];
+#pragma unroll
+    for (int ri = 0; ri < RT; ++ri) {
+      const bool rok = rb + ri < a.rows;
+      const float* xr = a.x + (rb + ri) * a.cols;
+      const float* gr = a.dy + (rb + ri) * a.cols;
+#pragma unroll
+      for (int m = 0; m < NV; ++m) {
+        if constexpr (kVec) {
+          float4 u = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v = u;
+          if (rok && cv[m][0]) {
+            u = *reinterpret_cast<const float4*>(xr + c0[m]);
+            v = *reinterpret_cast<const float4*>(gr + c0[m]);
+          }
+          xv[ri][m][0] = u.x, xv[ri][m][1] = u.y, xv[ri][m][2] = u.z, xv[ri][m][3] = u.w;
+          gv[ri][m][0] = v.x, gv[ri][m][1] = v.y, gv[ri][m][2] = v.z, gv[ri][m][3] = v.w;
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const bool ok = rok && cv[m][i];
+            xv[ri][m][i] = ok ? xr[c0[m] + i] : 0.0f;
+            gv[ri][m][i] = ok ? gr[c0[m] + i] : 0.0f;
+          }
+        }
+      }
+    }
+    // Mean: per thread (c0 + c1) + (c2 + c3) per chunk, the warp tree, the slot's warps in order.
+    float s[RT], mean[RT], rstd[RT];
+#pragma unroll
+    for (int ri = 0; ri < RT; ++ri) {
+      s[ri] = 0.0f;
+#pragma unroll
+      for (int m = 0; m < NV; ++m) s[ri] += (xv[ri][m][0] + xv[ri][m][1]) + (xv[ri][m][2] + xv[ri][m][3]);
+    }
+    const float ws = multi_warp_sum<RT>(s, lane);
+    if (publisher) red[0][prow][warp] = ws;
+    __syncthreads();
+#pragma unroll
+    for (int ri = 0; ri < RT; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
+    // Variance of the deviations (columns past the row count as 0), kept in xv.
+#pragma unroll
+    for (int ri = 0; ri < RT; ++ri) {
+      s[ri] = 0.0f;
+#pragma unroll
+      for (int m = 0; m < NV; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float d = cv[m][i] ? xv[ri][m][i] - mean[ri] : 0.0f;
+          xv[ri][m][i] = d;
+          s[ri] += d * d;
+        }
+    }
+    const float wq = multi_warp_sum<RT>(s, lane);
+    if (publisher) red[1][prow][warp] = wq;
+    // red[0] and red[1] alternate, so one barrier per reduction: the next tile writes
+    // red[0] only after every thread has passed this barrier, i.e. read its means.
+    __syncthreads();
+#pragma unroll
+    for (int ri = 0; ri < RT; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
+#pragma unroll
+    for (int ri = 0; ri < RT; ++ri) {
+      if (rb + ri >= a.rows) continue;
+#pragma unroll
+      for (int m = 0; m < NV; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          ag[m][i] += static_cast<double>(gv[ri][m][i] * (xv[ri][m][i] * rstd[ri]));
+          if (beta) ab[m][i] += static_cast<double>(gv[ri][m][i]);
+        }
+    }
+  }
+  // Slots in order (several only with NV == 1: G <= T / 2).
+  if constexpr (NV == 1) {
+    const int slots = T / a.G;
+    if (slots > 1) {
+      for (int k = 0; k < slots; ++k) {
+        if (h == k) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            if (cv[0][i]) {
+              double* cg = &comb[0][c0[0] + i];
+              double* cb = &comb[1][c0[0] + i];
+              *cg = k == 0 ? ag[0][i] : *cg + ag[0][i];
+              *cb = k == 0 ? ab[0][i] : *cb + ab[0][i];
+            }
+        }
+        __syncthreads();
+      }
+      if (h == 0) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (cv[0][i]) {
+            ag[0][i] = comb[0][c0[0] + i];
+            ab[0][i] = comb[1][c0[0] + i];
+          }
+      }
+    }
+  }
+  if (h != 0) return;
+#pragma unroll
+  for (int m = 0; m < NV; ++m)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (!cv[m][i]) continue;
+      const int64_t c = c0[m] + i;
+      if (a.part) {
+        a.part[c * a.ng + blockIdx.x] = ag[m][i];
+        if (beta) a.part[(a.cols + c) * a.ng + blockIdx.x] = ab[m][i];
+      } else {
+        a.dgamma[c] = static_cast<float>(ag[m][i]);
+        if (beta) a.dbeta[c] = static_cast<float>(ab[m][i]);
+      }
+    }
+}
+
+// layernorm_grad_gamma's wide rows: dy * xhat with the row's (mean, rstd) from the stats pass.
+struct DyXhatLoad {
+  const float* dy;
+  const float* x;
+  const float* stats;  // indexed by the row
+  __device__ float at(int64_t i, int64_t r) const { return dy[i] * ((x[i] - stats[2 * r]) * stats[2 * r + 1]); }
+  __device__ float4 at4(int64_t i, int64_t r) const {
+    const float4 d = *reinterpret_cast<const float4*>(dy + i), v = *reinterpret_cast<const float4*>(x + i);
+    const float m = stats[2 * r], s = stats[2 * r + 1];
+    return make_float4(d.x * ((v.x - m) * s), d.y * ((v.y - m) * s), d.z * ((v.z - m) * s), d.w * ((v.w - m) * s));
+  }
+};
+
+void grad_params_wide(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
+                      float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
+  const int64_t chunk = static_cast<int64_t>(scratch_bytes / (2 * sizeof(float)));
+  if (!scratch || chunk < 1)
+    throw std::invalid_argument(fmt::format(
+        "run_cuda layernorm_grad_gamma: rows of {} columns need a scratch buffer of at least 8 bytes per row "
+        "({} rows); pass CudaExecContext::scratch (the CUDA backend provides one)", cols, rows));
+  const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
+  if (dbeta) launch_reduce_cols(PlainLoad{dy}, cols % 4 == 0 && aligned16(dy), dbeta, 1, rows, cols, 1.0, false,
+                                scratch, scratch_bytes, s);
+  // Rows in chunks whose stats fit the scratch (1M rows per 8 MiB); later chunks add onto
+  // dgamma. Chunk boundaries are multiples of `chunk`, so padding stays exact.
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+    layernorm_row_stats(x + r0 * cols, scratch, n, cols, eps, s);
+    launch_reduce_cols(DyXhatLoad{dy + r0 * cols, x + r0 * cols, scratch}, vec, dgamma, 1, n, cols, 1.0, r0 > 0,
+                       nullptr, 0, s);
+  }
+}
+
+int pow2_at_least(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
+                               int64_t cols, float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
+  if (cols <= 0) return;
+  if (rows <= 0) {
+    fill(dgamma, 0.0f, cols, s);
+    if (dbeta) fill(dbeta, 0.0f, cols, s);
+    return;
+  }
+  if (cols > kLnMaxCols) return grad_params_wide(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
+  // Rows up to 2048 wide: blocks of 256 threads, 256 groups; up to 4096: 512 and 128.
+  // Either way the partial sums take at most 2 * 2048 * 256 * 8 B = 8 MiB.
+  const int64_t nq = (cols + 3) / 4;
+  const int threads = nq <= 512 ? 256 : 512;
+  const int nv = nq <= 256 ? 1 : 2;
+  const int groups = threads == 256 ? 256 : 128;
+  LnArgs a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, 1.0f / static_cast<float>(cols), static_cast<int>(nq), 0,
+           0, 0};
+  a.G = nv == 2 ? threads : pow2_at_least(nq < 32 ? 32 : nq);
+  a.tl = (threads / a.G) * (8 / nv);
+  const int64_t tiles = (rows + a.tl - 1) / a.tl;
+  a.ng = static_cast<int>(tiles < groups ? tiles : groups);
+  const int64_t outputs = cols * (dbeta ? 2 : 1);
+  if (a.ng > 1) {
+    const int64_t need = outputs * a.ng * static_cast<int64_t>(sizeof(double));
+    if (!scratch || static_cast<int64_t>(scratch_bytes) < need)
+      throw std::invalid_argument(fmt::format(
+          "run_cuda layernorm_grad_gamma: {} rows of {} columns need a scratch buffer of {} bytes for their partial "
+          "sums, got {}; pass CudaExecContext::scratch (the CUDA backend provides one)",
+          rows, cols, need, scratch ? scratch_bytes : 0));
+    a.part = reinterpret_cast<double*>(scratch);
+  }
+  const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
+  auto k = threads == 512 ? (vec ? ln_params_kernel<512, 2, true> : ln_params_kernel<512, 2, false>)
+           : nv == 1      ? (vec ? ln_params_kernel<256, 1, true> : ln_params_kernel<256, 1, false>)
+                          : (vec ? ln_params_kernel<256, 2, true> : ln_params_kernel<256, 2, false>);
+  launch(TG_LAUNCH_SITE, k, a.ng, threads, s, a);
+  if (a.part) launch_finish(a.part, a.ng, outputs, dgamma, cols, dbeta, 1.0, false, s);
+}
+
+void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
+                          float* scratch, size_t scratch_bytes, cudaStream_t s) {
+  layernorm_grad_gamma_beta(dy, x, dgamma, nullptr, rows, cols, eps, scratch, scratch_bytes, s);
+}
+
+}  // namespace tg::kernels::cuda
