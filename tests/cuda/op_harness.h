@@ -10,7 +10,9 @@
 #include "graph/attrs.h"
 #include "graph/op.h"
 #include "graph/shape.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/raii.h"
 
 namespace tg::testing {
 
@@ -21,7 +23,7 @@ struct Tol {
 struct OpCase {
   OpKind op = OpKind::copy;
   Attrs attrs;
-  std::vector<Shape> in;  // op_num_inputs(op) shapes
+  std::vector<Shape> in;  // one per input (a variadic op: any whole number of groups)
   Shape out;              // ignored for update ops (sgd*)
   Tol tol;
   bool unaligned = false;  // every device pointer is offset by one float (hits the scalar paths)
@@ -31,6 +33,27 @@ struct OpCase {
   int count_input = -1;    // this [1] input holds count_value (padded_mse_loss's count)
   float count_value = 0;
   uint64_t seed = 1;
+};
+
+// A device copy of a host vector, optionally offset by one float from a 256-byte
+// aligned allocation so that the kernels take their unaligned paths.
+struct DevTensor {
+  cuda::DeviceBuffer buf;
+  float* ptr = nullptr;
+  int64_t n = 0;
+  DevTensor(int64_t count, bool unaligned) : n(count) {
+    buf = cuda::DeviceBuffer::allocate(static_cast<size_t>(count + 1) * sizeof(float));
+    ptr = buf.as<float>() + (unaligned ? 1 : 0);
+  }
+  void upload(const std::vector<float>& h) {
+    TG_CUDA_CHECK(cudaMemcpy(ptr, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  void poison() { TG_CUDA_CHECK(cudaMemset(ptr, 0xFF, static_cast<size_t>(n) * sizeof(float))); }  // NaN
+  std::vector<float> download() const {
+    std::vector<float> h(static_cast<size_t>(n));
+    TG_CUDA_CHECK(cudaMemcpy(h.data(), ptr, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+  }
 };
 
 // The shared CUDA backend of the test binary (device 0), made on first use.
