@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "graph/ew_program.h"
 #include "graph/shape.h"
 
 namespace tg {
@@ -27,6 +28,7 @@ struct Attrs {
   Shape shape;                     // reshape target (one dim may be -1), fill shape
   std::array<int, kMaxRank> perm{{0, 1, 2, 3}};  // transpose
   Act act = Act::none;             // linear: the activation of the GEMM's epilogue
+  EwProgram program;               // fused_elementwise: the chain it runs (graph/ew_program.h)
 
   bool operator==(const Attrs& o) const;
 };
@@ -34,9 +36,10 @@ struct Attrs {
 // The fields of Attrs by name, for the op table (graph/op.h: which op reads which) and
 // the graph-file format (graph/json_io.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
-enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act };
-constexpr int kNumAttrs = 13;
-static_assert(static_cast<int>(AttrId::act) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
+                             program };
+constexpr int kNumAttrs = 14;
+static_assert(static_cast<int>(AttrId::program) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint16_t;
 static_assert(kNumAttrs <= 16, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

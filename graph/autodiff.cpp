@@ -192,7 +192,10 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::linear_add:
     case OpKind::matmul_add:
     case OpKind::matmul_bias_grad:
-    case OpKind::layernorm_grad_params: break;
+    case OpKind::layernorm_grad_params:
+    case OpKind::fused_elementwise:
+    case OpKind::sgd_multi:
+    case OpKind::sgd_momentum_multi: break;
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (need(i) && !g[i].valid())

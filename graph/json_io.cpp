@@ -47,6 +47,19 @@ ojson dims_json(const Shape& s, int rank) {
   return a;
 }
 
+// A fused_elementwise program, one instruction per array: ["mul", 0, 1], ["relu", 2],
+// ["scale", 3, 0.5] (op, operands, and scale's alpha).
+ojson program_json(const EwProgram& p) {
+  ojson code = ojson::array();
+  for (const EwInstr& in : p.code) {
+    ojson i = ojson::array({ew_op_name(in.op), in.a});
+    if (ew_op_binary(in.op)) i.push_back(in.b);
+    if (in.op == EwOp::scale) i.push_back(float_json(in.alpha));
+    code.push_back(i);
+  }
+  return code;
+}
+
 ojson attrs_to_json(const Node& n, int input_rank) {
   const Attrs& at = n.attrs;
   const Attrs def;
@@ -79,6 +92,7 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::act:
         if (at.act != Act::none) j[key] = act_name(at.act);
         break;
+      case AttrId::program: j[key] = program_json(at.program); break;
     }
   }
   return j;
@@ -118,7 +132,7 @@ void check_depth(const std::string& text, const std::string& src) {
       if (++depth > kMaxGraphJsonDepth) {
         int line, col;
         line_col(text, i, line, col);
-        graph_error("{}:{}:{}: JSON nested more than {} levels deep; a graph file needs 5 (nodes[i].attrs.shape), "
+        graph_error("{}:{}:{}: JSON nested more than {} levels deep; a graph file needs 6 (nodes[i].attrs.program[k]), "
                     "so this file is broken or hostile", src, line, col, kMaxGraphJsonDepth);
       }
     } else if (c == ']' || c == '}') {
@@ -437,8 +451,41 @@ class Loader {
           if (!v.is_string() || !parse_act(v.get<std::string>(), at.act))
             fail(p, "must be one of \"none\", \"relu\", \"gelu\", got " + shown(v));
           break;
+        case AttrId::program: at.program = get_program(v, p); break;
       }
     }
+  }
+
+  // The instructions only; their operands against the node's inputs are the shape
+  // rule's to check (graph/ew_program.h), after the inputs are known.
+  EwProgram get_program(const json& j, const std::string& path) const {
+    if (!j.is_array() || j.empty() || j.size() > static_cast<size_t>(kMaxEwInstrs))
+      fail(path, fmt::format("must be an array of 1 to {} instructions like [[\"mul\", 0, 1], [\"relu\", 2]], got {}",
+                             kMaxEwInstrs, j.is_array() ? fmt::format("{} instructions", j.size()) : describe(j)));
+    EwProgram prog;
+    prog.code.resize(j.size());
+    for (size_t k = 0; k < j.size(); ++k) {
+      const std::string p = fmt::format("{}[{}]", path, k);
+      const json& e = j[k];
+      if (!e.is_array() || e.empty() || !e[0].is_string())
+        fail(p, "must be an instruction [op, operand, ...] like [\"add\", 0, 1], got " + e.dump());
+      EwInstr& in = prog.code[k];
+      if (!parse_ew_op(e[0].get<std::string>(), in.op)) {
+        std::string ops;
+        for (int o = 0; o < kNumEwOps; ++o) ops += (o ? ", " : "") + std::string(ew_op_name(static_cast<EwOp>(o)));
+        fail(p + "[0]", fmt::format("unknown op '{}'; a program runs: {}", e[0].get<std::string>(), ops));
+      }
+      const bool binary = ew_op_binary(in.op), scale = in.op == EwOp::scale;
+      const size_t want = binary || scale ? 3 : 2;
+      if (e.size() != want)
+        fail(p, fmt::format("{} takes {}, got {} entries: {}", ew_op_name(in.op),
+                            binary ? "[op, a, b]" : scale ? "[op, a, alpha]" : "[op, a]", e.size(), e.dump()));
+      const int64_t last = kMaxEwInputs + kMaxEwInstrs - 1;
+      in.a = static_cast<uint8_t>(get_int(e[1], p + "[1]", 0, last));
+      if (binary) in.b = static_cast<uint8_t>(get_int(e[2], p + "[2]", 0, last));
+      if (scale) in.alpha = get_float(e[2], p + "[2]");
+    }
+    return prog;
   }
 
   void read_outputs(const json& j) {

@@ -53,6 +53,7 @@ const char* attr_name(AttrId a) {
     case AttrId::shape: return "shape";
     case AttrId::perm: return "perm";
     case AttrId::act: return "act";
+    case AttrId::program: return "program";
   }
   return "?";
 }

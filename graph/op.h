@@ -31,6 +31,7 @@ constexpr uint8_t kView = 2;     // the output is input 0's memory under another
 constexpr uint8_t kVariadic = 4; // the inputs repeat in groups of `inputs` (any number of groups >= 1)
 constexpr uint8_t kFused = 8;    // made by a graph pass (static/passes) from other ops; models never apply it
 constexpr AttrMask kAct = attr_bit(AttrId::act);
+constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
 
 // Columns:
@@ -81,7 +82,10 @@ constexpr AttrMask kAct = attr_bit(AttrId::act);
   X(linear_add,           4, 1, kNone,              kNone,      kTransB,          kFused,   matmul)    /* x op(w) + b + r: a residual in the GEMM */ \
   X(matmul_add,           3, 1, kNone,              kNone,      kTransA|kTransB,  kFused,   matmul)    /* op(a) op(b) + c: an accumulated gradient */ \
   X(matmul_bias_grad,     2, 2, kNone,              kNone,      0,                kFused,   matmul)    /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
-  X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */
+  X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
+  X(fused_elementwise,    1, 1, kNone,              kAll,       kProgram,         kFused|kVariadic|kInPlace, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
+  X(sgd_multi,            2, 0, kNone,              kNone,      kLr,              kFused|kVariadic, optimizer) /* (param, grad) groups: every sgd of a step in one launch */ \
+  X(sgd_momentum_multi,   3, 0, kNone,              kNone,      kLr|kMomentum,    kFused|kVariadic, optimizer) /* (param, grad, velocity) groups */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -96,7 +100,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 35, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 38, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.
@@ -168,8 +172,12 @@ inline bool op_is_differentiable(OpKind op) { return op_traits(op).grad_inputs !
 inline bool op_has_gradient_for(OpKind op, int input) { return (op_traits(op).grad_inputs >> input) & 1; }
 // Ops the static planner may run in place over input 0.
 inline bool op_can_run_in_place(OpKind op) { return (op_traits(op).flags & op_table::kInPlace) != 0; }
-// Whether the output may share memory with input `input`.
-inline bool op_output_may_alias(OpKind op, int input) { return (op_traits(op).alias_inputs >> input) & 1; }
+// Whether the output may share memory with input `input` (of a variadic op: with
+// that position of its group).
+inline bool op_output_may_alias(OpKind op, int input) {
+  const int pos = (op_traits(op).flags & op_table::kVariadic) ? input % op_traits(op).inputs : input;
+  return (op_traits(op).alias_inputs >> pos) & 1;
+}
 inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & attr_bit(a)) != 0; }
 
 }  // namespace tg

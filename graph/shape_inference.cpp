@@ -124,6 +124,37 @@ void require_bias(const char* op, const std::string& node, const Shape& bias, co
                 bias.str(), out.str(), out.last());
 }
 
+// The output has the shape of the largest input; every other input has it too or is a
+// [cols] row that the program reads at every row (a bias).
+Shape fused_elementwise_shape(const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const std::string err = ew_program_error(at.program, static_cast<int>(in.size()));
+  if (!err.empty()) graph_error("fused_elementwise {}: {}", node, err);
+  Shape out = in[0];
+  for (const Shape& s : in)
+    if (s.numel() > out.numel()) out = s;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != out && !(in[i].rank == 1 && in[i][0] == out.last()))
+      graph_error("fused_elementwise {}: input {} is {}; every input has the output's shape {} or is a [{}] row "
+                  "(read at every row, as a bias)", node, i, in[i].str(), out.str(), out.last());
+  return out;
+}
+
+// sgd's and sgd_momentum's rules on every group.
+Shape multi_update_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const char* name = op_name(op);
+  const size_t k = static_cast<size_t>(op_num_inputs(op));
+  for (size_t i = 0; i < in.size(); i += k)
+    for (size_t j = 1; j < k; ++j)
+      if (in[i + j] != in[i])
+        graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
+                    "its gradient{} of the same shape", name, node, i / k, i, i + k - 1, j == 1 ? "gradient" : "velocity",
+                    in[i + j].str(), in[i].str(), k == 3 ? " and its velocity" : "");
+  if (!(at.lr > 0.0f)) graph_error("{} {}: lr = {} must be > 0", name, node, at.lr);
+  if (op == OpKind::sgd_momentum_multi && !(at.momentum >= 0.0f && at.momentum < 1.0f))
+    graph_error("{} {}: momentum = {} must be in [0, 1)", name, node, at.momentum);
+  return Shape{};
+}
+
 OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
 
@@ -305,6 +336,9 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       if (in[0].rank == 0) graph_error("layernorm_grad_params {}: dy is a scalar; it needs at least one dim", node);
       if (!(at.eps > 0.0f)) graph_error("layernorm_grad_params {}: eps = {} must be > 0 (1e-5 is usual)", node, at.eps);
       return {Shape{in[0].last()}, Shape{in[0].last()}};
+    case OpKind::fused_elementwise: return fused_elementwise_shape(in, at, node);
+    case OpKind::sgd_multi:
+    case OpKind::sgd_momentum_multi: return multi_update_shape(op, in, at, node);
   }
   graph_error("{} {}: op has no shape rule", name, node);
 }

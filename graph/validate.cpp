@@ -220,17 +220,42 @@ class Checker {
     check_update_roles(n);
   }
 
+  // Per group of an update (one for sgd and sgd_momentum, many for the multi ops): the
+  // parameter, and the velocity where there is one. A multi op writes its groups in
+  // parallel, so nothing it writes may appear twice in it.
   void check_update_roles(const Node& n) {
     if (!op_is_update(n.op)) return;
-    const ValueInfo& p = val(n.inputs[0]);
-    if (p.role != Role::parameter)
-      err("{} {}: updates {}, which is {}, not a parameter; an optimizer update writes a parameter in place: "
-          "pass the parameter as input 0", op_name(n.op), quote_name(n.name), quote_name(p.name), valid_role(p.role) ? role_name(p.role) : "?");
-    if (n.op == OpKind::sgd_momentum) {
-      const ValueInfo& v = val(n.inputs[2]);
+    const size_t k = static_cast<size_t>(op_num_inputs(n.op));
+    const bool velocity = k == 3;
+    for (size_t i = 0; i < n.inputs.size(); i += k) {
+      const ValueInfo& p = val(n.inputs[i]);
+      if (p.role != Role::parameter)
+        err("{} {}: updates {}, which is {}, not a parameter; an optimizer update writes a parameter in place: "
+            "pass the parameter as input {}", op_name(n.op), quote_name(n.name), quote_name(p.name), valid_role(p.role) ? role_name(p.role) : "?",
+            i);
+      if (!velocity) continue;
+      const ValueInfo& v = val(n.inputs[i + 2]);
       if (v.role != Role::optimizer_state)
-        err("sgd_momentum {}: velocity {} is {}, not optimizer_state; declare it under \"optimizer_state\" "
-            "(zeros at the start) and pass it as input 2", quote_name(n.name), quote_name(v.name), valid_role(v.role) ? role_name(v.role) : "?");
+        err("{} {}: velocity {} is {}, not optimizer_state; declare it under \"optimizer_state\" "
+            "(zeros at the start) and pass it as input {}", op_name(n.op), quote_name(n.name), quote_name(v.name),
+            valid_role(v.role) ? role_name(v.role) : "?", i + 2);
+    }
+    if (n.inputs.size() <= k) return;
+    std::unordered_map<int, size_t> written;  // value -> the input that writes it
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const size_t pos = i % k;
+      if (pos == 1) continue;  // gradients are read only
+      auto [it, fresh] = written.emplace(n.inputs[i], i);
+      if (!fresh)
+        err("{} {}: {} is written by inputs {} and {}; each parameter and velocity may appear in one group only",
+            op_name(n.op), quote_name(n.name), quote_name(val(n.inputs[i]).name), it->second, i);
+    }
+    for (size_t i = 1; i < n.inputs.size(); i += k) {
+      auto it = written.find(n.inputs[i]);
+      if (it != written.end())
+        err("{} {}: gradient {} (input {}) is also written by input {}; the groups run in parallel, so a gradient "
+            "cannot be a parameter or velocity of the same update", op_name(n.op), quote_name(n.name), quote_name(val(n.inputs[i]).name), i,
+            it->second);
     }
   }
 

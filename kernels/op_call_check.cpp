@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace tg::kernels {
 
@@ -78,6 +80,46 @@ void check_transpose(const Checker& k, const OpCall& c) {
     seen[p] = true;
   }
   k.numel("output", c.out.shape, x.numel());
+}
+
+// The output's size in n and cols; each input has n elements, or cols (a row read at
+// every row, which the output must not overwrite).
+void check_fused_elementwise(const Checker& k, const OpCall& c, CallGeometry& g) {
+  const std::string err = ew_program_error(k.attrs().program, c.num_inputs);
+  if (!err.empty()) k.fail("{}", err);
+  g.n = c.out.shape.numel();
+  g.rows = c.out.shape.rows();
+  g.cols = c.out.shape.last();
+  for (int i = 0; i < c.num_inputs; ++i) {
+    const TensorView& t = c.input(i);
+    const int64_t n = t.shape.numel();
+    if (n == g.n) continue;
+    if (n != g.cols)
+      k.fail("input {} has shape {} ({} elements); the output {} needs {} or a row of {}", i, t.shape.str(), n,
+             c.out.shape.str(), g.n, g.cols);
+    if (t.data == c.out.data) k.fail("output aliases input {}, a row read at every row; give the output its own buffer", i);
+  }
+}
+
+// Every group has the parameter's element count; nothing written appears twice and no
+// gradient is written (the groups run in parallel).
+void check_multi_update(const Checker& k, const OpCall& c) {
+  k.attrs();
+  const int group = op_num_inputs(c.op);
+  for (int i = 0; i < c.num_inputs; i += group) {
+    const int64_t n = c.input(i).shape.numel();
+    for (int j = 1; j < group; ++j)
+      if (c.input(i + j).shape.numel() != n)
+        k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / group, i + j,
+               c.input(i + j).shape.str(), i, n);
+  }
+  for (int i = 0; i < c.num_inputs; ++i) {
+    if (i % group == 1) continue;
+    for (int j = 0; j < c.num_inputs; ++j)
+      if (j != i && c.input(j).data == c.input(i).data)
+        k.fail("inputs {} and {} share a buffer, and input {} is written; give every parameter and velocity its own",
+               std::min(i, j), std::max(i, j), i);
+  }
 }
 
 }  // namespace
@@ -235,6 +277,9 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("output (dgamma)", c.out.shape, x.last());
       k.numel("second output (dbeta)", c.out2.shape, x.last());
       break;
+    case OpKind::fused_elementwise: check_fused_elementwise(k, c, g); break;
+    case OpKind::sgd_multi:
+    case OpKind::sgd_momentum_multi: check_multi_update(k, c); break;
   }
   return g;
 }

@@ -11,10 +11,10 @@ constexpr int64_t kCols = 1024;
 }
 
 std::vector<std::string> case_names() {
-  return {"fill", "copy", "scale", "relu", "gelu", "add", "mul", "relu_grad", "gelu_grad", "bias_add", "sgd",
-          "sgd_momentum", "softmax", "softmax_grad", "layernorm", "layernorm_grad_x", "layernorm_grad_gamma",
-          "layernorm_grad_gamma_beta", "cross_entropy_grad", "reduce_sum_rows", "reduce_sum_cols", "broadcast",
-          "transpose", "transpose_heads", "mse_loss"};
+  return {"fill", "copy", "scale", "relu", "gelu", "add", "mul", "relu_grad", "gelu_grad", "bias_add",
+          "fused_elementwise", "sgd", "sgd_momentum", "sgd_momentum_multi", "softmax", "softmax_grad", "layernorm",
+          "layernorm_grad_x", "layernorm_grad_gamma", "layernorm_grad_gamma_beta", "cross_entropy_grad",
+          "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "transpose_heads", "mse_loss"};
 }
 
 float* CaseSet::buffer(int64_t n, float value) {
@@ -39,7 +39,13 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
     k.call.op = op;
     k.call.attrs = attrs_.back().get();
     k.call.num_inputs = static_cast<int>(ins.size());
-    for (size_t i = 0; i < ins.size(); ++i) k.call.in[i] = {buffer(ins[i].first.numel(), ins[i].second), ins[i].first};
+    more_.push_back(std::make_unique<std::vector<kernels::TensorView>>());
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const kernels::TensorView t{buffer(ins[i].first.numel(), ins[i].second), ins[i].first};
+      if (i < k.call.in.size()) k.call.in[i] = t;
+      else more_.back()->push_back(t);
+    }
+    k.call.more = more_.back()->empty() ? nullptr : more_.back()->data();
     if (!op_is_update(op)) k.call.out = {buffer(out.numel(), 0.0f), out};
     k.bytes_moved = moved;
     cases_.push_back(k);
@@ -58,8 +64,19 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
   add("relu_grad", OpKind::relu_grad, {{v, x}, {v, x}}, v, 3 * n * f);
   add("gelu_grad", OpKind::gelu_grad, {{v, x}, {v, x}}, v, 3 * n * f);
   add("bias_add", OpKind::bias_add, {{m, x}, {row, x}}, m, 2 * n * f);
+  // mul(x, y) + b, relu, * 0.5 in one kernel: x, y and the bias row read once, the result written once.
+  Attrs chain;
+  chain.program.code = {{EwOp::mul, 0, 1}, {EwOp::add, 3, 2}, {EwOp::relu, 4}, {EwOp::scale, 5, 0, 0.5f}};
+  add("fused_elementwise", OpKind::fused_elementwise, {{m, x}, {m, x}, {row, x}}, m, 3 * n * f + kCols * f, chain);
   add("sgd", OpKind::sgd, {{v, x}, {v, x}}, {}, 3 * n * f);
   add("sgd_momentum", OpKind::sgd_momentum, {{v, x}, {v, x}, {v, x}}, {}, 5 * n * f);
+  // The same elements as 16 tensors (whole rows each), updated in one launch.
+  std::vector<std::pair<Shape, float>> groups;
+  const int64_t tensors = 16;
+  const Shape part{std::max<int64_t>(1, rows / tensors) * kCols};
+  for (int64_t t = 0; t < tensors; ++t)
+    for (int k = 0; k < 3; ++k) groups.push_back({part, x});
+  add("sgd_momentum_multi", OpKind::sgd_momentum_multi, groups, {}, 5 * tensors * part.numel() * f);
   add("softmax", OpKind::softmax, {{m, x}}, m, 2 * n * f);
   add("softmax_grad", OpKind::softmax_grad, {{m, x}, {m, x}}, m, 3 * n * f);
   add("layernorm", OpKind::layernorm, {{m, x}, {row, 1.0f}, {row, 0.0f}}, m, 2 * n * f);

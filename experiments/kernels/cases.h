@@ -31,6 +31,7 @@ class CaseSet {
   float* buffer(int64_t n, float value);
   std::vector<cuda::DeviceBuffer> buffers_;
   std::vector<std::unique_ptr<Attrs>> attrs_;
+  std::vector<std::unique_ptr<std::vector<kernels::TensorView>>> more_;  // variadic inputs past kMaxOpInputs
   std::vector<KernelCase> cases_;
 };
 

@@ -73,6 +73,10 @@ void cpu_mul(const float* a, const float* b, float* y, int64_t n);    // y = a *
 void cpu_scale(const float* x, float alpha, float* y, int64_t n);     // y = alpha * x
 void cpu_fill(float* y, float value, int64_t n);                      // y = value
 void cpu_copy(const float* x, float* y, int64_t n);                   // y = x (memmove)
+// fused_elementwise: attrs.program (graph/ew_program.h) over the call's inputs, tile by
+// tile through the kernels of the ops it fuses (cpu_add, cpu_relu, cpu_gelu, ...), so
+// that it gives the unfused chain's bits. A [cols] input is read at every row.
+void cpu_fused_elementwise(const OpCall& c);
 
 // ---- bias (bias.cpp) -------------------------------------------------------------
 // y[r, j] = x[r, j] + bias[j]
@@ -155,5 +159,7 @@ void cpu_cross_entropy_grad(const float* logits, const float* labels, const floa
 // sgd_momentum: v = momentum * v + g;  p = p - lr * v     (PyTorch's convention)
 void cpu_sgd(float* p, const float* g, float lr, int64_t n);
 void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n);
+// sgd_multi, sgd_momentum_multi: cpu_sgd / cpu_sgd_momentum on every (param, grad[, velocity]) group.
+void cpu_multi_update(const OpCall& c);
 
 }  // namespace tg::kernels

@@ -57,6 +57,9 @@ void run_cpu(const OpCall& c) {
     case OpKind::matmul_bias_grad: return cpu_gemm_op(c);
     case OpKind::layernorm_grad_params:
       return cpu_layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps);
+    case OpKind::fused_elementwise: return cpu_fused_elementwise(c);
+    case OpKind::sgd_multi:
+    case OpKind::sgd_momentum_multi: return cpu_multi_update(c);
   }
   throw std::invalid_argument(std::string("run_cpu ") + op_name(c.op) + ": op has no CPU kernel");
 }

@@ -1,5 +1,6 @@
 // Plain float elementwise ops. Each loop reads element i before it writes
 // element i, so out may be exactly one of the inputs (in-place execution).
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -28,6 +29,50 @@ void cpu_fill(float* y, float value, int64_t n) {
 
 void cpu_copy(const float* x, float* y, int64_t n) {
   if (x != y && n > 0) std::memmove(y, x, static_cast<size_t>(n) * sizeof(float));
+}
+
+// Tile by tile, so that the chain's values between ops stay in a small buffer in cache;
+// each instruction is the unfused op's own kernel on the tile. The last one writes the
+// output, which may be an input of the same elements: every kernel reads element i
+// before it writes it.
+void cpu_fused_elementwise(const OpCall& c) {
+  constexpr int64_t kTile = 1024;
+  const EwProgram& prog = c.attrs->program;
+  const int nin = c.num_inputs;
+  const int64_t n = c.out.shape.numel(), cols = c.out.shape.last();
+  float rows[kMaxEwInputs][kTile];  // the [cols] inputs, repeated along the tile
+  float acc[kTile];                 // the result of the instruction before
+  const float* operand[kMaxEwInputs + kMaxEwInstrs] = {};
+  for (int64_t base = 0; base < n; base += kTile) {
+    const int64_t len = std::min(kTile, n - base);
+    for (int j = 0; j < nin; ++j) {
+      const TensorView& t = c.input(j);
+      if (t.shape.numel() == n) {
+        operand[j] = t.data + base;
+        continue;
+      }
+      float* r = rows[j];
+      for (int64_t i = 0, col = base % cols; i < len; ++i, col = col + 1 == cols ? 0 : col + 1) r[i] = t.data[col];
+      operand[j] = r;
+    }
+    for (int k = 0; k < prog.size(); ++k) {
+      const EwInstr& in = prog.code[static_cast<size_t>(k)];
+      float* y = k + 1 == prog.size() ? c.out.data + base : acc;
+      const float* a = operand[in.a];
+      const float* b = ew_op_binary(in.op) ? operand[in.b] : nullptr;
+      switch (in.op) {
+        case EwOp::add: cpu_add(a, b, y, len); break;
+        case EwOp::sub: cpu_sub(a, b, y, len); break;
+        case EwOp::mul: cpu_mul(a, b, y, len); break;
+        case EwOp::scale: cpu_scale(a, in.alpha, y, len); break;
+        case EwOp::relu: cpu_relu(a, y, len); break;
+        case EwOp::relu_grad: cpu_relu_grad(a, b, y, len); break;
+        case EwOp::gelu: cpu_gelu(a, y, len); break;
+        case EwOp::gelu_grad: cpu_gelu_grad(a, b, y, len); break;
+      }
+      operand[nin + k] = y;
+    }
+  }
 }
 
 }  // namespace tg::kernels

@@ -15,4 +15,16 @@ void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float moment
   }
 }
 
+void cpu_multi_update(const OpCall& c) {
+  const Attrs& at = *c.attrs;
+  const int group = op_num_inputs(c.op);
+  for (int i = 0; i < c.num_inputs; i += group) {
+    float* p = c.input(i).data;
+    const float* g = c.input(i + 1).data;
+    const int64_t n = c.input(i).shape.numel();
+    if (group == 3) cpu_sgd_momentum(p, g, c.input(i + 2).data, at.lr, at.momentum, n);
+    else cpu_sgd(p, g, at.lr, n);
+  }
+}
+
 }  // namespace tg::kernels

@@ -85,6 +85,9 @@ void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s);
 void fill(float* y, float value, int64_t n, cudaStream_t s);
 void copy(const float* x, float* y, int64_t n, cudaStream_t s);  // exact alias is a no-op
+// attrs.program (graph/ew_program.h) over the call's inputs in one kernel: a [cols] input
+// is read at every row; each step rounds as its unfused op's kernel does.
+void fused_elementwise(const OpCall& c, cudaStream_t s);
 
 // ---- activations (activation.cu) ----------------------------------------------------
 void relu(const float* x, float* y, int64_t n, cudaStream_t s);
@@ -98,6 +101,10 @@ void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t
 // ---- optimizer updates (optimizer.cu), in place -----------------------------------------
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
 void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s);
+// sgd_multi, sgd_momentum_multi: every (param, grad[, velocity]) group of the call in one
+// launch per kMultiTensors groups, with sgd's and sgd_momentum's arithmetic.
+constexpr int kMultiTensors = 64;
+void multi_update(const OpCall& c, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
 // alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).

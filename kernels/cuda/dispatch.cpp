@@ -63,6 +63,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::layernorm_grad_params:
       return cuda::layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps, ctx.scratch,
                                          ctx.scratch_bytes, s);
+    case OpKind::fused_elementwise: return cuda::fused_elementwise(c, s);
+    case OpKind::sgd_multi:
+    case OpKind::sgd_momentum_multi: return cuda::multi_update(c, s);
   }
   throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) + ": op has no CUDA kernel");
 }

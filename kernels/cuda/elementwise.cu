@@ -1,9 +1,11 @@
 // add, sub, mul, scale, fill and copy (kernels/cpu/elementwise.cpp), on the frame of
-// elementwise.cuh.
+// elementwise.cuh, and fused_elementwise: a chain of those and the activations in one
+// kernel, each step by the functor the unfused op runs.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
 
@@ -37,7 +39,116 @@ __global__ void fill_kernel(float* y, float value, int64_t n) {
   }
 }
 
+// ---- fused_elementwise ----------------------------------------------------------------
+// The program is a launch parameter, the same for every thread, so the loop over it and
+// the switch on each opcode take one path across the grid. A chain needs one running
+// value (acc); operands are that value or an input, loaded where it is read.
+struct EwStep {
+  uint8_t op, a, b, binary;
+  float alpha;
+};
+struct EwArgs {
+  const float* in[kMaxEwInputs];
+  float* out;
+  EwStep code[kMaxEwInstrs];
+  int size, inputs;
+  unsigned row_inputs;  // bit j: input j is a [cols] row, read at i % cols
+  int64_t n, cols;
+};
+
+template <typename F>
+__device__ __forceinline__ float map(F f, float a, float b) { return f(a, b); }
+template <typename F>
+__device__ __forceinline__ float4 map(F f, float4 a, float4 b) {
+  return make_float4(f(a.x, b.x), f(a.y, b.y), f(a.z, b.z), f(a.w, b.w));
+}
+
+template <typename T>
+__device__ __forceinline__ T ew_apply(const EwStep& s, T a, T b) {
+  switch (static_cast<EwOp>(s.op)) {
+    case EwOp::add: return map(AddF{}, a, b);
+    case EwOp::sub: return map(SubF{}, a, b);
+    case EwOp::mul: return map(MulF{}, a, b);
+    case EwOp::scale: return map(ScaleF{s.alpha}, a, a);
+    case EwOp::relu: return map(detail::ReluF{}, a, a);
+    case EwOp::relu_grad: return map(detail::ReluGradF{}, a, b);
+    case EwOp::gelu: return map(detail::GeluF{}, a, a);
+    case EwOp::gelu_grad: return map(detail::GeluGradF{}, a, b);
+  }
+  return a;
+}
+
+// Element (or float4) i of input j; `col` is i's column for the row inputs.
+__device__ __forceinline__ float ew_load(const EwArgs& p, int j, int64_t i, int64_t col, float) {
+  return p.in[j][(p.row_inputs >> j) & 1u ? col : i];
+}
+__device__ __forceinline__ float4 ew_load(const EwArgs& p, int j, int64_t i, int64_t col, float4) {
+  return reinterpret_cast<const float4*>(p.in[j])[(p.row_inputs >> j) & 1u ? col : i];
+}
+
+template <typename T>
+__device__ __forceinline__ T ew_run(const EwArgs& p, int64_t i, int64_t col) {
+  T acc{};
+  for (int k = 0; k < p.size; ++k) {
+    const EwStep s = p.code[k];
+    const T a = s.a < p.inputs ? ew_load(p, s.a, i, col, T{}) : acc;
+    const T b = !s.binary ? a : s.b < p.inputs ? ew_load(p, s.b, i, col, T{}) : acc;
+    acc = ew_apply(s, a, b);
+  }
+  return acc;
+}
+
+// float4 of every input and the output; the row inputs then need cols % 4 == 0.
+__global__ void fused_ew_vec_kernel(const __grid_constant__ EwArgs p, int64_t n4) {
+  pdl::prologue();
+  const int64_t cols4 = p.cols / 4;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = tid; i < n4; i += stride)
+    reinterpret_cast<float4*>(p.out)[i] = ew_run<float4>(p, i, p.row_inputs ? i % cols4 : 0);
+  const int64_t t = 4 * n4 + tid;
+  if (t < p.n) p.out[t] = ew_run<float>(p, t, p.row_inputs ? t % p.cols : 0);
+}
+
+__global__ void fused_ew_scalar_kernel(const __grid_constant__ EwArgs p) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.n; i += stride)
+    p.out[i] = ew_run<float>(p, i, p.row_inputs ? i % p.cols : 0);
+}
+
 }  // namespace
+
+void fused_elementwise(const OpCall& c, cudaStream_t s) {
+  const EwProgram& prog = c.attrs->program;
+  EwArgs p{};
+  p.out = c.out.data;
+  p.n = c.out.shape.numel();
+  p.cols = c.out.shape.last();
+  p.size = prog.size();
+  p.inputs = c.num_inputs;
+  bool vec = aligned16(p.out);
+  for (int j = 0; j < c.num_inputs; ++j) {
+    p.in[j] = c.input(j).data;
+    if (c.input(j).shape.numel() != p.n) p.row_inputs |= 1u << j;
+    vec = vec && aligned16(p.in[j]);
+  }
+  for (int k = 0; k < prog.size(); ++k) {
+    const EwInstr& in = prog.code[static_cast<size_t>(k)];
+    p.code[k] = {static_cast<uint8_t>(in.op), in.a, in.b, static_cast<uint8_t>(ew_op_binary(in.op)), in.alpha};
+  }
+  if (p.n <= 0) return;
+  vec = vec && p.n > detail::kSmallElements && (p.row_inputs == 0 || p.cols % 4 == 0);
+  if (vec) {
+    const int64_t n4 = p.n / 4;
+    const int64_t work = n4 > (p.n - 4 * n4) ? n4 : (p.n - 4 * n4);
+    const int block = detail::block_for(work);
+    detail::launch(TG_LAUNCH_SITE, fused_ew_vec_kernel, grid_for(work, block), block, s, p, n4);
+  } else {
+    const int block = detail::block_for(p.n);
+    detail::launch(TG_LAUNCH_SITE, fused_ew_scalar_kernel, grid_for(p.n, block), block, s, p);
+  }
+}
 
 void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(AddF{}, a, b, y, n, s); }
 void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(SubF{}, a, b, y, n, s); }

@@ -124,7 +124,8 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
 
 // The batch-invariant mode: the plain kernel summing over k in order, then the unfused
 // epilogue ops, so that fused and unfused graphs give the same bits there too.
-void gemm_invariant(const OpCall& c, const GemmCall& g, cudaStream_t s) {
+void gemm_invariant(const OpCall& c, const GemmCall& g, const CudaExecContext& ctx) {
+  const cudaStream_t s = ctx.stream;
   const MatmulPlan& p = g.plan;
   matmul_invariant(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, g.a, p.stride_a, g.b, p.stride_b, g.d, s);
   const int64_t rows = p.batch * p.m, n = rows * p.n;
@@ -133,7 +134,7 @@ void gemm_invariant(const OpCall& c, const GemmCall& g, cudaStream_t s) {
   if (c.op == OpKind::linear && c.attrs->act == Act::gelu) gelu(g.d, g.d, n, s);
   if (g.accumulate) add(g.c, g.d, g.d, n, s);
   if (c.op == OpKind::matmul_bias_grad)
-    reduce_sum(c.in[1].data, c.out2.data, 1, c.in[1].shape[0], c.in[1].shape[1], s);
+    reduce_sum(c.in[1].data, c.out2.data, 1, c.in[1].shape[0], c.in[1].shape[1], ctx.scratch, ctx.scratch_bytes, s);
 }
 
 }  // namespace
@@ -170,7 +171,7 @@ void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bo
 
 void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   const GemmCall g = gemm_call(c);
-  if (batch_invariant_matmul()) return gemm_invariant(c, g, ctx.stream);
+  if (batch_invariant_matmul()) return gemm_invariant(c, g, ctx);
   const MatmulPlan& p = g.plan;
   if (p.batch == 0 || p.m == 0 || p.n == 0) return;
   if (p.k == 0) {  // an empty sum: only the plain product has a meaning for it (zeros)

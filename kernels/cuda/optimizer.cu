@@ -1,4 +1,5 @@
-// The optimizer updates sgd and sgd_momentum (kernels/cpu/optimizer.cpp), in place.
+// The optimizer updates sgd and sgd_momentum (kernels/cpu/optimizer.cpp), in place, and
+// their multi-tensor forms: every parameter of a step in one launch.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
@@ -20,14 +21,32 @@ struct SgdF {
   __device__ float operator()(float p, float g) const { return __fsub_rn(p, __fmul_rn(lr, g)); }
 };
 
+// One element (or float4) of sgd (p -= lr g) or sgd_momentum (v = momentum v + g;
+// p -= lr v): the single and the multi-tensor kernels round alike.
+template <bool kMomentum>
+struct UpdateF {
+  float lr, momentum;
+  __device__ void operator()(float& p, float g, float& v) const {
+    if (kMomentum) {
+      v = __fadd_rn(__fmul_rn(momentum, v), g);
+      p = __fsub_rn(p, __fmul_rn(lr, v));
+    } else {
+      p = __fsub_rn(p, __fmul_rn(lr, g));
+    }
+  }
+  __device__ void operator()(float4& p, float4 g, float4& v) const {
+    (*this)(p.x, g.x, v.x);
+    (*this)(p.y, g.y, v.y);
+    (*this)(p.z, g.z, v.z);
+    (*this)(p.w, g.w, v.w);
+  }
+};
+
 __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr, float momentum, int64_t n) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  auto step = [&](float& pp, float gg, float& vv) {
-    vv = __fadd_rn(__fmul_rn(momentum, vv), gg);
-    pp = __fsub_rn(pp, __fmul_rn(lr, vv));
-  };
+  const UpdateF<true> step{lr, momentum};
   if (aligned16(p) && aligned16(g) && aligned16(v)) {
     const int64_t n4 = n / 4;
     float4* p4 = reinterpret_cast<float4*>(p);
@@ -35,11 +54,7 @@ __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr
     float4* v4 = reinterpret_cast<float4*>(v);
     for (int64_t j = i; j < n4; j += stride) {
       float4 pp = p4[j], vv = v4[j];
-      const float4 gg = g4[j];
-      step(pp.x, gg.x, vv.x);
-      step(pp.y, gg.y, vv.y);
-      step(pp.z, gg.z, vv.z);
-      step(pp.w, gg.w, vv.w);
+      step(pp, g4[j], vv);
       p4[j] = pp;
       v4[j] = vv;
     }
@@ -49,7 +64,88 @@ __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr
   }
 }
 
+// ---- sgd_multi, sgd_momentum_multi ------------------------------------------------------
+// The tensor table is a launch parameter (2.6 KB, under the 4 KB every device takes). Each
+// tensor is cut into chunks of kChunk elements; first_chunk holds the prefix sums of the
+// chunk counts, so a block finds the tensor of its chunk by a binary search over it. A
+// chunk starts at a multiple of kChunk, so a 16-byte aligned tensor stays aligned in it.
+constexpr int64_t kChunk = 4096;
+struct MultiArgs {
+  float* p[kMultiTensors];
+  const float* g[kMultiTensors];
+  float* v[kMultiTensors];
+  int64_t n[kMultiTensors];
+  int64_t first_chunk[kMultiTensors + 1];
+  int count;
+  float lr, momentum;
+};
+
+template <bool kMomentum>
+__global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
+  pdl::prologue();
+  const int64_t chunks = a.first_chunk[a.count];
+  const UpdateF<kMomentum> step{a.lr, a.momentum};
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    int lo = 0, hi = a.count - 1;  // the last tensor whose first chunk is <= c
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (a.first_chunk[mid] <= c) lo = mid;
+      else hi = mid - 1;
+    }
+    const int64_t begin = (c - a.first_chunk[lo]) * kChunk;
+    const int64_t len = a.n[lo] - begin < kChunk ? a.n[lo] - begin : kChunk;
+    float* p = a.p[lo] + begin;
+    const float* g = a.g[lo] + begin;
+    float* v = kMomentum ? a.v[lo] + begin : nullptr;
+    float unused = 0.0f;  // sgd's velocity
+    int64_t i = threadIdx.x;
+    if (aligned16(p) && aligned16(g) && (!kMomentum || aligned16(v))) {
+      const int64_t n4 = len / 4;
+      float4* p4 = reinterpret_cast<float4*>(p);
+      const float4* g4 = reinterpret_cast<const float4*>(g);
+      float4* v4 = reinterpret_cast<float4*>(v);
+      for (int64_t j = threadIdx.x; j < n4; j += blockDim.x) {
+        float4 pp = p4[j], vv = kMomentum ? v4[j] : float4{};
+        step(pp, g4[j], vv);
+        p4[j] = pp;
+        if (kMomentum) v4[j] = vv;
+      }
+      i = 4 * n4 + threadIdx.x;  // the tail, by the first threads
+    }
+    for (; i < len; i += blockDim.x) step(p[i], g[i], kMomentum ? v[i] : unused);
+  }
+}
+
 }  // namespace
+
+void multi_update(const OpCall& c, cudaStream_t s) {
+  const int group = op_num_inputs(c.op);
+  const bool momentum = group == 3;
+  MultiArgs a{};
+  a.lr = c.attrs->lr;
+  a.momentum = c.attrs->momentum;
+  auto flush = [&] {
+    if (a.count == 0) return;
+    const int64_t chunks = a.first_chunk[a.count];
+    const int grid = grid_for(chunks * kBlock, kBlock);
+    if (momentum) detail::launch(TG_LAUNCH_SITE, multi_update_kernel<true>, grid, kBlock, s, a);
+    else detail::launch(TG_LAUNCH_SITE, multi_update_kernel<false>, grid, kBlock, s, a);
+    a.count = 0;
+    a.first_chunk[0] = 0;
+  };
+  for (int i = 0; i < c.num_inputs; i += group) {
+    const int64_t n = c.input(i).shape.numel();
+    if (n <= 0) continue;
+    const int t = a.count++;
+    a.p[t] = c.input(i).data;
+    a.g[t] = c.input(i + 1).data;
+    a.v[t] = momentum ? c.input(i + 2).data : nullptr;
+    a.n[t] = n;
+    a.first_chunk[t + 1] = a.first_chunk[t] + (n + kChunk - 1) / kChunk;
+    if (a.count == kMultiTensors) flush();
+  }
+  flush();
+}
 
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s) { launch_ew<true>(SgdF{lr}, p, g, p, n, s); }
 

@@ -20,8 +20,10 @@ namespace tg {
 enum class PassId : uint8_t {
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
+  elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
+  optimizer,    // every sgd / sgd_momentum update of the step: one multi-tensor update
 };
-constexpr int kNumPasses = 2;
+constexpr int kNumPasses = 4;
 const char* pass_name(PassId p);
 
 class PassSet {
@@ -58,5 +60,7 @@ Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats = nullptr);
 // The passes one by one (pure functions; see each file).
 Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
+Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp
+Graph pass_optimizer(const Graph& g);    // static/passes/optimizer.cpp
 
 }  // namespace tg

@@ -11,6 +11,8 @@ const char* pass_name(PassId p) {
   switch (p) {
     case PassId::rows: return "rows";
     case PassId::linear: return "linear";
+    case PassId::elementwise: return "elementwise";
+    case PassId::optimizer: return "optimizer";
   }
   return "?";
 }
@@ -62,6 +64,8 @@ Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
     switch (p) {
       case PassId::rows: g = pass_rows(g); break;
       case PassId::linear: g = pass_linear(g); break;
+      case PassId::elementwise: g = pass_elementwise(g); break;
+      case PassId::optimizer: g = pass_optimizer(g); break;
     }
     if (stats)
       stats->push_back({p, before, static_cast<int>(g.nodes.size()),

@@ -146,6 +146,32 @@ inline std::vector<OpSample> op_samples(OpKind op) {
               tol(sample("batched", {{2, 3, 5}, {2, 5, 4}, {2, 3, 4}}), 1e-5, 1e-4)};
     case OpKind::matmul_bias_grad: return {tol(sample("[6,3]^T [6,4]", {{6, 3}, {6, 4}}), 1e-5, 1e-4)};
     case OpKind::layernorm_grad_params: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
+    case OpKind::fused_elementwise: {
+      auto program = [](std::vector<EwInstr> code) {
+        return [code](Attrs& t) { t.program.code = code; };
+      };
+      const EwOp add = EwOp::add, sub = EwOp::sub, mul = EwOp::mul;
+      return {// x * y + b, relu, * 0.5: operands 0..2 are the inputs, 3.. the results
+              with(sample("mul, bias row, relu, scale", {m, m, {4}}),
+                   program({{mul, 0, 1}, {add, 3, 2}, {EwOp::relu, 4}, {EwOp::scale, 5, 0, 0.5f}})),
+              tol(with(sample("sub, relu_grad, gelu_grad, gelu", {m, m}),
+                       program({{sub, 0, 1}, {EwOp::relu_grad, 2, 0}, {EwOp::gelu_grad, 3, 1}, {EwOp::gelu, 4}})),
+                  1e-5, 1e-4),
+              with(sample("6 inputs, rank 3", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {4}, {2, 3, 4}}),
+                   program({{add, 0, 1}, {sub, 6, 2}, {mul, 3, 7}, {add, 8, 4}, {add, 5, 9}}))};
+    }
+    case OpKind::sgd_multi:
+      return {with(sample("3 tensors", {m, m, {5}, {5}, {2, 3, 2}, {2, 3, 2}}), [](Attrs& t) { t.lr = 0.05f; })};
+    case OpKind::sgd_momentum_multi:
+      return {with(sample("1 tensor", {m, m, m}),
+                   [](Attrs& t) {
+                     t.lr = 0.05f;
+                     t.momentum = 0.9f;
+                   }),
+              with(sample("3 tensors", {m, m, m, {5}, {5}, {5}, {2, 3, 2}, {2, 3, 2}, {2, 3, 2}}), [](Attrs& t) {
+                t.lr = 0.05f;
+                t.momentum = 0.5f;
+              })};
   }
   return {};
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 
+#include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/raii.h"
 
@@ -75,8 +76,8 @@ std::string describe(const OpCase& c) {
 int64_t run_case(const OpCase& c) { return run_case_on(backend(), c); }
 
 int64_t run_case_on(CudaBackend& b, const OpCase& c) {
-  const int nin = op_num_inputs(c.op);
-  REQUIRE(static_cast<int>(c.in.size()) == nin);
+  const int nin = static_cast<int>(c.in.size());
+  REQUIRE(op_arity_ok(c.op, nin));
   std::vector<std::vector<float>> host(static_cast<size_t>(nin));
   std::vector<std::unique_ptr<DevTensor>> dev;
   for (int i = 0; i < nin; ++i) {
@@ -96,16 +97,34 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
     dev.back()->upload(h);
   }
   const bool update = op_is_update(c.op);
-  std::vector<float> cpu_out;
-  std::unique_ptr<DevTensor> dev_out;
+  std::vector<float> cpu_out, cpu_out2;
+  std::unique_ptr<DevTensor> dev_out, dev_out2;
   kernels::OpCall cc, gc;
   cc.op = gc.op = c.op;
   cc.attrs = gc.attrs = &c.attrs;
   cc.num_inputs = gc.num_inputs = nin;
+  std::vector<kernels::TensorView> cmore, gmore;  // a variadic op's inputs past kMaxOpInputs
   for (int i = 0; i < nin; ++i) {
     const auto k = static_cast<size_t>(i);
-    cc.in[k] = {host[k].data(), c.in[k]};
-    gc.in[k] = {dev[k]->ptr, c.in[k]};
+    const kernels::TensorView hv{host[k].data(), c.in[k]}, dv{dev[k]->ptr, c.in[k]};
+    if (i < kMaxOpInputs) {
+      cc.in[k] = hv;
+      gc.in[k] = dv;
+    } else {
+      cmore.push_back(hv);
+      gmore.push_back(dv);
+    }
+  }
+  cc.more = cmore.empty() ? nullptr : cmore.data();
+  gc.more = gmore.empty() ? nullptr : gmore.data();
+  // The second output of the fused ops that have one: its shape from the shape rule.
+  if (op_num_outputs(c.op) == 2) {
+    const Shape s2 = infer_shapes(c.op, c.in, c.attrs, "case").at(1);
+    cpu_out2.assign(static_cast<size_t>(s2.numel()), NAN);
+    dev_out2 = std::make_unique<DevTensor>(s2.numel(), c.unaligned);
+    dev_out2->poison();
+    cc.out2 = {cpu_out2.data(), s2};
+    gc.out2 = {dev_out2->ptr, s2};
   }
   if (!update) {
     if (c.alias_input >= 0) {
@@ -132,14 +151,20 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
   const std::string name = describe(c);
   int64_t bad = 0;
   if (update) {
-    bad += compare(name + " param", dev[0]->download(), host[0], c.tol);
-    if (c.op == OpKind::sgd_momentum) bad += compare(name + " velocity", dev[2]->download(), host[2], c.tol);
+    // Every group's parameter, and its velocity where there is one.
+    const int group = op_num_inputs(c.op);
+    for (int i = 0; i < nin; i += group) {
+      const auto k = static_cast<size_t>(i);
+      bad += compare(fmt::format("{} param (input {})", name, i), dev[k]->download(), host[k], c.tol);
+      if (group == 3) bad += compare(fmt::format("{} velocity (input {})", name, i + 2), dev[k + 2]->download(), host[k + 2], c.tol);
+    }
   } else if (c.alias_input >= 0) {
     const auto k = static_cast<size_t>(c.alias_input);
     bad += compare(name, dev[k]->download(), host[k], c.tol);
   } else {
     bad += compare(name, dev_out->download(), cpu_out, c.tol);
   }
+  if (dev_out2) bad += compare(name + " second output", dev_out2->download(), cpu_out2, c.tol);
   if (bad) std::printf("FAILED case: %s\n", name.c_str());
   return bad;
 }

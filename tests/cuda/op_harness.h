@@ -10,6 +10,7 @@
 #include "graph/attrs.h"
 #include "graph/op.h"
 #include "graph/shape.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/raii.h"
 
@@ -22,7 +23,7 @@ struct Tol {
 struct OpCase {
   OpKind op = OpKind::copy;
   Attrs attrs;
-  std::vector<Shape> in;  // op_num_inputs(op) shapes
+  std::vector<Shape> in;  // one per input (a variadic op: any whole number of groups)
   Shape out;              // ignored for update ops (sgd*)
   Tol tol;
   bool unaligned = false;  // every device pointer is offset by one float (hits the scalar paths)

@@ -12,6 +12,7 @@
 #include "graph/validate.h"
 #include "tests/common/models.h"
 #include "tests/graph/graph_equal.h"
+#include "tests/graph/load_error.h"
 
 namespace {
 
@@ -19,14 +20,7 @@ using namespace tg;
 
 const std::string kHead = R"("format": "twograph-graph", "version": 1, )";
 
-std::string load_error(const std::string& text) {
-  try {
-    load_graph_json(text, "t.json");
-  } catch (const GraphError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::load_error;
 
 #define CHECK_LOAD_ERROR(text, fragment)                                  \
   do {                                                                    \

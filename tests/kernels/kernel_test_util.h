@@ -32,6 +32,19 @@ inline Tensor tensor(Shape s, std::vector<float> v) {
   return {std::move(v), s};
 }
 
+// Points the call at the tensors: the first kMaxOpInputs in OpCall::in, the rest of a
+// variadic op's in `more`, which must outlive the call.
+inline void set_inputs(kernels::OpCall& c, std::vector<Tensor>& ins, std::vector<kernels::TensorView>& more) {
+  c.num_inputs = static_cast<int>(ins.size());
+  more.clear();
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const kernels::TensorView v{ins[i].data.data(), ins[i].shape};
+    if (i < c.in.size()) c.in[i] = v;
+    else more.push_back(v);
+  }
+  c.more = more.empty() ? nullptr : more.data();
+}
+
 // Runs `op` on copies of the inputs; the output starts as NaN so that an element
 // the kernel forgets to write fails the comparison.
 inline Tensor run_op(OpKind op, std::vector<Tensor> ins, const Attrs& at = {}) {
@@ -42,10 +55,10 @@ inline Tensor run_op(OpKind op, std::vector<Tensor> ins, const Attrs& at = {}) {
   out.shape = outs.at(0);
   out.data.assign(static_cast<size_t>(out.shape.numel()), std::numeric_limits<float>::quiet_NaN());
   kernels::OpCall c;
+  std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
+  set_inputs(c, ins, more);
   c.op = op;
   c.attrs = &at;
-  c.num_inputs = static_cast<int>(ins.size());
-  for (size_t i = 0; i < ins.size(); ++i) c.in[i] = {ins[i].data.data(), ins[i].shape};
   c.out = {out.data.data(), out.shape};
   if (outs.size() > 1) {
     second.shape = outs[1];

@@ -4,47 +4,26 @@
 // the ops they replace compute) trains to the same bits as the unfused graph.
 #include <doctest/doctest.h>
 
-#include <map>
-
 #include "graph/builder.h"
 #include "graph/training.h"
 #include "graph/validate.h"
 #include "static/compiler.h"
 #include "static/passes/pass.h"
 #include "tests/common/models.h"
+#include "tests/static/passes_test_util.h"
 #include "tests/static/static_test_util.h"
 
 namespace tg::testing {
 
-namespace {
-
-std::map<OpKind, int> op_counts(const Graph& g) {
-  std::map<OpKind, int> c;
-  for (const Node& n : g.nodes) ++c[n.op];
-  return c;
-}
-
-int count(const Graph& g, OpKind op) {
-  const auto c = op_counts(g);
-  const auto it = c.find(op);
-  return it == c.end() ? 0 : it->second;
-}
-
-Graph recorded(const std::function<void(RecordingBuilder&)>& f) {
-  Graph g;
-  RecordingBuilder b(g);
-  f(b);
-  return g;
-}
-
-}  // namespace
 
 TEST_CASE("passes: parse and print the pass sets") {
   CHECK(parse_passes("none").empty());
   CHECK(parse_passes("all") == PassSet::all());
   CHECK(parse_passes("linear").has(PassId::linear));
   CHECK_FALSE(parse_passes("linear").has(PassId::rows));
-  CHECK(parse_passes("linear,rows") == PassSet::all());
+  CHECK(parse_passes("linear,rows,optimizer,elementwise") == PassSet::all());
+  CHECK_FALSE(parse_passes("linear,rows") == PassSet::all());
+  CHECK(parse_passes("optimizer,rows").str() == "rows,optimizer");  // printed in pipeline order
   CHECK(PassSet::only(PassId::rows).str() == "rows");
   CHECK(PassSet::none().str() == "none");
   CHECK(PassSet::all().str() == "all");
@@ -117,46 +96,6 @@ TEST_CASE("rows pass: the attention scale folds into softmax and its gradient; l
   CHECK(count(f, OpKind::layernorm_grad_params) == 2);
 }
 
-namespace {
-
-// Trains `steps` steps with passes none and with `set` on the CPU; every loss and every
-// parameter after them must have the same bits.
-void check_same_training(const ModelFn& model, PassSet set, int steps) {
-  CompileOptions base;
-  CompileOptions fused = base;
-  fused.passes = set;
-  CompiledPlan a = compile(model, base);
-  CompiledPlan b = compile(model, fused);
-  CHECK(b.graph->nodes.size() < a.graph->nodes.size());
-  CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");
-  const std::vector<std::vector<float>> values = make_values(*a.graph, 3);
-  const Feeds feeds = feeds_from(*a.graph, values);
-  for (int s = 0; s < steps; ++s) {
-    const float la = a.step(feeds), lb = b.step(feeds);
-    CHECK_MESSAGE(bitwise_diff({lb}, {la}) == "", "step ", s, " loss ", lb, " vs ", la);
-  }
-  for (int v : a.graph->values_with_role(Role::parameter)) {
-    const std::string& name = a.graph->values[static_cast<size_t>(v)].name;
-    CHECK_MESSAGE(bitwise_diff(b.read(name), a.read(name)) == "", "parameter ", name);
-  }
-}
-
-void check_same_inference(const ModelFn& model, PassSet set) {
-  CompileOptions base;
-  base.training = false;
-  CompileOptions fused = base;
-  fused.passes = set;
-  CompiledPlan a = compile(model, base);
-  CompiledPlan b = compile(model, fused);
-  CHECK(b.graph->nodes.size() < a.graph->nodes.size());
-  const Feeds feeds = feeds_from(*a.graph, make_values(*a.graph, 5));
-  a.run(feeds);
-  b.run(feeds);
-  const std::string out = a.graph->values[static_cast<size_t>(a.prediction)].name;
-  CHECK(bitwise_diff(b.read(out), a.read(out)) == "");
-}
-
-}  // namespace
 
 TEST_CASE("every pass on the built-in models: fewer nodes, a sound plan, the unfused graph's bits on the CPU") {
   const ModelFn mlp = mlp_model(mlp_config(6, 12, 16, 3, 5));
@@ -171,6 +110,15 @@ TEST_CASE("every pass on the built-in models: fewer nodes, a sound plan, the unf
     check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))), set);
   }
   check_same_training(tfm, PassSet::only(PassId::rows), 3);
+  for (PassId p : {PassId::elementwise, PassId::optimizer}) {
+    CAPTURE(pass_name(p));
+    check_same_training(mlp, PassSet::only(p), 4);
+    check_same_training(mlp_ce, PassSet::only(p), 3);
+    check_same_training(tfm, PassSet::only(p), 3);
+  }
+  check_same_inference(mlp_model(without_loss(mlp_config(6, 12, 16, 3, 5))), PassSet::only(PassId::elementwise));
+  check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))),
+                       PassSet::only(PassId::elementwise));
 }
 
 TEST_CASE("passes: compile records their time and what each did") {

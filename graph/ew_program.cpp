@@ -1,0 +1,89 @@
+#include "graph/ew_program.h"
+
+#include <fmt/format.h>
+
+namespace tg {
+
+const char* ew_op_name(EwOp op) {
+  switch (op) {
+    case EwOp::add: return "add";
+    case EwOp::sub: return "sub";
+    case EwOp::mul: return "mul";
+    case EwOp::scale: return "scale";
+    case EwOp::relu: return "relu";
+    case EwOp::relu_grad: return "relu_grad";
+    case EwOp::gelu: return "gelu";
+    case EwOp::gelu_grad: return "gelu_grad";
+  }
+  return "?";
+}
+
+bool parse_ew_op(const std::string& name, EwOp& out) {
+  for (int i = 0; i < kNumEwOps; ++i)
+    if (name == ew_op_name(static_cast<EwOp>(i))) {
+      out = static_cast<EwOp>(i);
+      return true;
+    }
+  return false;
+}
+
+bool ew_op_binary(EwOp op) {
+  switch (op) {
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::relu_grad:
+    case EwOp::gelu_grad: return true;
+    case EwOp::scale:
+    case EwOp::relu:
+    case EwOp::gelu: return false;
+  }
+  return false;
+}
+
+bool EwInstr::operator==(const EwInstr& o) const {
+  // alpha only matters to scale, b only to the binary ops; compare what the op reads.
+  if (op != o.op || a != o.a) return false;
+  if (ew_op_binary(op) && b != o.b) return false;
+  return op != EwOp::scale || alpha == o.alpha;
+}
+
+std::string ew_program_error(const EwProgram& p, int inputs) {
+  if (inputs < 1 || inputs > kMaxEwInputs)
+    return fmt::format("has {} inputs; a fused program reads 1 to {} (split the chain)", inputs, kMaxEwInputs);
+  if (p.size() < 1 || p.size() > kMaxEwInstrs)
+    return fmt::format("program has {} instructions; give 1 to {} (split longer chains)", p.size(), kMaxEwInstrs);
+  unsigned read = 0;  // bit j: input j is read
+  for (int k = 0; k < p.size(); ++k) {
+    const EwInstr& in = p.code[static_cast<size_t>(k)];
+    if (static_cast<int>(in.op) >= kNumEwOps)
+      return fmt::format("instruction {}: opcode {} is not an op; known: add, sub, mul, scale, relu, relu_grad, gelu, "
+                         "gelu_grad", k, static_cast<int>(in.op));
+    const int nops = ew_op_binary(in.op) ? 2 : 1;
+    const int operands[2] = {in.a, in.b};
+    int reads_previous = 0;
+    for (int j = 0; j < nops; ++j) {
+      const int v = operands[j];
+      if (v < inputs) {
+        read |= 1u << v;
+        continue;
+      }
+      if (k > 0 && v == inputs + k - 1) {
+        ++reads_previous;
+        continue;
+      }
+      return fmt::format("instruction {} ({}): operand {} is {}; operands are the inputs 0..{}{}", k,
+                         ew_op_name(in.op), j, v, inputs - 1,
+                         k > 0 ? fmt::format(" and the previous result {} (a program is a chain)", inputs + k - 1)
+                               : std::string(" (the first instruction reads inputs only)"));
+    }
+    if (k > 0 && reads_previous == 0)
+      return fmt::format("instruction {} ({}) does not read the previous result {}; in a chain each instruction does",
+                         k, ew_op_name(in.op), inputs + k - 1);
+  }
+  for (int j = 0; j < inputs; ++j)
+    if (!((read >> j) & 1u)) return fmt::format("input {} is never read; remove it from the node's inputs", j);
+  return "";
+}
+
+}  // namespace tg

@@ -1,0 +1,61 @@
+#pragma once
+// The program of a fused_elementwise node (made by static/passes/elementwise.cpp): a
+// chain of elementwise ops run per element in one kernel, so the values between them
+// never go to memory.
+//
+// Operands are numbered in one space: 0..inputs-1 are the node's inputs, inputs + k is
+// the result of instruction k. The program is a chain: instruction k >= 1 reads result
+// k - 1 (once, as either operand) and otherwise inputs only, and the node's output is
+// the last result. An input of shape [cols] where the output is [.., cols] is read at
+// i % cols (a bias, as bias_add reads it); every other input has the output's shape.
+// Each instruction rounds as the unfused op's kernel does, on every backend.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+// The ops a program runs; operand b unused by the unary ones, alpha by all but scale.
+enum class EwOp : uint8_t {
+  add,        // a + b (bias_add too: b a [cols] input)
+  sub,        // a - b
+  mul,        // a * b
+  scale,      // alpha * a
+  relu,       // a > 0 ? a : 0
+  relu_grad,  // b > 0 ? a : 0   (a = dy, b = relu's output)
+  gelu,       // the tanh approximation of gelu(a)
+  gelu_grad,  // a * gelu'(b)    (a = dy, b = gelu's input)
+};
+constexpr int kNumEwOps = 8;
+const char* ew_op_name(EwOp op);
+bool parse_ew_op(const std::string& name, EwOp& out);
+// Binary ops read operand b.
+bool ew_op_binary(EwOp op);
+
+struct EwInstr {
+  EwOp op = EwOp::add;
+  uint8_t a = 0, b = 0;
+  float alpha = 1.0f;
+  bool operator==(const EwInstr& o) const;
+};
+
+// A program and its inputs are bounded so that the CUDA kernel gets the whole program
+// as a launch parameter (8 bytes an instruction, under the 4 KB every device takes);
+// the pass goes on in a new node where a chain is longer.
+constexpr int kMaxEwInstrs = 128;
+constexpr int kMaxEwInputs = 8;
+
+struct EwProgram {
+  std::vector<EwInstr> code;  // empty: no program (every op but fused_elementwise)
+  int size() const { return static_cast<int>(code.size()); }
+  bool operator==(const EwProgram& o) const { return code == o.code; }
+  bool operator!=(const EwProgram& o) const { return !(*this == o); }
+};
+
+// "" when `p` is a valid program over `inputs` inputs, else what is wrong with it and
+// how to fix it: the size, an unknown opcode, an operand out of range or breaking the
+// chain, an input never read. Shape inference and the kernel entries both ask.
+std::string ew_program_error(const EwProgram& p, int inputs);
+
+}  // namespace tg

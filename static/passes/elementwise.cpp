@@ -1,0 +1,167 @@
+// The elementwise pass: a chain of elementwise ops, where each value between two of them
+// is read by the next op alone (and is no graph output), becomes one fused_elementwise
+// node: one kernel reads the chain's inputs once and writes its result once, and the
+// values between never go to memory. Its program (graph/ew_program.h) lists the ops in
+// chain order; each rounds as its own kernel does, so the fused node gives the chain's
+// bits on every backend.
+//
+// The chain ops: add, sub, mul, scale, bias_add (an add whose bias input is a [cols] row),
+// relu, relu_grad, gelu, gelu_grad, and copy (no instruction: its result is its input).
+// Chains are found in schedule order from their first op; one fused node holds at most
+// kMaxEwInstrs instructions and kMaxEwInputs distinct inputs, and a longer chain goes on
+// in the next node. Every value of a chain has the chain's output shape.
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include "static/passes/pass.h"
+#include "static/passes/rewrite.h"
+
+namespace tg {
+
+namespace {
+
+constexpr OpKind kChainOps[] = {OpKind::add,  OpKind::sub,       OpKind::mul,  OpKind::scale,     OpKind::bias_add,
+                                 OpKind::relu, OpKind::relu_grad, OpKind::gelu, OpKind::gelu_grad, OpKind::copy};
+bool chain_op(OpKind op) { return std::find(std::begin(kChainOps), std::end(kChainOps), op) != std::end(kChainOps); }
+
+// The instruction of a chain op other than copy (bias_add is an add).
+EwOp ew_op_of(OpKind op) {
+  if (op == OpKind::sub) return EwOp::sub;
+  if (op == OpKind::mul) return EwOp::mul;
+  if (op == OpKind::scale) return EwOp::scale;
+  if (op == OpKind::relu) return EwOp::relu;
+  if (op == OpKind::relu_grad) return EwOp::relu_grad;
+  if (op == OpKind::gelu) return EwOp::gelu;
+  if (op == OpKind::gelu_grad) return EwOp::gelu_grad;
+  return EwOp::add;
+}
+
+// A fused node being built: its inputs (source value ids), and its instructions with
+// operands as (is a result, index), numbered for the program once the inputs are known.
+class Chain {
+ public:
+
+  // Whether node n (reading the chain's value `cur` unless it is the first) fits.
+  bool fits(const Node& n, int cur) const {
+    int instrs = static_cast<int>(code_.size()) + (n.op == OpKind::copy ? 0 : 1);
+    std::vector<int> ins = inputs_;
+    for (int v : n.inputs)
+      if (v != cur && std::find(ins.begin(), ins.end(), v) == ins.end()) ins.push_back(v);
+    return instrs <= kMaxEwInstrs && static_cast<int>(ins.size()) <= kMaxEwInputs;
+  }
+
+  // Appends node n; `cur` is the chain's value it reads (-1 for the first node).
+  void append(int id, const Node& n, int cur) {
+    nodes_.push_back(id);
+    if (n.op == OpKind::copy) {  // the chain's value is now the copy's input
+      if (cur < 0) value_ = operand_of(n.inputs[0], -1);
+      return;
+    }
+    Step s;
+    s.op = ew_op_of(n.op);
+    s.alpha = n.attrs.alpha;
+    s.a = operand_of(n.inputs[0], cur);
+    if (n.inputs.size() > 1) s.b = operand_of(n.inputs[1], cur);
+    code_.push_back(s);
+    value_ = {true, static_cast<int>(code_.size()) - 1};
+  }
+
+  const std::vector<int>& nodes() const { return nodes_; }
+  int instructions() const { return static_cast<int>(code_.size()); }
+  const std::vector<int>& inputs() const { return inputs_; }
+
+  EwProgram program() const {
+    EwProgram p;
+    p.code.resize(code_.size());
+    const int nin = static_cast<int>(inputs_.size());
+    auto index = [nin](Operand o) { return static_cast<uint8_t>(o.result ? nin + o.index : o.index); };
+    for (size_t k = 0; k < code_.size(); ++k) {
+      EwInstr& in = p.code[k];
+      in.op = code_[k].op;
+      in.a = index(code_[k].a);
+      in.b = ew_op_binary(in.op) ? index(code_[k].b) : 0;
+      in.alpha = in.op == EwOp::scale ? code_[k].alpha : 1.0f;
+    }
+    return p;
+  }
+
+ private:
+  struct Operand {
+    bool result = false;
+    int index = 0;  // an input's position, or an instruction's
+  };
+  struct Step {
+    EwOp op = EwOp::add;
+    Operand a, b;
+    float alpha = 1.0f;
+  };
+
+  // The chain's value where v is the value the chain carries, else v as an input.
+  Operand operand_of(int v, int cur) {
+    if (v == cur && cur >= 0) return value_;
+    auto it = std::find(inputs_.begin(), inputs_.end(), v);
+    if (it == inputs_.end()) {
+      inputs_.push_back(v);
+      return {false, static_cast<int>(inputs_.size()) - 1};
+    }
+    return {false, static_cast<int>(it - inputs_.begin())};
+  }
+
+  std::vector<int> nodes_;
+  std::vector<int> inputs_;
+  std::vector<Step> code_;
+  Operand value_;
+};
+
+}  // namespace
+
+Graph pass_elementwise(const Graph& g) {
+  GraphRewrite rw(g);
+  const std::vector<int> order = g.topo_order();
+  std::vector<bool> taken(g.nodes.size(), false);
+  auto shape_of = [&](int v) -> const Shape& { return g.values[static_cast<size_t>(v)].shape; };
+  // The op reading node n's output that may continue its chain, or -1.
+  auto next_of = [&](int n) {
+    const int out = g.nodes[static_cast<size_t>(n)].outputs[0];
+    const std::vector<int>& readers = rw.consumers()[static_cast<size_t>(out)];
+    if (readers.size() != 1 || !rw.only_read_by(out, readers[0])) return -1;
+    const int r = readers[0];
+    const Node& rn = g.nodes[static_cast<size_t>(r)];
+    if (!chain_op(rn.op) || taken[static_cast<size_t>(r)] || shape_of(rn.outputs[0]) != shape_of(out)) return -1;
+    // A bias_add continues the chain through its x, not through its bias.
+    if (rn.op == OpKind::bias_add && rn.inputs[0] != out) return -1;
+    return r;
+  };
+  for (int head : order) {
+    const Node& h = g.nodes[static_cast<size_t>(head)];
+    if (taken[static_cast<size_t>(head)] || !chain_op(h.op)) continue;
+    Chain chain;
+    chain.append(head, h, -1);
+    taken[static_cast<size_t>(head)] = true;
+    int last = head;
+    for (int n = next_of(last); n >= 0; n = next_of(last)) {
+      const Node& nn = g.nodes[static_cast<size_t>(n)];
+      const int cur = g.nodes[static_cast<size_t>(last)].outputs[0];
+      if (!chain.fits(nn, cur)) break;
+      chain.append(n, nn, cur);
+      taken[static_cast<size_t>(n)] = true;
+      last = n;
+    }
+    if (chain.nodes().size() < 2 || chain.instructions() == 0) continue;
+    const Node& tail = g.nodes[static_cast<size_t>(last)];
+    Node f;
+    f.name = tail.name;
+    f.op = OpKind::fused_elementwise;
+    f.inputs = chain.inputs();
+    f.outputs = tail.outputs;
+    f.attrs.program = chain.program();
+    // The head's request to run over its input 0, which is the fused node's input 0.
+    f.attrs.in_place = h.attrs.in_place && chain.inputs()[0] == h.inputs[0];
+    for (int n : chain.nodes()) rw.remove(n);
+    rw.add_node(std::move(f), last);
+  }
+  return rw.finish();
+}
+
+}  // namespace tg

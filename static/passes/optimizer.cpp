@@ -1,0 +1,102 @@
+// The optimizer pass: the update nodes of a training step (one sgd_momentum or sgd per
+// parameter) become one sgd_momentum_multi (sgd_multi) node per learning rate and
+// momentum, so one kernel launch updates every tensor, as PyTorch's foreach/fused SGD
+// does: a model of P parameters pays one launch instead of P. The kernels compute each
+// group exactly as the single update does, so the parameters get the same bits.
+//
+// A multi update writes its groups in parallel, so a value that two update nodes write
+// (or that one writes and another reads as its gradient) keeps its updates unfused, in
+// their order. The fused node takes the place of the last update it replaces; updates
+// run after every reader of their inputs (Graph::topo_order), so moving them later
+// changes no value anything reads.
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "static/passes/pass.h"
+#include "static/passes/rewrite.h"
+
+namespace tg {
+
+namespace {
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The inputs an update writes: its parameter and, for sgd_momentum, its velocity.
+bool written_input(const Node& n, size_t i) { return i == 0 || (n.op == OpKind::sgd_momentum && i == 2); }
+
+// A name no value or node of g has: base, or base.1, base.2, ...
+std::string unused_name(const Graph& g, const std::unordered_set<std::string>& taken, const std::string& base) {
+  auto used = [&](const std::string& s) { return taken.count(s) > 0 || g.find_value(s) >= 0 || g.find_node(s) >= 0; };
+  if (!used(base)) return base;
+  for (int k = 1;; ++k) {
+    const std::string s = base + "." + std::to_string(k);
+    if (!used(s)) return s;
+  }
+}
+
+}  // namespace
+
+Graph pass_optimizer(const Graph& g) {
+  // How many updates write each value, and the values some update reads as a gradient.
+  std::unordered_map<int, int> writes;
+  std::unordered_set<int> grads;
+  for (const Node& n : g.nodes) {
+    if (n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (written_input(n, i)) ++writes[n.inputs[i]];
+      else grads.insert(n.inputs[i]);
+    }
+  }
+  auto fusable = [&](const Node& n) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int v = n.inputs[i];
+      if (written_input(n, i) ? writes[v] != 1 || grads.count(v) : writes.count(v) > 0) return false;
+    }
+    return true;
+  };
+  struct Group {
+    OpKind op;
+    float lr, momentum;
+    std::vector<int> nodes;
+  };
+  std::vector<Group> groups;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if ((n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) || !fusable(n)) continue;
+    const bool momentum = n.op == OpKind::sgd_momentum;
+    Group* found = nullptr;
+    for (Group& gr : groups)
+      if (gr.op == n.op && same_bits(gr.lr, n.attrs.lr) && (!momentum || same_bits(gr.momentum, n.attrs.momentum)))
+        found = &gr;
+    if (!found) {
+      groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, {}});
+      found = &groups.back();
+    }
+    found->nodes.push_back(static_cast<int>(i));
+  }
+
+  GraphRewrite rw(g);
+  std::unordered_set<std::string> names;
+  for (const Group& gr : groups) {
+    if (gr.nodes.size() < 2) continue;
+    const bool momentum = gr.op == OpKind::sgd_momentum;
+    Node f;
+    f.op = momentum ? OpKind::sgd_momentum_multi : OpKind::sgd_multi;
+    f.name = unused_name(g, names, op_name(f.op));
+    names.insert(f.name);
+    f.attrs.lr = gr.lr;
+    if (momentum) f.attrs.momentum = gr.momentum;
+    for (int n : gr.nodes) {
+      const Node& u = g.nodes[static_cast<size_t>(n)];
+      f.inputs.insert(f.inputs.end(), u.inputs.begin(), u.inputs.end());
+      rw.remove(n);
+    }
+    rw.add_node(std::move(f), gr.nodes.back());
+  }
+  return rw.finish();
+}
+
+}  // namespace tg

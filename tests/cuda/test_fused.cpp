@@ -1,0 +1,148 @@
+// The fused kernels of the elementwise and optimizer passes against the unfused ops on
+// the GPU, bit for bit: fused_elementwise against its chain run op by op (gelu too: both
+// run the functors of kernels/cuda/activation.cuh), over sizes, row lengths, alignment
+// and in place; sgd_multi and sgd_momentum_multi against one sgd / sgd_momentum per
+// tensor, over more tensors than one launch holds. (CUDA vs the CPU reference: the op
+// samples, in test_all_ops.cpp.)
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "graph/shape_inference.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "tests/cuda/op_harness.h"
+#include "tests/gpu_skip.h"
+
+namespace tg::testing {
+
+namespace {
+
+// One op on device tensors through the backend's entry; ins past kMaxOpInputs go in more.
+void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out, const Attrs& at) {
+  kernels::OpCall c;
+  c.op = op;
+  c.attrs = &at;
+  c.num_inputs = static_cast<int>(ins.size());
+  std::vector<kernels::TensorView> more;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (i < c.in.size()) c.in[i] = ins[i];
+    else more.push_back(ins[i]);
+  }
+  c.more = more.empty() ? nullptr : more.data();
+  c.out = out;
+  backend().run(c);
+  backend().synchronize();
+}
+
+// x [rows, cols], y [rows, cols], b [cols]: every op of a program, a bias row and gelu.
+//   mul(x, y) + b -> gelu -> relu_grad(x, .) -> gelu_grad(., y) -> - x -> * 0.3 -> relu
+const std::vector<EwInstr> kChain = {{EwOp::mul, 0, 1},       {EwOp::add, 3, 2},         {EwOp::gelu, 4},
+                                     {EwOp::relu_grad, 0, 5}, {EwOp::gelu_grad, 6, 1},   {EwOp::sub, 7, 0},
+                                     {EwOp::scale, 8, 0, 0.3f}, {EwOp::relu, 9}};
+
+// The chain op by op, each into its own buffer.
+std::vector<float> unfused_chain(const DevTensor& x, const DevTensor& y, const DevTensor& b, const Shape& s, bool unaligned) {
+  const Shape row{s.last()};
+  std::vector<std::unique_ptr<DevTensor>> t;
+  auto next = [&] {
+    t.push_back(std::make_unique<DevTensor>(s.numel(), unaligned));
+    return kernels::TensorView{t.back()->ptr, s};
+  };
+  const kernels::TensorView X{x.ptr, s}, Y{y.ptr, s}, B{b.ptr, row};
+  Attrs none, sc;
+  sc.alpha = 0.3f;
+  kernels::TensorView v = next();
+  run_op(OpKind::mul, {X, Y}, v, none);
+  auto step = [&](OpKind op, std::vector<kernels::TensorView> ins, const Attrs& at = Attrs{}) {
+    const kernels::TensorView o = next();
+    run_op(op, ins, o, at);
+    v = o;
+  };
+  step(OpKind::bias_add, {v, B});
+  step(OpKind::gelu, {v});
+  step(OpKind::relu_grad, {X, v});
+  step(OpKind::gelu_grad, {v, Y});
+  step(OpKind::sub, {v, X});
+  step(OpKind::scale, {v}, sc);
+  step(OpKind::relu, {v});
+  return t.back()->download();
+}
+
+}  // namespace
+
+TEST_CASE("cuda fused_elementwise == its chain op by op, bitwise: sizes, row lengths, alignment, in place") {
+  TG_REQUIRE_GPU();
+  Attrs at;
+  at.program.code = kChain;
+  uint64_t seed = 900;
+  int cases = 0;
+  for (int64_t cols : {1, 4, 7, 1024})
+    for (int64_t rows : {1, 3, 257, 4099})
+      for (bool unaligned : {false, true}) {
+        const Shape s{rows, cols};
+        CAPTURE(s.str());
+        CAPTURE(unaligned);
+        DevTensor x(s.numel(), unaligned), y(s.numel(), unaligned), b(cols, unaligned), out(s.numel(), unaligned);
+        const std::vector<float> hx = random_vector(s.numel(), seed++), hy = random_vector(s.numel(), seed++);
+        x.upload(hx);
+        y.upload(hy);
+        b.upload(random_vector(cols, seed++));
+        out.poison();
+        TG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ran on the default stream
+        const std::vector<float> want = unfused_chain(x, y, b, s, unaligned);
+        run_op(OpKind::fused_elementwise, {{x.ptr, s}, {y.ptr, s}, {b.ptr, Shape{cols}}}, {out.ptr, s}, at);
+        CHECK(compare("fused_elementwise " + s.str(), out.download(), want, Tol{}) == 0);
+        // In place over x, which the program reads after its first instruction too.
+        run_op(OpKind::fused_elementwise, {{x.ptr, s}, {y.ptr, s}, {b.ptr, Shape{cols}}}, {x.ptr, s}, at);
+        CHECK(compare("fused_elementwise in place " + s.str(), x.download(), want, Tol{}) == 0);
+        ++cases;
+      }
+  CHECK(cases == 32);
+}
+
+TEST_CASE("cuda sgd_multi and sgd_momentum_multi == one update per tensor, bitwise, over two launches") {
+  TG_REQUIRE_GPU();
+  // More tensors than one launch holds, of sizes around the chunk and the float4 edges,
+  // every third one unaligned.
+  const std::vector<int64_t> sizes = {1, 3, 4, 5, 33, 4095, 4096, 4097, 10000, 70001};
+  const int count = kernels::cuda::kMultiTensors + 6;
+  for (bool momentum : {false, true}) {
+    CAPTURE(momentum);
+    const OpKind single = momentum ? OpKind::sgd_momentum : OpKind::sgd;
+    const OpKind multi = momentum ? OpKind::sgd_momentum_multi : OpKind::sgd_multi;
+    const int group = momentum ? 3 : 2;
+    Attrs at;
+    at.lr = 0.05f;
+    at.momentum = 0.9f;
+    // Two copies of every tensor: [0] updated one by one, [1] by the multi op.
+    std::vector<std::unique_ptr<DevTensor>> t[2];
+    std::vector<kernels::TensorView> views[2];
+    for (int i = 0; i < count; ++i) {
+      const int64_t n = sizes[static_cast<size_t>(i) % sizes.size()];
+      const bool unaligned = i % 3 == 2;
+      for (int k = 0; k < group; ++k) {
+        const std::vector<float> h = random_vector(n, static_cast<uint64_t>(7000 + i * 3 + k));
+        for (int copy = 0; copy < 2; ++copy) {
+          t[copy].push_back(std::make_unique<DevTensor>(n, unaligned));
+          t[copy].back()->upload(h);
+          views[copy].push_back({t[copy].back()->ptr, Shape{n}});
+        }
+      }
+    }
+    TG_CUDA_CHECK(cudaDeviceSynchronize());
+    for (int step = 0; step < 2; ++step) {
+      for (int i = 0; i < count; ++i) {
+        const auto first = views[0].begin() + i * group;
+        run_op(single, std::vector<kernels::TensorView>(first, first + group), {}, at);
+      }
+      run_op(multi, views[1], {}, at);
+    }
+    for (size_t j = 0; j < t[0].size(); ++j) {
+      if (j % static_cast<size_t>(group) == 1) continue;  // gradients are read only
+      CAPTURE(j);
+      CHECK(compare("multi update tensor", t[1][j]->download(), t[0][j]->download(), Tol{}) == 0);
+    }
+  }
+}
+
+}  // namespace tg::testing

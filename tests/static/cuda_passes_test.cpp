@@ -1,0 +1,83 @@
+// The graph passes on the CUDA backend (label gpu; skipped without a device). The rows,
+// elementwise and optimizer passes are exact by construction (their kernels round each
+// step as the ops they replace), so they must give the unfused graph's bits on the GPU
+// too. The linear pass moves bias, activation and residual into cuBLASLt epilogues, whose
+// GEMM algorithm and GELU are cuBLASLt's own: all passes together train within a
+// tolerance of the unfused graph, stated below, not to its bits.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "static/compiler.h"
+#include "tests/common/models.h"
+#include "tests/gpu_skip.h"
+#include "tests/static/passes_test_util.h"
+
+namespace tg::testing {
+
+namespace {
+
+std::shared_ptr<Backend> gpu() { return std::shared_ptr<Backend>(make_cuda_backend(0, false)); }
+
+CompileOptions on_gpu() {
+  CompileOptions o;
+  o.backend = gpu();
+  o.poison_arena = true;
+  return o;
+}
+
+const ModelFn& mlp() {
+  static const ModelFn m = mlp_model(mlp_config(32, 64, 64, 4, 10));
+  return m;
+}
+const ModelFn& transformer() {
+  static const ModelFn m = transformer_model(transformer_config(2, 16, 32, 2));
+  return m;
+}
+
+// Per step, |loss(all passes) - loss(none)| <= kAtol + kRtol * |loss(none)|: a few ulp of
+// each GEMM's reordered sums and cuBLASLt's GELU, grown over the steps.
+constexpr double kAtol = 1e-5, kRtol = 1e-3;
+
+}  // namespace
+
+TEST_CASE("passes on CUDA: rows, elementwise and optimizer give the unfused bits (mlp, transformer, chain)") {
+  TG_REQUIRE_GPU();
+  const PassSet exact = PassSet::only(PassId::rows).with(PassId::elementwise).with(PassId::optimizer);
+  for (PassSet set : {exact, PassSet::only(PassId::elementwise), PassSet::only(PassId::optimizer)}) {
+    CAPTURE(set.str());
+    check_same_training(mlp(), set, 5, on_gpu());
+    check_same_training(transformer(), set, 4, on_gpu());
+  }
+  // The chain of tg-launch: long fused chains, captured in a CUDA Graph and replayed.
+  check_same_training(chain_model(chain_config(200, 4099)), PassSet::only(PassId::elementwise), 3, on_gpu());
+  CompileOptions plain = on_gpu();
+  plain.use_cuda_graph = false;
+  check_same_training(transformer(), exact, 3, plain);
+}
+
+TEST_CASE("passes on CUDA: all passes train mlp and transformer within a tolerance of the unfused graph") {
+  TG_REQUIRE_GPU();
+  for (const ModelFn* model : {&mlp(), &transformer()}) {
+    CompileOptions fused = on_gpu();
+    fused.passes = PassSet::all();
+    CompiledPlan a = compile(*model, on_gpu());
+    CompiledPlan b = compile(*model, fused);
+    CHECK(b.graph->nodes.size() < a.graph->nodes.size());
+    const Feeds feeds = feeds_from(*a.graph, make_values(*a.graph, 3));
+    double worst = 0;
+    for (int s = 0; s < 5; ++s) {
+      const double la = a.step(feeds), lb = b.step(feeds);
+      CHECK_MESSAGE(std::fabs(lb - la) <= kAtol + kRtol * std::fabs(la), "step ", s, ": loss ", lb, " with all passes, ",
+                    la, " unfused");
+      worst = std::max(worst, std::fabs(lb - la) / std::max(std::fabs(la), 1e-30));
+    }
+    const char* label = model == &mlp() ? "mlp" : "transformer";
+    MESSAGE(label, ": ", a.graph->nodes.size(), " nodes unfused, ",
+            b.graph->nodes.size(), " with all passes; largest relative loss difference over 5 steps ", worst);
+  }
+}
+
+}  // namespace tg::testing

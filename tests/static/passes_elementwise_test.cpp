@@ -1,0 +1,193 @@
+// The elementwise pass (static/passes/elementwise.cpp): chains on graphs made for them,
+// the graphs it must leave alone, the program it writes, and the chain model of
+// tg-launch, where a long chain of tiny ops becomes a few kernels. Every rewritten graph
+// runs to the unfused graph's bits on the CPU.
+#include <doctest/doctest.h>
+
+#include "graph/builder.h"
+#include "graph/training.h"
+#include "graph/validate.h"
+#include "static/passes/pass.h"
+#include "tests/static/passes_test_util.h"
+
+namespace tg::testing {
+
+namespace {
+
+const PassSet kElementwise = PassSet::only(PassId::elementwise);
+
+const Node& only_fused(const Graph& f) {
+  REQUIRE(count(f, OpKind::fused_elementwise) == 1);
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::fused_elementwise) return n;
+  return f.nodes[0];
+}
+
+std::string input_name(const Graph& f, const Node& n, int i) {
+  return f.values[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])].name;
+}
+
+}  // namespace
+
+TEST_CASE("elementwise pass: a chain of six ops with a bias row is one node, its program in chain order") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {4, 6});
+    const Value y = b.input("y", {4, 6});
+    Value h = add(b, x, y);
+    h = mul(b, h, y);
+    h = bias_add(b, h, b.parameter("b", {6}));
+    h = relu(b, h);
+    h = scale(b, h, 0.5f);
+    h = sub(b, h, x);
+    b.mark_output(h);
+  });
+  const Graph f = check_same_graph(g, kElementwise);
+  validate(f);
+  REQUIRE(f.nodes.size() == 1);
+  const Node& n = f.nodes[0];
+  CHECK(n.op == OpKind::fused_elementwise);
+  CHECK(n.name == g.nodes.back().name);
+  REQUIRE(n.inputs.size() == 3);
+  CHECK(input_name(f, n, 0) == "x");
+  CHECK(input_name(f, n, 1) == "y");
+  CHECK(input_name(f, n, 2) == "b");
+  // Operands 0..2 are x, y, b; 3.. the results.
+  const std::vector<EwInstr> want = {{EwOp::add, 0, 1},         {EwOp::mul, 3, 1}, {EwOp::add, 4, 2},
+                                     {EwOp::relu, 5},           {EwOp::scale, 6, 0, 0.5f},
+                                     {EwOp::sub, 7, 0}};
+  CHECK(n.attrs.program.code == want);
+  CHECK(f.values[static_cast<size_t>(n.outputs[0])].shape == Shape{4, 6});
+}
+
+TEST_CASE("elementwise pass: a value with two readers or a graph output ends a chain (the diamond stays)") {
+  // h feeds both arms: relu stays alone; one arm fuses with the add that joins them.
+  const Graph diamond = recorded([](RecordingBuilder& b) {
+    const Value h = relu(b, b.input("x", {8}));
+    b.mark_output(add(b, scale(b, h, 2.0f), scale(b, h, 3.0f)));
+  });
+  const Graph f = check_same_graph(diamond, kElementwise);
+  validate(f);
+  CHECK(count(f, OpKind::relu) == 1);
+  CHECK(count(f, OpKind::scale) == 1);
+  CHECK(only_fused(f).attrs.program.size() == 2);
+  CHECK(f.find_value(diamond.values[static_cast<size_t>(diamond.nodes[0].outputs[0])].name) >= 0);
+
+  // mul(h, h) reads h twice: no chain runs through it.
+  const Graph square = recorded([](RecordingBuilder& b) {
+    const Value h = relu(b, b.input("x", {8}));
+    b.mark_output(mul(b, h, h));
+  });
+  CHECK(pass_elementwise(square).nodes.size() == 2);
+
+  // An intermediate that is a graph output stays; the chain ends at it and goes on after.
+  const Graph out = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {8});
+    const Value a = scale(b, relu(b, x), 2.0f);
+    b.mark_output(a);
+    b.mark_output(relu(b, add(b, a, x)));
+  });
+  const Graph fo = check_same_graph(out, kElementwise);
+  CHECK(fo.nodes.size() == 2);
+  CHECK(count(fo, OpKind::fused_elementwise) == 2);
+
+  // Ops that are not elementwise end a chain; a single op is left as it is.
+  const Graph single = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {4, 6});
+    b.mark_output(softmax(b, relu(b, x)));
+  });
+  CHECK(pass_elementwise(single).nodes.size() == 2);
+  CHECK(count(pass_elementwise(single), OpKind::fused_elementwise) == 0);
+}
+
+TEST_CASE("elementwise pass: an in-place relu fuses; the planner still runs the fused node in place") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {4, 6});
+    const Value t = matmul(b, x, b.parameter("w", {6, 6}));
+    b.mark_output(scale(b, add(b, relu(b, t, /*in_place=*/true), x), 0.25f));
+  });
+  CompileOptions flagged;
+  flagged.plan.in_place = InPlacePolicy::flagged;
+  const Graph f = check_same_graph(g, kElementwise, 1, flagged);
+  const Node& n = only_fused(f);
+  CHECK(n.attrs.in_place);  // the chain's head asked to run over t, the fused node's input 0
+  CHECK(input_name(f, n, 0) == g.values[static_cast<size_t>(g.nodes[0].outputs[0])].name);
+  flagged.passes = kElementwise;
+  CompiledPlan p = compile_graph(g, -1, flagged);
+  CHECK(p.memory().num_in_place == 1);
+}
+
+TEST_CASE("elementwise pass: bias rows of a rank-3 value, gelu and its gradient, and copies") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {2, 3, 8});
+    const Value dy = b.input("dy", {2, 3, 8});
+    const Value z = bias_add(b, x, b.parameter("b", {8}));
+    const Value y = gelu(b, copy(b, z));
+    b.mark_output(b.apply(OpKind::gelu_grad, {mul(b, dy, y), x}));
+  });
+  const Graph f = check_same_graph(g, kElementwise);
+  const Node& n = only_fused(f);
+  CHECK(f.nodes.size() == 1);
+  CHECK(n.attrs.program.size() == 4);  // add, gelu, mul, gelu_grad: the copy has no instruction
+  CHECK(n.inputs.size() == 3);
+
+  // A chain of copies only has nothing to run: it stays.
+  const Graph copies = recorded([](RecordingBuilder& b) { b.mark_output(copy(b, copy(b, b.input("x", {4})))); });
+  CHECK(count(pass_elementwise(copies), OpKind::copy) == 2);
+}
+
+TEST_CASE("elementwise pass: a long chain is split where it would pass the instructions or the inputs a node holds") {
+  const int n_ops = 3 * kMaxEwInstrs + 5;
+  const Graph g = recorded([&](RecordingBuilder& b) {
+    Value h = b.input("x", {16});
+    for (int i = 0; i < n_ops; ++i) h = relu(b, scale(b, h, 1.0f));
+    b.mark_output(h);
+  });
+  const Graph f = check_same_graph(g, kElementwise);
+  CHECK(static_cast<int>(f.nodes.size()) == (2 * n_ops + kMaxEwInstrs - 1) / kMaxEwInstrs);
+  for (const Node& n : f.nodes) CHECK(n.attrs.program.size() <= kMaxEwInstrs);
+
+  // Each add brings a new input: a node holds kMaxEwInputs of them.
+  const Graph wide = recorded([&](RecordingBuilder& b) {
+    Value h = b.input("x", {16});
+    for (int i = 0; i < 20; ++i) h = add(b, h, b.input("in" + std::to_string(i), {16}));
+    b.mark_output(h);
+  });
+  const Graph fw = check_same_graph(wide, kElementwise);
+  for (const Node& n : fw.nodes) CHECK(n.inputs.size() <= static_cast<size_t>(kMaxEwInputs));
+  CHECK(fw.nodes.size() == 3);  // 21 distinct inputs: 8 (x and 7), then 1 + 7, 1 + 6
+}
+
+TEST_CASE("elementwise pass on tg-launch's chain: 1000 ops become a few kernels, with the unfused bits") {
+  const int n_ops = 1000;
+  const Graph infer = build_inference_graph(chain_model(without_loss(chain_config(n_ops, 64))));
+  REQUIRE(static_cast<int>(infer.nodes.size()) == n_ops);
+  const Graph f = check_same_graph(infer, kElementwise, 2);
+  CHECK(static_cast<int>(f.nodes.size()) == (n_ops + kMaxEwInstrs - 1) / kMaxEwInstrs);  // 8 kernels
+  for (const Node& n : f.nodes) CHECK(n.inputs.size() == 2);  // the chain's input and chain.w
+
+  // In training the forward relu outputs are read twice (next op, relu_grad): fewer fuse.
+  const ModelFn train = chain_model(chain_config(60, 64));
+  check_same_training(train, kElementwise, 3);
+  CompileOptions o;
+  o.passes = kElementwise;
+  const CompiledPlan before = compile(train), after = compile(train, o);
+  MESSAGE("chain of 60, training graph: ", before.graph->nodes.size(), " nodes unfused, ", after.graph->nodes.size(),
+          " with the elementwise pass");
+  CHECK(after.graph->nodes.size() < before.graph->nodes.size());
+}
+
+TEST_CASE("elementwise pass after linear on the built-in training graphs: what is left to fuse") {
+  // After the linear pass takes bias_add + relu into the GEMM, the MLP has its relu_grads
+  // left and the transformer its GELU; their chains are short but fuse where they occur.
+  const Graph mlp = pass_linear(build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5))));
+  const Graph tfm = pass_linear(build_training_graph(transformer_model(transformer_config(2, 8, 16, 2))));
+  for (const Graph* g : {&mlp, &tfm}) {
+    const Graph f = pass_elementwise(*g);
+    validate(f);
+    CHECK(f.nodes.size() <= g->nodes.size());
+    for (const Node& n : f.nodes)
+      if (n.op == OpKind::fused_elementwise) CHECK(n.attrs.program.size() >= 1);
+  }
+}
+
+}  // namespace tg::testing

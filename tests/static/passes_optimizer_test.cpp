@@ -1,0 +1,152 @@
+// The optimizer pass (static/passes/optimizer.cpp): the updates of a step become one
+// multi-tensor update per learning rate and momentum, keep their groups in the order of
+// the updates, run after every reader of what they write, and update the parameters to
+// the unfused graph's bits on the CPU.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "graph/builder.h"
+#include "graph/training.h"
+#include "graph/validate.h"
+#include "static/passes/pass.h"
+#include "tests/static/passes_test_util.h"
+
+namespace tg::testing {
+
+namespace {
+
+const PassSet kOptimizer = PassSet::only(PassId::optimizer);
+
+// p -= lr * g (sgd), or with a velocity (sgd_momentum), for a parameter of shape s whose
+// gradient is an input.
+void update(RecordingBuilder& b, const std::string& name, Shape s, float lr, float momentum = -1.0f) {
+  const Value p = b.parameter(name, s);
+  const Value g = b.input(name + ".grad", s);
+  Attrs at;
+  at.lr = lr;
+  if (momentum < 0.0f) {
+    b.apply(OpKind::sgd, {p, g}, at, name + ".update");
+  } else {
+    at.momentum = momentum;
+    b.apply(OpKind::sgd_momentum, {p, g, b.optimizer_state(p, name + ".velocity")}, at, name + ".update");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("optimizer pass: every sgd_momentum of a training graph is one node, groups in the updates' order") {
+  const Graph g = build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5)));
+  const Graph f = pass_optimizer(g);
+  validate(f);
+  CHECK(count(f, OpKind::sgd_momentum) == 0);
+  REQUIRE(count(f, OpKind::sgd_momentum_multi) == 1);
+  CHECK(f.nodes.size() == g.nodes.size() - count(g, OpKind::sgd_momentum) + 1);
+  std::vector<std::string> want, got;
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::sgd_momentum)
+      for (int v : n.inputs) want.push_back(g.values[static_cast<size_t>(v)].name);
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::sgd_momentum_multi) {
+      CHECK(n.attrs.lr == TrainOptions{}.lr);
+      CHECK(n.attrs.momentum == TrainOptions{}.momentum);
+      for (int v : n.inputs) got.push_back(f.values[static_cast<size_t>(v)].name);
+    }
+  CHECK(got == want);
+  CHECK(want.size() == 18);  // 6 parameters: param, grad, velocity each
+
+  TrainOptions plain;
+  plain.use_momentum = false;
+  const Graph gs = build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5)), plain);
+  const Graph fs = pass_optimizer(gs);
+  validate(fs);
+  CHECK(count(fs, OpKind::sgd) == 0);
+  CHECK(count(fs, OpKind::sgd_multi) == 1);
+  check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer, 3);
+}
+
+TEST_CASE("optimizer pass: only updates with the same lr and momentum fuse; a lone one stays") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    update(b, "a", {4, 3}, 0.1f, 0.9f);
+    update(b, "b", {5}, 0.2f, 0.9f);   // another lr
+    update(b, "c", {2, 2}, 0.1f, 0.9f);
+    update(b, "d", {3}, 0.1f, 0.5f);   // another momentum
+    update(b, "e", {7}, 0.1f);         // sgd
+    update(b, "f", {7, 2}, 0.1f);
+    update(b, "h", {6}, 0.1f, 0.9f);
+  });
+  const Graph f = check_same_graph(g, kOptimizer, 3);
+  validate(f);
+  CHECK(count(f, OpKind::sgd_momentum_multi) == 1);  // a, c, h
+  CHECK(count(f, OpKind::sgd_multi) == 1);           // e, f
+  CHECK(count(f, OpKind::sgd_momentum) == 2);        // b, d
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::sgd_momentum_multi) {
+      CHECK(n.inputs.size() == 9);
+      CHECK(f.values[static_cast<size_t>(n.inputs[3])].name == "c");
+      CHECK(n.attrs.lr == 0.1f);
+    }
+}
+
+TEST_CASE("optimizer pass: a value two updates write keeps its updates unfused") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value w = b.parameter("w", {4});
+    Attrs at;
+    at.lr = 0.1f;
+    b.apply(OpKind::sgd, {w, b.input("g1", {4})}, at, "w.update1");
+    b.apply(OpKind::sgd, {w, b.input("g2", {4})}, at, "w.update2");
+    update(b, "u", {4}, 0.1f);
+    update(b, "v", {4}, 0.1f);
+    // x is updated, and read as y's gradient: the two cannot run in one parallel launch.
+    const Value x = b.parameter("x", {4});
+    const Value y = b.parameter("y", {4});
+    b.apply(OpKind::sgd, {x, b.input("gx", {4})}, at, "x.update");
+    b.apply(OpKind::sgd, {y, x}, at, "y.update");
+  });
+  const Graph f = check_same_graph(g, kOptimizer, 2);
+  validate(f);
+  CHECK(count(f, OpKind::sgd) == 4);
+  REQUIRE(count(f, OpKind::sgd_multi) == 1);
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::sgd_multi) {
+      REQUIRE(n.inputs.size() == 4);
+      CHECK(f.values[static_cast<size_t>(n.inputs[0])].name == "u");
+      CHECK(f.values[static_cast<size_t>(n.inputs[2])].name == "v");
+    }
+}
+
+TEST_CASE("optimizer pass: the multi update runs after every reader of every tensor it reads or writes") {
+  const Graph f = pass_optimizer(build_training_graph(transformer_model(transformer_config(2, 8, 16, 2))));
+  validate(f);
+  const std::vector<int> order = f.topo_order();
+  std::vector<int> step(f.nodes.size());
+  for (size_t s = 0; s < order.size(); ++s) step[static_cast<size_t>(order[s])] = static_cast<int>(s);
+  const auto readers = f.consumers();
+  int checked = 0;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    if (f.nodes[i].op != OpKind::sgd_momentum_multi) continue;
+    for (int v : f.nodes[i].inputs)
+      for (int r : readers[static_cast<size_t>(v)]) {
+        if (r == static_cast<int>(i)) continue;
+        CHECK(step[static_cast<size_t>(r)] < step[i]);
+        ++checked;
+      }
+  }
+  CHECK(checked > 0);
+  check_same_training(transformer_model(transformer_config(2, 8, 16, 2)), kOptimizer, 3);
+}
+
+TEST_CASE("optimizer pass: the fused node's name is one no value or node has") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    b.input("sgd_multi", {1});  // takes the name the pass would give
+    update(b, "a", {4}, 0.1f);
+    update(b, "b", {4}, 0.1f);
+  });
+  const Graph f = pass_optimizer(g);
+  validate(f);
+  REQUIRE(count(f, OpKind::sgd_multi) == 1);
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::sgd_multi) CHECK(n.name == "sgd_multi.1");
+}
+
+}  // namespace tg::testing
