@@ -105,7 +105,7 @@ TEST_CASE("cuda sgd_multi and sgd_momentum_multi == one update per tensor, bitwi
   // More tensors than one launch holds, of sizes around the chunk and the float4 edges,
   // every third one unaligned.
   const std::vector<int64_t> sizes = {1, 3, 4, 5, 33, 4095, 4096, 4097, 10000, 70001};
-  const int count = cuda::kMultiTensors + 6;
+  const int count = kernels::cuda::kMultiTensors + 6;
   for (bool momentum : {false, true}) {
     CAPTURE(momentum);
     const OpKind single = momentum ? OpKind::sgd_momentum : OpKind::sgd;
