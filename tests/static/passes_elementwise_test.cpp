@@ -99,7 +99,7 @@ TEST_CASE("elementwise pass: a value with two readers or a graph output ends a c
   CHECK(count(pass_elementwise(single), OpKind::fused_elementwise) == 0);
 }
 
-TEST_CASE("elementwise pass: an in-place relu fuses; the planner still runs the fused node in place") {
+TEST_CASE("elementwise pass: an in-place relu fuses, and the planner still runs the fused node in place") {
   const Graph g = recorded([](RecordingBuilder& b) {
     const Value x = b.input("x", {4, 6});
     const Value t = matmul(b, x, b.parameter("w", {6, 6}));
