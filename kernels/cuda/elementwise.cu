@@ -56,12 +56,19 @@ struct EwArgs {
   int64_t n, cols;
 };
 
+// One element, a float4, or two float4s a grid stride apart (two loads in flight per
+// input, as the frame of elementwise.cuh has).
+struct Float4x2 {
+  float4 u, v;
+};
 template <typename F>
 __device__ __forceinline__ float map(F f, float a, float b) { return f(a, b); }
 template <typename F>
 __device__ __forceinline__ float4 map(F f, float4 a, float4 b) {
   return make_float4(f(a.x, b.x), f(a.y, b.y), f(a.z, b.z), f(a.w, b.w));
 }
+template <typename F>
+__device__ __forceinline__ Float4x2 map(F f, Float4x2 a, Float4x2 b) { return {map(f, a.u, b.u), map(f, a.v, b.v)}; }
 
 template <typename T>
 __device__ __forceinline__ T ew_apply(const EwStep& s, T a, T b) {
@@ -78,43 +85,76 @@ __device__ __forceinline__ T ew_apply(const EwStep& s, T a, T b) {
   return a;
 }
 
-// Element (or float4) i of input j; `col` is i's column for the row inputs.
-__device__ __forceinline__ float ew_load(const EwArgs& p, int j, int64_t i, int64_t col, float) {
-  return p.in[j][(p.row_inputs >> j) & 1u ? col : i];
+// Where the elements are: index i (in floats or float4s) and its column `col` (the index
+// into a row input); the second pair for Float4x2.
+struct At {
+  int64_t i, col, i2 = 0, col2 = 0;
+};
+__device__ __forceinline__ bool is_row(const EwArgs& p, int j) { return (p.row_inputs >> j) & 1u; }
+__device__ __forceinline__ float ew_load(const EwArgs& p, int j, const At& at, float) {
+  return p.in[j][is_row(p, j) ? at.col : at.i];
 }
-__device__ __forceinline__ float4 ew_load(const EwArgs& p, int j, int64_t i, int64_t col, float4) {
-  return reinterpret_cast<const float4*>(p.in[j])[(p.row_inputs >> j) & 1u ? col : i];
+__device__ __forceinline__ float4 ew_load(const EwArgs& p, int j, const At& at, float4) {
+  return reinterpret_cast<const float4*>(p.in[j])[is_row(p, j) ? at.col : at.i];
+}
+__device__ __forceinline__ Float4x2 ew_load(const EwArgs& p, int j, const At& at, Float4x2) {
+  const float4* in = reinterpret_cast<const float4*>(p.in[j]);
+  const bool row = is_row(p, j);
+  return {in[row ? at.col : at.i], in[row ? at.col2 : at.i2]};
 }
 
 template <typename T>
-__device__ __forceinline__ T ew_run(const EwArgs& p, int64_t i, int64_t col) {
+__device__ __forceinline__ T ew_run(const EwArgs& p, const At& at) {
   T acc{};
   for (int k = 0; k < p.size; ++k) {
     const EwStep s = p.code[k];
-    const T a = s.a < p.inputs ? ew_load(p, s.a, i, col, T{}) : acc;
-    const T b = !s.binary ? a : s.b < p.inputs ? ew_load(p, s.b, i, col, T{}) : acc;
+    const T a = s.a < p.inputs ? ew_load(p, s.a, at, T{}) : acc;
+    const T b = !s.binary ? a : s.b < p.inputs ? ew_load(p, s.b, at, T{}) : acc;
     acc = ew_apply(s, a, b);
   }
   return acc;
 }
 
+// Columns follow the grid stride without a division per element: col < cols and
+// step = stride % cols, so one subtraction wraps the sum.
+struct Column {
+  int64_t col, step, cols;
+  __device__ int64_t next(int64_t c) const {
+    c += step;
+    return c >= cols ? c - cols : c;
+  }
+};
+__device__ __forceinline__ Column first_column(const EwArgs& p, int64_t start, int64_t stride, int64_t cols) {
+  if (!p.row_inputs || cols == 0) return {0, 0, 1};
+  return {start % cols, stride % cols, cols};
+}
+
 // float4 of every input and the output; the row inputs then need cols % 4 == 0.
 __global__ void fused_ew_vec_kernel(const __grid_constant__ EwArgs p, int64_t n4) {
   pdl::prologue();
-  const int64_t cols4 = p.cols / 4;
+  float4* out4 = reinterpret_cast<float4*>(p.out);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t i = tid; i < n4; i += stride)
-    reinterpret_cast<float4*>(p.out)[i] = ew_run<float4>(p, i, p.row_inputs ? i % cols4 : 0);
-  const int64_t t = 4 * n4 + tid;
-  if (t < p.n) p.out[t] = ew_run<float>(p, t, p.row_inputs ? t % p.cols : 0);
+  Column c = first_column(p, tid, stride, p.cols / 4);
+  int64_t i = tid;
+  for (; i + stride < n4; i += 2 * stride) {
+    const int64_t col2 = c.next(c.col);
+    const Float4x2 r = ew_run<Float4x2>(p, At{i, c.col, i + stride, col2});
+    out4[i] = r.u;
+    out4[i + stride] = r.v;
+    c.col = c.next(col2);
+  }
+  if (i < n4) out4[i] = ew_run<float4>(p, At{i, c.col});
+  const int64_t t = 4 * n4 + tid;  // the n % 4 tail, by the first threads
+  if (t < p.n) p.out[t] = ew_run<float>(p, At{t, p.row_inputs ? t % p.cols : 0});
 }
 
 __global__ void fused_ew_scalar_kernel(const __grid_constant__ EwArgs p) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.n; i += stride)
-    p.out[i] = ew_run<float>(p, i, p.row_inputs ? i % p.cols : 0);
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Column c = first_column(p, tid, stride, p.cols);
+  for (int64_t i = tid; i < p.n; i += stride, c.col = c.next(c.col)) p.out[i] = ew_run<float>(p, At{i, c.col});
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ std::string fused_file(const std::string& inputs, const std::string& program) {
 
 }  // namespace
 
-TEST_CASE("fused_elementwise: the output has the full inputs' shape; [cols] inputs are rows") {
+TEST_CASE("fused_elementwise: the output has the full inputs' shape, and [cols] inputs are rows") {
   const Attrs at = program({{EwOp::mul, 0, 1}, {EwOp::add, 3, 2}, {EwOp::relu, 4}});
   CHECK(infer_shape(OpKind::fused_elementwise, {{2, 3, 4}, {2, 3, 4}, {4}}, at, "f") == Shape{2, 3, 4});
   CHECK(infer_shape(OpKind::fused_elementwise, {{4}, {2, 3, 4}, {2, 3, 4}}, at, "f") == Shape{2, 3, 4});

@@ -74,8 +74,8 @@ TEST_CASE("passes on CUDA: all passes train mlp and transformer within a toleran
                     la, " unfused");
       worst = std::max(worst, std::fabs(lb - la) / std::max(std::fabs(la), 1e-30));
     }
-    const char* label = model == &mlp() ? "mlp" : "transformer";
-    MESSAGE(label, ": ", a.graph->nodes.size(), " nodes unfused, ",
+    const char* name = model == &mlp() ? "mlp" : "transformer";
+    MESSAGE(name, ": ", a.graph->nodes.size(), " nodes unfused, ",
             b.graph->nodes.size(), " with all passes; largest relative loss difference over 5 steps ", worst);
   }
 }

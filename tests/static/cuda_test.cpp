@@ -73,7 +73,7 @@ std::shared_ptr<Backend> gpu() { return std::shared_ptr<Backend>(make_cuda_backe
 
 ModelFn mlp_fn(int64_t batch) { return testing::mlp_model(testing::mlp_config(batch, 64, 64, 4, 10)); }
 
-TEST_CASE("static on CUDA: graph replay == plain launches bitwise, 5 training steps; close to the CPU") {
+TEST_CASE("static on CUDA: graph replay == plain launches bitwise, 5 training steps, close to the CPU") {
   TG_REQUIRE_GPU();
   std::vector<float> losses[2];
   std::vector<float> w[2];

@@ -65,7 +65,7 @@ TEST_CASE("optimizer pass: every sgd_momentum of a training graph is one node, g
   check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer, 3);
 }
 
-TEST_CASE("optimizer pass: only updates with the same lr and momentum fuse; a lone one stays") {
+TEST_CASE("optimizer pass: only updates with the same lr and momentum fuse, and a lone one stays") {
   const Graph g = recorded([](RecordingBuilder& b) {
     update(b, "a", {4, 3}, 0.1f, 0.9f);
     update(b, "b", {5}, 0.2f, 0.9f);   // another lr

@@ -33,7 +33,7 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK_THROWS_WITH_AS(parse_passes("rows,"), doctest::Contains("is not a pass"), std::invalid_argument);
 }
 
-TEST_CASE("linear pass: matmul + bias_add + relu is one linear; a value read twice or a graph output stays") {
+TEST_CASE("linear pass: matmul + bias_add + relu is one linear, and a value read twice or a graph output stays") {
   const Graph g = recorded([](RecordingBuilder& b) {
     const Value x = b.input("x", {4, 6});
     const Value h = relu(b, bias_add(b, matmul(b, x, b.parameter("w", {6, 5})), b.parameter("b", {5})));
@@ -85,7 +85,7 @@ TEST_CASE("linear pass: GELU fuses in inference, not where gelu_grad reads its i
   CHECK(count(ft, OpKind::matmul_add) >= 2);        // the accumulated gradients of h (q, k and v)
 }
 
-TEST_CASE("rows pass: the attention scale folds into softmax and its gradient; layernorm's parameter gradients are one op") {
+TEST_CASE("rows pass: the attention scale folds into softmax and its gradient, and layernorm's parameter gradients are one op") {
   const Graph train = build_training_graph(transformer_model(transformer_config(2, 4, 8, 2)));
   const Graph f = pass_rows(train);
   validate(f);
