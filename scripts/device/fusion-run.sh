@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
+# the checks and first measurements of the graph passes and their kernels (docs/compiler.md).
+#   ctest (every test, output of failures), compute-sanitizer memcheck over the fused and
+#   reworked kernels' GPU tests, tg-kernels on their cases, tg-train --quick with the pass
+#   sweep, tg-launch --quick with every pass. Everything lands in $OUT/fusion-run.tar.gz
+#   (plus the JSON reports beside it); the summary is printed last.
+# Usage: bash scripts/device/fusion-run.sh [build-dir]
+set -u
+build=${1:-build/default}
+out=${OUT:-out}
+res=$(mktemp -d)
+summary="$res/summary.txt"
+say() { echo "$*" | tee -a "$summary"; }
+t0=$SECONDS
+ctest --test-dir "$build" -j6 --timeout 300 --output-on-failure > "$res/ctest.log" 2>&1
+say "ctest rc=$? in $((SECONDS - t0)) s: $(grep -E 'tests passed|tests failed' "$res/ctest.log" | tail -1)"
+grep -E "\(Failed\)|Timeout" "$res/ctest.log" | head -20 | tee -a "$summary"
+t0=$SECONDS
+timeout "${TG_SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+  "$build/tests/cuda/tg_cuda_test" \
+  -tc='cuda fused*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*' \
+  > "$res/memcheck.log" 2>&1
+say "memcheck rc=$? in $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)"
+kernels='add,mul,relu,scale,bias_add,fused_elementwise,sgd_momentum,sgd_momentum_multi,transpose,transpose_heads,reduce_sum_rows,reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta,softmax,layernorm'
+t0=$SECONDS
+timeout 180 "$build/experiments/kernels/tg-kernels" --device 0 --ops "$kernels" --min-bytes $((64 << 20)) \
+  --max-bytes $((256 << 20)) --no-matmul --json "$out/kernels_fusion.json" --csv "$res/kernels.csv" > "$res/kernels.txt" 2>&1
+say "tg-kernels rc=$? in $((SECONDS - t0)) s"
+[ -s "$res/kernels.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+  { printf "  %-26s %4d MiB %9.1f us %6.1f %%\n", $col["name"], $col["param.size_bytes"] / 1048576,
+           $col["median"] * 1e6, $col["extra.pct_of_copy"] }' "$res/kernels.csv" | tee -a "$summary"
+t0=$SECONDS
+timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep --json "$out/train_passes.json" \
+  > "$res/train.txt" 2> "$res/train.err"
+say "tg-train rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/train.err" | tee -a "$summary"
+grep -E "^(pass_replay|gemm_floor|loss_curve .*passes)" "$res/train.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+t0=$SECONDS
+timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
+  --json "$out/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
+say "tg-launch rc=$? in $((SECONDS - t0)) s"; grep -E "^static_replay_gpu" "$res/launch.txt" | sed 's/  */ /g' | tee -a "$summary"
+tar -C "$res" -czf "$out/fusion-run.tar.gz" .
