@@ -99,15 +99,16 @@ TEST_CASE("cuda layernorm_grad_gamma_beta: zero rows appended leave dgamma and d
 TEST_CASE("cuda layernorm_grad_gamma_beta: scratch only when rows span several groups, else a clear error") {
   TG_REQUIRE_GPU();
   const int64_t cols = 1024;
-  const std::vector<float> dy = random_vector(16 * cols, 1), x = random_vector(16 * cols, 2);
-  // 16 rows of 1024 columns fit one block: no scratch needed, the same bits as with it.
-  CHECK(compare("no scratch", gpu_grads(dy, x, 16, cols, false, true, 0).dgamma,
-                gpu_grads(dy, x, 16, cols, false, true).dgamma, Tol{0, 0}) == 0);
-  const std::vector<float> dy2 = random_vector(17 * cols, 3), x2 = random_vector(17 * cols, 4);
+  const std::vector<float> dy = random_vector(8 * cols, 1), x = random_vector(8 * cols, 2);
+  // 8 rows of 1024 columns are one block's tile (kernels/cuda/layernorm_params.cu): no
+  // scratch needed, the same bits as with it; a ninth row makes two blocks.
+  CHECK(compare("no scratch", gpu_grads(dy, x, 8, cols, false, true, 0).dgamma,
+                gpu_grads(dy, x, 8, cols, false, true).dgamma, Tol{0, 0}) == 0);
+  const std::vector<float> dy2 = random_vector(9 * cols, 3), x2 = random_vector(9 * cols, 4);
   for (size_t bytes : {size_t{0}, size_t{1024}}) {
     bool threw = false;
     try {
-      gpu_grads(dy2, x2, 17, cols, false, true, bytes);
+      gpu_grads(dy2, x2, 9, cols, false, true, bytes);
     } catch (const std::invalid_argument& e) {
       threw = true;
       CHECK(std::string(e.what()).find("scratch") != std::string::npos);

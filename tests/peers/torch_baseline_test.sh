@@ -10,9 +10,10 @@ rm -rf "$dir" && mkdir -p "$dir"
 script=scripts/peers/torch_baseline.py
 
 validate() {  # the C++ reader (always), the JSON schema (where python3-jsonschema is)
+  local schema_py
   "$report" markdown "$1" > /dev/null
-  if py=$(bash tests/jsonschema_python.sh 2>/dev/null); then
-    "$py" -c 'import json, sys, jsonschema
+  if schema_py=$(bash tests/jsonschema_python.sh 2>/dev/null); then
+    "$schema_py" -c 'import json, sys, jsonschema
 jsonschema.validate(json.load(open(sys.argv[1])), json.load(open("docs/report.schema.json")))' "$1"
     echo "schema: $1 is valid"
   else
