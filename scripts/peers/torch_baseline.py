@@ -165,6 +165,9 @@ class Runner:
         for _ in range(3):  # compile, then reduce-overhead's CUDA Graph warm-up and recording; no update
             self._mark_step()
             if self.training:
+                # Gradients set to None first: accumulating into the last iteration's .grad would
+                # read a CUDA Graph output that this iteration's replay has overwritten.
+                self.opt.zero_grad(set_to_none=True)
                 self.compiled(*dev).backward()
             else:
                 with torch.no_grad():

@@ -94,10 +94,7 @@ TEST_CASE("capture of a compiled plan: an illegal call is reported with the plan
       {OpKind::matmul, 5, Illegal::malloc, "cudaMalloc before a backward matmul"},
       {OpKind::sgd_momentum, 1, Illegal::synchronize, "a stream sync before an optimizer update"},
   };
-  for (const Case& c : cases) {
-    INFO(c.name);
-    const std::string op = expected_op(c.op, c.index);
-    const size_t before = device_free_bytes();
+  const auto failing_compile = [&](const Case& c) {
     be->arm(c.op, c.index, c.what);
     std::string msg;
     try {
@@ -110,6 +107,19 @@ TEST_CASE("capture of a compiled plan: an illegal call is reported with the plan
       CHECK(e.step() > c.index);  // input copies come first, then the schedule
     }
     be->disarm();
+    return msg;
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string op = expected_op(c.op, c.index);
+    // The first failure of a kind may make the driver set memory aside for good (the H200
+    // showed 414 MiB once after the first invalidated capture); a leak is what each further
+    // failure keeps, so the second failure is the one measured.
+    const size_t first = device_free_bytes();
+    failing_compile(c);
+    const size_t before = device_free_bytes();
+    MESSAGE(c.name, ": the first failure kept ", format_bytes(static_cast<int64_t>(first) - static_cast<int64_t>(before)));
+    const std::string msg = failing_compile(c);
     MESSAGE(msg);
     CHECK_MESSAGE(msg.find("CUDA Graph capture failed at op") != std::string::npos, msg);
     CHECK_MESSAGE(msg.find(op) != std::string::npos, "expected ", op, " in: ", msg);
