@@ -5,10 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# libonnx-dev: `tg-graph import` reads ONNX models through its onnx_proto (without it the
+# libonnx-dev with libprotobuf-dev (which CMake needs to use onnx_proto; libonnx-dev does not
+# pull it in): `tg-graph import` reads ONNX models through onnx_proto (without them the
 # build still succeeds and import says it is missing).
 packages=(cmake ninja-build g++ libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
-          libonnx-dev python3 python3-matplotlib python3-jsonschema)
+          libonnx-dev libprotobuf-dev protobuf-compiler python3 python3-matplotlib python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,7 @@
 // docs/report-format.md describes the JSON and CSV field by field;
 // docs/report.schema.json is the machine-checkable schema.
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -108,7 +109,10 @@ struct Metadata {
 class Report {
  public:
   Metadata meta;
-  std::vector<Measurement> measurements;
+  // A deque, not a vector: add() returns a reference that callers keep while they add more
+  // rows (a step row and its replay row, then extras on both); appending to a deque never
+  // moves the elements already there.
+  std::deque<Measurement> measurements;
   std::vector<Note> notes;
   std::optional<RunError> error;  // set when the run failed: written as the top-level "error"
 

@@ -12,6 +12,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/matmul_lt.h"
+#include "kernels/cuda/matmul_small.h"
 #include "kernels/matmul_mode.h"
 #include "kernels/matmul_plan.h"
 
@@ -91,6 +92,16 @@ GemmCall gemm_call(const OpCall& c) {
   return g;
 }
 
+// The leading dims of the stored A, B and D: a strided batch keeps every matrix
+// contiguous; a single (folded) GEMM has the plan's.
+struct Lead {
+  int64_t a, b, d;
+};
+Lead leading_dims(const MatmulPlan& p) {
+  if (!p.batched) return {p.lda, p.ldb, p.ldc};
+  return {p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.n};
+}
+
 LtKey lt_key(const GemmCall& g, bool tf32) {
   const MatmulPlan& p = g.plan;
   LtKey k;
@@ -102,17 +113,14 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
   k.m = p.m;
   k.n = p.n;
   k.k = p.k;
+  const Lead ld = leading_dims(p);
+  k.lda = ld.a;
+  k.ldb = ld.b;
+  k.ldd = ld.d;
   if (p.batched) {
     k.batch = p.batch;
-    k.lda = p.trans_a ? p.m : p.k;
-    k.ldb = p.trans_b ? p.k : p.n;
-    k.ldd = p.n;
     k.stride_a = p.stride_a;
     k.stride_b = p.stride_b;
-  } else {
-    k.lda = p.lda;
-    k.ldb = p.ldb;
-    k.ldd = p.ldc;
   }
   k.align_a = lt_alignment(g.a);
   k.align_b = lt_alignment(g.b);
@@ -120,6 +128,46 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
   k.align_d = lt_alignment(g.d);
   k.align_bias = lt_alignment(g.bias);
   return k;
+}
+
+// Whether the call runs on the small-GEMM kernel (matmul_small.h) rather than cuBLASLt:
+// by shape alone, so both executors choose alike.
+bool use_small(const GemmCall& g) {
+  const MatmulPlan& p = g.plan;
+  return small_gemm_enabled() && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
+         (g.epilogue != LtEpilogue::bias_grad || p.batch == 1);
+}
+
+SmallGemm small_of(const GemmCall& g) {
+  const MatmulPlan& p = g.plan;
+  SmallGemm s;
+  s.a = g.a;
+  s.b = g.b;
+  s.d = g.d;
+  s.c = g.accumulate ? g.c : nullptr;
+  s.batch = p.batch;
+  s.m = p.m;
+  s.n = p.n;
+  s.k = p.k;
+  s.trans_a = p.trans_a;
+  s.trans_b = p.trans_b;
+  const Lead ld = leading_dims(p);
+  s.lda = ld.a;
+  s.ldb = ld.b;
+  s.ldd = ld.d;
+  if (p.batched) {
+    s.stride_a = p.stride_a;
+    s.stride_b = p.stride_b;
+    s.stride_d = p.m * p.n;
+  }
+  switch (g.epilogue) {
+    case LtEpilogue::none: break;
+    case LtEpilogue::bias: s.bias = g.bias; break;
+    case LtEpilogue::bias_relu: s.bias = g.bias; s.act = SmallGemmAct::relu; break;
+    case LtEpilogue::bias_gelu: s.bias = g.bias; s.act = SmallGemmAct::gelu; break;
+    case LtEpilogue::bias_grad: s.bias_grad = const_cast<float*>(g.bias); break;  // matmul_bias_grad's out2
+  }
+  return s;
 }
 
 // The batch-invariant mode: the plain kernel summing over k in order, then the unfused
@@ -180,6 +228,7 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
                                               op_name(c.op)));
     return fill(g.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
   }
+  if (use_small(g)) return small_gemm(small_of(g), ctx.stream);
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = prepare_cuda(c, ctx);
   void* ws = c.workspace ? c.workspace : ctx.workspace;
@@ -199,7 +248,7 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
   if (!ctx.lt) throw std::invalid_argument(fmt::format("run_cuda {}: no cuBLASLt cache; pass CudaExecContext::lt",
                                                        op_name(c.op)));
   const cuda::GemmCall g = cuda::gemm_call(c);
-  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0) return nullptr;
+  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g)) return nullptr;
   return &ctx.lt->get(cuda::lt_key(g, ctx.tf32));
 }
 

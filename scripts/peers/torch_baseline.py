@@ -36,8 +36,11 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_models as tm  # noqa: E402
 import twograph_report as tr  # noqa: E402
+try:
+    import torch_models as tm  # noqa: E402  (numpy: twograph's generators)
+except ImportError as e:  # said in main(), as a skip, like a missing torch
+    tm, _missing = None, e.name
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LR, MOMENTUM, CLASSES = 0.01, 0.9, 10
@@ -405,14 +408,17 @@ def main(argv):
     args = parse_args(argv[1:])
     loop = loop_options(args)
     try:
+        if tm is None:
+            raise ImportError(name=_missing)
         import torch
-    except ImportError:
-        print("torch-baseline: SKIPPED: torch is not installed here (pip install torch); nothing was measured",
+    except ImportError as e:
+        what = e.name or "torch"
+        print(f"torch-baseline: SKIPPED: {what} is not installed here (pip install torch numpy); nothing was measured",
               file=sys.stderr)
         if args.json:
-            rep = tr.Report("torch-baseline", "torch not installed", argv, loop, args.quick, args.device, "cpu", -1,
+            rep = tr.Report("torch-baseline", f"{what} not installed", argv, loop, args.quick, args.device, "cpu", -1,
                             "cpu", False, repo=REPO)
-            rep.skip("torch_baseline", "torch is not installed on this machine (pip install torch)")
+            rep.skip("torch_baseline", f"{what} is not installed on this machine (pip install torch numpy)")
             rep.write(args.json)
         return 0
 

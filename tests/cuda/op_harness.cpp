@@ -75,6 +75,39 @@ std::string describe(const OpCase& c) {
 
 int64_t run_case(const OpCase& c) { return run_case_on(backend(), c); }
 
+OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed) {
+  OpCase c;
+  c.op = op;
+  c.attrs = s.attrs;
+  c.in = s.in;
+  if (!op_is_update(op)) c.out = infer_shape(op, s.in, s.attrs, "sample");
+  c.tol = Tol{s.cuda_atol, s.cuda_rtol};
+  c.labels_input = s.labels_input;
+  c.labels_classes = s.classes;
+  c.count_input = s.count_input;
+  c.count_value = s.count;
+  c.seed = seed;
+  return c;
+}
+
+void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out, const Attrs& at,
+            kernels::TensorView out2) {
+  kernels::OpCall c;
+  c.op = op;
+  c.attrs = &at;
+  c.num_inputs = static_cast<int>(ins.size());
+  std::vector<kernels::TensorView> more;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (i < c.in.size()) c.in[i] = ins[i];
+    else more.push_back(ins[i]);
+  }
+  c.more = more.empty() ? nullptr : more.data();
+  c.out = out;
+  c.out2 = out2;
+  backend().run(c);
+  backend().synchronize();
+}
+
 int64_t run_case_on(CudaBackend& b, const OpCase& c) {
   const int nin = static_cast<int>(c.in.size());
   REQUIRE(op_arity_ok(c.op, nin));

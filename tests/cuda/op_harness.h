@@ -13,6 +13,8 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/raii.h"
+#include "kernels/op_call.h"
+#include "tests/common/op_samples.h"
 
 namespace tg::testing {
 
@@ -68,6 +70,15 @@ CudaBackend& backend();
 // prints a description of the case plus the first mismatches.
 int64_t run_case(const OpCase& c);
 int64_t run_case_on(CudaBackend& b, const OpCase& c);
+
+// The case of one op sample (tests/common/op_samples.h): its inputs, attributes, inferred
+// output shape and CUDA tolerance, with this seed.
+OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed);
+
+// One op on device tensors through the shared backend's entry (ins past kMaxOpInputs go
+// in OpCall::more), then a synchronize. out2: the second output of a two-output op.
+void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out, const Attrs& at,
+            kernels::TensorView out2 = {});
 
 // Compares got with want; prints the first 10 mismatches under `what`.
 int64_t compare(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, Tol tol);

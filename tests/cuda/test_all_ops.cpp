@@ -21,16 +21,7 @@ TEST_CASE("cuda == cpu for every op in the table (samples, aligned and not, in p
     CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
-      OpCase c;
-      c.op = op;
-      c.attrs = s.attrs;
-      c.in = s.in;
-      if (!op_is_update(op)) c.out = infer_shape(op, s.in, s.attrs, "sample");
-      c.tol = Tol{s.cuda_atol, s.cuda_rtol};
-      c.labels_input = s.labels_input;
-      c.labels_classes = s.classes;
-      c.count_input = s.count_input;
-      c.count_value = s.count;
+      OpCase c = sample_case(op, s, 0);
       for (bool unaligned : {false, true}) {
         c.unaligned = unaligned;
         c.alias_input = -1;

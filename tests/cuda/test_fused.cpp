@@ -17,23 +17,6 @@ namespace tg::testing {
 
 namespace {
 
-// One op on device tensors through the backend's entry; ins past kMaxOpInputs go in more.
-void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out, const Attrs& at) {
-  kernels::OpCall c;
-  c.op = op;
-  c.attrs = &at;
-  c.num_inputs = static_cast<int>(ins.size());
-  std::vector<kernels::TensorView> more;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (i < c.in.size()) c.in[i] = ins[i];
-    else more.push_back(ins[i]);
-  }
-  c.more = more.empty() ? nullptr : more.data();
-  c.out = out;
-  backend().run(c);
-  backend().synchronize();
-}
-
 // x [rows, cols], y [rows, cols], b [cols]: every op of a program, a bias row and gelu.
 //   mul(x, y) + b -> gelu -> relu_grad(x, .) -> gelu_grad(., y) -> - x -> * 0.3 -> relu
 const std::vector<EwInstr> kChain = {{EwOp::mul, 0, 1},       {EwOp::add, 3, 2},         {EwOp::gelu, 4},

@@ -1,10 +1,16 @@
-// matmul through cuBLAS against OpenBLAS: every transpose combination, rank-2,
-// rank-3 with shared B (folded and, with trans_a, batched), and batched B; fp32 and TF32.
+// The GEMM family against OpenBLAS: every transpose combination, rank-2, rank-3 with
+// shared B (folded and, with trans_a, batched), and batched B; fp32 and TF32; through
+// cuBLASLt and through the small-GEMM kernel (kernels/cuda/matmul_small.h), each alone.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 
+#include "graph/shape_inference.h"
+#include "kernels/cuda/matmul_small.h"
 #include "kernels/matmul_mode.h"
+#include "tests/common/op_samples.h"
 #include "tests/cuda/op_harness.h"
 #include "tests/gpu_skip.h"
 
@@ -50,7 +56,100 @@ void matmul_cases(bool tf32, bool invariant = false) {
       }
 }
 
+// Sets the small-GEMM switch for a scope.
+struct SmallGemmSwitch {
+  bool was = kernels::cuda::small_gemm_enabled();
+  explicit SmallGemmSwitch(bool on) { kernels::cuda::set_small_gemm(on); }
+  ~SmallGemmSwitch() { kernels::cuda::set_small_gemm(was); }
+};
+
+// Every GEMM-family op's samples, and the products of tg-train's width-256 MLP at batch
+// 32 (its forward linear, its input-gradient and weight-gradient GEMMs, the last layer).
+void gemm_family_cases(uint64_t seed) {
+  int ops = 0;
+  for (OpKind op : all_ops()) {
+    if (std::string(op_traits(op).family) != "matmul") continue;
+    ++ops;
+    const std::string label = op_name(op);
+    CAPTURE(label);
+    for (const OpSample& s : op_samples(op)) {
+      CAPTURE(s.what);
+      CHECK(run_case(sample_case(op, s, seed++)) == 0);
+    }
+  }
+  CHECK(ops == 5);
+  struct Mlp {
+    OpKind op;
+    std::vector<Shape> in;
+    bool trans_a, trans_b;
+    Act act;
+  };
+  const std::vector<Mlp> mlp = {{OpKind::linear, {{32, 256}, {256, 256}, {256}}, false, false, Act::relu},
+                                {OpKind::linear, {{32, 256}, {256, 10}, {10}}, false, false, Act::none},
+                                {OpKind::matmul, {{32, 256}, {256, 256}}, false, true, Act::none},
+                                {OpKind::matmul, {{32, 256}, {32, 256}}, true, false, Act::none},
+                                {OpKind::matmul_bias_grad, {{32, 256}, {32, 256}}, false, false, Act::none},
+                                {OpKind::matmul_add, {{32, 256}, {32, 256}, {256, 256}}, true, false, Act::none}};
+  for (const Mlp& g : mlp) {
+    OpCase c;
+    c.op = g.op;
+    c.attrs.trans_a = g.trans_a;
+    c.attrs.trans_b = g.trans_b;
+    c.attrs.act = g.act;
+    c.in = g.in;
+    c.out = infer_shape(g.op, g.in, c.attrs, "mlp");
+    c.tol = Tol{1e-5 * 16, 1e-4};  // k = 256 or 32 products summed in float, in different orders
+    c.seed = seed++;
+    CHECK(run_case(c) == 0);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("cuda GEMM family: the small-GEMM kernel and cuBLASLt each match the CPU") {
+  TG_REQUIRE_GPU();
+  for (bool small : {true, false}) {
+    CAPTURE(small);
+    SmallGemmSwitch on(small);
+    gemm_family_cases(small ? 12000 : 13000);
+    matmul_cases(false);
+  }
+}
+
+TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the unfused epilogue ops") {
+  TG_REQUIRE_GPU();
+  SmallGemmSwitch on(true);
+  const int64_t m = 33, k = 300, n = 37;  // two k chunks, partial tiles
+  REQUIRE(kernels::cuda::small_gemm_fits(1, m, n, k));
+  DevTensor x(random_vector(m * k, 41), false), w(random_vector(k * n, 42), false), b(random_vector(n, 43), false),
+      r(random_vector(m * n, 44), false);
+  const kernels::TensorView X{x.ptr, Shape{m, k}}, W{w.ptr, Shape{k, n}}, B{b.ptr, Shape{n}}, R{r.ptr, Shape{m, n}};
+  auto out = [&] { return std::make_unique<DevTensor>(m * n, false); };
+  const Shape mn{m, n};
+  Attrs none;
+  for (Act act : {Act::none, Act::relu, Act::gelu}) {
+    CAPTURE(static_cast<int>(act));
+    Attrs at;
+    at.act = act;
+    auto fused = out(), prod = out(), biased = out(), actd = out();
+    run_op(OpKind::linear, {X, W, B}, {fused->ptr, mn}, at);
+    run_op(OpKind::matmul, {X, W}, {prod->ptr, mn}, none);
+    run_op(OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
+    const DevTensor* want = biased.get();
+    if (act != Act::none) {
+      run_op(act == Act::relu ? OpKind::relu : OpKind::gelu, {{biased->ptr, mn}}, {actd->ptr, mn}, none);
+      want = actd.get();
+    }
+    CHECK(compare("linear vs matmul, bias_add, act", fused->download(), want->download(), Tol{}) == 0);
+  }
+  // linear_add: (x w + b) + r, the residual added last.
+  auto fused = out(), prod = out(), biased = out(), sum = out();
+  run_op(OpKind::linear_add, {X, W, B, R}, {fused->ptr, mn}, none);
+  run_op(OpKind::matmul, {X, W}, {prod->ptr, mn}, none);
+  run_op(OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
+  run_op(OpKind::add, {R, {biased->ptr, mn}}, {sum->ptr, mn}, none);
+  CHECK(compare("linear_add vs matmul, bias_add, add", fused->download(), sum->download(), Tol{}) == 0);
+}
 
 TEST_CASE("cuda matmul fp32") { TG_REQUIRE_GPU(); matmul_cases(false); }
 TEST_CASE("cuda matmul tf32") { TG_REQUIRE_GPU(); matmul_cases(true); }

@@ -54,7 +54,7 @@ TEST_CASE("onnx fixtures: each imported model's CPU output matches onnxruntime's
 
 TEST_CASE("onnx fixtures: the committed graph files and weights are what importing the .onnx files gives") {
   if (!onnx::have_onnx_reader()) {
-    std::printf("TG_SKIP: this build has no ONNX support (libonnx-dev not found); the graph files were still checked\n");
+    std::printf("TG_SKIP: this build has no ONNX support (libonnx-dev or libprotobuf-dev not found); the graph files were still checked\n");
     return;
   }
   for (const std::string name : kModels) {

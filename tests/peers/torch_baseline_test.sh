@@ -24,7 +24,7 @@ jsonschema.validate(json.load(open(sys.argv[1])), json.load(open("docs/report.sc
 if [ "$mode" = without-torch ]; then
   mkdir -p "$dir/hide" && echo 'raise ImportError("hidden by torch_baseline_test.sh")' > "$dir/hide/torch.py"
   PYTHONPATH="$dir/hide" python3 "$script" --device cpu --quick --json "$dir/torch.json" 2> "$dir/stderr"
-  grep -q "SKIPPED: torch is not installed" "$dir/stderr"
+  grep -Eq "SKIPPED: (torch|numpy) is not installed" "$dir/stderr"
   grep -q '"torch_baseline"' "$dir/torch.json"
   validate "$dir/torch.json"
   echo "without torch: exit 0, SKIPPED said, the report records it"
@@ -33,10 +33,10 @@ fi
 
 py=""
 for c in python3 /usr/bin/python3; do
-  if command -v "$c" > /dev/null 2>&1 && "$c" -c "import torch" 2> /dev/null; then py=$c; break; fi
+  if command -v "$c" > /dev/null 2>&1 && "$c" -c "import torch, numpy" 2> /dev/null; then py=$c; break; fi
 done
 if [ -z "$py" ]; then
-  echo "SKIPPED: torch is not installed here (pip install torch): the PyTorch baseline was not run"
+  echo "SKIPPED: torch or numpy is not installed here (pip install torch numpy): the PyTorch baseline was not run"
   exit 77
 fi
 # The smallest of tg-train's quick CPU configurations, and two chain lengths.

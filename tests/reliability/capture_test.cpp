@@ -112,9 +112,9 @@ TEST_CASE("capture of a compiled plan: an illegal call is reported with the plan
   for (const Case& c : cases) {
     INFO(c.name);
     const std::string op = expected_op(c.op, c.index);
-    // The first failure of a kind may make the driver set memory aside for good (the H200
-    // showed 414 MiB once after the first invalidated capture); a leak is what each further
-    // failure keeps, so the second failure is the one measured.
+    // A leak is what every failure keeps. The first failure of a kind may also make the driver
+    // set memory aside once (one H200 run kept 414 MiB after an invalidated capture, the next
+    // none), so the second failure is the one measured and the first is printed.
     const size_t first = device_free_bytes();
     failing_compile(c);
     const size_t before = device_free_bytes();

@@ -9,14 +9,18 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "graph/dot.h"
 #include "graph/errors.h"
+#include "graph/graph_model.h"
 #include "graph/json_io.h"
 #include "graph/quote.h"
 #include "graph/text_dump.h"
 #include "graph/validate.h"
+#include "graph/training.h"
 #include "kernels/interpreter.h"
+#include "static/passes/pass.h"
 #include "tools/tg-graph/commands.h"
 #include "tools/tg-graph/flags.h"
 #include "tools/tg-graph/output.h"
@@ -115,6 +119,31 @@ std::string cmd_run(const std::string& path, uint64_t seed, double max_mib) {
   return out;
 }
 
+// What `dot` and `print` show: the file's graph, or the training step the static compiler
+// builds from it (--training: backward and one SGD-momentum update per parameter), after
+// the graph passes of --passes, one line per pass on stderr. Running the command once per
+// prefix of the pipeline (none, rows, rows,linear, ...) gives the graph before and after
+// each pass (docs/compiler.md).
+tg::Graph shown_graph(const std::string& path, bool training, const std::string& passes_text) {
+  tg::Graph g = load_checked(path);
+  if (training) {
+    const tg::GraphModel m = tg::graph_model(std::move(g));
+    if (m.loss.empty())
+      tg::graph_error("{}: --training needs a loss among the graph's outputs (mse_loss, padded_mse_loss or cross_entropy); the graph "
+                      "has none: add one, or leave out --training to see the graph as it is",
+                      shown_path(path));
+    g = tg::build_training_graph(m.fn);
+  }
+  if (passes_text.empty()) return g;
+  const tg::PassSet passes = tg::parse_passes(passes_text);  // checked before the file was read
+  std::vector<tg::PassStats> stats;
+  g = tg::run_passes(std::move(g), passes, &stats);
+  for (const tg::PassStats& st : stats)
+    say(fmt::format("tg-graph: pass {}: {} -> {} nodes", tg::pass_name(st.pass), st.nodes_before, st.nodes_after));
+  tg::validate(g);
+  return g;
+}
+
 // A CLI11 check from one of flags.h's parsers.
 template <typename T>
 CLI::Validator parsed_by(std::string (*parse)(const std::string&, T&), const char* kind) {
@@ -135,6 +164,7 @@ int main(int argc, char** argv) {
       "  tg-graph check tests/graphs/mlp.json\n"
       "  tg-graph print tests/graphs/mlp.json\n"
       "  tg-graph dot tests/graphs/mlp.json | dot -Tsvg > mlp.svg\n"
+      "  tg-graph dot tests/graphs/mlp.json --training --passes all | dot -Tsvg > mlp-step-fused.svg\n"
       "  tg-graph run tests/graphs/mlp.json --seed 7\n"
       "Exit status: 0 ok; 1 internal failure, or stdout could not be written; 2 bad usage, a bad graph file, or a "
       "graph that cannot run (data an op cannot use, too large for this machine).");
@@ -146,6 +176,24 @@ int main(int argc, char** argv) {
   CLI::App* print = app.add_subcommand("print", "Print FILE as a readable listing");
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
+  bool training = false;
+  std::string passes_text;
+  for (CLI::App* sub : {dot, print}) {
+    sub->add_flag("--training", training,
+                  "Show the training step the static compiler builds (backward and SGD-momentum updates); the file "
+                  "must have a loss output");
+    sub->add_option("--passes", passes_text,
+                    "Apply these graph passes first: none, all, or a comma list of rows, linear, elementwise, "
+                    "optimizer (each prints its node counts on stderr)")
+        ->check(CLI::Validator([](std::string& v) {
+          try {
+            tg::parse_passes(v);
+            return std::string();
+          } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+          }
+        }, "PASSES"));
+  }
   app.add_subcommand("bench", "Run FILE with the static and the dynamic executor, report as tg-train does "
                               "(see 'tg-graph bench --help')");
   tg::tools::ImportArgs import_args;
@@ -180,7 +228,7 @@ int main(int argc, char** argv) {
       gt::parse_mib(max_mib_text, max_mib);
       out = cmd_run(file, seed, max_mib);
     } else {
-      const tg::Graph g = load_checked(file);
+      const tg::Graph g = shown_graph(file, training, passes_text);
       out = dot->parsed() ? tg::graph_to_dot(g, file) : tg::text_dump(g);
     }
     gt::write_stdout(out);

@@ -8,8 +8,8 @@ namespace tg::onnx {
 bool have_onnx_reader() { return false; }
 
 Model read_model_file(const std::string& path) {
-  graph_error("{}: this build has no ONNX support; install libonnx-dev and reconfigure (cmake finds it through "
-              "find_package(ONNX)), or import the model on a machine that has it: the graph and weights files it "
+  graph_error("{}: this build has no ONNX support; install libonnx-dev and libprotobuf-dev and reconfigure (cmake finds them "
+              "through find_package(Protobuf) and find_package(ONNX)), or import the model on a machine that has it: the graph and weights files it "
               "writes run anywhere", path);
 }
 

@@ -1,0 +1,44 @@
+#pragma once
+// The small-GEMM kernel (matmul_small.cu): GEMM-family products too small for cuBLASLt's
+// kernels to pay off, with the epilogues of the fused GEMMs. gemm_op (matmul.cpp) picks
+// it by shape alone (small_gemm_fits), for both executors.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tg::kernels::cuda {
+
+enum class SmallGemmAct : uint8_t { none, relu, gelu };
+
+// D[z] (m x n, row-major, leading dim ldd) = act(op(A[z]) op(B[z]) + bias) + C[z], z < batch.
+// A is [m, k] with leading dim lda ([k, m] with trans_a); B is [k, n] ([n, k] with
+// trans_b); stride_* are elements between the matrices of the batch (stride_b 0: one B).
+// bias (n values), c (D's layout; may be d) and bias_grad may be null. bias_grad, with
+// batch 1 only: the sums of op(B)'s columns over k (matmul_bias_grad's sum of dz's rows).
+struct SmallGemm {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  const float* c = nullptr;
+  const float* bias = nullptr;
+  float* d = nullptr;
+  float* bias_grad = nullptr;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0, stride_d = 0;
+  bool trans_a = false, trans_b = false;
+  SmallGemmAct act = SmallGemmAct::none;
+};
+
+// Whether the kernel takes a product of this size (at most 1024 k values and 2^23
+// multiply-adds); the process-wide switch is separate.
+bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k);
+// The process-wide switch, off by default until the kernel has been measured against
+// cuBLASLt on a GPU (TG_SMALL_GEMM=1 in the environment, or set_small_gemm(true), turns it
+// on): off, every GEMM goes to cuBLASLt (tests run
+// both paths against the CPU; a static plan keeps the path it was compiled with only
+// until this changes, so set it before compiling).
+bool small_gemm_enabled();
+void set_small_gemm(bool enabled);
+
+void small_gemm(const SmallGemm& g, cudaStream_t s);
+
+}  // namespace tg::kernels::cuda

@@ -1,0 +1,327 @@
+"""docs/compiler.md: what the graph passes of the static executor buy, from one session's
+tg-train --passes sweep (train_passes.json: the GPU time of a step with the inputs
+resident, the kernels it launches, the GEMM floor, the loss curve with every pass),
+tg-kernels on the reworked kernels (kernels_fusion.json) and tg-launch --passes all
+(launch_passes.json)."""
+from .common import Missing, num, pct, report, size_name, t, table, x
+
+TRAIN, KERNELS, LAUNCH = "train_passes", "kernels_fusion", "launch_passes"
+PASS_ORDER = ("none", "rows", "linear", "elementwise", "optimizer", "all")
+
+
+def _label(p):
+    if p["model"] == "mlp":
+        return f"MLP w{p['width']} d{p['depth']}, batch {p['batch']}"
+    return f"transformer d{p['d_model']} s{p['seq']} h{p['heads']}, batch {p['batch']}"
+
+
+def _config(p):
+    return {k: v for k, v in p.items() if k not in ("passes", "executor")}
+
+
+def _configs(r):
+    seen, out = set(), []
+    for m in r.all("pass_replay"):
+        c = _config(m["params"])
+        key = tuple(sorted(c.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    if not out:
+        raise Missing(f"{r.rel}: no pass_replay measurements (run tg-train with --passes sweep)")
+    return out
+
+
+def _one(r, name, **p):
+    found = r.all(name, **p)
+    return found[0] if found else None
+
+
+def _passes(r):
+    have = {m["params"]["passes"] for m in r.all("pass_replay")}
+    return [s for s in PASS_ORDER if s in have]
+
+
+def tab_compiler_passes():
+    r = report(TRAIN)
+    sets = _passes(r)
+    rows = []
+    for c in _configs(r):
+        cells = []
+        for s in sets:
+            m = _one(r, "pass_replay", passes=s, **c)
+            cells.append("n/a" if m is None else f"{t(m['median'])} ({int(m['extra']['kernels'])})")
+        rows.append([_label(c), c["mode"]] + cells)
+    return (table(["configuration", "mode"] + [f"passes={s}" for s in sets], rows) +
+            "\n\nGPU time of one replay with the inputs already on the device (CUDA events around the graph launch; "
+            "the host copy of the feeds, the same for every pass set, left out), median; in brackets the kernels the "
+            "replay runs.\n\n" + r.source_line())
+
+
+def tab_compiler_summary():
+    r = report(TRAIN)
+    rows = []
+    for c in _configs(r):
+        none, best = _one(r, "pass_replay", passes="none", **c), _one(r, "pass_replay", passes="all", **c)
+        floor = _one(r, "gemm_floor", executor="static", **c)
+        if none is None or best is None:
+            continue
+        rows.append([_label(c), c["mode"], t(none["median"]), t(best["median"]), x(none["median"] / best["median"]),
+                     f"{int(none['extra']['kernels'])} -> {int(best['extra']['kernels'])}",
+                     "n/a" if floor is None else f"{t(floor['median'])} ({int(floor['extra']['gemms'])} GEMMs)",
+                     "n/a" if floor is None else num(best["median"] / floor["median"]),
+                     t(best["extra"]["passes_ms"] * 1e-3)])
+    return (table(["configuration", "mode", "no pass", "every pass", "speedup", "kernels",
+                   "GEMM floor", "every pass / floor", "time in the passes"], rows,
+                  ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]) +
+            "\n\nThe GEMM floor is cuBLASLt's fastest algorithm (of its heuristic's first 16) for each GEMM of the "
+            "unfused step, timed alone and summed. Each GEMM is timed as ten back-to-back launches, so where a GEMM "
+            "takes less than a launch (the small MLP) the floor measures the launch rate and a replay can beat it "
+            "(a ratio below 1); only where the GEMMs are long is it the bound no schedule can beat.\n\n" +
+            r.source_line())
+
+
+def tab_compiler_loss():
+    r = report(TRAIN)
+    rows = []
+    for m in r.all("loss_curve", passes="all"):
+        c = _config(m["params"])
+        # The executors' own check (no passes param): static with no pass against dynamic.
+        base = next((b for b in r.all("loss_curve", executor="static", **c) if "passes" not in b["params"]), None)
+        rows.append([_label(c), int(m["extra"]["steps"]), num(m["samples"][0], 4), num(m["samples"][-1], 4),
+                     f"{m['extra']['max_rel_diff_vs_none']:.1e}", f"{m['extra']['tolerance']:.0e}",
+                     "n/a" if base is None else "yes" if base["extra"].get("bitwise_equal") == 1.0 else "no"])
+    if not rows:
+        raise Missing(f"{r.rel}: no loss_curve measurements with passes=all")
+    return (table(["configuration", "steps", "first loss", "last loss", "max relative difference, every pass vs none",
+                   "tolerance", "static (no pass) == dynamic bitwise"], rows) + "\n\n" + r.source_line())
+
+
+def tab_compiler_kernels():
+    r = report(KERNELS)
+    sizes = sorted({m["params"]["size_bytes"] for m in r.ms if "size_bytes" in m["params"]})
+    names = []
+    for m in r.ms:
+        if m["name"] not in names and "pct_of_copy" in m["extra"]:
+            names.append(m["name"])
+    rows = []
+    for n in names:
+        cells = []
+        for s in sizes:
+            m = _one(r, n, size_bytes=s)
+            cells.append("n/a" if m is None else f"{t(m['median'])}, {num(m['extra']['pct_of_copy'])}%")
+        rows.append([f"`{n}`"] + cells)
+    return (table(["kernel"] + [f"{s >> 20} MiB: time, % of the copy" for s in sizes], rows) +
+            "\n\nThe percentage is the kernel's bytes moved per second over the same run's device-to-device copy of "
+            "the same size (`d2d_copy`, 100%); above 100% a kernel reads two inputs, which the memory system serves "
+            "better than a copy's one.\n\n" + r.source_line())
+
+
+def tab_compiler_launch():
+    r = report(LAUNCH)
+    rows = []
+    for m in r.all("static_iteration", launch="cuda_graph", passes="all"):
+        n = m["params"]["n_ops"]
+        gpu = r.one("static_replay_gpu", n_ops=n, launch="cuda_graph", passes="all")
+        floor = r.one("raw_graph_gpu", n_ops=n, kernel="touch", pdl=1)
+        rows.append([n, int(m["extra"]["kernels"]), f"{num(gpu['extra']['us_per_node'])} us",
+                     f"{num(m['extra']['us_per_op'])} us", f"{num(floor['extra']['us_per_node'])} us"])
+    if not rows:
+        raise Missing(f"{r.rel}: no static_iteration measurements with passes=all (run tg-launch --passes all)")
+    return (table(["ops in the chain", "kernels after the passes", "replay, GPU time per op", "whole iteration per op",
+                   "one kernel per op: CUDA Graph of 'touch' kernels with PDL, per node"], rows) +
+            "\n\n" + r.source_line())
+
+
+def val_chain_kernels():
+    return str(int(report(LAUNCH).one("static_iteration", n_ops=1000, launch="cuda_graph", passes="all")["extra"]["kernels"]))
+
+
+def _speedup(model, mode, **p):
+    def f():
+        r = report(TRAIN)
+        none = r.one("pass_replay", passes="none", model=model, mode=mode, **p)["median"]
+        best = r.one("pass_replay", passes="all", model=model, mode=mode, **p)["median"]
+        return x(none / best)
+    return f
+
+
+def _replay(model, mode, passes, **p):
+    return report(TRAIN).one("pass_replay", passes=passes, model=model, mode=mode, **p)
+
+
+def _kernels(model, mode, passes, **p):
+    return lambda: str(int(_replay(model, mode, passes, **p)["extra"]["kernels"]))
+
+
+def _median(model, mode, passes, **p):
+    return lambda: t(_replay(model, mode, passes, **p)["median"])
+
+
+def val_mlp32_saved_per_kernel():
+    """The replay time the passes took off the small MLP's step, per kernel they removed."""
+    none, best = _replay("mlp", "train", "none", batch=32), _replay("mlp", "train", "all", batch=32)
+    return t((none["median"] - best["median"]) / (none["extra"]["kernels"] - best["extra"]["kernels"]))
+
+
+def _floor(model, mode, **p):
+    return report(TRAIN).one("gemm_floor", executor="static", model=model, mode=mode, **p)
+
+
+def _over_floor(model, mode, **p):
+    """Every pass over the GEMM floor, as a ratio."""
+    return lambda: num(_replay(model, mode, "all", **p)["median"] / _floor(model, mode, **p)["median"])
+
+
+def _above_floor(model, mode, **p):
+    """The replay with every pass minus the GEMM floor: the time that is not GEMM."""
+    return lambda: t(_replay(model, mode, "all", **p)["median"] - _floor(model, mode, **p)["median"])
+
+
+def _w4096_params():
+    """The width-4096 MLP's parameter count, from its report params: `depth` Linear layers,
+    in = width, out = 10 (experiments/train/train_bench.cpp, mlp_config)."""
+    p = _replay("mlp", "train", "all", width=4096)["params"]
+    w, d = p["width"], p["depth"]
+    return (d - 1) * (w * w + w) + (w * 10 + 10)
+
+
+def val_w4096_update_bytes():
+    """What one sgd_momentum step moves: read w, g, v, write w, v: 5 floats a parameter."""
+    return f"{num(5 * 4 * _w4096_params() / 1e9)} GB"
+
+
+def val_w4096_update_at_copy():
+    """Those bytes at the device-to-device copy rate tg-kernels measured at its largest size."""
+    r = report(KERNELS)
+    big = max(m["params"]["size_bytes"] for m in r.all("d2d_copy"))
+    rate = r.one("d2d_copy", size_bytes=big)["extra"]["GB/s"] * 1e9
+    return t(5 * 4 * _w4096_params() / rate)
+
+
+def _kernel_at(name):
+    r = report(KERNELS)
+    big = max(m["params"]["size_bytes"] for m in r.all("d2d_copy"))
+    return r.one(name, size_bytes=big)["median"]
+
+
+# The chain tg-kernels fuses (experiments/kernels/cases.cpp): mul, bias add, relu, scale.
+EW_CHAIN = ("mul", "bias_add", "relu", "scale")
+
+
+def val_kernels_size():
+    return size_name(max(m["params"]["size_bytes"] for m in report(KERNELS).all("d2d_copy")))
+
+
+def val_ew_unfused():
+    return t(sum(_kernel_at(n) for n in EW_CHAIN))
+
+
+def val_ew_fused():
+    return t(_kernel_at("fused_elementwise"))
+
+
+def val_ew_x():
+    return x(sum(_kernel_at(n) for n in EW_CHAIN) / _kernel_at("fused_elementwise"))
+
+
+def val_ln_separate():
+    return t(_kernel_at("layernorm_grad_gamma") + _kernel_at("reduce_sum_cols"))
+
+
+def val_ln_fused():
+    return t(_kernel_at("layernorm_grad_gamma_beta"))
+
+
+def val_loss_verdict():
+    """How close the loss with every pass came to the loss with none, over every configuration."""
+    ms = report(TRAIN).all("loss_curve", passes="all")
+    if not ms:
+        raise Missing(f"{report(TRAIN).rel}: no loss_curve measurements with passes=all")
+    worst = max(m["extra"]["max_rel_diff_vs_none"] for m in ms)
+    if worst == 0:
+        return "the same bits as without passes at every step"
+    return f"a relative difference of at most {worst:.1e}"
+
+
+def val_loss_tolerance():
+    return f"{report(TRAIN).all('loss_curve', passes='all')[0]['extra']['tolerance']:.0e}"
+
+
+def _launch(name, key):
+    return lambda: f"{num(report(LAUNCH).one(name, n_ops=1000, launch='cuda_graph', passes='all')['extra'][key])} us"
+
+
+def val_ew_on_top():
+    """The kernels the elementwise pass removes on top of the other three, at most over every
+    configuration: every pass's count against rows, linear and optimizer's, each alone."""
+    r = report(TRAIN)
+    worst = 0
+    for c in _configs(r):
+        k = {s: _one(r, "pass_replay", passes=s, **c) for s in PASS_ORDER}
+        if any(m is None for m in k.values()):
+            continue
+        n = {s: m["extra"]["kernels"] for s, m in k.items()}
+        others = sum(n["none"] - n[s] for s in ("rows", "linear", "optimizer"))
+        worst = max(worst, int(n["none"] - n["all"] - others))
+    return str(worst)
+
+
+def val_chain_per_kernel():
+    """GPU time of one fused kernel of tg-launch's chain: the replay over its kernels."""
+    m = report(LAUNCH).one("static_replay_gpu", n_ops=1000, launch="cuda_graph", passes="all")
+    k = report(LAUNCH).one("static_iteration", n_ops=1000, launch="cuda_graph", passes="all")["extra"]["kernels"]
+    return t(m["median"] / k)
+
+
+def val_chain_dynamic():
+    return f"{num(report(LAUNCH).one('dynamic_iteration', n_ops=1000, allocator='caching')['extra']['us_per_op'])} us"
+
+
+TABLES = {
+    "compiler-summary": tab_compiler_summary,
+    "compiler-passes": tab_compiler_passes,
+    "compiler-loss": tab_compiler_loss,
+    "compiler-kernels": tab_compiler_kernels,
+    "compiler-launch": tab_compiler_launch,
+}
+
+VALUES = {
+    "compiler.chain_kernels": val_chain_kernels,
+    "compiler.mlp32_train_speedup": _speedup("mlp", "train", batch=32),
+    "compiler.mlp32_inference_speedup": _speedup("mlp", "inference", batch=32),
+    "compiler.transformer_train_speedup": _speedup("transformer", "train", batch=32),
+    "compiler.transformer_inference_speedup": _speedup("transformer", "inference", batch=32),
+    "compiler.w4096_train_speedup": _speedup("mlp", "train", width=4096),
+    "compiler.mlp32_train_none": _median("mlp", "train", "none", batch=32),
+    "compiler.mlp32_train_all": _median("mlp", "train", "all", batch=32),
+    "compiler.mlp32_train_kernels_none": _kernels("mlp", "train", "none", batch=32),
+    "compiler.mlp32_train_kernels_all": _kernels("mlp", "train", "all", batch=32),
+    "compiler.mlp32_inference_kernels_none": _kernels("mlp", "inference", "none", batch=32),
+    "compiler.mlp32_inference_kernels_all": _kernels("mlp", "inference", "all", batch=32),
+    "compiler.mlp32_saved_per_kernel": val_mlp32_saved_per_kernel,
+    "compiler.mlp32_train_over_floor": _over_floor("mlp", "train", batch=32),
+    "compiler.w4096_train_over_floor": _over_floor("mlp", "train", width=4096),
+    "compiler.w4096_train_above_floor": _above_floor("mlp", "train", width=4096),
+    "compiler.w4096_update_bytes": val_w4096_update_bytes,
+    "compiler.w4096_update_at_copy": val_w4096_update_at_copy,
+    "compiler.transformer_train_over_floor": _over_floor("transformer", "train", batch=32),
+    "compiler.transformer_train_above_floor": _above_floor("transformer", "train", batch=32),
+    "compiler.kernels_size": val_kernels_size,
+    "compiler.ew_unfused": val_ew_unfused,
+    "compiler.ew_fused": val_ew_fused,
+    "compiler.ew_x": val_ew_x,
+    "compiler.sgd_single": lambda: t(_kernel_at("sgd_momentum")),
+    "compiler.sgd_multi": lambda: t(_kernel_at("sgd_momentum_multi")),
+    "compiler.ln_separate": val_ln_separate,
+    "compiler.ln_fused": val_ln_fused,
+    "compiler.loss_verdict": val_loss_verdict,
+    "compiler.loss_tolerance": val_loss_tolerance,
+    "compiler.chain_replay_op": _launch("static_replay_gpu", "us_per_node"),
+    "compiler.chain_iteration_op": _launch("static_iteration", "us_per_op"),
+    "compiler.chain_dynamic_op": val_chain_dynamic,
+    "compiler.chain_per_kernel": val_chain_per_kernel,
+    "compiler.ew_on_top": val_ew_on_top,
+}
+
+PLOTTERS = {}
