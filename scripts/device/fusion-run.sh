@@ -9,6 +9,7 @@
 set -u
 build=${1:-build/default}
 out=${OUT:-out}
+mkdir -p "$out"
 res=$(mktemp -d)
 summary="$res/summary.txt"
 say() { echo "$*" | tee -a "$summary"; }

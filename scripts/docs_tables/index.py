@@ -3,7 +3,8 @@ from). The reading order's figures are the chapters' own VALUES."""
 from . import common
 from .common import Missing, table
 
-STEMS = ("launch", "transfer", "memory", "matmul", "kernels", "shapes", "train", "pipeline")
+STEMS = ("launch", "transfer", "memory", "matmul", "kernels", "shapes", "train", "pipeline", "train_passes",
+         "kernels_fusion", "launch_passes")
 
 
 def tab_results_index():

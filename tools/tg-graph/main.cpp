@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
       "  tg-graph check tests/graphs/mlp.json\n"
       "  tg-graph print tests/graphs/mlp.json\n"
       "  tg-graph dot tests/graphs/mlp.json | dot -Tsvg > mlp.svg\n"
-      "  tg-graph dot tests/graphs/mlp.json --training --passes all | dot -Tsvg > mlp-step-fused.svg\n"
+      "  tg-graph dot tests/graphs/classifier.json --training --passes all | dot -Tsvg > step-fused.svg\n"
       "  tg-graph run tests/graphs/mlp.json --seed 7\n"
       "Exit status: 0 ok; 1 internal failure, or stdout could not be written; 2 bad usage, a bad graph file, or a "
       "graph that cannot run (data an op cannot use, too large for this machine).");
