@@ -5,7 +5,7 @@
 //
 // Operands are numbered in one space: 0..inputs-1 are the node's inputs, inputs + k is
 // the result of instruction k. The program is a chain: instruction k >= 1 reads result
-// k - 1 (once, as either operand) and otherwise inputs only, and the node's output is
+// k - 1 (as either operand, or both) and otherwise inputs only, and the node's output is
 // the last result. An input of shape [cols] where the output is [.., cols] is read at
 // i % cols (a bias, as bias_add reads it); every other input has the output's shape.
 // Each instruction rounds as the unfused op's kernel does, on every backend.

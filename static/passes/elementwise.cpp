@@ -125,7 +125,9 @@ Graph pass_elementwise(const Graph& g) {
   auto next_of = [&](int n) {
     const int out = g.nodes[static_cast<size_t>(n)].outputs[0];
     const std::vector<int>& readers = rw.consumers()[static_cast<size_t>(out)];
-    if (readers.size() != 1 || !rw.only_read_by(out, readers[0])) return -1;
+    // A reader may take the chain's value as both operands (mul(h, h)): the program reads
+    // the previous result twice.
+    if (readers.size() != 1 || !rw.only_reader(out, readers[0])) return -1;
     const int r = readers[0];
     const Node& rn = g.nodes[static_cast<size_t>(r)];
     if (!chain_op(rn.op) || taken[static_cast<size_t>(r)] || shape_of(rn.outputs[0]) != shape_of(out)) return -1;

@@ -9,14 +9,18 @@ namespace tg {
 GraphRewrite::GraphRewrite(const Graph& src)
     : src_(src), consumers_(src.consumers()), removed_(src.nodes.size(), false) {}
 
-bool GraphRewrite::only_read_by(int v, int node) const {
+bool GraphRewrite::only_reader(int v, int node) const {
   const std::vector<int>& c = consumers_[static_cast<size_t>(v)];
   if (c.size() != 1 || c[0] != node) return false;
   for (int o : src_.outputs)
     if (o == v) return false;
+  return true;
+}
+
+bool GraphRewrite::only_read_by(int v, int node) const {
   // A node reading v twice (mul(x, x)) lists it once in consumers(): count its reads.
   const Node& n = src_.nodes[static_cast<size_t>(node)];
-  return std::count(n.inputs.begin(), n.inputs.end(), v) == 1;
+  return only_reader(v, node) && std::count(n.inputs.begin(), n.inputs.end(), v) == 1;
 }
 
 int GraphRewrite::fusable_producer(int v, OpKind op, int reader) const {

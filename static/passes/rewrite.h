@@ -21,9 +21,12 @@ class GraphRewrite {
   const Graph& source() const { return src_; }
   // Per source value: the nodes that read it (from the source; rewriting does not change it).
   const std::vector<std::vector<int>>& consumers() const { return consumers_; }
-  // True when v is read by exactly one source node and is not a graph output: the
-  // values a pass may fuse away.
+  // True when v is read by exactly one source node, through one of its inputs, and is
+  // not a graph output: the values a pass may fuse away.
   bool only_read_by(int v, int node) const;
+  // The same, where `node` may read v through several of its inputs (mul(h, h)): an
+  // elementwise program reads a result as often as it likes.
+  bool only_reader(int v, int node) const;
   // The source node that produces v, or -1.
   int producer(int v) const { return src_.values[static_cast<size_t>(v)].producer; }
   bool removed(int node) const { return removed_[static_cast<size_t>(node)]; }

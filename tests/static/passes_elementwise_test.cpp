@@ -72,12 +72,17 @@ TEST_CASE("elementwise pass: a value with two readers or a graph output ends a c
   CHECK(only_fused(f).attrs.program.size() == 2);
   CHECK(f.find_value(diamond.values[static_cast<size_t>(diamond.nodes[0].outputs[0])].name) >= 0);
 
-  // mul(h, h) reads h twice: no chain runs through it.
+  // mul(h, h) reads h twice: the chain runs through it, the program reading the previous
+  // result as both operands; then scale goes on from the square.
   const Graph square = recorded([](RecordingBuilder& b) {
     const Value h = relu(b, b.input("x", {8}));
-    b.mark_output(mul(b, h, h));
+    b.mark_output(scale(b, mul(b, h, h), 0.5f));
   });
-  CHECK(pass_elementwise(square).nodes.size() == 2);
+  const Graph fs = check_same_graph(square, kElementwise);
+  validate(fs);
+  const std::vector<EwInstr> squared = {{EwOp::relu, 0}, {EwOp::mul, 1, 1}, {EwOp::scale, 2, 0, 0.5f}};
+  CHECK(only_fused(fs).attrs.program.code == squared);
+  CHECK(fs.nodes.size() == 1);
 
   // An intermediate that is a graph output stays; the chain ends at it and goes on after.
   const Graph out = recorded([](RecordingBuilder& b) {
