@@ -33,7 +33,8 @@ TEST_CASE("elementwise ops are alias-safe: out == in[0] or in[1] equals out-of-p
   const Tensor b = random_tensor({7, 13}, 2);
   for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::relu_grad, OpKind::gelu_grad,
                     OpKind::softmax_grad}) {
-    CAPTURE(op_name(op));
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
     const std::vector<float> ref = run_op(op, {a, b}).data;
     for (int which = 0; which < 2; ++which) {
       std::vector<float> x = a.data, y = b.data;

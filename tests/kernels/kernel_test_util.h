@@ -66,7 +66,7 @@ inline Tensor run_op(OpKind op, std::vector<Tensor> ins, const Attrs& at = {}) {
     c.out2 = {second.data.data(), second.shape};
   }
   kernels::run_cpu(c);
-  for (float v : second.data) REQUIRE_MESSAGE(!std::isnan(v), op_name(op), ": an element of its second output is unwritten");
+  for (float v : second.data) REQUIRE_MESSAGE(!std::isnan(v), std::string(op_name(op)), ": an element of its second output is unwritten");
   return out;
 }
 

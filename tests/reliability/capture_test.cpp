@@ -70,7 +70,7 @@ std::string expected_op(OpKind op, int index) {
       const Node& n = cpu.graph->nodes[static_cast<size_t>(l.node)];
       return fmt::format("'{}' ({})", n.name, op_name(n.op));
     }
-  FAIL("the plan has fewer than ", index + 1, " launches of ", op_name(op));
+  FAIL("the plan has fewer than ", index + 1, " launches of ", std::string(op_name(op)));
   return "";
 }
 
