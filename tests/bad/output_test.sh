@@ -10,11 +10,7 @@ shift 3
 if [ ! -e /dev/full ] && [ "$mode" = full ]; then echo "SKIPPED: no /dev/full on this system"; exit 77; fi
 case "$1" in
   *.py)
-    py=""
-    for c in python3 /usr/bin/python3; do
-      if command -v "$c" >/dev/null 2>&1 && "$c" -c "import matplotlib" 2>/dev/null; then py=$c; break; fi
-    done
-    if [ -z "$py" ]; then echo "SKIPPED: python3 module matplotlib is missing"; exit 77; fi
+    py=$(bash "$(dirname "$0")/../python_with.sh" matplotlib "python3 module matplotlib is missing") || exit 77
     set -- "$py" "$@"
     ;;
 esac

@@ -31,14 +31,8 @@ if [ "$mode" = without-torch ]; then
   exit 0
 fi
 
-py=""
-for c in python3 /usr/bin/python3; do
-  if command -v "$c" > /dev/null 2>&1 && "$c" -c "import torch, numpy" 2> /dev/null; then py=$c; break; fi
-done
-if [ -z "$py" ]; then
-  echo "SKIPPED: torch or numpy is not installed here (pip install torch numpy): the PyTorch baseline was not run"
-  exit 77
-fi
+py=$(bash "$(dirname "$0")/../python_with.sh" "torch, numpy" \
+  "torch or numpy is not installed here (pip install torch numpy): the PyTorch baseline was not run") || exit 77
 # The smallest of tg-train's quick CPU configurations, and two chain lengths.
 "$py" "$script" --device cpu --quick --no-compile --max-rows 64 --loss-steps 5 --ops 1 10 --json "$dir/torch.json"
 validate "$dir/torch.json"

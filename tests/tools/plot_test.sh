@@ -3,14 +3,8 @@
 # that each PNG and SVG exists and is not empty. Exit 77 (skipped) without matplotlib.
 set -euo pipefail
 script=$1 out=$2
-py=""
-for c in python3 /usr/bin/python3; do
-  if command -v "$c" >/dev/null 2>&1 && "$c" -c "import matplotlib" 2>/dev/null; then py=$c; break; fi
-done
-if [ -z "$py" ]; then
-  echo "SKIPPED: python3 module matplotlib is missing (apt-get install python3-matplotlib)"
-  exit 77
-fi
+py=$(bash "$(dirname "$0")/../python_with.sh" matplotlib \
+  "python3 module matplotlib is missing (apt-get install python3-matplotlib)") || exit 77
 rm -rf "$out" && mkdir -p "$out/in"
 "$py" - "$out/in" <<'PY'
 import json, os, sys
