@@ -37,10 +37,12 @@ double replay_us(CompiledPlan& p, int iters) {
   return ms * 1000.0 / iters;
 }
 
-void profile(const std::shared_ptr<Backend>& be, const std::string& label, const ModelFn& fn, bool training) {
+void profile(const std::shared_ptr<Backend>& be, const std::string& label, const ModelFn& fn, bool training,
+             const PassSet& passes) {
   CompileOptions opt;
   opt.backend = be;
   opt.training = training;
+  opt.passes = passes;
   CompiledPlan graph_plan = compile(fn, opt);
   graph_plan.run(bench::model_feeds(fn, 42, 10));
   const double replay = replay_us(graph_plan, 50);
@@ -67,7 +69,7 @@ void profile(const std::shared_ptr<Backend>& be, const std::string& label, const
       float ms = 0;
       TG_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
       std::string kind = op_name(ops[i].call.op);
-      if (ops[i].call.op == OpKind::matmul) {
+      if (ops[i].call.op == OpKind::matmul || ops[i].call.op == OpKind::linear) {
         const Shape& a = ops[i].call.in[0].shape;
         const Shape& o = ops[i].call.out.shape;
         kind += fmt::format(" {}x{}x{}{}{}", o.rows(), o.last(), ops[i].call.attrs->trans_a ? a.rows() : a.last(),
@@ -91,15 +93,17 @@ void profile(const std::shared_ptr<Backend>& be, const std::string& label, const
 
 }  // namespace
 
-int main() {
+// Usage: tg-probe-step-profile [PASSES] (none by default; e.g. all, or linear,optimizer)
+int main(int argc, char** argv) {
+  const PassSet passes = argc > 1 ? parse_passes(argv[1]) : PassSet::none();
   auto be = make_backend(0);
   std::vector<train::Config> cs = {train::mlp_config("mlp_w256_d8", 32, 256, 8),
                                    train::mlp_config("mlp_w4096_d4", 1024, 4096, 4),
                                    train::transformer_config(32, 256, 512, 8)};
   for (const auto& c : cs) {
     const std::string label = fmt::format("{} b{}", c.sweep, c.batch);
-    profile(be, label, c.infer_fn, false);
-    profile(be, label, c.fn, true);
+    profile(be, label, c.infer_fn, false, passes);
+    profile(be, label, c.fn, true, passes);
   }
   return 0;
 }
