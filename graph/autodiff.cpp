@@ -191,6 +191,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::linear:
     case OpKind::linear_add:
     case OpKind::matmul_add:
+    case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad:
     case OpKind::layernorm_grad_params:
     case OpKind::fused_elementwise:

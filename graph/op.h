@@ -81,6 +81,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(linear,               3, 1, kNone,              kNone,      kTransB|kAct,     kFused,   matmul)    /* act(x op(w) + b): a GEMM with its epilogue */ \
   X(linear_add,           4, 1, kNone,              kNone,      kTransB,          kFused,   matmul)    /* x op(w) + b + r: a residual in the GEMM */ \
   X(matmul_add,           3, 1, kNone,              kNone,      kTransA|kTransB,  kFused,   matmul)    /* op(a) op(b) + c: an accumulated gradient */ \
+  X(matmul_act_grad,      3, 1, kNone,              kNone,      kTransA|kTransB|kAct, kFused, matmul) /* act_grad(op(a) op(b), y): relu_grad (y: relu's output) or gelu_grad (y: gelu's input) */ \
   X(matmul_bias_grad,     2, 2, kNone,              kNone,      0,                kFused,   matmul)    /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
   X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
   X(fused_elementwise,    1, 1, kNone,              kAll,       kProgram,         kFused|kVariadic|kInPlace, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
@@ -100,7 +101,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 38, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 39, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.

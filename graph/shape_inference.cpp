@@ -326,6 +326,14 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       require_same(name, node, out, in[2]);
       return out;
     }
+    case OpKind::matmul_act_grad: {
+      if (at.act == Act::none)
+        graph_error("matmul_act_grad {}: act is none; it must name the activation whose gradient the epilogue "
+                    "applies (relu or gelu)", node);
+      const Shape out = matmul_shape({in[0], in[1]}, at, node);
+      require_same(name, node, out, in[2]);
+      return out;
+    }
     case OpKind::matmul_bias_grad:
       if (in[0].rank != 2 || in[1].rank != 2 || in[0][0] != in[1][0])
         graph_error("matmul_bias_grad {}: a {} and dz {} must be [rows,k] and [rows,n] with the same rows", node,

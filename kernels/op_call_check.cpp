@@ -265,6 +265,11 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       check_matmul(k, c);
       k.numel("accumulated input", c.in[2].shape, c.out.shape.numel());
       break;
+    case OpKind::matmul_act_grad:
+      check_matmul(k, c);
+      if (k.attrs().act == Act::none) k.fail("act is none; it must be relu or gelu");
+      k.numel("activation input", c.in[2].shape, c.out.shape.numel());
+      break;
     case OpKind::matmul_bias_grad:
       if (x.rank != 2 || y.rank != 2 || x[0] != y[0])
         k.fail("a {} and dz {} must be [rows,k] and [rows,n] with the same rows", x.str(), y.str());

@@ -54,6 +54,7 @@ void run_cpu(const OpCall& c) {
     case OpKind::linear:
     case OpKind::linear_add:
     case OpKind::matmul_add:
+    case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad: return cpu_gemm_op(c);
     case OpKind::layernorm_grad_params:
       return cpu_layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps);

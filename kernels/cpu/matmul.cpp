@@ -85,6 +85,9 @@ void cpu_gemm_op(const OpCall& c) {
   // The residual / the accumulated gradient is added last, as add(r, product) adds it.
   if (c.op == OpKind::linear_add) cpu_add(c.in[3].data, c.out.data, c.out.data, n);
   if (c.op == OpKind::matmul_add) cpu_add(c.in[2].data, c.out.data, c.out.data, n);
+  // The activation's gradient of the product, as relu_grad(product, y) / gelu_grad(product, x).
+  if (c.op == OpKind::matmul_act_grad && at.act == Act::relu) cpu_relu_grad(c.out.data, c.in[2].data, c.out.data, n);
+  if (c.op == OpKind::matmul_act_grad && at.act == Act::gelu) cpu_gelu_grad(c.out.data, c.in[2].data, c.out.data, n);
   if (bias_grad) cpu_reduce_sum(w.data, c.out2.data, 1, w.shape[0], w.shape[1]);
 }
 

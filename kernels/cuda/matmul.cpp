@@ -49,6 +49,11 @@ struct GemmCall {
   MatmulPlan plan;
   LtEpilogue epilogue = LtEpilogue::none;
   bool accumulate = false;
+  // matmul_act_grad: the activation whose gradient follows the product, and its input
+  // (cuBLASLt's DRELU/DGELU epilogues need a mask saved by the forward GEMM, which the
+  // graph does not have: on the cuBLASLt path the gradient is a kernel after the product).
+  Act act_grad = Act::none;
+  const float* act_in = nullptr;
 };
 
 LtEpilogue linear_epilogue(Act act) {
@@ -82,6 +87,10 @@ GemmCall gemm_call(const OpCall& c) {
     g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
     g.accumulate = true;
     g.c = c.in[2].data;
+  } else if (c.op == OpKind::matmul_act_grad) {
+    g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    g.act_grad = at.act;
+    g.act_in = c.in[2].data;
   } else if (c.op == OpKind::matmul_bias_grad) {
     g.plan = plan_matmul(true, false, xd, x.shape.rank, wd, w.shape.rank);
     g.epilogue = LtEpilogue::bias_grad;
@@ -167,7 +176,16 @@ SmallGemm small_of(const GemmCall& g) {
     case LtEpilogue::bias_gelu: s.bias = g.bias; s.act = SmallGemmAct::gelu; break;
     case LtEpilogue::bias_grad: s.bias_grad = const_cast<float*>(g.bias); break;  // matmul_bias_grad's out2
   }
+  s.act_in = g.act_in;
+  s.act_grad = g.act_grad == Act::relu ? SmallGemmAct::relu : g.act_grad == Act::gelu ? SmallGemmAct::gelu : SmallGemmAct::none;
   return s;
+}
+
+// matmul_act_grad after a product that did not apply it: relu_grad / gelu_grad in place,
+// the unfused op's kernel, so the bits are the unfused graph's.
+void apply_act_grad(const GemmCall& g, int64_t n, cudaStream_t s) {
+  if (g.act_grad == Act::relu) relu_grad(g.d, g.act_in, g.d, n, s);
+  if (g.act_grad == Act::gelu) gelu_grad(g.d, g.act_in, g.d, n, s);
 }
 
 // The batch-invariant mode: the plain kernel summing over k in order, then the unfused
@@ -181,6 +199,7 @@ void gemm_invariant(const OpCall& c, const GemmCall& g, const CudaExecContext& c
   if (c.op == OpKind::linear && c.attrs->act == Act::relu) relu(g.d, g.d, n, s);
   if (c.op == OpKind::linear && c.attrs->act == Act::gelu) gelu(g.d, g.d, n, s);
   if (g.accumulate) add(g.c, g.d, g.d, n, s);
+  apply_act_grad(g, n, s);
   if (c.op == OpKind::matmul_bias_grad)
     reduce_sum(c.in[1].data, c.out2.data, 1, c.in[1].shape[0], c.in[1].shape[1], ctx.scratch, ctx.scratch_bytes, s);
 }
@@ -234,6 +253,7 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   void* ws = c.workspace ? c.workspace : ctx.workspace;
   const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
   gemm->run(ctx.lt->handle(), g.a, g.b, g.c, g.d, g.bias, ws, ws_bytes, ctx.stream);
+  apply_act_grad(g, p.batch * p.m * p.n, ctx.stream);
 }
 
 LtKey gemm_key(const OpCall& c, bool tf32) { return lt_key(gemm_call(c), tf32); }

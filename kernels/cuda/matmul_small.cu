@@ -15,7 +15,8 @@
 // Order of the sums, fixed by the shape alone: thread group q (of 4) adds its k values
 // q*64 .. q*64+63 of each 256-wide k chunk in increasing k, chunk after chunk; the four
 // group sums are added as ((g0 + g1) + g2) + g3. The epilogue then runs in the unfused
-// ops' order (bias_add, the activation, the accumulated term added last) with the
+// ops' order (bias_add, the activation, the accumulated term added last, an activation's
+// gradient of the result for matmul_act_grad) with the
 // unfused kernels' functors, so a fused GEMM gives the bits of this kernel's plain
 // product followed by the unfused ops. Both executors call it through gemm_op for the
 // same shapes, so an unfused static graph and the dynamic executor stay bitwise equal.
@@ -40,7 +41,7 @@ constexpr int kPerGroup = kChunk / kGroups;
 constexpr int kThreads = 256;
 constexpr int kPad = 4;       // a row of the staged tiles is kChunk + 4 floats: rows 4 banks apart
 
-// -1: not decided yet (TG_SMALL_GEMM read at first use: 1 turns the kernel on), 0 off, 1 on.
+// -1: not decided yet (TG_SMALL_GEMM read at first use: 0 turns the kernel off), 0 off, 1 on.
 std::atomic<int> g_small_gemm{-1};
 
 // Stages rows [r0, r0 + 16) x k values [k0, k0 + kChunk) of op(X) into s[row][k] (zeros
@@ -134,6 +135,8 @@ __global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
   if (g.act == SmallGemmAct::gelu) v = detail::GeluF()(v, 0.0f);
   const int64_t at = z * g.stride_d + gi * g.ldd + gj;
   if (g.c) v = g.c[at] + v;
+  if (g.act_grad == SmallGemmAct::relu) v = detail::ReluGradF()(v, g.act_in[at]);
+  if (g.act_grad == SmallGemmAct::gelu) v = detail::GeluGradF()(v, g.act_in[at]);
   g.d[at] = v;
 }
 
@@ -143,7 +146,7 @@ bool small_gemm_enabled() {
   int mode = g_small_gemm.load(std::memory_order_relaxed);
   if (mode < 0) {
     const char* v = std::getenv("TG_SMALL_GEMM");
-    mode = v && std::string(v) == "1" ? 1 : 0;
+    mode = v && std::string(v) == "0" ? 0 : 1;
     g_small_gemm.store(mode, std::memory_order_relaxed);
   }
   return mode != 0;

@@ -10,7 +10,8 @@ namespace tg::kernels::cuda {
 
 enum class SmallGemmAct : uint8_t { none, relu, gelu };
 
-// D[z] (m x n, row-major, leading dim ldd) = act(op(A[z]) op(B[z]) + bias) + C[z], z < batch.
+// D[z] (m x n, row-major, leading dim ldd) = act(op(A[z]) op(B[z]) + bias) + C[z], z < batch
+// (then act_grad of that and act_in, when act_grad is set).
 // A is [m, k] with leading dim lda ([k, m] with trans_a); B is [k, n] ([n, k] with
 // trans_b); stride_* are elements between the matrices of the batch (stride_b 0: one B).
 // bias (n values), c (D's layout; may be d) and bias_grad may be null. bias_grad, with
@@ -22,6 +23,10 @@ struct SmallGemm {
   const float* bias = nullptr;
   float* d = nullptr;
   float* bias_grad = nullptr;
+  // matmul_act_grad: D = act_grad(product, act_in), act_in in D's layout (relu: relu's
+  // output, gelu: gelu's input), applied last with the unfused relu_grad/gelu_grad functors.
+  const float* act_in = nullptr;
+  SmallGemmAct act_grad = SmallGemmAct::none;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0, stride_d = 0;
   bool trans_a = false, trans_b = false;
@@ -31,11 +36,10 @@ struct SmallGemm {
 // Whether the kernel takes a product of this size (at most 1024 k values and 2^23
 // multiply-adds); the process-wide switch is separate.
 bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k);
-// The process-wide switch, off by default until the kernel has been measured against
-// cuBLASLt on a GPU (TG_SMALL_GEMM=1 in the environment, or set_small_gemm(true), turns it
-// on): off, every GEMM goes to cuBLASLt (tests run
-// both paths against the CPU; a static plan keeps the path it was compiled with only
-// until this changes, so set it before compiling).
+// The process-wide switch, on by default (TG_SMALL_GEMM=0 in the environment, or
+// set_small_gemm(false), turns it off): off, every GEMM goes to cuBLASLt (tests run both
+// paths against the CPU; a static plan keeps the path it was compiled with only until
+// this changes, so set it before compiling).
 bool small_gemm_enabled();
 void set_small_gemm(bool enabled);
 

@@ -3,7 +3,7 @@
 # the checks and first measurements of the graph passes and their kernels (docs/compiler.md).
 #   ctest (every test, output of failures), compute-sanitizer memcheck over the fused and
 #   reworked kernels' GPU tests, tg-kernels on their cases, tg-train --quick with the pass
-#   sweep (and again with the small-GEMM kernel on, TG_SMALL_GEMM=1), tg-launch --quick with every pass. Everything lands in $OUT/fusion-run.tar.gz
+#   sweep (and again with the small-GEMM kernel off, TG_SMALL_GEMM=0: every GEMM on cuBLASLt), tg-launch --quick with every pass. Everything lands in $OUT/fusion-run.tar.gz
 #   (plus the JSON reports beside it); the summary is printed last.
 # Usage: bash scripts/device/fusion-run.sh [build-dir]
 set -u
@@ -36,12 +36,12 @@ timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes swee
   > "$res/train.txt" 2> "$res/train.err"
 say "tg-train rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/train.err" | tee -a "$summary"
 grep -E "^(pass_replay|gemm_floor|loss_curve .*passes)" "$res/train.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
-# The small-GEMM kernel (off by default, docs/architecture.md) against cuBLASLt: the same sweep with it on.
+# The small-GEMM kernel (docs/architecture.md) against cuBLASLt: the same sweep with it off.
 t0=$SECONDS
-TG_SMALL_GEMM=1 timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep \
-  --json "$out/train_passes_small_gemm.json" > "$res/train_small_gemm.txt" 2> "$res/train_small_gemm.err"
-say "tg-train TG_SMALL_GEMM=1 rc=$? in $((SECONDS - t0)) s"
-grep -E "^pass_replay .*passes=(none|all) " "$res/train_small_gemm.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+TG_SMALL_GEMM=0 timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep \
+  --json "$out/train_passes_cublaslt.json" > "$res/train_cublaslt.txt" 2> "$res/train_cublaslt.err"
+say "tg-train TG_SMALL_GEMM=0 rc=$? in $((SECONDS - t0)) s"
+grep -E "^pass_replay .*passes=(none|all) " "$res/train_cublaslt.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$out/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"

@@ -6,6 +6,8 @@
 //     only where nothing else reads its input: a training graph's gelu_grad does.
 //  3. add(r, linear(...)) -> linear_add: the residual added in the epilogue (beta = 1).
 //  4. add(g, matmul(...)) -> matmul_add: a gradient accumulated into the product.
+//  5. relu_grad(matmul(...), y) / gelu_grad(matmul(...), x) -> matmul_act_grad: the
+//     activation's gradient of a backward product (dz W^T) in its epilogue.
 // Each step runs over the graph the previous one made. A fused value is one only its
 // consumer reads (and no graph output), so nothing else sees it disappear.
 #include <vector>
@@ -136,8 +138,33 @@ Graph fuse_accumulations(const Graph& g) {
   return rw.finish();
 }
 
+// 5. relu_grad / gelu_grad of a product -> matmul_act_grad.
+Graph fuse_act_grads(const Graph& g) {
+  GraphRewrite rw(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& ag = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if ((ag.op != OpKind::relu_grad && ag.op != OpKind::gelu_grad) || rw.removed(id) || ag.inputs[0] == ag.inputs[1])
+      continue;
+    const int mm = rw.fusable_producer(ag.inputs[0], OpKind::matmul, id);
+    if (mm < 0) continue;
+    Node f = node_of(g, mm);
+    f.name = ag.name;
+    f.op = OpKind::matmul_act_grad;
+    f.attrs.act = ag.op == OpKind::relu_grad ? Act::relu : Act::gelu;
+    f.inputs.push_back(ag.inputs[1]);
+    f.outputs = ag.outputs;
+    rw.remove(mm);
+    rw.remove(id);
+    rw.add_node(std::move(f), id);
+  }
+  return rw.finish();
+}
+
 }  // namespace
 
-Graph pass_linear(const Graph& g) { return fuse_accumulations(fuse_linears(fuse_bias_grads(g))); }
+Graph pass_linear(const Graph& g) {
+  return fuse_act_grads(fuse_accumulations(fuse_linears(fuse_bias_grads(g))));
+}
 
 }  // namespace tg

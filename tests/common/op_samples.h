@@ -144,6 +144,12 @@ inline std::vector<OpSample> op_samples(OpKind op) {
               tol(with(sample("A B^T + C", {{3, 5}, {4, 5}, {3, 4}}), [](Attrs& t) { t.trans_b = true; }), 1e-5, 1e-4),
               tol(with(sample("A^T B + C", {{5, 3}, {5, 4}, {3, 4}}), [](Attrs& t) { t.trans_a = true; }), 1e-5, 1e-4),
               tol(sample("batched", {{2, 3, 5}, {2, 5, 4}, {2, 3, 4}}), 1e-5, 1e-4)};
+    case OpKind::matmul_act_grad: {
+      auto act = [](Act x, bool trans_b) { return [x, trans_b](Attrs& t) { t.act = x; t.trans_b = trans_b; }; };
+      return {tol(with(sample("relu_grad(dz W^T, y)", {{3, 5}, {4, 5}, {3, 4}}), act(Act::relu, true)), 1e-5, 1e-4),
+              tol(with(sample("gelu_grad(dz W^T, x)", {{3, 5}, {4, 5}, {3, 4}}), act(Act::gelu, true)), 1e-4, 1e-3),
+              tol(with(sample("relu, batched", {{2, 3, 5}, {2, 5, 4}, {2, 3, 4}}), act(Act::relu, false)), 1e-5, 1e-4)};
+    }
     case OpKind::matmul_bias_grad: return {tol(sample("[6,3]^T [6,4]", {{6, 3}, {6, 4}}), 1e-5, 1e-4)};
     case OpKind::layernorm_grad_params: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
     case OpKind::fused_elementwise: {

@@ -77,7 +77,7 @@ void gemm_family_cases(uint64_t seed) {
       CHECK(run_case(sample_case(op, s, seed++)) == 0);
     }
   }
-  CHECK(ops == 5);
+  CHECK(ops == 6);
   struct Mlp {
     OpKind op;
     std::vector<Shape> in;
@@ -89,7 +89,8 @@ void gemm_family_cases(uint64_t seed) {
                                 {OpKind::matmul, {{32, 256}, {256, 256}}, false, true, Act::none},
                                 {OpKind::matmul, {{32, 256}, {32, 256}}, true, false, Act::none},
                                 {OpKind::matmul_bias_grad, {{32, 256}, {32, 256}}, false, false, Act::none},
-                                {OpKind::matmul_add, {{32, 256}, {32, 256}, {256, 256}}, true, false, Act::none}};
+                                {OpKind::matmul_add, {{32, 256}, {32, 256}, {256, 256}}, true, false, Act::none},
+                                {OpKind::matmul_act_grad, {{32, 256}, {256, 256}, {32, 256}}, false, true, Act::relu}};
   for (const Mlp& g : mlp) {
     OpCase c;
     c.op = g.op;
@@ -149,6 +150,34 @@ TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the u
   run_op(OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
   run_op(OpKind::add, {R, {biased->ptr, mn}}, {sum->ptr, mn}, none);
   CHECK(compare("linear_add vs matmul, bias_add, add", fused->download(), sum->download(), Tol{}) == 0);
+}
+
+TEST_CASE("cuda matmul_act_grad: the bits of matmul then relu_grad / gelu_grad, on both GEMM paths") {
+  TG_REQUIRE_GPU();
+  // [32,256] x [256,256]^T fits the small-GEMM kernel; [300,512] x [512,256]^T does not.
+  for (int64_t m : {32, 300}) {
+    const int64_t k = m == 32 ? 256 : 512, n = 256;
+    for (bool small : {true, false}) {
+      CAPTURE(m);
+      CAPTURE(small);
+      SmallGemmSwitch on(small);
+      DevTensor dz(random_vector(m * k, 51), false), w(random_vector(n * k, 52), false), y(random_vector(m * n, 53), false);
+      const kernels::TensorView DZ{dz.ptr, Shape{m, k}}, W{w.ptr, Shape{n, k}}, Y{y.ptr, Shape{m, n}};
+      const Shape mn{m, n};
+      Attrs tb;
+      tb.trans_b = true;
+      for (Act act : {Act::relu, Act::gelu}) {
+        CAPTURE(static_cast<int>(act));
+        Attrs at = tb;
+        at.act = act;
+        DevTensor fused(m * n, false), prod(m * n, false), want(m * n, false);
+        run_op(OpKind::matmul_act_grad, {DZ, W, Y}, {fused.ptr, mn}, at);
+        run_op(OpKind::matmul, {DZ, W}, {prod.ptr, mn}, tb);
+        run_op(act == Act::relu ? OpKind::relu_grad : OpKind::gelu_grad, {{prod.ptr, mn}, Y}, {want.ptr, mn}, Attrs{});
+        CHECK(compare("matmul_act_grad vs matmul, act grad", fused.download(), want.download(), Tol{}) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("cuda matmul fp32") { TG_REQUIRE_GPU(); matmul_cases(false); }

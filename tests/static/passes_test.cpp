@@ -69,6 +69,40 @@ TEST_CASE("linear pass: matmul + bias_add + relu is one linear, and a value read
   CHECK(count(f3, OpKind::linear) == 0);
 }
 
+TEST_CASE("linear pass: relu_grad and gelu_grad of a backward product go into its epilogue, once per product") {
+  // The MLP's backward: every relu_grad reads dz W^T of the layer above.
+  const MlpConfig m = mlp_config(4, 6, 8, 4, 3);
+  const Graph train = build_training_graph(mlp_model(m));
+  const Graph ft = pass_linear(train);
+  validate(ft);
+  CHECK(count(train, OpKind::relu_grad) == 3);
+  CHECK(count(ft, OpKind::relu_grad) == 0);
+  CHECK(count(ft, OpKind::matmul_act_grad) == 3);
+  for (const Node& n : ft.nodes)
+    if (n.op == OpKind::matmul_act_grad) {
+      CHECK(n.attrs.act == Act::relu);
+      CHECK(n.attrs.trans_b);  // dz W^T
+    }
+
+  // gelu_grad(dz W^T, x), and a product read twice (also an output) that stays a matmul.
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value dz = b.input("dz", {4, 5});
+    const Value x = b.input("x", {4, 6});
+    const Value w = b.parameter("w", {6, 5});
+    b.mark_output(b.apply(OpKind::gelu_grad, {matmul(b, dz, w, false, true), x}));
+    const Value p = matmul(b, dz, w, false, true);
+    b.mark_output(b.apply(OpKind::relu_grad, {p, x}));
+    b.mark_output(p);
+  });
+  const Graph f = pass_linear(g);
+  validate(f);
+  CHECK(count(f, OpKind::matmul_act_grad) == 1);
+  CHECK(count(f, OpKind::matmul) == 1);
+  CHECK(count(f, OpKind::relu_grad) == 1);
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::matmul_act_grad) CHECK(n.attrs.act == Act::gelu);
+}
+
 TEST_CASE("linear pass: GELU fuses in inference, not where gelu_grad reads its input") {
   TransformerConfig t = transformer_config(2, 4, 8, 2);
   const Graph infer = build_inference_graph(transformer_model(without_loss(t)));
@@ -83,6 +117,8 @@ TEST_CASE("linear pass: GELU fuses in inference, not where gelu_grad reads its i
   CHECK(count(ft, OpKind::gelu) == 1);
   CHECK(count(ft, OpKind::matmul_bias_grad) == 6);  // q, k, v, o, fc1, fc2
   CHECK(count(ft, OpKind::matmul_add) >= 2);        // the accumulated gradients of h (q, k and v)
+  CHECK(count(ft, OpKind::matmul_act_grad) == 1);   // gelu_grad(dz fc2^T, fc1's output)
+  CHECK(count(ft, OpKind::gelu_grad) == 0);
 }
 
 TEST_CASE("rows pass: the attention scale folds into softmax and its gradient, and layernorm's parameter gradients are one op") {
