@@ -17,6 +17,7 @@
 #include "experiments/harness/gpu_timing.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/matmul_lt.h"
+#include "kernels/cuda/matmul_small.h"
 #endif
 
 namespace th = tg::harness;
@@ -105,6 +106,12 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
         m->extra["kernels"] = kernels;
         m->extra["nodes"] = static_cast<double>(p.graph->nodes.size());
         m->extra["passes_ms"] = p.timings.passes;
+#ifdef TWOGRAPH_HAVE_CUDA
+        if (cuda) {  // which GEMM kernels the numbers are of (docs/architecture.md)
+          m->extra["small_gemm"] = kernels::cuda::small_gemm_enabled() ? 1 : 0;
+          m->extra["gemm_tuned"] = kernels::cuda::gemm_autotune_enabled() ? 1 : 0;
+        }
+#endif
       }
       if (set.empty()) {
         none_step = step.stats.median;

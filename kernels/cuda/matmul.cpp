@@ -269,7 +269,7 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
                                                        op_name(c.op)));
   const cuda::GemmCall g = cuda::gemm_call(c);
   if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g)) return nullptr;
-  return &ctx.lt->get(cuda::lt_key(g, ctx.tf32));
+  return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);
 }
 
 }  // namespace tg::kernels

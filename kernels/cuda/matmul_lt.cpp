@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/raii.h"
 
 namespace tg::kernels::cuda {
 
@@ -169,8 +173,17 @@ void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float
                                  ws, workspace_, s));
 }
 
-double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s) {
-  LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced below
+namespace {
+
+// The first `candidates` algorithms cuBLASLt's heuristic offers for the probe's key (within
+// max_workspace), each timed with CUDA events over a few launches on scratch operands
+// allocated here: 256-byte aligned, which every alignment class of a key allows, and filled
+// with a pattern that is not zero (a product of zeros can run faster). Sorted fastest first.
+}  // namespace
+
+std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm& probe, size_t max_workspace,
+                                                     int candidates, cudaStream_t s) {
+  const LtKey& key = probe.key();
   cublasLtMatmulPreference_t pref = make_preference(key, max_workspace);
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
   int found = 0;
@@ -178,59 +191,110 @@ double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspac
                                                            pref, candidates, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   TG_CUBLAS_CHECK(st);
-  // Scratch operands, each 256-byte aligned (as the key says), filled with a pattern that
-  // is not zero (a product of zeros can run faster).
   auto up = [](int64_t floats) { return (floats * 4 + 255) / 256 * 256; };
   const int64_t a_b = up(key.batch * key.m * key.k), b_b = up((key.stride_b ? key.batch : 1) * key.k * key.n),
                 d_b = up(key.batch * key.m * key.n), bias_b = up(key.n + key.m);
-  void* buf = nullptr;
   const size_t bytes = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b) + max_workspace;
-  TG_CUDA_CHECK(cudaMalloc(&buf, bytes));
-  TG_CUDA_CHECK(cudaMemsetAsync(buf, 0x3c, bytes, s));
-  char* base = static_cast<char*>(buf);
+  tg::cuda::DeviceBuffer buf = tg::cuda::DeviceBuffer::allocate(bytes);
+  TG_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0x3c, bytes, s));
+  char* base = static_cast<char*>(buf.get());
   float* a = reinterpret_cast<float*>(base);
   float* b = reinterpret_cast<float*>(base + a_b);
   float* d = reinterpret_cast<float*>(base + a_b + b_b);
   float* c = reinterpret_cast<float*>(base + a_b + b_b + d_b);
   float* bias = reinterpret_cast<float*>(base + a_b + b_b + 2 * d_b);
   void* ws = base + a_b + b_b + 2 * d_b + bias_b;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  double best = -1;
-  try {
-    TG_CUDA_CHECK(cudaEventCreate(&e0));
-    TG_CUDA_CHECK(cudaEventCreate(&e1));
-    constexpr int kWarm = 3, kTimed = 10;
-    for (int i = 0; i < found; ++i) {
-      if (results[static_cast<size_t>(i)].workspaceSize > max_workspace) continue;
-      probe.algo_ = results[static_cast<size_t>(i)].algo;
-      probe.workspace_ = results[static_cast<size_t>(i)].workspaceSize;
-      for (int w = 0; w < kWarm; ++w) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
-      TG_CUDA_CHECK(cudaEventRecord(e0, s));
-      for (int t = 0; t < kTimed; ++t) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
-      TG_CUDA_CHECK(cudaEventRecord(e1, s));
-      TG_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      TG_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      const double sec = ms * 1e-3 / kTimed;
-      if (best < 0 || sec < best) best = sec;
-    }
-  } catch (...) {
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaFree(buf);
-    throw;
+  tg::cuda::Event e0 = tg::cuda::Event::create(), e1 = tg::cuda::Event::create();
+  constexpr int kWarm = 3, kTimed = 10;
+  std::vector<Timed> timed;
+  for (int i = 0; i < found; ++i) {
+    const cublasLtMatmulHeuristicResult_t& r = results[static_cast<size_t>(i)];
+    if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > max_workspace) continue;
+    probe.algo_ = r.algo;
+    probe.workspace_ = r.workspaceSize;
+    for (int w = 0; w < kWarm; ++w) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
+    TG_CUDA_CHECK(cudaEventRecord(e0.get(), s));
+    for (int t = 0; t < kTimed; ++t) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
+    TG_CUDA_CHECK(cudaEventRecord(e1.get(), s));
+    TG_CUDA_CHECK(cudaEventSynchronize(e1.get()));
+    float ms = 0;
+    TG_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
+    timed.push_back({r.algo, r.workspaceSize, ms * 1e-3 / kTimed});
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  TG_CUDA_CHECK(cudaFree(buf));
-  return best;
+  std::stable_sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.seconds < y.seconds; });
+  return timed;
 }
 
-const LtGemm& LtCache::get(const LtKey& key) {
+namespace {
+
+// -1: not decided yet (TG_GEMM_AUTOTUNE read at first use: 1 turns tuning on), 0 off, 1 on.
+std::atomic<int> g_autotune{-1};
+
+// The algorithms tuning chose, for every cache of the process: (device, key) -> algorithm.
+// One table, so that two backends (the static and the dynamic executor's) given the same
+// product run the same algorithm and stay bitwise equal.
+struct TunedKey {
+  int device;
+  LtKey key;
+  bool operator==(const TunedKey& o) const { return device == o.device && key == o.key; }
+};
+struct TunedKeyHash {
+  size_t operator()(const TunedKey& k) const { return LtKeyHash{}(k.key) * 31 + static_cast<size_t>(k.device); }
+};
+std::mutex g_tuned_mu;
+std::unordered_map<TunedKey, LtTuner::Timed, TunedKeyHash>& tuned_table() {
+  static std::unordered_map<TunedKey, LtTuner::Timed, TunedKeyHash> table;
+  return table;
+}
+
+}  // namespace
+
+// Tuning's choice for the gemm's key, timed now when no backend has asked for it yet.
+// Timing allocates and synchronizes, which a stream being captured must not see: there
+// the heuristic's choice stays (and nothing is recorded).
+void LtTuner::tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaStream_t s) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) return;
+  int device = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(g_tuned_mu);
+  const TunedKey tk{device, gemm.key()};
+  auto it = tuned_table().find(tk);
+  if (it == tuned_table().end()) {
+    const cublasLtMatmulAlgo_t first = gemm.algo_;
+    const size_t first_ws = gemm.workspace_;
+    const std::vector<Timed> timed = time_candidates(h, gemm, max_workspace, kTuneCandidates, s);
+    const Timed pick = timed.empty() ? Timed{first, first_ws, 0.0} : timed.front();
+    it = tuned_table().emplace(tk, pick).first;
+  }
+  gemm.algo_ = it->second.algo;
+  gemm.workspace_ = it->second.workspace;
+}
+
+bool gemm_autotune_enabled() {
+  int mode = g_autotune.load(std::memory_order_relaxed);
+  if (mode < 0) {
+    const char* v = std::getenv("TG_GEMM_AUTOTUNE");
+    mode = v && std::string(v) == "1" ? 1 : 0;
+    g_autotune.store(mode, std::memory_order_relaxed);
+  }
+  return mode != 0;
+}
+void set_gemm_autotune(bool enabled) { g_autotune.store(enabled ? 1 : 0, std::memory_order_relaxed); }
+
+double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s) {
+  LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced while timing
+  const std::vector<LtTuner::Timed> timed = LtTuner::time_candidates(h, probe, max_workspace, candidates, s);
+  return timed.empty() ? -1.0 : timed.front().seconds;
+}
+
+const LtGemm& LtCache::get(const LtKey& key, cudaStream_t s) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = gemms_.find(key);
   if (it != gemms_.end()) return *it->second;
   auto g = std::make_unique<LtGemm>(h_, key, max_workspace_);
+  if (gemm_autotune_enabled()) LtTuner::tune(h_, *g, max_workspace_, s);
   const LtGemm& ref = *g;
   gemms_.emplace(key, std::move(g));
   return ref;

@@ -15,7 +15,11 @@
 //
 // The heuristic's first algorithm is chosen once per shape and epilogue (LtCache), and
 // kept: the static executor looks it up at compile time (OpCall::prepared) and gives it
-// a workspace in its arena; the dynamic executor looks it up per call.
+// a workspace in its arena; the dynamic executor looks it up per call. With tuning on
+// (TG_GEMM_AUTOTUNE=1, set_gemm_autotune), the first request of a key in the process
+// times the heuristic's first kTuneCandidates algorithms and keeps the fastest, for every
+// cache of the process (one table), as cudnn.benchmark and XLA's autotuner do: faster
+// GEMMs, and results that may differ in the last bits from one process to the next.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -25,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/op_call.h"
 
@@ -57,6 +62,8 @@ struct LtKeyHash {
 };
 
 // Descriptors and the chosen algorithm of one LtKey.
+class LtTuner;
+
 class LtGemm {
  public:
   // Throws CudaError when cuBLASLt offers no algorithm for the key within max_workspace.
@@ -67,13 +74,14 @@ class LtGemm {
 
   const LtKey& key() const { return key_; }
   size_t workspace_bytes() const { return workspace_; }
+  const cublasLtMatmulAlgo_t& algo() const { return algo_; }
   // c: the accumulated term (key.accumulate), may equal d. bias: the bias vector, or the
   // bias gradient's output (bias_grad). ws must hold workspace_bytes().
   void run(cublasLtHandle_t h, const float* a, const float* b, const float* c, float* d, const float* bias,
            void* ws, size_t ws_bytes, cudaStream_t s) const;
 
  private:
-  friend double lt_best_seconds(cublasLtHandle_t, const LtKey&, size_t, int, cudaStream_t);
+  friend class LtTuner;
   void destroy() noexcept;
   LtKey key_;
   cublasLtMatmulDesc_t op_ = nullptr;
@@ -95,11 +103,34 @@ LtKey gemm_key(const OpCall& c, bool tf32);
 // for the executors, which take the heuristic's first choice.
 double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s);
 
+// The algorithms a tuning run times: how many of the heuristic's first it asks for.
+inline constexpr int kTuneCandidates = 16;
+
+// GEMM tuning (above): off by default; TG_GEMM_AUTOTUNE=1 in the environment or
+// set_gemm_autotune(true) turns it on for every cache created or asked later.
+bool gemm_autotune_enabled();
+void set_gemm_autotune(bool enabled);
+
+// What tuning and lt_best_seconds share: time the heuristic's candidates for a key
+// (each on scratch operands, fastest first), and set a GEMM to the process's choice.
+class LtTuner {
+ public:
+  struct Timed {
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace;
+    double seconds;
+  };
+  static std::vector<Timed> time_candidates(cublasLtHandle_t h, LtGemm& probe, size_t max_workspace, int candidates,
+                                            cudaStream_t s);
+  static void tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaStream_t s);
+};
+
 // The prepared GEMMs of one backend, by key. Entries live as long as the cache.
 class LtCache {
  public:
   LtCache(cublasLtHandle_t h, size_t max_workspace) : h_(h), max_workspace_(max_workspace) {}
-  const LtGemm& get(const LtKey& key);
+  // A new key's algorithm is tuned on stream s when tuning is on (and s is not capturing).
+  const LtGemm& get(const LtKey& key, cudaStream_t s);
   cublasLtHandle_t handle() const { return h_; }
   size_t max_workspace() const { return max_workspace_; }
 

@@ -3,7 +3,7 @@
 # the checks and first measurements of the graph passes and their kernels (docs/compiler.md).
 #   ctest (every test, output of failures), compute-sanitizer memcheck over the fused and
 #   reworked kernels' GPU tests, tg-kernels on their cases, tg-train --quick with the pass
-#   sweep (and again with the small-GEMM kernel off, TG_SMALL_GEMM=0: every GEMM on cuBLASLt), tg-launch --quick with every pass. Everything lands in $OUT/fusion-run.tar.gz
+#   sweep (and again with the small-GEMM kernel off, TG_SMALL_GEMM=0: every GEMM on cuBLASLt), tg-launch --quick with every pass, tg-train with --gemm-autotune. Everything lands in $OUT/fusion-run.tar.gz
 #   (plus the JSON reports beside it); the summary is printed last.
 # Usage: bash scripts/device/fusion-run.sh [build-dir]
 set -u
@@ -20,7 +20,7 @@ grep -E "\(Failed\)|Timeout" "$res/ctest.log" | head -20 | tee -a "$summary"
 t0=$SECONDS
 timeout "${TG_SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
   "$build/tests/cuda/tg_cuda_test" \
-  -tc='cuda fused*,cuda small GEMM*,cuda GEMM family*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*' \
+  -tc='cuda fused*,cuda small GEMM*,cuda GEMM family*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*,cuda GEMM tuning*' \
   > "$res/memcheck.log" 2>&1
 say "memcheck rc=$? in $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)"
 kernels='add,mul,relu,scale,bias_add,fused_elementwise,sgd_momentum,sgd_momentum_multi,transpose,transpose_heads,reduce_sum_rows,reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta,softmax,layernorm'
@@ -42,6 +42,12 @@ TG_SMALL_GEMM=0 timeout 300 "$build/experiments/train/tg-train" --device 0 --qui
   --json "$out/train_passes_cublaslt.json" > "$res/train_cublaslt.txt" 2> "$res/train_cublaslt.err"
 say "tg-train TG_SMALL_GEMM=0 rc=$? in $((SECONDS - t0)) s"
 grep -E "^pass_replay .*passes=(none|all) " "$res/train_cublaslt.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+# GEMM tuning (cuBLASLt's candidates timed per shape, the fastest kept): the same sweep with it on.
+t0=$SECONDS
+timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep --gemm-autotune \
+  --json "$out/train_passes_tuned.json" > "$res/train_tuned.txt" 2> "$res/train_tuned.err"
+say "tg-train --gemm-autotune rc=$? in $((SECONDS - t0)) s"
+grep -E "^(pass_replay .*passes=(none|all) |gemm_floor)" "$res/train_tuned.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$out/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"

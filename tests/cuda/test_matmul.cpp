@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 
 #include "graph/shape_inference.h"
+#include "kernels/cuda/matmul_lt.h"
 #include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/raii.h"
 #include "kernels/matmul_mode.h"
 #include "tests/common/op_samples.h"
 #include "tests/cuda/op_harness.h"
@@ -150,6 +153,38 @@ TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the u
   run_op(OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
   run_op(OpKind::add, {R, {biased->ptr, mn}}, {sum->ptr, mn}, none);
   CHECK(compare("linear_add vs matmul, bias_add, add", fused->download(), sum->download(), Tol{}) == 0);
+}
+
+// Sets the GEMM tuning switch for a scope.
+struct AutotuneSwitch {
+  bool was = kernels::cuda::gemm_autotune_enabled();
+  explicit AutotuneSwitch(bool on) { kernels::cuda::set_gemm_autotune(on); }
+  ~AutotuneSwitch() { kernels::cuda::set_gemm_autotune(was); }
+};
+
+TEST_CASE("cuda GEMM tuning: the tuned algorithms match the CPU, and every cache of the process gets the same one") {
+  TG_REQUIRE_GPU();
+  AutotuneSwitch tune(true);
+  SmallGemmSwitch cublaslt(false);  // every product through cuBLASLt, tuned
+  gemm_family_cases(14000);
+  matmul_cases(false);
+  // Two handles and caches (as two backends have) ask for the same new key: one timing,
+  // one algorithm, so the static and the dynamic executor keep identical kernels.
+  tg::cuda::Stream stream = tg::cuda::Stream::create();
+  tg::cuda::CublasLtHandle h1 = tg::cuda::CublasLtHandle::create(), h2 = tg::cuda::CublasLtHandle::create();
+  kernels::cuda::LtCache c1(h1.get(), 1 << 22), c2(h2.get(), 1 << 22);
+  kernels::cuda::LtKey key;
+  key.m = 96;
+  key.n = 200;
+  key.k = 77;
+  key.lda = 77;
+  key.ldb = 200;
+  key.ldd = 200;
+  key.epilogue = kernels::cuda::LtEpilogue::bias_relu;
+  const kernels::cuda::LtGemm& g1 = c1.get(key, stream.get());
+  const kernels::cuda::LtGemm& g2 = c2.get(key, stream.get());
+  CHECK(std::memcmp(&g1.algo(), &g2.algo(), sizeof(cublasLtMatmulAlgo_t)) == 0);
+  CHECK(g1.workspace_bytes() == g2.workspace_bytes());
 }
 
 TEST_CASE("cuda matmul_act_grad: the bits of matmul then relu_grad / gelu_grad, on both GEMM paths") {
