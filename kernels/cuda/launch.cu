@@ -10,14 +10,15 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
 namespace detail {
 
 namespace {
-// -1: not decided yet (TG_PDL read at first use), 0 off, 1 on where the device has it.
-std::atomic<int> g_pdl_mode{-1};
+// On (where the device has it) unless TG_PDL=0.
+EnvSwitch g_pdl("TG_PDL", true);
 
 // What every launch asks of the current device, read once per device: its SM count
 // (grid sizes) and whether it has PDL (compute capability >= 9.0). Packed into one
@@ -46,15 +47,7 @@ DeviceInfo device_info() {
 
 int sm_count() { return device_info().sm_count; }
 
-bool pdl_enabled() {
-  int mode = g_pdl_mode.load(std::memory_order_relaxed);
-  if (mode < 0) {
-    const char* v = std::getenv("TG_PDL");
-    mode = (v && v[0] == '0') ? 0 : 1;
-    g_pdl_mode.store(mode, std::memory_order_relaxed);
-  }
-  return mode != 0 && device_info().pdl;
-}
+bool pdl_enabled() { return g_pdl.on() && device_info().pdl; }
 
 void throw_launch(cudaError_t e, LaunchSite at, dim3 grid, dim3 block) {
   // throw_cuda clears the (non-sticky) launch error so that the next call starts clean.
@@ -72,7 +65,7 @@ int grid_for(int64_t work, int block) {
 
 }  // namespace detail
 
-void set_pdl(bool enabled) { detail::g_pdl_mode.store(enabled ? 1 : 0, std::memory_order_relaxed); }
+void set_pdl(bool enabled) { detail::g_pdl.set(enabled); }
 bool pdl_active() { return detail::pdl_enabled(); }
 
 }  // namespace tg::kernels::cuda

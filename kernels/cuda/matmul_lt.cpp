@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/raii.h"
+#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
@@ -227,8 +228,8 @@ std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm&
 
 namespace {
 
-// -1: not decided yet (TG_GEMM_AUTOTUNE read at first use: 1 turns tuning on), 0 off, 1 on.
-std::atomic<int> g_autotune{-1};
+// Off unless TG_GEMM_AUTOTUNE=1.
+EnvSwitch g_autotune("TG_GEMM_AUTOTUNE", false);
 
 // The algorithms tuning chose, for every cache of the process: (device, key) -> algorithm.
 // One table, so that two backends (the static and the dynamic executor's) given the same
@@ -272,16 +273,8 @@ void LtTuner::tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaS
   gemm.workspace_ = it->second.workspace;
 }
 
-bool gemm_autotune_enabled() {
-  int mode = g_autotune.load(std::memory_order_relaxed);
-  if (mode < 0) {
-    const char* v = std::getenv("TG_GEMM_AUTOTUNE");
-    mode = v && std::string(v) == "1" ? 1 : 0;
-    g_autotune.store(mode, std::memory_order_relaxed);
-  }
-  return mode != 0;
-}
-void set_gemm_autotune(bool enabled) { g_autotune.store(enabled ? 1 : 0, std::memory_order_relaxed); }
+bool gemm_autotune_enabled() { return g_autotune.on(); }
+void set_gemm_autotune(bool enabled) { g_autotune.set(enabled); }
 
 double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s) {
   LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced while timing

@@ -29,6 +29,7 @@
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/matmul_small.h"
+#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
@@ -41,8 +42,8 @@ constexpr int kPerGroup = kChunk / kGroups;
 constexpr int kThreads = 256;
 constexpr int kPad = 4;       // a row of the staged tiles is kChunk + 4 floats: rows 4 banks apart
 
-// -1: not decided yet (TG_SMALL_GEMM read at first use: 0 turns the kernel off), 0 off, 1 on.
-std::atomic<int> g_small_gemm{-1};
+// On unless TG_SMALL_GEMM=0.
+EnvSwitch g_small_gemm("TG_SMALL_GEMM", true);
 
 // Stages rows [r0, r0 + 16) x k values [k0, k0 + kChunk) of op(X) into s[row][k] (zeros
 // outside). kTrans: op(X)[r][kk] = X[kk * ld + r], else X[r * ld + kk]. Consecutive
@@ -142,16 +143,8 @@ __global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
 
 }  // namespace
 
-bool small_gemm_enabled() {
-  int mode = g_small_gemm.load(std::memory_order_relaxed);
-  if (mode < 0) {
-    const char* v = std::getenv("TG_SMALL_GEMM");
-    mode = v && std::string(v) == "0" ? 0 : 1;
-    g_small_gemm.store(mode, std::memory_order_relaxed);
-  }
-  return mode != 0;
-}
-void set_small_gemm(bool enabled) { g_small_gemm.store(enabled ? 1 : 0, std::memory_order_relaxed); }
+bool small_gemm_enabled() { return g_small_gemm.on(); }
+void set_small_gemm(bool enabled) { g_small_gemm.set(enabled); }
 
 bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k) {
   if (batch < 1 || m < 1 || n < 1 || k < 1) return false;
