@@ -19,6 +19,22 @@
 // (64 of them float->double conversions, the slowest) and two barriers; the other block
 // on the SM keeps its loads in flight meanwhile. Then finish over 2 x 1024 outputs of
 // 256 parts (~2-3 us). Expected ~85-90% of copy at 256 MB, ~80-85% at 64 MB.
+// Measured (H200, variant 0): gamma 72% at 64 MB, 90% at 256 MB; gamma_beta 66.5% and
+// 85%. 53.3 against 144.4 us for 4x the bytes is ~23 us of fixed cost (gamma_beta ~26).
+//
+// Variants (TG_COLREDUCE, reduce.cu; all to the same bits):
+//  0: per tile a thread loads its 8 rows (256 B: 128 KB per SM, two blocks), then both
+//     blocks' statistics, two barriers and 32 (gamma) or 64 (gamma_beta) float->double
+//     conversions per thread: 16K-32K per SM at 16 per clock, ~0.5-1 us in which the
+//     block has no load in flight. At 64 MB each block runs only 8 tiles and all start
+//     together, so these gaps are paid in ~8 synchronized waves; at 256 MB (32 tiles)
+//     the blocks drift apart and the other block's loads cover them.
+//  1: a tile in two steps of 4 rows (2 with 8 columns per thread), the next step's
+//     loads issued before the current one's statistics: 128 B per thread, 64 KB per SM,
+//     always in flight, with the same 64 floats of registers; four barriers per tile
+//     instead of two. Expected: most of the per-tile gap gone at 64 MB.
+//  2: as 1 here (the column frame's variant 2, reduce.cuh, changes only the wide-row
+//     path's dbeta); finish_kernel over 256 partials stays a second launch.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -78,12 +94,16 @@ __device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
 // tile keeps 64 floats of inputs per thread. With 8 NV double accumulators and the
 // addresses that is ~120 registers: T = 256 runs two blocks per SM (one computes while
 // the other's loads are in flight), T = 512 (rows of 2049..4096 columns) one.
-template <int T, int NV, bool kVec>
+// kPipe (variants 1 and 2): a slot's RT rows of a tile in two steps of RT / 2, the next
+// step's loads issued before the current step is computed (the same 64 floats); the
+// rows, their statistics and the order of the sums are the same, so are the bits.
+template <int T, int NV, bool kVec, bool kPipe>
 __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
   pdl::prologue();
   constexpr int RT = 8 / NV;
+  constexpr int RS = kPipe ? RT / 2 : RT;  // rows per step
   constexpr int kGroups = T == 256 ? 256 : 128;
-  __shared__ float red[2][RT][T / 32];            // per-warp row sums: of x, then of (x - mean)^2
+  __shared__ float red[2][RS][T / 32];             // per-warp row sums: of x, then of (x - mean)^2
   __shared__ double comb[2][NV == 1 ? 2 * T : 1];  // slot sums when slots share a block (G <= T / 2)
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int h = t / a.G, tr = t % a.G;  // row slot, thread within the row
@@ -98,9 +118,9 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) cv[m][i] = q < a.nq && c0[m] + i < a.cols;
   }
-  // The slot's rows: the lanes l with l % (32 / RT) == 0 of each warp publish row l / (32 / RT).
-  const bool publisher = lane % (32 / RT) == 0;
-  const int prow = lane / (32 / RT);
+  // The step's rows: the lanes l with l % (32 / RS) == 0 of each warp publish row l / (32 / RS).
+  const bool publisher = lane % (32 / RS) == 0;
+  const int prow = lane / (32 / RS);
   auto slot_sum = [&](const float (&w)[T / 32]) {  // a fixed trip count: no loop branches
     float s = 0.0f;
 #pragma unroll
@@ -109,12 +129,10 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     return s;
   };
   double ag[NV][4] = {}, ab[NV][4] = {};
-  // The loop runs over tiles, the same count for every thread: the barriers need it.
-  for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl; t0 < a.rows; t0 += int64_t{kGroups} * a.tl) {
-    const int64_t rb = t0 + static_cast<int64_t>(h) * RT;
-    float xv[RT][NV][4], gv[RT][NV][4];
+  // Rows rb .. rb + RS - 1 of the slot's columns; rows past the end are 0.
+  auto load_rows = [&](int64_t rb, float (&xv)[RS][NV][4], float (&gv)[RS][NV][4]) {
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) {
+    for (int ri = 0; ri < RS; ++ri) {
       const bool rok = rb + ri < a.rows;
       const float* xr = a.x + (rb + ri) * a.cols;
       const float* gr = a.dy + (rb + ri) * a.cols;
@@ -138,22 +156,27 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
         }
       }
     }
-    // Mean: per thread (c0 + c1) + (c2 + c3) per chunk, the warp tree, the slot's warps in order.
-    float s[RT], mean[RT], rstd[RT];
+  };
+  // The statistics of rows rb .. rb + RS - 1 and their terms added to ag and ab; two
+  // barriers, so every thread of the block calls it equally often.
+  auto add_rows = [&](int64_t rb, float (&xv)[RS][NV][4], const float (&gv)[RS][NV][4]) {
+    // Mean: per thread (c0 + c1) + (c2 + c3) per chunk, the warp tree, the slot's warps in
+    // order. multi_warp_sum's tree (xor 16, 8, ..., 1) does not depend on RS.
+    float s[RS], mean[RS], rstd[RS];
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) {
+    for (int ri = 0; ri < RS; ++ri) {
       s[ri] = 0.0f;
 #pragma unroll
       for (int m = 0; m < NV; ++m) s[ri] += (xv[ri][m][0] + xv[ri][m][1]) + (xv[ri][m][2] + xv[ri][m][3]);
     }
-    const float ws = multi_warp_sum<RT>(s, lane);
+    const float ws = multi_warp_sum<RS>(s, lane);
     if (publisher) red[0][prow][warp] = ws;
     __syncthreads();
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
+    for (int ri = 0; ri < RS; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
     // Variance of the deviations (columns past the row count as 0), kept in xv.
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) {
+    for (int ri = 0; ri < RS; ++ri) {
       s[ri] = 0.0f;
 #pragma unroll
       for (int m = 0; m < NV; ++m)
@@ -164,15 +187,15 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
           s[ri] += d * d;
         }
     }
-    const float wq = multi_warp_sum<RT>(s, lane);
+    const float wq = multi_warp_sum<RS>(s, lane);
     if (publisher) red[1][prow][warp] = wq;
-    // red[0] and red[1] alternate, so one barrier per reduction: the next tile writes
+    // red[0] and red[1] alternate, so one barrier per reduction: the next step writes
     // red[0] only after every thread has passed this barrier, i.e. read its means.
     __syncthreads();
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
+    for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
 #pragma unroll
-    for (int ri = 0; ri < RT; ++ri) {
+    for (int ri = 0; ri < RS; ++ri) {
       if (rb + ri >= a.rows) continue;
 #pragma unroll
       for (int m = 0; m < NV; ++m)
@@ -181,6 +204,30 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
           ag[m][i] += static_cast<double>(gv[ri][m][i] * (xv[ri][m][i] * rstd[ri]));
           if (beta) ab[m][i] += static_cast<double>(gv[ri][m][i]);
         }
+    }
+  };
+  // The loops run over tiles, the same count for every thread: the barriers need it.
+  const int64_t stride = int64_t{kGroups} * a.tl;
+  if constexpr (!kPipe) {
+    for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl; t0 < a.rows; t0 += stride) {
+      const int64_t rb = t0 + static_cast<int64_t>(h) * RT;
+      float xv[RS][NV][4], gv[RS][NV][4];
+      load_rows(rb, xv, gv);
+      add_rows(rb, xv, gv);
+    }
+  } else {
+    int64_t rb = static_cast<int64_t>(blockIdx.x) * a.tl + static_cast<int64_t>(h) * RT;
+    float xa[RS][NV][4], ga[RS][NV][4], xb[RS][NV][4], gb[RS][NV][4];
+    if (static_cast<int64_t>(blockIdx.x) * a.tl < a.rows) {
+      load_rows(rb, xa, ga);
+      for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl;; t0 += stride, rb += stride) {
+        load_rows(rb + RS, xb, gb);
+        add_rows(rb, xa, ga);
+        const bool next = t0 + stride < a.rows;
+        if (next) load_rows(rb + stride, xa, ga);
+        add_rows(rb + RS, xb, gb);
+        if (!next) break;
+      }
     }
   }
   // Slots in order (several only with NV == 1: G <= T / 2).
@@ -260,6 +307,13 @@ void grad_params_wide(const float* dy, const float* x, float* dgamma, float* dbe
   }
 }
 
+template <bool kPipe>
+auto ln_kernel(int threads, int nv, bool vec) {
+  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, kPipe> : ln_params_kernel<512, 2, false, kPipe>)
+         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, kPipe> : ln_params_kernel<256, 1, false, kPipe>)
+                        : (vec ? ln_params_kernel<256, 2, true, kPipe> : ln_params_kernel<256, 2, false, kPipe>);
+}
+
 int pow2_at_least(int64_t v) {
   int p = 1;
   while (p < v) p *= 2;
@@ -300,9 +354,7 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
     a.part = reinterpret_cast<double*>(scratch);
   }
   const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
-  auto k = threads == 512 ? (vec ? ln_params_kernel<512, 2, true> : ln_params_kernel<512, 2, false>)
-           : nv == 1      ? (vec ? ln_params_kernel<256, 1, true> : ln_params_kernel<256, 1, false>)
-                          : (vec ? ln_params_kernel<256, 2, true> : ln_params_kernel<256, 2, false>);
+  auto k = col_reduce_variant() == 0 ? ln_kernel<false>(threads, nv, vec) : ln_kernel<true>(threads, nv, vec);
   launch(TG_LAUNCH_SITE, k, a.ng, threads, s, a);
   if (a.part) launch_finish(a.part, a.ng, outputs, dgamma, cols, dbeta, 1.0, false, s);
 }

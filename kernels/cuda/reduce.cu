@@ -9,17 +9,66 @@
 //  - reduce_sum_cols (axis 0, the bias gradient): 8 column tiles x 32 block partials =
 //    256 blocks of 16 rows x 512 B per warp in flight, then finish_kernel over 32 parts
 //    per column (1024 warps, one latency, ~1-2 us). 64 MB: 16 + 2 us, 256 MB: 64 + 2 us;
-//    expected ~80-90% of copy at 64 MB, ~90% at 256 MB.
+//    expected ~80-90% of copy at 64 MB, ~90% at 256 MB. Measured (H200, variant 0):
+//    68% at 64 MB, 91% at 256 MB. Variants 1 (pipelined loads) and 2 (1 without
+//    finish_kernel): reduce.cuh; not yet run on a GPU.
+//
+// TG_COLREDUCE (0, 1 or 2; read at first use) picks the variant of the column frame and
+// of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring
+// them in one process; every variant gives the same bits.
 #include <cuda_runtime.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/reduce.cuh"
 
 namespace tg::kernels::cuda {
 
+namespace {
+std::atomic<int> g_col_variant{-1};  // -1: TG_COLREDUCE not read yet
+
+int checked_variant(int v, const char* from) {
+  if (v < 0 || v >= kColReduceVariants)
+    throw std::invalid_argument(
+        fmt::format("{}: column-reduction variant {} does not exist; use 0 to {}", from, v, kColReduceVariants - 1));
+  return v;
+}
+}  // namespace
+
+int col_reduce_variant() {
+  int v = g_col_variant.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("TG_COLREDUCE");
+    v = 0;
+    if (e && *e) {
+      const std::string text(e);
+      if (text.size() != 1 || text[0] < '0' || text[0] > '9')
+        throw std::invalid_argument(
+            fmt::format("TG_COLREDUCE={}: expected one digit, 0 to {}", text, kColReduceVariants - 1));
+      v = checked_variant(text[0] - '0', "TG_COLREDUCE");
+    }
+    g_col_variant.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+void set_col_reduce_variant(int v) {
+  g_col_variant.store(checked_variant(v, "set_col_reduce_variant"), std::memory_order_relaxed);
+}
+
 namespace detail {
 
 namespace {
+
+constexpr unsigned kDoneSlots = 1u << 16;
+__device__ unsigned g_col_done[kDoneSlots];  // zero-initialized; each launch leaves its counters at 0
+std::atomic<unsigned> g_done_next{0};
 
 // A warp per output: lane s sums run s of the current 32 runs (its 32 loads in flight at
 // once), then every lane adds the 32 run sums in lane order.
@@ -115,6 +164,27 @@ __global__ void __launch_bounds__(256, 4) reduce_rows_kernel(const float* x, flo
 int blocks_of_8_warps(int64_t warps) { return static_cast<int>((warps + 7) / 8); }
 
 }  // namespace
+
+unsigned* col_done_slots(int64_t n) {
+  if (n < 1 || n > int64_t{kDoneSlots})
+    throw std::invalid_argument(fmt::format("col_done_slots: {} counters, at most {}", n, kDoneSlots));
+  const auto want = static_cast<unsigned>(n);
+  unsigned first = g_done_next.fetch_add(want, std::memory_order_relaxed) % kDoneSlots;
+  if (first > kDoneSlots - want) first = 0;  // a range does not wrap
+  // The counters' address, per device (the module has one copy on each), looked up once.
+  static std::atomic<uintptr_t> addr[64];
+  int dev = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&dev));
+  std::atomic<uintptr_t>& a = addr[dev >= 0 && dev < 64 ? dev : 0];
+  uintptr_t base = a.load(std::memory_order_relaxed);
+  if (base == 0 || dev < 0 || dev >= 64) {
+    void* p = nullptr;
+    TG_CUDA_CHECK(cudaGetSymbolAddress(&p, g_col_done));
+    base = reinterpret_cast<uintptr_t>(p);
+    if (dev >= 0 && dev < 64) a.store(base, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<unsigned*>(base) + first;
+}
 
 void launch_finish(const double* part, int64_t nparts, int64_t n, float* y0, int64_t n0, float* y1, double scale,
                    bool accumulate, cudaStream_t s) {

@@ -11,6 +11,7 @@
 
 #include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg::testing {
@@ -21,6 +22,9 @@ CudaBackend& backend() {
   static std::unique_ptr<CudaBackend> b = std::make_unique<CudaBackend>(0, false);
   return *b;
 }
+
+ColVariant::ColVariant(int v) : was(kernels::cuda::col_reduce_variant()) { kernels::cuda::set_col_reduce_variant(v); }
+ColVariant::~ColVariant() { kernels::cuda::set_col_reduce_variant(was); }
 
 std::vector<float> random_vector(int64_t n, uint64_t seed, float lo, float hi) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);

@@ -66,6 +66,16 @@ struct DevTensor {
 // The shared CUDA backend of the test binary (device 0), made on first use.
 CudaBackend& backend();
 
+// Column-reduction variant v (kernels::cuda::set_col_reduce_variant) while it lives; the
+// one before comes back when it dies, also when a test throws.
+struct ColVariant {
+  explicit ColVariant(int v);
+  ~ColVariant();
+  ColVariant(const ColVariant&) = delete;
+  ColVariant& operator=(const ColVariant&) = delete;
+  int was;
+};
+
 // Returns the number of mismatching elements over all outputs (0 = pass) and
 // prints a description of the case plus the first mismatches.
 int64_t run_case(const OpCase& c);

@@ -3,6 +3,8 @@
 // row, two chunks per thread, the wide-row path past 4096), one row to many groups,
 // aligned and not; dbeta against the column sums of dy; layernorm_grad_gamma's bits;
 // the same bits run to run and with zero rows appended; a clear error without scratch.
+// All in every column-reduction variant (kernels::cuda::set_col_reduce_variant), which
+// give the same bits too.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -56,20 +58,30 @@ TEST_CASE("cuda layernorm_grad_gamma_beta against the CPU; dbeta is the column s
                                              kEps);
       std::vector<float> col_sums(static_cast<size_t>(cols));
       kernels::cpu_reduce_sum(dy.data(), col_sums.data(), 1, rows, cols);
-      for (bool unaligned : {false, true}) {
-        const std::string what = fmt::format("[{}, {}] unaligned={}", rows, cols, unaligned);
-        INFO(what);
-        const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
-        CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, kTol) == 0);
-        CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{1e-5, 1e-5}) == 0);
-        CHECK(compare("dbeta vs reduce_sum(dy) " + what, got.dbeta, col_sums, Tol{1e-5, 1e-5}) == 0);
-        // Without dbeta: layernorm_grad_gamma, the same kernel, the same dgamma bits.
-        const Grads only = gpu_grads(dy, x, rows, cols, unaligned, false);
-        CHECK(compare("dgamma alone " + what, only.dgamma, got.dgamma, Tol{0, 0}) == 0);
-        // Run to run, and aligned or not (both use the same order).
-        CHECK(compare("second run " + what, gpu_grads(dy, x, rows, cols, unaligned, true).dgamma, got.dgamma,
-                      Tol{0, 0}) == 0);
-      }
+      Grads variant0[2];  // by `unaligned`
+      for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
+        for (bool unaligned : {false, true}) {
+          ColVariant cv(v);
+          const std::string what = fmt::format("[{}, {}] variant={} unaligned={}", rows, cols, v, unaligned);
+          INFO(what);
+          const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
+          Grads& v0 = variant0[unaligned ? 1 : 0];
+          if (v == 0) {
+            v0 = got;
+          } else {
+            CHECK(compare("dgamma vs variant 0 " + what, got.dgamma, v0.dgamma, Tol{0, 0}) == 0);
+            CHECK(compare("dbeta vs variant 0 " + what, got.dbeta, v0.dbeta, Tol{0, 0}) == 0);
+          }
+          CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, kTol) == 0);
+          CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{1e-5, 1e-5}) == 0);
+          CHECK(compare("dbeta vs reduce_sum(dy) " + what, got.dbeta, col_sums, Tol{1e-5, 1e-5}) == 0);
+          // Without dbeta: layernorm_grad_gamma, the same kernel, the same dgamma bits.
+          const Grads only = gpu_grads(dy, x, rows, cols, unaligned, false);
+          CHECK(compare("dgamma alone " + what, only.dgamma, got.dgamma, Tol{0, 0}) == 0);
+          // Run to run, and aligned or not (both use the same order).
+          CHECK(compare("second run " + what, gpu_grads(dy, x, rows, cols, unaligned, true).dgamma, got.dgamma,
+                        Tol{0, 0}) == 0);
+        }
     }
 }
 
@@ -80,19 +92,22 @@ TEST_CASE("cuda layernorm_grad_gamma_beta: zero rows appended leave dgamma and d
                        int64_t{4096}, int64_t{5000}})
     for (int64_t rows : {int64_t{1}, int64_t{16}, int64_t{100}, int64_t{2049}}) {
       const std::vector<float> dy = random_vector(rows * cols, seed++), x = random_vector(rows * cols, seed++);
-      for (bool unaligned : {false, true}) {
-        const Grads want = gpu_grads(dy, x, rows, cols, unaligned, true);
-        for (int64_t k : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{3000}}) {
-          std::vector<float> dyp = dy, xp = x;
-          dyp.resize(static_cast<size_t>((rows + k) * cols), 0.0f);
-          xp.resize(dyp.size(), 0.0f);
-          const std::string what = fmt::format("[{}, {}] + {} zero rows, unaligned={}", rows, cols, k, unaligned);
-          INFO(what);
-          const Grads got = gpu_grads(dyp, xp, rows + k, cols, unaligned, true);
-          CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
-          CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
+      for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
+        for (bool unaligned : {false, true}) {
+          ColVariant cv(v);
+          const Grads want = gpu_grads(dy, x, rows, cols, unaligned, true);
+          for (int64_t k : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{3000}}) {
+            std::vector<float> dyp = dy, xp = x;
+            dyp.resize(static_cast<size_t>((rows + k) * cols), 0.0f);
+            xp.resize(dyp.size(), 0.0f);
+            const std::string what =
+                fmt::format("[{}, {}] + {} zero rows, variant={} unaligned={}", rows, cols, k, v, unaligned);
+            INFO(what);
+            const Grads got = gpu_grads(dyp, xp, rows + k, cols, unaligned, true);
+            CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
+            CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
+          }
         }
-      }
     }
 }
 

@@ -1,5 +1,6 @@
 // Reductions, broadcast, layernorm_grad_gamma and mse_loss, plus the
-// determinism the executors rely on: the same launch twice gives the same bits.
+// determinism the executors rely on: the same launch twice gives the same bits. The
+// column reductions in every variant (kernels::cuda::set_col_reduce_variant).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -27,7 +28,9 @@ Shape without_axis(const Shape& s, int axis) {
   return o;
 }
 
-void reduce_cases(OpKind op) {
+void reduce_cases(OpKind op, int variant) {
+  ColVariant cv(variant);
+  INFO("column-reduction variant ", variant);
   uint64_t seed = 5000;
   for (const Shape& s : kReduceShapes)
     for (int axis = 0; axis < s.rank; ++axis)
@@ -46,8 +49,14 @@ void reduce_cases(OpKind op) {
 
 }  // namespace
 
-TEST_CASE("cuda reduce_sum") { TG_REQUIRE_GPU(); reduce_cases(OpKind::reduce_sum); }
-TEST_CASE("cuda reduce_mean") { TG_REQUIRE_GPU(); reduce_cases(OpKind::reduce_mean); }
+TEST_CASE("cuda reduce_sum") {
+  TG_REQUIRE_GPU();
+  for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) reduce_cases(OpKind::reduce_sum, v);
+}
+TEST_CASE("cuda reduce_mean") {
+  TG_REQUIRE_GPU();
+  for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) reduce_cases(OpKind::reduce_mean, v);
+}
 
 TEST_CASE("cuda broadcast") {
   TG_REQUIRE_GPU();
@@ -73,20 +82,24 @@ TEST_CASE("cuda broadcast") {
 
 TEST_CASE("cuda layernorm_grad_gamma") {
   TG_REQUIRE_GPU();
-  uint64_t seed = 8000;
-  for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{20000}})
-    for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{100}, int64_t{1023}, int64_t{1025}})
-      for (bool unaligned : {false, true}) {
-        OpCase c;
-        c.op = OpKind::layernorm_grad_gamma;
-        c.attrs.eps = 1e-5f;
-        c.in = {Shape{rows, cols}, Shape{rows, cols}};
-        c.out = Shape{cols};
-        c.tol = Tol{1e-4, 1e-4};
-        c.unaligned = unaligned;
-        c.seed = seed++;
-        TG_CHECK_CASE(c);
-      }
+  for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) {
+    ColVariant cv(v);
+    INFO("column-reduction variant ", v);
+    uint64_t seed = 8000;
+    for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{20000}})
+      for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{100}, int64_t{1023}, int64_t{1025}})
+        for (bool unaligned : {false, true}) {
+          OpCase c;
+          c.op = OpKind::layernorm_grad_gamma;
+          c.attrs.eps = 1e-5f;
+          c.in = {Shape{rows, cols}, Shape{rows, cols}};
+          c.out = Shape{cols};
+          c.tol = Tol{1e-4, 1e-4};
+          c.unaligned = unaligned;
+          c.seed = seed++;
+          TG_CHECK_CASE(c);
+        }
+  }
 }
 
 TEST_CASE("cuda mse_loss") {
@@ -207,55 +220,65 @@ TEST_CASE("cuda padded_mse_loss on a padded tensor == mse_loss on its real prefi
 TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
   TG_REQUIRE_GPU();
   // Run each reduction-like op twice on the same inputs; both GPU runs must agree
-  // bitwise (static and dynamic executors replay the same kernels).
+  // bitwise (static and dynamic executors replay the same kernels). The reductions in
+  // every column-reduction variant, all of them to the same bits.
   for (OpKind op : {OpKind::reduce_sum, OpKind::softmax, OpKind::layernorm_grad_gamma, OpKind::mse_loss}) {
-    OpCase c;
-    c.op = op;
-    c.attrs.axis = 0;
-    if (op == OpKind::reduce_sum) {
-      c.in = {Shape{4097, 513}};
-      c.out = Shape{513};
-    } else if (op == OpKind::softmax) {
-      c.in = {Shape{513, 4097}};
-      c.out = Shape{513, 4097};
-    } else if (op == OpKind::layernorm_grad_gamma) {
-      c.in = {Shape{4097, 513}, Shape{4097, 513}};
-      c.out = Shape{513};
-    } else {
-      c.in = {Shape{1 << 20}, Shape{1 << 20}};
-      c.out = Shape{1};
-    }
-    const Tol loose{1, 1};  // vs the CPU: only the second comparison below is strict
-    c.tol = loose;
-    CHECK(run_case(c) == 0);
-    // run_case makes new inputs from the same seed, so two runs see the same data:
-    // compare the GPU with itself through the exact-tolerance path of the harness.
-    std::vector<float> first, second;
-    for (int run = 0; run < 2; ++run) {
-      std::vector<std::vector<float>> host;
-      std::vector<cuda::DeviceBuffer> dev;
-      kernels::OpCall g;
-      g.op = op;
-      g.attrs = &c.attrs;
-      g.num_inputs = static_cast<int>(c.in.size());
-      for (size_t i = 0; i < c.in.size(); ++i) {
-        host.push_back(random_vector(c.in[i].numel(), 42 + i));
-        dev.push_back(cuda::DeviceBuffer::allocate(host.back().size() * sizeof(float)));
-        TG_CUDA_CHECK(cudaMemcpy(dev.back().get(), host.back().data(), host.back().size() * sizeof(float),
-                                 cudaMemcpyHostToDevice));
-        g.in[i] = {dev.back().as<float>(), c.in[i]};
+    std::vector<float> variant0;
+    for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) {
+      ColVariant cv(v);
+      INFO("column-reduction variant ", v);
+      OpCase c;
+      c.op = op;
+      c.attrs.axis = 0;
+      if (op == OpKind::reduce_sum) {
+        c.in = {Shape{4097, 513}};
+        c.out = Shape{513};
+      } else if (op == OpKind::softmax) {
+        c.in = {Shape{513, 4097}};
+        c.out = Shape{513, 4097};
+      } else if (op == OpKind::layernorm_grad_gamma) {
+        c.in = {Shape{4097, 513}, Shape{4097, 513}};
+        c.out = Shape{513};
+      } else {
+        c.in = {Shape{1 << 20}, Shape{1 << 20}};
+        c.out = Shape{1};
       }
-      auto out = cuda::DeviceBuffer::allocate(static_cast<size_t>(c.out.numel()) * sizeof(float));
-      TG_CUDA_CHECK(cudaMemset(out.get(), 0xFF, out.bytes()));
-      TG_CUDA_CHECK(cudaDeviceSynchronize());  // the memset is async on the legacy stream
-      g.out = {out.as<float>(), c.out};
-      backend().run(g);
-      backend().synchronize();
-      std::vector<float> h(static_cast<size_t>(c.out.numel()));
-      TG_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost));
-      (run == 0 ? first : second) = std::move(h);
+      const Tol loose{1, 1};  // vs the CPU: only the second comparison below is strict
+      c.tol = loose;
+      CHECK(run_case(c) == 0);
+      // run_case makes new inputs from the same seed, so two runs see the same data:
+      // compare the GPU with itself through the exact-tolerance path of the harness.
+      std::vector<float> first, second;
+      for (int run = 0; run < 2; ++run) {
+        std::vector<std::vector<float>> host;
+        std::vector<cuda::DeviceBuffer> dev;
+        kernels::OpCall g;
+        g.op = op;
+        g.attrs = &c.attrs;
+        g.num_inputs = static_cast<int>(c.in.size());
+        for (size_t i = 0; i < c.in.size(); ++i) {
+          host.push_back(random_vector(c.in[i].numel(), 42 + i));
+          dev.push_back(cuda::DeviceBuffer::allocate(host.back().size() * sizeof(float)));
+          TG_CUDA_CHECK(cudaMemcpy(dev.back().get(), host.back().data(), host.back().size() * sizeof(float),
+                                   cudaMemcpyHostToDevice));
+          g.in[i] = {dev.back().as<float>(), c.in[i]};
+        }
+        auto out = cuda::DeviceBuffer::allocate(static_cast<size_t>(c.out.numel()) * sizeof(float));
+        TG_CUDA_CHECK(cudaMemset(out.get(), 0xFF, out.bytes()));
+        TG_CUDA_CHECK(cudaDeviceSynchronize());  // the memset is async on the legacy stream
+        g.out = {out.as<float>(), c.out};
+        backend().run(g);
+        backend().synchronize();
+        std::vector<float> h(static_cast<size_t>(c.out.numel()));
+        TG_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost));
+        (run == 0 ? first : second) = std::move(h);
+      }
+      CHECK(compare(std::string(op_name(op)) + " run 2 vs run 1", second, first, Tol{0, 0}) == 0);
+      if (v == 0)
+        variant0 = first;
+      else
+        CHECK(compare(std::string(op_name(op)) + " vs variant 0", first, variant0, Tol{0, 0}) == 0);
     }
-    CHECK(compare(std::string(op_name(op)) + " run 2 vs run 1", second, first, Tol{0, 0}) == 0);
   }
 }
 

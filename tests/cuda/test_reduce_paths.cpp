@@ -3,7 +3,8 @@
 // in turn, in separate blocks finished by finish_kernel, or in slices of a small
 // scratch; float4 or scalar loads. All of them must give the CPU's sums and, for one
 // input, the same bits. And the padding contract: zero rows appended at the end of the
-// reduced axis leave every output bit unchanged.
+// reduced axis leave every output bit unchanged. Both in every column-reduction variant
+// (kernels::cuda::set_col_reduce_variant), which all give the same bits too.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -63,18 +64,21 @@ TEST_CASE("cuda reduce_sum: every path gives the CPU's sums, and all of them the
     std::vector<float> want(static_cast<size_t>(g.outer * g.inner));
     kernels::cpu_reduce_sum(x.data(), want.data(), g.outer, g.len, g.inner);
     std::vector<float> first;
-    for (bool unaligned : {false, true})
-      for (size_t bytes : kScratchSizes) {
-        const std::vector<float> got = gpu_reduce(x, g, unaligned, bytes);
-        const std::string what = fmt::format("reduce_sum {} unaligned={} scratch={}", name(g), unaligned, bytes);
-        INFO(what);
-        if (first.empty()) {
-          CHECK(compare(what + " vs CPU", got, want, Tol{1e-5, 1e-5}) == 0);
-          first = got;
-        } else {
-          CHECK(compare(what + " vs the first GPU run", got, first, Tol{0, 0}) == 0);
+    for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
+      for (bool unaligned : {false, true})
+        for (size_t bytes : kScratchSizes) {
+          ColVariant cv(v);
+          const std::vector<float> got = gpu_reduce(x, g, unaligned, bytes);
+          const std::string what =
+              fmt::format("reduce_sum {} variant={} unaligned={} scratch={}", name(g), v, unaligned, bytes);
+          INFO(what);
+          if (first.empty()) {
+            CHECK(compare(what + " vs CPU", got, want, Tol{1e-5, 1e-5}) == 0);
+            first = got;
+          } else {
+            CHECK(compare(what + " vs the first GPU run", got, first, Tol{0, 0}) == 0);
+          }
         }
-      }
     // reduce_mean is the same sum, scaled.
     std::vector<float> want_mean(want.size());
     kernels::cpu_reduce_mean(x.data(), want_mean.data(), g.outer, g.len, g.inner);
@@ -98,22 +102,24 @@ TEST_CASE("cuda reduce_sum: zero rows appended to the reduced axis leave every o
   for (const Pad& p : cases) {
     const Geometry g = p.g;
     const std::vector<float> x = random_vector(g.outer * g.len * g.inner, seed++);
-    for (bool unaligned : {false, true})
-      for (size_t bytes : {size_t{0}, size_t{8} << 20}) {
-        const std::vector<float> want = gpu_reduce(x, g, unaligned, bytes);
-        for (int64_t k : p.extra) {
-          // Each outer block gains k zero rows at the end of its axis.
-          const Geometry gp{g.outer, g.len + k, g.inner};
-          std::vector<float> xp(static_cast<size_t>(gp.outer * gp.len * gp.inner), 0.0f);
-          for (int64_t o = 0; o < g.outer; ++o)
-            std::copy(x.begin() + o * g.len * g.inner, x.begin() + (o + 1) * g.len * g.inner,
-                      xp.begin() + o * gp.len * gp.inner);
-          const std::string what =
-              fmt::format("reduce_sum {} + {} zero rows, unaligned={} scratch={}", name(g), k, unaligned, bytes);
-          INFO(what);
-          CHECK(compare(what, gpu_reduce(xp, gp, unaligned, bytes), want, Tol{0, 0}) == 0);
+    for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
+      for (bool unaligned : {false, true})
+        for (size_t bytes : {size_t{0}, size_t{8} << 20}) {
+          ColVariant cv(v);
+          const std::vector<float> want = gpu_reduce(x, g, unaligned, bytes);
+          for (int64_t k : p.extra) {
+            // Each outer block gains k zero rows at the end of its axis.
+            const Geometry gp{g.outer, g.len + k, g.inner};
+            std::vector<float> xp(static_cast<size_t>(gp.outer * gp.len * gp.inner), 0.0f);
+            for (int64_t o = 0; o < g.outer; ++o)
+              std::copy(x.begin() + o * g.len * g.inner, x.begin() + (o + 1) * g.len * g.inner,
+                        xp.begin() + o * gp.len * gp.inner);
+            const std::string what = fmt::format("reduce_sum {} + {} zero rows, variant={} unaligned={} scratch={}",
+                                                 name(g), k, v, unaligned, bytes);
+            INFO(what);
+            CHECK(compare(what, gpu_reduce(xp, gp, unaligned, bytes), want, Tol{0, 0}) == 0);
+          }
         }
-      }
   }
 }
 
