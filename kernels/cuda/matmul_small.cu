@@ -86,6 +86,15 @@ __global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
   const int ti = r / 8, tj = r % 8;
   // Blocks of the first row of tiles also sum op(B)'s columns: the bias gradient.
   const bool bias_grad = g.bias_grad != nullptr && blockIdx.y == 0;
+  // The output this thread stores, and the epilogue's operands of it, loaded now so that
+  // their latency passes under the product's instead of following it.
+  const int i = t / kTile, j = t % kTile;
+  const int64_t gi = m0 + i, gj = n0 + j;
+  const bool stores = gi < g.m && gj < g.n;
+  const int64_t at = z * g.stride_d + gi * g.ldd + gj;
+  const float bias_v = stores && g.bias ? g.bias[gj] : 0.0f;
+  const float c_v = stores && g.c ? g.c[at] : 0.0f;
+  const float act_v = stores && g.act_in ? g.act_in[at] : 0.0f;
   float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
   float bacc = 0.0f;
   for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
@@ -125,19 +134,16 @@ __global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
   part[q][ti + 8][tj + 8] = acc[1][1];
   if (bias_grad && r < kTile) bias_part[q][r] = bacc;
   __syncthreads();
-  const int i = t / kTile, j = t % kTile;
-  const int64_t gi = m0 + i, gj = n0 + j;
   if (bias_grad && t < kTile && gj < g.n)
     g.bias_grad[gj] = __fadd_rn(__fadd_rn(__fadd_rn(bias_part[0][t], bias_part[1][t]), bias_part[2][t]), bias_part[3][t]);
-  if (gi >= g.m || gj >= g.n) return;
+  if (!stores) return;
   float v = __fadd_rn(__fadd_rn(__fadd_rn(part[0][i][j], part[1][i][j]), part[2][i][j]), part[3][i][j]);
-  if (g.bias) v = v + g.bias[gj];
+  if (g.bias) v = v + bias_v;
   if (g.act == SmallGemmAct::relu) v = detail::ReluF()(v, 0.0f);
   if (g.act == SmallGemmAct::gelu) v = detail::GeluF()(v, 0.0f);
-  const int64_t at = z * g.stride_d + gi * g.ldd + gj;
-  if (g.c) v = g.c[at] + v;
-  if (g.act_grad == SmallGemmAct::relu) v = detail::ReluGradF()(v, g.act_in[at]);
-  if (g.act_grad == SmallGemmAct::gelu) v = detail::GeluGradF()(v, g.act_in[at]);
+  if (g.c) v = c_v + v;  // c may be d: read above, before any store of this element
+  if (g.act_grad == SmallGemmAct::relu) v = detail::ReluGradF()(v, act_v);
+  if (g.act_grad == SmallGemmAct::gelu) v = detail::GeluGradF()(v, act_v);
   g.d[at] = v;
 }
 
