@@ -77,7 +77,7 @@ void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int6
 // turns it off for the launches that follow (a captured CUDA Graph keeps what it had).
 void set_pdl(bool enabled);
 bool pdl_active();  // for the current device
-// Column reductions (reduce.cuh, layernorm_params.cu): variant 0 (the default), 1 or 2 of
+// Column reductions (reduce.cuh, layernorm_params.cu): variant 0, 1 or 2 (the default) of
 // their loops, all to the same bits; TG_COLREDUCE=k in the environment (read at first
 // use) or set_col_reduce_variant(k) picks one, for timing them. Other values throw
 // std::invalid_argument.

@@ -9,11 +9,13 @@
 //  - reduce_sum_cols (axis 0, the bias gradient): 8 column tiles x 32 block partials =
 //    256 blocks of 16 rows x 512 B per warp in flight, then finish_kernel over 32 parts
 //    per column (1024 warps, one latency, ~1-2 us). 64 MB: 16 + 2 us, 256 MB: 64 + 2 us;
-//    expected ~80-90% of copy at 64 MB, ~90% at 256 MB. Measured (H200, variant 0):
-//    68% at 64 MB, 91% at 256 MB. Variants 1 (pipelined loads) and 2 (1 without
-//    finish_kernel): reduce.cuh; not yet run on a GPU.
+//    expected ~80-90% of copy at 64 MB, ~90% at 256 MB. Measured on one H200 in one
+//    session (docs/results/h200-logs/colreduce-variants-eb9a2fe.txt), % of copy at 64 /
+//    256 MB: variant 0 66.7 / 89.8, 1 (pipelined loads) 69.1 / 90.9, 2 (1 without
+//    finish_kernel) 71.2 / 92.8; layernorm_grad_gamma(_beta) gain as much at 256 MB from
+//    1 and 2. Variant 2 is the default; 64 MB stays short of 80% (reduce.cuh says why).
 //
-// TG_COLREDUCE (0, 1 or 2; read at first use) picks the variant of the column frame and
+// TG_COLREDUCE (0, 1 or 2; read at first use; 2 when unset) picks the variant of the column frame and
 // of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring
 // them in one process; every variant gives the same bits.
 #include <cuda_runtime.h>
@@ -46,7 +48,7 @@ int col_reduce_variant() {
   int v = g_col_variant.load(std::memory_order_relaxed);
   if (v < 0) {
     const char* e = std::getenv("TG_COLREDUCE");
-    v = 0;
+    v = 2;
     if (e && *e) {
       const std::string text(e);
       if (text.size() != 1 || text[0] < '0' || text[0] > '9')
