@@ -286,7 +286,28 @@ TABLES = {
     "compiler-launch": tab_compiler_launch,
 }
 
+# The same sweep with GEMM tuning on (tg-train --gemm-autotune) and with every GEMM on
+# cuBLASLt (TG_SMALL_GEMM=0), from the same session as train_passes.json.
+TUNED, CUBLASLT = "train_passes_tuned", "train_passes_cublaslt"
+
+
+def _other(name, model, mode, passes, **p):
+    return lambda: t(report(name).one("pass_replay", passes=passes, model=model, mode=mode, **p)["median"])
+
+
+_tuned_tfm_infer = _other(TUNED, "transformer", "inference", "all")
+_tuned_tfm_train = _other(TUNED, "transformer", "train", "all")
+_tuned_mlp32_train = _other(TUNED, "mlp", "train", "all", width=256)
+_lt_mlp32_train = _other(CUBLASLT, "mlp", "train", "all", width=256)
+_lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
+
+
 VALUES = {
+    "compiler.tuned_tfm_infer": _tuned_tfm_infer,
+    "compiler.tuned_tfm_train": _tuned_tfm_train,
+    "compiler.tuned_mlp32_train": _tuned_mlp32_train,
+    "compiler.lt_mlp32_train": _lt_mlp32_train,
+    "compiler.lt_mlp32_infer": _lt_mlp32_infer,
     "compiler.chain_kernels": val_chain_kernels,
     "compiler.mlp32_train_speedup": _speedup("mlp", "train", batch=32),
     "compiler.mlp32_inference_speedup": _speedup("mlp", "inference", batch=32),
