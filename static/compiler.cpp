@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "graph/builder.h"
 #include "graph/errors.h"
 #include "graph/validate.h"
+#include "kernels/matmul_mode.h"
 
 namespace tg {
 
@@ -74,6 +76,13 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   t0 = Clock::now();
   PlanOptions po = opt.plan;
   po.workspace_bytes = gemm_workspace_bytes(graph, params->backend());
+  // The lanes pass: which nodes run on a side stream. Not in the batch-invariant mode, whose
+  // GEMMs use the backend's one scratch buffer (kernels/matmul_mode.h).
+  if (opt.passes.has(PassId::lanes) && !kernels::batch_invariant_matmul()) {
+    po.live_to_end = side_lane_nodes(graph, order);
+    if (std::find(po.live_to_end.begin(), po.live_to_end.end(), true) == po.live_to_end.end()) po.live_to_end.clear();
+    else po.workspace_bytes = 2 * ((po.workspace_bytes + 255) / 256 * 256);  // a half per stream
+  }
   MemoryPlan plan = plan_memory(graph, order, po);
   t.plan = ms_since(t0);
 

@@ -95,10 +95,18 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 class CudaRunner final : public DeviceRunner {
  public:
-  CudaRunner(Backend& be, cudaStream_t stream, const Graph& g, const std::vector<ScheduledOp>& ops,
-             std::vector<StagedInput> inputs, size_t staging_bytes, const RunnerOptions& opt)
-      : be_(be), stream_(stream), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph),
+  CudaRunner(CudaBackend& be, const Graph& g, const std::vector<ScheduledOp>& ops, std::vector<StagedInput> inputs,
+             size_t staging_bytes, const RunnerOptions& opt)
+      : be_(be), stream_(be.stream()), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph),
         loss_device_(opt.loss_device), copies_in_graph_(opt.inputs_in_graph ? static_cast<int>(inputs_.size()) : 0) {
+    for (const ScheduledOp& op : ops_) last_side_ = op.side ? static_cast<int>(&op - ops_.data()) : last_side_;
+    if (last_side_ >= 0) {
+      // The side stream and its two events: a fork before every side op (it waits for all
+      // the main stream issued before it) and the join after the last one.
+      side_ = cuda::Stream::create();
+      fork_ = cuda::Event::create(cudaEventDisableTiming);
+      join_ = cuda::Event::create(cudaEventDisableTiming);
+    }
     staging_ = cuda::PinnedBuffer::allocate(staging_bytes);
     loss_host_ = cuda::PinnedBuffer::allocate(sizeof(float));
     *loss_host_.as<float>() = 0.0f;
@@ -119,6 +127,7 @@ class CudaRunner final : public DeviceRunner {
   ~CudaRunner() override {
     // Nothing may still read staging or the buffers when they are freed.
     TG_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream_));
+    if (side_) TG_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(side_.get()));  // a step stopped between fork and join
   }
 
   float* staging() override { return staging_.as<float>(); }
@@ -202,11 +211,23 @@ class CudaRunner final : public DeviceRunner {
     } else if (i < k) {
       if (use_graph_) copy_input(inputs_[static_cast<size_t>(i)]);
     } else {
-      be_.run(ops_[static_cast<size_t>(i - k)].call);
+      const int at = i - k;
+      const ScheduledOp& op = ops_[static_cast<size_t>(at)];
+      if (op.side) {
+        TG_CUDA_CHECK(cudaEventRecord(fork_.get(), stream_));
+        TG_CUDA_CHECK(cudaStreamWaitEvent(side_.get(), fork_.get(), 0));
+        be_.run_on(op.call, side_.get());
+      } else {
+        be_.run(op.call);
+      }
+      if (at == static_cast<int>(ops_.size()) - 1 && last_side_ >= 0) {  // join before the loss copy and the end
+        TG_CUDA_CHECK(cudaEventRecord(join_.get(), side_.get()));
+        TG_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_.get(), 0));
+      }
     }
   }
 
-  Backend& be_;
+  CudaBackend& be_;
   cudaStream_t stream_;
   const Graph& g_;
   const std::vector<ScheduledOp>& ops_;
@@ -219,6 +240,9 @@ class CudaRunner final : public DeviceRunner {
   bool pending_ = false;
   cuda::CudaGraph graph_;
   cuda::GraphExec exec_;
+  int last_side_ = -1;  // the last side op's index in ops_, -1: none
+  cuda::Stream side_;
+  cuda::Event fork_, join_;
 };
 
 }  // namespace
@@ -229,7 +253,7 @@ std::unique_ptr<DeviceRunner> make_cuda_runner(Backend& backend, const Graph& g,
 #ifdef TG_STATIC_HAVE_CUDA_BACKEND
   auto* cb = dynamic_cast<CudaBackend*>(&backend);
   if (!cb) throw std::invalid_argument("static executor: a CUDA-kind backend that is not tg::CudaBackend");
-  return std::make_unique<CudaRunner>(backend, cb->stream(), g, ops, std::move(inputs), staging_bytes, opt);
+  return std::make_unique<CudaRunner>(*cb, g, ops, std::move(inputs), staging_bytes, opt);
 #else
   (void)backend; (void)g; (void)ops; (void)inputs; (void)staging_bytes; (void)opt;
   throw std::logic_error("static executor: built before kernels/cuda/cuda_backend.h existed; rebuild");

@@ -16,7 +16,8 @@ namespace tg {
 
 struct ScheduledOp {
   kernels::OpCall call;
-  int node = -1;  // graph node id, for error messages and NVTX names
+  int node = -1;      // graph node id, for error messages and NVTX names
+  bool side = false;  // the lanes pass: issued on the side stream (static/passes/lanes.cpp)
 };
 
 struct StagedInput {

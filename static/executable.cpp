@@ -159,24 +159,29 @@ void StaticExecutable::build_schedule() {
   more_.reserve(order_.size());  // the calls point into these vectors: no reallocation below
   void* workspace =
       plan_.workspace_offset >= 0 ? static_cast<char*>(arena_) + plan_.workspace_offset : nullptr;
+  // With a side stream (the lanes pass) the GEMM workspace is two halves, the main
+  // stream's and the side stream's, since GEMMs of both may run at once.
+  const bool lanes = std::find(plan_.live_to_end.begin(), plan_.live_to_end.end(), true) != plan_.live_to_end.end();
+  const int64_t ws_each = lanes ? plan_.workspace_bytes / 2 / 256 * 256 : plan_.workspace_bytes;
   for (int n : order_) {
     const Node& node = g.nodes[static_cast<size_t>(n)];
     if (op_is_view(node.op)) continue;  // a view costs nothing at run time: its pointer is its source's
     Launch l;
     l.node = n;
+    l.side = lanes && plan_.live_to_end[static_cast<size_t>(n)];
     more_.emplace_back();
     l.call = node_call(g, node, &ptr_, more_.back());
     // The algorithm is settled now, once (a GEMM's cuBLASLt heuristic), and its workspace
     // is the plan's region of the arena.
     const Backend::Prepared p = backend().prepare(l.call);
     l.call.prepared = p.state;
-    if (p.state && p.workspace_bytes > static_cast<size_t>(plan_.workspace_bytes))
+    if (p.state && p.workspace_bytes > static_cast<size_t>(ws_each))
       graph_error("{} {}: its GEMM needs {} bytes of workspace, the plan has {}; plan with "
-                  "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend)", op_name(node.op), quote_name(node.name),
-                  p.workspace_bytes, plan_.workspace_bytes);
+                  "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend) (twice that with a side stream)",
+                  op_name(node.op), quote_name(node.name), p.workspace_bytes, ws_each);
     if (p.state) {
-      l.call.workspace = workspace;
-      l.call.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes);
+      l.call.workspace = static_cast<char*>(workspace) + (l.side ? ws_each : 0);
+      l.call.workspace_bytes = static_cast<size_t>(ws_each);
     }
     launches_.push_back(l);
   }

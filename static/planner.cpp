@@ -36,7 +36,7 @@ struct Liveness {
   std::vector<bool> is_output;
 };
 
-Liveness liveness(const Graph& g, const std::vector<int>& schedule) {
+Liveness liveness(const Graph& g, const std::vector<int>& schedule, const std::vector<bool>& live_to_end) {
   const int nv = static_cast<int>(g.values.size());
   const int nn = static_cast<int>(g.nodes.size());
   Liveness L;
@@ -82,6 +82,17 @@ Liveness liveness(const Graph& g, const std::vector<int>& schedule) {
     if (o < 0 || o >= nv) graph_error("memory plan: graph output {} is not a value", o);
     L.is_output[static_cast<size_t>(o)] = true;
     if (L.def[static_cast<size_t>(o)] >= 0) L.last[static_cast<size_t>(o)] = nn - 1;
+  }
+  // Nodes that run beside the schedule (a side stream) may still read or write their
+  // values after the steps that follow them: those values live to the end.
+  if (!live_to_end.empty() && live_to_end.size() != static_cast<size_t>(nn))
+    graph_error("memory plan: live_to_end has {} entries, the graph {} nodes; give one per node id", live_to_end.size(), nn);
+  for (int n = 0; n < static_cast<int>(live_to_end.size()); ++n) {
+    if (!live_to_end[static_cast<size_t>(n)]) continue;
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    for (const std::vector<int>* vs : {&node.inputs, &node.outputs})
+      for (int v : *vs)
+        if (L.def[static_cast<size_t>(v)] >= 0) L.last[static_cast<size_t>(v)] = nn - 1;
   }
   return L;
 }
@@ -139,12 +150,13 @@ int64_t place_best_fit(std::vector<Block>& blocks, std::vector<int64_t>& offset_
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const PlanOptions& opt) {
   if (opt.alignment <= 0 || (opt.alignment & (opt.alignment - 1)) != 0)
     graph_error("memory plan: alignment {} must be a power of two (256 is usual)", opt.alignment);
-  const Liveness L = liveness(g, schedule);
+  const Liveness L = liveness(g, schedule, opt.live_to_end);
   const int nv = static_cast<int>(g.values.size());
   const int steps = static_cast<int>(schedule.size());
 
   MemoryPlan p;
   p.mode = opt.mode;
+  p.live_to_end = opt.live_to_end;
   p.alignment = opt.alignment;
   p.offset.assign(static_cast<size_t>(nv), -1);
   p.placement.assign(static_cast<size_t>(nv), Placement::unused);
@@ -263,7 +275,7 @@ std::string MemoryPlan::summary() const {
 }
 
 std::string check_plan(const Graph& g, const std::vector<int>& schedule, const MemoryPlan& plan) {
-  const Liveness L = liveness(g, schedule);
+  const Liveness L = liveness(g, schedule, plan.live_to_end);
   const int nv = static_cast<int>(g.values.size());
   if (static_cast<int>(plan.offset.size()) != nv || static_cast<int>(plan.storage.size()) != nv)
     return fmt::format("plan covers {} values, graph has {}", plan.offset.size(), nv);

@@ -38,6 +38,10 @@ struct PlanOptions {
   // workspace (the largest any of them needs, Backend::prepare). It goes at the arena's
   // end and is live at every step.
   int64_t workspace_bytes = 0;
+  // Per node id (or empty): nodes that may still run after the steps that follow them (the
+  // side stream of the lanes pass, static/passes/lanes.cpp). Every value they read or write
+  // lives to the last step.
+  std::vector<bool> live_to_end;
 };
 
 // Which ops may run in place is the op table's kInPlace flag (op_can_run_in_place in
@@ -70,6 +74,7 @@ struct MemoryPlan {
   int64_t arena_bytes = 0;         // the values and the workspace
   int64_t workspace_offset = -1;   // where the workspace starts in the arena; -1 without one
   int64_t workspace_bytes = 0;
+  std::vector<bool> live_to_end;  // PlanOptions::live_to_end, for check_plan
   // max over steps of the bytes of storage groups live at that step (unaligned):
   // no plan for this schedule and these in-place decisions can use less.
   int64_t lower_bound = 0;

@@ -62,6 +62,12 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::run(const kernels::OpCall& call) { kernels::run_cuda(call, ctx_); }
 
+void CudaBackend::run_on(const kernels::OpCall& call, cudaStream_t s) {
+  kernels::CudaExecContext ctx = ctx_;
+  ctx.stream = s;
+  kernels::run_cuda(call, ctx);
+}
+
 void* CudaBackend::raw_alloc(size_t bytes) {
   void* p = nullptr;
   // Zero bytes still gets a unique pointer, as on the CPU backend.

@@ -28,6 +28,9 @@ class CudaBackend : public Backend {
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string name() const override { return name_; }
   void run(const kernels::OpCall& call) override;
+  // The same on another stream of this device (the static executor's side stream, which
+  // runs GEMMs and updates only: they use no scratch, and a GEMM brings its workspace).
+  void run_on(const kernels::OpCall& call, cudaStream_t s);
   void* raw_alloc(size_t bytes) override;
   void raw_free(void* p) noexcept override;
   void copy_to_device(void* dst, const void* src, size_t bytes) override;

@@ -6,7 +6,7 @@ tg-kernels on the reworked kernels (kernels_fusion.json) and tg-launch --passes 
 from .common import Missing, num, pct, report, size_name, t, table, x
 
 TRAIN, KERNELS, LAUNCH = "train_passes", "kernels_fusion", "launch_passes"
-PASS_ORDER = ("none", "rows", "linear", "elementwise", "optimizer", "all")
+PASS_ORDER = ("none", "rows", "linear", "elementwise", "optimizer", "lanes", "all")
 
 
 def _label(p):

@@ -22,8 +22,9 @@ enum class PassId : uint8_t {
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
   optimizer,    // every sgd / sgd_momentum update of the step: one multi-tensor update
+  lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
 };
-constexpr int kNumPasses = 4;
+constexpr int kNumPasses = 5;
 const char* pass_name(PassId p);
 
 class PassSet {
@@ -62,5 +63,8 @@ Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
 Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp
 Graph pass_optimizer(const Graph& g);    // static/passes/optimizer.cpp
+// The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side
+// stream when the nodes run in the order `schedule`. The graph is left as it is.
+std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule);
 
 }  // namespace tg

@@ -13,6 +13,7 @@ const char* pass_name(PassId p) {
     case PassId::linear: return "linear";
     case PassId::elementwise: return "elementwise";
     case PassId::optimizer: return "optimizer";
+    case PassId::lanes: return "lanes";
   }
   return "?";
 }
@@ -66,6 +67,7 @@ Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
       case PassId::linear: g = pass_linear(g); break;
       case PassId::elementwise: g = pass_elementwise(g); break;
       case PassId::optimizer: g = pass_optimizer(g); break;
+      case PassId::lanes: break;  // marks nodes after scheduling (side_lane_nodes); rewrites nothing
     }
     if (stats)
       stats->push_back({p, before, static_cast<int>(g.nodes.size()),

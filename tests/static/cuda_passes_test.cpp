@@ -58,6 +58,30 @@ TEST_CASE("passes on CUDA: rows, elementwise and optimizer give the unfused bits
   check_same_training(transformer(), exact, 3, plain);
 }
 
+TEST_CASE("passes on CUDA: the lanes pass (a side stream) gives the serial bits, graph and plain launches") {
+  TG_REQUIRE_GPU();
+  const PassSet exact = PassSet::only(PassId::rows).with(PassId::elementwise).with(PassId::optimizer);
+  // The small MLP runs on the small-GEMM kernel; the wider one on cuBLASLt, whose side-stream
+  // GEMMs use the second half of the workspace.
+  const ModelFn wide = mlp_model(mlp_config(256, 512, 512, 3, 10));
+  for (PassSet set : {PassSet::only(PassId::lanes), exact.with(PassId::lanes)}) {
+    CAPTURE(set.str());
+    check_same_training(mlp(), set, 5, on_gpu());
+    check_same_training(wide, set, 4, on_gpu());
+    check_same_training(transformer(), set, 4, on_gpu());
+    CompileOptions plain = on_gpu();
+    plain.use_cuda_graph = false;
+    check_same_training(mlp(), set, 3, plain);
+  }
+  // The marked nodes run on the side stream: the plan says so, and the kernels are the same.
+  CompileOptions lanes = on_gpu();
+  lanes.passes = PassSet::only(PassId::lanes);
+  CompiledPlan a = compile(wide, on_gpu()), b = compile(wide, lanes);
+  const auto& side = b.exec->plan().live_to_end;
+  CHECK(std::count(side.begin(), side.end(), true) == 3 + 6);  // the weight gradients, the weight and bias updates
+  CHECK(a.exec->kernels_per_run() == b.exec->kernels_per_run());
+}
+
 TEST_CASE("passes on CUDA: all passes train mlp and transformer within a tolerance of the unfused graph") {
   TG_REQUIRE_GPU();
   for (const ModelFn* model : {&mlp(), &transformer()}) {

@@ -4,11 +4,14 @@
 // the ops they replace compute) trains to the same bits as the unfused graph.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "graph/builder.h"
 #include "graph/training.h"
 #include "graph/validate.h"
 #include "static/compiler.h"
 #include "static/passes/pass.h"
+#include "static/planner.h"
 #include "tests/common/models.h"
 #include "tests/static/passes_test_util.h"
 #include "tests/static/static_test_util.h"
@@ -21,8 +24,9 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK(parse_passes("all") == PassSet::all());
   CHECK(parse_passes("linear").has(PassId::linear));
   CHECK_FALSE(parse_passes("linear").has(PassId::rows));
-  CHECK(parse_passes("linear,rows,optimizer,elementwise") == PassSet::all());
+  CHECK(parse_passes("linear,rows,optimizer,elementwise,lanes") == PassSet::all());
   CHECK_FALSE(parse_passes("linear,rows") == PassSet::all());
+  CHECK_FALSE(parse_passes("linear,rows,optimizer,elementwise") == PassSet::all());
   CHECK(parse_passes("optimizer,rows").str() == "rows,optimizer");  // printed in pipeline order
   CHECK(PassSet::only(PassId::rows).str() == "rows");
   CHECK(PassSet::none().str() == "none");
@@ -155,6 +159,70 @@ TEST_CASE("every pass on the built-in models: fewer nodes, a sound plan, the unf
   check_same_inference(mlp_model(without_loss(mlp_config(6, 12, 16, 3, 5))), PassSet::only(PassId::elementwise));
   check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))),
                        PassSet::only(PassId::elementwise));
+}
+
+TEST_CASE("lanes pass: the weight gradients and the updates go to the side stream, and their values live to the end") {
+  const Graph step = run_passes(build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5))),
+                                PassSet::only(PassId::linear).with(PassId::optimizer));
+  const std::vector<int> order = step.topo_order();
+  const std::vector<bool> side = side_lane_nodes(step, order);
+  int marked = 0;
+  for (size_t n = 0; n < step.nodes.size(); ++n) {
+    const OpKind op = step.nodes[n].op;
+    CAPTURE(op_name(op));
+    // The weight (and bias) gradients of the three layers and the one update, nothing else.
+    CHECK(side[n] == (op == OpKind::matmul_bias_grad || op == OpKind::sgd_momentum_multi));
+    marked += side[n] ? 1 : 0;
+  }
+  CHECK(marked == 4);
+  // The unfused step: the weight-gradient GEMMs and every update; the bias gradients are
+  // reductions, not GEMMs, and stay.
+  const Graph plain = build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5)));
+  const std::vector<bool> plain_side = side_lane_nodes(plain, plain.topo_order());
+  CHECK(std::count(plain_side.begin(), plain_side.end(), true) == 3 + 6);
+
+  // The planner keeps every value a side node touches alive to the last step, and the
+  // plan is sound with it.
+  PlanOptions po;
+  po.live_to_end = side;
+  const MemoryPlan with = plan_memory(step, order, po), without = plan_memory(step, order);
+  CHECK(check_plan(step, order, with).empty());
+  const int last = static_cast<int>(order.size()) - 1;
+  for (size_t n = 0; n < step.nodes.size(); ++n) {
+    if (!side[n]) continue;
+    for (int v : step.nodes[n].inputs)
+      if (with.placement[static_cast<size_t>(v)] == Placement::arena) CHECK(with.last_step[static_cast<size_t>(v)] == last);
+  }
+  CHECK(with.arena_bytes >= without.arena_bytes);
+}
+
+TEST_CASE("lanes pass: a later node reading what a side node writes marks nothing") {
+  // An update of w, then (in the schedule given) a node that reads w: the update must stay
+  // in order, so the pass marks no node at all.
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value w = b.parameter("w", {4, 4});
+    const Value x = b.input("x", {2, 4});
+    const Value gw = matmul(b, x, x, true, false);  // [4,4], read only by the update
+    Attrs lr;
+    lr.lr = 0.1f;
+    b.apply(OpKind::sgd, {w, gw}, lr);
+    b.mark_output(matmul(b, x, w));
+  });
+  std::vector<int> order;
+  int reader = -1;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].op == OpKind::matmul && g.nodes[n].inputs[1] != g.nodes[n].inputs[0]) reader = static_cast<int>(n);
+    else order.push_back(static_cast<int>(n));
+  }
+  REQUIRE(reader >= 0);
+  order.push_back(reader);  // after the update
+  const std::vector<bool> side = side_lane_nodes(g, order);
+  CHECK(std::count(side.begin(), side.end(), true) == 0);
+  // Read before the update, the same graph marks the gradient and the update.
+  order.pop_back();
+  order.insert(order.begin(), reader);
+  const std::vector<bool> side2 = side_lane_nodes(g, order);
+  CHECK(std::count(side2.begin(), side2.end(), true) == 2);
 }
 
 TEST_CASE("passes: compile records their time and what each did") {
