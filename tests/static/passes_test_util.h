@@ -44,7 +44,9 @@ inline void check_same_training(const ModelFn& model, PassSet set, int steps, Co
   fused.passes = set;
   CompiledPlan a = compile(model, base);
   CompiledPlan b = compile(model, fused);
-  CHECK(b.graph->nodes.size() < a.graph->nodes.size());
+  // Every pass but lanes (which marks nodes, static/passes/lanes.cpp) removes nodes.
+  if (set == PassSet::only(PassId::lanes)) CHECK(b.graph->nodes.size() == a.graph->nodes.size());
+  else CHECK(b.graph->nodes.size() < a.graph->nodes.size());
   CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");
   const std::vector<std::vector<float>> values = make_values(*a.graph, 3);
   const Feeds feeds = feeds_from(*a.graph, values);
