@@ -286,9 +286,10 @@ TABLES = {
     "compiler-launch": tab_compiler_launch,
 }
 
-# The same sweep with GEMM tuning on (tg-train --gemm-autotune) and with every GEMM on
-# cuBLASLt (TG_SMALL_GEMM=0), from the same session as train_passes.json.
-TUNED, CUBLASLT = "train_passes_tuned", "train_passes_cublaslt"
+# The same sweep with every GEMM on cuBLASLt (TG_SMALL_GEMM=0, the session of
+# train_passes.json), and with GEMM tuning on (tg-train --gemm-autotune) next to a run without
+# it from the same session (train_passes_untuned.json).
+TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", "train_passes_untuned", "train_passes_cublaslt"
 
 
 def _other(name, model, mode, passes, **p):
@@ -297,6 +298,9 @@ def _other(name, model, mode, passes, **p):
 
 _tuned_tfm_infer = _other(TUNED, "transformer", "inference", "all")
 _tuned_tfm_train = _other(TUNED, "transformer", "train", "all")
+_untuned_tfm_infer = _other(UNTUNED, "transformer", "inference", "all")
+_untuned_tfm_train = _other(UNTUNED, "transformer", "train", "all")
+_mlp32_lanes_train = _other(TRAIN, "mlp", "train", "lanes", width=256)
 _tuned_mlp32_train = _other(TUNED, "mlp", "train", "all", width=256)
 _lt_mlp32_train = _other(CUBLASLT, "mlp", "train", "all", width=256)
 _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
@@ -305,6 +309,9 @@ _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
 VALUES = {
     "compiler.tuned_tfm_infer": _tuned_tfm_infer,
     "compiler.tuned_tfm_train": _tuned_tfm_train,
+    "compiler.untuned_tfm_infer": _untuned_tfm_infer,
+    "compiler.untuned_tfm_train": _untuned_tfm_train,
+    "compiler.mlp32_lanes_train": _mlp32_lanes_train,
     "compiler.tuned_mlp32_train": _tuned_mlp32_train,
     "compiler.lt_mlp32_train": _lt_mlp32_train,
     "compiler.lt_mlp32_infer": _lt_mlp32_infer,

@@ -15,7 +15,7 @@ from . import common
 from .common import ROOT, Missing, size_name, table
 
 # The newest full ctest of the GPU machine that docs/results keeps (every test, CPU and GPU).
-CTEST_LOG = "h200-logs/ctest-a914896.log"
+CTEST_LOG = "h200-logs/ctest-868de90.log"
 
 _cache = {}
 

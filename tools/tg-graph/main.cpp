@@ -184,7 +184,8 @@ int main(int argc, char** argv) {
                   "must have a loss output");
     sub->add_option("--passes", passes_text,
                     "Apply these graph passes first: none, all, or a comma list of rows, linear, elementwise, "
-                    "optimizer (each prints its node counts on stderr)")
+                    "optimizer, lanes (each prints its node counts on stderr; lanes marks nodes for a second CUDA "
+                    "stream and changes none)")
         ->check(CLI::Validator([](std::string& v) {
           try {
             tg::parse_passes(v);
