@@ -141,6 +141,15 @@ tg::Graph shown_graph(const std::string& path, bool training, const std::string&
   for (const tg::PassStats& st : stats)
     say(fmt::format("tg-graph: pass {}: {} -> {} nodes", tg::pass_name(st.pass), st.nodes_before, st.nodes_after));
   tg::validate(g);
+  if (passes.has(tg::PassId::lanes)) {  // it marks nodes rather than rewriting them: name the marked ones
+    const std::vector<bool> side = tg::side_lane_nodes(g, g.topo_order());
+    std::string names;
+    int count = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      if (side[n]) names += (count++ ? ", " : "") + tg::listed(g.nodes[n].name);
+    say(fmt::format("tg-graph: pass lanes: {} of {} nodes on the side stream{}{}", count, g.nodes.size(),
+                    count ? ": " : "", names));
+  }
   return g;
 }
 
