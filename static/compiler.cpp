@@ -63,7 +63,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   t.passes = ms_since(t0);
   t0 = Clock::now();
   validate(graph);  // names the node, op and shapes of every problem
-  const std::vector<int> order = graph.topo_order();
+  std::vector<int> order = graph.topo_order();
   t.validate = ms_since(t0);
 
   std::shared_ptr<Backend> backend = opt.backend;
@@ -82,6 +82,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
     po.live_to_end = side_lane_nodes(graph, order);
     if (std::find(po.live_to_end.begin(), po.live_to_end.end(), true) == po.live_to_end.end()) po.live_to_end.clear();
     else po.workspace_bytes = 2 * ((po.workspace_bytes + 255) / 256 * 256);  // a half per stream
+    if (!po.live_to_end.empty() && lanes_early_updates()) order = hoist_side_nodes(graph, order, po.live_to_end);
   }
   MemoryPlan plan = plan_memory(graph, order, po);
   t.plan = ms_since(t0);

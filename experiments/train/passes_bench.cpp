@@ -110,6 +110,7 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
         if (cuda) {  // which GEMM kernels the numbers are of (docs/architecture.md)
           m->extra["small_gemm"] = kernels::cuda::small_gemm_enabled() ? 1 : 0;
           m->extra["gemm_tuned"] = kernels::cuda::gemm_autotune_enabled() ? 1 : 0;
+          m->extra["lanes_early"] = lanes_early_updates() ? 1 : 0;
         }
 #endif
       }

@@ -23,6 +23,10 @@ timeout "${TG_SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck --leak-check 
   -tc='cuda fused*,cuda small GEMM*,cuda GEMM family*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*,cuda GEMM tuning*' \
   > "$res/memcheck.log" 2>&1
 say "memcheck rc=$? in $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)"
+t0=$SECONDS
+timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/static/tg_static_cuda_test" -tc='*lanes*' \
+  > "$res/memcheck-lanes.log" 2>&1
+say "memcheck (lanes) rc=$? in $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY' "$res/memcheck-lanes.log" | tail -1)"
 kernels='add,mul,relu,scale,bias_add,fused_elementwise,sgd_momentum,sgd_momentum_multi,transpose,transpose_heads,reduce_sum_rows,reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta,softmax,layernorm'
 t0=$SECONDS
 timeout 180 "$build/experiments/kernels/tg-kernels" --device 0 --ops "$kernels" --min-bytes $((64 << 20)) \
@@ -48,6 +52,12 @@ timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes swee
   --json "$out/train_passes_tuned.json" > "$res/train_tuned.txt" 2> "$res/train_tuned.err"
 say "tg-train --gemm-autotune rc=$? in $((SECONDS - t0)) s"
 grep -E "^(pass_replay .*passes=(none|all) |gemm_floor)" "$res/train_tuned.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+# Early updates of the lanes pass (large updates apart, on the side stream as soon as they can run).
+t0=$SECONDS
+TG_LANES_EARLY=1 timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep \
+  --json "$out/train_passes_early.json" > "$res/train_early.txt" 2> "$res/train_early.err"
+say "tg-train TG_LANES_EARLY=1 rc=$? in $((SECONDS - t0)) s"
+grep -E "^(pass_replay .*passes=(none|lanes|all) )" "$res/train_early.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$out/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"

@@ -17,8 +17,10 @@
 // (a parameter an update changes, say); where that would happen, the pass marks nothing
 // at all. The memory planner keeps every value a side node touches alive to the end of
 // the step (PlanOptions::live_to_end), so no later node reuses its bytes meanwhile.
+#include <algorithm>
 #include <string_view>
 
+#include "kernels/env_switch.h"
 #include "static/passes/pass.h"
 
 namespace tg {
@@ -28,7 +30,12 @@ namespace {
 bool is_update(OpKind op) { return std::string_view(op_traits(op).family) == "optimizer"; }
 bool is_gemm(OpKind op) { return std::string_view(op_traits(op).family) == "matmul"; }
 
+kernels::EnvSwitch g_early("TG_LANES_EARLY", false);
+
 }  // namespace
+
+bool lanes_early_updates() { return g_early.on(); }
+void set_lanes_early_updates(bool on) { g_early.set(on); }
 
 std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule) {
   const size_t nn = g.nodes.size(), nv = g.values.size();
@@ -74,6 +81,65 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
         return std::vector<bool>(nn, false);
   }
   return side;
+}
+
+std::vector<int> hoist_side_nodes(const Graph& g, const std::vector<int>& schedule, const std::vector<bool>& side) {
+  // What a side node waits for on the main stream, as a position in `schedule`: the main
+  // producers of its inputs and, for an update (it writes its inputs in place), every earlier
+  // main reader of them; and what the side nodes that make its inputs wait for.
+  const auto is_side = [&](int n) { return side[static_cast<size_t>(n)]; };
+  std::vector<int> main_producer_pos(g.values.size(), -1);
+  for (size_t s = 0; s < schedule.size(); ++s)
+    if (!is_side(schedule[s]))
+      for (int o : g.nodes[static_cast<size_t>(schedule[s])].outputs) main_producer_pos[static_cast<size_t>(o)] = static_cast<int>(s);
+  std::vector<int> last_main_reader(g.values.size(), -1);  // running, as the schedule is walked
+  std::vector<int> side_ready(g.values.size(), -1);        // per value a side node makes: its node's ready point
+  std::vector<int> side_reader_ready(g.values.size(), -1); // per value: the latest ready point of a side reader
+  std::vector<int> side_queue, ready_after;
+  for (size_t s = 0; s < schedule.size(); ++s) {
+    const int n = schedule[s];
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    if (!is_side(n)) {
+      for (int in : node.inputs) last_main_reader[static_cast<size_t>(in)] = static_cast<int>(s);
+      continue;
+    }
+    int after = -1;
+    for (int in : node.inputs) {
+      after = std::max({after, main_producer_pos[static_cast<size_t>(in)], side_ready[static_cast<size_t>(in)]});
+      if (is_update(node.op))
+        after = std::max({after, last_main_reader[static_cast<size_t>(in)], side_reader_ready[static_cast<size_t>(in)]});
+    }
+    for (int o : node.outputs) side_ready[static_cast<size_t>(o)] = after;
+    for (int in : node.inputs) side_reader_ready[static_cast<size_t>(in)] = std::max(side_reader_ready[static_cast<size_t>(in)], after);
+    side_queue.push_back(n);
+    ready_after.push_back(after);
+  }
+  // The side stream's order: by ready point, ties in schedule order (which puts a side node
+  // before the side nodes that read it: their ready point is never earlier).
+  std::vector<size_t> by_ready(side_queue.size());
+  for (size_t i = 0; i < by_ready.size(); ++i) by_ready[i] = i;
+  std::stable_sort(by_ready.begin(), by_ready.end(), [&](size_t a, size_t b) { return ready_after[a] < ready_after[b]; });
+  std::vector<int> queue, ready;
+  for (size_t i : by_ready) {
+    queue.push_back(side_queue[i]);
+    ready.push_back(ready_after[i]);
+  }
+  side_queue.swap(queue);
+  ready_after.swap(ready);
+  // The main nodes in their order; after each, the side nodes that are ready by then.
+  std::vector<int> out;
+  size_t next = 0;
+  auto emit_ready = [&](int upto) {
+    for (; next < side_queue.size() && ready_after[next] <= upto; ++next) out.push_back(side_queue[next]);
+  };
+  emit_ready(-1);
+  for (size_t s = 0; s < schedule.size(); ++s) {
+    if (is_side(schedule[s])) continue;
+    out.push_back(schedule[s]);
+    emit_ready(static_cast<int>(s));
+  }
+  emit_ready(static_cast<int>(schedule.size()));
+  return out;
 }
 
 }  // namespace tg

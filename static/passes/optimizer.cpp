@@ -39,7 +39,9 @@ std::string unused_name(const Graph& g, const std::unordered_set<std::string>& t
 
 }  // namespace
 
-Graph pass_optimizer(const Graph& g) {
+Graph pass_optimizer(const Graph& g) { return pass_optimizer(g, 0); }
+
+Graph pass_optimizer(const Graph& g, int64_t split_bytes) {
   // How many updates write each value, and the values some update reads as a gradient.
   std::unordered_map<int, int> writes;
   std::unordered_set<int> grads;
@@ -60,19 +62,27 @@ Graph pass_optimizer(const Graph& g) {
   struct Group {
     OpKind op;
     float lr, momentum;
+    int source;  // the node that made the gradients (large updates with split_bytes), else -1
     std::vector<int> nodes;
+  };
+  auto source_of = [&](const Node& n) {
+    const ValueInfo& param = g.values[static_cast<size_t>(n.inputs[0])];
+    if (split_bytes <= 0 || param.bytes() < split_bytes) return -1;
+    return g.values[static_cast<size_t>(n.inputs[1])].producer;
   };
   std::vector<Group> groups;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if ((n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) || !fusable(n)) continue;
     const bool momentum = n.op == OpKind::sgd_momentum;
+    const int source = source_of(n);
     Group* found = nullptr;
     for (Group& gr : groups)
-      if (gr.op == n.op && same_bits(gr.lr, n.attrs.lr) && (!momentum || same_bits(gr.momentum, n.attrs.momentum)))
+      if (gr.op == n.op && same_bits(gr.lr, n.attrs.lr) && (!momentum || same_bits(gr.momentum, n.attrs.momentum)) &&
+          gr.source == source)
         found = &gr;
     if (!found) {
-      groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, {}});
+      groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, source, {}});
       found = &groups.back();
     }
     found->nodes.push_back(static_cast<int>(i));

@@ -63,8 +63,26 @@ Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
 Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp
 Graph pass_optimizer(const Graph& g);    // static/passes/optimizer.cpp
+// The same, with the updates whose parameter has at least split_bytes bytes grouped by the
+// node that made their gradient (one multi update per weight-gradient GEMM) instead of
+// all together; split_bytes 0: all together.
+Graph pass_optimizer(const Graph& g, int64_t split_bytes);
 // The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side
 // stream when the nodes run in the order `schedule`. The graph is left as it is.
 std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule);
+// Early updates (off by default until measured; TG_LANES_EARLY=1 or the setter turns them
+// on): with the lanes pass, the optimizer pass keeps the update of each large weight
+// gradient (kEarlyUpdateBytes or more) apart, beside the GEMM that made it, and the
+// compiler moves side nodes up (hoist_side_nodes), so that a large model's updates run
+// on the side stream while the main stream computes the input gradients of the layers below.
+bool lanes_early_updates();
+void set_lanes_early_updates(bool on);
+inline constexpr int64_t kEarlyUpdateBytes = int64_t{4} << 20;
+// The schedule with every side node moved up to just after the last main node it waits
+// for (its inputs' producers; for an update, every earlier reader of what it writes),
+// side nodes keeping their order: so a side node starts as soon as it can, not where the
+// topological order happened to put it. Still a topological order that keeps every
+// reader of a parameter before its update, so a serial run gives the same bits.
+std::vector<int> hoist_side_nodes(const Graph& g, const std::vector<int>& schedule, const std::vector<bool>& side);
 
 }  // namespace tg

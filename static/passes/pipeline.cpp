@@ -66,7 +66,9 @@ Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
       case PassId::rows: g = pass_rows(g); break;
       case PassId::linear: g = pass_linear(g); break;
       case PassId::elementwise: g = pass_elementwise(g); break;
-      case PassId::optimizer: g = pass_optimizer(g); break;
+      case PassId::optimizer:
+        g = pass_optimizer(g, set.has(PassId::lanes) && lanes_early_updates() ? kEarlyUpdateBytes : 0);
+        break;
       case PassId::lanes: break;  // marks nodes after scheduling (side_lane_nodes); rewrites nothing
     }
     if (stats)

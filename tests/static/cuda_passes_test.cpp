@@ -73,6 +73,15 @@ TEST_CASE("passes on CUDA: the lanes pass (a side stream) gives the serial bits,
     plain.use_cuda_graph = false;
     check_same_training(mlp(), set, 3, plain);
   }
+  // Early updates (TG_LANES_EARLY): 4 MiB weights, each update apart and moved up on the side
+  // stream, on cuBLASLt GEMMs.
+  {
+    const bool was = lanes_early_updates();
+    set_lanes_early_updates(true);
+    const ModelFn big = mlp_model(mlp_config(64, 1024, 1024, 4, 10));
+    check_same_training(big, exact.with(PassId::lanes).with(PassId::linear), 3, on_gpu());
+    set_lanes_early_updates(was);
+  }
   // The marked nodes run on the side stream: the plan says so, and the kernels are the same.
   CompileOptions lanes = on_gpu();
   lanes.passes = PassSet::only(PassId::lanes);

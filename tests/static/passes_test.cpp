@@ -225,6 +225,54 @@ TEST_CASE("lanes pass: a later node reading what a side node writes marks nothin
   CHECK(std::count(side2.begin(), side2.end(), true) == 2);
 }
 
+// Sets the early-updates switch of the lanes pass for a scope.
+struct EarlyUpdates {
+  bool was = lanes_early_updates();
+  explicit EarlyUpdates(bool on) { set_lanes_early_updates(on); }
+  ~EarlyUpdates() { set_lanes_early_updates(was); }
+};
+
+TEST_CASE("lanes pass, early updates: a large weight's update apart, moved up to where it can run, the serial bits") {
+  // Four layers of 1024 x 1024 (4 MiB each, kEarlyUpdateBytes) but the last [1024, 10].
+  const ModelFn big = mlp_model(mlp_config(8, 1024, 1024, 4, 10));
+  const PassSet set = PassSet::only(PassId::linear).with(PassId::optimizer).with(PassId::lanes);
+  EarlyUpdates on(true);
+  const Graph step = run_passes(build_training_graph(big), set);
+  CHECK(count(step, OpKind::sgd_momentum) == 3);        // w0, w1, w2, each alone
+  CHECK(count(step, OpKind::sgd_momentum_multi) == 1);  // w3 and the biases, together
+  const std::vector<int> topo = step.topo_order();
+  const std::vector<bool> side = side_lane_nodes(step, topo);
+  const std::vector<int> order = hoist_side_nodes(step, topo, side);
+  REQUIRE(order.size() == topo.size());
+  std::vector<int> at(step.nodes.size(), -1);
+  for (size_t s = 0; s < order.size(); ++s) at[static_cast<size_t>(order[s])] = static_cast<int>(s);
+  // Still a topological order, and every reader of a parameter comes before its update.
+  int w2_update = -1, w1_reader = -1;
+  for (size_t n = 0; n < step.nodes.size(); ++n) {
+    const Node& node = step.nodes[n];
+    CHECK(at[n] >= 0);
+    for (int in : node.inputs) {
+      const int p = step.values[static_cast<size_t>(in)].producer;
+      if (p >= 0) CHECK(at[static_cast<size_t>(p)] < at[n]);
+    }
+    if (node.op != OpKind::sgd_momentum) continue;
+    const std::string& param = step.values[static_cast<size_t>(node.inputs[0])].name;
+    for (size_t r = 0; r < step.nodes.size(); ++r)
+      if (r != n && std::count(step.nodes[r].inputs.begin(), step.nodes[r].inputs.end(), node.inputs[0]) > 0) {
+        CHECK(at[r] < at[n]);
+        if (param == "mlp.l1.w" && step.nodes[r].op == OpKind::matmul_act_grad) w1_reader = static_cast<int>(r);
+      }
+    if (param == "mlp.l2.w") w2_update = static_cast<int>(n);
+  }
+  // w2's update no longer waits for the end of the step: it is issued before the input
+  // gradient of layer 1 (which reads w1) runs.
+  REQUIRE(w2_update >= 0);
+  REQUIRE(w1_reader >= 0);
+  CHECK(at[static_cast<size_t>(w2_update)] < at[static_cast<size_t>(w1_reader)]);
+  // And the compiled step (this order, this plan) trains to the unfused graph's bits.
+  check_same_training(big, set, 2);
+}
+
 TEST_CASE("passes: compile records their time and what each did") {
   CompileOptions o;
   o.passes = PassSet::all();
