@@ -111,26 +111,32 @@ Lead leading_dims(const MatmulPlan& p) {
   return {p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.n};
 }
 
+// The product's geometry, into the fields LtKey and SmallGemm share by name: the
+// transposes, m, n, k, the leading dims and, for a strided batch, the batch and strides.
+template <typename Product>
+void set_geometry(Product& out, const MatmulPlan& p) {
+  out.trans_a = p.trans_a;
+  out.trans_b = p.trans_b;
+  out.m = p.m;
+  out.n = p.n;
+  out.k = p.k;
+  const Lead ld = leading_dims(p);
+  out.lda = ld.a;
+  out.ldb = ld.b;
+  out.ldd = ld.d;
+  if (p.batched) {
+    out.batch = p.batch;
+    out.stride_a = p.stride_a;
+    out.stride_b = p.stride_b;
+  }
+}
+
 LtKey lt_key(const GemmCall& g, bool tf32) {
-  const MatmulPlan& p = g.plan;
   LtKey k;
-  k.trans_a = p.trans_a;
-  k.trans_b = p.trans_b;
+  set_geometry(k, g.plan);
   k.tf32 = tf32;
   k.accumulate = g.accumulate;
   k.epilogue = g.epilogue;
-  k.m = p.m;
-  k.n = p.n;
-  k.k = p.k;
-  const Lead ld = leading_dims(p);
-  k.lda = ld.a;
-  k.ldb = ld.b;
-  k.ldd = ld.d;
-  if (p.batched) {
-    k.batch = p.batch;
-    k.stride_a = p.stride_a;
-    k.stride_b = p.stride_b;
-  }
   k.align_a = lt_alignment(g.a);
   k.align_b = lt_alignment(g.b);
   k.align_c = lt_alignment(g.accumulate ? g.c : g.d);
@@ -154,21 +160,8 @@ SmallGemm small_of(const GemmCall& g) {
   s.b = g.b;
   s.d = g.d;
   s.c = g.accumulate ? g.c : nullptr;
-  s.batch = p.batch;
-  s.m = p.m;
-  s.n = p.n;
-  s.k = p.k;
-  s.trans_a = p.trans_a;
-  s.trans_b = p.trans_b;
-  const Lead ld = leading_dims(p);
-  s.lda = ld.a;
-  s.ldb = ld.b;
-  s.ldd = ld.d;
-  if (p.batched) {
-    s.stride_a = p.stride_a;
-    s.stride_b = p.stride_b;
-    s.stride_d = p.m * p.n;
-  }
+  set_geometry(s, p);
+  if (p.batched) s.stride_d = p.m * p.n;
   switch (g.epilogue) {
     case LtEpilogue::none: break;
     case LtEpilogue::bias: s.bias = g.bias; break;
