@@ -35,6 +35,8 @@
 //     instead of two. Expected: most of the per-tile gap gone at 64 MB.
 //  2: as 1 here (the column frame's variant 2, reduce.cuh, changes only the wide-row
 //     path's dbeta); finish_kernel over 256 partials stays a second launch.
+//  3: as 2 here (not written for this kernel yet); the wide-row path's dbeta takes the
+//     column frame's variant 3 (reduce.cu), so past 4096 columns dbeta has other bits.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>

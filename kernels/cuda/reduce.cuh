@@ -46,7 +46,14 @@
 //     block partials to finish (a counter per tile, col_done_slots) adds the 32 partials
 //     of its 128 columns itself. One launch instead of two: saves finish_kernel's wait
 //     for the whole grid, its launch and its L2 round trip (~1-2 us).
+//  3: not this order: a block per (column tile, group, slice of 4 tiles), the slice sums
+//     added by a second launch (reduce_cols_slices_kernel below; reduce.cu says why).
+//     Deterministic and padding-exact, to other bits past 4096 rows. Only where 0-2
+//     split (len > 128, few column tiles) and the scratch holds a column tile's slice
+//     sums; otherwise the call runs variant 2.
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 
@@ -176,6 +183,19 @@ __device__ __forceinline__ void col_group_sum(const Load& load, const ColShape& 
   }
 }
 
+// Column tile `tile`: its outer index o, first column c0, lane's columns and which exist.
+template <bool kVec>
+__device__ __forceinline__ void tile_columns(const ColShape& sh, int64_t tile, int lane, int64_t& o, int64_t& c0,
+                                             int64_t (&col)[4], bool (&ok)[4]) {
+  o = tile / sh.n_ct;
+  c0 = (tile % sh.n_ct) * kColWidth;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    col[i] = c0 + col_of<kVec>(lane, i);
+    ok[i] = col[i] < sh.inner;
+  }
+}
+
 // Variant 2's end of a split launch: the block partials of column tile blockIdx.x that
 // arrive count on done[blockIdx.x]; the last to arrive adds the tile's nb partials, a
 // thread per column, in the order finish_kernel does (one ordered sum: nb <= 32), so the
@@ -219,16 +239,9 @@ __global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape
   pdl::prologue();
   __shared__ double wsum[kColWarps][4][32];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int64_t tile = sh.tile0 + blockIdx.x;
-  const int64_t o = tile / sh.n_ct;
-  const int64_t c0 = (tile % sh.n_ct) * kColWidth;
-  int64_t col[4];
+  int64_t o = 0, c0 = 0, col[4];
   bool ok[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    col[i] = c0 + col_of<kVec>(lane, i);
-    ok[i] = col[i] < sh.inner;
-  }
+  tile_columns<kVec>(sh, sh.tile0 + blockIdx.x, lane, o, c0, col, ok);
   const int64_t base = o * sh.len * sh.inner;
   double total[4] = {0.0, 0.0, 0.0, 0.0};
   const int b_end = kSplit ? static_cast<int>(blockIdx.y) + 1 : sh.nb;
@@ -270,6 +283,93 @@ __global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape
 // on several streams) get different ones unless 65536 counters were taken in between.
 unsigned* col_done_slots(int64_t n);
 
+// ---- variant 3: slices of groups in separate blocks ----------------------------------
+// Block (column tile, group g, slice s) of kSliceTiles warps: warp w sums tile
+// k = kSliceTiles s + w of group g (rows (256 k + g) * 16 .. + 15, in increasing order),
+// the block adds its warps' tile sums in warp order and writes the slice sum to
+// part[(o * inner + column - out0) * ng * nsl + g * nsl + s]. Slice boundaries are fixed
+// by the tile index alone, so zero rows appended only add +0.0 to a tile, a slice or a
+// group, or make new all-zero tiles and slices. slice_finish_kernel (reduce.cu) adds,
+// per column, each group's slices in order, groups 8b..8b+7 in order (lane b), and the
+// 32 lane sums in order: the frame's order of groups, with a group's rows associated by
+// tiles and slices. For len <= 4096 (a tile per group) that is the frame's sum itself.
+constexpr int kSliceTiles = 4;  // tiles of a group per slice, one per warp
+
+template <bool kVec, typename Load>
+__global__ void __launch_bounds__(kSliceTiles * 32, 4) reduce_cols_slices_kernel(Load load, ColShape sh, int ng,
+                                                                                 int64_t nsl, double* part,
+                                                                                 int64_t out0) {
+  pdl::prologue();
+  __shared__ double wsum[kSliceTiles][4][32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t g = blockIdx.y, s = blockIdx.z;
+  int64_t o = 0, c0 = 0, col[4];
+  bool ok[4];
+  tile_columns<kVec>(sh, sh.tile0 + blockIdx.x, lane, o, c0, col, ok);
+  const int64_t r0 = ((s * kSliceTiles + w) * kColGroups + g) * kColTile;
+  double acc[4] = {0.0, 0.0, 0.0, 0.0};
+  if (ok[0] && r0 < sh.len) {
+    float4 v[kColTile];
+    load_col_rows<kVec>(load, o * sh.len * sh.inner, r0, sh.len, sh.inner, col, ok, v);
+    add_rows(acc, v);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) wsum[w][i][lane] = acc[i];
+  __syncthreads();
+  if (w != 0) return;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    double p = 0.0;
+#pragma unroll
+    for (int k = 0; k < kSliceTiles; ++k) p += wsum[k][i][lane];
+    if (ok[i]) part[(o * sh.inner + col[i] - out0) * (ng * nsl) + g * nsl + s] = p;
+  }
+}
+
+// out[k] (+)= scale * the sum of part[k * ng * nsl ...] in variant 3's order (above), a
+// warp per output. Defined in reduce.cu.
+void launch_slice_finish(const double* part, int ng, int64_t nsl, int64_t n, float* y, double scale, bool accumulate,
+                         cudaStream_t s);
+
+// The outputs of column tiles [t0, t0 + n) are contiguous: from the first tile's first
+// column to the last tile's last one. Returns them as [first, end).
+inline void col_tile_outputs(const ColShape& sh, int64_t t0, int64_t n, int64_t& first, int64_t& end) {
+  first = (t0 / sh.n_ct) * sh.inner + (t0 % sh.n_ct) * kColWidth;
+  const int64_t last = t0 + n - 1;
+  const int64_t end_col = ((last % sh.n_ct) + 1) * kColWidth;
+  end = (last / sh.n_ct) * sh.inner + (end_col < sh.inner ? end_col : sh.inner);
+}
+
+// Variant 3's launches: for each run of column tiles whose slice sums fit the scratch,
+// reduce_cols_slices_kernel over (tiles, groups, slices) and slice_finish_kernel.
+// Returns false, launching nothing, when one column tile's slice sums (8 bytes x 128
+// columns x groups x slices: 256 KiB per 64K rows at 256 groups) exceed the scratch;
+// the caller then runs variant 2 instead, whose bits differ (so padding is exact only
+// while the padded length still fits: up to 524288 rows in the backend's 8 MiB).
+template <typename Load>
+bool launch_reduce_cols_slices(const Load& load, bool vec, ColShape sh, float* y, double scale, bool accumulate,
+                               void* scratch, size_t scratch_bytes, cudaStream_t s) {
+  const int64_t ntiles = (sh.len + kColTile - 1) / kColTile;
+  const int ng = static_cast<int>(ntiles < kColGroups ? ntiles : kColGroups);
+  const int64_t nsl = ((ntiles + kColGroups - 1) / kColGroups + kSliceTiles - 1) / kSliceTiles;
+  const int64_t per_tile = int64_t{kColWidth} * ng * nsl * static_cast<int64_t>(sizeof(double));
+  const int64_t fit = scratch ? static_cast<int64_t>(scratch_bytes) / per_tile : 0;
+  if (fit < 1 || nsl > 65535) return false;
+  const int64_t tiles = sh.outer * sh.n_ct;
+  auto k = vec ? reduce_cols_slices_kernel<true, Load> : reduce_cols_slices_kernel<false, Load>;
+  double* part = static_cast<double*>(scratch);
+  for (int64_t t0 = 0; t0 < tiles; t0 += fit) {
+    const int64_t n = tiles - t0 < fit ? tiles - t0 : fit;
+    sh.tile0 = t0;
+    int64_t out0 = 0, out1 = 0;
+    col_tile_outputs(sh, t0, n, out0, out1);
+    launch(TG_LAUNCH_SITE, k, dim3(static_cast<unsigned>(n), static_cast<unsigned>(ng), static_cast<unsigned>(nsl)),
+           kSliceTiles * 32, s, load, sh, ng, nsl, part, out0);
+    launch_slice_finish(part, ng, nsl, out1 - out0, y + out0, scale, accumulate, s);
+  }
+  return true;
+}
+
 template <bool kSplit, typename Load>
 auto cols_kernel(int variant, bool vec) {
   if constexpr (kSplit) {
@@ -287,15 +387,29 @@ auto cols_kernel(int variant, bool vec) {
 template <typename Load>
 void launch_reduce_cols(const Load& load, bool vec, float* y, int64_t outer, int64_t len, int64_t inner, double scale,
                         bool accumulate, void* scratch, size_t scratch_bytes, cudaStream_t s) {
-  const int variant = col_reduce_variant();
+  int variant = col_reduce_variant();
   ColShape sh{outer, len, inner, (inner + kColWidth - 1) / kColWidth, 0, 0};
   const int64_t nb = (len + kColWarps * kColTile - 1) / (kColWarps * kColTile);
   sh.nb = static_cast<int>(nb < 1 ? 1 : nb > kColParts ? kColParts : nb);
   const int64_t tiles = outer * sh.n_ct;
+  const bool few_tiles = tiles < 4 * static_cast<int64_t>(sm_count());
+  // Variant 3 where the others would split (len > 128, so it never takes the looped
+  // path's bits for a length where its own differ: they agree up to 4096 rows); when
+  // its slice sums do not fit the scratch, this call runs variant 2 (see above).
+  // Only plain loads: the other (layernorm's dy * xhat) never gets scratch, and its
+  // slices kernel would spill.
+  if (variant == 3) {
+    if constexpr (std::is_same_v<Load, PlainLoad>) {
+      if (sh.nb > 1 && few_tiles &&
+          launch_reduce_cols_slices(load, vec, sh, y, scale, accumulate, scratch, scratch_bytes, s))
+        return;
+    }
+    variant = 2;
+  }
   const int64_t per_tile = int64_t{kColWidth} * sh.nb * static_cast<int64_t>(sizeof(double));
   const int64_t fit = scratch ? static_cast<int64_t>(scratch_bytes) / per_tile : 0;
   // Split only when looping would leave SMs idle: 4 blocks per SM is enough without.
-  const bool split = sh.nb > 1 && tiles < 4 * static_cast<int64_t>(sm_count()) && fit >= 1;
+  const bool split = sh.nb > 1 && few_tiles && fit >= 1;
   const int64_t per_launch = split ? fit : int64_t{0x7fffffff};
   for (int64_t t0 = 0; t0 < tiles; t0 += per_launch) {
     const int64_t n = tiles - t0 < per_launch ? tiles - t0 : per_launch;
@@ -305,12 +419,8 @@ void launch_reduce_cols(const Load& load, bool vec, float* y, int64_t outer, int
              sh, y, nullptr, int64_t{0}, nullptr, scale, accumulate);
       continue;
     }
-    // The outputs of tiles [t0, t0 + n) are contiguous: from the first tile's first
-    // column to the last tile's last one.
-    const int64_t out0 = (t0 / sh.n_ct) * inner + (t0 % sh.n_ct) * kColWidth;
-    const int64_t last = t0 + n - 1;
-    const int64_t end_col = ((last % sh.n_ct) + 1) * kColWidth;
-    const int64_t out1 = (last / sh.n_ct) * inner + (end_col < inner ? end_col : inner);
+    int64_t out0 = 0, out1 = 0;
+    col_tile_outputs(sh, t0, n, out0, out1);
     double* part = static_cast<double*>(scratch);
     unsigned* done = variant == 2 ? col_done_slots(n) : nullptr;
     launch(TG_LAUNCH_SITE, cols_kernel<true, Load>(variant, vec),

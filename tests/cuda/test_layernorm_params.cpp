@@ -3,8 +3,8 @@
 // row, two chunks per thread, the wide-row path past 4096), one row to many groups,
 // aligned and not; dbeta against the column sums of dy; layernorm_grad_gamma's bits;
 // the same bits run to run and with zero rows appended; a clear error without scratch.
-// All in every column-reduction variant (kernels::cuda::set_col_reduce_variant), which
-// give the same bits too.
+// All in every column-reduction variant (kernels::cuda::set_col_reduce_variant), 0 to 2
+// to the same bits too (3 as well up to 4096 columns).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -66,9 +66,11 @@ TEST_CASE("cuda layernorm_grad_gamma_beta against the CPU; dbeta is the column s
           INFO(what);
           const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
           Grads& v0 = variant0[unaligned ? 1 : 0];
+          // Variant 3 is 2 in layernorm_params.cu's kernel; past 4096 columns its dbeta
+          // is reduce_sum's variant 3 (another order).
           if (v == 0) {
             v0 = got;
-          } else {
+          } else if (v < 3 || cols <= 4096) {
             CHECK(compare("dgamma vs variant 0 " + what, got.dgamma, v0.dgamma, Tol{0, 0}) == 0);
             CHECK(compare("dbeta vs variant 0 " + what, got.dbeta, v0.dbeta, Tol{0, 0}) == 0);
           }

@@ -1,6 +1,7 @@
 // Reductions, broadcast, layernorm_grad_gamma and mse_loss, plus the
 // determinism the executors rely on: the same launch twice gives the same bits. The
-// column reductions in every variant (kernels::cuda::set_col_reduce_variant).
+// column reductions in every variant (kernels::cuda::set_col_reduce_variant), against the
+// CPU within the tolerance.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -221,7 +222,8 @@ TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
   TG_REQUIRE_GPU();
   // Run each reduction-like op twice on the same inputs; both GPU runs must agree
   // bitwise (static and dynamic executors replay the same kernels). The reductions in
-  // every column-reduction variant, all of them to the same bits.
+  // every column-reduction variant, 0 to 2 all to the same bits (3 to its own for
+  // reduce_sum's columns).
   for (OpKind op : {OpKind::reduce_sum, OpKind::softmax, OpKind::layernorm_grad_gamma, OpKind::mse_loss}) {
     std::vector<float> variant0;
     for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) {
@@ -274,9 +276,10 @@ TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
         (run == 0 ? first : second) = std::move(h);
       }
       CHECK(compare(std::string(op_name(op)) + " run 2 vs run 1", second, first, Tol{0, 0}) == 0);
+      // Variant 3 sums reduce_sum's columns in another order (reduce.cu); elsewhere it is 2.
       if (v == 0)
         variant0 = first;
-      else
+      else if (v < 3 || op != OpKind::reduce_sum)
         CHECK(compare(std::string(op_name(op)) + " vs variant 0", first, variant0, Tol{0, 0}) == 0);
     }
   }
