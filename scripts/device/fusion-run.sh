@@ -35,6 +35,15 @@ say "tg-kernels rc=$? in $((SECONDS - t0)) s"
 [ -s "$res/kernels.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
   { printf "  %-26s %4d MiB %9.1f us %6.1f %%\n", $col["name"], $col["param.size_bytes"] / 1048576,
            $col["median"] * 1e6, $col["extra.pct_of_copy"] }' "$res/kernels.csv" | tee -a "$summary"
+# Every column-reduction variant (TG_COLREDUCE, kernels/cuda/reduce.cu) on the three kernels it drives;
+# the tables stay in the tarball.
+for k in 0 1 2 3; do
+  TG_COLREDUCE=$k timeout 60 "$build/experiments/kernels/tg-kernels" --device 0 \
+    --ops reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta --min-bytes $((64 << 20)) \
+    --max-bytes $((256 << 20)) --no-matmul > "$res/colreduce_$k.txt" 2>&1
+  say "TG_COLREDUCE=$k rc=$?"
+  grep -E "^(d2d_copy|reduce_sum_cols|layernorm)" "$res/colreduce_$k.txt" | sed 's/  */ /g' | cut -c1-120 | tee -a "$summary"
+done
 t0=$SECONDS
 timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep --json "$out/train_passes.json" \
   > "$res/train.txt" 2> "$res/train.err"
