@@ -101,9 +101,13 @@ void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns
       tg::kernels::cuda::fill(a.as<float>(), 0.5f, n * n, be.stream());
       tg::kernels::cuda::fill(b.as<float>(), 0.25f, n * n, be.stream());
       tg::Attrs at;
-      tg::kernels::OpCall call{tg::OpKind::matmul, &at, {{{a.as<float>(), tg::Shape{n, n}},
-                                                          {b.as<float>(), tg::Shape{n, n}}, {}}}, 2,
-                               {c.as<float>(), tg::Shape{n, n}}};
+      tg::kernels::OpCall call;
+      call.op = tg::OpKind::matmul;
+      call.attrs = &at;
+      call.in[0] = {a.as<float>(), tg::Shape{n, n}};
+      call.in[1] = {b.as<float>(), tg::Shape{n, n}};
+      call.num_inputs = 2;
+      call.out = {c.as<float>(), tg::Shape{n, n}};
       const double flop = 2.0 * static_cast<double>(n) * n * n;
       const char* prec = tf32 ? "tf32" : "fp32";
       const auto ours = th::time_gpu(ex.loop(), [&](void*) { be.run(call); }, be.stream());
