@@ -11,6 +11,7 @@
 // docs/adding-an-op.md walks one op through every file.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "graph/attrs.h"
 
@@ -161,6 +162,8 @@ inline bool op_arity_ok(OpKind op, int n) {
 }
 // "2 inputs", "a multiple of 3 inputs": for messages.
 std::string op_arity_text(OpKind op);
+// Whether op's kernels are of `family` (the table's last column: "matmul" for the GEMMs).
+inline bool op_in_family(OpKind op, std::string_view family) { return family == op_traits(op).family; }
 // Ops made by the graph passes (models and the dynamic executor never apply them).
 inline bool op_is_fused(OpKind op) { return (op_traits(op).flags & op_table::kFused) != 0; }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -99,8 +100,8 @@ class CudaRunner final : public DeviceRunner {
              size_t staging_bytes, const RunnerOptions& opt)
       : be_(be), stream_(be.stream()), g_(g), ops_(ops), inputs_(std::move(inputs)), use_graph_(opt.use_cuda_graph),
         loss_device_(opt.loss_device), copies_in_graph_(opt.inputs_in_graph ? static_cast<int>(inputs_.size()) : 0) {
-    for (const ScheduledOp& op : ops_) last_side_ = op.side ? static_cast<int>(&op - ops_.data()) : last_side_;
-    if (last_side_ >= 0) {
+    has_side_ = std::any_of(ops_.begin(), ops_.end(), [](const ScheduledOp& op) { return op.side; });
+    if (has_side_) {
       // The side stream and its two events: a fork before every side op (it waits for all
       // the main stream issued before it) and the join after the last one.
       side_ = cuda::Stream::create();
@@ -220,7 +221,7 @@ class CudaRunner final : public DeviceRunner {
       } else {
         be_.run(op.call);
       }
-      if (at == static_cast<int>(ops_.size()) - 1 && last_side_ >= 0) {  // join before the loss copy and the end
+      if (at == static_cast<int>(ops_.size()) - 1 && has_side_) {  // join before the loss copy and the end
         TG_CUDA_CHECK(cudaEventRecord(join_.get(), side_.get()));
         TG_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_.get(), 0));
       }
@@ -240,7 +241,7 @@ class CudaRunner final : public DeviceRunner {
   bool pending_ = false;
   cuda::CudaGraph graph_;
   cuda::GraphExec exec_;
-  int last_side_ = -1;  // the last side op's index in ops_, -1: none
+  bool has_side_ = false;  // some op runs on the side stream (the lanes pass)
   cuda::Stream side_;
   cuda::Event fork_, join_;
 };

@@ -67,7 +67,7 @@ double gemm_floor_s(const CompiledPlan& p, CudaBackend& be, int* gemms) {
   double sum = 0;
   *gemms = 0;
   for (const ScheduledOp& op : p.exec->schedule()) {
-    if (std::string_view(op_traits(op.call.op).family) != "matmul") continue;
+    if (!op_in_family(op.call.op, "matmul")) continue;
     kernels::cuda::LtKey k = kernels::cuda::gemm_key(op.call, ctx.tf32);
     k.epilogue = kernels::cuda::LtEpilogue::none;  // the product alone: what the floor is of
     k.accumulate = false;

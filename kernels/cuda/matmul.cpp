@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <climits>
-#include <string_view>
 #include <stdexcept>
 
 #include "graph/errors.h"
@@ -257,7 +256,7 @@ namespace tg::kernels {
 
 const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
   // The GEMM family is the op table's "matmul" kernel family.
-  if (std::string_view(op_traits(c.op).family) != "matmul" || batch_invariant_matmul()) return nullptr;
+  if (!op_in_family(c.op, "matmul") || batch_invariant_matmul()) return nullptr;
   if (!ctx.lt) throw std::invalid_argument(fmt::format("run_cuda {}: no cuBLASLt cache; pass CudaExecContext::lt",
                                                        op_name(c.op)));
   const cuda::GemmCall g = cuda::gemm_call(c);

@@ -18,7 +18,6 @@
 // at all. The memory planner keeps every value a side node touches alive to the end of
 // the step (PlanOptions::live_to_end), so no later node reuses its bytes meanwhile.
 #include <algorithm>
-#include <string_view>
 
 #include "kernels/env_switch.h"
 #include "static/passes/pass.h"
@@ -26,9 +25,6 @@
 namespace tg {
 
 namespace {
-
-bool is_update(OpKind op) { return std::string_view(op_traits(op).family) == "optimizer"; }
-bool is_gemm(OpKind op) { return std::string_view(op_traits(op).family) == "matmul"; }
 
 kernels::EnvSwitch g_early("TG_LANES_EARLY", false);
 
@@ -45,15 +41,15 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
     for (int in : g.nodes[n].inputs) readers[static_cast<size_t>(in)].push_back(static_cast<int>(n));
   std::vector<bool> is_output(nv, false);
   for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
-  for (size_t n = 0; n < nn; ++n) side[n] = is_update(g.nodes[n].op);
+  for (size_t n = 0; n < nn; ++n) side[n] = op_is_update(g.nodes[n].op);
   for (size_t n = 0; n < nn; ++n) {
     const Node& node = g.nodes[n];
-    if (!is_gemm(node.op)) continue;
+    if (!op_in_family(node.op, "matmul")) continue;
     bool only_updates = true;
     for (int o : node.outputs) {
       if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) only_updates = false;
       for (int r : readers[static_cast<size_t>(o)])
-        if (!is_update(g.nodes[static_cast<size_t>(r)].op)) only_updates = false;
+        if (!op_is_update(g.nodes[static_cast<size_t>(r)].op)) only_updates = false;
     }
     side[n] = only_updates;
   }
@@ -70,7 +66,7 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
       for (int o : node.outputs) mark(written_by_side_at, o);
       for (int in : node.inputs) {
         mark(read_by_side_at, in);
-        if (is_update(node.op)) mark(written_by_side_at, in);  // updates write their inputs in place
+        if (op_is_update(node.op)) mark(written_by_side_at, in);  // updates write their inputs in place
       }
       continue;
     }
@@ -106,7 +102,7 @@ std::vector<int> hoist_side_nodes(const Graph& g, const std::vector<int>& schedu
     int after = -1;
     for (int in : node.inputs) {
       after = std::max({after, main_producer_pos[static_cast<size_t>(in)], side_ready[static_cast<size_t>(in)]});
-      if (is_update(node.op))
+      if (op_is_update(node.op))
         after = std::max({after, last_main_reader[static_cast<size_t>(in)], side_reader_ready[static_cast<size_t>(in)]});
     }
     for (int o : node.outputs) side_ready[static_cast<size_t>(o)] = after;

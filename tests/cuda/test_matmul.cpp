@@ -71,7 +71,7 @@ struct SmallGemmSwitch {
 void gemm_family_cases(uint64_t seed) {
   int ops = 0;
   for (OpKind op : all_ops()) {
-    if (std::string(op_traits(op).family) != "matmul") continue;
+    if (!op_in_family(op, "matmul")) continue;
     ++ops;
     const std::string label = op_name(op);
     CAPTURE(label);
