@@ -44,29 +44,22 @@ for k in 0 1 2 3; do
   say "TG_COLREDUCE=$k rc=$?"
   grep -E "^(d2d_copy|reduce_sum_cols|layernorm)" "$res/colreduce_$k.txt" | sed 's/  */ /g' | cut -c1-120 | tee -a "$summary"
 done
-t0=$SECONDS
-timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep --json "$out/train_passes.json" \
-  > "$res/train.txt" 2> "$res/train.err"
-say "tg-train rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/train.err" | tee -a "$summary"
-grep -E "^(pass_replay|gemm_floor|loss_curve .*passes)" "$res/train.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+# One tg-train --quick pass sweep into $out/FILE.json (stdout, stderr: $res/FILE.txt, .err);
+# the summary gets its rows matching PATTERN. ENV: VAR=VALUE settings or "", FLAG: one more flag or "".
+train_sweep() {
+  local label=$1 file=$2 pattern=$3 env_set=$4 flag=$5 t0=$SECONDS
+  env $env_set timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep $flag \
+    --json "$out/$file.json" > "$res/$file.txt" 2> "$res/$file.err"
+  say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
+  grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+}
+train_sweep "(defaults)" train_passes "^(pass_replay|gemm_floor|loss_curve .*passes)" "" ""
 # The small-GEMM kernel (docs/architecture.md) against cuBLASLt: the same sweep with it off.
-t0=$SECONDS
-TG_SMALL_GEMM=0 timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep \
-  --json "$out/train_passes_cublaslt.json" > "$res/train_cublaslt.txt" 2> "$res/train_cublaslt.err"
-say "tg-train TG_SMALL_GEMM=0 rc=$? in $((SECONDS - t0)) s"
-grep -E "^pass_replay .*passes=(none|all) " "$res/train_cublaslt.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+train_sweep TG_SMALL_GEMM=0 train_passes_cublaslt "^pass_replay .*passes=(none|all) " TG_SMALL_GEMM=0 ""
 # GEMM tuning (cuBLASLt's candidates timed per shape, the fastest kept): the same sweep with it on.
-t0=$SECONDS
-timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep --gemm-autotune \
-  --json "$out/train_passes_tuned.json" > "$res/train_tuned.txt" 2> "$res/train_tuned.err"
-say "tg-train --gemm-autotune rc=$? in $((SECONDS - t0)) s"
-grep -E "^(pass_replay .*passes=(none|all) |gemm_floor)" "$res/train_tuned.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+train_sweep --gemm-autotune train_passes_tuned "^(pass_replay .*passes=(none|all) |gemm_floor)" "" --gemm-autotune
 # Early updates of the lanes pass (large updates apart, on the side stream as soon as they can run).
-t0=$SECONDS
-TG_LANES_EARLY=1 timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep \
-  --json "$out/train_passes_early.json" > "$res/train_early.txt" 2> "$res/train_early.err"
-say "tg-train TG_LANES_EARLY=1 rc=$? in $((SECONDS - t0)) s"
-grep -E "^(pass_replay .*passes=(none|lanes|all) )" "$res/train_early.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
+train_sweep TG_LANES_EARLY=1 train_passes_early "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=1 ""
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$out/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
