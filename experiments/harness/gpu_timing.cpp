@@ -4,7 +4,11 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <cstdint>
 #include <stdexcept>
+
+#include "experiments/harness/stream_hold.h"
 
 namespace tg::harness {
 
@@ -45,9 +49,72 @@ double GpuEventTimer::elapsed_s() {
   return static_cast<double>(ms) * 1e-3;
 }
 
+namespace {
+
+// The release flag and the timed-out flag of held samples: mapped pinned ints (RAII).
+class HoldFlags {
+ public:
+  HoldFlags() {
+    TG_HARNESS_CUDA(cudaHostAlloc(&host_, 2 * sizeof(int), cudaHostAllocMapped));
+    host_[0] = host_[1] = 0;
+    void* d = nullptr;
+    if (cudaError_t e = cudaHostGetDevicePointer(&d, host_, 0); e != cudaSuccess) {
+      cudaFreeHost(host_);
+      check_cuda(e, "cudaHostGetDevicePointer", __FILE__, __LINE__);
+    }
+    device_ = static_cast<int*>(d);
+  }
+  ~HoldFlags() { cudaFreeHost(host_); }
+  HoldFlags(const HoldFlags&) = delete;
+  HoldFlags& operator=(const HoldFlags&) = delete;
+  void hold(void* stream) {
+    volatile int* h = host_;
+    h[0] = 0;
+    detail::launch_hold(device_, kTimeoutNs, device_ + 1, st(stream));
+  }
+  void release() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    static_cast<volatile int*>(host_)[0] = 1;
+  }
+  // After the sample's stop event completed (the hold kernel ended before it).
+  void check() const {
+    if (static_cast<volatile int*>(host_)[1] == 0) return;
+    throw std::runtime_error(
+        "time_gpu (held): the stream stayed held for 2 s: the timed body waits for its own stream (a "
+        "synchronize or a blocking copy) or enqueues more than the launch queue holds; time it with "
+        "time_host, or set LoopOptions::hold_gpu = false");
+  }
+
+ private:
+  static constexpr uint64_t kTimeoutNs = 2'000'000'000;
+  int* host_ = nullptr;
+  int* device_ = nullptr;
+};
+
+}  // namespace
+
 std::vector<double> time_gpu(const LoopOptions& opt, const std::function<void(void*)>& body, void* stream) {
   GpuEventTimer timer;
   const auto batch = opt.batch;
+  if (opt.hold_gpu) {
+    HoldFlags flags;
+    return run_loop(opt, [&] {
+      flags.hold(stream);
+      timer.start(stream);
+      try {
+        for (int64_t i = 0; i < batch; ++i) body(stream);
+      } catch (...) {
+        flags.release();  // the stream must not stay held behind an error
+        throw;
+      }
+      timer.stop(stream);
+      flags.release();
+      TG_HARNESS_CUDA(cudaGetLastError());
+      const double s = timer.elapsed_s() / static_cast<double>(batch);
+      flags.check();
+      return s;
+    });
+  }
   return run_loop(opt, [&] {
     timer.start(stream);
     for (int64_t i = 0; i < batch; ++i) body(stream);

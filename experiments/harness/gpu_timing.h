@@ -31,6 +31,16 @@ class GpuEventTimer {
 
 // Like time_host, but each sample is the event-measured time of batch x body(stream)
 // enqueued on `stream`, divided by the batch.
+// Plain (opt.hold_gpu false): the start event runs as soon as it is enqueued, so a sample
+// also counts the host's time to enqueue the body (a few us per launch: for one short
+// kernel, that is most of the "fixed cost" of its time).
+// Held (opt.hold_gpu true): a one-thread kernel holds the stream until the host has
+// enqueued the start event, the body and the stop event, then the host releases it; the
+// sample is the device's time from start to stop with the body's launches already queued.
+// A body that waits for the stream (a synchronize, a blocking copy) or enqueues more than
+// the launch queue holds would wait for the hold: after 2 s the hold gives up and
+// time_gpu throws, naming the cause.
+
 std::vector<double> time_gpu(const LoopOptions& opt, const std::function<void(void*)>& body,
                              void* stream = nullptr);
 

@@ -21,6 +21,10 @@ struct LoopOptions {
   double min_time_s = 0.2;   // ...and at least this much timed time in total
   int max_reps = 1000;       // never more samples than this (wins over min_time_s)
   int64_t batch = 1;         // body calls per sample; the sample is divided by it
+  // time_gpu only: each sample enqueued behind a kernel that holds the stream until the
+  // host has enqueued the whole sample, so the events time the device's work alone and
+  // not the host's enqueueing too (nvbench's blocking kernel; gpu_timing.h).
+  bool hold_gpu = false;
 };
 
 // Defaults for a normal run and for --quick (seconds for the whole main job).

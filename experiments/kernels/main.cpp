@@ -50,7 +50,7 @@ std::vector<int64_t> sizes(bool quick, int64_t min_bytes, int64_t max_bytes) {
 }
 
 void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std::string>& ops, int64_t min_bytes,
-                  int64_t max_bytes) {
+                  int64_t max_bytes, const th::LoopOptions& loop) {
   void* stream = be.stream();
   const auto sz = sizes(ex.quick(), min_bytes, max_bytes);
   th::Progress bar(sz.size() * (ops.size() + 1), "kernels");
@@ -59,7 +59,7 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
     auto src = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(bytes));
     auto dst = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(bytes));
     TG_CUDA_CHECK(cudaMemsetAsync(src.get(), 0, src.bytes(), be.stream()));
-    const auto copy_s = th::time_gpu(ex.loop(), [&](void* s) {
+    const auto copy_s = th::time_gpu(loop, [&](void* s) {
       TG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), src.bytes(), cudaMemcpyDeviceToDevice,
                                     static_cast<cudaStream_t>(s)));
     }, stream);
@@ -67,6 +67,7 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
     const double copy_gbs = 2.0 * static_cast<double>(bytes) / cm.stats.median / 1e9;
     cm.extra["GB/s"] = copy_gbs;
     cm.extra["pct_of_copy"] = 100.0;
+    cm.extra["held"] = loop.hold_gpu ? 1 : 0;
     bar.tick();
     src.reset();
     dst.reset();
@@ -74,7 +75,7 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
       TG_NVTX_RANGE(op.c_str());
       tg::bench::CaseSet set(bytes, {op});
       for (tg::bench::KernelCase& k : set.cases()) {
-        const auto s = th::time_gpu(ex.loop(), [&](void*) {
+        const auto s = th::time_gpu(loop, [&](void*) {
           if (k.launch)
             k.launch(be.context());
           else
@@ -84,13 +85,14 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
         const double gbs = static_cast<double>(k.bytes_moved) / m.stats.median / 1e9;
         m.extra["GB/s"] = gbs;
         m.extra["pct_of_copy"] = 100.0 * gbs / copy_gbs;
+        m.extra["held"] = loop.hold_gpu ? 1 : 0;
       }
       bar.tick();
     }
   }
 }
 
-void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns) {
+void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns, const th::LoopOptions& loop) {
   for (bool tf32 : {false, true}) {
     tg::CudaBackend be(device, tf32);
     for (int64_t n : ns) {
@@ -110,13 +112,13 @@ void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns
       call.out = {c.as<float>(), tg::Shape{n, n}};
       const double flop = 2.0 * static_cast<double>(n) * n * n;
       const char* prec = tf32 ? "tf32" : "fp32";
-      const auto ours = th::time_gpu(ex.loop(), [&](void*) { be.run(call); }, be.stream());
+      const auto ours = th::time_gpu(loop, [&](void*) { be.run(call); }, be.stream());
       auto& mo = ex.report().add_time("matmul", {{"n", n}, {"precision", prec}, {"path", "run_cuda"}}, ours, "gpu");
       mo.extra["TFLOP/s"] = flop / mo.stats.median / 1e12;
       // cuBLAS directly, same handle settings, same stream.
       const float one = 1.0f, zero = 0.0f;
       const int ni = static_cast<int>(n);
-      const auto direct = th::time_gpu(ex.loop(), [&](void*) {
+      const auto direct = th::time_gpu(loop, [&](void*) {
         TG_CUBLAS_CHECK(cublasSgemm(be.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b.as<float>(), ni,
                                     a.as<float>(), ni, &zero, c.as<float>(), ni));
       }, be.stream());
@@ -142,6 +144,10 @@ int main(int argc, char** argv) {
   ex.add_option("--max-bytes", max_bytes, "Largest tensor in bytes (--quick stops at 256 MiB)", 4096, int64_t{1} << 36);
   ex.add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
   ex.add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
+  bool plain_timing = false;
+  ex.add_flag("--plain-timing", plain_timing,
+              "Time each sample from when its start event runs, the host's enqueueing included, instead of "
+              "holding the stream until the sample is enqueued (the default, as nvbench does)");
   return ex.run(argc, argv, [&](th::Experiment& e) {
     // Flags are checked before the device is: a typo is a usage error on every machine.
     std::vector<std::string> ops = ops_flag.empty() ? tg::bench::case_names() : split_list(ops_flag);
@@ -158,10 +164,13 @@ int main(int argc, char** argv) {
       return;
     }
     if (e.quick() && max_bytes > (int64_t{256} << 20)) max_bytes = int64_t{256} << 20;
+    th::LoopOptions loop = e.loop();
+    loop.hold_gpu = !plain_timing;
     {
       tg::CudaBackend be(e.device(), false);
-      bench_memory(e, be, ops, min_bytes, max_bytes);
+      bench_memory(e, be, ops, min_bytes, max_bytes, loop);
     }
-    if (!no_matmul) bench_matmul(e, e.device(), e.quick() ? std::vector<int64_t>{5000} : std::vector<int64_t>{1024, 2048, 5000});
+    if (!no_matmul)
+      bench_matmul(e, e.device(), e.quick() ? std::vector<int64_t>{5000} : std::vector<int64_t>{1024, 2048, 5000}, loop);
   });
 }

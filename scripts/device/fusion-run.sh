@@ -35,9 +35,16 @@ say "tg-kernels rc=$? in $((SECONDS - t0)) s"
 [ -s "$res/kernels.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
   { printf "  %-26s %4d MiB %9.1f us %6.1f %%\n", $col["name"], $col["param.size_bytes"] / 1048576,
            $col["median"] * 1e6, $col["extra.pct_of_copy"] }' "$res/kernels.csv" | tee -a "$summary"
+# The same kernels timed plain (the host's enqueueing inside each sample), for comparison.
+timeout 180 "$build/experiments/kernels/tg-kernels" --device 0 --ops "$kernels" --min-bytes $((64 << 20)) \
+  --max-bytes $((256 << 20)) --no-matmul --plain-timing --csv "$res/kernels_plain.csv" > "$res/kernels_plain.txt" 2>&1
+say "tg-kernels --plain-timing rc=$?"
+[ -s "$res/kernels_plain.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+  { printf "  plain %-26s %4d MiB %9.1f us %6.1f %%\n", $col["name"], $col["param.size_bytes"] / 1048576,
+           $col["median"] * 1e6, $col["extra.pct_of_copy"] }' "$res/kernels_plain.csv" | grep -E "copy|reduce|layernorm_grad" | tee -a "$summary"
 # Every column-reduction variant (TG_COLREDUCE, kernels/cuda/reduce.cu) on the three kernels it drives;
 # the tables stay in the tarball.
-for k in 0 1 2 3; do
+for k in ${TG_COLREDUCE_VARIANTS:-0 1 2 3}; do
   TG_COLREDUCE=$k timeout 60 "$build/experiments/kernels/tg-kernels" --device 0 \
     --ops reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta --min-bytes $((64 << 20)) \
     --max-bytes $((256 << 20)) --no-matmul > "$res/colreduce_$k.txt" 2>&1
@@ -53,15 +60,28 @@ train_sweep() {
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 }
-train_sweep "(defaults)" train_passes "^(pass_replay|gemm_floor|loss_curve .*passes)" "" ""
-# The small-GEMM kernel (docs/architecture.md) against cuBLASLt: the same sweep with it off.
-train_sweep TG_SMALL_GEMM=0 train_passes_cublaslt "^pass_replay .*passes=(none|all) " TG_SMALL_GEMM=0 ""
-# GEMM tuning (cuBLASLt's candidates timed per shape, the fastest kept): the same sweep with it on.
-train_sweep --gemm-autotune train_passes_tuned "^(pass_replay .*passes=(none|all) |gemm_floor)" "" --gemm-autotune
-# Early updates of the lanes pass (large updates apart, on the side stream as soon as they can run).
-train_sweep TG_LANES_EARLY=1 train_passes_early "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=1 ""
+# Which sweeps run (TG_FUSION_SWEEPS, space-separated; all when unset). $OUT gets one JSON
+# per sweep: keep the list short enough that $OUT holds at most 8 files.
+sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned early}
+for sw in $sweeps; do
+  case $sw in
+    defaults) train_sweep "(defaults)" train_passes "^(pass_replay|gemm_floor|loss_curve .*passes)" "" "" ;;
+    # The small-GEMM kernel (docs/architecture.md) against cuBLASLt: the same sweep with it off.
+    cublaslt) train_sweep TG_SMALL_GEMM=0 train_passes_cublaslt "^pass_replay .*passes=(none|all) " TG_SMALL_GEMM=0 "" ;;
+    # GEMM tuning (cuBLASLt's candidates timed per shape, the fastest kept).
+    tuned) train_sweep --gemm-autotune train_passes_tuned "^(pass_replay .*passes=(none|all) |gemm_floor)" "" --gemm-autotune ;;
+    # Early updates of the lanes pass (large updates apart, on the side stream as soon as they can run).
+    early) train_sweep TG_LANES_EARLY=1 train_passes_early "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=1 "" ;;
+    # Early updates with the side stream above (high) or below (low) the main one in priority.
+    early_high) train_sweep "TG_LANES_EARLY=1 TG_SIDE_PRIORITY=high" train_passes_early_high \
+                  "^(pass_replay .*passes=(lanes|all) )" "TG_LANES_EARLY=1 TG_SIDE_PRIORITY=high" "" ;;
+    early_low) train_sweep "TG_LANES_EARLY=1 TG_SIDE_PRIORITY=low" train_passes_early_low \
+                 "^(pass_replay .*passes=(lanes|all) )" "TG_LANES_EARLY=1 TG_SIDE_PRIORITY=low" "" ;;
+    *) say "fusion-run: unknown sweep $sw" ;;
+  esac
+done
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
-  --json "$out/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
+  --json "$res/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
 say "tg-launch rc=$? in $((SECONDS - t0)) s"; grep -E "^static_replay_gpu" "$res/launch.txt" | sed 's/  */ /g' | tee -a "$summary"
 tar -C "$res" -czf "$out/fusion-run.tar.gz" .

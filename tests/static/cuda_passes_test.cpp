@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/cuda/cuda_backend.h"
 #include "static/compiler.h"
@@ -74,13 +75,32 @@ TEST_CASE("passes on CUDA: the lanes pass (a side stream) gives the serial bits,
     check_same_training(mlp(), set, 3, plain);
   }
   // Early updates (TG_LANES_EARLY): 4 MiB weights, each update apart and moved up on the side
-  // stream, on cuBLASLt GEMMs.
+  // stream, on cuBLASLt GEMMs. The linear pass's epilogues round as cuBLASLt does, not as the
+  // unfused graph: the reference is the same passes without early updates.
   {
     const bool was = lanes_early_updates();
-    set_lanes_early_updates(true);
     const ModelFn big = mlp_model(mlp_config(64, 1024, 1024, 4, 10));
-    check_same_training(big, exact.with(PassId::lanes).with(PassId::linear), 3, on_gpu());
+    CompileOptions o = on_gpu();
+    o.passes = exact.with(PassId::lanes).with(PassId::linear);
+    set_lanes_early_updates(false);
+    CompiledPlan serial = compile(big, o);
+    set_lanes_early_updates(true);
+    CompiledPlan early = compile(big, o);
     set_lanes_early_updates(was);
+    CHECK(early.graph->nodes.size() > serial.graph->nodes.size());  // the large updates apart
+    CHECK(check_plan(*early.graph, early.exec->order(), early.memory()) == "");
+    check_same_steps(serial, early, 3);
+  }
+  // The side stream of the greatest priority, or the main lane of it (TG_SIDE_PRIORITY, read
+  // when a plan is compiled): the same bits, graph and plain launches.
+  for (const char* priority : {"high", "low"}) {
+    CAPTURE(priority);
+    ::setenv("TG_SIDE_PRIORITY", priority, 1);
+    check_same_training(wide, PassSet::only(PassId::lanes), 3, on_gpu());
+    CompileOptions plain = on_gpu();
+    plain.use_cuda_graph = false;
+    check_same_training(mlp(), exact.with(PassId::lanes), 3, plain);
+    ::unsetenv("TG_SIDE_PRIORITY");
   }
   // The marked nodes run on the side stream: the plan says so, and the kernels are the same.
   CompileOptions lanes = on_gpu();

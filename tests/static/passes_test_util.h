@@ -37,6 +37,21 @@ inline Graph recorded(const std::function<void(RecordingBuilder&)>& f) {
   return g;
 }
 
+// Trains both plans (of one model) `steps` steps from the same feeds: every loss and
+// every parameter after them must have the same bits.
+inline void check_same_steps(CompiledPlan& a, CompiledPlan& b, int steps) {
+  const std::vector<std::vector<float>> values = make_values(*a.graph, 3);
+  const Feeds feeds = feeds_from(*a.graph, values);
+  for (int s = 0; s < steps; ++s) {
+    const float la = a.step(feeds), lb = b.step(feeds);
+    CHECK_MESSAGE(bitwise_diff({lb}, {la}) == "", "step ", s, " loss ", lb, " vs ", la);
+  }
+  for (int v : a.graph->values_with_role(Role::parameter)) {
+    const std::string& name = a.graph->values[static_cast<size_t>(v)].name;
+    CHECK_MESSAGE(bitwise_diff(b.read(name), a.read(name)) == "", "parameter ", name);
+  }
+}
+
 // Trains `steps` steps with passes none and with `set` (on the CPU unless `base` names a
 // backend); every loss and every parameter after them must have the same bits.
 inline void check_same_training(const ModelFn& model, PassSet set, int steps, CompileOptions base = {}) {
@@ -48,16 +63,7 @@ inline void check_same_training(const ModelFn& model, PassSet set, int steps, Co
   if (set == PassSet::only(PassId::lanes)) CHECK(b.graph->nodes.size() == a.graph->nodes.size());
   else CHECK(b.graph->nodes.size() < a.graph->nodes.size());
   CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");
-  const std::vector<std::vector<float>> values = make_values(*a.graph, 3);
-  const Feeds feeds = feeds_from(*a.graph, values);
-  for (int s = 0; s < steps; ++s) {
-    const float la = a.step(feeds), lb = b.step(feeds);
-    CHECK_MESSAGE(bitwise_diff({lb}, {la}) == "", "step ", s, " loss ", lb, " vs ", la);
-  }
-  for (int v : a.graph->values_with_role(Role::parameter)) {
-    const std::string& name = a.graph->values[static_cast<size_t>(v)].name;
-    CHECK_MESSAGE(bitwise_diff(b.read(name), a.read(name)) == "", "parameter ", name);
-  }
+  check_same_steps(a, b, steps);
 }
 
 inline void check_same_inference(const ModelFn& model, PassSet set) {
