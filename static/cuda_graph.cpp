@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 
 #include "graph/quote.h"
@@ -78,31 +77,18 @@ cuda::CudaGraph capture_steps(cudaStream_t stream, int count, const std::functio
   return guard.end();
 }
 
-bool update_or_instantiate(cuda::GraphExec& exec, const cuda::CudaGraph& graph, unsigned long long flags) {
+bool update_or_instantiate(cuda::GraphExec& exec, const cuda::CudaGraph& graph) {
   if (exec) {
     cudaGraphExecUpdateResultInfo info;
     std::memset(&info, 0, sizeof(info));
     if (cudaGraphExecUpdate(exec.get(), graph.get(), &info) == cudaSuccess) return true;
     cudaGetLastError();  // a refused update is an expected outcome, not an error to leave pending
   }
-  exec = cuda::GraphExec::instantiate(graph, flags);
+  exec = cuda::GraphExec::instantiate(graph);
   return false;
 }
 
 namespace {
-
-// The side stream's priority against the main stream's (TG_SIDE_PRIORITY: "high", "low";
-// unset or anything else: the same). A kernel of the higher-priority stream gets each SM
-// that frees up first, so "low" lets the side lane fill only what the main lane leaves idle.
-enum class SidePriority { same, high, low };
-
-SidePriority side_priority() {
-  const char* v = std::getenv("TG_SIDE_PRIORITY");
-  if (!v) return SidePriority::same;
-  if (std::strcmp(v, "high") == 0) return SidePriority::high;
-  if (std::strcmp(v, "low") == 0) return SidePriority::low;
-  return SidePriority::same;
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -118,18 +104,9 @@ class CudaRunner final : public DeviceRunner {
     if (has_side_) {
       // The side stream and its two events: a fork before every side op (it waits for all
       // the main stream issued before it) and the join after the last one.
-      priority_ = side_priority();
-      int least = 0, greatest = 0;
-      TG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-      side_ = priority_ == SidePriority::high ? cuda::Stream::create_with_priority(greatest) : cuda::Stream::create();
+      side_ = cuda::Stream::create();
       fork_ = cuda::Event::create(cudaEventDisableTiming);
       join_ = cuda::Event::create(cudaEventDisableTiming);
-      if (priority_ == SidePriority::low) {
-        // The main stream is already of the least priority: the main lane moves to a
-        // stream of the greatest, forked from it before the first op and joined at the end.
-        main_lane_ = cuda::Stream::create_with_priority(greatest);
-        main_join_ = cuda::Event::create(cudaEventDisableTiming);
-      }
     }
     staging_ = cuda::PinnedBuffer::allocate(staging_bytes);
     loss_host_ = cuda::PinnedBuffer::allocate(sizeof(float));
@@ -199,7 +176,7 @@ class CudaRunner final : public DeviceRunner {
   bool has_graph() const override { return use_graph_; }
   void instantiate() override {
     const auto t0 = std::chrono::steady_clock::now();
-    exec_ = cuda::GraphExec::instantiate(graph_, instantiate_flags());
+    exec_ = cuda::GraphExec::instantiate(graph_);
     instantiate_ms = ms_since(t0);
   }
   bool update_from(DeviceRunner& previous) override {
@@ -209,7 +186,7 @@ class CudaRunner final : public DeviceRunner {
     prev->synchronize();  // the instance must be idle before it is rewritten
     const auto t0 = std::chrono::steady_clock::now();
     exec_ = std::move(prev->exec_);
-    const bool updated = update_or_instantiate(exec_, graph_, instantiate_flags());
+    const bool updated = update_or_instantiate(exec_, graph_);
     instantiate_ms = ms_since(t0);
     return updated;
   }
@@ -237,27 +214,16 @@ class CudaRunner final : public DeviceRunner {
     } else {
       const int at = i - k;
       const ScheduledOp& op = ops_[static_cast<size_t>(at)];
-      const cudaStream_t main = main_lane_ ? main_lane_.get() : stream_;
-      if (at == 0 && main_lane_) {
-        TG_CUDA_CHECK(cudaEventRecord(main_join_.get(), stream_));
-        TG_CUDA_CHECK(cudaStreamWaitEvent(main, main_join_.get(), 0));
-      }
       if (op.side) {
-        TG_CUDA_CHECK(cudaEventRecord(fork_.get(), main));
+        TG_CUDA_CHECK(cudaEventRecord(fork_.get(), stream_));
         TG_CUDA_CHECK(cudaStreamWaitEvent(side_.get(), fork_.get(), 0));
         be_.run_on(op.call, side_.get());
-      } else if (main_lane_) {
-        be_.run_on(op.call, main);
       } else {
         be_.run(op.call);
       }
       if (at == static_cast<int>(ops_.size()) - 1 && has_side_) {  // join before the loss copy and the end
         TG_CUDA_CHECK(cudaEventRecord(join_.get(), side_.get()));
         TG_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_.get(), 0));
-        if (main_lane_) {
-          TG_CUDA_CHECK(cudaEventRecord(main_join_.get(), main));
-          TG_CUDA_CHECK(cudaStreamWaitEvent(stream_, main_join_.get(), 0));
-        }
       }
     }
   }
@@ -275,16 +241,9 @@ class CudaRunner final : public DeviceRunner {
   bool pending_ = false;
   cuda::CudaGraph graph_;
   cuda::GraphExec exec_;
-  unsigned long long instantiate_flags() const {
-    return priority_ == SidePriority::same ? 0 : cudaGraphInstantiateFlagUseNodePriority;
-  }
-
   bool has_side_ = false;  // some op runs on the side stream (the lanes pass)
-  SidePriority priority_ = SidePriority::same;
   cuda::Stream side_;
   cuda::Event fork_, join_;
-  cuda::Stream main_lane_;  // SidePriority::low: the main ops' stream, of the greatest priority
-  cuda::Event main_join_;
 };
 
 }  // namespace

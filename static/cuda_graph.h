@@ -50,7 +50,7 @@ cuda::CudaGraph capture_steps(cudaStream_t stream, int count, const std::functio
                               const std::function<std::string(int)>& describe);
 
 // cudaGraphExecUpdate(exec, graph); on refusal (topology or node types
-// changed) re-instantiates with `flags`. Returns true when the cheap update was used.
-bool update_or_instantiate(cuda::GraphExec& exec, const cuda::CudaGraph& graph, unsigned long long flags = 0);
+// changed) re-instantiates. Returns true when the cheap update was used.
+bool update_or_instantiate(cuda::GraphExec& exec, const cuda::CudaGraph& graph);
 
 }  // namespace tg

@@ -37,6 +37,8 @@ class GpuEventTimer {
 // Held (opt.hold_gpu true): a one-thread kernel holds the stream until the host has
 // enqueued the start event, the body and the stop event, then the host releases it; the
 // sample is the device's time from start to stop with the body's launches already queued.
+// The body runs once unheld before the loop (a kernel's first launch loads its module,
+// which waits for the device).
 // A body that waits for the stream (a synchronize, a blocking copy) or enqueues more than
 // the launch queue holds would wait for the hold: after 2 s the hold gives up and
 // time_gpu throws, naming the cause.

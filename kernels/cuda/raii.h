@@ -59,12 +59,6 @@ class Stream : public UniqueHandle<cudaStream_t, detail::destroy_stream> {
     TG_CUDA_CHECK(cudaStreamCreateWithFlags(&s, flags));
     return Stream(s);
   }
-  // priority: as cudaDeviceGetStreamPriorityRange gives it (lower numbers run first).
-  static Stream create_with_priority(int priority, unsigned flags = cudaStreamNonBlocking) {
-    cudaStream_t s = nullptr;
-    TG_CUDA_CHECK(cudaStreamCreateWithPriority(&s, flags, priority));
-    return Stream(s);
-  }
   void synchronize() const { TG_CUDA_CHECK(cudaStreamSynchronize(get())); }
 
  private:
@@ -102,10 +96,9 @@ class GraphExec : public UniqueHandle<cudaGraphExec_t, detail::destroy_exec> {
  public:
   GraphExec() = default;
   explicit GraphExec(cudaGraphExec_t g) : UniqueHandle(g) {}
-  // flags: cudaGraphInstantiateFlag*, e.g. UseNodePriority to keep the captured streams' priorities.
-  static GraphExec instantiate(const CudaGraph& g, unsigned long long flags = 0) {
+  static GraphExec instantiate(const CudaGraph& g) {
     cudaGraphExec_t e = nullptr;
-    TG_CUDA_CHECK(cudaGraphInstantiateWithFlags(&e, g.get(), flags));
+    TG_CUDA_CHECK(cudaGraphInstantiate(&e, g.get(), 0));
     return GraphExec(e);
   }
   void launch(cudaStream_t s) const { TG_CUDA_CHECK(cudaGraphLaunch(get(), s)); }

@@ -290,6 +290,8 @@ TABLES = {
 # train_passes.json), and with GEMM tuning on (tg-train --gemm-autotune) next to a run without
 # it from the same session (train_passes_untuned.json).
 TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", "train_passes_untuned", "train_passes_cublaslt"
+# The same sweep with early updates off (TG_LANES_EARLY=0), from the session of train_passes.json.
+LATE = "train_passes_late"
 
 
 def _other(name, model, mode, passes, **p):
@@ -307,6 +309,9 @@ _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
 
 
 VALUES = {
+    "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
+    "compiler.early_w4096_on": _median("mlp", "train", "all", width=4096),
+    "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
     "compiler.tuned_tfm_infer": _tuned_tfm_infer,
     "compiler.tuned_tfm_train": _tuned_tfm_train,
     "compiler.untuned_tfm_infer": _untuned_tfm_infer,

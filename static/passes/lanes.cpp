@@ -26,7 +26,7 @@ namespace tg {
 
 namespace {
 
-kernels::EnvSwitch g_early("TG_LANES_EARLY", false);
+kernels::EnvSwitch g_early("TG_LANES_EARLY", true);
 
 }  // namespace
 

@@ -70,8 +70,8 @@ Graph pass_optimizer(const Graph& g, int64_t split_bytes);
 // The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side
 // stream when the nodes run in the order `schedule`. The graph is left as it is.
 std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule);
-// Early updates (off by default until measured; TG_LANES_EARLY=1 or the setter turns them
-// on): with the lanes pass, the optimizer pass keeps the update of each large weight
+// Early updates (on by default; TG_LANES_EARLY=0 or the setter turns them off): with the
+// lanes pass, the optimizer pass keeps the update of each large weight
 // gradient (kEarlyUpdateBytes or more) apart, beside the GEMM that made it, and the
 // compiler moves side nodes up (hoist_side_nodes), so that a large model's updates run
 // on the side stream while the main stream computes the input gradients of the layers below.

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "kernels/cuda/cuda_backend.h"
 #include "static/compiler.h"
@@ -90,17 +89,6 @@ TEST_CASE("passes on CUDA: the lanes pass (a side stream) gives the serial bits,
     CHECK(early.graph->nodes.size() > serial.graph->nodes.size());  // the large updates apart
     CHECK(check_plan(*early.graph, early.exec->order(), early.memory()) == "");
     check_same_steps(serial, early, 3);
-  }
-  // The side stream of the greatest priority, or the main lane of it (TG_SIDE_PRIORITY, read
-  // when a plan is compiled): the same bits, graph and plain launches.
-  for (const char* priority : {"high", "low"}) {
-    CAPTURE(priority);
-    ::setenv("TG_SIDE_PRIORITY", priority, 1);
-    check_same_training(wide, PassSet::only(PassId::lanes), 3, on_gpu());
-    CompileOptions plain = on_gpu();
-    plain.use_cuda_graph = false;
-    check_same_training(mlp(), exact.with(PassId::lanes), 3, plain);
-    ::unsetenv("TG_SIDE_PRIORITY");
   }
   // The marked nodes run on the side stream: the plan says so, and the kernels are the same.
   CompileOptions lanes = on_gpu();
