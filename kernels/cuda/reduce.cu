@@ -14,7 +14,11 @@
 //    256 MB: variant 0 66.7 / 89.8, 1 (pipelined loads) 69.1 / 90.9, 2 (1 without
 //    finish_kernel) 71.2 / 92.8; layernorm_grad_gamma(_beta) gain as much at 256 MB from
 //    1 and 2. Variant 2 is the default; 64 MB stays short of 80% (reduce.cuh says why).
-//  - reduce_sum_cols, variant 3 (not yet run on a GPU): many more blocks than groups.
+//  - reduce_sum_cols, variant 3: many more blocks than groups. Measured on an H200 (held
+//    timing, docs/results/h200-logs/colreduce-variants-b5ba010.txt): 67.6% of copy at 64 MB
+//    and 60.1% at 256 MB, against variant 2's 72.5 and 93.2%: the short blocks did not
+//    remove the fixed cost, and at 256 MB the slice sums cost more than they saved. The
+//    design, as it was reasoned before the measurement:
 //    Variants 0-2 run a fixed grid of 256 blocks (8 column tiles x 32 block partials,
 //    ~2 per SM) whose warps each walk a serial chain of tiles, 4 at 64 MB: the blocks
 //    start together, ramp up and end together, and ~13 us of the 26 us at 64 MB is fixed

@@ -53,9 +53,10 @@ def tab_compiler_passes():
             cells.append("n/a" if m is None else f"{t(m['median'])} ({int(m['extra']['kernels'])})")
         rows.append([_label(c), c["mode"]] + cells)
     return (table(["configuration", "mode"] + [f"passes={s}" for s in sets], rows) +
-            "\n\nGPU time of one replay with the inputs already on the device (CUDA events around the graph launch; "
-            "the host copy of the feeds, the same for every pass set, left out), median; in brackets the kernels the "
-            "replay runs.\n\n" + r.source_line())
+            "\n\nGPU time of one replay with the inputs already on the device (CUDA events around the graph launch, "
+            "the stream held until the launch is enqueued, so the host's launch cost is left out as it is from the "
+            "GEMM floor; the host copy of the feeds, the same for every pass set, left out too), median; in brackets "
+            "the kernels the replay runs.\n\n" + r.source_line())
 
 
 def tab_compiler_summary():
@@ -114,7 +115,9 @@ def tab_compiler_kernels():
     return (table(["kernel"] + [f"{s >> 20} MiB: time, % of the copy" for s in sizes], rows) +
             "\n\nThe percentage is the kernel's bytes moved per second over the same run's device-to-device copy of "
             "the same size (`d2d_copy`, 100%); above 100% a kernel reads two inputs, which the memory system serves "
-            "better than a copy's one.\n\n" + r.source_line())
+            "better than a copy's one. Each sample is held: the stream waits until the host has enqueued the kernel, "
+            "so the time is the device's alone (`--plain-timing` adds the host's few microseconds of enqueueing to "
+            "every sample, copy included).\n\n" + r.source_line())
 
 
 def tab_compiler_launch():
@@ -286,10 +289,10 @@ TABLES = {
     "compiler-launch": tab_compiler_launch,
 }
 
-# The same sweep with every GEMM on cuBLASLt (TG_SMALL_GEMM=0, the session of
-# train_passes.json), and with GEMM tuning on (tg-train --gemm-autotune) next to a run without
-# it from the same session (train_passes_untuned.json).
-TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", "train_passes_untuned", "train_passes_cublaslt"
+# The same sweep, in the session of train_passes.json, with every GEMM on cuBLASLt
+# (TG_SMALL_GEMM=0) and with GEMM tuning on (tg-train --gemm-autotune); train_passes.json is the
+# run without tuning.
+TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", TRAIN, "train_passes_cublaslt"
 # The same sweep with early updates off (TG_LANES_EARLY=0), from the session of train_passes.json.
 LATE = "train_passes_late"
 
