@@ -104,14 +104,14 @@ std::vector<double> time_gpu(const LoopOptions& opt, const std::function<void(vo
     TG_HARNESS_CUDA(cudaStreamSynchronize(st(stream)));
     return run_loop(opt, [&] {
       flags.hold(stream);
-      timer.start(stream);
       try {
+        timer.start(stream);
         for (int64_t i = 0; i < batch; ++i) body(stream);
+        timer.stop(stream);
       } catch (...) {
         flags.release();  // the stream must not stay held behind an error
         throw;
       }
-      timer.stop(stream);
       flags.release();
       TG_HARNESS_CUDA(cudaGetLastError());
       const double s = timer.elapsed_s() / static_cast<double>(batch);

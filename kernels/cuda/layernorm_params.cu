@@ -22,6 +22,12 @@
 // Measured (H200, variant 0): gamma 72% at 64 MB, 90% at 256 MB; gamma_beta 66.5% and
 // 85%. 53.3 against 144.4 us for 4x the bytes is ~23 us of fixed cost (gamma_beta ~26).
 //
+// Nsight Compute at 64 MiB (docs/results/h200-logs/ncu-reductions-c246025.txt, base
+// clocks, variant 2): 256 blocks of 127 registers, 23% achieved occupancy, 6.5 cycles per
+// issued instruction per warp: issue-bound at that occupancy (the conversions and double
+// adds), DRAM at 65% of peak; then finish_kernel over 256 partials takes 5.7 us on 128
+// blocks at 11% occupancy, a tenth of the whole at 64 MiB.
+//
 // Variants (TG_COLREDUCE, reduce.cu; all to the same bits):
 //  0: per tile a thread loads its 8 rows (256 B: 128 KB per SM, two blocks), then both
 //     blocks' statistics, two barriers and 32 (gamma) or 64 (gamma_beta) float->double

@@ -46,6 +46,12 @@
 //     block partials to finish (a counter per tile, col_done_slots) adds the 32 partials
 //     of its 128 columns itself. One launch instead of two: saves finish_kernel's wait
 //     for the whole grid, its launch and its L2 round trip (~1-2 us).
+//  Nsight Compute at 64 MiB (docs/results/h200-logs/ncu-reductions-c246025.txt, base
+//  clocks): variant 2's 256 blocks of 121 registers fill 0.97 of a wave at 25% theoretical
+//  occupancy, the SMs are active 63% of the kernel's cycles and DRAM runs at 51% of its
+//  peak; reduce_rows_kernel (2048 blocks, 64 registers, 3.9 waves) keeps the SMs active 82%
+//  of its cycles at 73% of DRAM peak. What is left at 64 MiB is blocks that end at
+//  different times with nothing to refill the idle SMs, not the loads' depth.
 //  3: not this order: a block per (column tile, group, slice of 4 tiles), the slice sums
 //     added by a second launch (reduce_cols_slices_kernel below; reduce.cu says why).
 //     Deterministic and padding-exact, to other bits past 4096 rows. Only where 0-2
