@@ -17,7 +17,12 @@
 //  - reduce_sum_cols, variant 3: many more blocks than groups. Measured on an H200 (held
 //    timing, docs/results/h200-logs/colreduce-variants-b5ba010.txt): 67.6% of copy at 64 MB
 //    and 60.1% at 256 MB, against variant 2's 72.5 and 93.2%: the short blocks did not
-//    remove the fixed cost, and at 256 MB the slice sums cost more than they saved. The
+//    remove the fixed cost, and at 256 MB the slice sums cost more than they saved.
+//    Nsight Compute at 64 MB (docs/results/h200-logs/ncu-colreduce-variant3-c246025.txt,
+//    base clocks) splits the 64 MB figure: reduce_cols_slices_kernel takes 20.5 us at 71% of
+//    DRAM peak with the SMs active 85% of its cycles (3.9 waves), as good as
+//    reduce_rows_kernel's 19.9 us; slice_finish_kernel then takes 4.6 us at 12% occupancy.
+//    The main kernel fixed what variant 2 lacks; the second launch gives it back. The
 //    design, as it was reasoned before the measurement:
 //    Variants 0-2 run a fixed grid of 256 blocks (8 column tiles x 32 block partials,
 //    ~2 per SM) whose warps each walk a serial chain of tiles, 4 at 64 MB: the blocks
