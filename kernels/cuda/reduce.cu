@@ -14,29 +14,42 @@
 //    256 MB: variant 0 66.7 / 89.8, 1 (pipelined loads) 69.1 / 90.9, 2 (1 without
 //    finish_kernel) 71.2 / 92.8; layernorm_grad_gamma(_beta) gain as much at 256 MB from
 //    1 and 2. Variant 2 is the default; 64 MB stays short of 80% (reduce.cuh says why).
-//  - reduce_sum_cols, variant 3: many more blocks than groups. Variants 0-2 run a fixed
-//    grid of 256 blocks (8 column tiles x 32 block partials, ~2 per SM) whose warps each
-//    walk a serial chain of tiles, 4 at 64 MB; Nsight Compute at 64 MB
-//    (docs/results/h200-logs/ncu-reductions-c246025.txt) finds the SMs active only 63% of
-//    that kernel's cycles: blocks end at different times and nothing refills the idle SMs.
-//    Variant 3 gives each (column tile, group, slice of 4 tiles of the group) its own block
-//    of 4 warps, a tile of 16 rows x 512 B (8 KB, all 16 loads issued at once) per warp:
-//    at [16384, 1024], 8 x 256 x 1 = 2048 blocks of 128 threads (8192 at 256 MB), 4 per SM,
-//    3.9 waves, so the scheduler refills an SM as soon as a short block ends. Slices are cut
-//    by tile index, not by len: padding-exact; the bits differ from 0-2 past 4096 rows
-//    (association). The blocks then finish the sums themselves (reduce.cuh): the last of an
-//    octet of groups adds its slice sums, the last octet of a column tile adds the octet sums.
-//    Measured before that finish (a second launch, slice_finish_kernel; held timing,
-//    docs/results/h200-logs/colreduce-variants-b5ba010.txt): 67.6% of copy at 64 MB and
-//    60.1% at 256 MB, against variant 2's 72.5 and 93.2%; Nsight Compute at 64 MB
-//    (docs/results/h200-logs/ncu-colreduce-variant3-c246025.txt) put the sums at 20.5 us,
-//    71% of DRAM peak with the SMs active 85% of the cycles, as good as reduce_rows_kernel's
-//    19.9 us, and the second launch at 4.6 us. Scratch: 8 B x 128 columns x groups x
-//    slices per column tile (1 MiB per tile at 65536 rows); column tiles go in runs that fit
-//    it, and when one tile does not fit (over 524288 rows in 8 MiB) or there is no scratch,
-//    that call runs variant 2 (launch_reduce_cols_slices, reduce.cuh). layernorm_params.cu's
-//    kernel runs variant 2 for 3; its wide-row path (> 4096 columns) sums dbeta with
-//    reduce_sum's column frame, so variant 3's there.
+//  - reduce_sum_cols, variant 3: many more blocks than groups. Measured on an H200 (held
+//    timing, docs/results/h200-logs/colreduce-variants-b5ba010.txt): 67.6% of copy at 64 MB
+//    and 60.1% at 256 MB, against variant 2's 72.5 and 93.2%: the short blocks did not
+//    remove the fixed cost, and at 256 MB the slice sums cost more than they saved.
+//    Nsight Compute at 64 MB (docs/results/h200-logs/ncu-colreduce-variant3-c246025.txt,
+//    base clocks) splits the 64 MB figure: reduce_cols_slices_kernel takes 20.5 us at 71% of
+//    DRAM peak with the SMs active 85% of its cycles (3.9 waves), as good as
+//    reduce_rows_kernel's 19.9 us; slice_finish_kernel then takes 4.6 us at 12% occupancy.
+//    The main kernel fixed what variant 2 lacks; the second launch gives it back. The
+//    design, as it was reasoned before the measurement:
+//    Variants 0-2 run a fixed grid of 256 blocks (8 column tiles x 32 block partials,
+//    ~2 per SM) whose warps each walk a serial chain of tiles, 4 at 64 MB: the blocks
+//    start together, ramp up and end together, and ~13 us of the 26 us at 64 MB is fixed
+//    cost. Variant 3 gives each (column tile, group, slice of 4 tiles of the group) its
+//    own block of 4 warps, a tile of 16 rows x 512 B (8 KB, all 16 loads issued at once)
+//    per warp; the block writes the slice sum (a double per column), and a second launch,
+//    slice_finish_kernel (a warp per column: each group's slices in order, groups
+//    8b..8b+7 on lane b, lanes in order), adds them. Slices are cut by tile index, not
+//    by len: padding-exact; the bits differ from 0-2 past 4096 rows (association).
+//    At [16384, 1024]: 8 x 256 x 1 = 2048 blocks of 128 threads (8192 at 256 MB), at
+//    least 4 per SM (launch bounds 128 x 4: <= 128 registers), so 16 warps x 8 KB =
+//    128 KB per SM in flight at a block's start, like reduce_sum_rows' 32 warps x 4 KB,
+//    and as there the scheduler refills an SM as soon as one short block ends, so the
+//    SMs drift apart instead of moving in 4 synchronized waves. Slice sums: 2 MB
+//    written and read back at 64 MB (8 MB at 256 MB: 3%), mostly in L2; the finish is a
+//    second launch of 1024 warps, 8 loads per lane, one L2 round trip (~2 us, its
+//    launch hidden by PDL). A second launch rather than a last-block-finishes counter:
+//    a column tile's finish reads 128 x 256 x nsl doubles (256 KB+), too much for the one
+//    block that arrives last (8 such blocks at the tail, on 8 SMs), and it needs no
+//    counters. Expected: ~15 us of bytes + ~2 us finish + ~1-2 us ramp, ~18-19 us at
+//    64 MB, >= 80% of copy (variant 2: 26 us, 71%); ~92-94% at 256 MB. Scratch: 8 B x
+//    128 columns x groups x slices per column tile (1 MiB per tile at 65536 rows); column
+//    tiles go in runs that fit it, and when one tile does not fit (over 524288 rows in
+//    8 MiB) or there is no scratch, that call runs variant 2 (launch_reduce_cols_slices,
+//    reduce.cuh). layernorm_params.cu's kernel runs variant 2 for 3; its wide-row path
+//    (> 4096 columns) sums dbeta with reduce_sum's column frame, so variant 3's there.
 //
 // TG_COLREDUCE (0 to 3; read at first use; 2 when unset) picks the variant of the column frame and
 // of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring
@@ -120,6 +133,40 @@ __global__ void __launch_bounds__(256) finish_kernel(const double* part, int64_t
     float* dst = k < n0 ? y0 + k : y1 + (k - n0);
     *dst = static_cast<float>(total * scale) + (accumulate ? *dst : 0.0f);
   }
+}
+
+// Variant 3's finish (reduce.cuh): a warp per output; lane b adds groups 8b..8b+7, each
+// the sum of its nsl slices in order, then every lane adds the 32 lane sums in order.
+__global__ void __launch_bounds__(256) slice_finish_kernel(const double* part, int ng, int64_t nsl, int64_t n,
+                                                           float* y, double scale, bool accumulate) {
+  pdl::prologue();
+  const int lane = threadIdx.x & 31;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (k >= n) return;
+  const double* p = part + k * ng * nsl;
+  double run = 0.0;
+  if (nsl == 1) {  // the common case: the lane's 8 loads in flight at once
+    double v[kColWarps];
+#pragma unroll
+    for (int j = 0; j < kColWarps; ++j) {
+      const int g = kColWarps * lane + j;
+      v[j] = g < ng ? p[g] : 0.0;
+    }
+#pragma unroll
+    for (int j = 0; j < kColWarps; ++j) run += v[j];
+  } else {
+    for (int j = 0; j < kColWarps; ++j) {
+      const int g = kColWarps * lane + j;
+      if (g >= ng) break;
+      double group = 0.0;
+      for (int64_t sl = 0; sl < nsl; ++sl) group += p[g * nsl + sl];
+      run += group;
+    }
+  }
+  double total = 0.0;
+#pragma unroll
+  for (int j = 0; j < 32; ++j) total += __shfl_sync(0xffffffffu, run, j);
+  if (lane == 0) y[k] = static_cast<float>(total * scale) + (accumulate ? y[k] : 0.0f);
 }
 
 // Values k0 + 128u + 4 lane + i (u < 8, i < 4) of a row; kFull: all before `end`,
@@ -215,6 +262,13 @@ void launch_finish(const double* part, int64_t nparts, int64_t n, float* y0, int
                    bool accumulate, cudaStream_t s) {
   if (n <= 0) return;
   launch(TG_LAUNCH_SITE, finish_kernel, blocks_of_8_warps(n), kBlock, s, part, nparts, n, y0, n0, y1, scale,
+         accumulate);
+}
+
+void launch_slice_finish(const double* part, int ng, int64_t nsl, int64_t n, float* y, double scale, bool accumulate,
+                         cudaStream_t s) {
+  if (n <= 0) return;
+  launch(TG_LAUNCH_SITE, slice_finish_kernel, blocks_of_8_warps(n), kBlock, s, part, ng, nsl, n, y, scale,
          accumulate);
 }
 

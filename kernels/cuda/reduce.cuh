@@ -295,29 +295,18 @@ unsigned* col_done_slots(int64_t n);
 // the block adds its warps' tile sums in warp order and writes the slice sum to
 // part[(o * inner + column - out0) * ng * nsl + g * nsl + s]. Slice boundaries are fixed
 // by the tile index alone, so zero rows appended only add +0.0 to a tile, a slice or a
-// group, or make new all-zero tiles and slices. The sum of a column: each group's slices
-// in order, groups 8b..8b+7 in order (octet b), and the 32 octet sums in order (absent
-// octets add +0.0): the frame's order of groups, with a group's rows associated by tiles
-// and slices. For len <= 4096 (a tile per group) that is the frame's sum itself.
-// The blocks finish the sum themselves, two counters deep (col_done_slots): the last block
-// of an octet to arrive adds the octet's slice sums, a thread per column, and leaves the
-// octet sum in place of its first group's first slice; the last octet of a column tile adds
-// the 32 octet sums and writes the output. Each sets its counter back to 0. (A separate
-// finishing launch cost 4.6 us at 64 MiB against the 20.5 us of the sums themselves.)
+// group, or make new all-zero tiles and slices. slice_finish_kernel (reduce.cu) adds,
+// per column, each group's slices in order, groups 8b..8b+7 in order (lane b), and the
+// 32 lane sums in order: the frame's order of groups, with a group's rows associated by
+// tiles and slices. For len <= 4096 (a tile per group) that is the frame's sum itself.
 constexpr int kSliceTiles = 4;  // tiles of a group per slice, one per warp
-static_assert(kSliceTiles * 32 == kColWidth, "the finishing blocks have a thread per column");
-static_assert(kColWarps == 8, "octets of 8 groups");
-constexpr int kSliceCounters = kColParts + 1;  // per column tile: one per octet, one for the tile
 
 template <bool kVec, typename Load>
 __global__ void __launch_bounds__(kSliceTiles * 32, 4) reduce_cols_slices_kernel(Load load, ColShape sh, int ng,
                                                                                  int64_t nsl, double* part,
-                                                                                 int64_t out0, unsigned* done,
-                                                                                 float* y, double scale,
-                                                                                 bool accumulate) {
+                                                                                 int64_t out0) {
   pdl::prologue();
   __shared__ double wsum[kSliceTiles][4][32];
-  __shared__ bool last;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t g = blockIdx.y, s = blockIdx.z;
   int64_t o = 0, c0 = 0, col[4];
@@ -333,75 +322,20 @@ __global__ void __launch_bounds__(kSliceTiles * 32, 4) reduce_cols_slices_kernel
 #pragma unroll
   for (int i = 0; i < 4; ++i) wsum[w][i][lane] = acc[i];
   __syncthreads();
-  const int64_t stride = static_cast<int64_t>(ng) * nsl;  // part entries per column
-  if (w == 0) {
+  if (w != 0) return;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      double p = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    double p = 0.0;
 #pragma unroll
-      for (int k = 0; k < kSliceTiles; ++k) p += wsum[k][i][lane];
-      if (ok[i]) part[(o * sh.inner + col[i] - out0) * stride + g * nsl + s] = p;
-    }
-    __threadfence();  // the slice sums before the count
+    for (int k = 0; k < kSliceTiles; ++k) p += wsum[k][i][lane];
+    if (ok[i]) part[(o * sh.inner + col[i] - out0) * (ng * nsl) + g * nsl + s] = p;
   }
-  const int64_t b = g / kColWarps;
-  unsigned* octet_done = done + int64_t{blockIdx.x} * kSliceCounters + b;
-  unsigned* tile_done = done + int64_t{blockIdx.x} * kSliceCounters + kColParts;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const int64_t g_end = (b + 1) * kColWarps < ng ? (b + 1) * kColWarps : ng;
-    last = atomicAdd(octet_done, 1u) == static_cast<unsigned>((g_end - b * kColWarps) * nsl - 1);
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  const int64_t c = c0 + threadIdx.x;
-  const bool have = c < sh.inner;
-  double* pc = part + (o * sh.inner + c - out0) * stride;
-  if (have) {
-    double run = 0.0;
-    if (nsl == 1) {  // the common case: the 8 loads in flight at once
-      double v[kColWarps];
-#pragma unroll
-      for (int j = 0; j < kColWarps; ++j) {
-        const int64_t gj = b * kColWarps + j;
-        v[j] = gj < ng ? __ldcg(pc + gj) : 0.0;
-      }
-#pragma unroll
-      for (int j = 0; j < kColWarps; ++j) run += v[j];
-    } else {
-      for (int j = 0; j < kColWarps; ++j) {
-        const int64_t gj = b * kColWarps + j;
-        if (gj >= ng) break;
-        double group = 0.0;
-        for (int64_t sl = 0; sl < nsl; ++sl) group += __ldcg(pc + gj * nsl + sl);
-        run += group;
-      }
-    }
-    pc[b * kColWarps * nsl] = run;  // read above, by this block only
-    __threadfence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    *octet_done = 0;
-    last = atomicAdd(tile_done, 1u) == static_cast<unsigned>((ng + kColWarps - 1) / kColWarps - 1);
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  if (have) {
-    const int64_t octets = (ng + kColWarps - 1) / kColWarps;
-    double v[kColParts];
-#pragma unroll
-    for (int j = 0; j < kColParts; ++j) v[j] = j < octets ? __ldcg(pc + int64_t{j} * kColWarps * nsl) : 0.0;
-    double total = 0.0;
-#pragma unroll
-    for (int j = 0; j < kColParts; ++j) total += v[j];
-    float* dst = y + o * sh.inner + c;
-    *dst = static_cast<float>(total * scale) + (accumulate ? *dst : 0.0f);
-  }
-  if (threadIdx.x == 0) *tile_done = 0;
 }
+
+// out[k] (+)= scale * the sum of part[k * ng * nsl ...] in variant 3's order (above), a
+// warp per output. Defined in reduce.cu.
+void launch_slice_finish(const double* part, int ng, int64_t nsl, int64_t n, float* y, double scale, bool accumulate,
+                         cudaStream_t s);
 
 // The outputs of column tiles [t0, t0 + n) are contiguous: from the first tile's first
 // column to the last tile's last one. Returns them as [first, end).
@@ -412,8 +346,8 @@ inline void col_tile_outputs(const ColShape& sh, int64_t t0, int64_t n, int64_t&
   end = (last / sh.n_ct) * sh.inner + (end_col < sh.inner ? end_col : sh.inner);
 }
 
-// Variant 3's launch: for each run of column tiles whose slice sums fit the scratch (and
-// whose counters fit col_done_slots), reduce_cols_slices_kernel over (tiles, groups, slices).
+// Variant 3's launches: for each run of column tiles whose slice sums fit the scratch,
+// reduce_cols_slices_kernel over (tiles, groups, slices) and slice_finish_kernel.
 // Returns false, launching nothing, when one column tile's slice sums (8 bytes x 128
 // columns x groups x slices: 256 KiB per 64K rows at 256 groups) exceed the scratch;
 // the caller then runs variant 2 instead, whose bits differ (so padding is exact only
@@ -425,10 +359,8 @@ bool launch_reduce_cols_slices(const Load& load, bool vec, ColShape sh, float* y
   const int ng = static_cast<int>(ntiles < kColGroups ? ntiles : kColGroups);
   const int64_t nsl = ((ntiles + kColGroups - 1) / kColGroups + kSliceTiles - 1) / kSliceTiles;
   const int64_t per_tile = int64_t{kColWidth} * ng * nsl * static_cast<int64_t>(sizeof(double));
-  int64_t fit = scratch ? static_cast<int64_t>(scratch_bytes) / per_tile : 0;
+  const int64_t fit = scratch ? static_cast<int64_t>(scratch_bytes) / per_tile : 0;
   if (fit < 1 || nsl > 65535) return false;
-  const int64_t max_counted = int64_t{1 << 16} / kSliceCounters;  // col_done_slots' limit
-  if (fit > max_counted) fit = max_counted;
   const int64_t tiles = sh.outer * sh.n_ct;
   auto k = vec ? reduce_cols_slices_kernel<true, Load> : reduce_cols_slices_kernel<false, Load>;
   double* part = static_cast<double*>(scratch);
@@ -437,9 +369,9 @@ bool launch_reduce_cols_slices(const Load& load, bool vec, ColShape sh, float* y
     sh.tile0 = t0;
     int64_t out0 = 0, out1 = 0;
     col_tile_outputs(sh, t0, n, out0, out1);
-    unsigned* done = col_done_slots(n * kSliceCounters);
     launch(TG_LAUNCH_SITE, k, dim3(static_cast<unsigned>(n), static_cast<unsigned>(ng), static_cast<unsigned>(nsl)),
-           kSliceTiles * 32, s, load, sh, ng, nsl, part, out0, done, y, scale, accumulate);
+           kSliceTiles * 32, s, load, sh, ng, nsl, part, out0);
+    launch_slice_finish(part, ng, nsl, out1 - out0, y + out0, scale, accumulate, s);
   }
   return true;
 }
