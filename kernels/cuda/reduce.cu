@@ -22,7 +22,12 @@
 //    base clocks) splits the 64 MB figure: reduce_cols_slices_kernel takes 20.5 us at 71% of
 //    DRAM peak with the SMs active 85% of its cycles (3.9 waves), as good as
 //    reduce_rows_kernel's 19.9 us; slice_finish_kernel then takes 4.6 us at 12% occupancy.
-//    The main kernel fixed what variant 2 lacks; the second launch gives it back. The
+//    The main kernel fixed what variant 2 lacks; the second launch gives it back. Finishing
+//    inside the kernel instead (tried at 1b236a3: the last block of each octet of groups
+//    adds their slice sums, the last octet of a column tile the octet sums, both behind a
+//    __threadfence and an atomic counter) was worse, 54.3% of copy at 64 MB and 64.6% at
+//    256 MB (held, one H200 session): every short block then waits for its fence and its
+//    atomic before it ends, which costs more than the one finishing launch. The
 //    design, as it was reasoned before the measurement:
 //    Variants 0-2 run a fixed grid of 256 blocks (8 column tiles x 32 block partials,
 //    ~2 per SM) whose warps each walk a serial chain of tiles, 4 at 64 MB: the blocks
