@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 
 #include "experiments/harness/stream_hold.h"
@@ -79,10 +80,11 @@ class HoldFlags {
   // After the sample's stop event completed (the hold kernel ended before it).
   void check() const {
     if (static_cast<volatile int*>(host_)[1] == 0) return;
-    throw std::runtime_error(
-        "time_gpu (held): the stream stayed held for 2 s: the timed body waits for its own stream (a "
+    throw std::runtime_error(fmt::format(
+        "time_gpu (held): the stream stayed held for {} s: the timed body waits for its own stream (a "
         "synchronize or a blocking copy) or enqueues more than the launch queue holds; time it with "
-        "time_host, or set LoopOptions::hold_gpu = false");
+        "time_host, or set LoopOptions::hold_gpu = false",
+        kTimeoutNs / 1'000'000'000));
   }
 
  private:
@@ -95,36 +97,31 @@ class HoldFlags {
 
 std::vector<double> time_gpu(const LoopOptions& opt, const std::function<void(void*)>& body, void* stream) {
   GpuEventTimer timer;
-  const auto batch = opt.batch;
+  std::optional<HoldFlags> flags;
   if (opt.hold_gpu) {
-    HoldFlags flags;
+    flags.emplace();
     // One call unheld first: CUDA loads a kernel's module at its first launch (lazy
     // loading), and the load waits for the device, the hold included.
     body(stream);
     TG_HARNESS_CUDA(cudaStreamSynchronize(st(stream)));
-    return run_loop(opt, [&] {
-      flags.hold(stream);
-      try {
-        timer.start(stream);
-        for (int64_t i = 0; i < batch; ++i) body(stream);
-        timer.stop(stream);
-      } catch (...) {
-        flags.release();  // the stream must not stay held behind an error
-        throw;
-      }
-      flags.release();
-      TG_HARNESS_CUDA(cudaGetLastError());
-      const double s = timer.elapsed_s() / static_cast<double>(batch);
-      flags.check();
-      return s;
-    });
   }
+  // One sample; held, it sits between hold() and release(), and the stream must not stay
+  // held behind an error.
   return run_loop(opt, [&] {
-    timer.start(stream);
-    for (int64_t i = 0; i < batch; ++i) body(stream);
-    timer.stop(stream);
+    if (flags) flags->hold(stream);
+    try {
+      timer.start(stream);
+      for (int64_t i = 0; i < opt.batch; ++i) body(stream);
+      timer.stop(stream);
+    } catch (...) {
+      if (flags) flags->release();
+      throw;
+    }
+    if (flags) flags->release();
     TG_HARNESS_CUDA(cudaGetLastError());  // a failed launch inside body must not time as "fast"
-    return timer.elapsed_s() / static_cast<double>(batch);
+    const double s = timer.elapsed_s() / static_cast<double>(opt.batch);
+    if (flags) flags->check();
+    return s;
   });
 }
 
