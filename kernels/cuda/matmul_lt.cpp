@@ -176,14 +176,69 @@ void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float
 
 namespace {
 
-// The first `candidates` algorithms cuBLASLt's heuristic offers for the probe's key (within
-// max_workspace), each timed with CUDA events over a few launches on scratch operands
-// allocated here: 256-byte aligned, which every alignment class of a key allows, and filled
-// with a pattern that is not zero (a product of zeros can run faster). Sorted fastest first.
+// A pseudo-random pattern of floats in [-1, 1) (a fixed LCG, so every run times the same
+// data), kPatternFloats long, tiled over a buffer.
+constexpr size_t kPatternFloats = size_t{1} << 20;
+
+const std::vector<float>& random_pattern() {
+  static const std::vector<float> pattern = [] {
+    std::vector<float> v(kPatternFloats);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (float& f : v) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      f = static_cast<float>(static_cast<double>(x >> 40) / static_cast<double>(uint64_t{1} << 23) - 1.0);
+    }
+    return v;
+  }();
+  return pattern;
+}
+
+void fill_operands(void* p, size_t bytes, LtOperandFill fill, cudaStream_t s) {
+  if (fill == LtOperandFill::constant) {
+    TG_CUDA_CHECK(cudaMemsetAsync(p, 0x3c, bytes, s));
+    return;
+  }
+  const std::vector<float>& pat = random_pattern();
+  const size_t first = std::min(bytes, pat.size() * sizeof(float));
+  char* base = static_cast<char*>(p);
+  // Pageable source: cudaMemcpyAsync returns once the bytes are staged, so the vector may
+  // be read by the next call at once.
+  TG_CUDA_CHECK(cudaMemcpyAsync(base, pat.data(), first, cudaMemcpyHostToDevice, s));
+  for (size_t done = first; done < bytes;) {  // doubling device copies of what is there
+    const size_t n = std::min(done, bytes - done);
+    TG_CUDA_CHECK(cudaMemcpyAsync(base + done, base, n, cudaMemcpyDeviceToDevice, s));
+    done += n;
+  }
+}
+
 }  // namespace
 
+LtOperands::LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, cudaStream_t s) {
+  auto up = [](int64_t floats) { return (floats * 4 + 255) / 256 * 256; };
+  // Leading dimensions may exceed the extents: size each operand by its stored span.
+  const int64_t rows_a = key.trans_a ? key.k : key.m, rows_b = key.trans_b ? key.n : key.k;
+  const int64_t span_a = (key.batch - 1) * key.stride_a + rows_a * key.lda;
+  const int64_t span_b = ((key.stride_b ? key.batch : 1) - 1) * key.stride_b + rows_b * key.ldb;
+  const int64_t a_b = up(span_a), b_b = up(span_b), d_b = up(key.batch * key.m * key.ldd), bias_b = up(key.n + key.m);
+  const size_t bytes = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b) + workspace;
+  buf_ = tg::cuda::DeviceBuffer::allocate(bytes);
+  char* base = static_cast<char*>(buf_.get());
+  a = reinterpret_cast<float*>(base);
+  b = reinterpret_cast<float*>(base + a_b);
+  d = reinterpret_cast<float*>(base + a_b + b_b);
+  c = reinterpret_cast<float*>(base + a_b + b_b + d_b);
+  bias = reinterpret_cast<float*>(base + a_b + b_b + 2 * d_b);
+  ws = base + a_b + b_b + 2 * d_b + bias_b;
+  ws_bytes = workspace;
+  fill_operands(base, static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b), fill, s);
+}
+
+// The first `candidates` algorithms cuBLASLt's heuristic offers for the probe's key (within
+// max_workspace), each timed with CUDA events over a few launches on scratch operands
+// (LtOperands: 256-byte aligned, which every alignment class of a key allows). Sorted
+// fastest first.
 std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm& probe, size_t max_workspace,
-                                                     int candidates, cudaStream_t s) {
+                                                     int candidates, cudaStream_t s, LtOperandFill fill) {
   const LtKey& key = probe.key();
   cublasLtMatmulPreference_t pref = make_preference(key, max_workspace);
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
@@ -192,19 +247,7 @@ std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm&
                                                            pref, candidates, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   TG_CUBLAS_CHECK(st);
-  auto up = [](int64_t floats) { return (floats * 4 + 255) / 256 * 256; };
-  const int64_t a_b = up(key.batch * key.m * key.k), b_b = up((key.stride_b ? key.batch : 1) * key.k * key.n),
-                d_b = up(key.batch * key.m * key.n), bias_b = up(key.n + key.m);
-  const size_t bytes = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b) + max_workspace;
-  tg::cuda::DeviceBuffer buf = tg::cuda::DeviceBuffer::allocate(bytes);
-  TG_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0x3c, bytes, s));
-  char* base = static_cast<char*>(buf.get());
-  float* a = reinterpret_cast<float*>(base);
-  float* b = reinterpret_cast<float*>(base + a_b);
-  float* d = reinterpret_cast<float*>(base + a_b + b_b);
-  float* c = reinterpret_cast<float*>(base + a_b + b_b + d_b);
-  float* bias = reinterpret_cast<float*>(base + a_b + b_b + 2 * d_b);
-  void* ws = base + a_b + b_b + 2 * d_b + bias_b;
+  const LtOperands x(key, max_workspace, fill, s);
   tg::cuda::Event e0 = tg::cuda::Event::create(), e1 = tg::cuda::Event::create();
   constexpr int kWarm = 3, kTimed = 10;
   std::vector<Timed> timed;
@@ -213,17 +256,29 @@ std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm&
     if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > max_workspace) continue;
     probe.algo_ = r.algo;
     probe.workspace_ = r.workspaceSize;
-    for (int w = 0; w < kWarm; ++w) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
+    for (int w = 0; w < kWarm; ++w) probe.run(h, x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, s);
     TG_CUDA_CHECK(cudaEventRecord(e0.get(), s));
-    for (int t = 0; t < kTimed; ++t) probe.run(h, a, b, c, d, bias, ws, max_workspace, s);
+    for (int t = 0; t < kTimed; ++t) probe.run(h, x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, s);
     TG_CUDA_CHECK(cudaEventRecord(e1.get(), s));
     TG_CUDA_CHECK(cudaEventSynchronize(e1.get()));
     float ms = 0;
     TG_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
     timed.push_back({r.algo, r.workspaceSize, ms * 1e-3 / kTimed});
   }
-  std::stable_sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.seconds < y.seconds; });
+  std::stable_sort(timed.begin(), timed.end(), [](const Timed& p, const Timed& q) { return p.seconds < q.seconds; });
   return timed;
+}
+
+std::unique_ptr<LtGemm> LtTuner::best(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates,
+                                      cudaStream_t s, LtOperandFill fill, double* seconds) {
+  auto g = std::make_unique<LtGemm>(h, key, max_workspace);
+  const std::vector<Timed> timed = time_candidates(h, *g, max_workspace, candidates, s, fill);
+  if (timed.empty())
+    throw std::runtime_error(fmt::format("cuBLASLt GEMM {}: no candidate algorithm ran", key.str()));
+  g->algo_ = timed.front().algo;
+  g->workspace_ = timed.front().workspace;
+  if (seconds) *seconds = timed.front().seconds;
+  return g;
 }
 
 namespace {
@@ -265,7 +320,7 @@ void LtTuner::tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaS
   if (it == tuned_table().end()) {
     const cublasLtMatmulAlgo_t first = gemm.algo_;
     const size_t first_ws = gemm.workspace_;
-    const std::vector<Timed> timed = time_candidates(h, gemm, max_workspace, kTuneCandidates, s);
+    const std::vector<Timed> timed = time_candidates(h, gemm, max_workspace, kTuneCandidates, s, LtOperandFill::random);
     const Timed pick = timed.empty() ? Timed{first, first_ws, 0.0} : timed.front();
     it = tuned_table().emplace(tk, pick).first;
   }
@@ -276,9 +331,10 @@ void LtTuner::tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaS
 bool gemm_autotune_enabled() { return g_autotune.on(); }
 void set_gemm_autotune(bool enabled) { g_autotune.set(enabled); }
 
-double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s) {
+double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s,
+                       LtOperandFill fill) {
   LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced while timing
-  const std::vector<LtTuner::Timed> timed = LtTuner::time_candidates(h, probe, max_workspace, candidates, s);
+  const std::vector<LtTuner::Timed> timed = LtTuner::time_candidates(h, probe, max_workspace, candidates, s, fill);
   return timed.empty() ? -1.0 : timed.front().seconds;
 }
 

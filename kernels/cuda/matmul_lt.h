@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cuda/raii.h"
 #include "kernels/op_call.h"
 
 namespace tg::kernels::cuda {
@@ -97,11 +98,33 @@ uint16_t lt_alignment(const void* p);
 // reports that look at a schedule's GEMMs.
 LtKey gemm_key(const OpCall& c, bool tf32);
 
+// What the scratch operands of a timed GEMM hold. The same GEMM runs measurably faster on
+// a constant fill than on varied data (fewer bits toggle, so the GPU draws less power and
+// holds a higher clock), so timings meant to stand for a model's GEMMs use `random`.
+enum class LtOperandFill : uint8_t {
+  random,    // pseudo-random floats in [-1, 1), the same every run
+  constant,  // every byte 0x3c (each float ~0.0115)
+};
+
+// Scratch operands for one key: A, B, C, D and the bias (256-byte aligned, which every
+// alignment class of a key allows) and `workspace` bytes, filled as asked on stream s.
+class LtOperands {
+ public:
+  LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, cudaStream_t s);
+  float *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr, *bias = nullptr;
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+
+ private:
+  tg::cuda::DeviceBuffer buf_;
+};
+
 // The fastest of the first `candidates` algorithms cuBLASLt's heuristic offers for `key`
-// (each timed with CUDA events over a few launches on scratch operands it allocates):
-// what cuBLASLt can do at best for this product. For reports (tg-train's GEMM floor), not
-// for the executors, which take the heuristic's first choice.
-double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s);
+// (each timed with CUDA events over a few launches on LtOperands filled as `fill`): what
+// cuBLASLt can do at best for this product. For reports (tg-train's GEMM floor), not for
+// the executors, which take the heuristic's first choice.
+double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s,
+                       LtOperandFill fill = LtOperandFill::random);
 
 // The algorithms a tuning run times: how many of the heuristic's first it asks for.
 inline constexpr int kTuneCandidates = 16;
@@ -121,7 +144,10 @@ class LtTuner {
     double seconds;
   };
   static std::vector<Timed> time_candidates(cublasLtHandle_t h, LtGemm& probe, size_t max_workspace, int candidates,
-                                            cudaStream_t s);
+                                            cudaStream_t s, LtOperandFill fill);
+  // A GEMM of `key` set to the fastest candidate; its time per call in *seconds if given.
+  static std::unique_ptr<LtGemm> best(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates,
+                                      cudaStream_t s, LtOperandFill fill, double* seconds);
   static void tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaStream_t s);
 };
 
