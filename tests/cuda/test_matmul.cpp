@@ -3,10 +3,12 @@
 // cuBLASLt and through the small-GEMM kernel (kernels/cuda/matmul_small.h), each alone.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "graph/shape_inference.h"
 #include "kernels/cuda/matmul_lt.h"
@@ -185,6 +187,52 @@ TEST_CASE("cuda GEMM tuning: the tuned algorithms match the CPU, and every cache
   const kernels::cuda::LtGemm& g2 = c2.get(key, stream.get());
   CHECK(std::memcmp(&g1.algo(), &g2.algo(), sizeof(cublasLtMatmulAlgo_t)) == 0);
   CHECK(g1.workspace_bytes() == g2.workspace_bytes());
+}
+
+TEST_CASE("cuda GEMM floor pieces: LtOperands fills as asked, LtTuner::best computes the product") {
+  TG_REQUIRE_GPU();
+  tg::cuda::Stream stream = tg::cuda::Stream::create();
+  tg::cuda::CublasLtHandle h = tg::cuda::CublasLtHandle::create();
+  kernels::cuda::LtKey key;  // row-major [96, 200] = [96, 77] x [77, 200], A with a wider row (lda 80)
+  key.m = 96;
+  key.n = 200;
+  key.k = 77;
+  key.lda = 80;
+  key.ldb = 200;
+  key.ldd = 200;
+  using kernels::cuda::LtOperandFill;
+  double seconds = 0;
+  auto g = kernels::cuda::LtTuner::best(h.get(), key, 1 << 22, 8, stream.get(), LtOperandFill::random, &seconds);
+  CHECK(seconds > 0);
+  const kernels::cuda::LtOperands x(key, g->workspace_bytes(), LtOperandFill::random, stream.get());
+  const kernels::cuda::LtOperands flat(key, 0, LtOperandFill::constant, stream.get());
+  g->run(h.get(), x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, stream.get());
+  std::vector<float> a(static_cast<size_t>(key.m * key.lda)), b(static_cast<size_t>(key.k * key.n)),
+      d(static_cast<size_t>(key.m * key.n)), c0(16);
+  TG_CUDA_CHECK(cudaMemcpyAsync(a.data(), x.a, a.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+  TG_CUDA_CHECK(cudaMemcpyAsync(b.data(), x.b, b.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+  TG_CUDA_CHECK(cudaMemcpyAsync(d.data(), x.d, d.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+  TG_CUDA_CHECK(cudaMemcpyAsync(c0.data(), flat.a, c0.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+  TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  // Random: varied values in [-1, 1); constant: one value everywhere.
+  float lo = 1, hi = -1;
+  for (float v : a) lo = std::min(lo, v), hi = std::max(hi, v);
+  CHECK(lo >= -1.0f);
+  CHECK(hi < 1.0f);
+  CHECK(hi - lo > 1.5f);
+  for (float v : c0) CHECK(v == c0[0]);
+  // The product, against a double-precision reference over the stored operands.
+  int bad = 0;
+  for (int64_t i = 0; i < key.m; ++i)
+    for (int64_t j = 0; j < key.n; ++j) {
+      double ref = 0;
+      for (int64_t p = 0; p < key.k; ++p)
+        ref += static_cast<double>(a[static_cast<size_t>(i * key.lda + p)]) * b[static_cast<size_t>(p * key.n + j)];
+      const float got = d[static_cast<size_t>(i * key.n + j)];
+      if (std::fabs(got - ref) > 1e-4 * std::sqrt(static_cast<double>(key.k)) + 1e-4 * std::fabs(ref) && bad++ < 5)
+        MESSAGE("D[" << i << "," << j << "] = " << got << ", expected " << ref);
+    }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("cuda matmul_act_grad: the bits of matmul then relu_grad / gelu_grad, on both GEMM paths") {
