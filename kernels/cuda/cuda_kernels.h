@@ -82,7 +82,7 @@ bool pdl_active();  // for the current device
 // group in separate blocks; other bits, deterministic and padding-exact; reduce.cu);
 // TG_COLREDUCE=k in the environment (read at first use) or set_col_reduce_variant(k)
 // picks one, for timing them. Other values throw std::invalid_argument.
-constexpr int kColReduceVariants = 4;
+constexpr int kColReduceVariants = 5;
 void set_col_reduce_variant(int v);
 int col_reduce_variant();
 

@@ -55,10 +55,20 @@
 //    8 MiB) or there is no scratch, that call runs variant 2 (launch_reduce_cols_slices,
 //    reduce.cuh). layernorm_params.cu's kernel runs variant 2 for 3; its wide-row path
 //    (> 4096 columns) sums dbeta with reduce_sum's column frame, so variant 3's there.
+//  - reduce_sum_cols, variant 4 (reduce.cuh): variant 2's order and split finish with a
+//    warp per 32 columns (a column per lane) instead of 128, so 4x the blocks (1024 at
+//    [16384, 1024]) at 64 registers and 4 blocks per SM, ~1.9 waves of short blocks, each
+//    warp's group in two round trips of 32 rows. Variant 3 showed that blocks this short
+//    reach reduce_rows_kernel's bandwidth (its first kernel: 20.5 us at 64 MB) and lost it
+//    to its second launch; 4 keeps variant 2's in-kernel finish (32 partials per column,
+//    read by the tile's last block) and 2's bits. Expected: ~19-21 us at 64 MB, >= 80% of
+//    copy. Measured on one H200 in one session (held timing): 22.5 us, 77.4% of copy at
+//    64 MB (variant 2 there: 24.3-25.4 us, 68.5-71.8%) and 94.6% at 256 MB (variant 2
+//    93.6%); short of 80% (reduce.cuh). Variant 2 stays the default until confirmed.
 //
-// TG_COLREDUCE (0 to 3; read at first use; 2 when unset) picks the variant of the column frame and
+// TG_COLREDUCE (0 to 4; read at first use; 2 when unset) picks the variant of the column frame and
 // of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring
-// them in one process; variants 0 to 2 give the same bits, 3 its own.
+// them in one process; variants 0, 1, 2 and 4 give the same bits, 3 its own.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -241,6 +251,31 @@ __global__ void __launch_bounds__(256, 4) reduce_rows_kernel(const float* x, flo
 int blocks_of_8_warps(int64_t warps) { return static_cast<int>((warps + 7) / 8); }
 
 }  // namespace
+
+ColPlan col_plan(int variant, bool plain_load, int64_t outer, int64_t len, int64_t inner, size_t scratch_bytes,
+                 int sms) {
+  ColPlan p{variant == 3 || variant == 4 ? 2 : variant, false, kColWidth, (inner + kColWidth - 1) / kColWidth, 1,
+            int64_t{0x7fffffff}};
+  const int64_t nb = (len + kColWarps * kColTile - 1) / (kColWarps * kColTile);
+  p.nb = static_cast<int>(nb < 1 ? 1 : nb > kColParts ? kColParts : nb);
+  auto fit = [&](int width) {
+    return static_cast<int64_t>(scratch_bytes / (static_cast<size_t>(width) * static_cast<size_t>(p.nb) * sizeof(double)));
+  };
+  // Split only when looping would leave SMs idle: 4 blocks per SM is enough without. The
+  // choice is variant 2's in every variant (in 128-column tiles), so that it does not
+  // depend on the variant; variant 4's 32-column tiles need a quarter of the scratch each.
+  const bool few_tiles = outer * p.n_ct < 4 * static_cast<int64_t>(sms);
+  p.split = p.nb > 1 && few_tiles && fit(kColWidth) >= 1;
+  if (!p.split) return p;
+  if (variant == 4 && plain_load) {
+    p.variant = 4;
+    p.width = kNarrowWidth;
+    p.n_ct = (inner + kNarrowWidth - 1) / kNarrowWidth;
+  }
+  const int64_t f = fit(p.width);
+  p.per_launch = f < int64_t{kDoneSlots} ? f : int64_t{kDoneSlots};  // col_done_slots' limit
+  return p;
+}
 
 unsigned* col_done_slots(int64_t n) {
   if (n < 1 || n > int64_t{kDoneSlots})

@@ -57,6 +57,70 @@
 //     Deterministic and padding-exact, to other bits past 4096 rows. Only where 0-2
 //     split (len > 128, few column tiles) and the scratch holds a column tile's slice
 //     sums; otherwise the call runs variant 2.
+//  4: this order with a warp per 32 columns (a column per lane, scalar loads, each row one
+//     coalesced 128-byte line) instead of 128: the parallelism Nsight found missing. A
+//     column's sum does not depend on which lane owns it, so the bits are 0-2's. At
+//     [16384, 1024]: 32 column tiles x 32 block partials = 1024 blocks of 8 warps (4x
+//     variant 2's), each warp one group of 4 tiles, loaded 2 tiles (32 rows, 4 KB) at a
+//     time before it adds them: 32 floats and one double sum per lane instead of 64 and
+//     four, 64 registers, 4 blocks per SM (50% occupancy, ~1.9 waves) with 128 KB in
+//     flight per SM, so short blocks refill the SMs as reduce_rows_kernel's do. The
+//     split path ends as variant 2 (the tile's last block partial adds its 32 partials,
+//     finish_col_tile, 32 threads instead of 128), and needs a quarter of its scratch
+//     per tile. Only split, plain loads (col_plan); elsewhere variant 2 runs. Expected
+//     before measuring: ~19-21 us at 64 MiB (>= 80% of copy, near reduce_sum_rows).
+//     Measured on one H200 in one session (held timing, tg-kernels): 22.5 us, 77.4% of
+//     copy at 64 MiB (variant 2 in the same session: 24.3-25.4 us, 68.5-71.8%;
+//     reduce_sum_rows 18.9 us) and 68.0 us, 94.6% at 256 MiB (variant 2 68.8, 93.6%).
+//     Short of 80%: what is left is not yet located (candidates: each warp's dependent
+//     chain of double adds with nothing in flight, the blocks' fence and counter, the
+//     last block's finish after the tail).
+#include <cstddef>
+#include <cstdint>
+
+namespace tg::kernels::cuda::detail {
+
+constexpr int kColWidth = 128;                     // columns per warp, 4 per lane
+constexpr int kNarrowWidth = 32;                   // variant 4: columns per warp, 1 per lane
+constexpr int kColTile = 16;                       // rows of one group a warp loads at once
+constexpr int kColGroups = 256;
+constexpr int kColWarps = 8;                       // groups per block partial
+constexpr int kColParts = kColGroups / kColWarps;  // block partials: 32 at most
+constexpr int64_t kRowChunk = 8192;
+constexpr int kRun = 32;  // parts per run in finish_kernel
+
+// How launch_reduce_cols runs a column reduction (host logic only, so that it is testable
+// without a device; defined in reduce.cu). `variant` is the loop that runs (0, 1, 2 or 4;
+// the caller has already tried variant 3's slices and asks for 2 when they did not run):
+// 4 only for plain loads that split, 2 where 4 was asked otherwise. Split: the block
+// partials run as separate blocks, per_launch column tiles (of `width` columns, n_ct per
+// outer index) at a time, as many as the scratch holds; otherwise one launch loops.
+struct ColPlan {
+  int variant;
+  bool split;
+  int width;
+  int64_t n_ct;
+  int nb;
+  int64_t per_launch;
+};
+ColPlan col_plan(int variant, bool plain_load, int64_t outer, int64_t len, int64_t inner, size_t scratch_bytes,
+                 int sms);
+
+// The outputs of column tiles [t0, t0 + n) of `width` columns (n_ct per outer index) are
+// contiguous: from the first tile's first column to the last tile's last one. Returns
+// them as [first, end).
+inline void col_tile_outputs(int64_t n_ct, int64_t inner, int64_t t0, int64_t n, int width, int64_t& first,
+                             int64_t& end) {
+  first = (t0 / n_ct) * inner + (t0 % n_ct) * width;
+  const int64_t last = t0 + n - 1;
+  const int64_t end_col = ((last % n_ct) + 1) * width;
+  end = (last / n_ct) * inner + (end_col < inner ? end_col : inner);
+}
+
+}  // namespace tg::kernels::cuda::detail
+
+// The rest is device code, for the .cu files only (the plan above is also for host tests).
+#if defined(__CUDACC__)
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -68,14 +132,6 @@ int col_reduce_variant();  // cuda_kernels.h
 }
 
 namespace tg::kernels::cuda::detail {
-
-constexpr int kColWidth = 128;                     // columns per warp, 4 per lane
-constexpr int kColTile = 16;                       // rows of one group a warp loads at once
-constexpr int kColGroups = 256;
-constexpr int kColWarps = 8;                       // groups per block partial
-constexpr int kColParts = kColGroups / kColWarps;  // block partials: 32 at most
-constexpr int64_t kRowChunk = 8192;
-constexpr int kRun = 32;  // parts per run in finish_kernel
 
 // A Load gives the value at flat index i, at position a along the reduced axis:
 // float at(int64_t i, int64_t a) and float4 at4(int64_t i, int64_t a) (i % 4 == 0, 16-byte aligned).
@@ -94,7 +150,7 @@ void launch_finish(const double* part, int64_t nparts, int64_t n, float* y0, int
 // ---- columns (inner > 1) --------------------------------------------------------------
 struct ColShape {
   int64_t outer, len, inner;
-  int64_t n_ct;   // 128-column tiles per outer index
+  int64_t n_ct;   // column tiles per outer index: of 128 columns, 32 in variant 4's kernel
   int64_t tile0;  // first (outer, column tile) of this launch; blockIdx.x counts from it
   int nb;         // block partials: min(32, ceil(len / 128))
 };
@@ -202,11 +258,12 @@ __device__ __forceinline__ void tile_columns(const ColShape& sh, int64_t tile, i
   }
 }
 
-// Variant 2's end of a split launch: the block partials of column tile blockIdx.x that
-// arrive count on done[blockIdx.x]; the last to arrive adds the tile's nb partials, a
-// thread per column, in the order finish_kernel does (one ordered sum: nb <= 32), so the
-// bits are finish_kernel's, whichever block comes last. It then sets the counter back to
-// 0, so each launch finds its counters at 0 (col_done_slots).
+// Variants 2 and 4's end of a split launch: the block partials of column tile blockIdx.x
+// (kWidth columns) that arrive count on done[blockIdx.x]; the last to arrive adds the
+// tile's nb partials, a thread per column, in the order finish_kernel does (one ordered
+// sum: nb <= 32), so the bits are finish_kernel's, whichever block comes last. It then
+// sets the counter back to 0, so each launch finds its counters at 0 (col_done_slots).
+template <int kWidth>
 __device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, int64_t c0, float* y, const double* part,
                                                 int64_t out0, unsigned* done, double scale, bool accumulate) {
   __shared__ bool last;
@@ -218,7 +275,7 @@ __device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, i
   if (!last) return;
   __threadfence();
   const int64_t c = c0 + threadIdx.x;
-  if (threadIdx.x < kColWidth && c < sh.inner) {
+  if (threadIdx.x < kWidth && c < sh.inner) {
     const double* p = part + (o * sh.inner + c - out0) * sh.nb;
     double v[kColParts];
 #pragma unroll
@@ -273,7 +330,7 @@ __global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape
     }
     __syncthreads();
   }
-  if constexpr (kV == 2) finish_col_tile(sh, o, c0, y, part, out0, done, scale, accumulate);
+  if constexpr (kV == 2) finish_col_tile<kColWidth>(sh, o, c0, y, part, out0, done, scale, accumulate);
   if (!kSplit && w == 0) {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -288,6 +345,112 @@ __global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape
 // launches), taken in turn from a ring of 65536: two launches in flight at once (graphs
 // on several streams) get different ones unless 65536 counters were taken in between.
 unsigned* col_done_slots(int64_t n);
+
+// ---- variant 4: a column per lane --------------------------------------------------
+// The frame's order with a warp per (32-column tile, group): lane l owns column c0 + l,
+// so each row's load is one coalesced 128-byte line, a lane keeps one double sum, and a
+// group's rows are loaded kNarrowTiles tiles (kNarrowTiles x 16 rows) at a time before
+// they are added; the 8 warps of a block are groups 8b..8b+7, added in warp order as in
+// reduce_cols_kernel. Only split (blockIdx.y is b) and only for plain loads: elsewhere
+// the call runs variant 2 (col_plan).
+// Measured on one H200 at 64 MiB (held timing, one session; variant 2 24.3-25.4 us): 2
+// tiles unpipelined 22.5 us; 1 tile pipelined (two buffers) 23.0; 1 tile unpipelined 23.6;
+// 64 floats of loads (4 tiles, or 2 pipelined) at 2 blocks per SM 25.2-25.8. More than 4
+// blocks per SM spills (ptxas: the loads' 64-bit addresses take the registers).
+constexpr int kNarrowTiles = 2;
+constexpr bool kNarrowPipe = false;
+
+// Rows r0 + t * 4096 + j (t < kT, j < 16) of one lane's column at `base` (its row 0),
+// in increasing order; kFull: all exist. Absent rows are 0 and not loaded.
+template <int kT, bool kFull, typename Load>
+__device__ __forceinline__ void narrow_load(const Load& load, int64_t base, int64_t r0, int64_t len, int64_t inner,
+                                            float (&v)[kT * kColTile]) {
+#pragma unroll
+  for (int t = 0; t < kT; ++t)
+#pragma unroll
+    for (int j = 0; j < kColTile; ++j) {
+      const int64_t r = r0 + int64_t{t} * kColGroups * kColTile + j;
+      v[t * kColTile + j] = kFull || r < len ? load.at(base + r * inner, r) : 0.0f;
+    }
+}
+template <int kT, typename Load>
+__device__ __forceinline__ void narrow_rows(const Load& load, int64_t base, int64_t r0, int64_t len, int64_t inner,
+                                            float (&v)[kT * kColTile]) {
+  if (r0 + int64_t{kT - 1} * kColGroups * kColTile + kColTile <= len)
+    narrow_load<kT, true>(load, base, r0, len, inner, v);
+  else
+    narrow_load<kT, false>(load, base, r0, len, inner, v);
+}
+template <int N>
+__device__ __forceinline__ void narrow_add(double& acc, const float (&v)[N]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) acc += static_cast<double>(v[j]);
+}
+
+// acc += the rows of the group whose first row is `first`, in increasing order: batches
+// of kT consecutive tiles of the group. kPipe: the next batch's loads issue before the
+// current one is added (two buffers). An absent row of a present batch adds +0.0.
+template <int kT, bool kPipe, typename Load>
+__device__ __forceinline__ void narrow_group_sum(const Load& load, int64_t base, int64_t first, int64_t len,
+                                                 int64_t inner, double& acc) {
+  constexpr int64_t kStep = int64_t{kT} * kColGroups * kColTile;
+  if (first >= len) return;
+  if constexpr (!kPipe) {
+    for (int64_t r0 = first; r0 < len; r0 += kStep) {
+      float v[kT * kColTile];
+      narrow_rows<kT>(load, base, r0, len, inner, v);
+      narrow_add(acc, v);
+    }
+  } else {
+    float a[kT * kColTile], b[kT * kColTile];
+    narrow_rows<kT>(load, base, first, len, inner, a);
+    for (int64_t r0 = first;; r0 += 2 * kStep) {
+      const bool second = r0 + kStep < len;
+      if (second) narrow_rows<kT>(load, base, r0 + kStep, len, inner, b);
+      narrow_add(acc, a);
+      if (!second) return;
+      const bool next = r0 + 2 * kStep < len;
+      if (next) narrow_rows<kT>(load, base, r0 + 2 * kStep, len, inner, a);
+      narrow_add(acc, b);
+      if (!next) return;
+    }
+  }
+}
+
+// 64 float registers of loads at most per lane: 4 blocks of 8 warps per SM with up to 32
+// (64 registers a thread), 2 with 64 (3 spills).
+constexpr int narrow_min_blocks(int kT, bool kPipe) { return kT * kColTile * (kPipe ? 2 : 1) <= 32 ? 4 : 2; }
+
+// Block (32-column tile blockIdx.x of this launch, block partial blockIdx.y), 8 warps:
+// warp w sums group 8b + w of its lane's column, the block adds its warps in order and
+// writes part[(out - out0) * nb + b]; the tile's last partial to finish adds the nb
+// partials (finish_col_tile, as variant 2).
+template <int kT, bool kPipe, typename Load>
+__global__ void __launch_bounds__(kColWarps * 32, narrow_min_blocks(kT, kPipe)) reduce_cols_narrow_kernel(
+    Load load, ColShape sh, float* y, double* part, int64_t out0, unsigned* done, double scale, bool accumulate) {
+  pdl::prologue();
+  __shared__ double wsum[kColWarps][32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t tile = sh.tile0 + blockIdx.x;
+  const int64_t o = tile / sh.n_ct, c0 = (tile % sh.n_ct) * kNarrowWidth;
+  const int64_t c = c0 + lane;
+  const bool ok = c < sh.inner;
+  const int b = static_cast<int>(blockIdx.y);
+  double acc = 0.0;
+  if (ok)
+    narrow_group_sum<kT, kPipe>(load, o * sh.len * sh.inner + c,
+                                                (int64_t{b} * kColWarps + w) * kColTile, sh.len, sh.inner, acc);
+  wsum[w][lane] = acc;
+  __syncthreads();
+  if (w == 0) {
+    double p = 0.0;
+#pragma unroll
+    for (int k = 0; k < kColWarps; ++k) p += wsum[k][lane];
+    if (ok) part[(o * sh.inner + c - out0) * sh.nb + b] = p;
+    __threadfence();  // the partials before the count (finish_col_tile)
+  }
+  finish_col_tile<kNarrowWidth>(sh, o, c0, y, part, out0, done, scale, accumulate);
+}
 
 // ---- variant 3: slices of groups in separate blocks ----------------------------------
 // Block (column tile, group g, slice s) of kSliceTiles warps: warp w sums tile
@@ -337,15 +500,6 @@ __global__ void __launch_bounds__(kSliceTiles * 32, 4) reduce_cols_slices_kernel
 void launch_slice_finish(const double* part, int ng, int64_t nsl, int64_t n, float* y, double scale, bool accumulate,
                          cudaStream_t s);
 
-// The outputs of column tiles [t0, t0 + n) are contiguous: from the first tile's first
-// column to the last tile's last one. Returns them as [first, end).
-inline void col_tile_outputs(const ColShape& sh, int64_t t0, int64_t n, int64_t& first, int64_t& end) {
-  first = (t0 / sh.n_ct) * sh.inner + (t0 % sh.n_ct) * kColWidth;
-  const int64_t last = t0 + n - 1;
-  const int64_t end_col = ((last % sh.n_ct) + 1) * kColWidth;
-  end = (last / sh.n_ct) * sh.inner + (end_col < sh.inner ? end_col : sh.inner);
-}
-
 // Variant 3's launches: for each run of column tiles whose slice sums fit the scratch,
 // reduce_cols_slices_kernel over (tiles, groups, slices) and slice_finish_kernel.
 // Returns false, launching nothing, when one column tile's slice sums (8 bytes x 128
@@ -368,7 +522,7 @@ bool launch_reduce_cols_slices(const Load& load, bool vec, ColShape sh, float* y
     const int64_t n = tiles - t0 < fit ? tiles - t0 : fit;
     sh.tile0 = t0;
     int64_t out0 = 0, out1 = 0;
-    col_tile_outputs(sh, t0, n, out0, out1);
+    col_tile_outputs(sh.n_ct, sh.inner, t0, n, kColWidth, out0, out1);
     launch(TG_LAUNCH_SITE, k, dim3(static_cast<unsigned>(n), static_cast<unsigned>(ng), static_cast<unsigned>(nsl)),
            kSliceTiles * 32, s, load, sh, ng, nsl, part, out0);
     launch_slice_finish(part, ng, nsl, out1 - out0, y + out0, scale, accumulate, s);
@@ -388,51 +542,51 @@ auto cols_kernel(int variant, bool vec) {
 // y[o, i] (+)= scale * sum over the axis. `vec`: inner % 4 == 0 and every pointer the
 // load reads is 16-byte aligned. With scratch (8 bytes per output and block partial)
 // and few column tiles, the block partials run as separate blocks and finish_kernel (or,
-// variant 2, their last block) adds them; otherwise each block loops over its partials.
-// Same bits either way, and in every variant.
+// variants 2 and 4, their last block) adds them; otherwise each block loops over its
+// partials. Same bits either way, and in every variant but 3.
 template <typename Load>
 void launch_reduce_cols(const Load& load, bool vec, float* y, int64_t outer, int64_t len, int64_t inner, double scale,
                         bool accumulate, void* scratch, size_t scratch_bytes, cudaStream_t s) {
+  constexpr bool kPlain = std::is_same_v<Load, PlainLoad>;
   int variant = col_reduce_variant();
-  ColShape sh{outer, len, inner, (inner + kColWidth - 1) / kColWidth, 0, 0};
-  const int64_t nb = (len + kColWarps * kColTile - 1) / (kColWarps * kColTile);
-  sh.nb = static_cast<int>(nb < 1 ? 1 : nb > kColParts ? kColParts : nb);
-  const int64_t tiles = outer * sh.n_ct;
-  const bool few_tiles = tiles < 4 * static_cast<int64_t>(sm_count());
   // Variant 3 where the others would split (len > 128, so it never takes the looped
   // path's bits for a length where its own differ: they agree up to 4096 rows); when
   // its slice sums do not fit the scratch, this call runs variant 2 (see above).
   // Only plain loads: the other (layernorm's dy * xhat) never gets scratch, and its
   // slices kernel would spill.
   if (variant == 3) {
-    if constexpr (std::is_same_v<Load, PlainLoad>) {
-      if (sh.nb > 1 && few_tiles &&
-          launch_reduce_cols_slices(load, vec, sh, y, scale, accumulate, scratch, scratch_bytes, s))
-        return;
+    if constexpr (kPlain) {
+      const ColPlan p = col_plan(2, true, outer, len, inner, scratch ? scratch_bytes : 0, sm_count());
+      ColShape sh{outer, len, inner, p.n_ct, 0, p.nb};
+      if (p.split && launch_reduce_cols_slices(load, vec, sh, y, scale, accumulate, scratch, scratch_bytes, s)) return;
     }
     variant = 2;
   }
-  const int64_t per_tile = int64_t{kColWidth} * sh.nb * static_cast<int64_t>(sizeof(double));
-  const int64_t fit = scratch ? static_cast<int64_t>(scratch_bytes) / per_tile : 0;
-  // Split only when looping would leave SMs idle: 4 blocks per SM is enough without.
-  const bool split = sh.nb > 1 && few_tiles && fit >= 1;
-  const int64_t per_launch = split ? fit : int64_t{0x7fffffff};
-  for (int64_t t0 = 0; t0 < tiles; t0 += per_launch) {
-    const int64_t n = tiles - t0 < per_launch ? tiles - t0 : per_launch;
+  const ColPlan p = col_plan(variant, kPlain, outer, len, inner, scratch ? scratch_bytes : 0, sm_count());
+  ColShape sh{outer, len, inner, p.n_ct, 0, p.nb};
+  const int64_t tiles = outer * p.n_ct;
+  for (int64_t t0 = 0; t0 < tiles; t0 += p.per_launch) {
+    const int64_t n = tiles - t0 < p.per_launch ? tiles - t0 : p.per_launch;
     sh.tile0 = t0;
-    if (!split) {
-      launch(TG_LAUNCH_SITE, cols_kernel<false, Load>(variant, vec), dim3(static_cast<unsigned>(n)), kBlock, s, load,
+    if (!p.split) {
+      launch(TG_LAUNCH_SITE, cols_kernel<false, Load>(p.variant, vec), dim3(static_cast<unsigned>(n)), kBlock, s, load,
              sh, y, nullptr, int64_t{0}, nullptr, scale, accumulate);
       continue;
     }
     int64_t out0 = 0, out1 = 0;
-    col_tile_outputs(sh, t0, n, out0, out1);
+    col_tile_outputs(p.n_ct, inner, t0, n, p.width, out0, out1);
     double* part = static_cast<double*>(scratch);
-    unsigned* done = variant == 2 ? col_done_slots(n) : nullptr;
-    launch(TG_LAUNCH_SITE, cols_kernel<true, Load>(variant, vec),
-           dim3(static_cast<unsigned>(n), static_cast<unsigned>(sh.nb)), kBlock, s, load, sh, y, part, out0, done,
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(p.nb));
+    if (p.variant == 4) {
+      if constexpr (kPlain)
+        launch(TG_LAUNCH_SITE, reduce_cols_narrow_kernel<kNarrowTiles, kNarrowPipe, Load>, grid, kBlock, s, load, sh, y, part, out0,
+               col_done_slots(n), scale, accumulate);
+      continue;
+    }
+    unsigned* done = p.variant == 2 ? col_done_slots(n) : nullptr;
+    launch(TG_LAUNCH_SITE, cols_kernel<true, Load>(p.variant, vec), grid, kBlock, s, load, sh, y, part, out0, done,
            scale, accumulate);
-    if (variant != 2) launch_finish(part, sh.nb, out1 - out0, y + out0, out1 - out0, nullptr, scale, accumulate, s);
+    if (p.variant != 2) launch_finish(part, p.nb, out1 - out0, y + out0, out1 - out0, nullptr, scale, accumulate, s);
   }
 }
 
@@ -443,3 +597,4 @@ void launch_reduce_rows(const float* x, bool vec, float* y, int64_t outer, int64
                         size_t scratch_bytes, cudaStream_t s);
 
 }  // namespace tg::kernels::cuda::detail
+#endif  // __CUDACC__

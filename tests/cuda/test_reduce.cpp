@@ -3,11 +3,14 @@
 // column reductions in every variant (kernels::cuda::set_col_reduce_variant), against the
 // CPU within the tolerance.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/raii.h"
+#include "kernels/cuda/reduce.cuh"  // its host part: col_plan, col_tile_outputs
 #include "tests/cuda/op_harness.h"
 #include "tests/gpu_skip.h"
 
@@ -279,10 +282,148 @@ TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
       // Variant 3 sums reduce_sum's columns in another order (reduce.cu); elsewhere it is 2.
       if (v == 0)
         variant0 = first;
-      else if (v < 3 || op != OpKind::reduce_sum)
+      else if (v != 3 || op != OpKind::reduce_sum)
         CHECK(compare(std::string(op_name(op)) + " vs variant 0", first, variant0, Tol{0, 0}) == 0);
     }
   }
+}
+
+namespace {
+
+struct ColGeometry {
+  int64_t outer, len, inner;
+};
+
+// reduce_sum of x viewed as [outer, len, inner] in column-reduction variant v; scratch_bytes
+// 0 passes none.
+std::vector<float> gpu_col_sum(const std::vector<float>& x, ColGeometry g, int v, bool unaligned,
+                               size_t scratch_bytes) {
+  ColVariant cv(v);
+  DevTensor dx(x, unaligned);
+  DevTensor dy(g.outer * g.inner, unaligned);
+  dy.poison();
+  cuda::DeviceBuffer scratch;
+  if (scratch_bytes) scratch = cuda::DeviceBuffer::allocate(scratch_bytes);
+  TG_CUDA_CHECK(cudaDeviceSynchronize());  // uploads and poison ran on the legacy stream
+  const cudaStream_t s = backend().stream();
+  kernels::cuda::reduce_sum(dx.ptr, dy.ptr, g.outer, g.len, g.inner, scratch_bytes ? scratch.get() : nullptr,
+                            scratch_bytes, s);
+  TG_CUDA_CHECK(cudaStreamSynchronize(s));
+  return dy.download();
+}
+
+// x with k zero rows appended to the reduced axis of every outer index.
+std::vector<float> pad_rows(const std::vector<float>& x, ColGeometry g, int64_t k) {
+  std::vector<float> xp(static_cast<size_t>(g.outer * (g.len + k) * g.inner), 0.0f);
+  for (int64_t o = 0; o < g.outer; ++o)
+    std::copy(x.begin() + o * g.len * g.inner, x.begin() + (o + 1) * g.len * g.inner,
+              xp.begin() + o * (g.len + k) * g.inner);
+  return xp;
+}
+
+}  // namespace
+
+// Variant 4 (a column per lane, reduce.cuh) sums in the frame's order, so it must give
+// variant 0's bits exactly: split or looped, float4-aligned or not, with every scratch
+// size (none: looped, in variant 2; 4096 bytes: too small to split; 40000: a few column
+// tiles per launch; 8 MiB), partial 32-column tiles, and with zero rows appended (the
+// padded input's sums are the unpadded input's bits in variant 0).
+TEST_CASE("cuda reduce_sum columns: variant 4 gives variant 0's bits, padded or not") {
+  TG_REQUIRE_GPU();
+  const ColGeometry shapes[] = {{1, 16384, 1024}, {1, 129, 1024}, {1, 20000, 1024}, {1, 5000, 130},
+                                {1, 100000, 3},   {1, 4097, 513},  {300, 300, 4},     {3, 500, 7},
+                                {2, 300, 4100},   {1, 70000, 33},  {5, 1000, 31},     {1, 128, 1024},
+                                {2, 1, 9},        {4, 4096, 65},   {1, 16385, 96}};
+  const size_t scratch_sizes[] = {0, 4096, 40000, size_t{8} << 20};
+  uint64_t seed = 31000;
+  for (const ColGeometry& g : shapes) {
+    const std::vector<float> x = random_vector(g.outer * g.len * g.inner, seed++);
+    std::vector<float> want(static_cast<size_t>(g.outer * g.inner));
+    kernels::cpu_reduce_sum(x.data(), want.data(), g.outer, g.len, g.inner);
+    const std::vector<float> v0 = gpu_col_sum(x, g, 0, false, size_t{8} << 20);
+    const std::string name = fmt::format("[{}, {}, {}]", g.outer, g.len, g.inner);
+    CHECK(compare("reduce_sum " + name + " variant 0 vs CPU", v0, want, Tol{1e-5, 1e-5}) == 0);
+    for (size_t bytes : scratch_sizes)
+      for (bool unaligned : {false, true}) {
+        const std::string what = fmt::format("reduce_sum {} variant 4 unaligned={} scratch={}", name, unaligned, bytes);
+        INFO(what);
+        CHECK(compare(what + " vs variant 0", gpu_col_sum(x, g, 4, unaligned, bytes), v0, Tol{0, 0}) == 0);
+        // Zero rows appended: 1 (a partial tile), 4096 - len % 4096 (to a whole number of
+        // tiles per group) and 8192 (more tiles in every group than before).
+        for (int64_t k : {int64_t{1}, 4096 - g.len % 4096, int64_t{8192}}) {
+          if (g.outer * (g.len + k) * g.inner > (int64_t{1} << 24)) continue;
+          const ColGeometry gp{g.outer, g.len + k, g.inner};
+          CHECK(compare(fmt::format("{} + {} zero rows vs variant 0 unpadded", what, k),
+                        gpu_col_sum(pad_rows(x, g, k), gp, 4, unaligned, bytes), v0, Tol{0, 0}) == 0);
+        }
+      }
+  }
+}
+
+// col_plan, the host side of launch_reduce_cols: which loop runs, split or looped, and
+// how many column tiles go in one launch. No device needed.
+TEST_CASE("reduce_sum columns: col_plan picks variant 4 only for split plain loads") {
+  using kernels::cuda::detail::col_plan;
+  using kernels::cuda::detail::ColPlan;
+  const size_t kMiB8 = size_t{8} << 20;
+  // tg-kernels' case on an H200 (132 SMs): 32 tiles of 32 columns, 32 block partials.
+  ColPlan p = col_plan(4, true, 1, 16384, 1024, kMiB8, 132);
+  CHECK(p.variant == 4);
+  CHECK(p.split);
+  CHECK(p.width == 32);
+  CHECK(p.n_ct == 32);
+  CHECK(p.nb == 32);
+  CHECK(p.per_launch == int64_t{kMiB8 / (32 * 32 * 8)});
+  // The same call in variant 2: 8 tiles of 128 columns, split the same way.
+  p = col_plan(2, true, 1, 16384, 1024, kMiB8, 132);
+  CHECK(p.variant == 2);
+  CHECK(p.split);
+  CHECK(p.width == 128);
+  CHECK(p.n_ct == 8);
+  CHECK(p.per_launch == int64_t{kMiB8 / (128 * 32 * 8)});
+  // Variant 3 reaches col_plan only when its slices did not run: variant 2.
+  CHECK(col_plan(3, true, 1, 16384, 1024, kMiB8, 132).variant == 2);
+  // Other loads (layernorm's dy * xhat) keep variant 2.
+  p = col_plan(4, false, 1, 16384, 1024, kMiB8, 132);
+  CHECK(p.variant == 2);
+  CHECK(p.width == 128);
+  // Not split, so variant 2's looped kernel: no scratch, scratch too small for one 128-column
+  // tile's partials (32 KiB at 32 partials), one block partial (len <= 128), many tiles.
+  for (const ColPlan& q : {col_plan(4, true, 1, 16384, 1024, 0, 132), col_plan(4, true, 1, 16384, 1024, 32767, 132),
+                           col_plan(4, true, 1, 128, 1024, kMiB8, 132), col_plan(4, true, 1, 16384, 128 * 528, kMiB8, 132)}) {
+    CHECK_FALSE(q.split);
+    CHECK(q.variant == 2);
+    CHECK(q.width == 128);
+    CHECK(q.per_launch == 0x7fffffff);
+  }
+  // Just enough scratch for one 128-column tile: variant 4 fits 4 of its 32-column tiles.
+  p = col_plan(4, true, 1, 16384, 1024, 32768, 132);
+  CHECK(p.split);
+  CHECK(p.variant == 4);
+  CHECK(p.per_launch == 4);
+  // Partial tiles: 130 columns are 5 tiles of 32 (2 of 128); 129 rows are 2 block partials.
+  p = col_plan(4, true, 3, 129, 130, kMiB8, 132);
+  CHECK(p.variant == 4);
+  CHECK(p.n_ct == 5);
+  CHECK(p.nb == 2);
+}
+
+TEST_CASE("reduce_sum columns: col_tile_outputs covers a run of 32-column tiles") {
+  using kernels::cuda::detail::col_tile_outputs;
+  int64_t first = -1, end = -1;
+  // inner 33: 2 tiles per outer index, the second of one column.
+  col_tile_outputs(2, 33, 1, 2, 32, first, end);  // outer 0's column 32, outer 1's 0..31
+  CHECK(first == 32);
+  CHECK(end == 65);
+  col_tile_outputs(2, 33, 0, 6, 32, first, end);  // all of 3 outer indices
+  CHECK(first == 0);
+  CHECK(end == 99);
+  col_tile_outputs(32, 1024, 4, 4, 32, first, end);  // tiles 4..7 of [16384, 1024]
+  CHECK(first == 128);
+  CHECK(end == 256);
+  col_tile_outputs(1, 7, 2, 1, 128, first, end);  // 128-column tiles as before
+  CHECK(first == 14);
+  CHECK(end == 21);
 }
 
 }  // namespace tg::testing
