@@ -64,7 +64,8 @@
 //    read by the tile's last block) and 2's bits. Expected: ~19-21 us at 64 MB, >= 80% of
 //    copy. Measured on one H200 in one session (held timing): 22.5 us, 77.4% of copy at
 //    64 MB (variant 2 there: 24.3-25.4 us, 68.5-71.8%) and 94.6% at 256 MB (variant 2
-//    93.6%); short of 80% (reduce.cuh). Variant 2 stays the default until confirmed.
+//    93.6%); a second session: 22.6 against 23.9 us at 64 MB, 68.9 against 68.5 us at 256
+//    MB. Short of 80% (reduce.cuh). Variant 2 stays the default until confirmed.
 //
 // TG_COLREDUCE (0 to 4; read at first use; 2 when unset) picks the variant of the column frame and
 // of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring

@@ -71,7 +71,9 @@
 //     before measuring: ~19-21 us at 64 MiB (>= 80% of copy, near reduce_sum_rows).
 //     Measured on one H200 in one session (held timing, tg-kernels): 22.5 us, 77.4% of
 //     copy at 64 MiB (variant 2 in the same session: 24.3-25.4 us, 68.5-71.8%;
-//     reduce_sum_rows 18.9 us) and 68.0 us, 94.6% at 256 MiB (variant 2 68.8, 93.6%).
+//     reduce_sum_rows 18.9 us) and 68.0 us, 94.6% at 256 MiB (variant 2 68.8, 93.6%). A
+//     second session: 22.6 us (76.5%) against variant 2's 23.9 us (72.4%) at 64 MiB, and
+//     68.9 against 68.5 us at 256 MiB (no gain there).
 //     Short of 80%: what is left is not yet located (candidates: each warp's dependent
 //     chain of double adds with nothing in flight, the blocks' fence and counter, the
 //     last block's finish after the tail).
