@@ -43,6 +43,31 @@
 //     path's dbeta); finish_kernel over 256 partials stays a second launch.
 //  3: as 2 here (not written for this kernel yet); the wide-row path's dbeta takes the
 //     column frame's variant 3 (reduce.cu), so past 4096 columns dbeta has other bits.
+//  4: 2's loop and variant 0's bits, fewer instructions and a cheaper finish. The
+//     grid stays a block per group: a group's rows are one chain of double adds per
+//     column, which no split into more blocks can keep bit for bit, and at 1024 columns
+//     256 groups of 256 threads fill two blocks per SM already; so the work per element
+//     has to shrink instead. (a) A slot's row sums of x and of the squared deviations,
+//     which every thread re-added from red (2 x 8 loads and adds per row and thread at
+//     1024 columns, ~40% of the loop), are added once per row by one lane per row of the
+//     step and passed on by shuffle, the sum and not the mean, so that each thread's
+//     x - mean and rsqrtf keep variant 0's contraction. (b) Group sums go to part
+//     group-major, a thread's 4 columns in 32 contiguous bytes, and ln_finish_kernel
+//     adds them in finish_kernel's order with every thread loading: a block of 32
+//     outputs x up to 8 runs of 32 groups, 32-64 blocks, where finish_kernel ran a warp
+//     per output with 8 of 32 lanes loading and 32 serial shuffles (5.7 us under Nsight).
+//     Same scratch as 0-2. Past 4096 columns the wide-row path runs the column frame's
+//     variant 4, which keeps 0's order (reduce.cuh).
+//     Expected before measuring: ~30% fewer instructions in the loop and ~2 us off the
+//     finish, ~42 us (>= 80% of copy) at 64 MiB. Measured on one H200 (held timing,
+//     tg-kernels, three sessions), at 64 MiB: gamma 40.0-40.9 us, 85-87% of copy
+//     (variant 2 in the same sessions 49.8-50.4 us, 69-70%), gamma_beta 43.2-43.7 us,
+//     79.7-80.8% (54.2-54.5 us, 64%); at 256 MiB gamma 99-101%, gamma_beta 96-99%
+//     (variant 2: 92-94%, 89-90%). The last session ran this code (comments aside).
+//     Nsight Compute at 64 MiB (base clocks; not kept in docs/results): ln_params_kernel
+//     36-38 us at 75-78% of DRAM peak, still 23% occupancy and ~7 cycles per issued
+//     instruction, the finish 4.3 us with the profiler's cache flush sending its parts
+//     to DRAM. What is left is the grid: 2 blocks per SM by the order's 256 groups.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -105,8 +130,16 @@ __device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
 // kPipe (variants 1 and 2): a slot's RT rows of a tile in two steps of RT / 2, the next
 // step's loads issued before the current step is computed (the same 64 floats); the
 // rows, their statistics and the order of the sums are the same, so are the bits.
-template <int T, int NV, bool kVec, bool kPipe>
+// kV4 (variant 4, with kPipe): a slot's row sums, read back from red, are added by one
+// lane per row of the step and passed to the others by shuffle, where every thread used
+// to add them all (2 x wps loads and adds per row and thread, ~40% of the loop's
+// instructions at 1024 columns): the same additions in the same order, so the same
+// floats. Group sums go to part group-major (part[g * outputs + k]): a thread's 4
+// columns are 32 contiguous bytes, a warp's 1 KB, where column-major scattered them
+// 2 KB apart; ln_finish_kernel reads that layout.
+template <int T, int NV, bool kVec, bool kPipe, bool kV4>
 __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
+  static_assert(!kV4 || kPipe, "variant 4 builds on the pipelined loop");
   pdl::prologue();
   constexpr int RT = 8 / NV;
   constexpr int RS = kPipe ? RT / 2 : RT;  // rows per step
@@ -180,8 +213,17 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     const float ws = multi_warp_sum<RS>(s, lane);
     if (publisher) red[0][prow][warp] = ws;
     __syncthreads();
+    if constexpr (kV4) {
+      // A warp lies in one slot (G >= 32), so every lane's slot_sum is its slot's. The sum
+      // is passed, not the mean: variant 0's compiler fuses the mean's product into
+      // x - mean (one rounding), which a product rounded before the shuffle would not match.
+      const float own = slot_sum(red[0][lane % RS]);
 #pragma unroll
-    for (int ri = 0; ri < RS; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
+      for (int ri = 0; ri < RS; ++ri) mean[ri] = __shfl_sync(0xffffffffu, own, ri) * a.inv_cols;
+    } else {
+#pragma unroll
+      for (int ri = 0; ri < RS; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
+    }
     // Variance of the deviations (columns past the row count as 0), kept in xv.
 #pragma unroll
     for (int ri = 0; ri < RS; ++ri) {
@@ -200,8 +242,14 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     // red[0] and red[1] alternate, so one barrier per reduction: the next step writes
     // red[0] only after every thread has passed this barrier, i.e. read its means.
     __syncthreads();
+    if constexpr (kV4) {
+      const float own = slot_sum(red[1][lane % RS]);
 #pragma unroll
-    for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
+      for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(__shfl_sync(0xffffffffu, own, ri) * a.inv_cols + a.eps);
+    } else {
+#pragma unroll
+      for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
+    }
 #pragma unroll
     for (int ri = 0; ri < RS; ++ri) {
       if (rb + ri >= a.rows) continue;
@@ -272,7 +320,11 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     for (int i = 0; i < 4; ++i) {
       if (!cv[m][i]) continue;
       const int64_t c = c0[m] + i;
-      if (a.part) {
+      if (a.part && kV4) {
+        double* pg = a.part + static_cast<int64_t>(blockIdx.x) * (beta ? 2 * a.cols : a.cols);
+        pg[c] = ag[m][i];
+        if (beta) pg[a.cols + c] = ab[m][i];
+      } else if (a.part) {
         a.part[c * a.ng + blockIdx.x] = ag[m][i];
         if (beta) a.part[(a.cols + c) * a.ng + blockIdx.x] = ab[m][i];
       } else {
@@ -315,11 +367,49 @@ void grad_params_wide(const float* dy, const float* x, float* dgamma, float* dbe
   }
 }
 
-template <bool kPipe>
+template <bool kPipe, bool kV4 = false>
 auto ln_kernel(int threads, int nv, bool vec) {
-  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, kPipe> : ln_params_kernel<512, 2, false, kPipe>)
-         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, kPipe> : ln_params_kernel<256, 1, false, kPipe>)
-                        : (vec ? ln_params_kernel<256, 2, true, kPipe> : ln_params_kernel<256, 2, false, kPipe>);
+  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, kPipe, kV4> : ln_params_kernel<512, 2, false, kPipe, kV4>)
+         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, kPipe, kV4> : ln_params_kernel<256, 1, false, kPipe, kV4>)
+                        : (vec ? ln_params_kernel<256, 2, true, kPipe, kV4> : ln_params_kernel<256, 2, false, kPipe, kV4>);
+}
+
+// Variant 4's finish over part[g * n + k] (ln_params_kernel<..., kV4>), in finish_kernel's
+// order: run s adds groups 32s .. 32s + 31 in order, then the runs are added in order.
+// A block takes kFinOutputs outputs; thread t adds run t / kFinOutputs of output
+// t % kFinOutputs, so each load of a warp reads one run's 256 contiguous bytes and all
+// 32 loads of a thread are in flight at once. finish_kernel gives an output a warp of
+// which only ng / 32 lanes load, and adds the 32 run sums by 32 serial shuffles.
+// 32 outputs a block: measured against 8, 16, 64 and 128 (one H200 session, variant 4
+// at 64 MiB): 8 and 16 cost gamma_beta 0.5-0.7 us, 64 0.5 us, 128 2 us. Runs past ng
+// add +0.0 there, a no-op on a sum that is never -0.0, so stopping at nruns keeps the bits.
+constexpr int kFinOutputs = 32;
+constexpr int kFinRuns = 256 / kRun;  // at most 256 groups
+__global__ void __launch_bounds__(kFinRuns * kFinOutputs) ln_finish_kernel(const double* part, int ng, int64_t n,
+                                                                           float* y0, int64_t n0, float* y1) {
+  pdl::prologue();
+  __shared__ double runs[kFinRuns][kFinOutputs];
+  const int o = threadIdx.x % kFinOutputs, s = threadIdx.x / kFinOutputs;
+  const int nruns = blockDim.x / kFinOutputs;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * kFinOutputs + o;
+  double run = 0.0;
+  if (k < n) {
+    const int g0 = s * kRun;
+    double v[kRun];
+#pragma unroll
+    for (int j = 0; j < kRun; ++j) v[j] = g0 + j < ng ? part[(g0 + j) * n + k] : 0.0;
+#pragma unroll
+    for (int j = 0; j < kRun; ++j) run += v[j];
+  }
+  runs[s][o] = run;
+  __syncthreads();
+  if (s != 0 || k >= n) return;
+  double total = 0.0;
+  for (int j = 0; j < nruns; ++j) total += runs[j][o];
+  // `+ 0.0f` as finish_kernel's (accumulate false): a tiny negative total rounds to -0.0f,
+  // which it turns into +0.0f.
+  float* dst = k < n0 ? y0 + k : y1 + (k - n0);
+  *dst = static_cast<float>(total) + 0.0f;
 }
 
 int pow2_at_least(int64_t v) {
@@ -362,7 +452,16 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
     a.part = reinterpret_cast<double*>(scratch);
   }
   const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
-  auto k = col_reduce_variant() == 0 ? ln_kernel<false>(threads, nv, vec) : ln_kernel<true>(threads, nv, vec);
+  const int variant = col_reduce_variant();
+  if (variant == 4) {
+    launch(TG_LAUNCH_SITE, ln_kernel<true, true>(threads, nv, vec), a.ng, threads, s, a);
+    if (a.part)
+      launch(TG_LAUNCH_SITE, ln_finish_kernel, static_cast<int>((outputs + kFinOutputs - 1) / kFinOutputs),
+             kFinOutputs * ((a.ng + kRun - 1) / kRun), s, static_cast<const double*>(a.part), a.ng, outputs, dgamma, cols,
+             dbeta);
+    return;
+  }
+  auto k = variant == 0 ? ln_kernel<false>(threads, nv, vec) : ln_kernel<true>(threads, nv, vec);
   launch(TG_LAUNCH_SITE, k, a.ng, threads, s, a);
   if (a.part) launch_finish(a.part, a.ng, outputs, dgamma, cols, dbeta, 1.0, false, s);
 }

@@ -4,11 +4,15 @@
 // aligned and not; dbeta against the column sums of dy; layernorm_grad_gamma's bits;
 // the same bits run to run and with zero rows appended; a clear error without scratch.
 // All in every column-reduction variant (kernels::cuda::set_col_reduce_variant), 0 to 2
-// to the same bits too (3 as well up to 4096 columns).
+// and 4 to the same bits too (3 as well up to 4096 columns); and variant 4's own
+// partials and finish against variant 0 over group counts that cut the finish's runs
+// of 32 in every way, once kColReduceVariants lets variant 4 be selected.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -66,11 +70,12 @@ TEST_CASE("cuda layernorm_grad_gamma_beta against the CPU; dbeta is the column s
           INFO(what);
           const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
           Grads& v0 = variant0[unaligned ? 1 : 0];
-          // Variant 3 is 2 in layernorm_params.cu's kernel; past 4096 columns its dbeta
-          // is reduce_sum's variant 3 (another order).
+          // Variants 3 and 4 keep variant 0's bits in layernorm_params.cu's kernel; past
+          // 4096 columns they run reduce_sum's column frame in that variant: 3 in another
+          // order, 4 in 0's (reduce.cuh).
           if (v == 0) {
             v0 = got;
-          } else if (v < 3 || cols <= 4096) {
+          } else if (v != 3 || cols <= 4096) {
             CHECK(compare("dgamma vs variant 0 " + what, got.dgamma, v0.dgamma, Tol{0, 0}) == 0);
             CHECK(compare("dbeta vs variant 0 " + what, got.dbeta, v0.dbeta, Tol{0, 0}) == 0);
           }
@@ -111,6 +116,45 @@ TEST_CASE("cuda layernorm_grad_gamma_beta: zero rows appended leave dgamma and d
           }
         }
     }
+}
+
+TEST_CASE("cuda layernorm_grad_gamma_beta: variant 4's group-major partials and finish, bit for bit against 0") {
+  TG_REQUIRE_GPU();
+  constexpr int kV4 = 4;
+  if (kernels::cuda::kColReduceVariants <= kV4) {
+    MESSAGE("column-reduction variant 4 is not selectable yet (kernels::cuda::kColReduceVariants <= 4): skipped");
+    return;
+  }
+  // Groups (kernels/cuda/layernorm_params.cu): [16, 1024] 2 (one short run), [264, 1024]
+  // 33 (a run of 1 after a full one), [16384, 1024] 256 of 8 tiles each (tg-kernels' 64
+  // MiB case), [777, 96] 13 with 8 slots a block, [5000, 1000] 256 with a short last
+  // tile, [1023, 2048] 128 (two chunks a thread), [1032, 3000] and [2000, 4096] 128 of
+  // blocks of 512; outputs not a multiple of 32 (96, 1000, 3000 and, with dbeta, 2 x those).
+  const std::pair<int64_t, int64_t> shapes[] = {{16, 1024},  {264, 1024}, {16384, 1024}, {777, 96},
+                                                {5000, 1000}, {1023, 2048}, {1032, 3000},  {2000, 4096}};
+  uint64_t seed = 32000;
+  for (const auto& [rows, cols] : shapes) {
+    std::vector<float> dy = random_vector(rows * cols, seed++), x = random_vector(rows * cols, seed++, -2, 2);
+    // Column 0 of dy cancels exactly in pairs of rows: dbeta[0] is +0.0 in both.
+    for (int64_t r = 0; r + 1 < rows; r += 2) dy[static_cast<size_t>((r + 1) * cols)] = -dy[static_cast<size_t>(r * cols)];
+    for (bool unaligned : {false, true})
+      for (bool with_beta : {true, false}) {
+        const std::string what =
+            fmt::format("[{}, {}] unaligned={} with_beta={}", rows, cols, unaligned, with_beta);
+        INFO(what);
+        Grads want, got;
+        {
+          ColVariant cv(0);
+          want = gpu_grads(dy, x, rows, cols, unaligned, with_beta);
+        }
+        {
+          ColVariant cv(kV4);
+          got = gpu_grads(dy, x, rows, cols, unaligned, with_beta);
+        }
+        CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
+        CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
+      }
+  }
 }
 
 TEST_CASE("cuda layernorm_grad_gamma_beta: scratch only when rows span several groups, else a clear error") {
