@@ -77,9 +77,9 @@ void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int6
 // turns it off for the launches that follow (a captured CUDA Graph keeps what it had).
 void set_pdl(bool enabled);
 bool pdl_active();  // for the current device
-// Column reductions (reduce.cuh, layernorm_params.cu): variant 0, 1 or 2 (the default) of
-// their loops, all to the same bits, or 3 (reduce_sum's column frame only: slices of each
-// group in separate blocks; other bits, deterministic and padding-exact; reduce.cu);
+// Column reductions (reduce.cuh, layernorm_params.cu): variant 0, 1, 2 or 4 (the default)
+// of their loops, all to the same bits, or 3 (reduce_sum's column frame only: slices of
+// each group in separate blocks; other bits, deterministic and padding-exact; reduce.cu);
 // TG_COLREDUCE=k in the environment (read at first use) or set_col_reduce_variant(k)
 // picks one, for timing them. Other values throw std::invalid_argument.
 constexpr int kColReduceVariants = 5;

@@ -13,7 +13,7 @@
 //    session (docs/results/h200-logs/colreduce-variants-eb9a2fe.txt), % of copy at 64 /
 //    256 MB: variant 0 66.7 / 89.8, 1 (pipelined loads) 69.1 / 90.9, 2 (1 without
 //    finish_kernel) 71.2 / 92.8; layernorm_grad_gamma(_beta) gain as much at 256 MB from
-//    1 and 2. Variant 2 is the default; 64 MB stays short of 80% (reduce.cuh says why).
+//    1 and 2. Variant 2 was the default until variant 4 (below) beat it.
 //  - reduce_sum_cols, variant 3: many more blocks than groups. Measured on an H200 (held
 //    timing, docs/results/h200-logs/colreduce-variants-b5ba010.txt): 67.6% of copy at 64 MB
 //    and 60.1% at 256 MB, against variant 2's 72.5 and 93.2%: the short blocks did not
@@ -65,9 +65,10 @@
 //    copy. Measured on one H200 in one session (held timing): 22.5 us, 77.4% of copy at
 //    64 MB (variant 2 there: 24.3-25.4 us, 68.5-71.8%) and 94.6% at 256 MB (variant 2
 //    93.6%); a second session: 22.6 against 23.9 us at 64 MB, 68.9 against 68.5 us at 256
-//    MB. Short of 80% (reduce.cuh). Variant 2 stays the default until confirmed.
+//    MB. Short of 80% (reduce.cuh), but faster than 2 at 64 MB and the same at 256 MB, with
+//    the same bits: variant 4 is the default.
 //
-// TG_COLREDUCE (0 to 4; read at first use; 2 when unset) picks the variant of the column frame and
+// TG_COLREDUCE (0 to 4; read at first use; 4 when unset) picks the variant of the column frame and
 // of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring
 // them in one process; variants 0, 1, 2 and 4 give the same bits, 3 its own.
 #include <cuda_runtime.h>
@@ -100,7 +101,7 @@ int col_reduce_variant() {
   int v = g_col_variant.load(std::memory_order_relaxed);
   if (v < 0) {
     const char* e = std::getenv("TG_COLREDUCE");
-    v = 2;
+    v = 4;
     if (e && *e) {
       const std::string text(e);
       if (text.size() != 1 || text[0] < '0' || text[0] > '9')
