@@ -45,7 +45,7 @@ say "tg-kernels --plain-timing rc=$?"
            $col["median"] * 1e6, $col["extra.pct_of_copy"] }' "$res/kernels_plain.csv" | grep -E "copy|reduce|layernorm_grad" | tee -a "$summary"
 # Every column-reduction variant (TG_COLREDUCE, kernels/cuda/reduce.cu) on the three kernels it drives;
 # the tables stay in the tarball.
-for k in ${TG_COLREDUCE_VARIANTS:-0 1 2 3}; do
+for k in ${TG_COLREDUCE_VARIANTS:-0 1 2 3 4}; do
   TG_COLREDUCE=$k timeout 60 "$build/experiments/kernels/tg-kernels" --device 0 \
     --ops reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta --min-bytes $((64 << 20)) \
     --max-bytes $((256 << 20)) --no-matmul > "$res/colreduce_$k.txt" 2>&1
