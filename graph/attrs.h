@@ -14,6 +14,16 @@ enum class Act : uint8_t { none, relu, gelu };
 const char* act_name(Act a);
 bool parse_act(const std::string& s, Act& out);
 
+// matmul_heads: which operands are "head views". A head view is a [B, S, heads * d]
+// tensor seen as B * heads matrices [S, d], matrix b * heads + h starting at b*S*heads*d +
+// h*d with leading dimension heads * d: the layout a linear layer writes and attention's
+// split into heads would transpose away.
+struct HeadView {
+  int64_t count = 0;               // heads; 0: not set
+  bool a = false, b = false, out = false;
+  bool operator==(const HeadView& o) const { return count == o.count && a == o.a && b == o.b && out == o.out; }
+};
+
 struct Attrs {
   bool trans_a = false;            // matmul: use A^T
   bool trans_b = false;            // matmul: use B^T
@@ -29,6 +39,7 @@ struct Attrs {
   std::array<int, kMaxRank> perm{{0, 1, 2, 3}};  // transpose
   Act act = Act::none;             // linear: the activation of the GEMM's epilogue
   EwProgram program;               // fused_elementwise: the chain it runs (graph/ew_program.h)
+  HeadView heads;                  // matmul_heads: the head count and which operands are head views
 
   bool operator==(const Attrs& o) const;
 };
@@ -37,9 +48,9 @@ struct Attrs {
 // the graph-file format (graph/json_io.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
-                             program };
-constexpr int kNumAttrs = 14;
-static_assert(static_cast<int>(AttrId::program) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             program, heads };
+constexpr int kNumAttrs = 15;
+static_assert(static_cast<int>(AttrId::heads) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint16_t;
 static_assert(kNumAttrs <= 16, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

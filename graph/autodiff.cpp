@@ -193,6 +193,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::matmul_add:
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad:
+    case OpKind::matmul_heads:
     case OpKind::layernorm_grad_params:
     case OpKind::fused_elementwise:
     case OpKind::sgd_multi:

@@ -93,6 +93,9 @@ ojson attrs_to_json(const Node& n, int input_rank) {
         if (at.act != Act::none) j[key] = act_name(at.act);
         break;
       case AttrId::program: j[key] = program_json(at.program); break;
+      case AttrId::heads:
+        j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
+        break;
     }
   }
   return j;
@@ -452,8 +455,33 @@ class Loader {
             fail(p, "must be one of \"none\", \"relu\", \"gelu\", got " + shown(v));
           break;
         case AttrId::program: at.program = get_program(v, p); break;
+        case AttrId::heads: at.heads = get_heads(v, p); break;
       }
     }
+  }
+
+  // {"count": heads, "a": bool, "b": bool, "out": bool}; whether the shapes fit is the
+  // shape rule's to check.
+  HeadView get_heads(const json& j, const std::string& path) const {
+    if (!j.is_object())
+      fail(path, "must be an object like {\"count\": 8, \"a\": true, \"b\": true, \"out\": false}, got " +
+                     describe(j));
+    HeadView h;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string p = path + "." + it.key();
+      if (it.key() == "count")
+        h.count = get_int(it.value(), p, 1, std::numeric_limits<int>::max());
+      else if (it.key() == "a")
+        h.a = get_bool(it.value(), p);
+      else if (it.key() == "b")
+        h.b = get_bool(it.value(), p);
+      else if (it.key() == "out")
+        h.out = get_bool(it.value(), p);
+      else
+        fail(p, "is not a key of heads; give count, a, b and out");
+    }
+    if (h.count == 0) fail(path, "has no count: give the number of heads, e.g. \"count\": 8");
+    return h;
   }
 
   // The instructions only; their operands against the node's inputs are the shape

@@ -54,6 +54,7 @@ const char* attr_name(AttrId a) {
     case AttrId::perm: return "perm";
     case AttrId::act: return "act";
     case AttrId::program: return "program";
+    case AttrId::heads: return "heads";
   }
   return "?";
 }

@@ -24,7 +24,7 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kAxis = attr_bit(AttrId::axis), kSize = attr_bit(AttrId::size), kEps = attr_bit(AttrId::eps),
                    kAlpha = attr_bit(AttrId::alpha), kValue = attr_bit(AttrId::value), kLr = attr_bit(AttrId::lr),
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
-                   kPerm = attr_bit(AttrId::perm);
+                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads);
 // Flags.
 constexpr uint8_t kPlain = 0;
 constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
@@ -84,6 +84,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(matmul_add,           3, 1, kNone,              kNone,      kTransA|kTransB,  kFused,   matmul)    /* op(a) op(b) + c: an accumulated gradient */ \
   X(matmul_act_grad,      3, 1, kNone,              kNone,      kTransA|kTransB|kAct, kFused, matmul) /* act_grad(op(a) op(b), y): relu_grad (y: relu's output) or gelu_grad (y: gelu's input) */ \
   X(matmul_bias_grad,     2, 2, kNone,              kNone,      0,                kFused,   matmul)    /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
+  X(matmul_heads,         2, 1, kNone,              kNone,      kTransA|kTransB|kHeads, kFused, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
   X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
   X(fused_elementwise,    1, 1, kNone,              kAll,       kProgram,         kFused|kVariadic|kInPlace, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,              kNone,      kLr,              kFused|kVariadic, optimizer) /* (param, grad) groups: every sgd of a step in one launch */ \
@@ -102,7 +103,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 39, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 40, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.

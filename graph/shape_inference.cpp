@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "graph/errors.h"
+#include "graph/heads.h"
 
 namespace tg {
 
@@ -333,6 +334,12 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       const Shape out = matmul_shape({in[0], in[1]}, at, node);
       require_same(name, node, out, in[2]);
       return out;
+    }
+    case OpKind::matmul_heads: {
+      HeadsGeometry hg;
+      std::string why;
+      if (!heads_geometry(in[0], in[1], at, hg, &why)) graph_error("matmul_heads {}: {}", node, why);
+      return hg.out_shape;
     }
     case OpKind::matmul_bias_grad:
       if (in[0].rank != 2 || in[1].rank != 2 || in[0][0] != in[1][0])

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/heads.h"
+
 namespace tg::kernels {
 
 namespace {
@@ -270,6 +272,13 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       if (k.attrs().act == Act::none) k.fail("act is none; it must be relu or gelu");
       k.numel("activation input", c.in[2].shape, c.out.shape.numel());
       break;
+    case OpKind::matmul_heads: {
+      HeadsGeometry hg;
+      std::string why;
+      if (!heads_geometry(x, y, k.attrs(), hg, &why)) k.fail("{}", why);
+      k.numel("output", c.out.shape, hg.out_shape.numel());
+      break;
+    }
     case OpKind::matmul_bias_grad:
       if (x.rank != 2 || y.rank != 2 || x[0] != y[0])
         k.fail("a {} and dz {} must be [rows,k] and [rows,n] with the same rows", x.str(), y.str());

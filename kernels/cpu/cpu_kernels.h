@@ -61,6 +61,10 @@ void cpu_matmul(bool trans_a, bool trans_b, const float* a, const int64_t* a_dim
 // the product, then the ops it fuses, each as its own kernel computes it, so a fused graph
 // gives the unfused graph's bits on the CPU.
 void cpu_gemm_op(const OpCall& c);
+// matmul_heads (graph/heads.h): head views gathered into packed matrices, the packed
+// product (cpu_matmul), the result scattered when it is a head view: the bits of the
+// transposes and the batched matmul it replaces.
+void cpu_matmul_heads(const OpCall& c);
 // The batch-invariant product (kernels/matmul_mode.h) of one contiguous matrix pair:
 // A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
 void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,

@@ -4,10 +4,14 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "graph/errors.h"
+#include "graph/heads.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/matmul_mode.h"
 #include "kernels/matmul_plan.h"
@@ -89,6 +93,46 @@ void cpu_gemm_op(const OpCall& c) {
   if (c.op == OpKind::matmul_act_grad && at.act == Act::relu) cpu_relu_grad(c.out.data, c.in[2].data, c.out.data, n);
   if (c.op == OpKind::matmul_act_grad && at.act == Act::gelu) cpu_gelu_grad(c.out.data, c.in[2].data, c.out.data, n);
   if (bias_grad) cpu_reduce_sum(w.data, c.out2.data, 1, w.shape[0], w.shape[1]);
+}
+
+namespace {
+
+// The N matrices of a head-view operand, packed: matrix i of rows x cols at i*rows*cols.
+std::vector<float> pack_heads(const float* x, const HeadsMatrix& m, int64_t batch, int64_t heads) {
+  std::vector<float> out(static_cast<size_t>(batch * m.rows * m.cols));
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m.rows; ++r) {
+      const float* src = x + m.offset(i, heads) + r * m.ld;
+      std::copy(src, src + m.cols, out.begin() + (i * m.rows + r) * m.cols);
+    }
+  return out;
+}
+
+}  // namespace
+
+void cpu_matmul_heads(const OpCall& c) {
+  HeadsGeometry g;
+  std::string why;
+  if (!heads_geometry(c.in[0].shape, c.in[1].shape, *c.attrs, g, &why))
+    throw std::invalid_argument("run_cpu matmul_heads: " + why);
+  std::vector<float> pa, pb, po;
+  const float* a = c.in[0].data;
+  const float* b = c.in[1].data;
+  if (g.a.view) a = (pa = pack_heads(a, g.a, g.batch, g.heads)).data();
+  if (g.b.view) b = (pb = pack_heads(b, g.b, g.batch, g.heads)).data();
+  float* out = c.out.data;
+  if (g.out.view) {
+    po.resize(static_cast<size_t>(g.batch * g.m * g.n));
+    out = po.data();
+  }
+  const int64_t a_dims[3] = {g.batch, g.a.rows, g.a.cols}, b_dims[3] = {g.batch, g.b.rows, g.b.cols};
+  cpu_matmul(c.attrs->trans_a, c.attrs->trans_b, a, a_dims, 3, b, b_dims, 3, out);
+  if (!g.out.view) return;
+  for (int64_t i = 0; i < g.batch; ++i)
+    for (int64_t r = 0; r < g.m; ++r) {
+      const float* src = po.data() + (i * g.m + r) * g.n;
+      std::copy(src, src + g.n, c.out.data + g.out.offset(i, g.heads) + r * g.out.ld);
+    }
 }
 
 }  // namespace tg::kernels

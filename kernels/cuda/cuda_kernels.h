@@ -65,6 +65,9 @@ void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bo
 // (matmul_lt.h), or the batch-invariant product and the unfused epilogue ops when
 // that mode is on.
 void gemm_op(const OpCall& c, const CudaExecContext& ctx);
+// matmul_heads (graph/heads.h): one cuBLASLt GEMM per head, batched over the heads' rows
+// of matrices (a head view's matrices of one head are evenly spaced; of all heads not).
+void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx);
 // The batch-invariant product (kernels/matmul_mode.h): `batch` contiguous matrix
 // pairs, A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n];
 // matmul() calls it when the mode is on.

@@ -24,6 +24,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::matmul_add:
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad: return cuda::gemm_op(c, ctx);
+    case OpKind::matmul_heads: return cuda::gemm_heads_op(c, ctx);
     case OpKind::add: return cuda::add(x.data, y.data, out, n, s);
     case OpKind::sub: return cuda::sub(x.data, y.data, out, n, s);
     case OpKind::mul: return cuda::mul(x.data, y.data, out, n, s);

@@ -4,10 +4,14 @@
 // operands swap places and keep their own leading dims.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "graph/errors.h"
+#include "graph/heads.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/matmul_lt.h"
@@ -146,6 +150,51 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
 
 // Whether the call runs on the small-GEMM kernel (matmul_small.h) rather than cuBLASLt:
 // by shape alone, so both executors choose alike.
+// matmul_heads (graph/heads.h): the matrices of one head (i = h, H + h, 2H + h, ...) are
+// evenly spaced in every operand, a head view's by its rows x ld, a packed one's by H
+// matrices, so each head is one strided-batched GEMM, and the H of them share one key.
+struct HeadsCall {
+  HeadsGeometry g;
+  LtKey key;
+};
+
+HeadsCall heads_call(const OpCall& c, bool tf32) {
+  HeadsCall h;
+  std::string why;
+  if (!heads_geometry(c.in[0].shape, c.in[1].shape, *c.attrs, h.g, &why))
+    throw std::invalid_argument("run_cuda matmul_heads: " + why);
+  const HeadsGeometry& g = h.g;
+  LtKey& k = h.key;
+  k.trans_a = c.attrs->trans_a;
+  k.trans_b = c.attrs->trans_b;
+  k.tf32 = tf32;
+  k.m = g.m;
+  k.n = g.n;
+  k.k = g.k;
+  k.lda = g.a.ld;
+  k.ldb = g.b.ld;
+  k.ldd = g.out.ld;
+  k.batch = g.batch / g.heads;
+  auto stride = [&](const HeadsMatrix& x) { return x.offset(g.heads, g.heads) - x.offset(0, g.heads); };
+  k.stride_a = stride(g.a);
+  k.stride_b = stride(g.b);
+  k.stride_d = stride(g.out);
+  // One key for every head: the lowest alignment of the heads' first matrices (integer
+  // arithmetic: the pointers are null when only the workspace is asked for).
+  auto align = [&](const float* base, const HeadsMatrix& x) {
+    uint16_t a = 256;
+    for (int64_t head = 0; head < g.heads; ++head) {
+      const uintptr_t p = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(x.offset(head, g.heads)) * 4;
+      a = std::min(a, lt_alignment(reinterpret_cast<const void*>(p)));
+    }
+    return a;
+  };
+  k.align_a = align(c.in[0].data, g.a);
+  k.align_b = align(c.in[1].data, g.b);
+  k.align_d = k.align_c = align(c.out.data, g.out);
+  return h;
+}
+
 bool use_small(const GemmCall& g) {
   const MatmulPlan& p = g.plan;
   return small_gemm_enabled() && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
@@ -248,7 +297,26 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   apply_act_grad(g, p.batch * p.m * p.n, ctx.stream);
 }
 
-LtKey gemm_key(const OpCall& c, bool tf32) { return lt_key(gemm_call(c), tf32); }
+LtKey gemm_key(const OpCall& c, bool tf32) {
+  return c.op == OpKind::matmul_heads ? heads_call(c, tf32).key : lt_key(gemm_call(c), tf32);
+}
+
+void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx) {
+  if (batch_invariant_matmul())
+    throw std::invalid_argument(
+        "run_cuda matmul_heads: the batch-invariant matmul mode has no head-view kernel; compile without the heads "
+        "pass (it leaves the transposes in that mode)");
+  if (!ctx.lt) throw std::invalid_argument("run_cuda matmul_heads: no cuBLASLt cache; pass CudaExecContext::lt");
+  const HeadsCall h = heads_call(c, ctx.tf32);
+  const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
+  if (!gemm) gemm = &ctx.lt->get(h.key, ctx.stream);
+  void* ws = c.workspace ? c.workspace : ctx.workspace;
+  const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  const HeadsGeometry& g = h.g;
+  for (int64_t head = 0; head < g.heads; ++head)
+    gemm->run(ctx.lt->handle(), c.in[0].data + g.a.offset(head, g.heads), c.in[1].data + g.b.offset(head, g.heads),
+              nullptr, c.out.data + g.out.offset(head, g.heads), nullptr, ws, ws_bytes, ctx.stream);
+}
 
 }  // namespace tg::kernels::cuda
 
@@ -259,6 +327,7 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
   if (!op_in_family(c.op, "matmul") || batch_invariant_matmul()) return nullptr;
   if (!ctx.lt) throw std::invalid_argument(fmt::format("run_cuda {}: no cuBLASLt cache; pass CudaExecContext::lt",
                                                        op_name(c.op)));
+  if (c.op == OpKind::matmul_heads) return &ctx.lt->get(cuda::heads_call(c, ctx.tf32).key, ctx.stream);
   const cuda::GemmCall g = cuda::gemm_call(c);
   if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g)) return nullptr;
   return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);

@@ -84,15 +84,17 @@ uint16_t lt_alignment(const void* p) {
 bool LtKey::operator==(const LtKey& o) const {
   return trans_a == o.trans_a && trans_b == o.trans_b && tf32 == o.tf32 && accumulate == o.accumulate &&
          epilogue == o.epilogue && batch == o.batch && m == o.m && n == o.n && k == o.k && lda == o.lda &&
-         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b && align_a == o.align_a &&
+         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b && stride_d == o.stride_d &&
+         align_a == o.align_a &&
          align_b == o.align_b && align_c == o.align_c && align_d == o.align_d && align_bias == o.align_bias;
 }
 
 std::string LtKey::str() const {
-  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, alignments A {} B {} C {} D {} bias {}",
+  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, ld {} {} {}, strides {} {} {}, alignments A {} B {} "
+                     "C {} D {} bias {}",
                      batch > 1 ? "batched " : "", batch, m, k, trans_a ? "^T" : "", n, trans_b ? "^T" : "",
-                     epilogue_name(epilogue), accumulate ? " + C" : "", tf32 ? " tf32" : "", align_a, align_b,
-                     align_c, align_d, align_bias);
+                     epilogue_name(epilogue), accumulate ? " + C" : "", tf32 ? " tf32" : "", lda, ldb, ldd, stride_a,
+                     stride_b, d_stride(), align_a, align_b, align_c, align_d, align_bias);
 }
 
 size_t LtKeyHash::operator()(const LtKey& k) const {
@@ -100,7 +102,7 @@ size_t LtKeyHash::operator()(const LtKey& k) const {
   auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   mix((k.trans_a ? 1 : 0) | (k.trans_b ? 2 : 0) | (k.tf32 ? 4 : 0) | (k.accumulate ? 8 : 0) |
       (static_cast<int>(k.epilogue) << 4));
-  for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b}) mix(v);
+  for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b, k.stride_d}) mix(v);
   mix((int64_t{k.align_a} << 48) | (int64_t{k.align_b} << 36) | (int64_t{k.align_c} << 24) | (k.align_d << 12) |
       k.align_bias);
   return h;
@@ -122,7 +124,7 @@ LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key
                       : layout(key.n, key.k, key.ldb, key.batch, key.stride_b);
     lb_ = key.trans_a ? layout(key.m, key.k, key.lda, key.batch, key.stride_a)
                       : layout(key.k, key.m, key.lda, key.batch, key.stride_a);
-    ld_ = layout(key.n, key.m, key.ldd, key.batch, key.m * key.ldd);
+    ld_ = layout(key.n, key.m, key.ldd, key.batch, key.d_stride());
     if (key.epilogue != LtEpilogue::none) {
       // The heuristic reads the bias pointer's value for its alignment: a stand-in of the
       // same alignment (run() sets the real one).
@@ -219,7 +221,7 @@ LtOperands::LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, c
   const int64_t rows_a = key.trans_a ? key.k : key.m, rows_b = key.trans_b ? key.n : key.k;
   const int64_t span_a = (key.batch - 1) * key.stride_a + rows_a * key.lda;
   const int64_t span_b = ((key.stride_b ? key.batch : 1) - 1) * key.stride_b + rows_b * key.ldb;
-  const int64_t a_b = up(span_a), b_b = up(span_b), d_b = up(key.batch * key.m * key.ldd), bias_b = up(key.n + key.m);
+  const int64_t a_b = up(span_a), b_b = up(span_b), d_b = up((key.batch - 1) * key.d_stride() + key.m * key.ldd), bias_b = up(key.n + key.m);
   const size_t bytes = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b) + workspace;
   buf_ = tg::cuda::DeviceBuffer::allocate(bytes);
   char* base = static_cast<char*>(buf_.get());

@@ -54,6 +54,8 @@ struct LtKey {
   LtEpilogue epilogue = LtEpilogue::none;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0;
+  int64_t stride_d = 0;  // 0: m * ldd, D's matrices back to back
+  int64_t d_stride() const { return stride_d ? stride_d : m * ldd; }
   uint16_t align_a = 256, align_b = 256, align_c = 256, align_d = 256, align_bias = 256;
   bool operator==(const LtKey& o) const;
   std::string str() const;

@@ -18,33 +18,39 @@ namespace tg {
 
 // In pipeline order: run_passes applies the selected ones in this order.
 enum class PassId : uint8_t {
+  heads,   // attention's products on the linear layers' layout: no head split or merge transposes (not in all())
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
   optimizer,    // every sgd / sgd_momentum update of the step: one multi-tensor update
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
 };
-constexpr int kNumPasses = 5;
+constexpr int kNumPasses = 6;
 const char* pass_name(PassId p);
 
 class PassSet {
  public:
   static PassSet none() { return PassSet(0); }
-  static PassSet all() { return PassSet((1u << kNumPasses) - 1); }
-  static PassSet only(PassId p) { return PassSet(1u << static_cast<unsigned>(p)); }
+  // Every pass but heads, which joins once measured on a GPU (static/passes/heads.cpp).
+  static PassSet all() { return PassSet(((1u << kNumPasses) - 1) & ~bit(PassId::heads)); }
+  static PassSet only(PassId p) { return PassSet(bit(p)); }
   bool has(PassId p) const { return (bits_ >> static_cast<unsigned>(p)) & 1u; }
   bool empty() const { return bits_ == 0; }
   PassSet with(PassId p) const { return PassSet(bits_ | (1u << static_cast<unsigned>(p))); }
   bool operator==(const PassSet& o) const { return bits_ == o.bits_; }
-  // "none", "all", or the names in pipeline order joined by ','.
+  // "none", "all", "all,heads", or the names in pipeline order joined by ','.
   std::string str() const;
+  bool contains(const PassSet& o) const { return (bits_ & o.bits_) == o.bits_; }
+  PassSet operator|(const PassSet& o) const { return PassSet(bits_ | o.bits_); }
 
  private:
   explicit PassSet(uint32_t bits) : bits_(bits) {}
+  static uint32_t bit(PassId p) { return 1u << static_cast<unsigned>(p); }
   uint32_t bits_;
 };
 
-// "none", "all", or a comma-separated list of pass names (any order; each once).
+// "none", "all", or a comma-separated list of pass names (any order; each once), where
+// "all" may be one of the words ("all,heads").
 // Throws std::invalid_argument naming the bad word and listing the passes.
 PassSet parse_passes(const std::string& text);
 
@@ -59,6 +65,7 @@ struct PassStats {
 Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats = nullptr);
 
 // The passes one by one (pure functions; see each file).
+Graph pass_heads(const Graph& g);   // static/passes/heads.cpp
 Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
 Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp

@@ -9,6 +9,7 @@ namespace tg {
 
 const char* pass_name(PassId p) {
   switch (p) {
+    case PassId::heads: return "heads";
     case PassId::rows: return "rows";
     case PassId::linear: return "linear";
     case PassId::elementwise: return "elementwise";
@@ -21,9 +22,12 @@ const char* pass_name(PassId p) {
 std::string PassSet::str() const {
   if (empty()) return "none";
   if (*this == all()) return "all";
-  std::string s;
-  for (int i = 0; i < kNumPasses; ++i)
-    if (has(static_cast<PassId>(i))) s += (s.empty() ? "" : ",") + std::string(pass_name(static_cast<PassId>(i)));
+  const bool with_all = contains(all());
+  std::string s = with_all ? "all" : "";
+  for (int i = 0; i < kNumPasses; ++i) {
+    const PassId p = static_cast<PassId>(i);
+    if (has(p) && !(with_all && all().has(p))) s += (s.empty() ? "" : ",") + std::string(pass_name(p));
+  }
   return s;
 }
 
@@ -34,12 +38,19 @@ PassSet parse_passes(const std::string& text) {
     return s;
   };
   if (text == "none") return PassSet::none();
-  if (text == "all") return PassSet::all();
   PassSet set = PassSet::none();
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
     const std::string word = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (word == "all") {
+      if (set.contains(PassSet::all()))
+        throw std::invalid_argument(fmt::format("passes '{}': 'all' is given twice; name each pass once", text));
+      set = set | PassSet::all();
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+      continue;
+    }
     int found = -1;
     for (int i = 0; i < kNumPasses; ++i)
       if (word == pass_name(static_cast<PassId>(i))) found = i;
@@ -63,6 +74,7 @@ Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
     const auto t0 = Clock::now();
     const int before = static_cast<int>(g.nodes.size());
     switch (p) {
+      case PassId::heads: g = pass_heads(g); break;
       case PassId::rows: g = pass_rows(g); break;
       case PassId::linear: g = pass_linear(g); break;
       case PassId::elementwise: g = pass_elementwise(g); break;

@@ -151,6 +151,24 @@ inline std::vector<OpSample> op_samples(OpKind op) {
               tol(with(sample("relu, batched", {{2, 3, 5}, {2, 5, 4}, {2, 3, 4}}), act(Act::relu, false)), 1e-5, 1e-4)};
     }
     case OpKind::matmul_bias_grad: return {tol(sample("[6,3]^T [6,4]", {{6, 3}, {6, 4}}), 1e-5, 1e-4)};
+    case OpKind::matmul_heads: {
+      // 2 heads: q, k, v as [B=2, S=3, 2 heads x 4]; scores packed [4, 3, 3].
+      auto views = [](bool a, bool b, bool out, bool ta, bool tb) {
+        return [=](Attrs& t) {
+          t.heads = HeadView{2, a, b, out};
+          t.trans_a = ta;
+          t.trans_b = tb;
+        };
+      };
+      return {tol(with(sample("q k^T, both head views", {{2, 3, 8}, {2, 3, 8}}), views(true, true, false, false, true)),
+                  1e-5, 1e-4),
+              tol(with(sample("p v, merged result", {{4, 3, 3}, {2, 3, 8}}), views(false, true, true, false, false)),
+                  1e-5, 1e-4),
+              tol(with(sample("p^T v, a transposed", {{4, 3, 3}, {2, 3, 8}}), views(false, true, true, true, false)),
+                  1e-5, 1e-4),
+              tol(with(sample("packed, merged result", {{4, 3, 5}, {4, 5, 4}}), views(false, false, true, false, false)),
+                  1e-5, 1e-4)};
+    }
     case OpKind::layernorm_grad_params: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
     case OpKind::fused_elementwise: {
       auto program = [](std::vector<EwInstr> code) {

@@ -82,7 +82,7 @@ void gemm_family_cases(uint64_t seed) {
       CHECK(run_case(sample_case(op, s, seed++)) == 0);
     }
   }
-  CHECK(ops == 6);
+  CHECK(ops == 7);
   struct Mlp {
     OpKind op;
     std::vector<Shape> in;

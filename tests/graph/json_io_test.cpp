@@ -146,6 +146,17 @@ TEST_CASE("json: attribute values are type- and range-checked") {
   CHECK_LOAD_ERROR(node("transpose", R"({"perm": [0, 0]})"), "nodes[0]: transpose 'n': perm [0,0] is not a permutation");
   CHECK_LOAD_ERROR(node("reshape", R"({"shape": [3]})"), "element counts must match");
   CHECK_LOAD_ERROR(node("reduce_sum", R"({"axis": "last"})"), "nodes[0].attrs.axis: must be an integer, got a string");
+  auto heads = [](const std::string& attrs) {
+    return "{" + kHead + R"("inputs": [{"name": "x", "shape": [2, 3, 8]}], "nodes": [{"name": "n", "op": "matmul_heads", "inputs": ["x", "x"], "attrs": )" +
+           attrs + "}], \"outputs\": []}";
+  };
+  CHECK_LOAD_ERROR(heads(R"({"heads": 2})"), "nodes[0].attrs.heads: must be an object like");
+  CHECK_LOAD_ERROR(heads(R"({"heads": {"a": true}})"), "nodes[0].attrs.heads: has no count");
+  CHECK_LOAD_ERROR(heads(R"({"heads": {"count": 2, "c": true}})"), "nodes[0].attrs.heads.c: is not a key of heads");
+  CHECK_LOAD_ERROR(heads(R"({"heads": {"count": 0}})"), "nodes[0].attrs.heads.count:");
+  CHECK_LOAD_ERROR(heads(R"({"heads": {"count": 3, "a": true, "b": true}, "trans_b": true})"),
+                   "last dim is not a multiple of 3");
+  CHECK(load_error(heads(R"({"heads": {"count": 2, "a": true, "b": true}, "trans_b": true})")) == "");
 }
 
 TEST_CASE("json: names, ops, arity and outputs") {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "graph/attrs.h"
 #include "graph/errors.h"
 #include "graph/shape_inference.h"
 
@@ -45,6 +46,30 @@ TEST_CASE("matmul: errors name the shapes and the inner dims") {
   CHECK_ERROR(error_of(OpKind::matmul, {{4, 4}, {2, 4, 4, 4}}), "B must be a [k,n] matrix");
   CHECK_ERROR(error_of(OpKind::matmul, {{4, 4}, {2, 4, 4}}), "needs a batched A");
   CHECK_ERROR(error_of(OpKind::matmul, {{3, 4, 4}, {2, 4, 4}}), "batch dims differ");
+}
+
+TEST_CASE("matmul_heads: head views and packed operands, and each error") {
+  auto heads = [](int64_t count, bool a, bool b, bool out, bool tb = false) {
+    Attrs t;
+    t.heads = tg::HeadView{count, a, b, out};
+    t.trans_b = tb;
+    return t;
+  };
+  // q k^T over 2 heads of 4 columns: 2 x 2 = 4 matrices [3, 3].
+  CHECK(infer(OpKind::matmul_heads, {{2, 3, 8}, {2, 3, 8}}, heads(2, true, true, false, true)) == Shape{4, 3, 3});
+  // p v, the context merged: [2, 3, 2 x 4].
+  CHECK(infer(OpKind::matmul_heads, {{4, 3, 3}, {2, 3, 8}}, heads(2, false, true, true)) == Shape{2, 3, 8});
+  CHECK(infer(OpKind::matmul_heads, {{4, 3, 5}, {4, 5, 4}}, heads(2, false, false, false)) == Shape{4, 3, 4});
+  CHECK_ERROR(error_of(OpKind::matmul_heads, {{2, 3, 8}, {2, 3, 8}}, heads(0, true, true, false, true)),
+              "attrs.heads.count is not set");
+  CHECK_ERROR(error_of(OpKind::matmul_heads, {{2, 3, 9}, {2, 3, 8}}, heads(2, true, true, false, true)),
+              "last dim is not a multiple of 2");
+  CHECK_ERROR(error_of(OpKind::matmul_heads, {{3, 3, 3}, {2, 3, 8}}, heads(2, false, true, true)),
+              "hold 3 and 4 matrices");
+  CHECK_ERROR(error_of(OpKind::matmul_heads, {{4, 3, 5}, {2, 3, 8}}, heads(2, false, true, true)), "inner dims differ");
+  CHECK_ERROR(error_of(OpKind::matmul_heads, {{3, 3, 5}, {3, 5, 4}}, heads(2, false, false, false)),
+              "do not split into 2 heads");
+  CHECK_ERROR(error_of(OpKind::matmul_heads, {{4, 3}, {4, 3, 3}}, heads(2, false, false, false)), "must be rank 3");
 }
 
 TEST_CASE("elementwise binary ops need equal shapes") {

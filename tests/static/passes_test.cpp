@@ -4,6 +4,8 @@
 // the ops they replace compute) trains to the same bits as the unfused graph.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <algorithm>
 
 #include "graph/builder.h"
@@ -31,6 +33,13 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK(PassSet::only(PassId::rows).str() == "rows");
   CHECK(PassSet::none().str() == "none");
   CHECK(PassSet::all().str() == "all");
+  // heads is not in all() yet: "all,heads" adds it, in either order, and prints so.
+  CHECK_FALSE(PassSet::all().has(PassId::heads));
+  CHECK(parse_passes("all,heads") == PassSet::all().with(PassId::heads));
+  CHECK(parse_passes("heads,all") == PassSet::all().with(PassId::heads));
+  CHECK(parse_passes("all,heads").str() == "all,heads");
+  CHECK(parse_passes(parse_passes("heads,rows").str()) == PassSet::only(PassId::heads).with(PassId::rows));
+  CHECK_THROWS_WITH_AS(parse_passes("all,all"), doctest::Contains("'all' is given twice"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_passes("lineer"), doctest::Contains("'lineer' is not a pass"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_passes("rows,rows"), doctest::Contains("given twice"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_passes(""), doctest::Contains("is not a pass"), std::invalid_argument);
@@ -136,6 +145,69 @@ TEST_CASE("rows pass: the attention scale folds into softmax and its gradient, a
   CHECK(count(f, OpKind::layernorm_grad_params) == 2);
 }
 
+
+TEST_CASE("heads pass: attention reads q, k, v and writes the context in the linear layers' layout, no transposes") {
+  const TransformerConfig t = transformer_config(2, 4, 8, 2);
+  const Graph infer = build_inference_graph(transformer_model(without_loss(t)));
+  REQUIRE(count(infer, OpKind::transpose) == 4);  // q, k, v split, the context merged
+  const Graph fi = pass_heads(infer);
+  validate(fi);
+  CHECK(count(fi, OpKind::transpose) == 0);
+  CHECK(count(fi, OpKind::matmul) == count(infer, OpKind::matmul) - 2);  // the linear layers stay
+  CHECK(count(fi, OpKind::matmul_heads) == 2);
+  for (const Node& n : fi.nodes) {
+    if (n.op != OpKind::matmul_heads) continue;
+    CHECK(n.attrs.heads.count == 2);
+    if (n.attrs.trans_b) {  // q k^T: both head views, the scores packed
+      CHECK((n.attrs.heads.a && n.attrs.heads.b && !n.attrs.heads.out));
+    } else {  // p v: v a head view, the context merged
+      CHECK((!n.attrs.heads.a && n.attrs.heads.b && n.attrs.heads.out));
+    }
+  }
+  // Training: the backward products too (their splits and merges are autodiff's mirrors).
+  const Graph train = build_training_graph(transformer_model(t));
+  REQUIRE(count(train, OpKind::transpose) == 8);
+  const Graph ft = pass_heads(train);
+  validate(ft);
+  CHECK(count(ft, OpKind::transpose) == 0);
+  CHECK(count(ft, OpKind::matmul_heads) == 6);  // scores, context; dscores, dv; dq, dk
+  // The other passes still find their patterns on the rewritten graph.
+  const Graph all = run_passes(train, PassSet::all().with(PassId::heads));
+  validate(all);
+  CHECK(count(all, OpKind::transpose) == 0);
+  CHECK(count(all, OpKind::matmul_heads) == 6);
+  CHECK(count(all, OpKind::matmul_bias_grad) == 6);
+}
+
+TEST_CASE("heads pass: a split that another op reads stays for it; a matmul of other shapes is left alone") {
+  // q's split read by the product and by a relu: the product reads the head view, the
+  // transpose stays for the relu.
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", Shape{2, 3, 8});
+    const std::array<int, kMaxRank> swap{{0, 2, 1, 3}};
+    const Value q = reshape(b, transpose(b, reshape(b, x, Shape{2, 3, 2, 4}), swap), Shape{4, 3, 4});
+    const Value s = matmul(b, q, q, false, true);
+    b.mark_output(s);
+    b.mark_output(relu(b, q));
+    b.mark_output(matmul(b, b.input("y", Shape{2, 5, 6}), b.input("z", Shape{2, 6, 3})));
+  });
+  const Graph f = pass_heads(g);
+  validate(f);
+  CHECK(count(f, OpKind::matmul_heads) == 1);
+  CHECK(count(f, OpKind::transpose) == 1);
+  CHECK(count(f, OpKind::matmul) == 1);  // [2,5,6] x [2,6,3]: no head view
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::matmul_heads) CHECK((n.attrs.heads.a && n.attrs.heads.b && !n.attrs.heads.out));
+}
+
+TEST_CASE("heads pass: the transformer trains and predicts with the unfused graph's bits on the CPU") {
+  const ModelFn tfm = transformer_model(transformer_config(2, 8, 16, 2));
+  check_same_training(tfm, PassSet::only(PassId::heads), 3);
+  check_same_training(tfm, PassSet::all().with(PassId::heads), 3);
+  check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))), PassSet::only(PassId::heads));
+  check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))),
+                       PassSet::all().with(PassId::heads));
+}
 
 TEST_CASE("every pass on the built-in models: fewer nodes, a sound plan, the unfused graph's bits on the CPU") {
   const ModelFn mlp = mlp_model(mlp_config(6, 12, 16, 3, 5));
@@ -277,7 +349,9 @@ TEST_CASE("passes: compile records their time and what each did") {
   CompileOptions o;
   o.passes = PassSet::all();
   CompiledPlan p = compile(mlp_model(mlp_config(6, 12, 16, 3, 5)), o);
-  REQUIRE(p.pass_stats.size() == static_cast<size_t>(kNumPasses));
+  int in_all = 0;
+  for (int i = 0; i < kNumPasses; ++i) in_all += PassSet::all().has(static_cast<PassId>(i));
+  REQUIRE(p.pass_stats.size() == static_cast<size_t>(in_all));
   for (const PassStats& s : p.pass_stats) CHECK(s.nodes_after <= s.nodes_before);
   CHECK(p.timings.passes >= 0.0);
 }

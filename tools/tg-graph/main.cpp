@@ -192,9 +192,9 @@ int main(int argc, char** argv) {
                   "Show the training step the static compiler builds (backward and SGD-momentum updates); the file "
                   "must have a loss output");
     sub->add_option("--passes", passes_text,
-                    "Apply these graph passes first: none, all, or a comma list of rows, linear, elementwise, "
-                    "optimizer, lanes (each prints its node counts on stderr; lanes marks nodes for a second CUDA "
-                    "stream and changes none)")
+                    "Apply these graph passes first: none, all, or a comma list of heads, rows, linear, elementwise, "
+                    "optimizer, lanes, and all (all is every pass but heads; each prints its node counts on stderr; "
+                    "lanes marks nodes for a second CUDA stream and changes none)")
         ->check(CLI::Validator([](std::string& v) {
           try {
             tg::parse_passes(v);
