@@ -53,15 +53,17 @@ for k in ${TG_COLREDUCE_VARIANTS:-0 1 2 3 4}; do
   grep -E "^(d2d_copy|reduce_sum_cols|layernorm)" "$res/colreduce_$k.txt" | sed 's/  */ /g' | cut -c1-120 | tee -a "$summary"
 done
 # One tg-train --quick pass sweep into $out/FILE.json (stdout, stderr: $res/FILE.txt, .err);
-# the summary gets its rows matching PATTERN. ENV: VAR=VALUE settings or "", FLAG: one more flag or "".
+# the summary gets its rows matching PATTERN. ENV: VAR=VALUE settings or "", FLAG: one more flag or "",
+# PASSES: what --passes measures (sweep when not given).
 train_sweep() {
-  local label=$1 file=$2 pattern=$3 env_set=$4 flag=$5 t0=$SECONDS
-  env $env_set timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes sweep $flag \
+  local label=$1 file=$2 pattern=$3 env_set=$4 flag=$5 passes=${6:-sweep} t0=$SECONDS
+  env $env_set timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes "$passes" $flag \
     --json "$out/$file.json" > "$res/$file.txt" 2> "$res/$file.err"
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 }
-# Which sweeps run (TG_FUSION_SWEEPS, space-separated; all when unset). $OUT gets one JSON
+# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late heads; the
+# first four when unset). $OUT gets one JSON
 # per sweep: keep the list short enough that $OUT holds at most 8 files.
 sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned late}
 for sw in $sweeps; do
@@ -74,9 +76,18 @@ for sw in $sweeps; do
     # Early updates of the lanes pass off (on by default: large updates apart, on the side stream
     # as soon as they can run).
     late) train_sweep TG_LANES_EARLY=0 train_passes_late "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=0 "" ;;
+    # The heads pass, not in all yet: every pass with it, against none (its own JSON: tg-train
+    # measures one set against none; compare with train_passes.json's passes=all rows).
+    heads) train_sweep "--passes all,heads" train_passes_heads "^pass_replay .*passes=(none|all,heads) " "" "" all,heads ;;
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done
+# The attention probe (scripts/device/probes, built with TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON).
+probe="$build/scripts/device/probes/tg-probe-attention-heads"
+if [ -x "$probe" ]; then
+  timeout 60 "$probe" > "$res/attention-heads.txt" 2>&1
+  say "tg-probe-attention-heads rc=$?"; tee -a "$summary" < "$res/attention-heads.txt"
+fi
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$res/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
