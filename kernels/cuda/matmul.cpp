@@ -308,6 +308,8 @@ void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx) {
         "pass (it leaves the transposes in that mode)");
   if (!ctx.lt) throw std::invalid_argument("run_cuda matmul_heads: no cuBLASLt cache; pass CudaExecContext::lt");
   const HeadsCall h = heads_call(c, ctx.tf32);
+  if (h.g.batch == 0 || h.g.m == 0 || h.g.n == 0) return;
+  if (h.g.k == 0) return fill(c.out.data, 0.0f, c.out.shape.numel(), ctx.stream);  // an empty sum
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = &ctx.lt->get(h.key, ctx.stream);
   void* ws = c.workspace ? c.workspace : ctx.workspace;
@@ -327,7 +329,11 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
   if (!op_in_family(c.op, "matmul") || batch_invariant_matmul()) return nullptr;
   if (!ctx.lt) throw std::invalid_argument(fmt::format("run_cuda {}: no cuBLASLt cache; pass CudaExecContext::lt",
                                                        op_name(c.op)));
-  if (c.op == OpKind::matmul_heads) return &ctx.lt->get(cuda::heads_call(c, ctx.tf32).key, ctx.stream);
+  if (c.op == OpKind::matmul_heads) {
+    const cuda::HeadsCall h = cuda::heads_call(c, ctx.tf32);
+    if (h.g.batch == 0 || h.g.m == 0 || h.g.n == 0 || h.g.k == 0) return nullptr;
+    return &ctx.lt->get(h.key, ctx.stream);
+  }
   const cuda::GemmCall g = cuda::gemm_call(c);
   if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g)) return nullptr;
   return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);

@@ -98,6 +98,17 @@ Graph pass_heads(const Graph& g) {
   // Per split chain (keyed by its last node): how many of its readers were rewritten.
   std::vector<int> rewritten_reads(g.nodes.size(), 0);
   std::vector<Split> splits;
+  // The sources rewritten nodes read as head views: a matmul whose result is one must keep
+  // writing it, so its merge (if the chain is one) stays.
+  std::vector<bool> split_source(g.values.size(), false);
+  // A split is usable while its chain and its source's producer are still in the graph (a
+  // merge rewrite removes its chain and makes its matmul write elsewhere).
+  auto usable = [&](const Split& s) {
+    for (int c : s.nodes)
+      if (rw.removed(c)) return false;
+    const int p = rw.producer(s.src);
+    return p < 0 || !rw.removed(p);
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const int id = static_cast<int>(i);
@@ -105,8 +116,9 @@ Graph pass_heads(const Graph& g) {
     if (shape_of(g, n.inputs[0]).rank != 3 || shape_of(g, n.inputs[1]).rank != 3) continue;
     Split sa, sb;
     Merge mo;
-    const bool va = as_split(g, n.inputs[0], sa), vb = as_split(g, n.inputs[1], sb);
-    const bool vo = as_merge(g, rw, n.outputs[0], mo);
+    const bool va = as_split(g, n.inputs[0], sa) && usable(sa), vb = as_split(g, n.inputs[1], sb) && usable(sb);
+    bool vo = as_merge(g, rw, n.outputs[0], mo) && !split_source[static_cast<size_t>(n.outputs[0])];
+    for (int c : mo.nodes) vo = vo && !rw.removed(c);
     if (!va && !vb && !vo) continue;
     // One head count for the node, from whichever parts are head views.
     int64_t heads = va ? sa.heads : vb ? sb.heads : mo.heads;
@@ -128,13 +140,11 @@ Graph pass_heads(const Graph& g) {
     }
     rw.add_node(std::move(f), anchor);
     // A node reading the same split twice (q q^T) counts once per input.
-    if (va) {
-      ++rewritten_reads[static_cast<size_t>(sa.nodes[2])];
-      splits.push_back(sa);
-    }
-    if (vb) {
-      ++rewritten_reads[static_cast<size_t>(sb.nodes[2])];
-      splits.push_back(sb);
+    for (const Split* s : {va ? &sa : nullptr, vb ? &sb : nullptr}) {
+      if (!s) continue;
+      ++rewritten_reads[static_cast<size_t>(s->nodes[2])];
+      split_source[static_cast<size_t>(s->src)] = true;
+      splits.push_back(*s);
     }
   }
   // Splits whose every read was rewritten go, chain node by chain node, each only when

@@ -38,28 +38,31 @@ PassSet parse_passes(const std::string& text) {
     return s;
   };
   if (text == "none") return PassSet::none();
-  PassSet set = PassSet::none();
+  // Each word once; "all" and a pass it holds may both be named ("all,rows" or "rows,all").
+  PassSet set = PassSet::none(), named = PassSet::none();
+  bool all_named = false;
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
     const std::string word = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (word == "all") {
-      if (set.contains(PassSet::all()))
+      if (all_named)
         throw std::invalid_argument(fmt::format("passes '{}': 'all' is given twice; name each pass once", text));
+      all_named = true;
       set = set | PassSet::all();
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-      continue;
+    } else {
+      int found = -1;
+      for (int i = 0; i < kNumPasses; ++i)
+        if (word == pass_name(static_cast<PassId>(i))) found = i;
+      if (found < 0)
+        throw std::invalid_argument(fmt::format(
+            "passes '{}': '{}' is not a pass; give none, all, or a comma list of: {}", text, word, names()));
+      const PassId p = static_cast<PassId>(found);
+      if (named.has(p))
+        throw std::invalid_argument(fmt::format("passes '{}': '{}' is given twice; name each pass once", text, word));
+      named = named.with(p);
+      set = set.with(p);
     }
-    int found = -1;
-    for (int i = 0; i < kNumPasses; ++i)
-      if (word == pass_name(static_cast<PassId>(i))) found = i;
-    if (found < 0)
-      throw std::invalid_argument(fmt::format("passes '{}': '{}' is not a pass; give none, all, or a comma list of: {}",
-                                              text, word, names()));
-    if (set.has(static_cast<PassId>(found)))
-      throw std::invalid_argument(fmt::format("passes '{}': '{}' is given twice; name each pass once", text, word));
-    set = set.with(static_cast<PassId>(found));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
