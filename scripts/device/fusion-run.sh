@@ -82,12 +82,14 @@ for sw in $sweeps; do
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done
-# The attention probe (scripts/device/probes, built with TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON).
-probe="$build/scripts/device/probes/tg-probe-attention-heads"
-if [ -x "$probe" ]; then
-  timeout 60 "$probe" > "$res/attention-heads.txt" 2>&1
-  say "tg-probe-attention-heads rc=$?"; tee -a "$summary" < "$res/attention-heads.txt"
-fi
+# The probes of the open questions (scripts/device/probes, built with
+# TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs.
+for name in attention-heads update-overlap; do
+  probe="$build/scripts/device/probes/tg-probe-$name"
+  [ -x "$probe" ] || continue
+  timeout 120 "$probe" > "$res/$name.txt" 2>&1
+  say "tg-probe-$name rc=$?"; tee -a "$summary" < "$res/$name.txt"
+done
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$res/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
