@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,32 @@ CudaBackend& backend() {
 
 ColVariant::ColVariant(int v) : was(kernels::cuda::col_reduce_variant()) { kernels::cuda::set_col_reduce_variant(v); }
 ColVariant::~ColVariant() { kernels::cuda::set_col_reduce_variant(was); }
+
+std::vector<float> gpu_reduce(const std::vector<float>& x, ReduceGeometry g, bool unaligned, size_t scratch_bytes,
+                              bool mean) {
+  DevTensor dx(x, unaligned);
+  DevTensor dy(g.outer * g.inner, unaligned);
+  dy.poison();
+  cuda::DeviceBuffer scratch;
+  if (scratch_bytes) scratch = cuda::DeviceBuffer::allocate(scratch_bytes);
+  TG_CUDA_CHECK(cudaDeviceSynchronize());  // uploads and poison ran on the legacy stream
+  const cudaStream_t s = backend().stream();
+  void* sp = scratch_bytes ? scratch.get() : nullptr;
+  if (mean)
+    kernels::cuda::reduce_mean(dx.ptr, dy.ptr, g.outer, g.len, g.inner, sp, scratch_bytes, s);
+  else
+    kernels::cuda::reduce_sum(dx.ptr, dy.ptr, g.outer, g.len, g.inner, sp, scratch_bytes, s);
+  TG_CUDA_CHECK(cudaStreamSynchronize(s));
+  return dy.download();
+}
+
+std::vector<float> pad_rows(const std::vector<float>& x, ReduceGeometry g, int64_t k) {
+  std::vector<float> xp(static_cast<size_t>(g.outer * (g.len + k) * g.inner), 0.0f);
+  for (int64_t o = 0; o < g.outer; ++o)
+    std::copy(x.begin() + o * g.len * g.inner, x.begin() + (o + 1) * g.len * g.inner,
+              xp.begin() + o * (g.len + k) * g.inner);
+  return xp;
+}
 
 std::vector<float> random_vector(int64_t n, uint64_t seed, float lo, float hi) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);

@@ -76,6 +76,17 @@ struct ColVariant {
   int was;
 };
 
+// A tensor seen as [outer, len, inner] for a sum over len (the reduction frame's view).
+struct ReduceGeometry {
+  int64_t outer, len, inner;
+};
+// reduce_sum (reduce_mean with `mean`) of x in that view, on the shared backend's stream in
+// the current column-reduction variant; scratch_bytes 0 passes no scratch.
+std::vector<float> gpu_reduce(const std::vector<float>& x, ReduceGeometry g, bool unaligned, size_t scratch_bytes,
+                              bool mean = false);
+// x with k zero rows appended to the reduced axis of every outer index.
+std::vector<float> pad_rows(const std::vector<float>& x, ReduceGeometry g, int64_t k);
+
 // Returns the number of mismatching elements over all outputs (0 = pass) and
 // prints a description of the case plus the first mismatches.
 int64_t run_case(const OpCase& c);

@@ -290,35 +290,14 @@ TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
 
 namespace {
 
-struct ColGeometry {
-  int64_t outer, len, inner;
-};
+using ColGeometry = ReduceGeometry;
 
 // reduce_sum of x viewed as [outer, len, inner] in column-reduction variant v; scratch_bytes
 // 0 passes none.
 std::vector<float> gpu_col_sum(const std::vector<float>& x, ColGeometry g, int v, bool unaligned,
                                size_t scratch_bytes) {
   ColVariant cv(v);
-  DevTensor dx(x, unaligned);
-  DevTensor dy(g.outer * g.inner, unaligned);
-  dy.poison();
-  cuda::DeviceBuffer scratch;
-  if (scratch_bytes) scratch = cuda::DeviceBuffer::allocate(scratch_bytes);
-  TG_CUDA_CHECK(cudaDeviceSynchronize());  // uploads and poison ran on the legacy stream
-  const cudaStream_t s = backend().stream();
-  kernels::cuda::reduce_sum(dx.ptr, dy.ptr, g.outer, g.len, g.inner, scratch_bytes ? scratch.get() : nullptr,
-                            scratch_bytes, s);
-  TG_CUDA_CHECK(cudaStreamSynchronize(s));
-  return dy.download();
-}
-
-// x with k zero rows appended to the reduced axis of every outer index.
-std::vector<float> pad_rows(const std::vector<float>& x, ColGeometry g, int64_t k) {
-  std::vector<float> xp(static_cast<size_t>(g.outer * (g.len + k) * g.inner), 0.0f);
-  for (int64_t o = 0; o < g.outer; ++o)
-    std::copy(x.begin() + o * g.len * g.inner, x.begin() + (o + 1) * g.len * g.inner,
-              xp.begin() + o * (g.len + k) * g.inner);
-  return xp;
+  return gpu_reduce(x, g, unaligned, scratch_bytes);
 }
 
 }  // namespace

@@ -18,28 +18,7 @@ namespace tg::testing {
 
 namespace {
 
-struct Geometry {
-  int64_t outer, len, inner;
-};
-
-// reduce_sum of x viewed as [outer, len, inner] on the GPU; scratch_bytes 0 passes none.
-std::vector<float> gpu_reduce(const std::vector<float>& x, Geometry g, bool unaligned, size_t scratch_bytes,
-                              bool mean = false) {
-  DevTensor dx(x, unaligned);
-  DevTensor dy(g.outer * g.inner, unaligned);
-  dy.poison();
-  cuda::DeviceBuffer scratch;
-  if (scratch_bytes) scratch = cuda::DeviceBuffer::allocate(scratch_bytes);
-  TG_CUDA_CHECK(cudaDeviceSynchronize());  // uploads and poison ran on the legacy stream
-  const cudaStream_t s = backend().stream();
-  void* sp = scratch_bytes ? scratch.get() : nullptr;
-  if (mean)
-    kernels::cuda::reduce_mean(dx.ptr, dy.ptr, g.outer, g.len, g.inner, sp, scratch_bytes, s);
-  else
-    kernels::cuda::reduce_sum(dx.ptr, dy.ptr, g.outer, g.len, g.inner, sp, scratch_bytes, s);
-  TG_CUDA_CHECK(cudaStreamSynchronize(s));
-  return dy.download();
-}
+using Geometry = ReduceGeometry;
 
 std::string name(Geometry g) { return fmt::format("[{}, {}, {}]", g.outer, g.len, g.inner); }
 
@@ -123,10 +102,7 @@ TEST_CASE("cuda reduce_sum: zero rows appended to the reduced axis leave every o
           for (int64_t k : p.extra) {
             // Each outer block gains k zero rows at the end of its axis.
             const Geometry gp{g.outer, g.len + k, g.inner};
-            std::vector<float> xp(static_cast<size_t>(gp.outer * gp.len * gp.inner), 0.0f);
-            for (int64_t o = 0; o < g.outer; ++o)
-              std::copy(x.begin() + o * g.len * g.inner, x.begin() + (o + 1) * g.len * g.inner,
-                        xp.begin() + o * gp.len * gp.inner);
+            const std::vector<float> xp = pad_rows(x, g, k);
             const std::string what = fmt::format("reduce_sum {} + {} zero rows, variant={} unaligned={} scratch={}",
                                                  name(g), k, v, unaligned, bytes);
             INFO(what);
