@@ -11,6 +11,14 @@
 #include "graph/attrs.h"
 #include "graph/shape.h"
 
+// offset() also runs on the GPU (kernels/cuda/heads_pointers.cu writes the matrices'
+// addresses for a pointer-array GEMM), so it is host and device code under nvcc.
+#if defined(__CUDACC__)
+#define TG_HEADS_HOST_DEVICE __host__ __device__
+#else
+#define TG_HEADS_HOST_DEVICE
+#endif
+
 namespace tg {
 
 // One operand's N stored matrices (before any transpose): rows x cols each.
@@ -19,7 +27,7 @@ struct HeadsMatrix {
   int64_t rows = 0, cols = 0;
   int64_t ld = 0;  // row pitch: cols packed, heads * cols in a head view
   // Offset of matrix i (elements from the tensor's start).
-  int64_t offset(int64_t i, int64_t heads) const {
+  TG_HEADS_HOST_DEVICE int64_t offset(int64_t i, int64_t heads) const {
     return view ? (i / heads) * rows * ld + (i % heads) * cols : i * rows * cols;
   }
 };

@@ -14,6 +14,7 @@
 #include "graph/heads.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/heads_pointers.h"
 #include "kernels/cuda/matmul_lt.h"
 #include "kernels/cuda/matmul_small.h"
 #include "kernels/matmul_mode.h"
@@ -150,9 +151,13 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
 
 // Whether the call runs on the small-GEMM kernel (matmul_small.h) rather than cuBLASLt:
 // by shape alone, so both executors choose alike.
-// matmul_heads (graph/heads.h): the matrices of one head (i = h, H + h, 2H + h, ...) are
-// evenly spaced in every operand, a head view's by its rows x ld, a packed one's by H
-// matrices, so each head is one strided-batched GEMM, and the H of them share one key.
+// matmul_heads (graph/heads.h): a head view's matrix (b, h) starts at b*rows*ld + h*cols,
+// not an affine function of one batch index, so one strided-batched GEMM cannot walk it.
+// One pointer-array GEMM over all N matrices does (their addresses written by
+// heads_pointers on the device). H strided-batched GEMMs, one per head, were slower on an
+// H200 than the transposes they replace (docs/results/h200-probes/attention-heads-*.txt):
+// the attention's products per head are small, and 8 launches of a 32-matrix batch fill
+// the GPU worse than one launch of 256.
 struct HeadsCall {
   HeadsGeometry g;
   LtKey key;
@@ -174,19 +179,18 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   k.lda = g.a.ld;
   k.ldb = g.b.ld;
   k.ldd = g.out.ld;
-  k.batch = g.batch / g.heads;
-  auto stride = [&](const HeadsMatrix& x) { return x.offset(g.heads, g.heads) - x.offset(0, g.heads); };
-  k.stride_a = stride(g.a);
-  k.stride_b = stride(g.b);
-  k.stride_d = stride(g.out);
-  // One key for every head: the lowest alignment of the heads' first matrices (integer
-  // arithmetic: the pointers are null when only the workspace is asked for).
+  k.batch = g.batch;
+  k.pointer_arrays = true;
+  // The alignment class of every matrix: that of the base and of the two steps between
+  // matrices (a sum is at least as aligned as its least aligned term). Integer arithmetic:
+  // the pointers are null when only the workspace is asked for.
   auto align = [&](const float* base, const HeadsMatrix& x) {
-    uint16_t a = 256;
-    for (int64_t head = 0; head < g.heads; ++head) {
-      const uintptr_t p = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(x.offset(head, g.heads)) * 4;
-      a = std::min(a, lt_alignment(reinterpret_cast<const void*>(p)));
-    }
+    uint16_t a = lt_alignment(base);
+    auto with_step = [&](int64_t floats) {
+      if (floats > 0) a = std::min(a, lt_alignment(reinterpret_cast<const void*>(static_cast<uintptr_t>(floats) * 4)));
+    };
+    if (g.batch > 1) with_step(x.offset(1, g.heads));
+    if (g.batch > g.heads) with_step(x.offset(g.heads, g.heads));
     return a;
   };
   k.align_a = align(c.in[0].data, g.a);
@@ -312,12 +316,18 @@ void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx) {
   if (h.g.k == 0) return fill(c.out.data, 0.0f, c.out.shape.numel(), ctx.stream);  // an empty sum
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = &ctx.lt->get(h.key, ctx.stream);
-  void* ws = c.workspace ? c.workspace : ctx.workspace;
+  char* ws = static_cast<char*>(c.workspace ? c.workspace : ctx.workspace);
   const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  if (ws_bytes < gemm->workspace_bytes())
+    throw std::invalid_argument(fmt::format("run_cuda matmul_heads: needs {} bytes of workspace (pointer arrays and "
+                                            "GEMM), the call has {}",
+                                            gemm->workspace_bytes(), ws_bytes));
   const HeadsGeometry& g = h.g;
-  for (int64_t head = 0; head < g.heads; ++head)
-    gemm->run(ctx.lt->handle(), c.in[0].data + g.a.offset(head, g.heads), c.in[1].data + g.b.offset(head, g.heads),
-              nullptr, c.out.data + g.out.offset(head, g.heads), nullptr, ws, ws_bytes, ctx.stream);
+  void** arrays = reinterpret_cast<void**>(ws);
+  heads_pointers(c.in[0].data, g.a, c.in[1].data, g.b, c.out.data, g.out, g.heads, g.batch, arrays, ctx.stream);
+  const size_t room = h.key.pointer_array_bytes();
+  gemm->run(ctx.lt->handle(), reinterpret_cast<const float*>(arrays), reinterpret_cast<const float*>(arrays + g.batch),
+            nullptr, reinterpret_cast<float*>(arrays + 2 * g.batch), nullptr, ws + room, ws_bytes - room, ctx.stream);
 }
 
 }  // namespace tg::kernels::cuda

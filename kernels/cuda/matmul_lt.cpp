@@ -38,17 +38,34 @@ const char* epilogue_name(LtEpilogue e) {
   return "?";
 }
 
-// A column-major layout of `rows` x `cols` with leading dim `ld`, batched when batch > 1.
-cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+// A column-major layout of `rows` x `cols` with leading dim `ld`, batched when batch > 1:
+// by `stride`, or through pointer arrays.
+cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride,
+                              bool pointer_arrays) {
   cublasLtMatrixLayout_t l = nullptr;
   TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
-  if (batch > 1) {
+  if (batch > 1 || pointer_arrays) {
     const int32_t count = static_cast<int32_t>(batch);
     TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-    TG_CUBLAS_CHECK(
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    if (pointer_arrays) {
+      const int32_t mode = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+      TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, sizeof mode));
+    } else {
+      TG_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    }
   }
   return l;
+}
+
+// The workspace an algorithm of `key` may use: max_workspace less the pointer arrays' room.
+size_t algo_workspace_limit(const LtKey& key, size_t max_workspace) {
+  const size_t arrays = key.pointer_array_bytes();
+  if (arrays > max_workspace)
+    throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: its pointer arrays need {} bytes, the workspace limit "
+                                            "is {}; raise the limit or split the batch",
+                                            key.str(), arrays, max_workspace));
+  return max_workspace - arrays;
 }
 
 // The preference of a key: at most max_workspace bytes, and the operands' alignments
@@ -84,25 +101,31 @@ uint16_t lt_alignment(const void* p) {
 bool LtKey::operator==(const LtKey& o) const {
   return trans_a == o.trans_a && trans_b == o.trans_b && tf32 == o.tf32 && accumulate == o.accumulate &&
          epilogue == o.epilogue && batch == o.batch && m == o.m && n == o.n && k == o.k && lda == o.lda &&
-         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b && stride_d == o.stride_d &&
+         ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b && pointer_arrays == o.pointer_arrays &&
          align_a == o.align_a &&
          align_b == o.align_b && align_c == o.align_c && align_d == o.align_d && align_bias == o.align_bias;
 }
 
 std::string LtKey::str() const {
-  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, ld {} {} {}, strides {} {} {}, alignments A {} B {} "
+  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, ld {} {} {}, {}, alignments A {} B {} "
                      "C {} D {} bias {}",
                      batch > 1 ? "batched " : "", batch, m, k, trans_a ? "^T" : "", n, trans_b ? "^T" : "",
-                     epilogue_name(epilogue), accumulate ? " + C" : "", tf32 ? " tf32" : "", lda, ldb, ldd, stride_a,
-                     stride_b, d_stride(), align_a, align_b, align_c, align_d, align_bias);
+                     epilogue_name(epilogue), accumulate ? " + C" : "", tf32 ? " tf32" : "", lda, ldb, ldd,
+                     pointer_arrays ? std::string("pointer arrays")
+                                    : fmt::format("strides {} {} {}", stride_a, stride_b, m * ldd),
+                     align_a, align_b, align_c, align_d, align_bias);
+}
+
+size_t LtKey::pointer_array_bytes() const {
+  return pointer_arrays ? (3 * static_cast<size_t>(batch) * sizeof(void*) + 255) / 256 * 256 : 0;
 }
 
 size_t LtKeyHash::operator()(const LtKey& k) const {
   size_t h = 0;
   auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   mix((k.trans_a ? 1 : 0) | (k.trans_b ? 2 : 0) | (k.tf32 ? 4 : 0) | (k.accumulate ? 8 : 0) |
-      (static_cast<int>(k.epilogue) << 4));
-  for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b, k.stride_d}) mix(v);
+      (static_cast<int>(k.epilogue) << 4) | (k.pointer_arrays ? 1 << 8 : 0));
+  for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b}) mix(v);
   mix((int64_t{k.align_a} << 48) | (int64_t{k.align_b} << 36) | (int64_t{k.align_c} << 24) | (k.align_d << 12) |
       k.align_bias);
   return h;
@@ -120,18 +143,23 @@ LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key
     const cublasLtEpilogue_t e = lt_epilogue(key.epilogue);
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
     // Stored shapes (before op): our B is k x n row-major = n x k column-major (k x n when transposed).
-    la_ = key.trans_b ? layout(key.k, key.n, key.ldb, key.batch, key.stride_b)
-                      : layout(key.n, key.k, key.ldb, key.batch, key.stride_b);
-    lb_ = key.trans_a ? layout(key.m, key.k, key.lda, key.batch, key.stride_a)
-                      : layout(key.k, key.m, key.lda, key.batch, key.stride_a);
-    ld_ = layout(key.n, key.m, key.ldd, key.batch, key.d_stride());
+    if (key.pointer_arrays && (key.accumulate || key.epilogue != LtEpilogue::none))
+      throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: pointer arrays take no C and no epilogue here",
+                                              key.str()));
+    const bool pa = key.pointer_arrays;
+    la_ = key.trans_b ? layout(key.k, key.n, key.ldb, key.batch, key.stride_b, pa)
+                      : layout(key.n, key.k, key.ldb, key.batch, key.stride_b, pa);
+    lb_ = key.trans_a ? layout(key.m, key.k, key.lda, key.batch, key.stride_a, pa)
+                      : layout(key.k, key.m, key.lda, key.batch, key.stride_a, pa);
+    ld_ = layout(key.n, key.m, key.ldd, key.batch, key.m * key.ldd, pa);
     if (key.epilogue != LtEpilogue::none) {
       // The heuristic reads the bias pointer's value for its alignment: a stand-in of the
       // same alignment (run() sets the real one).
       const void* stand_in = reinterpret_cast<const void*>(uintptr_t{key.align_bias});
       TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof stand_in));
     }
-    cublasLtMatmulPreference_t pref = make_preference(key, max_workspace);
+    const size_t limit = algo_workspace_limit(key, max_workspace);
+    cublasLtMatmulPreference_t pref = make_preference(key, limit);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op_, la_, lb_, ld_, ld_, pref, 1, &result, &found);
@@ -139,7 +167,7 @@ LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key
     if (st != CUBLAS_STATUS_SUCCESS || found < 1)
       throw CudaError(fmt::format("cuBLASLt offers no algorithm for {} (status {}, {} found, workspace limit {} "
                                   "bytes); this GEMM cannot run on this device through cuBLASLt",
-                                  key.str(), static_cast<int>(st), found, max_workspace));
+                                  key.str(), static_cast<int>(st), found, limit));
     algo_ = result.algo;
     workspace_ = result.workspaceSize;
   } catch (...) {
@@ -218,21 +246,43 @@ void fill_operands(void* p, size_t bytes, LtOperandFill fill, cudaStream_t s) {
 LtOperands::LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, cudaStream_t s) {
   auto up = [](int64_t floats) { return (floats * 4 + 255) / 256 * 256; };
   // Leading dimensions may exceed the extents: size each operand by its stored span.
+  // Pointer-array keys get their matrices back to back (each rows x ld, 256-byte aligned)
+  // and the arrays.
   const int64_t rows_a = key.trans_a ? key.k : key.m, rows_b = key.trans_b ? key.n : key.k;
-  const int64_t span_a = (key.batch - 1) * key.stride_a + rows_a * key.lda;
-  const int64_t span_b = ((key.stride_b ? key.batch : 1) - 1) * key.stride_b + rows_b * key.ldb;
-  const int64_t a_b = up(span_a), b_b = up(span_b), d_b = up((key.batch - 1) * key.d_stride() + key.m * key.ldd), bias_b = up(key.n + key.m);
-  const size_t bytes = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b) + workspace;
-  buf_ = tg::cuda::DeviceBuffer::allocate(bytes);
+  auto step = [&](int64_t floats) { return key.pointer_arrays ? (floats + 63) / 64 * 64 : floats; };  // 256 B
+  const int64_t step_a = key.pointer_arrays ? step(rows_a * key.lda) : key.stride_a;
+  const int64_t step_b = key.pointer_arrays ? step(rows_b * key.ldb) : key.stride_b;
+  const int64_t step_d = step(key.m * key.ldd);
+  const int64_t span_a = (key.batch - 1) * step_a + rows_a * key.lda;
+  const int64_t span_b = ((step_b ? key.batch : 1) - 1) * step_b + rows_b * key.ldb;
+  const int64_t a_b = up(span_a), b_b = up(span_b), d_b = up((key.batch - 1) * step_d + key.m * key.ldd), bias_b = up(key.n + key.m);
+  const size_t data = static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b), arrays = key.pointer_array_bytes();
+  buf_ = tg::cuda::DeviceBuffer::allocate(data + arrays + workspace);
   char* base = static_cast<char*>(buf_.get());
   a = reinterpret_cast<float*>(base);
   b = reinterpret_cast<float*>(base + a_b);
   d = reinterpret_cast<float*>(base + a_b + b_b);
   c = reinterpret_cast<float*>(base + a_b + b_b + d_b);
   bias = reinterpret_cast<float*>(base + a_b + b_b + 2 * d_b);
-  ws = base + a_b + b_b + 2 * d_b + bias_b;
+  ws = base + data + arrays;
   ws_bytes = workspace;
-  fill_operands(base, static_cast<size_t>(a_b + b_b + 2 * d_b + bias_b), fill, s);
+  fill_operands(base, data, fill, s);
+  if (key.pointer_arrays) {  // a, b and d become the arrays of their matrices' addresses
+    const size_t n = static_cast<size_t>(key.batch);
+    std::vector<const float*> table(3 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t j = static_cast<int64_t>(i);
+      table[i] = a + j * step_a;
+      table[n + i] = b + j * step_b;
+      table[2 * n + i] = d + j * step_d;
+    }
+    auto** dev = reinterpret_cast<const float**>(base + data);
+    // Pageable source: the copy has staged the table when the call returns.
+    TG_CUDA_CHECK(cudaMemcpyAsync(dev, table.data(), 3 * n * sizeof(void*), cudaMemcpyHostToDevice, s));
+    a = reinterpret_cast<float*>(dev);
+    b = reinterpret_cast<float*>(dev + n);
+    c = d = reinterpret_cast<float*>(dev + 2 * n);
+  }
 }
 
 // The first `candidates` algorithms cuBLASLt's heuristic offers for the probe's key (within
@@ -242,20 +292,21 @@ LtOperands::LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, c
 std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm& probe, size_t max_workspace,
                                                      int candidates, cudaStream_t s, LtOperandFill fill) {
   const LtKey& key = probe.key();
-  cublasLtMatmulPreference_t pref = make_preference(key, max_workspace);
+  const size_t limit = algo_workspace_limit(key, max_workspace);
+  cublasLtMatmulPreference_t pref = make_preference(key, limit);
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
   int found = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, probe.op_, probe.la_, probe.lb_, probe.ld_, probe.ld_,
                                                            pref, candidates, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   TG_CUBLAS_CHECK(st);
-  const LtOperands x(key, max_workspace, fill, s);
+  const LtOperands x(key, limit, fill, s);
   tg::cuda::Event e0 = tg::cuda::Event::create(), e1 = tg::cuda::Event::create();
   constexpr int kWarm = 3, kTimed = 10;
   std::vector<Timed> timed;
   for (int i = 0; i < found; ++i) {
     const cublasLtMatmulHeuristicResult_t& r = results[static_cast<size_t>(i)];
-    if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > max_workspace) continue;
+    if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > limit) continue;
     probe.algo_ = r.algo;
     probe.workspace_ = r.workspaceSize;
     for (int w = 0; w < kWarm; ++w) probe.run(h, x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, s);

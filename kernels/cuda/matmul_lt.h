@@ -54,8 +54,13 @@ struct LtKey {
   LtEpilogue epilogue = LtEpilogue::none;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0;
-  int64_t stride_d = 0;  // 0: m * ldd, D's matrices back to back
-  int64_t d_stride() const { return stride_d ? stride_d : m * ldd; }
+  // Batched through device arrays of the matrices' addresses (cuBLASLt's pointer-array
+  // batch mode) instead of strides, for batches whose matrices are not evenly spaced
+  // (matmul_heads' head views); the strides are then 0. No C and no epilogue. run() takes
+  // the arrays' addresses in place of a, b and d, and the call's workspace begins with
+  // room for them (pointer_array_bytes(), counted in LtGemm::workspace_bytes()).
+  bool pointer_arrays = false;
+  size_t pointer_array_bytes() const;  // 3 arrays of `batch` pointers, 256-byte rounded; 0 when strided
   uint16_t align_a = 256, align_b = 256, align_c = 256, align_d = 256, align_bias = 256;
   bool operator==(const LtKey& o) const;
   std::string str() const;
@@ -76,10 +81,13 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
 
   const LtKey& key() const { return key_; }
-  size_t workspace_bytes() const { return workspace_; }
+  // What a call needs: the pointer arrays' room (key().pointer_array_bytes()) and then
+  // the algorithm's workspace.
+  size_t workspace_bytes() const { return key_.pointer_array_bytes() + workspace_; }
   const cublasLtMatmulAlgo_t& algo() const { return algo_; }
   // c: the accumulated term (key.accumulate), may equal d. bias: the bias vector, or the
-  // bias gradient's output (bias_grad). ws must hold workspace_bytes().
+  // bias gradient's output (bias_grad). ws: the algorithm's workspace, past the pointer
+  // arrays when the key has them (a, b and d are then the arrays' device addresses).
   void run(cublasLtHandle_t h, const float* a, const float* b, const float* c, float* d, const float* bias,
            void* ws, size_t ws_bytes, cudaStream_t s) const;
 
@@ -110,6 +118,8 @@ enum class LtOperandFill : uint8_t {
 
 // Scratch operands for one key: A, B, C, D and the bias (256-byte aligned, which every
 // alignment class of a key allows) and `workspace` bytes, filled as asked on stream s.
+// For a pointer-array key, a, b and c = d are the device arrays of the matrices' addresses
+// (LtGemm::run's arguments for it).
 class LtOperands {
  public:
   LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, cudaStream_t s);

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/heads.h"
 #include "graph/shape_inference.h"
+#include "kernels/cuda/heads_pointers.h"
 #include "kernels/cuda/matmul_lt.h"
 #include "kernels/cuda/matmul_small.h"
 #include "kernels/cuda/raii.h"
@@ -233,6 +235,86 @@ TEST_CASE("cuda GEMM floor pieces: LtOperands fills as asked, LtTuner::best comp
         MESSAGE("D[" << i << "," << j << "] = " << got << ", expected " << ref);
     }
   CHECK(bad == 0);
+}
+
+TEST_CASE("cuda heads_pointers: the matrices' addresses of head views and packed operands, as HeadsMatrix::offset") {
+  TG_REQUIRE_GPU();
+  tg::cuda::Stream stream = tg::cuda::Stream::create();
+  // A head view (rows 5, cols 3, 4 heads: ld 12), a packed operand, and a view of another
+  // shape; 300 matrices take more than one block of the kernel.
+  const HeadsMatrix ga{true, 5, 3, 12}, gb{false, 3, 7, 7}, gd{true, 5, 7, 28};
+  for (int64_t batch : {int64_t{8}, int64_t{300}}) {
+    CAPTURE(batch);
+    const int64_t heads = 4;
+    tg::cuda::DeviceBuffer arrays = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(3 * batch) * sizeof(void*));
+    // Fake bases: the kernel only adds offsets, it never dereferences them.
+    const float* a = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+    const float* b = reinterpret_cast<const float*>(uintptr_t{2} << 20);
+    float* d = reinterpret_cast<float*>(uintptr_t{3} << 20);
+    kernels::cuda::heads_pointers(a, ga, b, gb, d, gd, heads, batch, static_cast<void**>(arrays.get()), stream.get());
+    std::vector<const float*> got(static_cast<size_t>(3 * batch));
+    TG_CUDA_CHECK(cudaMemcpyAsync(got.data(), arrays.get(), got.size() * sizeof(void*), cudaMemcpyDeviceToHost,
+                                  stream.get()));
+    TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    int bad = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      const size_t u = static_cast<size_t>(i), n = static_cast<size_t>(batch);
+      const bool ok = got[u] == a + ga.offset(i, heads) && got[n + u] == b + gb.offset(i, heads) &&
+                      got[2 * n + u] == d + gd.offset(i, heads);
+      if (!ok && bad++ < 5) MESSAGE("matrix " << i << ": wrong address in one of the three arrays");
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("cuda GEMM with pointer arrays: LtOperands' arrays, LtTuner::best and run compute every matrix") {
+  TG_REQUIRE_GPU();
+  tg::cuda::Stream stream = tg::cuda::Stream::create();
+  tg::cuda::CublasLtHandle h = tg::cuda::CublasLtHandle::create();
+  kernels::cuda::LtKey key;  // 3 x row-major [20, 24] = [20, 16] x [24, 16]^T, A with a wider row
+  key.batch = 3;
+  key.m = 20;
+  key.n = 24;
+  key.k = 16;
+  key.lda = 19;
+  key.ldb = 16;
+  key.ldd = 24;
+  key.trans_b = true;
+  key.align_a = 4;  // lda 19: the matrices' rows start 4-byte aligned
+  key.pointer_arrays = true;
+  using kernels::cuda::LtOperandFill;
+  auto g = kernels::cuda::LtTuner::best(h.get(), key, 1 << 22, 4, stream.get(), LtOperandFill::random, nullptr);
+  CHECK(g->workspace_bytes() >= key.pointer_array_bytes());
+  const kernels::cuda::LtOperands x(key, g->workspace_bytes(), LtOperandFill::random, stream.get());
+  g->run(h.get(), x.a, x.b, nullptr, x.d, nullptr, x.ws, x.ws_bytes, stream.get());
+  const size_t n = static_cast<size_t>(key.batch);
+  std::vector<const float*> ptr(3 * n);
+  TG_CUDA_CHECK(cudaMemcpyAsync(ptr.data(), x.a, ptr.size() * sizeof(void*), cudaMemcpyDeviceToHost, stream.get()));
+  TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<float> a(static_cast<size_t>(key.m * key.lda)), b(static_cast<size_t>(key.n * key.ldb)),
+        d(static_cast<size_t>(key.m * key.ldd));
+    TG_CUDA_CHECK(cudaMemcpyAsync(a.data(), ptr[i], a.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+    TG_CUDA_CHECK(cudaMemcpyAsync(b.data(), ptr[n + i], b.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+    TG_CUDA_CHECK(cudaMemcpyAsync(d.data(), ptr[2 * n + i], d.size() * 4, cudaMemcpyDeviceToHost, stream.get()));
+    TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    for (int64_t r = 0; r < key.m; ++r)
+      for (int64_t c = 0; c < key.n; ++c) {
+        double ref = 0;
+        for (int64_t p = 0; p < key.k; ++p)
+          ref += static_cast<double>(a[static_cast<size_t>(r * key.lda + p)]) * b[static_cast<size_t>(c * key.ldb + p)];
+        const float got = d[static_cast<size_t>(r * key.ldd + c)];
+        if (std::fabs(got - ref) > 1e-4 * std::sqrt(static_cast<double>(key.k)) + 1e-4 * std::fabs(ref) && bad++ < 5)
+          MESSAGE("matrix " << i << " D[" << r << "," << c << "] = " << got << ", expected " << ref);
+      }
+  }
+  CHECK(bad == 0);
+  // An accumulating or fused pointer-array GEMM is refused with its reason.
+  kernels::cuda::LtKey fused = key;
+  fused.accumulate = true;
+  CHECK_THROWS_WITH_AS(kernels::cuda::LtGemm(h.get(), fused, 1 << 22),
+                       doctest::Contains("pointer arrays take no C and no epilogue"), std::invalid_argument);
 }
 
 TEST_CASE("cuda matmul_act_grad: the bits of matmul then relu_grad / gelu_grad, on both GEMM paths") {
