@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   ex.add_option("--passes", passes,
                 "The graph passes measured on mlp width 256 batch 32, mlp width 4096 and the largest transformer (the "
                 "smallest of each model with --quick on the CPU): sweep (none, each pass of all alone, all), "
-                "none (skip them), or one set such as all, all,heads or linear,rows (measured against none)");
+                "none (skip them), or one set such as all or linear,rows (measured against none)");
   bool gemm_autotune = false;
   ex.add_flag("--gemm-autotune", gemm_autotune,
               "Time cuBLASLt's candidate algorithms for each GEMM shape at its first use and keep the fastest (as "

@@ -62,7 +62,7 @@ train_sweep() {
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 }
-# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late heads; the
+# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late noheads; the
 # first four when unset). $OUT gets one JSON
 # per sweep: keep the list short enough that $OUT holds at most 8 files.
 sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned late}
@@ -76,9 +76,8 @@ for sw in $sweeps; do
     # Early updates of the lanes pass off (on by default: large updates apart, on the side stream
     # as soon as they can run).
     late) train_sweep TG_LANES_EARLY=0 train_passes_late "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=0 "" ;;
-    # The heads pass, not in all yet: every pass with it, against none (its own JSON: tg-train
-    # measures one set against none; compare with train_passes.json's passes=all rows).
-    heads) train_sweep "--passes all,heads" train_passes_heads "^pass_replay .*passes=(none|all,heads) " "" "" all,heads ;;
+    # Every pass but heads, against none (its own JSON; compare with train_passes.json's all rows).
+    noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|rows,linear,elementwise,optimizer,lanes) " "" "" rows,linear,elementwise,optimizer,lanes ;;
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done

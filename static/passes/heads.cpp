@@ -11,9 +11,9 @@
 // another op (not a matmul) stays for it. The products are the same; only their operands'
 // addresses and leading dimensions change, so the CPU gives the unfused graph's bits.
 //
-// Not in PassSet::all() until it is measured on a GPU (docs/compiler.md): `--passes
-// all,heads` adds it. It leaves the graph as it is in the batch-invariant matmul mode,
-// which has no head-view kernel.
+// On the GPU each matmul_heads is one pointer-array GEMM (kernels/cuda/matmul.cpp). It
+// leaves the graph as it is in the batch-invariant matmul mode, which has no head-view
+// kernel.
 #include <array>
 #include <vector>
 

@@ -18,7 +18,7 @@ namespace tg {
 
 // In pipeline order: run_passes applies the selected ones in this order.
 enum class PassId : uint8_t {
-  heads,   // attention's products on the linear layers' layout: no head split or merge transposes (not in all())
+  heads,   // attention's products on the linear layers' layout: no head split or merge transposes
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
@@ -31,14 +31,13 @@ const char* pass_name(PassId p);
 class PassSet {
  public:
   static PassSet none() { return PassSet(0); }
-  // Every pass but heads, which joins once measured on a GPU (static/passes/heads.cpp).
-  static PassSet all() { return PassSet(((1u << kNumPasses) - 1) & ~bit(PassId::heads)); }
+  static PassSet all() { return PassSet((1u << kNumPasses) - 1); }
   static PassSet only(PassId p) { return PassSet(bit(p)); }
   bool has(PassId p) const { return (bits_ >> static_cast<unsigned>(p)) & 1u; }
   bool empty() const { return bits_ == 0; }
   PassSet with(PassId p) const { return PassSet(bits_ | (1u << static_cast<unsigned>(p))); }
   bool operator==(const PassSet& o) const { return bits_ == o.bits_; }
-  // "none", "all", "all,heads", or the names in pipeline order joined by ','.
+  // "none", "all", or the names in pipeline order joined by ','.
   std::string str() const;
   bool contains(const PassSet& o) const { return (bits_ & o.bits_) == o.bits_; }
   PassSet operator|(const PassSet& o) const { return PassSet(bits_ | o.bits_); }
@@ -50,7 +49,7 @@ class PassSet {
 };
 
 // "none", "all", or a comma-separated list of pass names (any order; each once), where
-// "all" may be one of the words ("all,heads").
+// "all" may be one of the words ("all,rows" is all).
 // Throws std::invalid_argument naming the bad word and listing the passes.
 PassSet parse_passes(const std::string& text);
 

@@ -26,19 +26,18 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK(parse_passes("all") == PassSet::all());
   CHECK(parse_passes("linear").has(PassId::linear));
   CHECK_FALSE(parse_passes("linear").has(PassId::rows));
-  CHECK(parse_passes("linear,rows,optimizer,elementwise,lanes") == PassSet::all());
+  CHECK(parse_passes("linear,rows,optimizer,elementwise,lanes,heads") == PassSet::all());
   CHECK_FALSE(parse_passes("linear,rows") == PassSet::all());
-  CHECK_FALSE(parse_passes("linear,rows,optimizer,elementwise") == PassSet::all());
+  CHECK_FALSE(parse_passes("linear,rows,optimizer,elementwise,lanes") == PassSet::all());
   CHECK(parse_passes("optimizer,rows").str() == "rows,optimizer");  // printed in pipeline order
   CHECK(PassSet::only(PassId::rows).str() == "rows");
   CHECK(PassSet::none().str() == "none");
   CHECK(PassSet::all().str() == "all");
-  // heads is not in all() yet: "all,heads" adds it, in either order, and prints so.
-  CHECK_FALSE(PassSet::all().has(PassId::heads));
-  CHECK(parse_passes("all,heads") == PassSet::all().with(PassId::heads));
-  CHECK(parse_passes("heads,all") == PassSet::all().with(PassId::heads));
-  CHECK(parse_passes("all,heads").str() == "all,heads");
+  CHECK(PassSet::all().has(PassId::heads));
+  CHECK(parse_passes("all,heads") == PassSet::all());
+  CHECK(parse_passes("heads,all").str() == "all");
   CHECK(parse_passes(parse_passes("heads,rows").str()) == PassSet::only(PassId::heads).with(PassId::rows));
+  CHECK(parse_passes("heads,rows").str() == "heads,rows");  // pipeline order: heads first
   CHECK_THROWS_WITH_AS(parse_passes("all,all"), doctest::Contains("'all' is given twice"), std::invalid_argument);
   CHECK(parse_passes("all,rows") == PassSet::all());  // a pass all holds, named too: either order
   CHECK(parse_passes("rows,all") == PassSet::all());
@@ -175,7 +174,7 @@ TEST_CASE("heads pass: attention reads q, k, v and writes the context in the lin
   CHECK(count(ft, OpKind::transpose) == 0);
   CHECK(count(ft, OpKind::matmul_heads) == 6);  // scores, context; dscores, dv; dq, dk
   // The other passes still find their patterns on the rewritten graph.
-  const Graph all = run_passes(train, PassSet::all().with(PassId::heads));
+  const Graph all = run_passes(train, PassSet::all());
   validate(all);
   CHECK(count(all, OpKind::transpose) == 0);
   CHECK(count(all, OpKind::matmul_heads) == 6);
@@ -221,10 +220,9 @@ TEST_CASE("heads pass: a chain that is one matmul's merge and the next one's spl
 TEST_CASE("heads pass: the transformer trains and predicts with the unfused graph's bits on the CPU") {
   const ModelFn tfm = transformer_model(transformer_config(2, 8, 16, 2));
   check_same_training(tfm, PassSet::only(PassId::heads), 3);
-  check_same_training(tfm, PassSet::all().with(PassId::heads), 3);
+  check_same_training(tfm, PassSet::all(), 3);
   check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))), PassSet::only(PassId::heads));
-  check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))),
-                       PassSet::all().with(PassId::heads));
+  check_same_inference(transformer_model(without_loss(transformer_config(2, 8, 16, 2))), PassSet::all());
 }
 
 TEST_CASE("every pass on the built-in models: fewer nodes, a sound plan, the unfused graph's bits on the CPU") {
