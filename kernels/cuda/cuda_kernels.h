@@ -88,17 +88,6 @@ bool pdl_active();  // for the current device
 constexpr int kColReduceVariants = 5;
 void set_col_reduce_variant(int v);
 int col_reduce_variant();
-// Variant 4's candidate loads and block ends (reduce.cuh, "Variant 4's candidates"), each
-// to variant 4's bits, for timing them in one build: TG_COLREDUCE_V4_LOADS (0 batches, 1 a
-// ring) and TG_COLREDUCE_V4_FINISH (0 today's end; 1 acq_rel fences; 2 a lean end; 3 both),
-// one digit each, read at first use, 0 when unset; the setters override them. Other values
-// throw std::invalid_argument.
-constexpr int kColV4Loads = 2;
-constexpr int kColV4Finishes = 4;
-void set_col_reduce_v4_loads(int v);
-int col_reduce_v4_loads();
-void set_col_reduce_v4_finish(int v);
-int col_reduce_v4_finish();
 
 // ---- elementwise (elementwise.cu), n elements -------------------------------------
 void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);

@@ -71,10 +71,6 @@
 // TG_COLREDUCE (0 to 4; read at first use; 4 when unset) picks the variant of the column frame and
 // of layernorm_params.cu's kernel, set_col_reduce_variant overrides it: for measuring
 // them in one process; variants 0, 1, 2 and 4 give the same bits, 3 its own.
-// TG_COLREDUCE_V4_LOADS and TG_COLREDUCE_V4_FINISH (0 when unset; set_col_reduce_v4_loads,
-// set_col_reduce_v4_finish) pick among variant 4's candidates for the rest of the 64 MiB
-// gap (reduce.cuh, "Variant 4's candidates"), all to variant 4's bits; not yet measured.
-// scripts/device/probes/colreduce-knobs.sh times them.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -91,58 +87,35 @@
 namespace tg::kernels::cuda {
 
 namespace {
+std::atomic<int> g_col_variant{-1};  // -1: TG_COLREDUCE not read yet
 
-// A one-digit setting of the column frame, 0 to count - 1: read from `variable` at first
-// use (`unset` when it is unset or empty), settable later. Relaxed atomics, as EnvSwitch
-// (kernels/env_switch.h): a setting only changes which kernel later launches pick.
-class DigitSetting {
- public:
-  constexpr DigitSetting(const char* variable, const char* what, int count, int unset)
-      : variable_(variable), what_(what), count_(count), unset_(unset) {}
-  int get() {
-    int v = value_.load(std::memory_order_relaxed);
-    if (v < 0) {
-      const char* e = std::getenv(variable_);
-      v = unset_;
-      if (e && *e) {
-        const std::string text(e);
-        if (text.size() != 1 || text[0] < '0' || text[0] > '9')
-          throw std::invalid_argument(
-              fmt::format("{}={}: expected one digit, 0 to {}", variable_, text, count_ - 1));
-        v = checked(text[0] - '0', variable_);
-      }
-      value_.store(v, std::memory_order_relaxed);
-    }
-    return v;
-  }
-  void set(int v, const char* from) { value_.store(checked(v, from), std::memory_order_relaxed); }
-
- private:
-  int checked(int v, const char* from) const {
-    if (v < 0 || v >= count_)
-      throw std::invalid_argument(fmt::format("{}: {} {} does not exist; use 0 to {}", from, what_, v, count_ - 1));
-    return v;
-  }
-  const char* variable_;
-  const char* what_;
-  int count_, unset_;
-  std::atomic<int> value_{-1};  // -1: the variable not read yet
-};
-
-DigitSetting g_col_variant{"TG_COLREDUCE", "column-reduction variant", kColReduceVariants, 4};
-DigitSetting g_v4_loads{"TG_COLREDUCE_V4_LOADS", "variant-4 load scheme", kColV4Loads, 0};
-DigitSetting g_v4_finish{"TG_COLREDUCE_V4_FINISH", "variant-4 block end", kColV4Finishes, 0};
-static_assert(kColV4Loads == detail::kNarrowLoads && kColV4Finishes == detail::kNarrowFinishes,
-              "cuda_kernels.h's counts are the kernels' (reduce.cuh)");
-
+int checked_variant(int v, const char* from) {
+  if (v < 0 || v >= kColReduceVariants)
+    throw std::invalid_argument(
+        fmt::format("{}: column-reduction variant {} does not exist; use 0 to {}", from, v, kColReduceVariants - 1));
+  return v;
+}
 }  // namespace
 
-int col_reduce_variant() { return g_col_variant.get(); }
-void set_col_reduce_variant(int v) { g_col_variant.set(v, "set_col_reduce_variant"); }
-int col_reduce_v4_loads() { return g_v4_loads.get(); }
-void set_col_reduce_v4_loads(int v) { g_v4_loads.set(v, "set_col_reduce_v4_loads"); }
-int col_reduce_v4_finish() { return g_v4_finish.get(); }
-void set_col_reduce_v4_finish(int v) { g_v4_finish.set(v, "set_col_reduce_v4_finish"); }
+int col_reduce_variant() {
+  int v = g_col_variant.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("TG_COLREDUCE");
+    v = 4;
+    if (e && *e) {
+      const std::string text(e);
+      if (text.size() != 1 || text[0] < '0' || text[0] > '9')
+        throw std::invalid_argument(
+            fmt::format("TG_COLREDUCE={}: expected one digit, 0 to {}", text, kColReduceVariants - 1));
+      v = checked_variant(text[0] - '0', "TG_COLREDUCE");
+    }
+    g_col_variant.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+void set_col_reduce_variant(int v) {
+  g_col_variant.store(checked_variant(v, "set_col_reduce_variant"), std::memory_order_relaxed);
+}
 
 namespace detail {
 

@@ -74,11 +74,20 @@
 //     reduce_sum_rows 18.9 us) and 68.0 us, 94.6% at 256 MiB (variant 2 68.8, 93.6%). A
 //     second session: 22.6 us (76.5%) against variant 2's 23.9 us (72.4%) at 64 MiB, and
 //     68.9 against 68.5 us at 256 MiB (no gain there).
-//     Short of 80%: what is left is not yet located (candidates: each warp's dependent
-//     chain of double adds with nothing in flight, the blocks' fence and counter, the
-//     last block's finish after the tail). The first and second are knobs now, to variant
-//     4's bits, not yet measured (below, "Variant 4's candidates";
-//     scripts/device/probes/colreduce-knobs.sh).
+//     Short of 80%. Three candidates for the rest were built as run-time switches to these
+//     bits and timed in one session, three rounds each at 64 MiB (commit 88a8ed7; its
+//     output: docs/results/h200-probes/colreduce-knobs-88a8ed7.txt), then removed:
+//      - a register ring (each row's register reloaded with the next batch's row right
+//        after its add, so loads go out during the add chain): 24.0-24.2 us against
+//        22.6-22.7, and 72-73 against 68.5-68.8 us at 256 MiB: slower; the chain of
+//        adds is not what holds the warps;
+//      - fence.acq_rel.gpu for __threadfence in the block's end: 22.5-22.7 us, no change;
+//      - a lean end (warps 1-7 arrive and exit, warp 0 alone adds, fences once, counts
+//        and finishes, no __syncthreads): 22.2-22.5 us, within the rounds' spread.
+//     So neither the adds nor the end of a block explains the ~7 us of fixed cost
+//     (22.6 us at 64 MiB, 68.8 at 256 MiB) against the copy's ~4 (34.7, 128 us for
+//     twice the bytes); what is left is not located (the candidate left: the ramp and the
+//     drain of a launch this short).
 #include <cstddef>
 #include <cstdint>
 
@@ -133,8 +142,6 @@ inline void col_tile_outputs(int64_t n_ct, int64_t inner, int64_t t0, int64_t n,
 
 namespace tg::kernels::cuda {
 int col_reduce_variant();  // cuda_kernels.h
-int col_reduce_v4_loads();
-int col_reduce_v4_finish();
 }
 
 namespace tg::kernels::cuda::detail {
@@ -264,35 +271,22 @@ __device__ __forceinline__ void tile_columns(const ColShape& sh, int64_t tile, i
   }
 }
 
-// The fence between a block's partials and its count (release), and between the last
-// count and the partials' loads (acquire). __threadfence is fence.sc.gpu (sm_90:
-// MEMBAR.SC.GPU and an invalidation of the SM's L1); this message passing needs only
-// fence.acq_rel.gpu (kAcqRel; variant 4's TG_COLREDUCE_V4_FINISH 1 and 3). The partials
-// are read with ld.global.cg, past L1, either way.
-template <bool kAcqRel>
-__device__ __forceinline__ void col_fence() {
-  if constexpr (kAcqRel)
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  else
-    __threadfence();
-}
-
 // Variants 2 and 4's end of a split launch: the block partials of column tile blockIdx.x
 // (kWidth columns) that arrive count on done[blockIdx.x]; the last to arrive adds the
 // tile's nb partials, a thread per column, in the order finish_kernel does (one ordered
 // sum: nb <= 32), so the bits are finish_kernel's, whichever block comes last. It then
 // sets the counter back to 0, so each launch finds its counters at 0 (col_done_slots).
-template <int kWidth, bool kAcqRel = false>
+template <int kWidth>
 __device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, int64_t c0, float* y, const double* part,
                                                 int64_t out0, unsigned* done, double scale, bool accumulate) {
   __shared__ bool last;
   if (threadIdx.x == 0) {
-    col_fence<kAcqRel>();
+    __threadfence();
     last = atomicAdd(done + blockIdx.x, 1u) == static_cast<unsigned>(sh.nb - 1);
   }
   __syncthreads();
   if (!last) return;
-  col_fence<kAcqRel>();
+  __threadfence();
   const int64_t c = c0 + threadIdx.x;
   if (threadIdx.x < kWidth && c < sh.inner) {
     const double* p = part + (o * sh.inner + c - out0) * sh.nb;
@@ -379,48 +373,26 @@ unsigned* col_done_slots(int64_t n);
 constexpr int kNarrowTiles = 2;
 constexpr bool kNarrowPipe = false;
 
-// v, as the compiler sees it: an unknown value each time, so nothing computed from it is
-// hoisted out of a loop.
-__device__ __forceinline__ int64_t opaque(int64_t v) {
-  asm volatile("" : "+l"(v));
-  return v;
-}
-
 // Rows r0 + t * 4096 + j (t < kT, j < 16) of one lane's column at `base` (its row 0),
 // in increasing order; kFull: all exist. Absent rows are 0 and not loaded.
-// kOpaque: the batch's first row is an opaque value (the knobs' kernels below). Without
-// it the compiler is free to keep one induction variable per row across the loop over
-// batches, 32 64-bit addresses: in the knobs' kernels it did (300 bytes of spills, ptxas
-// 13.0), in variant 4's measured kernel not, which keeps its code as it was measured.
-template <int kT, bool kFull, bool kOpaque, typename Load>
+template <int kT, bool kFull, typename Load>
 __device__ __forceinline__ void narrow_load(const Load& load, int64_t base, int64_t r0, int64_t len, int64_t inner,
                                             float (&v)[kT * kColTile]) {
-  if constexpr (kOpaque) {
-    const int64_t row0 = opaque(base + r0 * inner);
 #pragma unroll
-    for (int t = 0; t < kT; ++t)
+  for (int t = 0; t < kT; ++t)
 #pragma unroll
-      for (int j = 0; j < kColTile; ++j) {
-        const int64_t dr = int64_t{t} * kColGroups * kColTile + j;
-        v[t * kColTile + j] = kFull || r0 + dr < len ? load.at(row0 + dr * inner, r0 + dr) : 0.0f;
-      }
-  } else {
-#pragma unroll
-    for (int t = 0; t < kT; ++t)
-#pragma unroll
-      for (int j = 0; j < kColTile; ++j) {
-        const int64_t r = r0 + int64_t{t} * kColGroups * kColTile + j;
-        v[t * kColTile + j] = kFull || r < len ? load.at(base + r * inner, r) : 0.0f;
-      }
-  }
+    for (int j = 0; j < kColTile; ++j) {
+      const int64_t r = r0 + int64_t{t} * kColGroups * kColTile + j;
+      v[t * kColTile + j] = kFull || r < len ? load.at(base + r * inner, r) : 0.0f;
+    }
 }
-template <int kT, bool kOpaque = false, typename Load>
+template <int kT, typename Load>
 __device__ __forceinline__ void narrow_rows(const Load& load, int64_t base, int64_t r0, int64_t len, int64_t inner,
                                             float (&v)[kT * kColTile]) {
   if (r0 + int64_t{kT - 1} * kColGroups * kColTile + kColTile <= len)
-    narrow_load<kT, true, kOpaque>(load, base, r0, len, inner, v);
+    narrow_load<kT, true>(load, base, r0, len, inner, v);
   else
-    narrow_load<kT, false, kOpaque>(load, base, r0, len, inner, v);
+    narrow_load<kT, false>(load, base, r0, len, inner, v);
 }
 template <int N>
 __device__ __forceinline__ void narrow_add(double& acc, const float (&v)[N]) {
@@ -428,60 +400,30 @@ __device__ __forceinline__ void narrow_add(double& acc, const float (&v)[N]) {
   for (int j = 0; j < N; ++j) acc += static_cast<double>(v[j]);
 }
 
-// acc += rows r0 + t * 4096 + j (t < kT, j < 16) held in v, in increasing order, each
-// register loaded with the same row of the next batch (first row r1) right after its
-// add: TG_COLREDUCE_V4_LOADS=1 (below). kFull: all of the next batch's rows exist.
-template <int kT, bool kFull, typename Load>
-__device__ __forceinline__ void narrow_add_reload(const Load& load, int64_t base, int64_t r1, int64_t len,
-                                                  int64_t inner, double& acc, float (&v)[kT * kColTile]) {
-  const int64_t row1 = opaque(base + r1 * inner);  // as narrow_load's kOpaque
-#pragma unroll
-  for (int t = 0; t < kT; ++t)
-#pragma unroll
-    for (int j = 0; j < kColTile; ++j) {
-      acc += static_cast<double>(v[t * kColTile + j]);
-      const int64_t dr = int64_t{t} * kColGroups * kColTile + j;
-      v[t * kColTile + j] = kFull || r1 + dr < len ? load.at(row1 + dr * inner, r1 + dr) : 0.0f;
-    }
-}
-
 // acc += the rows of the group whose first row is `first`, in increasing order: batches
 // of kT consecutive tiles of the group. kPipe: the next batch's loads issue before the
-// current one is added (two buffers). kRing: one buffer, each register reloaded for the
-// next batch as soon as it is added. An absent row of a present batch adds +0.0.
-// kOpaque: narrow_load's.
-template <int kT, bool kPipe, bool kRing, bool kOpaque, typename Load>
+// current one is added (two buffers). An absent row of a present batch adds +0.0.
+template <int kT, bool kPipe, typename Load>
 __device__ __forceinline__ void narrow_group_sum(const Load& load, int64_t base, int64_t first, int64_t len,
                                                  int64_t inner, double& acc) {
-  static_assert(!(kPipe && kRing), "a ring is the one-buffer form of the pipeline");
   constexpr int64_t kStep = int64_t{kT} * kColGroups * kColTile;
   if (first >= len) return;
-  if constexpr (kRing) {
-    float v[kT * kColTile];
-    narrow_rows<kT, kOpaque>(load, base, first, len, inner, v);
-    for (int64_t r1 = first + kStep; r1 < len; r1 += kStep) {
-      if (r1 + int64_t{kT - 1} * kColGroups * kColTile + kColTile <= len)
-        narrow_add_reload<kT, true>(load, base, r1, len, inner, acc, v);
-      else
-        narrow_add_reload<kT, false>(load, base, r1, len, inner, acc, v);
-    }
-    narrow_add(acc, v);
-  } else if constexpr (!kPipe) {
+  if constexpr (!kPipe) {
     for (int64_t r0 = first; r0 < len; r0 += kStep) {
       float v[kT * kColTile];
-      narrow_rows<kT, kOpaque>(load, base, r0, len, inner, v);
+      narrow_rows<kT>(load, base, r0, len, inner, v);
       narrow_add(acc, v);
     }
   } else {
     float a[kT * kColTile], b[kT * kColTile];
-    narrow_rows<kT, kOpaque>(load, base, first, len, inner, a);
+    narrow_rows<kT>(load, base, first, len, inner, a);
     for (int64_t r0 = first;; r0 += 2 * kStep) {
       const bool second = r0 + kStep < len;
-      if (second) narrow_rows<kT, kOpaque>(load, base, r0 + kStep, len, inner, b);
+      if (second) narrow_rows<kT>(load, base, r0 + kStep, len, inner, b);
       narrow_add(acc, a);
       if (!second) return;
       const bool next = r0 + 2 * kStep < len;
-      if (next) narrow_rows<kT, kOpaque>(load, base, r0 + 2 * kStep, len, inner, a);
+      if (next) narrow_rows<kT>(load, base, r0 + 2 * kStep, len, inner, a);
       narrow_add(acc, b);
       if (!next) return;
     }
@@ -492,93 +434,13 @@ __device__ __forceinline__ void narrow_group_sum(const Load& load, int64_t base,
 // (64 registers a thread), 2 with 64 (3 spills).
 constexpr int narrow_min_blocks(int kT, bool kPipe) { return kT * kColTile * (kPipe ? 2 : 1) <= 32 ? 4 : 2; }
 
-// Variant 4's candidates for the ~3 us it still loses to reduce_sum_rows at 64 MiB, each
-// selectable at run time (cuda_kernels.h: TG_COLREDUCE_V4_LOADS, TG_COLREDUCE_V4_FINISH,
-// set_col_reduce_v4_loads/_finish), all to variant 4's bits: the same rows in the same
-// order per column, the same 8 group sums per partial, the same ordered sum of the nb
-// partials. 0 and 0 are the kernel variant 4 was measured with (one kernel parameter more,
-// nout; the same SASS but 3 uniform instructions). Expected from that SASS (sm_90, ptxas
-// 13.0): each warp's 32 loads of a batch share one scoreboard, so its first add waits for
-// the slowest of them, and then its 32 adds are one chain of F2F.F64.F32 -> DADD steps
-// (~6-8 cycles each; and at 16 conversions per clock per SM, the CUDA guide's rate, a
-// scheduler converts one warp instruction per 8 clocks, so its 8 warps converting at once
-// take ~2000 clocks, ~1 us). Meanwhile that warp has nothing in flight. The block's end is
-// two __syncthreads and, on warp 0 and then thread 0, two MEMBAR.SC.GPU (each with an L1
-// invalidation) and the atomic's round trip to L2, all 8 warps holding their registers.
-//  LOADS 1, a ring: the batch's register of row j is reloaded with row j of the next
-//     batch as soon as row j is added, so the next batch's loads go out during the adds
-//     instead of after them, in the same 32 registers: once per warp at 64 MiB (two
-//     batches), 7 times at 256 MiB. ptxas converts 10-20 of the 32 rows before it issues
-//     the first reload (the loads go out over the rest of the chain) and keeps 24-40
-//     bytes of spills outside the full batches' loop. Expected: a part of the 64 MiB gap
-//     (~0.1-1 us less wait per warp between its two round trips), little at 256 MiB
-//     where the blocks have drifted apart and others' loads cover the wait.
-//  FINISH 1: the fences fence.acq_rel.gpu instead of fence.sc.gpu (col_fence; SASS
-//     MEMBAR.ALL.GPU instead of MEMBAR.SC.GPU, the L1 invalidation stays): the same
-//     structure, a fence that need not order against every other SC fence of the GPU, on
-//     every block's end (twice) and on the last block's.
-//  FINISH 2: a lean end: warps 1-7 store their group sums to shared memory, bar.arrive
-//     (no wait) and exit; warp 0 alone waits for them (bar.sync), adds them, stores the
-//     partial, fences once (today: warp 0's fence, then thread 0's), counts, and if last
-//     finishes the tile, with `last` passed by shuffle: no __syncthreads. Partials are
-//     stored [b][output] (a warp's 32 in 256 contiguous bytes, 8 sectors where [output][b]
-//     took 32), so the last block's 32 loads per lane are coalesced too. Expected: every
-//     block's end shorter by a fence and two barriers; if the SM reuses an exited warp's
-//     registers for the next block, blocks also start up to a fence and an atomic earlier.
-//  FINISH 3: 2 with 1's fences.
-constexpr int kNarrowLoads = 2;     // kColV4Loads (cuda_kernels.h)
-constexpr int kNarrowFinishes = 4;  // kColV4Finishes (cuda_kernels.h)
-
-// Named barrier 1 of 256 threads (FINISH 2, 3): warps 1-7 arrive and go, warp 0 waits.
-// An arrive synchronizes with the sync on the same barrier: the group sums stored to
-// shared memory before the arrive are visible to warp 0 after its sync.
-static_assert(kBlock == kColWarps * 32, "variant 4's launches are blocks of its 8 warps, which the barrier counts");
-__device__ __forceinline__ void narrow_bar_arrive() { asm volatile("bar.arrive 1, %0;" ::"n"(kColWarps * 32) : "memory"); }
-__device__ __forceinline__ void narrow_bar_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kColWarps * 32) : "memory"); }
-
-// FINISH 2, 3: warp 0's end of block (tile blockIdx.x, partial b) after the other warps
-// left their group sums in wsum. k: the lane's output in this launch (output out0 + k;
-// ok: it exists); nout: the launch's outputs. The last partial to count adds the tile's
-// nb partials in finish_col_tile's order (so its bits).
-template <bool kAcqRel>
-__device__ __forceinline__ void narrow_lean_end(const ColShape& sh, const double (&wsum)[kColWarps][32], int lane,
-                                                bool ok, int64_t k, int b, float* y, double* part, int64_t out0,
-                                                int64_t nout, unsigned* done, double scale, bool accumulate) {
-  narrow_bar_sync();
-  double p = 0.0;
-#pragma unroll
-  for (int g = 0; g < kColWarps; ++g) p += wsum[g][lane];
-  if (ok) part[int64_t{b} * nout + k] = p;
-  col_fence<kAcqRel>();  // each lane's partial before lane 0's count
-  __syncwarp();
-  unsigned before = 0;
-  if (lane == 0) before = atomicAdd(done + blockIdx.x, 1u);
-  if (__shfl_sync(0xffffffffu, before, 0) != static_cast<unsigned>(sh.nb - 1)) return;
-  col_fence<kAcqRel>();  // lane 0's count before the partials' loads; the warp sync passes it on
-  __syncwarp();
-  if (ok) {
-    double v[kColParts];
-#pragma unroll
-    for (int q = 0; q < kColParts; ++q) v[q] = q < sh.nb ? __ldcg(part + int64_t{q} * nout + k) : 0.0;
-    double total = 0.0;
-#pragma unroll
-    for (int q = 0; q < kColParts; ++q) total += v[q];
-    float* dst = y + out0 + k;
-    *dst = static_cast<float>(total * scale) + (accumulate ? *dst : 0.0f);
-  }
-  if (lane == 0) done[blockIdx.x] = 0;
-}
-
 // Block (32-column tile blockIdx.x of this launch, block partial blockIdx.y), 8 warps:
 // warp w sums group 8b + w of its lane's column, the block adds its warps in order and
-// writes the partial (FINISH 0, 1: part[(out - out0) * nb + b]; 2, 3: part[b * nout +
-// out - out0]); the tile's last partial to finish adds the nb partials (finish_col_tile,
-// as variant 2, or narrow_lean_end). kRing, kFinish: the knobs above.
-template <int kT, bool kPipe, bool kRing, int kFinish, typename Load>
+// writes part[(out - out0) * nb + b]; the tile's last partial to finish adds the nb
+// partials (finish_col_tile, as variant 2).
+template <int kT, bool kPipe, typename Load>
 __global__ void __launch_bounds__(kColWarps * 32, narrow_min_blocks(kT, kPipe)) reduce_cols_narrow_kernel(
-    Load load, ColShape sh, float* y, double* part, int64_t out0, int64_t nout, unsigned* done, double scale,
-    bool accumulate) {
-  constexpr bool kAcqRel = kFinish == 1 || kFinish == 3;
+    Load load, ColShape sh, float* y, double* part, int64_t out0, unsigned* done, double scale, bool accumulate) {
   pdl::prologue();
   __shared__ double wsum[kColWarps][32];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -589,43 +451,18 @@ __global__ void __launch_bounds__(kColWarps * 32, narrow_min_blocks(kT, kPipe)) 
   const int b = static_cast<int>(blockIdx.y);
   double acc = 0.0;
   if (ok)
-    narrow_group_sum<kT, kPipe, kRing, kRing || kFinish >= 2>(load, o * sh.len * sh.inner + c,
-                                                              (int64_t{b} * kColWarps + w) * kColTile, sh.len,
-                                                              sh.inner, acc);
+    narrow_group_sum<kT, kPipe>(load, o * sh.len * sh.inner + c,
+                                                (int64_t{b} * kColWarps + w) * kColTile, sh.len, sh.inner, acc);
   wsum[w][lane] = acc;
-  if constexpr (kFinish >= 2) {
-    if (w != 0) {
-      narrow_bar_arrive();
-      return;
-    }
-    narrow_lean_end<kAcqRel>(sh, wsum, lane, ok, o * sh.inner + c - out0, b, y, part, out0, nout, done, scale,
-                             accumulate);
-  } else {
-    __syncthreads();
-    if (w == 0) {
-      double p = 0.0;
+  __syncthreads();
+  if (w == 0) {
+    double p = 0.0;
 #pragma unroll
-      for (int k = 0; k < kColWarps; ++k) p += wsum[k][lane];
-      if (ok) part[(o * sh.inner + c - out0) * sh.nb + b] = p;
-      col_fence<kAcqRel>();  // the partials before the count (finish_col_tile)
-    }
-    finish_col_tile<kNarrowWidth, kAcqRel>(sh, o, c0, y, part, out0, done, scale, accumulate);
+    for (int k = 0; k < kColWarps; ++k) p += wsum[k][lane];
+    if (ok) part[(o * sh.inner + c - out0) * sh.nb + b] = p;
+    __threadfence();  // the partials before the count (finish_col_tile)
   }
-}
-
-// The kernel of variant 4's knobs (loads < kNarrowLoads, finish < kNarrowFinishes).
-template <bool kRing, typename Load>
-auto narrow_kernel_with(int finish) {
-  switch (finish) {
-    case 1: return reduce_cols_narrow_kernel<kNarrowTiles, kNarrowPipe, kRing, 1, Load>;
-    case 2: return reduce_cols_narrow_kernel<kNarrowTiles, kNarrowPipe, kRing, 2, Load>;
-    case 3: return reduce_cols_narrow_kernel<kNarrowTiles, kNarrowPipe, kRing, 3, Load>;
-    default: return reduce_cols_narrow_kernel<kNarrowTiles, kNarrowPipe, kRing, 0, Load>;
-  }
-}
-template <typename Load>
-auto narrow_kernel(int loads, int finish) {
-  return loads == 1 ? narrow_kernel_with<true, Load>(finish) : narrow_kernel_with<false, Load>(finish);
+  finish_col_tile<kNarrowWidth>(sh, o, c0, y, part, out0, done, scale, accumulate);
 }
 
 // ---- variant 3: slices of groups in separate blocks ----------------------------------
@@ -755,8 +592,8 @@ void launch_reduce_cols(const Load& load, bool vec, float* y, int64_t outer, int
     const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(p.nb));
     if (p.variant == 4) {
       if constexpr (kPlain)
-        launch(TG_LAUNCH_SITE, narrow_kernel<Load>(col_reduce_v4_loads(), col_reduce_v4_finish()), grid, kBlock, s,
-               load, sh, y, part, out0, out1 - out0, col_done_slots(n), scale, accumulate);
+        launch(TG_LAUNCH_SITE, reduce_cols_narrow_kernel<kNarrowTiles, kNarrowPipe, Load>, grid, kBlock, s, load, sh, y, part, out0,
+               col_done_slots(n), scale, accumulate);
       continue;
     }
     unsigned* done = p.variant == 2 ? col_done_slots(n) : nullptr;

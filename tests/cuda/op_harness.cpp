@@ -27,16 +27,6 @@ CudaBackend& backend() {
 ColVariant::ColVariant(int v) : was(kernels::cuda::col_reduce_variant()) { kernels::cuda::set_col_reduce_variant(v); }
 ColVariant::~ColVariant() { kernels::cuda::set_col_reduce_variant(was); }
 
-V4Knobs::V4Knobs(int loads, int finish)
-    : was_loads(kernels::cuda::col_reduce_v4_loads()), was_finish(kernels::cuda::col_reduce_v4_finish()) {
-  kernels::cuda::set_col_reduce_v4_loads(loads);
-  kernels::cuda::set_col_reduce_v4_finish(finish);
-}
-V4Knobs::~V4Knobs() {
-  kernels::cuda::set_col_reduce_v4_loads(was_loads);
-  kernels::cuda::set_col_reduce_v4_finish(was_finish);
-}
-
 std::vector<float> gpu_reduce(const std::vector<float>& x, ReduceGeometry g, bool unaligned, size_t scratch_bytes,
                               bool mean) {
   DevTensor dx(x, unaligned);

@@ -76,16 +76,6 @@ struct ColVariant {
   int was;
 };
 
-// Variant 4's knobs (kernels::cuda::set_col_reduce_v4_loads, _finish) while it lives; the
-// ones before come back when it dies, also when a test throws.
-struct V4Knobs {
-  V4Knobs(int loads, int finish);
-  ~V4Knobs();
-  V4Knobs(const V4Knobs&) = delete;
-  V4Knobs& operator=(const V4Knobs&) = delete;
-  int was_loads, was_finish;
-};
-
 // A tensor seen as [outer, len, inner] for a sum over len (the reduction frame's view).
 struct ReduceGeometry {
   int64_t outer, len, inner;

@@ -6,8 +6,7 @@
 // All in every column-reduction variant (kernels::cuda::set_col_reduce_variant), 0 to 2
 // and 4 to the same bits too (3 as well up to 4096 columns); and variant 4's own
 // partials and finish against variant 0 over group counts that cut the finish's runs
-// of 32 in every way, once kColReduceVariants lets variant 4 be selected; variant 4's
-// knobs (set_col_reduce_v4_loads, _finish) to its bits past 4096 columns.
+// of 32 in every way, once kColReduceVariants lets variant 4 be selected.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -155,36 +154,6 @@ TEST_CASE("cuda layernorm_grad_gamma_beta: variant 4's group-major partials and 
         CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
         CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
       }
-  }
-}
-
-// Past 4096 columns dbeta is reduce_sum's column frame over dy, in variant 4 its narrow
-// kernel (reduce.cuh): each of variant 4's knobs (set_col_reduce_v4_loads, _finish) must
-// keep the default's bits there, dgamma (the frame's variant 2 over dy * xhat) too.
-TEST_CASE("cuda layernorm_grad_gamma_beta: variant 4's knobs keep its bits past 4096 columns") {
-  TG_REQUIRE_GPU();
-  const std::pair<int64_t, int64_t> shapes[] = {{300, 5000}, {1100, 4100}, {200, 9001}};
-  ColVariant cv(4);
-  uint64_t seed = 34000;
-  for (const auto& [rows, cols] : shapes) {
-    const std::vector<float> dy = random_vector(rows * cols, seed++), x = random_vector(rows * cols, seed++, -2, 2);
-    for (bool unaligned : {false, true}) {
-      Grads want;
-      {
-        V4Knobs k(0, 0);
-        want = gpu_grads(dy, x, rows, cols, unaligned, true);
-      }
-      for (int loads = 0; loads < kernels::cuda::kColV4Loads; ++loads)
-        for (int finish = 0; finish < kernels::cuda::kColV4Finishes; ++finish) {
-          V4Knobs k(loads, finish);
-          const std::string what =
-              fmt::format("[{}, {}] loads={} finish={} unaligned={}", rows, cols, loads, finish, unaligned);
-          INFO(what);
-          const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
-          CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
-          CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
-        }
-    }
   }
 }
 

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <stdexcept>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -337,75 +336,6 @@ TEST_CASE("cuda reduce_sum columns: variant 4 gives variant 0's bits, padded or 
                         gpu_col_sum(pad_rows(x, g, k), gp, 4, unaligned, bytes), v0, Tol{0, 0}) == 0);
         }
       }
-  }
-}
-
-// Variant 4's candidate loads and block ends (reduce.cuh, "Variant 4's candidates") are
-// timing choices only: every setting must give the default's bits (loads 0, finish 0),
-// split in one launch (8 MiB) or in several (40000 bytes: a few column tiles each, so
-// out0 > 0 and partial launches), not split (no scratch: variant 2's looped kernel, the
-// knobs unused), aligned or not. Shapes: tg-kernels' 64 MiB case [16384, 1024] (32
-// partials of 2 batches per warp), rows past whole batches ([20000, 1024]: a ragged last
-// batch; [1, 129, 1024]: 2 partials), ragged columns (33: a 1-column tile per outer
-// index; 65, 96, 100), several outer indices, many batches per warp ([1, 70000, 33]: the
-// ring's reload path more than once), and a padded input against the unpadded one. The
-// two large shapes (64 and 78 MiB) only aligned with 8 MiB of scratch, so that the case
-// stays quick under compute-sanitizer (scripts/device/fusion-run.sh).
-TEST_CASE("cuda reduce_sum columns: variant 4's knobs give variant 4's bits") {
-  TG_REQUIRE_GPU();
-  const ColGeometry shapes[] = {{1, 16384, 1024}, {1, 20000, 1024}, {1, 129, 1024}, {1, 70000, 33},
-                                {4, 4096, 65},    {1, 16385, 96},   {3, 9000, 100}, {2, 300, 4100}};
-  constexpr int64_t kSmall = int64_t{1} << 22;  // elements
-  ColVariant cv(4);
-  uint64_t seed = 33000;
-  for (const ColGeometry& g : shapes) {
-    const std::vector<float> x = random_vector(g.outer * g.len * g.inner, seed++);
-    const std::string name = fmt::format("[{}, {}, {}]", g.outer, g.len, g.inner);
-    const bool small = g.outer * g.len * g.inner <= kSmall;
-    const std::vector<size_t> scratch_sizes =
-        small ? std::vector<size_t>{0, 40000, size_t{8} << 20} : std::vector<size_t>{size_t{8} << 20};
-    for (size_t bytes : scratch_sizes)
-      for (bool unaligned : {false, true}) {
-        if (unaligned && !small) continue;
-        std::vector<float> want;
-        {
-          V4Knobs k(0, 0);
-          want = gpu_reduce(x, g, unaligned, bytes);
-        }
-        // 1 zero row: a partial tile where there was none, or one row more in one.
-        const ColGeometry gp{g.outer, g.len + 1, g.inner};
-        const std::vector<float> xp = small ? pad_rows(x, g, 1) : std::vector<float>{};
-        for (int loads = 0; loads < kernels::cuda::kColV4Loads; ++loads)
-          for (int finish = 0; finish < kernels::cuda::kColV4Finishes; ++finish) {
-            V4Knobs k(loads, finish);
-            const std::string what = fmt::format("reduce_sum {} loads={} finish={} unaligned={} scratch={}", name,
-                                                 loads, finish, unaligned, bytes);
-            INFO(what);
-            CHECK(compare(what + " vs loads=0 finish=0", gpu_reduce(x, g, unaligned, bytes), want, Tol{0, 0}) == 0);
-            if (!small) continue;
-            CHECK(compare(what + " + 1 zero row vs unpadded", gpu_reduce(xp, gp, unaligned, bytes), want,
-                          Tol{0, 0}) == 0);
-            // The same launch twice: the counters the last block resets are found at 0 again.
-            CHECK(compare(what + " run 2", gpu_reduce(x, g, unaligned, bytes), want, Tol{0, 0}) == 0);
-          }
-      }
-  }
-}
-
-// The knobs' setters refuse what does not exist (as set_col_reduce_variant). No device needed.
-TEST_CASE("reduce_sum columns: variant 4's knob setters refuse settings that do not exist") {
-  V4Knobs keep(0, 0);  // whatever the checks below do, the knobs come back
-  CHECK_THROWS_AS(kernels::cuda::set_col_reduce_v4_loads(-1), std::invalid_argument);
-  CHECK_THROWS_AS(kernels::cuda::set_col_reduce_v4_loads(kernels::cuda::kColV4Loads), std::invalid_argument);
-  CHECK_THROWS_AS(kernels::cuda::set_col_reduce_v4_finish(-1), std::invalid_argument);
-  CHECK_THROWS_AS(kernels::cuda::set_col_reduce_v4_finish(kernels::cuda::kColV4Finishes), std::invalid_argument);
-  for (int v = 0; v < kernels::cuda::kColV4Loads; ++v) {
-    kernels::cuda::set_col_reduce_v4_loads(v);
-    CHECK(kernels::cuda::col_reduce_v4_loads() == v);
-  }
-  for (int v = 0; v < kernels::cuda::kColV4Finishes; ++v) {
-    kernels::cuda::set_col_reduce_v4_finish(v);
-    CHECK(kernels::cuda::col_reduce_v4_finish() == v);
   }
 }
 
