@@ -82,8 +82,9 @@ for sw in $sweeps; do
   esac
 done
 # The probes of the open questions (scripts/device/probes, built with
-# TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs.
-for name in attention-heads update-overlap; do
+# TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs,
+# momentum in the weight-gradient GEMM.
+for name in attention-heads update-overlap momentum-gemm; do
   probe="$build/scripts/device/probes/tg-probe-$name"
   [ -x "$probe" ] || continue
   timeout 120 "$probe" > "$res/$name.txt" 2>&1
