@@ -86,8 +86,16 @@
 //        and finishes, no __syncthreads): 22.2-22.5 us, within the rounds' spread.
 //     So neither the adds nor the end of a block explains the ~7 us of fixed cost
 //     (22.6 us at 64 MiB, 68.8 at 256 MiB) against the copy's ~4 (34.7, 128 us for
-//     twice the bytes); what is left is not located (the candidate left: the ramp and the
-//     drain of a launch this short).
+//     twice the bytes). It is the launch's own ramp and drain: on the same data
+//     (scripts/device/probes/colreduce_floor.cu, docs/results/h200-probes/
+//     colreduce-floor-f2fd100.txt), launched 20 times back to back, this kernel takes
+//     20.6 us (84.6% of the copy) with programmatic dependent launch and 22.0 without;
+//     a kernel with its access pattern and no ordered end (an atomicAdd per lane) 20.4-
+//     20.7 us; a plain contiguous read of the 64 MiB 17.5 us. One launch alone, as
+//     tg-kernels' first timing takes it, pays the grid's dispatch and its last block's
+//     end with nothing beside them; back to back with programmatic dependent launch (its
+//     second timing, and a graph replay), the next grid is already resident, waiting in
+//     pdl::wait, when this one completes.
 #include <cstddef>
 #include <cstdint>
 
