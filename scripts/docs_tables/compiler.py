@@ -3,6 +3,7 @@ tg-train --passes sweep (train_passes.json: the GPU time of a step with the inpu
 resident, the kernels it launches, the GEMM floor, the loss curve with every pass),
 tg-kernels on the reworked kernels (kernels_fusion.json) and tg-launch --passes all
 (launch_passes.json)."""
+from . import common
 from .common import Missing, num, pct, report, size_name, t, table, x
 
 TRAIN, KERNELS, LAUNCH = "train_passes", "kernels_fusion", "launch_passes"
@@ -322,7 +323,49 @@ _lt_mlp32_train = _other(CUBLASLT, "mlp", "train", "all", width=256)
 _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
 
 
+# Probe outputs (scripts/device/probes, saved under docs/results/h200-probes/): the first
+# number after `label` on the first line that starts with it, in microseconds.
+MOMENTUM_PROBE = "h200-probes/momentum-gemm-235119e.txt"
+COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
+
+
+def _probe_us(rel, label):
+    def value():
+        path = common.RESULTS / rel
+        if not path.exists():
+            raise Missing(f"docs/results/{rel}: missing (run the probe on a GPU and save its output there)")
+        for line in path.read_text().splitlines():
+            rest = line.strip()
+            if rest.startswith(label):
+                for token in rest[len(label):].split():
+                    try:
+                        return t(float(token) * 1e-6)
+                    except ValueError:
+                        continue
+        raise Missing(f"docs/results/{rel}: no line starting with {label!r}")
+    return value
+
+
+def val_colreduce_launch_cost():
+    """What one launch alone adds to reduce_sum_cols at 64 MiB over the back-to-back time."""
+    m = _one(report(KERNELS), "reduce_sum_cols", size_bytes=64 << 20)
+    if m is None or "back_to_back_s" not in m["extra"]:
+        raise Missing(f"{report(KERNELS).rel}: no reduce_sum_cols at 64 MiB with back_to_back_s")
+    return t(m["median"] - m["extra"]["back_to_back_s"])
+
+
 VALUES = {
+    "compiler.momentum_gemm_beta0": _probe_us(MOMENTUM_PROBE, "GEMMs, beta 0"),
+    "compiler.momentum_gemm_betamu": _probe_us(MOMENTUM_PROBE, "GEMMs, beta mu"),
+    "compiler.momentum_update5": _probe_us(MOMENTUM_PROBE, "sgd_momentum (5 floats/element)"),
+    "compiler.momentum_update3": _probe_us(MOMENTUM_PROBE, "sgd on the velocity (3 floats)"),
+    "compiler.momentum_unfused": _probe_us(MOMENTUM_PROBE, "unfused: GEMM + sgd_momentum"),
+    "compiler.momentum_fused": _probe_us(MOMENTUM_PROBE, "fused:   GEMM(beta mu) + sgd"),
+    "compiler.colfloor_tg_pdl": _probe_us(COLFLOOR_PROBE, "tg reduce_sum v4 pdl on"),
+    "compiler.colfloor_tg_nopdl": _probe_us(COLFLOOR_PROBE, "tg reduce_sum v4 pdl off"),
+    "compiler.colfloor_unordered": _probe_us(COLFLOOR_PROBE, "lane1 groups (v4 rows)"),
+    "compiler.colfloor_read": _probe_us(COLFLOOR_PROBE, "read, 1 float4/thread"),
+    "compiler.colreduce_launch_cost": val_colreduce_launch_cost,
     "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
     "compiler.early_w4096_on": _median("mlp", "train", "all", width=4096),
     "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
