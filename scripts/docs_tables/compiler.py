@@ -325,25 +325,36 @@ _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
 
 # Probe outputs (scripts/device/probes, saved under docs/results/h200-probes/): the first
 # number after `label` on the first line that starts with it, in microseconds.
-MOMENTUM_PROBE = "h200-probes/momentum-gemm-235119e.txt"
+MOMENTUM_PROBE = "h200-probes/momentum-gemm-c5ca47a.txt"
 COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
+SGEMM_PROBE = "h200-probes/sgemm-update-c5ca47a.txt"
+SGEMM_LT, SGEMM_LT_UPDATE = "cuBLASLt, heuristic's first", "cuBLASLt best + sgd_momentum kernel"
+SGEMM_OWN = "own, 128 threads, k step 8, 4 stages, store dW"
+SGEMM_OWN_UPDATE = "own, 128 threads, k step 16, 4 stages, update"
+
+
+def val_sgemm_own_pct():
+    """The own GEMM's speed as a share of cuBLASLt's on the same three products."""
+    return pct(_probe_number(SGEMM_PROBE, SGEMM_LT) / _probe_number(SGEMM_PROBE, SGEMM_OWN))
+
+
+def _probe_number(rel, label):
+    path = common.RESULTS / rel
+    if not path.exists():
+        raise Missing(f"docs/results/{rel}: missing (run the probe on a GPU and save its output there)")
+    for line in path.read_text().splitlines():
+        rest = line.strip()
+        if rest.startswith(label):
+            for token in rest[len(label):].split():
+                try:
+                    return float(token)
+                except ValueError:
+                    continue
+    raise Missing(f"docs/results/{rel}: no line starting with {label!r}")
 
 
 def _probe_us(rel, label):
-    def value():
-        path = common.RESULTS / rel
-        if not path.exists():
-            raise Missing(f"docs/results/{rel}: missing (run the probe on a GPU and save its output there)")
-        for line in path.read_text().splitlines():
-            rest = line.strip()
-            if rest.startswith(label):
-                for token in rest[len(label):].split():
-                    try:
-                        return t(float(token) * 1e-6)
-                    except ValueError:
-                        continue
-        raise Missing(f"docs/results/{rel}: no line starting with {label!r}")
-    return value
+    return lambda: t(_probe_number(rel, label) * 1e-6)
 
 
 def val_colreduce_launch_cost():
@@ -366,6 +377,11 @@ VALUES = {
     "compiler.colfloor_unordered": _probe_us(COLFLOOR_PROBE, "lane1 groups (v4 rows)"),
     "compiler.colfloor_read": _probe_us(COLFLOOR_PROBE, "read, 1 float4/thread"),
     "compiler.colreduce_launch_cost": val_colreduce_launch_cost,
+    "compiler.sgemm_lt": _probe_us(SGEMM_PROBE, SGEMM_LT),
+    "compiler.sgemm_lt_update": _probe_us(SGEMM_PROBE, SGEMM_LT_UPDATE),
+    "compiler.sgemm_own": _probe_us(SGEMM_PROBE, SGEMM_OWN),
+    "compiler.sgemm_own_update": _probe_us(SGEMM_PROBE, SGEMM_OWN_UPDATE),
+    "compiler.sgemm_own_pct": val_sgemm_own_pct,
     "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
     "compiler.early_w4096_on": _median("mlp", "train", "all", width=4096),
     "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
