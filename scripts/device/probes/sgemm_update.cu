@@ -132,37 +132,50 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
 
-// k step `tile` of both operands (kBK rows of the block's 128 columns each) into shared
-// stage tile % kStages, kThreads threads copying 16 bytes at a time, as one commit group;
-// past the last tile an empty group, which keeps the wait counts uniform.
-template <int kThreadCount, int kBK, int kStages>
+// k step `tile` of both operands (kBK rows of the block's 128 columns of a, kTileN of b)
+// into shared stage tile % kStages, kThreads threads copying 16 bytes at a time, as one
+// commit group; past the last tile an empty group, which keeps the wait counts uniform.
+template <int kThreadCount, int kBK, int kStages, int kTileN>
 __device__ __forceinline__ void issue_tile(float* as, float* bs, const float* a, const float* b, int m, int n, int i0,
                                            int j0, int tile, int tiles) {
   if (tile < tiles) {
     const int stage = tile % kStages, k0 = tile * kBK;
 #pragma unroll
-    for (int l = 0; l < kBK * 32 / kThreadCount; ++l) {
-      const int idx = static_cast<int>(threadIdx.x) + l * kThreadCount, row = idx / 32, col = (idx % 32) * 4;
+    for (int l = 0; l < kBK * (kBM / 4) / kThreadCount; ++l) {
+      const int idx = static_cast<int>(threadIdx.x) + l * kThreadCount, row = idx / (kBM / 4), col = idx % (kBM / 4) * 4;
       cp_async16(as + (stage * kBK + row) * kBM + col, a + static_cast<long>(k0 + row) * m + i0 + col);
-      cp_async16(bs + (stage * kBK + row) * kBN + col, b + static_cast<long>(k0 + row) * n + j0 + col);
+    }
+#pragma unroll
+    for (int l = 0; l < kBK * (kTileN / 4) / kThreadCount; ++l) {
+      const int idx = static_cast<int>(threadIdx.x) + l * kThreadCount, row = idx / (kTileN / 4),
+                col = idx % (kTileN / 4) * 4;
+      cp_async16(bs + (stage * kBK + row) * kTileN + col, b + static_cast<long>(k0 + row) * n + j0 + col);
     }
   }
   cp_async_commit();
 }
 
-template <int kThreadCount, int kBK, int kStages, Epilogue kEpi, int kMinBlocks>
+// Tiles of 128 x kTileN. Thread (ty, tx), tx < 16: rows ty*4 + kRowStep*q + {0..3}, columns
+// tx*4 + 64h + {0..3}: 256 threads on 128 x 128 tiles 8 x 8 results each, 128 threads 16 x 8,
+// 256 threads on 128 x 256 tiles 8 x 16. kColOuter: the multiply-adds of a k step column by
+// column instead of row by row (which operand stays in the reuse cache).
+template <int kThreadCount, int kBK, int kStages, Epilogue kEpi, int kMinBlocks, int kTileN = 128,
+          bool kColOuter = false>
 __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_pipelined(
     const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, float* __restrict__ p, int m,
     int n, int K, float lr, float mu) {
-  constexpr int kRowQuads = kBM * kBN / (kThreadCount * 32), kRowStep = kBM / kRowQuads;
+  constexpr int kRowQuads = kBM * 4 / kThreadCount, kRowStep = kBM / kRowQuads, kColQuads = kTileN / 64;
+  constexpr int kRows = 4 * kRowQuads, kCols = 4 * kColQuads;
   extern __shared__ __align__(16) float smem[];
   float* as = smem;                        // [kStages][kBK][kBM]
-  float* bs = smem + kStages * kBK * kBM;  // [kStages][kBK][kBN]
+  float* bs = smem + kStages * kBK * kBM;  // [kStages][kBK][kTileN]
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  const int i0 = blockIdx.y * kBM, j0 = blockIdx.x * kBN;
+  const int i0 = blockIdx.y * kBM, j0 = blockIdx.x * kTileN;
   const int tiles = K / kBK;
-  auto issue = [&](int tile) { issue_tile<kThreadCount, kBK, kStages>(as, bs, a, b, m, n, i0, j0, tile, tiles); };
-  float acc[4 * kRowQuads][8] = {};
+  auto issue = [&](int tile) {
+    issue_tile<kThreadCount, kBK, kStages, kTileN>(as, bs, a, b, m, n, i0, j0, tile, tiles);
+  };
+  float acc[kRows][kCols] = {};
 #pragma unroll
   for (int t = 0; t < kStages - 1; ++t) issue(t);
   for (int tile = 0; tile < tiles; ++tile) {
@@ -170,31 +183,38 @@ __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_pipelined
     __syncthreads();  // this tile's copies visible; every thread done with the stage reloaded next
     issue(tile + kStages - 1);
     const float* at = as + (tile % kStages) * kBK * kBM;
-    const float* bt = bs + (tile % kStages) * kBK * kBN;
+    const float* bt = bs + (tile % kStages) * kBK * kTileN;
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {
-      float av[4 * kRowQuads], bv[8];
+      float av[kRows], bv[kCols];
 #pragma unroll
       for (int q = 0; q < kRowQuads; ++q) {
         const float4 v = *reinterpret_cast<const float4*>(at + k * kBM + kRowStep * q + ty * 4);
         av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
       }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float4 v = *reinterpret_cast<const float4*>(bt + k * kBN + 64 * h + tx * 4);
+      for (int h = 0; h < kColQuads; ++h) {
+        const float4 v = *reinterpret_cast<const float4*>(bt + k * kTileN + 64 * h + tx * 4);
         bv[4 * h] = v.x, bv[4 * h + 1] = v.y, bv[4 * h + 2] = v.z, bv[4 * h + 3] = v.w;
       }
+      if constexpr (kColOuter) {
 #pragma unroll
-      for (int r = 0; r < 4 * kRowQuads; ++r)
+        for (int c = 0; c < kCols; ++c)
 #pragma unroll
-        for (int c = 0; c < 8; ++c) acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
+          for (int r = 0; r < kRows; ++r) acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
+      } else {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+#pragma unroll
+          for (int c = 0; c < kCols; ++c) acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
+      }
     }
   }
 #pragma unroll
-  for (int r = 0; r < 4 * kRowQuads; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     const int i = i0 + kRowStep * (r / 4) + ty * 4 + r % 4;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kColQuads; ++h) {
       const long at = static_cast<long>(i) * n + j0 + h * 64 + tx * 4;
       finish4<kEpi>(out, p, at, make_float4(acc[r][h * 4], acc[r][h * 4 + 1], acc[r][h * 4 + 2], acc[r][h * 4 + 3]),
                     lr, mu);
@@ -230,11 +250,11 @@ int main() {
                                                 reinterpret_cast<float4*>(v_ref[l]), n4, kLr, kMu);
     CK(cudaGetLastError());
   };
-  const dim3 grid(kOut / kBN, kIn / kBM);
   // One launch of an own kernel for weight l: into `mine` (store) or the own v and p (update).
-  auto own = [&](int l, auto kernel, int threads, size_t smem, bool update) {
-    kernel<<<grid, threads, smem, s>>>(x[l], dy[l], update ? v_own[l] : mine[l], update ? p_own[l] : nullptr, kIn,
-                                       kOut, kBatch, kLr, kMu);
+  auto own = [&](int l, auto kernel, int threads, size_t smem, bool update, int tile_n = kBN) {
+    kernel<<<dim3(kOut / tile_n, kIn / kBM), threads, smem, s>>>(x[l], dy[l], update ? v_own[l] : mine[l],
+                                                                 update ? p_own[l] : nullptr, kIn, kOut, kBatch, kLr,
+                                                                 kMu);
     CK(cudaGetLastError());
   };
   auto stages_bytes = [](int bk, int stages) { return static_cast<size_t>(stages) * bk * (kBM + kBN) * sizeof(float); };
@@ -246,6 +266,9 @@ int main() {
   auto own_wide = [&](int l, auto kernel, int bk, int stages, bool update) {
     own(l, kernel, kWideThreads, stages_bytes(bk, stages), update);
   };
+  // 128 x 256 tiles, 256 threads of 8 x 16, one block an SM.
+  constexpr size_t kLongTileBytes = 4 * 8 * (kBM + 256) * sizeof(float);
+  auto own_long = [&](int l, auto kernel, bool update) { own(l, kernel, kThreads, kLongTileBytes, update, 256); };
   auto allow_smem = [&](auto kernel, int bk, int stages) {  // past the default 48 KiB
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             static_cast<int>(stages_bytes(bk, stages))));
@@ -282,6 +305,8 @@ int main() {
   };
   check_product("pipelined kernel's", [&](int l) { own_async(l, sgemm_at_b_pipelined<kThreads, 8, 3, Epilogue::store, 2>, 8, 3, false); });
   check_product("128-thread kernel's", [&](int l) { own_wide(l, sgemm_at_b_pipelined<kWideThreads, 8, 4, Epilogue::store, 3>, 8, 4, false); });
+  check_product("128 x 256 tile kernel's",
+                [&](int l) { own_long(l, sgemm_at_b_pipelined<kThreads, 8, 4, Epilogue::store, 1, 256>, false); });
   {  // the 128-thread update, a second step from the state both forms reached in the first
     double wv = 0, wp = 0;
     for (int l = 0; l < G; ++l) {
@@ -347,6 +372,14 @@ int main() {
       timed([&] { for (int l = 0; l < G; ++l) own_wide(l, sgemm_at_b_pipelined<kWideThreads, 8, 4, Epilogue::store, 2>, 8, 4, false); }));
   row("own, 128 threads, k step 8, 4 stages, update",
       timed([&] { for (int l = 0; l < G; ++l) own_wide(l, sgemm_at_b_pipelined<kWideThreads, 8, 4, Epilogue::sgd_momentum, 3>, 8, 4, true); }));
+  row("own, 128 threads, k 8, 4 stages, store, column order",
+      timed([&] { for (int l = 0; l < G; ++l) own_wide(l, sgemm_at_b_pipelined<kWideThreads, 8, 4, Epilogue::store, 3, 128, true>, 8, 4, false); }));
+  row("own, 128 x 256 tiles, k 8, 4 stages, store dW",
+      timed([&] { for (int l = 0; l < G; ++l) own_long(l, sgemm_at_b_pipelined<kThreads, 8, 4, Epilogue::store, 1, 256>, false); }));
+  row("own, 128 x 256 tiles, k 8, 4 stages, store, column order",
+      timed([&] { for (int l = 0; l < G; ++l) own_long(l, sgemm_at_b_pipelined<kThreads, 8, 4, Epilogue::store, 1, 256, true>, false); }));
+  row("own, 128 x 256 tiles, k 8, 4 stages, update",
+      timed([&] { for (int l = 0; l < G; ++l) own_long(l, sgemm_at_b_pipelined<kThreads, 8, 4, Epilogue::sgd_momentum, 1, 256>, true); }));
   row("own, 128 threads, k step 16, 3 stages, store dW",
       timed([&] { for (int l = 0; l < G; ++l) own_wide(l, sgemm_at_b_pipelined<kWideThreads, 16, 3, Epilogue::store, 3>, 16, 3, false); }));
   row("own, 128 threads, k step 16, 4 stages, store dW",
