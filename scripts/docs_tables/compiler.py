@@ -327,7 +327,7 @@ _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
 # number after `label` on the first line that starts with it, in microseconds.
 MOMENTUM_PROBE = "h200-probes/momentum-gemm-c5ca47a.txt"
 COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
-SGEMM_PROBE = "h200-probes/sgemm-update-c5ca47a.txt"
+SGEMM_PROBE = "h200-probes/sgemm-update-989a6e3.txt"
 SGEMM_LT, SGEMM_LT_UPDATE = "cuBLASLt, heuristic's first", "cuBLASLt best + sgd_momentum kernel"
 SGEMM_OWN = "own, 128 threads, k step 8, 4 stages, store dW"
 SGEMM_OWN_UPDATE = "own, 128 threads, k step 16, 4 stages, update"
