@@ -359,9 +359,10 @@ def _probe_us(rel, label):
 
 def val_colreduce_launch_cost():
     """What one launch alone adds to reduce_sum_cols at 64 MiB over the back-to-back time."""
-    m = _one(report(KERNELS), "reduce_sum_cols", size_bytes=64 << 20)
+    r = report(KERNELS)
+    m = _one(r, "reduce_sum_cols", size_bytes=64 << 20)
     if m is None or "back_to_back_s" not in m["extra"]:
-        raise Missing(f"{report(KERNELS).rel}: no reduce_sum_cols at 64 MiB with back_to_back_s")
+        raise Missing(f"{r.rel}: no reduce_sum_cols at 64 MiB with back_to_back_s")
     return t(m["median"] - m["extra"]["back_to_back_s"])
 
 
