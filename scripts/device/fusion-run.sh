@@ -92,6 +92,13 @@ for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-u
   timeout 120 "$probe" > "$res/$name.txt" 2>&1
   say "tg-probe-$name rc=$?"; tee -a "$summary" < "$res/$name.txt"
 done
+# Why the own GEMM issues fewer instructions a cycle than cuBLASLt's, if it does: Nsight
+# Compute's warp stall reasons for cuBLASLt's kernel and two of the probe's.
+probe="$build/scripts/device/probes/tg-probe-sgemm-update"
+if [ -x "$probe" ] && command -v /usr/local/cuda/bin/ncu > /dev/null; then
+  OUT="$res" timeout 300 bash "$(dirname "$0")/probes/sgemm-stalls.sh" "$probe" > "$res/sgemm-stalls.txt" 2>&1
+  say "sgemm-stalls rc=$?"; tee -a "$summary" < "$res/sgemm-stalls.txt"
+fi
 t0=$SECONDS
 timeout 120 "$build/experiments/launch/tg-launch" --device 0 --quick --ops 1000 --passes all \
   --json "$res/launch_passes.json" > "$res/launch.txt" 2> "$res/launch.err"
