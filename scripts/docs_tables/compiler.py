@@ -327,30 +327,51 @@ _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
 # number after `label` on the first line that starts with it, in microseconds.
 MOMENTUM_PROBE = "h200-probes/momentum-gemm-c5ca47a.txt"
 COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
-SGEMM_PROBE = "h200-probes/sgemm-update-989a6e3.txt"
+SGEMM_PROBE = "h200-probes/sgemm-update-05bf235.txt"
+SGEMM_STALLS = "h200-probes/sgemm-stalls-05bf235.txt"
 SGEMM_LT, SGEMM_LT_UPDATE = "cuBLASLt, heuristic's first", "cuBLASLt best + sgd_momentum kernel"
-SGEMM_OWN = "own, 128 threads, k step 8, 4 stages, store dW"
-SGEMM_OWN_UPDATE = "own, 128 threads, k step 16, 4 stages, update"
+SGEMM_TEXTBOOK = "cp.async, 128 thr, k8, 4 stages, store"
+SGEMM_BEST = "k16 pointer copies, serpentine columns, store"
+SGEMM_ORDER_WORST = "k16 pointer copies, 2 x 2 Z, store"
+SGEMM_UPDATE_ROW = "k16 pointer copies, serpentine, update a row at a time"
+SGEMM_UPDATE_BATCH4 = "+ rows in batches of 4"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+INST_EXECUTED = "smsp__inst_executed.sum"
 
 
-def val_sgemm_own_pct():
-    """The own GEMM's speed as a share of cuBLASLt's on the same three products."""
-    return pct(_probe_number(SGEMM_PROBE, SGEMM_LT) / _probe_number(SGEMM_PROBE, SGEMM_OWN))
+def val_sgemm_best_pct():
+    """The fastest own GEMM's speed as a share of cuBLASLt's on the same three products."""
+    return pct(_probe_number(SGEMM_PROBE, SGEMM_LT) / _probe_number(SGEMM_PROBE, SGEMM_BEST))
 
 
-def _probe_number(rel, label):
+def _probe_number(rel, label, section=None):
+    """The number right after `label` on the first line that starts with it (after
+    `== section`, if given); lines where a word follows the label instead are skipped."""
     path = common.RESULTS / rel
     if not path.exists():
         raise Missing(f"docs/results/{rel}: missing (run the probe on a GPU and save its output there)")
+    inside = section is None
     for line in path.read_text().splitlines():
         rest = line.strip()
-        if rest.startswith(label):
-            for token in rest[len(label):].split():
-                try:
-                    return float(token)
-                except ValueError:
-                    continue
-    raise Missing(f"docs/results/{rel}: no line starting with {label!r}")
+        if section is not None and rest.startswith("== "):
+            inside = rest[3:].split()[0] == section
+        if not inside or not rest.startswith(label):
+            continue
+        words = [w for w in rest[len(label):].split() if w not in ("inst", "%")]
+        try:
+            return float(words[0].replace(",", ""))
+        except (IndexError, ValueError):
+            continue
+    where = f" under == {section}" if section else ""
+    raise Missing(f"docs/results/{rel}: no line starting with {label!r} and a number{where}")
+
+
+def _issue_pct(who):
+    return lambda: pct(_probe_number(SGEMM_STALLS, ISSUE_ACTIVE, who) / 100)
+
+
+def _instructions(who):
+    return lambda: f"{_probe_number(SGEMM_STALLS, INST_EXECUTED, who) / 1e6:.0f}M"
 
 
 def _probe_us(rel, label):
@@ -368,7 +389,7 @@ def val_colreduce_launch_cost():
 
 VALUES = {
     "compiler.momentum_gemm_beta0": _probe_us(MOMENTUM_PROBE, "GEMMs, beta 0"),
-    "compiler.momentum_gemm_betamu": _probe_us(MOMENTUM_PROBE, "GEMMs, beta mu"),
+    "compiler.momentum_gemm_betamu": _probe_us(MOMENTUM_PROBE, "GEMMs, beta mu, C = D = velocity"),
     "compiler.momentum_update5": _probe_us(MOMENTUM_PROBE, "sgd_momentum (5 floats/element)"),
     "compiler.momentum_update3": _probe_us(MOMENTUM_PROBE, "sgd on the velocity (3 floats)"),
     "compiler.momentum_unfused": _probe_us(MOMENTUM_PROBE, "unfused: GEMM + sgd_momentum"),
@@ -380,9 +401,17 @@ VALUES = {
     "compiler.colreduce_launch_cost": val_colreduce_launch_cost,
     "compiler.sgemm_lt": _probe_us(SGEMM_PROBE, SGEMM_LT),
     "compiler.sgemm_lt_update": _probe_us(SGEMM_PROBE, SGEMM_LT_UPDATE),
-    "compiler.sgemm_own": _probe_us(SGEMM_PROBE, SGEMM_OWN),
-    "compiler.sgemm_own_update": _probe_us(SGEMM_PROBE, SGEMM_OWN_UPDATE),
-    "compiler.sgemm_own_pct": val_sgemm_own_pct,
+    "compiler.sgemm_textbook": _probe_us(SGEMM_PROBE, SGEMM_TEXTBOOK),
+    "compiler.sgemm_best": _probe_us(SGEMM_PROBE, SGEMM_BEST),
+    "compiler.sgemm_best_pct": val_sgemm_best_pct,
+    "compiler.sgemm_order_worst": _probe_us(SGEMM_PROBE, SGEMM_ORDER_WORST),
+    "compiler.sgemm_update_row": _probe_us(SGEMM_PROBE, SGEMM_UPDATE_ROW),
+    "compiler.sgemm_update_batch4": _probe_us(SGEMM_PROBE, SGEMM_UPDATE_BATCH4),
+    "compiler.sgemm_lt_issue": _issue_pct("cublaslt"),
+    "compiler.sgemm_textbook_issue": _issue_pct("pipelined-128"),
+    "compiler.sgemm_best_issue": _issue_pct("fragpipe-k16"),
+    "compiler.sgemm_lt_inst": _instructions("cublaslt"),
+    "compiler.sgemm_best_inst": _instructions("fragpipe-k16"),
     "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
     "compiler.early_w4096_on": _median("mlp", "train", "all", width=4096),
     "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
