@@ -197,7 +197,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::layernorm_grad_params:
     case OpKind::fused_elementwise:
     case OpKind::sgd_multi:
-    case OpKind::sgd_momentum_multi: break;
+    case OpKind::sgd_momentum_multi:
+    case OpKind::matmul_sgd_momentum: break;
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (need(i) && !g[i].valid())

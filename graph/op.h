@@ -88,7 +88,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
   X(fused_elementwise,    1, 1, kNone,              kAll,       kProgram,         kFused|kVariadic|kInPlace, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,              kNone,      kLr,              kFused|kVariadic, optimizer) /* (param, grad) groups: every sgd of a step in one launch */ \
-  X(sgd_momentum_multi,   3, 0, kNone,              kNone,      kLr|kMomentum,    kFused|kVariadic, optimizer) /* (param, grad, velocity) groups */
+  X(sgd_momentum_multi,   3, 0, kNone,              kNone,      kLr|kMomentum,    kFused|kVariadic, optimizer) /* (param, grad, velocity) groups */ \
+  X(matmul_sgd_momentum,  4, 0, kNone,              kNone,      kLr|kMomentum,    kFused,   optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -103,7 +104,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 40, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 41, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.
@@ -184,5 +185,13 @@ inline bool op_output_may_alias(OpKind op, int input) {
   return (op_traits(op).alias_inputs >> pos) & 1;
 }
 inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & attr_bit(a)) != 0; }
+// Whether an update writes input `input` in place: every update writes the parameter, at
+// position 0 of its group, and one with momentum the velocity, at position 2; the other
+// inputs (the gradient, or what matmul_sgd_momentum makes it from) are only read.
+inline bool op_update_writes(OpKind op, int input) {
+  if (!op_is_update(op)) return false;
+  const int pos = input % op_traits(op).inputs;
+  return pos == 0 || (pos == 2 && op_reads_attr(op, AttrId::momentum));
+}
 
 }  // namespace tg

@@ -311,6 +311,18 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       if (!(at.momentum >= 0.0f && at.momentum < 1.0f))
         graph_error("sgd_momentum {}: momentum = {} must be in [0, 1)", node, at.momentum);
       return Shape{};
+    case OpKind::matmul_sgd_momentum: {
+      // (param[k,n], a[r,k], velocity[k,n], dz[r,n]): the gradient a^T dz is param's shape.
+      const Shape &p = in[0], &a = in[1], &dz = in[3];
+      if (p.rank != 2 || a.rank != 2 || dz.rank != 2 || a[0] != dz[0] || a[1] != p[0] || dz[1] != p[1])
+        graph_error("matmul_sgd_momentum {}: param {}, a {} and dz {} must be [k,n], [rows,k] and [rows,n], so that "
+                    "a^T dz is param's shape", node, p.str(), a.str(), dz.str());
+      require_same(name, node, in[0], in[2]);
+      if (!(at.lr > 0.0f)) graph_error("matmul_sgd_momentum {}: lr = {} must be > 0", node, at.lr);
+      if (!(at.momentum >= 0.0f && at.momentum < 1.0f))
+        graph_error("matmul_sgd_momentum {}: momentum = {} must be in [0, 1)", node, at.momentum);
+      return Shape{};
+    }
     case OpKind::linear:
     case OpKind::linear_add: {
       Attrs mm = at;

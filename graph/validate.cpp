@@ -220,13 +220,13 @@ class Checker {
     check_update_roles(n);
   }
 
-  // Per group of an update (one for sgd and sgd_momentum, many for the multi ops): the
-  // parameter, and the velocity where there is one. A multi op writes its groups in
-  // parallel, so nothing it writes may appear twice in it.
+  // Per group of an update (one for sgd, sgd_momentum and matmul_sgd_momentum, many for
+  // the multi ops): the parameter, and the velocity where there is one (op_update_writes).
+  // A multi op writes its groups in parallel, so nothing it writes may appear twice in it.
   void check_update_roles(const Node& n) {
     if (!op_is_update(n.op)) return;
     const size_t k = static_cast<size_t>(op_num_inputs(n.op));
-    const bool velocity = k == 3;
+    const bool velocity = k >= 3 && op_update_writes(n.op, 2);
     for (size_t i = 0; i < n.inputs.size(); i += k) {
       const ValueInfo& p = val(n.inputs[i]);
       if (p.role != Role::parameter)
@@ -243,8 +243,7 @@ class Checker {
     if (n.inputs.size() <= k) return;
     std::unordered_map<int, size_t> written;  // value -> the input that writes it
     for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const size_t pos = i % k;
-      if (pos == 1) continue;  // gradients are read only
+      if (!op_update_writes(n.op, static_cast<int>(i))) continue;  // gradients are read only
       auto [it, fresh] = written.emplace(n.inputs[i], i);
       if (!fresh)
         err("{} {}: {} is written by inputs {} and {}; each parameter and velocity may appear in one group only",

@@ -103,6 +103,17 @@ void check_fused_elementwise(const Checker& k, const OpCall& c, CallGeometry& g)
   }
 }
 
+// An update's written inputs (op_update_writes) share no buffer with any other input.
+void check_written_apart(const Checker& k, const OpCall& c) {
+  for (int i = 0; i < c.num_inputs; ++i) {
+    if (!op_update_writes(c.op, i)) continue;
+    for (int j = 0; j < c.num_inputs; ++j)
+      if (j != i && c.input(j).data == c.input(i).data)
+        k.fail("inputs {} and {} share a buffer, and input {} is written; give every parameter and velocity its own",
+               std::min(i, j), std::max(i, j), i);
+  }
+}
+
 // Every group has the parameter's element count; nothing written appears twice and no
 // gradient is written (the groups run in parallel).
 void check_multi_update(const Checker& k, const OpCall& c) {
@@ -115,13 +126,7 @@ void check_multi_update(const Checker& k, const OpCall& c) {
         k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / group, i + j,
                c.input(i + j).shape.str(), i, n);
   }
-  for (int i = 0; i < c.num_inputs; ++i) {
-    if (i % group == 1) continue;
-    for (int j = 0; j < c.num_inputs; ++j)
-      if (j != i && c.input(j).data == c.input(i).data)
-        k.fail("inputs {} and {} share a buffer, and input {} is written; give every parameter and velocity its own",
-               std::min(i, j), std::max(i, j), i);
-  }
+  check_written_apart(k, c);
 }
 
 }  // namespace
@@ -294,6 +299,19 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     case OpKind::fused_elementwise: check_fused_elementwise(k, c, g); break;
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: check_multi_update(k, c); break;
+    case OpKind::matmul_sgd_momentum: {
+      k.attrs();
+      const Shape& a = y;
+      const Shape& dz = c.in[3].shape;
+      if (x.rank != 2 || a.rank != 2 || dz.rank != 2 || a[0] != dz[0] || a[1] != x[0] || dz[1] != x[1])
+        k.fail("param {}, a {} and dz {} must be [k,n], [rows,k] and [rows,n], so that a^T dz is param's shape",
+               x.str(), a.str(), dz.str());
+      k.numel("velocity", c.in[2].shape, g.n);
+      check_written_apart(k, c);
+      g.rows = a[0];  // the product's inner dimension
+      g.cols = x[1];
+      break;
+    }
   }
   return g;
 }

@@ -165,5 +165,8 @@ void cpu_sgd(float* p, const float* g, float lr, int64_t n);
 void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n);
 // sgd_multi, sgd_momentum_multi: cpu_sgd / cpu_sgd_momentum on every (param, grad[, velocity]) group.
 void cpu_multi_update(const OpCall& c);
+// matmul_sgd_momentum (param, a, velocity, dz): cpu_sgd_momentum with the gradient a^T dz
+// (a [rows, k], dz [rows, n]), computed as matmul_bias_grad's product is.
+void cpu_matmul_sgd_momentum(const OpCall& c);
 
 }  // namespace tg::kernels

@@ -51,6 +51,7 @@ void run_cpu(const OpCall& c) {
     case OpKind::fill: return cpu_fill(out, c.attrs->value, n);
     case OpKind::sgd: return cpu_sgd(x.data, y.data, c.attrs->lr, n);
     case OpKind::sgd_momentum: return cpu_sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n);
+    case OpKind::matmul_sgd_momentum: return cpu_matmul_sgd_momentum(c);
     case OpKind::linear:
     case OpKind::linear_add:
     case OpKind::matmul_add:

@@ -1,4 +1,6 @@
 // In-place parameter updates, plain float arithmetic as written in cpu_kernels.h.
+#include <vector>
+
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace tg::kernels {
@@ -13,6 +15,17 @@ void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float moment
     v[i] = vi;
     p[i] = p[i] - lr * vi;
   }
+}
+
+void cpu_matmul_sgd_momentum(const OpCall& c) {
+  const TensorView& p = c.in[0];
+  const TensorView& a = c.in[1];
+  const TensorView& dz = c.in[3];
+  std::vector<float> grad(static_cast<size_t>(p.shape.numel()));
+  // The product as matmul_bias_grad's reference computes it, then the update.
+  cpu_matmul(true, false, a.data, a.shape.dims.data(), a.shape.rank, dz.data, dz.shape.dims.data(), dz.shape.rank,
+             grad.data());
+  cpu_sgd_momentum(p.data, grad.data(), c.in[2].data, c.attrs->lr, c.attrs->momentum, p.shape.numel());
 }
 
 void cpu_multi_update(const OpCall& c) {

@@ -116,6 +116,10 @@ void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, 
 // launch per kMultiTensors groups, with sgd's and sgd_momentum's arithmetic.
 constexpr int kMultiTensors = 64;
 void multi_update(const OpCall& c, cudaStream_t s);
+// matmul_sgd_momentum (gemm_update.cu): sgd_momentum of p [m, n] and v with the gradient
+// a^T dz (a [rows, m], dz [rows, n], row-major), computed in the kernel and never stored.
+void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m, int64_t n,
+                         float lr, float momentum, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
 // alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).

@@ -62,6 +62,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::sgd: return cuda::sgd(x.data, y.data, c.attrs->lr, n, s);
     case OpKind::sgd_momentum:
       return cuda::sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n, s);
+    case OpKind::matmul_sgd_momentum:
+      return cuda::matmul_sgd_momentum(x.data, y.data, c.in[2].data, c.in[3].data, g.rows, y.shape.last(), x.shape.last(),
+                                       c.attrs->lr, c.attrs->momentum, s);
     case OpKind::layernorm_grad_params:
       return cuda::layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps, ctx.scratch,
                                          ctx.scratch_bytes, s);

@@ -35,15 +35,21 @@ struct LaunchSite {
 };
 #define TG_LAUNCH_SITE (::tg::kernels::cuda::detail::LaunchSite{__FILE__, __LINE__})
 
-// Every kernel of the backend is launched here: with the PDL attribute when
+// Every kernel of the backend is launched here (launch_smem: with `smem` bytes of dynamic
+// shared memory): with the PDL attribute when
 // pdl_enabled() (so every kernel starts with pdl::prologue()), and checked; a failure
 // names the launching line and the kernel's grid.
 [[noreturn]] void throw_launch(cudaError_t e, LaunchSite at, dim3 grid, dim3 block);
 template <typename... KArgs, typename... Args>
-void launch(LaunchSite at, void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, Args&&... args) {
-  const cudaError_t e = pdl::launch(kernel, grid, block, 0, s, pdl_enabled(), std::forward<Args>(args)...);
+void launch_smem(LaunchSite at, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                 Args&&... args) {
+  const cudaError_t e = pdl::launch(kernel, grid, block, smem, s, pdl_enabled(), std::forward<Args>(args)...);
   if (e != cudaSuccess) throw_launch(e, at, grid, block);
   ::tg::cuda_detail::launch_check(at.file, at.line);
+}
+template <typename... KArgs, typename... Args>
+void launch(LaunchSite at, void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, Args&&... args) {
+  launch_smem(at, kernel, grid, block, 0, s, std::forward<Args>(args)...);
 }
 
 __host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/sgd_step.cuh"
 
 namespace tg::kernels::cuda {
 
@@ -28,8 +29,7 @@ struct UpdateF {
   float lr, momentum;
   __device__ void operator()(float& p, float g, float& v) const {
     if (kMomentum) {
-      v = __fadd_rn(__fmul_rn(momentum, v), g);
-      p = __fsub_rn(p, __fmul_rn(lr, v));
+      sgd_momentum_step(p, g, v, lr, momentum);
     } else {
       p = __fsub_rn(p, __fmul_rn(lr, g));
     }

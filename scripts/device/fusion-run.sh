@@ -63,7 +63,7 @@ train_sweep() {
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 }
-# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late noheads; the
+# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late nogemm noheads; the
 # first four when unset). $OUT gets one JSON
 # per sweep: keep the list short enough that $OUT holds at most 8 files.
 sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned late}
@@ -77,6 +77,9 @@ for sw in $sweeps; do
     # Early updates of the lanes pass off (on by default: large updates apart, on the side stream
     # as soon as they can run).
     late) train_sweep TG_LANES_EARLY=0 train_passes_late "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=0 "" ;;
+    # The GEMM updates of the optimizer pass off (matmul_sgd_momentum; on by default): the
+    # large weights' gradients through cuBLASLt and their updates apart, as before.
+    nogemm) train_sweep TG_GEMM_UPDATE=0 train_passes_nogemm "^(pass_replay .*passes=(none|optimizer|all) )" TG_GEMM_UPDATE=0 "" ;;
     # Every pass but heads, against none (its own JSON; compare with train_passes.json's all rows).
     noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|rows,linear,elementwise,optimizer,lanes) " "" "" rows,linear,elementwise,optimizer,lanes ;;
     *) say "fusion-run: unknown sweep $sw" ;;

@@ -64,9 +64,10 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
         if (at[static_cast<size_t>(v)] < 0) at[static_cast<size_t>(v)] = static_cast<int>(s);
       };
       for (int o : node.outputs) mark(written_by_side_at, o);
-      for (int in : node.inputs) {
-        mark(read_by_side_at, in);
-        if (op_is_update(node.op)) mark(written_by_side_at, in);  // updates write their inputs in place
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        mark(read_by_side_at, node.inputs[k]);
+        // Updates write their parameter and velocity in place.
+        if (op_update_writes(node.op, static_cast<int>(k))) mark(written_by_side_at, node.inputs[k]);
       }
       continue;
     }
@@ -81,8 +82,8 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
 
 std::vector<int> hoist_side_nodes(const Graph& g, const std::vector<int>& schedule, const std::vector<bool>& side) {
   // What a side node waits for on the main stream, as a position in `schedule`: the main
-  // producers of its inputs and, for an update (it writes its inputs in place), every earlier
-  // main reader of them; and what the side nodes that make its inputs wait for.
+  // producers of its inputs and, for an update, every earlier main reader of the inputs it
+  // writes in place; and what the side nodes that make its inputs wait for.
   const auto is_side = [&](int n) { return side[static_cast<size_t>(n)]; };
   std::vector<int> main_producer_pos(g.values.size(), -1);
   for (size_t s = 0; s < schedule.size(); ++s)
@@ -100,10 +101,11 @@ std::vector<int> hoist_side_nodes(const Graph& g, const std::vector<int>& schedu
       continue;
     }
     int after = -1;
-    for (int in : node.inputs) {
-      after = std::max({after, main_producer_pos[static_cast<size_t>(in)], side_ready[static_cast<size_t>(in)]});
-      if (op_is_update(node.op))
-        after = std::max({after, last_main_reader[static_cast<size_t>(in)], side_reader_ready[static_cast<size_t>(in)]});
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const size_t in = static_cast<size_t>(node.inputs[k]);
+      after = std::max({after, main_producer_pos[in], side_ready[in]});
+      if (op_update_writes(node.op, static_cast<int>(k)))
+        after = std::max({after, last_main_reader[in], side_reader_ready[in]});
     }
     for (int o : node.outputs) side_ready[static_cast<size_t>(o)] = after;
     for (int in : node.inputs) side_reader_ready[static_cast<size_t>(in)] = std::max(side_reader_ready[static_cast<size_t>(in)], after);

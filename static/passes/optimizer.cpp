@@ -7,14 +7,26 @@
 // A multi update writes its groups in parallel, so a value that two update nodes write
 // (or that one writes and another reads as its gradient) keeps its updates unfused, in
 // their order. The fused node takes the place of the last update it replaces; updates
-// run after every reader of their inputs (Graph::topo_order), so moving them later
+// run after every reader of what they write (Graph::topo_order), so moving them later
 // changes no value anything reads.
+//
+// Before that, a large weight's sgd_momentum whose gradient is a weight-gradient GEMM
+// (matmul(a, dz) with trans_a, or matmul_bias_grad's first result) read by nothing else
+// becomes one matmul_sgd_momentum: the gradient is computed inside the update's kernel
+// and never stored, so the update's reads of the gradient and its separate pass over the
+// parameter and velocity are gone (kernels/cuda/gemm_update.cu). matmul_bias_grad's bias
+// gradient goes back to a reduce_sum of dz's rows. Only shapes of that kernel's tiles, with
+// enough tiles to fill the GPU (kGemmUpdateMinTiles), are fused; TG_GEMM_UPDATE=0 (or
+// set_gemm_updates) turns it off.
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "kernels/env_switch.h"
+#include "kernels/gemm_update_shape.h"
 #include "static/passes/pass.h"
 #include "static/passes/rewrite.h"
 
@@ -25,7 +37,7 @@ namespace {
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 // The inputs an update writes: its parameter and, for sgd_momentum, its velocity.
-bool written_input(const Node& n, size_t i) { return i == 0 || (n.op == OpKind::sgd_momentum && i == 2); }
+bool written_input(const Node& n, size_t i) { return op_update_writes(n.op, static_cast<int>(i)); }
 
 // A name no value or node of g has: base, or base.1, base.2, ...
 std::string unused_name(const Graph& g, const std::unordered_set<std::string>& taken, const std::string& base) {
@@ -37,11 +49,67 @@ std::string unused_name(const Graph& g, const std::unordered_set<std::string>& t
   }
 }
 
+kernels::EnvSwitch g_gemm_updates("TG_GEMM_UPDATE", true);
+std::atomic<int64_t> g_min_tiles{kGemmUpdateMinTiles};
+
+// The weight-gradient GEMMs fused into their updates (see the top of the file).
+Graph fuse_gemm_updates(const Graph& g, int64_t min_tiles) {
+  GraphRewrite rw(g);
+  bool any = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& u = g.nodes[i];
+    if (u.op != OpKind::sgd_momentum) continue;
+    const int grad = u.inputs[1];
+    const int m = rw.producer(grad);
+    if (m < 0 || rw.removed(m) || !rw.only_read_by(grad, static_cast<int>(i))) continue;
+    const Node& mm = g.nodes[static_cast<size_t>(m)];
+    const bool bias_grad = mm.op == OpKind::matmul_bias_grad && mm.outputs[0] == grad;
+    const bool plain = mm.op == OpKind::matmul && mm.attrs.trans_a && !mm.attrs.trans_b;
+    if (!bias_grad && !plain) continue;
+    const Shape& a = g.values[static_cast<size_t>(mm.inputs[0])].shape;
+    const Shape& dz = g.values[static_cast<size_t>(mm.inputs[1])].shape;
+    if (a.rank != 2 || dz.rank != 2 || !kernels::gemm_update_fast_shape(a[0], a[1], dz[1]) ||
+        (a[1] / kernels::kGemmUpdateTile) * (dz[1] / kernels::kGemmUpdateTile) < min_tiles)
+      continue;
+    Node f;
+    f.op = OpKind::matmul_sgd_momentum;
+    f.name = u.name;
+    f.attrs.lr = u.attrs.lr;
+    f.attrs.momentum = u.attrs.momentum;
+    f.inputs = {u.inputs[0], mm.inputs[0], u.inputs[2], mm.inputs[1]};
+    rw.remove(static_cast<int>(i));
+    rw.remove(m);
+    if (bias_grad) {
+      Node r;
+      r.op = OpKind::reduce_sum;
+      r.name = mm.name;
+      r.attrs.axis = 0;
+      r.inputs = {mm.inputs[1]};
+      r.outputs = {mm.outputs[1]};
+      rw.add_node(std::move(r), m);
+    }
+    rw.add_node(std::move(f), static_cast<int>(i));
+    any = true;
+  }
+  return any ? rw.finish() : g;
+}
+
 }  // namespace
+
+bool gemm_updates() { return g_gemm_updates.on(); }
+void set_gemm_updates(bool on) { g_gemm_updates.set(on); }
+int64_t gemm_update_min_tiles() { return g_min_tiles.load(std::memory_order_relaxed); }
+void set_gemm_update_min_tiles(int64_t tiles) { g_min_tiles.store(tiles, std::memory_order_relaxed); }
 
 Graph pass_optimizer(const Graph& g) { return pass_optimizer(g, 0); }
 
 Graph pass_optimizer(const Graph& g, int64_t split_bytes) {
+  return pass_optimizer(g, split_bytes, gemm_updates() ? gemm_update_min_tiles() : 0);
+}
+
+Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_tiles) {
+  const Graph fused = gemm_min_tiles > 0 ? fuse_gemm_updates(given, gemm_min_tiles) : Graph{};
+  const Graph& g = gemm_min_tiles > 0 ? fused : given;
   // How many updates write each value, and the values some update reads as a gradient.
   std::unordered_map<int, int> writes;
   std::unordered_set<int> grads;

@@ -73,6 +73,18 @@ Graph pass_optimizer(const Graph& g);    // static/passes/optimizer.cpp
 // node that made their gradient (one multi update per weight-gradient GEMM) instead of
 // all together; split_bytes 0: all together.
 Graph pass_optimizer(const Graph& g, int64_t split_bytes);
+// GEMM updates (on by default; TG_GEMM_UPDATE=0 or the setter turns them off): the optimizer
+// pass computes a large weight's gradient inside its update (matmul_sgd_momentum) when the
+// gradient is a weight-gradient GEMM of at least kGemmUpdateMinTiles tiles of 128 x 128
+// that nothing else reads.
+bool gemm_updates();
+void set_gemm_updates(bool on);
+inline constexpr int64_t kGemmUpdateMinTiles = 512;
+// The threshold in tiles (kGemmUpdateMinTiles unless set; tests on small weights lower it).
+int64_t gemm_update_min_tiles();
+void set_gemm_update_min_tiles(int64_t tiles);
+// pass_optimizer with the GEMM updates' threshold given (0: none fused).
+Graph pass_optimizer(const Graph& g, int64_t split_bytes, int64_t gemm_min_tiles);
 // The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side
 // stream when the nodes run in the order `schedule`. The graph is left as it is.
 std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule);

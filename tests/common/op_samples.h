@@ -186,6 +186,17 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     }
     case OpKind::sgd_multi:
       return {with(sample("3 tensors", {m, m, {5}, {5}, {2, 3, 2}, {2, 3, 2}}), [](Attrs& t) { t.lr = 0.05f; })};
+    case OpKind::matmul_sgd_momentum: {
+      auto rates = [](Attrs& t) {
+        t.lr = 0.05f;
+        t.momentum = 0.9f;
+      };
+      // cuBLAS-free on both sides, but the CPU product sums in another order.
+      return {tol(with(sample("[6,5]^T [6,4]: the plain kernel", {{5, 4}, {6, 5}, {5, 4}, {6, 4}}), rates), 1e-5, 1e-4),
+              tol(with(sample("[32,128]^T [32,256]: 128 x 128 tiles", {{128, 256}, {32, 128}, {128, 256}, {32, 256}}),
+                       rates),
+                  1e-5, 1e-4)};
+    }
     case OpKind::sgd_momentum_multi:
       return {with(sample("1 tensor", {m, m, m}),
                    [](Attrs& t) {

@@ -150,3 +150,107 @@ TEST_CASE("optimizer pass: the fused node's name is one no value or node has") {
 }
 
 }  // namespace tg::testing
+
+namespace tg::testing {
+
+namespace {
+
+// Lowers the GEMM updates' tile threshold for a scope, so that small weights fuse.
+struct GemmUpdateTiles {
+  int64_t was = gemm_update_min_tiles();
+  explicit GemmUpdateTiles(int64_t tiles) { set_gemm_update_min_tiles(tiles); }
+  ~GemmUpdateTiles() { set_gemm_update_min_tiles(was); }
+};
+
+// w [k, n] updated with momentum from the weight gradient x^T dz (x [rows, k], dz [rows, n]).
+Graph gemm_update_graph(int64_t rows, int64_t k, int64_t n, bool gradient_is_output = false) {
+  return recorded([&](RecordingBuilder& b) {
+    const Value w = b.parameter("w", {k, n});
+    const Value x = b.input("x", {rows, k});
+    const Value dz = b.input("dz", {rows, n});
+    const Value gw = matmul(b, x, dz, true, false);
+    Attrs at;
+    at.lr = 0.05f;
+    at.momentum = 0.9f;
+    b.apply(OpKind::sgd_momentum, {w, gw, b.optimizer_state(w, "w.velocity")}, at, "w.update");
+    if (gradient_is_output) b.mark_output(gw);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("optimizer pass, GEMM updates: a weight gradient read only by its update is computed inside it") {
+  const Graph g = gemm_update_graph(32, 128, 256);
+  const Graph f = pass_optimizer(g, 0, 1);
+  CHECK(count(f, OpKind::matmul_sgd_momentum) == 1);
+  CHECK(count(f, OpKind::matmul) == 0);
+  CHECK(count(f, OpKind::sgd_momentum) == 0);
+  CHECK(validation_errors(f).empty());
+  const Node& u = f.nodes[0];
+  REQUIRE(u.op == OpKind::matmul_sgd_momentum);
+  CHECK(u.name == "w.update");
+  CHECK(f.values[static_cast<size_t>(u.inputs[0])].name == "w");
+  CHECK(f.values[static_cast<size_t>(u.inputs[1])].name == "x");
+  CHECK(f.values[static_cast<size_t>(u.inputs[2])].name == "w.velocity");
+  CHECK(f.values[static_cast<size_t>(u.inputs[3])].name == "dz");
+  CHECK(u.attrs.lr == 0.05f);
+  CHECK(u.attrs.momentum == 0.9f);
+  // The default threshold (kGemmUpdateMinTiles) leaves a weight of two tiles alone, and
+  // so does the switch.
+  CHECK(count(pass_optimizer(g), OpKind::matmul_sgd_momentum) == 0);
+  CHECK(count(pass_optimizer(g, 0, 0), OpKind::matmul_sgd_momentum) == 0);
+  // On the CPU the fused update gives the unfused graph's bits, over several steps.
+  GemmUpdateTiles small(1);
+  check_same_graph(g, kOptimizer, 3);
+}
+
+TEST_CASE("optimizer pass, GEMM updates: shapes off the kernel's tiles, or a gradient read elsewhere, stay unfused") {
+  CHECK(count(pass_optimizer(gemm_update_graph(24, 128, 128), 0, 1), OpKind::matmul_sgd_momentum) == 0);  // rows
+  CHECK(count(pass_optimizer(gemm_update_graph(32, 96, 128), 0, 1), OpKind::matmul_sgd_momentum) == 0);   // k
+  CHECK(count(pass_optimizer(gemm_update_graph(32, 128, 200), 0, 1), OpKind::matmul_sgd_momentum) == 0);  // n
+  CHECK(count(pass_optimizer(gemm_update_graph(32, 128, 128, true), 0, 1), OpKind::matmul_sgd_momentum) == 0);
+  // A 2 x 2-tile weight needs a threshold of at most 4 tiles.
+  CHECK(count(pass_optimizer(gemm_update_graph(32, 256, 256), 0, 5), OpKind::matmul_sgd_momentum) == 0);
+  CHECK(count(pass_optimizer(gemm_update_graph(32, 256, 256), 0, 4), OpKind::matmul_sgd_momentum) == 1);
+}
+
+TEST_CASE("optimizer pass, GEMM updates: with the linear pass the bias gradient is a reduce_sum again, same bits") {
+  // Layers 128 -> 128 -> 128 -> 10 at batch 16: the two 128 x 128 weights fuse, the last
+  // ([128, 10]) does not.
+  const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
+  GemmUpdateTiles small(1);
+  const Graph step = run_passes(build_training_graph(model), PassSet::only(PassId::linear).with(PassId::optimizer));
+  CHECK(count(step, OpKind::matmul_sgd_momentum) == 2);
+  CHECK(count(step, OpKind::matmul_bias_grad) == 1);
+  CHECK(count(step, OpKind::reduce_sum) == 2);
+  CHECK(validation_errors(step).empty());
+  check_same_training(model, PassSet::only(PassId::linear).with(PassId::optimizer), 3);
+  check_same_training(model, PassSet::all(), 3);
+}
+
+TEST_CASE("optimizer pass, GEMM updates: the lanes pass runs them on the side stream, ahead of the layers below") {
+  const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
+  GemmUpdateTiles small(1);
+  const Graph step = run_passes(build_training_graph(model), PassSet::all());
+  const std::vector<int> topo = step.topo_order();
+  const std::vector<bool> side = side_lane_nodes(step, topo);
+  const std::vector<int> order = hoist_side_nodes(step, topo, side);
+  std::vector<int> at(step.nodes.size(), -1);
+  for (size_t s = 0; s < order.size(); ++s) at[static_cast<size_t>(order[s])] = static_cast<int>(s);
+  int fused = 0;
+  for (size_t n = 0; n < step.nodes.size(); ++n) {
+    const Node& u = step.nodes[n];
+    if (u.op != OpKind::matmul_sgd_momentum) continue;
+    ++fused;
+    CHECK(side[n]);
+    // It reads dz, which the input gradient below also reads; it writes only w and its
+    // velocity, so it does not wait for that reader, and every reader of w runs before it.
+    for (size_t r = 0; r < step.nodes.size(); ++r)
+      if (r != n && std::count(step.nodes[r].inputs.begin(), step.nodes[r].inputs.end(), u.inputs[0]) > 0)
+        CHECK(at[r] < at[n]);
+  }
+  CHECK(fused == 2);
+  check_same_training(model, PassSet::all(), 3);
+}
+
+}  // namespace tg::testing

@@ -1,0 +1,205 @@
+// matmul_sgd_momentum: the SGD-momentum update of a weight whose gradient is a^T dz, with
+// the gradient computed in the update's own kernel and never stored (kernels/cpu/optimizer.cpp
+// is the reference: the product, then sgd_momentum).
+//
+// Why a GEMM of our own: cuBLASLt's epilogues write one output, so with cuBLASLt the
+// gradient goes to memory and a second kernel reads it back with the parameter and the
+// velocity (five floats an element), and that kernel cannot run beside cuBLASLt's FP32 GEMMs.
+// Here the epilogue of each 128 x 128 tile applies the update while other tiles are still
+// multiplying. It pays only because the GEMM keeps pace with cuBLASLt's FP32 kernel
+// (CUTLASS's SIMT SGEMM) on the large weight gradients: scripts/device/probes/sgemm_update.cu
+// measures every choice below against it, and docs/compiler.md explains them.
+//
+// The kernel (fast path: k and n multiples of 128, rows of 16, 16-byte aligned rows):
+//  - out[i][j] = sum over r of a[r][i] dz[r][j]: both operands are read along r (the batch)
+//    in rows, so a k step of a tile is the outer product of two row segments;
+//  - 128 threads, each 16 x 8 results; operands copied global -> shared by cp.async through
+//    4 stages of 16 rows, the copies' addresses advanced tile by tile;
+//  - CUTLASS's multistage main loop: two fragment buffers (the next k step's shared loads
+//    issue before this step's products) and the stage switch inside the last k step;
+//  - a k step's products in serpentine order (odd rows right to left), which through the
+//    register allocation decides how many multiply-adds wait on a register bank;
+//  - each output one chain of fused multiply-adds over r in order, as cuBLASLt's FP32 kernel
+//    computes it for these shapes, so the gradient has its bits on the probe's data;
+//  - the epilogue loads the velocity and parameter of 4 of the thread's rows before updating
+//    any, so a wave of blocks ending together keeps enough loads in flight.
+// Other shapes take a plain kernel (a thread an element, the same chain and update): correct
+// and slow; the optimizer pass only fuses shapes of the fast path (gemm_update_fast_shape).
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/sgd_step.cuh"
+#include "kernels/gemm_update_shape.h"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+constexpr int kTile = 128, kThreads = 128, kStep = 16, kStages = 4, kBatchRows = 4;
+constexpr int kRowQuads = kTile * 4 / kThreads, kRows = 4 * kRowQuads, kCols = 8;
+constexpr int kRowApart = kTile / kRowQuads;  // a thread's row quads are this far apart
+constexpr int kQuadsPerRow = kTile / 4;       // float4 copies per operand row of a tile
+constexpr int kCopies = kStep * kQuadsPerRow / kThreads, kCopyRowsApart = kThreads / kQuadsPerRow;
+constexpr size_t kSmemBytes = sizeof(float) * kStages * kStep * 2 * kTile;
+static_assert(kTile == kGemmUpdateTile && kStep == kGemmUpdateStep, "the fast shapes are this kernel's tiles");
+
+__device__ __forceinline__ void cp_async16(unsigned smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Product s of a k step (16 rows x 8 columns) in serpentine order.
+__device__ constexpr int product_row(int s) { return s / kCols; }
+__device__ constexpr int product_col(int s) { return (s / kCols) % 2 ? kCols - 1 - s % kCols : s % kCols; }
+
+__global__ void __launch_bounds__(kThreads, 2)
+    gemm_update_tiles(const float* __restrict__ a, const float* __restrict__ dz, float* __restrict__ v,
+                      float* __restrict__ p, int m, int n, int rows, float lr, float momentum) {
+  pdl::prologue();
+  extern __shared__ __align__(16) float smem[];
+  float* as = smem;                             // [kStages][kStep][kTile]
+  float* bs = smem + kStages * kStep * kTile;  // [kStages][kStep][kTile]
+  const int tid = threadIdx.x;
+  const int row0 = tid / 16 * 4, col0 = tid % 16 * 4;  // the thread's first row and column in the tile
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const int tiles = rows / kStep;
+  const float* ga = a + static_cast<long long>(tid / kQuadsPerRow) * m + i0 + tid % kQuadsPerRow * 4;
+  const float* gb = dz + static_cast<long long>(tid / kQuadsPerRow) * n + j0 + tid % kQuadsPerRow * 4;
+  const long long a_apart = static_cast<long long>(kCopyRowsApart) * m, b_apart = static_cast<long long>(kCopyRowsApart) * n;
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(as + tid / kQuadsPerRow * kTile + tid % kQuadsPerRow * 4));
+  const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(bs + tid / kQuadsPerRow * kTile + tid % kQuadsPerRow * 4));
+  int write_stage = 0;
+  // The copies of the next k tile into the next stage, as one commit group (an empty one
+  // past the last tile keeps the wait counts uniform). Tiles are issued in order.
+  auto issue = [&](int tile) {
+    if (tile < tiles) {
+#pragma unroll
+      for (int l = 0; l < kCopies; ++l) {
+        const unsigned at = 4u * static_cast<unsigned>(write_stage * kStep * kTile + l * kCopyRowsApart * kTile);
+        cp_async16(sa + at, ga + l * a_apart);
+        cp_async16(sb + at, gb + l * b_apart);
+      }
+      ga += static_cast<long long>(kStep) * m;
+      gb += static_cast<long long>(kStep) * n;
+      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+    }
+    cp_async_commit();
+  };
+  float av[2][kRows], bv[2][kCols];
+  auto load_fragments = [&](int buf, int stage, int k) {
+    const float* at = as + (stage * kStep + k) * kTile;
+    const float* bt = bs + (stage * kStep + k) * kTile;
+#pragma unroll
+    for (int q = 0; q < kRowQuads; ++q) {
+      const float4 x = *reinterpret_cast<const float4*>(at + kRowApart * q + row0);
+      av[buf][4 * q] = x.x, av[buf][4 * q + 1] = x.y, av[buf][4 * q + 2] = x.z, av[buf][4 * q + 3] = x.w;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 x = *reinterpret_cast<const float4*>(bt + 64 * h + col0);
+      bv[buf][4 * h] = x.x, bv[buf][4 * h + 1] = x.y, bv[buf][4 * h + 2] = x.z, bv[buf][4 * h + 3] = x.w;
+    }
+  };
+  float acc[kRows][kCols] = {};
+#pragma unroll
+  for (int t = 0; t < kStages - 1; ++t) issue(t);
+  cp_async_wait<kStages - 2>();
+  __syncthreads();
+  load_fragments(0, 0, 0);
+  int stage = 0;
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
+#pragma unroll
+    for (int k = 0; k < kStep; ++k) {
+      if (k == kStep - 1) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();  // tile + 1's copies visible; every thread done reading this stage
+      }
+      // Past the last tile this reads a stage no copy filled; the values are never used.
+      if (k + 1 < kStep) load_fragments((k + 1) % 2, stage, k + 1);
+      else load_fragments(0, next_stage, 0);
+      if (k == 0) issue(tile + kStages - 1);  // into the stage the last barrier freed
+#pragma unroll
+      for (int s = 0; s < kRows * kCols; ++s) {
+        const int r = product_row(s), c = product_col(s);
+        acc[r][c] = fmaf(av[k % 2][r], bv[k % 2][c], acc[r][c]);
+      }
+    }
+    stage = next_stage;
+  }
+  // The update: thread row r is tile row kRowApart * (r / 4) + row0 + r % 4, its columns
+  // col0 + 64h + {0..3}.
+#pragma unroll
+  for (int r0 = 0; r0 < kRows; r0 += kBatchRows) {
+    float4 vel[kBatchRows][2], par[kBatchRows][2];
+    long long at[kBatchRows][2];
+#pragma unroll
+    for (int r = 0; r < kBatchRows; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = i0 + kRowApart * ((r0 + r) / 4) + row0 + (r0 + r) % 4;
+        at[r][h] = static_cast<long long>(i) * n + j0 + 64 * h + col0;
+        vel[r][h] = *reinterpret_cast<const float4*>(v + at[r][h]);
+        par[r][h] = *reinterpret_cast<const float4*>(p + at[r][h]);
+      }
+#pragma unroll
+    for (int r = 0; r < kBatchRows; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float* g = &acc[r0 + r][4 * h];
+        sgd_momentum_step(par[r][h].x, g[0], vel[r][h].x, lr, momentum);
+        sgd_momentum_step(par[r][h].y, g[1], vel[r][h].y, lr, momentum);
+        sgd_momentum_step(par[r][h].z, g[2], vel[r][h].z, lr, momentum);
+        sgd_momentum_step(par[r][h].w, g[3], vel[r][h].w, lr, momentum);
+        *reinterpret_cast<float4*>(v + at[r][h]) = vel[r][h];
+        *reinterpret_cast<float4*>(p + at[r][h]) = par[r][h];
+      }
+  }
+}
+
+// Any shape: a thread per element of the [m, n] weight, the same chain over the rows in
+// order and the same update.
+__global__ void gemm_update_elements(const float* a, const float* dz, float* v, float* p, int64_t m, int64_t n,
+                                     int64_t rows, float lr, float momentum) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < m * n; e += stride) {
+    const int64_t i = e / n, j = e % n;
+    float acc = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) acc = fmaf(a[r * m + i], dz[r * n + j], acc);
+    sgd_momentum_step(p[e], acc, v[e], lr, momentum);
+  }
+}
+
+}  // namespace
+
+void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m, int64_t n,
+                         float lr, float momentum, cudaStream_t s) {
+  if (m <= 0 || n <= 0) return;
+  const bool aligned = detail::aligned16(a) && detail::aligned16(dz) && detail::aligned16(v) && detail::aligned16(p);
+  if (!gemm_update_fast_shape(rows, m, n) || !aligned) {
+    detail::launch(TG_LAUNCH_SITE, gemm_update_elements, detail::grid_for(m * n), detail::kBlock, s, a, dz, v, p, m,
+                   n, rows, lr, momentum);
+    return;
+  }
+  // Past the default 48 KiB of dynamic shared memory: once per device and process.
+  static std::once_flag opted_in[64];
+  int device = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&device));
+  std::call_once(opted_in[device % 64], [] {
+    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSmemBytes)));
+  });
+  const dim3 grid(static_cast<unsigned>(n / kTile), static_cast<unsigned>(m / kTile));
+  detail::launch_smem(TG_LAUNCH_SITE, gemm_update_tiles, grid, kThreads, kSmemBytes, s, a, dz, v, p,
+                      static_cast<int>(m), static_cast<int>(n), static_cast<int>(rows), lr, momentum);
+}
+
+}  // namespace tg::kernels::cuda
