@@ -193,5 +193,9 @@ inline bool op_update_writes(OpKind op, int input) {
   const int pos = input % op_traits(op).inputs;
   return pos == 0 || (pos == 2 && op_reads_attr(op, AttrId::momentum));
 }
+// Whether each group of an update has a velocity (input 2 of the group).
+inline bool op_update_has_velocity(OpKind op) {
+  return op_is_update(op) && op_traits(op).inputs >= 3 && op_reads_attr(op, AttrId::momentum);
+}
 
 }  // namespace tg

@@ -226,7 +226,7 @@ class Checker {
   void check_update_roles(const Node& n) {
     if (!op_is_update(n.op)) return;
     const size_t k = static_cast<size_t>(op_num_inputs(n.op));
-    const bool velocity = k >= 3 && op_update_writes(n.op, 2);
+    const bool velocity = op_update_has_velocity(n.op);
     for (size_t i = 0; i < n.inputs.size(); i += k) {
       const ValueInfo& p = val(n.inputs[i]);
       if (p.role != Role::parameter)
