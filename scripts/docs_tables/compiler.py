@@ -307,6 +307,8 @@ TABLES = {
 TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", TRAIN, "train_passes_cublaslt"
 # The same sweep with early updates off (TG_LANES_EARLY=0), from the session of train_passes.json.
 LATE = "train_passes_late"
+# The same sweep with the optimizer pass's GEMM updates off (TG_GEMM_UPDATE=0), same session.
+NOGEMM = "train_passes_nogemm"
 
 
 def _other(name, model, mode, passes, **p):
@@ -413,6 +415,10 @@ VALUES = {
     "compiler.sgemm_lt_inst": _instructions("cublaslt"),
     "compiler.sgemm_best_inst": _instructions("fragpipe-k16"),
     "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
+    "compiler.gemm_update_opt_on": _median("mlp", "train", "optimizer", width=4096),
+    "compiler.gemm_update_opt_off": _other(NOGEMM, "mlp", "train", "optimizer", width=4096),
+    "compiler.gemm_update_all_on": _median("mlp", "train", "all", width=4096),
+    "compiler.gemm_update_all_off": _other(NOGEMM, "mlp", "train", "all", width=4096),
     "compiler.early_w4096_on": _median("mlp", "train", "all", width=4096),
     "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
     "compiler.tuned_tfm_infer": _tuned_tfm_infer,

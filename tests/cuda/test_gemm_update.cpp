@@ -81,7 +81,7 @@ TEST_CASE("cuda matmul_sgd_momentum: the update of the separate cuBLASLt weight 
   const bool same_bits = std::memcmp(pf.data(), ps.data(), pf.size() * sizeof(float)) == 0 &&
                          std::memcmp(vf.data(), vs.data(), vf.size() * sizeof(float)) == 0;
   MESSAGE("matmul_sgd_momentum vs cuBLASLt + sgd_momentum, [", rows, ",", k, "]^T [", rows, ",", n,
-          "], two steps: ", same_bits ? "bitwise equal" : "within the tolerance, not bitwise");
+          "], two steps: ", (same_bits ? "bitwise equal" : "within the tolerance, not bitwise"));
 }
 
 }  // namespace tg::testing
