@@ -88,8 +88,9 @@ done
 # The probes of the open questions (scripts/device/probes, built with
 # TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs,
 # momentum in the weight-gradient GEMM, what any kernel reaches on the 64 MiB column sum,
-# a GEMM of our own with the SGD update in its epilogue, and the runtime's matmul_sgd_momentum.
-for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-update gemm-update-runtime; do
+# a GEMM of our own with the SGD update in its epilogue, the runtime's matmul_sgd_momentum, and
+# an own input-gradient GEMM (both operands transposed into shared memory) with relu_grad in its epilogue.
+for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-update gemm-update-runtime sgemm-dgrad; do
   probe="$build/scripts/device/probes/tg-probe-$name"
   [ -x "$probe" ] || continue
   timeout 120 "$probe" > "$res/$name.txt" 2>&1

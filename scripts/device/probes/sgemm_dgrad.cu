@@ -1,0 +1,255 @@
+// The next GEMM of the w4096 MLP's step to take from cuBLASLt: the input gradient
+// dX[batch, in] = dZ[batch, out] W[in, out]^T (batch 1024, in = out = 4096, fp32). cuBLASLt's
+// kernel for it takes ~700 us against ~670 for the forward and the weight-gradient products of
+// the same size (docs/results/h200-probes/lt-epilogues-3b55d94.txt), and the step runs a
+// separate relu_grad over its result. The floor counts cuBLASLt's time, so a kernel of our own
+// at the weight-gradient kernel's speed, with relu_grad in its epilogue, is what the step
+// needs to get under it.
+//
+// Both operands are read along k (out) in rows here, the layout the weight-gradient kernel
+// does not have: its k steps are rows of X and dY. So the copies transpose: each k tile of
+// 16 columns of dZ's rows and of W's rows goes to shared memory k-major ([k][row], rows
+// padded by 4 floats against bank conflicts), one float per cp.async (4-byte copies, which
+// .ca allows), so that the main loop is the weight-gradient kernel's: 128 x 128 tiles, 128
+// threads of 16 x 8 results, double-buffered fragments, the stage switch inside the last k
+// step, serpentine product order, each output one chain of fused multiply-adds over k in order.
+// Epilogues: store dX; or relu_grad (dX = dZ W^T where y > 0, else 0, y the layer's ReLU output).
+//
+// Printed: each own kernel's largest difference from cuBLASLt's dX (relative to the largest
+// magnitude), then the time of the two input gradients of a step back to back (median of 9
+// after 2 warm-ups): cuBLASLt's (heuristic's first, best of its candidates), cuBLASLt + a
+// relu_grad kernel, and the own kernels.
+#include <type_traits>
+
+#include "wgrad_common.cuh"
+
+namespace {
+
+using namespace wgrad;
+
+constexpr int kB = 1024, kInF = 4096, kOutF = 4096, kLayers = 2;
+constexpr int kTile = 128, kThreads = 128, kStep = 16, kStages = 4, kPad = 4, kLd = kTile + kPad;
+constexpr int kRowQuads = 4, kRows = 16, kCols = 8;
+constexpr size_t kSmem = sizeof(float) * kStages * kStep * kLd * 2;
+
+enum class Epi { store, relu_grad };
+enum Order { kSerpentine, kSerpentineCols };
+
+__device__ __forceinline__ void cp_async4(unsigned smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
+
+template <int kOrder>
+__device__ constexpr int2 product_at(int s) {
+  if (kOrder == kSerpentine) {
+    const int r = s / kCols, c = s % kCols;
+    return {r, r % 2 ? kCols - 1 - c : c};
+  }
+  const int c = s / kRows, r = s % kRows;
+  return {c % 2 ? kRows - 1 - r : r, c};
+}
+
+// out[i][j] = sum over k < K of a[i][k] b[j][k] (a: m x K, b: n x K, row-major), for
+// i < m, j < n; m, n multiples of 128, K of 16. y (relu_grad): the ReLU's output, out's shape.
+template <int kOrder, Epi kEpi>
+__global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict__ a, const float* __restrict__ b,
+                                                         float* __restrict__ out, const float* __restrict__ y, int m,
+                                                         int n, int K) {
+  extern __shared__ __align__(16) float smem[];
+  float* as = smem;                          // [kStages][kStep][kLd]: a's tile, k-major
+  float* bs = smem + kStages * kStep * kLd;  // the same for b
+  const int tid = threadIdx.x;
+  const int row0 = tid / 16 * 4, col0 = tid % 16 * 4;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const int tiles = K / kStep;
+  // Copies of a k tile: 128 rows x 16 k of each operand, 16 floats a thread; element e =
+  // tid + 128 l is row e / 16, column e % 16, so a warp reads two rows' 64 contiguous bytes.
+  const float* ga = a + static_cast<long long>(i0 + tid / kStep) * K + tid % kStep;
+  const float* gb = b + static_cast<long long>(j0 + tid / kStep) * K + tid % kStep;
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(as + (tid % kStep) * kLd + tid / kStep));
+  const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(bs + (tid % kStep) * kLd + tid / kStep));
+  constexpr int kRowsApart = kThreads / kStep;  // 8 rows between a thread's copies
+  int write_stage = 0;
+  auto issue = [&](int tile) {
+    if (tile < tiles) {
+#pragma unroll
+      for (int l = 0; l < kTile / kRowsApart; ++l) {
+        const unsigned at = 4u * static_cast<unsigned>(write_stage * kStep * kLd + l * kRowsApart);
+        cp_async4(sa + at, ga + static_cast<long long>(l) * kRowsApart * K);
+        cp_async4(sb + at, gb + static_cast<long long>(l) * kRowsApart * K);
+      }
+      ga += kStep;
+      gb += kStep;
+      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+    }
+    cp_async_commit();
+  };
+  float av[2][kRows], bv[2][kCols];
+  auto load_fragments = [&](int buf, int stage, int k) {
+    const float* at = as + (stage * kStep + k) * kLd;
+    const float* bt = bs + (stage * kStep + k) * kLd;
+#pragma unroll
+    for (int q = 0; q < kRowQuads; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(at + 32 * q + row0);
+      av[buf][4 * q] = v.x, av[buf][4 * q + 1] = v.y, av[buf][4 * q + 2] = v.z, av[buf][4 * q + 3] = v.w;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 v = *reinterpret_cast<const float4*>(bt + 64 * h + col0);
+      bv[buf][4 * h] = v.x, bv[buf][4 * h + 1] = v.y, bv[buf][4 * h + 2] = v.z, bv[buf][4 * h + 3] = v.w;
+    }
+  };
+  float acc[kRows][kCols] = {};
+#pragma unroll
+  for (int t = 0; t < kStages - 1; ++t) issue(t);
+  cp_async_wait<kStages - 2>();
+  __syncthreads();
+  load_fragments(0, 0, 0);
+  int stage = 0;
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
+#pragma unroll
+    for (int k = 0; k < kStep; ++k) {
+      if (k == kStep - 1) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();
+      }
+      if (k + 1 < kStep) load_fragments((k + 1) % 2, stage, k + 1);
+      else load_fragments(0, next_stage, 0);
+      if (k == 0) issue(tile + kStages - 1);
+#pragma unroll
+      for (int s = 0; s < kRows * kCols; ++s) {
+        const int2 rc = product_at<kOrder>(s);
+        acc[rc.x][rc.y] = fmaf(av[k % 2][rc.x], bv[k % 2][rc.y], acc[rc.x][rc.y]);
+      }
+    }
+    stage = next_stage;
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int i = i0 + 32 * (r / 4) + row0 + r % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long long at = static_cast<long long>(i) * n + j0 + 64 * h + col0;
+      float4 g = make_float4(acc[r][4 * h], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]);
+      if constexpr (kEpi == Epi::relu_grad) {
+        const float4 yy = *reinterpret_cast<const float4*>(y + at);
+        g.x = yy.x > 0.0f ? g.x : 0.0f, g.y = yy.y > 0.0f ? g.y : 0.0f;
+        g.z = yy.z > 0.0f ? g.z : 0.0f, g.w = yy.w > 0.0f ? g.w : 0.0f;
+      }
+      *reinterpret_cast<float4*>(out + at) = g;
+    }
+  }
+}
+
+__global__ void relu_grad_kernel(float4* d, const float4* y, long n4) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  float4 g = d[i];
+  const float4 yy = y[i];
+  g.x = yy.x > 0.0f ? g.x : 0.0f, g.y = yy.y > 0.0f ? g.y : 0.0f;
+  g.z = yy.z > 0.0f ? g.z : 0.0f, g.w = yy.w > 0.0f ? g.w : 0.0f;
+  d[i] = g;
+}
+
+// cuBLASLt's input gradient as the runtime maps it: row-major dX = dZ W^T is column-major
+// dX^T [in, batch] = op(A) B with A = W's storage as column-major [out, in] (ld out), transposed,
+// and B = dZ's storage as column-major [out, batch] (ld out).
+struct LtInputGrad {
+  cublasLtMatmulDesc_t op{};
+  cublasLtMatrixLayout_t la{}, lb{}, ld{};
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+  LtInputGrad(cublasLtHandle_t lt, size_t ws_bytes) {
+    CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T;
+    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, kOutF, kInF, kOutF));
+    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, kOutF, kB, kOutF));
+    CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, kInF, kB, kInF));
+    cublasLtMatmulPreference_t pref;
+    CK(cublasLtMatmulPreferenceCreate(&pref));
+    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    candidates.resize(8);
+    int found = 0;
+    CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 8, candidates.data(), &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0) {
+      std::printf("no cuBLASLt algorithm for the input gradient\n");
+      std::exit(1);
+    }
+    candidates.resize(static_cast<size_t>(found));
+  }
+  void run(cublasLtHandle_t lt, const float* w, const float* dz, float* dx, void* ws, size_t c, cudaStream_t s) const {
+    const float one = 1.0f, zero = 0.0f;
+    const cublasLtMatmulHeuristicResult_t& r = candidates[c];
+    CK(cublasLtMatmul(lt, op, &one, w, la, dz, lb, &zero, dx, ld, dx, ld, &r.algo, ws, r.workspaceSize, s));
+  }
+};
+
+}  // namespace
+
+int main() {
+  const Context ctx;
+  cudaStream_t s = ctx.s;
+  std::vector<float*> dz(kLayers), w(kLayers), y(kLayers), ref(kLayers), mine(kLayers);
+  const long out_elems = static_cast<long>(kB) * kInF;
+  for (int l = 0; l < kLayers; ++l) {
+    dz[l] = upload(pseudo_random(static_cast<long>(kB) * kOutF, 51u + l, 0.02f));
+    w[l] = upload(pseudo_random(static_cast<long>(kInF) * kOutF, 61u + l, 0.05f));
+    y[l] = upload(pseudo_random(out_elems, 71u + l, 2.0f));  // half of it > 0: the ReLU's output pattern
+    ref[l] = upload(std::vector<float>(static_cast<size_t>(out_elems), 0.0f));
+    mine[l] = upload(std::vector<float>(static_cast<size_t>(out_elems), 0.0f));
+  }
+  const LtInputGrad lt(ctx.lt, ctx.ws_bytes);
+  auto lt_gemm = [&](int l, size_t c) { lt.run(ctx.lt, w[l], dz[l], ref[l], ctx.ws, c, s); };
+  auto relu_grad = [&](int l) {
+    const long n4 = out_elems / 4;
+    relu_grad_kernel<<<static_cast<unsigned>((n4 + 255) / 256), 256, 0, s>>>(reinterpret_cast<float4*>(ref[l]),
+                                                                             reinterpret_cast<const float4*>(y[l]), n4);
+    CK(cudaGetLastError());
+  };
+  auto own = [&](int l, auto kernel) {
+    kernel<<<dim3(kInF / kTile, kB / kTile), kThreads, kSmem, s>>>(dz[l], w[l], mine[l], y[l], kB, kInF, kOutF);
+    CK(cudaGetLastError());
+  };
+  auto timed = [&](auto&& body) { return median_us(s, body); };
+  const double flop = 2.0 * kB * kInF * static_cast<double>(kOutF) * kLayers;
+  auto row = [&](const char* name, float us) {
+    std::printf("  %-48s %9.1f us  %6.1f TFLOP/s\n", name, us, flop / (us * 1e-6) / 1e12);
+  };
+  // Each own kernel: checked against cuBLASLt's dX (with relu_grad applied after it for the
+  // relu_grad epilogue), then timed.
+  auto config = [&](const char* what, auto kernel, bool with_relu_grad) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+    double d = 0;
+    for (int l = 0; l < kLayers; ++l) {
+      lt_gemm(l, 0);
+      if (with_relu_grad) relu_grad(l);
+      own(l, kernel);
+      CK(cudaStreamSynchronize(s));
+      d = std::max(d, max_rel_diff(ref[l], mine[l], out_elems));
+    }
+    std::printf("%s: max rel diff from cuBLASLt %.3g\n", what, d);
+    row(what, timed([&] { for (int l = 0; l < kLayers; ++l) own(l, kernel); }));
+  };
+  std::printf("%d input gradients [%d, %d] x [%d, %d]^T (fp32), back to back:\n", kLayers, kB, kOutF, kInF, kOutF);
+  float best = 1e30f;
+  size_t pick = 0;
+  for (size_t c = 0; c < lt.candidates.size(); ++c) {
+    const float us = timed([&] { for (int l = 0; l < kLayers; ++l) lt_gemm(l, c); });
+    if (c == 0) row("cuBLASLt, heuristic's first", us);
+    if (us < best) best = us, pick = c;
+  }
+  char name[80];
+  std::snprintf(name, sizeof name, "cuBLASLt, best of %zu (candidate %zu)", lt.candidates.size(), pick);
+  row(name, best);
+  row("cuBLASLt best + relu_grad kernel", timed([&] { for (int l = 0; l < kLayers; ++l) { lt_gemm(l, pick); relu_grad(l); } }));
+  config("own, serpentine, store", sgemm_abt<kSerpentine, Epi::store>, false);
+  config("own, serpentine columns, store", sgemm_abt<kSerpentineCols, Epi::store>, false);
+  config("own, serpentine, relu_grad epilogue", sgemm_abt<kSerpentine, Epi::relu_grad>, true);
+  config("own, serpentine columns, relu_grad epilogue", sgemm_abt<kSerpentineCols, Epi::relu_grad>, true);
+  return 0;
+}
