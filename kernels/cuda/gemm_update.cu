@@ -15,8 +15,9 @@
 //    in rows, so a k step of a tile is the outer product of two row segments;
 //  - 128 threads, each 16 x 8 results; operands copied global -> shared by cp.async through
 //    4 stages of 16 rows, the copies' addresses advanced tile by tile;
-//  - CUTLASS's multistage main loop: two fragment buffers (the next k step's shared loads
-//    issue before this step's products) and the stage switch inside the last k step;
+//  - CUTLASS's multistage main loop (kernels/cuda/simt_gemm.cuh): two fragment buffers (the
+//    next k step's shared loads issue before this step's products) and the stage switch
+//    inside the last k step;
 //  - a k step's products in serpentine order (odd rows right to left), which through the
 //    register allocation decides how many multiply-adds wait on a register bank;
 //  - each output one chain of fused multiply-adds over r in order, as cuBLASLt's FP32 kernel
@@ -32,6 +33,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd_step.cuh"
+#include "kernels/cuda/simt_gemm.cuh"
 #include "kernels/gemm_update_shape.h"
 
 namespace tg::kernels::cuda {
@@ -46,18 +48,10 @@ constexpr int kCopies = kStep * kQuadsPerRow / kThreads, kCopyRowsApart = kThrea
 constexpr size_t kSmemBytes = sizeof(float) * kStages * kStep * 2 * kTile;
 static_assert(kTile == kGemmUpdateTile && kStep == kGemmUpdateStep, "the fast shapes are this kernel's tiles");
 
-__device__ __forceinline__ void cp_async16(unsigned smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
 // Product s of a k step (16 rows x 8 columns) in serpentine order.
-__device__ constexpr int product_row(int s) { return s / kCols; }
-__device__ constexpr int product_col(int s) { return (s / kCols) % 2 ? kCols - 1 - s % kCols : s % kCols; }
+__device__ constexpr int2 serpentine(int s) {
+  return {s / kCols, (s / kCols) % 2 ? kCols - 1 - s % kCols : s % kCols};
+}
 
 __global__ void __launch_bounds__(kThreads, 2)
     gemm_update_tiles(const float* __restrict__ a, const float* __restrict__ dz, float* __restrict__ v,
@@ -108,32 +102,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
   float acc[kRows][kCols] = {};
-#pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) issue(t);
-  cp_async_wait<kStages - 2>();
-  __syncthreads();
-  load_fragments(0, 0, 0);
-  int stage = 0;
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
-#pragma unroll
-    for (int k = 0; k < kStep; ++k) {
-      if (k == kStep - 1) {
-        cp_async_wait<kStages - 2>();
-        __syncthreads();  // tile + 1's copies visible; every thread done reading this stage
-      }
-      // Past the last tile this reads a stage no copy filled; the values are never used.
-      if (k + 1 < kStep) load_fragments((k + 1) % 2, stage, k + 1);
-      else load_fragments(0, next_stage, 0);
-      if (k == 0) issue(tile + kStages - 1);  // into the stage the last barrier freed
-#pragma unroll
-      for (int s = 0; s < kRows * kCols; ++s) {
-        const int r = product_row(s), c = product_col(s);
-        acc[r][c] = fmaf(av[k % 2][r], bv[k % 2][c], acc[r][c]);
-      }
-    }
-    stage = next_stage;
-  }
+  simt_main_loop<kStep, kStages>(tiles, acc, av, bv, issue, load_fragments, serpentine, [](int, int) {});
   // The update: thread row r is tile row kRowApart * (r / 4) + row0 + r % 4, its columns
   // col0 + 64h + {0..3}.
 #pragma unroll

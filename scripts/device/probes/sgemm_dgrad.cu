@@ -10,9 +10,10 @@
 // does not have: its k steps are rows of X and dY. So the copies transpose: each k tile of
 // 16 columns of dZ's rows and of W's rows goes to shared memory k-major ([k][row], rows
 // padded by 4 floats against bank conflicts), one float per cp.async (4-byte copies, which
-// .ca allows), so that the main loop is the weight-gradient kernel's: 128 x 128 tiles, 128
-// threads of 16 x 8 results, double-buffered fragments, the stage switch inside the last k
-// step, serpentine product order, each output one chain of fused multiply-adds over k in order.
+// .ca allows), so that the main loop is the weight-gradient kernel's (simt_main_loop of
+// kernels/cuda/simt_gemm.cuh): 128 x 128 tiles, 128 threads of 16 x 8 results, double-buffered
+// fragments, the stage switch inside the last k step, serpentine product order, each output
+// one chain of fused multiply-adds over k in order.
 // Epilogues: store dX; or relu_grad (dX = dZ W^T where y > 0, else 0, y the layer's ReLU output).
 //
 // Printed: each own kernel's largest difference from cuBLASLt's dX (relative to the largest
@@ -21,6 +22,7 @@
 // relu_grad kernel, and the own kernels.
 #include <type_traits>
 
+#include "kernels/cuda/simt_gemm.cuh"
 #include "wgrad_common.cuh"
 
 namespace {
@@ -35,12 +37,8 @@ constexpr size_t kSmem = sizeof(float) * kStages * kStep * kLd * 2;
 enum class Epi { store, relu_grad };
 enum Order { kSerpentine, kSerpentineCols };
 
-__device__ __forceinline__ void cp_async4(unsigned smem, const void* gmem) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
+using tg::kernels::cuda::cp_async4;  // the cp.async helpers of kernels/cuda/simt_gemm.cuh
+using tg::kernels::cuda::cp_async_commit;
 
 template <int kOrder>
 __device__ constexpr int2 product_at(int s) {
@@ -103,31 +101,8 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict
     }
   };
   float acc[kRows][kCols] = {};
-#pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) issue(t);
-  cp_async_wait<kStages - 2>();
-  __syncthreads();
-  load_fragments(0, 0, 0);
-  int stage = 0;
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
-#pragma unroll
-    for (int k = 0; k < kStep; ++k) {
-      if (k == kStep - 1) {
-        cp_async_wait<kStages - 2>();
-        __syncthreads();
-      }
-      if (k + 1 < kStep) load_fragments((k + 1) % 2, stage, k + 1);
-      else load_fragments(0, next_stage, 0);
-      if (k == 0) issue(tile + kStages - 1);
-#pragma unroll
-      for (int s = 0; s < kRows * kCols; ++s) {
-        const int2 rc = product_at<kOrder>(s);
-        acc[rc.x][rc.y] = fmaf(av[k % 2][rc.x], bv[k % 2][rc.y], acc[rc.x][rc.y]);
-      }
-    }
-    stage = next_stage;
-  }
+  tg::kernels::cuda::simt_main_loop<kStep, kStages>(tiles, acc, av, bv, issue, load_fragments, product_at<kOrder>,
+                                                    [](int, int) {});
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const int i = i0 + 32 * (r / 4) + row0 + r % 4;
@@ -169,18 +144,7 @@ struct LtInputGrad {
     CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, kOutF, kInF, kOutF));
     CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, kOutF, kB, kOutF));
     CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, kInF, kB, kInF));
-    cublasLtMatmulPreference_t pref;
-    CK(cublasLtMatmulPreferenceCreate(&pref));
-    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-    candidates.resize(8);
-    int found = 0;
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 8, candidates.data(), &found));
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (found == 0) {
-      std::printf("no cuBLASLt algorithm for the input gradient\n");
-      std::exit(1);
-    }
-    candidates.resize(static_cast<size_t>(found));
+    candidates = lt_candidates(lt, op, la, lb, ld, ws_bytes, 8, "the input gradient");
   }
   void run(cublasLtHandle_t lt, const float* w, const float* dz, float* dx, void* ws, size_t c, cudaStream_t s) const {
     const float one = 1.0f, zero = 0.0f;

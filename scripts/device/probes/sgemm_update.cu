@@ -29,6 +29,7 @@
 // magnitude.
 #include <type_traits>
 
+#include "kernels/cuda/simt_gemm.cuh"
 #include "wgrad_common.cuh"
 
 namespace {
@@ -130,16 +131,12 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_at_b(const float* __restric
 // loads per 128 multiply-adds instead of 4 per 64; columns tx*4 + 64h + {0..3} (h < 2)
 // either way. kMinBlocks bounds the registers: 128 threads at 3 blocks an SM get 168, at 2
 // get 207.
+using tg::kernels::cuda::cp_async16;  // the cp.async helpers of kernels/cuda/simt_gemm.cuh
+using tg::kernels::cuda::cp_async_commit;
+using tg::kernels::cuda::cp_async_wait;
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+  cp_async16(static_cast<unsigned>(__cvta_generic_to_shared(smem)), gmem);
 }
-__device__ __forceinline__ void cp_async16_at(unsigned smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
 
 // k step `tile` of both operands (kBK rows of the block's 128 columns of a, kTileN of b)
 // into shared stage tile % kStages, kThreads threads copying 16 bytes at a time, as one
@@ -267,13 +264,10 @@ __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_pipelined
   }
 }
 
-// The main loop as CUTLASS's multistage SIMT GEMM arranges it: two fragment buffers, so
-// the shared-memory loads of k step k + 1 are issued before the multiply-adds of step k
-// and their latency hides behind them; and the stage switch (wait for the next tile's
-// copies, then the barrier) inside the tile's last k step, before its multiply-adds, so
-// the first fragments of the next tile are loaded while the last products of this one
-// issue. The barrier also frees the stage just read, which the next tile's first k step
-// refills. The tiles, epilogues and kOrder are sgemm_at_b_pipelined's, and so is the thread
+// The main loop as CUTLASS's multistage SIMT GEMM arranges it (simt_main_loop of
+// kernels/cuda/simt_gemm.cuh, which matmul_sgd_momentum's kernel runs too: two fragment
+// buffers, the stage switch inside the tile's last k step). The tiles, epilogues and
+// kOrder are sgemm_at_b_pipelined's, and so is the thread
 // layout unless kSquareWarps: then (128 threads, 128 x 128 tiles only) each warp computes a
 // 64 x 64 quarter of the tile, its lanes 4 along the rows and 8 along the columns, each
 // thread rows 16q + 4 lane_row + {0..3} and columns 32h + 4 lane_col + {0..3} of it: a k
@@ -324,10 +318,10 @@ __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_fragpipe(
       if (tile < tiles) {
 #pragma unroll
         for (int l = 0; l < kACopies; ++l)
-          cp_async16_at(sa + 4u * static_cast<unsigned>(write_stage * kBK * kBM + l * kARowsApart * kBM), ga + l * a_apart);
+          cp_async16(sa + 4u * static_cast<unsigned>(write_stage * kBK * kBM + l * kARowsApart * kBM), ga + l * a_apart);
 #pragma unroll
         for (int l = 0; l < kBCopies; ++l)
-          cp_async16_at(sb + 4u * static_cast<unsigned>(write_stage * kBK * kTileN + l * kBRowsApart * kTileN),
+          cp_async16(sb + 4u * static_cast<unsigned>(write_stage * kBK * kTileN + l * kBRowsApart * kTileN),
                         gb + l * b_apart);
         ga += static_cast<long>(kBK) * m;
         gb += static_cast<long>(kBK) * n;
@@ -352,39 +346,21 @@ __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_fragpipe(
     }
   };
   float acc[kRows][kCols] = {};
+  auto order = [](int s) { return product_at<kOrder, kRows, kCols>(s); };
+  auto prefetch = [&](int tile, int k) {
+    if constexpr (kEpi == Epilogue::sgd_momentum && kPrefetchTiles > 0) {
+      if (k == 1 && tile == tiles - kPrefetchTiles) {
+        // kBM rows of 4 * kTileN bytes in each array: kBM * kTileN / 32 lines of 128 bytes.
 #pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) issue(t);
-  cp_async_wait<kStages - 2>();
-  __syncthreads();
-  load_fragments(0, 0, 0);
-  int stage = 0;
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
-#pragma unroll
-    for (int k = 0; k < kBK; ++k) {
-      if (k == kBK - 1) {
-        cp_async_wait<kStages - 2>();
-        __syncthreads();  // tile + 1's copies visible; every thread done reading this stage
-      }
-      // Past the last tile this reads a stage no copy filled; the values are never used.
-      if (k + 1 < kBK) load_fragments((k + 1) % 2, stage, k + 1);
-      else load_fragments(0, next_stage, 0);
-      if (k == 0) issue(tile + kStages - 1);  // into the stage the last barrier freed
-      if constexpr (kEpi == Epilogue::sgd_momentum && kPrefetchTiles > 0) {
-        if (k == 1 && tile == tiles - kPrefetchTiles) {
-          // kBM rows of 4 * kTileN bytes in each array: kBM * kTileN / 32 lines of 128 bytes.
-#pragma unroll
-          for (int line = tid; line < kBM * kTileN / 32; line += kThreadCount) {
-            const long at = static_cast<long>(i0 + line / (kTileN / 32)) * n + j0 + line % (kTileN / 32) * 32;
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(out + at));
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(p + at));
-          }
+        for (int line = tid; line < kBM * kTileN / 32; line += kThreadCount) {
+          const long at = static_cast<long>(i0 + line / (kTileN / 32)) * n + j0 + line % (kTileN / 32) * 32;
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(out + at));
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(p + at));
         }
       }
-      outer_product<kOrder>(acc, av[k % 2], bv[k % 2]);
     }
-    stage = next_stage;
-  }
+  };
+  tg::kernels::cuda::simt_main_loop<kBK, kStages>(tiles, acc, av, bv, issue, load_fragments, order, prefetch);
   if constexpr (kEpi == Epilogue::sgd_momentum) {
     static_assert(kRows % kBatchRows == 0, "whole batches");
 #pragma unroll

@@ -75,6 +75,27 @@ inline double max_rel_diff(const float* a_dev, const float* b_dev, long n) {
   return scale > 0 ? worst / scale : worst;
 }
 
+// The heuristic's first `most` algorithms for D = op(A) op(B) (C = D), best first, within
+// ws_bytes of workspace; exits naming `what` when it has none.
+inline std::vector<cublasLtMatmulHeuristicResult_t> lt_candidates(cublasLtHandle_t lt, cublasLtMatmulDesc_t op,
+                                                                   cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                                                                   cublasLtMatrixLayout_t ld, size_t ws_bytes, int most,
+                                                                   const char* what) {
+  cublasLtMatmulPreference_t pref;
+  CK(cublasLtMatmulPreferenceCreate(&pref));
+  CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+  std::vector<cublasLtMatmulHeuristicResult_t> found_algos(static_cast<size_t>(most));
+  int found = 0;
+  CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, most, found_algos.data(), &found));
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (found == 0) {
+    std::printf("no cuBLASLt algorithm for %s\n", what);
+    std::exit(1);
+  }
+  found_algos.resize(static_cast<size_t>(found));
+  return found_algos;
+}
+
 // cuBLASLt's weight gradient: row-major dW[in, out] = X^T dY as column-major
 // dW^T[out, in] = dY^T (out x batch, ld out) times X read transposed (in x batch, ld in);
 // C = D (out x in, ld out). beta is a run-time scalar, so one algorithm serves beta 0 and
@@ -91,19 +112,7 @@ struct LtWeightGrad {
     CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, kOut, kBatch, kOut));
     CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, kIn, kBatch, kIn));
     CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, kOut, kIn, kOut));
-    cublasLtMatmulPreference_t pref;
-    CK(cublasLtMatmulPreferenceCreate(&pref));
-    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-                                            sizeof ws_bytes));
-    candidates.resize(static_cast<size_t>(most));
-    int found = 0;
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, most, candidates.data(), &found));
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (found == 0) {
-      std::printf("no cuBLASLt algorithm for the weight gradient\n");
-      std::exit(1);
-    }
-    candidates.resize(static_cast<size_t>(found));
+    candidates = lt_candidates(lt, op, la, lb, lc, ws_bytes, most, "the weight gradient");
   }
   // out = X^T dY + beta * out with candidate c.
   void run(cublasLtHandle_t lt, const float* x, const float* dy, float* out, const float* beta, void* ws, size_t c,
