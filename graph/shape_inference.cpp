@@ -140,6 +140,14 @@ Shape fused_elementwise_shape(const std::vector<Shape>& in, const Attrs& at, con
   return out;
 }
 
+// An update's learning rate, and its momentum where it reads one.
+void require_rates(OpKind op, const Attrs& at, const std::string& node) {
+  const char* name = op_name(op);
+  if (!(at.lr > 0.0f)) graph_error("{} {}: lr = {} must be > 0", name, node, at.lr);
+  if (op_reads_attr(op, AttrId::momentum) && !(at.momentum >= 0.0f && at.momentum < 1.0f))
+    graph_error("{} {}: momentum = {} must be in [0, 1)", name, node, at.momentum);
+}
+
 // sgd's and sgd_momentum's rules on every group.
 Shape multi_update_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
@@ -150,9 +158,7 @@ Shape multi_update_shape(OpKind op, const std::vector<Shape>& in, const Attrs& a
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
                     "its gradient{} of the same shape", name, node, i / k, i, i + k - 1, j == 1 ? "gradient" : "velocity",
                     in[i + j].str(), in[i].str(), k == 3 ? " and its velocity" : "");
-  if (!(at.lr > 0.0f)) graph_error("{} {}: lr = {} must be > 0", name, node, at.lr);
-  if (op == OpKind::sgd_momentum_multi && !(at.momentum >= 0.0f && at.momentum < 1.0f))
-    graph_error("{} {}: momentum = {} must be in [0, 1)", name, node, at.momentum);
+  require_rates(op, at, node);
   return Shape{};
 }
 
@@ -302,14 +308,12 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     }
     case OpKind::sgd:
       require_same(name, node, in[0], in[1]);
-      if (!(at.lr > 0.0f)) graph_error("sgd {}: lr = {} must be > 0", node, at.lr);
+      require_rates(op, at, node);
       return Shape{};
     case OpKind::sgd_momentum:
       require_same(name, node, in[0], in[1]);
       require_same(name, node, in[0], in[2]);
-      if (!(at.lr > 0.0f)) graph_error("sgd_momentum {}: lr = {} must be > 0", node, at.lr);
-      if (!(at.momentum >= 0.0f && at.momentum < 1.0f))
-        graph_error("sgd_momentum {}: momentum = {} must be in [0, 1)", node, at.momentum);
+      require_rates(op, at, node);
       return Shape{};
     case OpKind::matmul_sgd_momentum: {
       // (param[k,n], a[r,k], velocity[k,n], dz[r,n]): the gradient a^T dz is param's shape.
@@ -318,9 +322,7 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
         graph_error("matmul_sgd_momentum {}: param {}, a {} and dz {} must be [k,n], [rows,k] and [rows,n], so that "
                     "a^T dz is param's shape", node, p.str(), a.str(), dz.str());
       require_same(name, node, in[0], in[2]);
-      if (!(at.lr > 0.0f)) graph_error("matmul_sgd_momentum {}: lr = {} must be > 0", node, at.lr);
-      if (!(at.momentum >= 0.0f && at.momentum < 1.0f))
-        graph_error("matmul_sgd_momentum {}: momentum = {} must be in [0, 1)", node, at.momentum);
+      require_rates(op, at, node);
       return Shape{};
     }
     case OpKind::linear:
