@@ -134,14 +134,14 @@ TEST_CASE("passes on CUDA: GEMM updates (matmul_sgd_momentum) train like the sep
   // Layers 256 -> 256 -> 256 -> 10 at batch 64: the two 256 x 256 weights (4 tiles each) fuse
   // once the threshold allows it; the same passes without the fusion are the reference.
   const ModelFn model = mlp_model(mlp_config(64, 256, 256, 3, 10));
-  const int64_t was = gemm_update_min_tiles();
-  set_gemm_update_min_tiles(1);
   CompileOptions fused = on_gpu();
   fused.passes = PassSet::all();
-  CompiledPlan b = compile(model, fused);
-  set_gemm_update_min_tiles(0);
-  CompiledPlan a = compile(model, fused);
-  set_gemm_update_min_tiles(was);
+  auto compile_with = [&](int64_t min_tiles) {
+    GemmUpdateTiles tiles(min_tiles);
+    return compile(model, fused);
+  };
+  CompiledPlan b = compile_with(1);
+  CompiledPlan a = compile_with(0);
   CHECK(count(*b.graph, OpKind::matmul_sgd_momentum) == 2);
   CHECK(count(*a.graph, OpKind::matmul_sgd_momentum) == 0);
   CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");

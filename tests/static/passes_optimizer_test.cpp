@@ -155,13 +155,6 @@ namespace tg::testing {
 
 namespace {
 
-// Lowers the GEMM updates' tile threshold for a scope, so that small weights fuse.
-struct GemmUpdateTiles {
-  int64_t was = gemm_update_min_tiles();
-  explicit GemmUpdateTiles(int64_t tiles) { set_gemm_update_min_tiles(tiles); }
-  ~GemmUpdateTiles() { set_gemm_update_min_tiles(was); }
-};
-
 // w [k, n] updated with momentum from the weight gradient x^T dz (x [rows, k], dz [rows, n]).
 Graph gemm_update_graph(int64_t rows, int64_t k, int64_t n, bool gradient_is_output = false) {
   return recorded([&](RecordingBuilder& b) {

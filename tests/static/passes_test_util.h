@@ -30,6 +30,16 @@ inline int count(const Graph& g, OpKind op) {
   return it == c.end() ? 0 : it->second;
 }
 
+// Sets the optimizer pass's GEMM-update tile threshold for a scope (static/passes/pass.h),
+// so that small weights fuse (or, with 0, none does).
+struct GemmUpdateTiles {
+  int64_t was = gemm_update_min_tiles();
+  explicit GemmUpdateTiles(int64_t tiles) { set_gemm_update_min_tiles(tiles); }
+  ~GemmUpdateTiles() { set_gemm_update_min_tiles(was); }
+  GemmUpdateTiles(const GemmUpdateTiles&) = delete;
+  GemmUpdateTiles& operator=(const GemmUpdateTiles&) = delete;
+};
+
 inline Graph recorded(const std::function<void(RecordingBuilder&)>& f) {
   Graph g;
   RecordingBuilder b(g);
