@@ -323,10 +323,12 @@ _mlp32_lanes_train = _other(TRAIN, "mlp", "train", "lanes", width=256)
 _tuned_mlp32_train = _other(TUNED, "mlp", "train", "all", width=256)
 _lt_mlp32_train = _other(CUBLASLT, "mlp", "train", "all", width=256)
 _lt_mlp32_infer = _other(CUBLASLT, "mlp", "inference", "all", width=256)
+_w4096_train_all = _median("mlp", "train", "all", width=4096)  # with early updates and GEMM updates on
 
 
-# Probe outputs (scripts/device/probes, saved under docs/results/h200-probes/): the first
-# number after `label` on the first line that starts with it, in microseconds.
+# Probe outputs (scripts/device/probes, saved under docs/results/h200-probes/): the number
+# right after `label` on the first line that starts with it (_probe_number), in microseconds
+# for the times.
 MOMENTUM_PROBE = "h200-probes/momentum-gemm-c5ca47a.txt"
 COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
 SGEMM_PROBE = "h200-probes/sgemm-update-05bf235.txt"
@@ -417,9 +419,9 @@ VALUES = {
     "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
     "compiler.gemm_update_opt_on": _median("mlp", "train", "optimizer", width=4096),
     "compiler.gemm_update_opt_off": _other(NOGEMM, "mlp", "train", "optimizer", width=4096),
-    "compiler.gemm_update_all_on": _median("mlp", "train", "all", width=4096),
+    "compiler.gemm_update_all_on": _w4096_train_all,
     "compiler.gemm_update_all_off": _other(NOGEMM, "mlp", "train", "all", width=4096),
-    "compiler.early_w4096_on": _median("mlp", "train", "all", width=4096),
+    "compiler.early_w4096_on": _w4096_train_all,
     "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
     "compiler.tuned_tfm_infer": _tuned_tfm_infer,
     "compiler.tuned_tfm_train": _tuned_tfm_train,
