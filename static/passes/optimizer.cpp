@@ -20,6 +20,7 @@
 // set_gemm_updates) turns it off.
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -52,8 +53,9 @@ std::string unused_name(const Graph& g, const std::unordered_set<std::string>& t
 kernels::EnvSwitch g_gemm_updates("TG_GEMM_UPDATE", true);
 std::atomic<int64_t> g_min_tiles{kGemmUpdateMinTiles};
 
-// The weight-gradient GEMMs fused into their updates (see the top of the file).
-Graph fuse_gemm_updates(const Graph& g, int64_t min_tiles) {
+// The weight-gradient GEMMs fused into their updates (see the top of the file); nothing
+// when there is none to fuse.
+std::optional<Graph> fuse_gemm_updates(const Graph& g, int64_t min_tiles) {
   GraphRewrite rw(g);
   bool any = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -91,7 +93,8 @@ Graph fuse_gemm_updates(const Graph& g, int64_t min_tiles) {
     rw.add_node(std::move(f), static_cast<int>(i));
     any = true;
   }
-  return any ? rw.finish() : g;
+  if (!any) return std::nullopt;
+  return rw.finish();
 }
 
 }  // namespace
@@ -108,8 +111,8 @@ Graph pass_optimizer(const Graph& g, int64_t split_bytes) {
 }
 
 Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_tiles) {
-  const Graph fused = gemm_min_tiles > 0 ? fuse_gemm_updates(given, gemm_min_tiles) : Graph{};
-  const Graph& g = gemm_min_tiles > 0 ? fused : given;
+  const std::optional<Graph> fused = gemm_min_tiles > 0 ? fuse_gemm_updates(given, gemm_min_tiles) : std::nullopt;
+  const Graph& g = fused ? *fused : given;
   // How many updates write each value, and the values some update reads as a gradient.
   std::unordered_map<int, int> writes;
   std::unordered_set<int> grads;
