@@ -34,8 +34,13 @@ constexpr int kTile = 128, kThreads = 128, kStep = 16, kStages = 4, kPad = 4, kL
 constexpr int kRowQuads = 4, kRows = 16, kCols = 8;
 constexpr size_t kSmem = sizeof(float) * kStages * kStep * kLd * 2;
 
-enum class Epi { store, relu_grad };
+enum class Epi { store, relu_grad, relu_grad_rows4 };
 enum Order { kSerpentine, kSerpentineCols };
+// How a k tile's 128 rows x 16 k of an operand map onto the 128 threads' 16 four-byte copies:
+//  kMapRowPairs: a warp copies 2 rows x 16 k (two 64-byte runs); its shared stores fall on 16 banks
+//             twice (k and k + 8 collide: 2-way conflicts);
+//  kMapRowQuads: a warp copies 4 rows x 8 k (four 32-byte sectors); its stores fall on 32 banks.
+enum Map { kMapRowPairs, kMapRowQuads };
 
 using tg::kernels::cuda::cp_async4;  // the cp.async helpers of kernels/cuda/simt_gemm.cuh
 using tg::kernels::cuda::cp_async_commit;
@@ -50,12 +55,25 @@ __device__ constexpr int2 product_at(int s) {
   return {c % 2 ? kRows - 1 - r : r, c};
 }
 
+// A thread's first copy (l = 0): its row and k inside the tile; copy l is that plus copy_delta(l).
+template <int kMap>
+__device__ __forceinline__ int2 copy_base(int tid) {
+  return kMap == kMapRowPairs ? int2{tid / kStep, tid % kStep} : int2{tid / 8, tid % 8};
+}
+template <int kMap>
+__device__ constexpr int2 copy_delta(int l) {
+  return kMap == kMapRowPairs ? int2{l * (kThreads / kStep), 0} : int2{16 * (l >> 1), 8 * (l & 1)};
+}
+
 // out[i][j] = sum over k < K of a[i][k] b[j][k] (a: m x K, b: n x K, row-major), for
 // i < m, j < n; m, n multiples of 128, K of 16. y (relu_grad): the ReLU's output, out's shape.
-template <int kOrder, Epi kEpi>
+// kParts: the k steps over which a tile's 32 copies a thread spread (1: all in the tile's first
+// step; 8: four in each of the first eight, as CUTLASS's multistage loop spreads them).
+template <int kOrder, Epi kEpi, int kMap = kMapRowPairs, int kParts = 1>
 __global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict__ a, const float* __restrict__ b,
                                                          float* __restrict__ out, const float* __restrict__ y, int m,
                                                          int n, int K) {
+  static_assert(kStep % kParts == 0 && kParts < kStep, "the last part must commit before the tile's wait");
   extern __shared__ __align__(16) float smem[];
   float* as = smem;                          // [kStages][kStep][kLd]: a's tile, k-major
   float* bs = smem + kStages * kStep * kLd;  // the same for b
@@ -63,27 +81,42 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict
   const int row0 = tid / 16 * 4, col0 = tid % 16 * 4;
   const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
   const int tiles = K / kStep;
-  // Copies of a k tile: 128 rows x 16 k of each operand, 16 floats a thread; element e =
-  // tid + 128 l is row e / 16, column e % 16, so a warp reads two rows' 64 contiguous bytes.
-  const float* ga = a + static_cast<long long>(i0 + tid / kStep) * K + tid % kStep;
-  const float* gb = b + static_cast<long long>(j0 + tid / kStep) * K + tid % kStep;
-  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(as + (tid % kStep) * kLd + tid / kStep));
-  const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(bs + (tid % kStep) * kLd + tid / kStep));
-  constexpr int kRowsApart = kThreads / kStep;  // 8 rows between a thread's copies
-  int write_stage = 0;
-  auto issue = [&](int tile) {
-    if (tile < tiles) {
+  // The copies' pointers start at the thread's first element (l = 0) of k tile 0 and advance
+  // a tile's 16 columns once all of a tile's copies are issued (tiles are copied in order).
+  const int2 rk0 = copy_base<kMap>(tid);
+  const float* ga = a + static_cast<long long>(i0 + rk0.x) * K + rk0.y;
+  const float* gb = b + static_cast<long long>(j0 + rk0.x) * K + rk0.y;
+  const unsigned sa0 = static_cast<unsigned>(__cvta_generic_to_shared(as + rk0.y * kLd + rk0.x));
+  const unsigned sb0 = static_cast<unsigned>(__cvta_generic_to_shared(bs + rk0.y * kLd + rk0.x));
+  // Copies l in [first, last) of k tile `tile` into its stage (tile % kStages).
+  auto copy = [&](int tile, int first, int last) {
+    if (tile >= tiles) return;
+    const unsigned stage_at = 4u * static_cast<unsigned>(tile % kStages * kStep * kLd);
 #pragma unroll
-      for (int l = 0; l < kTile / kRowsApart; ++l) {
-        const unsigned at = 4u * static_cast<unsigned>(write_stage * kStep * kLd + l * kRowsApart);
-        cp_async4(sa + at, ga + static_cast<long long>(l) * kRowsApart * K);
-        cp_async4(sb + at, gb + static_cast<long long>(l) * kRowsApart * K);
-      }
-      ga += kStep;
-      gb += kStep;
-      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+    for (int l = first; l < last; ++l) {
+      const int dr = copy_delta<kMap>(l).x, dk = copy_delta<kMap>(l).y;
+      const unsigned at = stage_at + 4u * static_cast<unsigned>(dk * kLd + dr);
+      const long long g = static_cast<long long>(dr) * K + dk;
+      cp_async4(sa0 + at, ga + g);
+      cp_async4(sb0 + at, gb + g);
     }
-    cp_async_commit();
+    if (last == kStep) ga += kStep, gb += kStep;
+  };
+  constexpr int kPerPart = kStep / kParts;  // copies l of one operand per part
+  int pending = 0;                           // the tile whose copies at_step spreads
+  auto issue = [&](int tile) {
+    if (kParts == 1 || tile < kStages - 1) {  // the prologue copies whole tiles
+      copy(tile, 0, kStep);
+      cp_async_commit();
+    } else {
+      pending = tile;
+    }
+  };
+  auto at_step = [&](int, int k) {
+    if (kParts > 1 && k < kParts) {
+      copy(pending, k * kPerPart, (k + 1) * kPerPart);
+      if (k == kParts - 1) cp_async_commit();
+    }
   };
   float av[2][kRows], bv[2][kCols];
   auto load_fragments = [&](int buf, int stage, int k) {
@@ -102,21 +135,34 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict
   };
   float acc[kRows][kCols] = {};
   tg::kernels::cuda::simt_main_loop<kStep, kStages>(tiles, acc, av, bv, issue, load_fragments, product_at<kOrder>,
-                                                    [](int, int) {});
+                                                    at_step);
+  auto at_out = [&](int r, int h) {
+    return static_cast<long long>(i0 + 32 * (r / 4) + row0 + r % 4) * n + j0 + 64 * h + col0;
+  };
+  auto masked = [](float4 g, float4 yy) {
+    g.x = yy.x > 0.0f ? g.x : 0.0f, g.y = yy.y > 0.0f ? g.y : 0.0f;
+    g.z = yy.z > 0.0f ? g.z : 0.0f, g.w = yy.w > 0.0f ? g.w : 0.0f;
+    return g;
+  };
+  constexpr int kBatch = kEpi == Epi::relu_grad_rows4 ? 4 : 1;  // rows whose y loads issue before any store
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const int i = i0 + 32 * (r / 4) + row0 + r % 4;
+  for (int r0 = 0; r0 < kRows; r0 += kBatch) {
+    float4 yy[kBatch][2];
+    if constexpr (kEpi != Epi::store) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const long long at = static_cast<long long>(i) * n + j0 + 64 * h + col0;
-      float4 g = make_float4(acc[r][4 * h], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]);
-      if constexpr (kEpi == Epi::relu_grad) {
-        const float4 yy = *reinterpret_cast<const float4*>(y + at);
-        g.x = yy.x > 0.0f ? g.x : 0.0f, g.y = yy.y > 0.0f ? g.y : 0.0f;
-        g.z = yy.z > 0.0f ? g.z : 0.0f, g.w = yy.w > 0.0f ? g.w : 0.0f;
-      }
-      *reinterpret_cast<float4*>(out + at) = g;
+      for (int r = 0; r < kBatch; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) yy[r][h] = *reinterpret_cast<const float4*>(y + at_out(r0 + r, h));
     }
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = r0 + r;
+        float4 g = make_float4(acc[rr][4 * h], acc[rr][4 * h + 1], acc[rr][4 * h + 2], acc[rr][4 * h + 3]);
+        if constexpr (kEpi != Epi::store) g = masked(g, yy[r][h]);
+        *reinterpret_cast<float4*>(out + at_out(rr, h)) = g;
+      }
   }
 }
 
@@ -215,5 +261,13 @@ int main() {
   config("own, serpentine columns, store", sgemm_abt<kSerpentineCols, Epi::store>, false);
   config("own, serpentine, relu_grad epilogue", sgemm_abt<kSerpentine, Epi::relu_grad>, true);
   config("own, serpentine columns, relu_grad epilogue", sgemm_abt<kSerpentineCols, Epi::relu_grad>, true);
+  config("  + relu_grad 4 rows at a time", sgemm_abt<kSerpentineCols, Epi::relu_grad_rows4>, true);
+  config("serp. cols, 4 rows x 8 k a warp, store", sgemm_abt<kSerpentineCols, Epi::store, kMapRowQuads>, false);
+  config("serp. cols, copies over 8 k steps, store", sgemm_abt<kSerpentineCols, Epi::store, kMapRowPairs, 8>, false);
+  config("serp. cols, 4 x 8 a warp, over 8 steps, store", sgemm_abt<kSerpentineCols, Epi::store, kMapRowQuads, 8>,
+         false);
+  config("serp. cols, 4 x 8 a warp, over 4 steps, store", sgemm_abt<kSerpentineCols, Epi::store, kMapRowQuads, 4>,
+         false);
+  config("  + relu_grad 4 rows at a time", sgemm_abt<kSerpentineCols, Epi::relu_grad_rows4, kMapRowQuads, 8>, true);
   return 0;
 }
