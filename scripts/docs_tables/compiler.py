@@ -331,7 +331,7 @@ _w4096_train_all = _median("mlp", "train", "all", width=4096)  # with early upda
 # for the times.
 MOMENTUM_PROBE = "h200-probes/momentum-gemm-c5ca47a.txt"
 COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
-SGEMM_PROBE = "h200-probes/sgemm-update-05bf235.txt"
+SGEMM_PROBE = "h200-probes/sgemm-update-873dee1.txt"
 SGEMM_STALLS = "h200-probes/sgemm-stalls-05bf235.txt"
 SGEMM_LT, SGEMM_LT_UPDATE = "cuBLASLt, heuristic's first", "cuBLASLt best + sgd_momentum kernel"
 SGEMM_TEXTBOOK = "cp.async, 128 thr, k8, 4 stages, store"
