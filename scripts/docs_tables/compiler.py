@@ -382,6 +382,30 @@ def _probe_us(rel, label):
     return lambda: t(_probe_number(rel, label) * 1e-6)
 
 
+LANES_AB = "h200-probes/lanes-column-sums-ab.txt"
+
+
+def _lanes_ab_step(build):
+    """The w4096 every-pass training step of one build of the lanes A/B (sections `== old N` /
+    `== new N`): the mean of its runs, printed in milliseconds."""
+
+    def value():
+        path = common.RESULTS / LANES_AB
+        if not path.exists():
+            raise Missing(f"docs/results/{LANES_AB}: missing")
+        found, inside = [], False
+        for line in path.read_text().splitlines():
+            if line.startswith("== "):
+                inside = line[3:].split()[0] == build
+            elif inside and line.startswith("pass_replay train mlp_w4096_d4 "):
+                found.append(float(line.split()[3]))
+        if not found:
+            raise Missing(f"docs/results/{LANES_AB}: no w4096 training step under == {build}")
+        return t(sum(found) / len(found) * 1e-3)
+
+    return value
+
+
 def val_colreduce_launch_cost():
     """What one launch alone adds to reduce_sum_cols at 64 MiB over the back-to-back time."""
     r = report(KERNELS)
@@ -403,6 +427,8 @@ VALUES = {
     "compiler.colfloor_unordered": _probe_us(COLFLOOR_PROBE, "lane1 groups (v4 rows)"),
     "compiler.colfloor_read": _probe_us(COLFLOOR_PROBE, "read, 1 float4/thread"),
     "compiler.colreduce_launch_cost": val_colreduce_launch_cost,
+    "compiler.lanes_sums_before": _lanes_ab_step("old"),
+    "compiler.lanes_sums_after": _lanes_ab_step("new"),
     "compiler.sgemm_lt": _probe_us(SGEMM_PROBE, SGEMM_LT),
     "compiler.sgemm_lt_update": _probe_us(SGEMM_PROBE, SGEMM_LT_UPDATE),
     "compiler.sgemm_textbook": _probe_us(SGEMM_PROBE, SGEMM_TEXTBOOK),

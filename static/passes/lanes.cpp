@@ -10,8 +10,10 @@
 // the weight gradients run beside it. In an overhead-bound step (small GEMMs that each
 // fill a few SMs) that removes half the backward kernels from the critical path.
 //
-// What a side node may be: a GEMM-family node all of whose outputs are read only by
-// updates, or an update (the optimizer family), and no graph output. It waits for every
+// What a side node may be: an update (the optimizer family), or any node all of whose
+// outputs are read only by updates and none a graph output: the weight-gradient GEMMs, and
+// the bias gradients' column sums (memory-bound, so better beside the compute-bound input
+// gradients than between them). It waits for every
 // main-stream node before it (one event), so it reads what the serial order gives it.
 // Nothing after it on the main stream may read what it writes or write what it reads
 // (a parameter an update changes, say); where that would happen, the pass marks nothing
@@ -44,7 +46,7 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
   for (size_t n = 0; n < nn; ++n) side[n] = op_is_update(g.nodes[n].op);
   for (size_t n = 0; n < nn; ++n) {
     const Node& node = g.nodes[n];
-    if (!op_in_family(node.op, "matmul")) continue;
+    if (op_is_update(node.op) || node.outputs.empty()) continue;
     bool only_updates = true;
     for (int o : node.outputs) {
       if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) only_updates = false;

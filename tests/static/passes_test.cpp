@@ -263,11 +263,17 @@ TEST_CASE("lanes pass: the weight gradients and the updates go to the side strea
     marked += side[n] ? 1 : 0;
   }
   CHECK(marked == 4);
-  // The unfused step: the weight-gradient GEMMs and every update; the bias gradients are
-  // reductions, not GEMMs, and stay.
+  // The unfused step: the weight-gradient GEMMs, the bias gradients' column sums (read only
+  // by their updates too) and every update.
   const Graph plain = build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5)));
   const std::vector<bool> plain_side = side_lane_nodes(plain, plain.topo_order());
-  CHECK(std::count(plain_side.begin(), plain_side.end(), true) == 3 + 6);
+  for (size_t n = 0; n < plain.nodes.size(); ++n) {
+    const OpKind op = plain.nodes[n].op;
+    CAPTURE(op_name(op));
+    const bool weight_grad = op == OpKind::matmul && plain.nodes[n].attrs.trans_a;
+    CHECK(plain_side[n] == (weight_grad || op == OpKind::reduce_sum || op_is_update(op)));
+  }
+  CHECK(std::count(plain_side.begin(), plain_side.end(), true) == 3 + 3 + 6);
 
   // The planner keeps every value a side node touches alive to the last step, and the
   // plan is sound with it.
