@@ -65,6 +65,41 @@ __device__ constexpr int2 copy_delta(int l) {
   return kMap == kMapRowPairs ? int2{l * (kThreads / kStep), 0} : int2{16 * (l >> 1), 8 * (l & 1)};
 }
 
+// A thread's 16 x 8 results to out (rows i0 + 32 (r / 4) + row0 + r % 4, columns
+// j0 + 64 h + col0 + 0..3), through the relu_grad mask of y for the relu_grad epilogues.
+template <Epi kEpi>
+__device__ __forceinline__ void store_tile(const float (&acc)[kRows][kCols], float* __restrict__ out,
+                                           const float* __restrict__ y, int n, int i0, int j0, int row0, int col0) {
+  auto at_out = [&](int r, int h) {
+    return static_cast<long long>(i0 + 32 * (r / 4) + row0 + r % 4) * n + j0 + 64 * h + col0;
+  };
+  auto masked = [](float4 g, float4 yy) {
+    g.x = yy.x > 0.0f ? g.x : 0.0f, g.y = yy.y > 0.0f ? g.y : 0.0f;
+    g.z = yy.z > 0.0f ? g.z : 0.0f, g.w = yy.w > 0.0f ? g.w : 0.0f;
+    return g;
+  };
+  constexpr int kBatch = kEpi == Epi::relu_grad_rows4 ? 4 : 1;  // rows whose y loads issue before any store
+#pragma unroll
+  for (int r0 = 0; r0 < kRows; r0 += kBatch) {
+    float4 yy[kBatch][2];
+    if constexpr (kEpi != Epi::store) {
+#pragma unroll
+      for (int r = 0; r < kBatch; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) yy[r][h] = *reinterpret_cast<const float4*>(y + at_out(r0 + r, h));
+    }
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = r0 + r;
+        float4 g = make_float4(acc[rr][4 * h], acc[rr][4 * h + 1], acc[rr][4 * h + 2], acc[rr][4 * h + 3]);
+        if constexpr (kEpi != Epi::store) g = masked(g, yy[r][h]);
+        *reinterpret_cast<float4*>(out + at_out(rr, h)) = g;
+      }
+  }
+}
+
 // out[i][j] = sum over k < K of a[i][k] b[j][k] (a: m x K, b: n x K, row-major), for
 // i < m, j < n; m, n multiples of 128, K of 16. y (relu_grad): the ReLU's output, out's shape.
 // kParts: the k steps over which a tile's 32 copies a thread spread (1: all in the tile's first
@@ -136,34 +171,102 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict
   float acc[kRows][kCols] = {};
   tg::kernels::cuda::simt_main_loop<kStep, kStages>(tiles, acc, av, bv, issue, load_fragments, product_at<kOrder>,
                                                     at_step);
-  auto at_out = [&](int r, int h) {
-    return static_cast<long long>(i0 + 32 * (r / 4) + row0 + r % 4) * n + j0 + 64 * h + col0;
-  };
-  auto masked = [](float4 g, float4 yy) {
-    g.x = yy.x > 0.0f ? g.x : 0.0f, g.y = yy.y > 0.0f ? g.y : 0.0f;
-    g.z = yy.z > 0.0f ? g.z : 0.0f, g.w = yy.w > 0.0f ? g.w : 0.0f;
-    return g;
-  };
-  constexpr int kBatch = kEpi == Epi::relu_grad_rows4 ? 4 : 1;  // rows whose y loads issue before any store
+  store_tile<kEpi>(acc, out, y, n, i0, j0, row0, col0);
+}
+
+// The other way round: keep both operands k-contiguous in shared memory, as they are in global
+// memory, so that 16-byte cp.async copies them without transposing, and read fragments along k:
+// for each group of 4 k, a float4 of each of the thread's 16 rows of a and 8 rows of b, then
+// 16 x 8 x 4 products (each output's chain still over k in order). As many shared loads per
+// product as the k-major kernel, and no transposing copies. A k tile is 32 wide: a row of a
+// tile is 128 bytes, 8 chunks of 16, and chunk c of row r sits at chunk c ^ ((r / 4) % 8), so
+// that the 16 different rows of b a half-warp reads fall on all eight 16-byte bank groups.
+// kRowStages stages of 32 k (32 KiB a stage for both operands). kHalves: the thread's 16 rows of
+// a loaded in 1 or 2 halves per group of 4 k (registers: 64 or 32 for them).
+constexpr int kRowStep = 32, kChunks = kRowStep / 4;
+template <int kRowStages>
+constexpr size_t rows_smem() {
+  return sizeof(float) * kRowStages * kRowStep * kTile * 2;
+}
+template <Epi kEpi, int kRowStages, int kHalves>
+__global__ void __launch_bounds__(kThreads, 2) sgemm_abt_rows(const float* __restrict__ a, const float* __restrict__ b,
+                                                              float* __restrict__ out, const float* __restrict__ y,
+                                                              int m, int n, int K) {
+  extern __shared__ __align__(16) float smem[];
+  float* as = smem;                                // [kRowStages][kTile][kRowStep], chunks swizzled
+  float* bs = smem + kRowStages * kTile * kRowStep;
+  const int tid = threadIdx.x;
+  const int row0 = tid / 16 * 4, col0 = tid % 16 * 4;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const int tiles = K / kRowStep;
+  // Copies: chunk e = tid + 128 l (l < 8) of a tile is row e / 8, chunk e % 8: a warp copies
+  // four rows' 128 contiguous bytes.
+  const int copy_row = tid / kChunks, copy_chunk = tid % kChunks;
+  const float* ga = a + static_cast<long long>(i0 + copy_row) * K + copy_chunk * 4;
+  const float* gb = b + static_cast<long long>(j0 + copy_row) * K + copy_chunk * 4;
+  constexpr int kCopyRowsApart = kThreads / kChunks;  // 16
+  const unsigned sa0 = static_cast<unsigned>(__cvta_generic_to_shared(as));
+  const unsigned sb0 = static_cast<unsigned>(__cvta_generic_to_shared(bs));
+  auto issue = [&](int tile) {
+    if (tile < tiles) {
+      const int stage = tile % kRowStages;
 #pragma unroll
-  for (int r0 = 0; r0 < kRows; r0 += kBatch) {
-    float4 yy[kBatch][2];
-    if constexpr (kEpi != Epi::store) {
-#pragma unroll
-      for (int r = 0; r < kBatch; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) yy[r][h] = *reinterpret_cast<const float4*>(y + at_out(r0 + r, h));
-    }
-#pragma unroll
-    for (int r = 0; r < kBatch; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int rr = r0 + r;
-        float4 g = make_float4(acc[rr][4 * h], acc[rr][4 * h + 1], acc[rr][4 * h + 2], acc[rr][4 * h + 3]);
-        if constexpr (kEpi != Epi::store) g = masked(g, yy[r][h]);
-        *reinterpret_cast<float4*>(out + at_out(rr, h)) = g;
+      for (int l = 0; l < kTile / kCopyRowsApart; ++l) {
+        const int r = copy_row + l * kCopyRowsApart;
+        const unsigned at =
+            4u * static_cast<unsigned>((stage * kTile + r) * kRowStep + ((copy_chunk ^ ((r >> 2) & 7)) * 4));
+        const long long g = static_cast<long long>(l) * kCopyRowsApart * K;
+        tg::kernels::cuda::cp_async16(sa0 + at, ga + g);
+        tg::kernels::cuda::cp_async16(sb0 + at, gb + g);
       }
+      ga += kRowStep;
+      gb += kRowStep;
+    }
+    cp_async_commit();
+  };
+  // The thread's rows of a all have swizzle (row0 / 4) % 8, its rows of b (col0 / 4) % 8.
+  const int swz_a = (row0 >> 2) & 7, swz_b = (col0 >> 2) & 7;
+  float acc[kRows][kCols] = {};
+#pragma unroll
+  for (int t = 0; t < kRowStages - 1; ++t) issue(t);
+  for (int tile = 0; tile < tiles; ++tile) {
+    tg::kernels::cuda::cp_async_wait<kRowStages - 2>();
+    __syncthreads();  // tile's copies visible; every thread done with the stage refilled next
+    issue(tile + kRowStages - 1);
+    const int stage = tile % kRowStages;
+    const float* at = as + stage * kTile * kRowStep;
+    const float* bt = bs + stage * kTile * kRowStep;
+#pragma unroll
+    for (int kc = 0; kc < kChunks; ++kc) {
+      float4 bv[kCols];
+#pragma unroll
+      for (int c = 0; c < kCols; ++c)
+        bv[c] = *reinterpret_cast<const float4*>(bt + (col0 + 64 * (c / 4) + c % 4) * kRowStep + ((kc ^ swz_b) * 4));
+#pragma unroll
+      for (int half = 0; half < kHalves; ++half) {
+        constexpr int kHalfRows = kRows / kHalves;
+        float4 av[kHalfRows];
+#pragma unroll
+        for (int rr = 0; rr < kHalfRows; ++rr) {
+          const int r = half * kHalfRows + rr;
+          av[rr] = *reinterpret_cast<const float4*>(at + (row0 + 32 * (r / 4) + r % 4) * kRowStep + ((kc ^ swz_a) * 4));
+        }
+#pragma unroll
+        for (int rr = 0; rr < kHalfRows; ++rr) {
+          const int r = half * kHalfRows + rr;
+#pragma unroll
+          for (int cc = 0; cc < kCols; ++cc) {
+            const int c = rr % 2 ? kCols - 1 - cc : cc;  // serpentine
+            acc[r][c] = fmaf(av[rr].x, bv[c].x, acc[r][c]);
+            acc[r][c] = fmaf(av[rr].y, bv[c].y, acc[r][c]);
+            acc[r][c] = fmaf(av[rr].z, bv[c].z, acc[r][c]);
+            acc[r][c] = fmaf(av[rr].w, bv[c].w, acc[r][c]);
+          }
+        }
+      }
+    }
   }
+  store_tile<kEpi>(acc, out, y, n, i0, j0, row0, col0);
 }
 
 __global__ void relu_grad_kernel(float4* d, const float4* y, long n4) {
@@ -221,8 +324,8 @@ int main() {
                                                                              reinterpret_cast<const float4*>(y[l]), n4);
     CK(cudaGetLastError());
   };
-  auto own = [&](int l, auto kernel) {
-    kernel<<<dim3(kInF / kTile, kB / kTile), kThreads, kSmem, s>>>(dz[l], w[l], mine[l], y[l], kB, kInF, kOutF);
+  auto own = [&](int l, auto kernel, size_t smem) {
+    kernel<<<dim3(kInF / kTile, kB / kTile), kThreads, smem, s>>>(dz[l], w[l], mine[l], y[l], kB, kInF, kOutF);
     CK(cudaGetLastError());
   };
   auto timed = [&](auto&& body) { return median_us(s, body); };
@@ -232,18 +335,18 @@ int main() {
   };
   // Each own kernel: checked against cuBLASLt's dX (with relu_grad applied after it for the
   // relu_grad epilogue), then timed.
-  auto config = [&](const char* what, auto kernel, bool with_relu_grad) {
-    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+  auto config = [&](const char* what, auto kernel, bool with_relu_grad, size_t smem = kSmem) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     double d = 0;
     for (int l = 0; l < kLayers; ++l) {
       lt_gemm(l, 0);
       if (with_relu_grad) relu_grad(l);
-      own(l, kernel);
+      own(l, kernel, smem);
       CK(cudaStreamSynchronize(s));
       d = std::max(d, max_rel_diff(ref[l], mine[l], out_elems));
     }
     std::printf("%s: max rel diff from cuBLASLt %.3g\n", what, d);
-    row(what, timed([&] { for (int l = 0; l < kLayers; ++l) own(l, kernel); }));
+    row(what, timed([&] { for (int l = 0; l < kLayers; ++l) own(l, kernel, smem); }));
   };
   std::printf("%d input gradients [%d, %d] x [%d, %d]^T (fp32), back to back:\n", kLayers, kB, kOutF, kInF, kOutF);
   float best = 1e30f;
@@ -269,5 +372,12 @@ int main() {
   config("serp. cols, 4 x 8 a warp, over 4 steps, store", sgemm_abt<kSerpentineCols, Epi::store, kMapRowQuads, 4>,
          false);
   config("  + relu_grad 4 rows at a time", sgemm_abt<kSerpentineCols, Epi::relu_grad_rows4, kMapRowQuads, 8>, true);
+  config("k-contiguous tiles, 3 stages of 32, rows in 2 halves, store", sgemm_abt_rows<Epi::store, 3, 2>, false,
+         rows_smem<3>());
+  config("k-contiguous tiles, 3 stages of 32, rows at once, store", sgemm_abt_rows<Epi::store, 3, 1>, false,
+         rows_smem<3>());
+  config("k-contiguous tiles, 2 stages of 32, rows in 2 halves, store", sgemm_abt_rows<Epi::store, 2, 2>, false,
+         rows_smem<2>());
+  config("  + relu_grad 4 rows at a time", sgemm_abt_rows<Epi::relu_grad_rows4, 3, 2>, true, rows_smem<3>());
   return 0;
 }

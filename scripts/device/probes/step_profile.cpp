@@ -8,26 +8,28 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "experiments/harness/exec_common.h"
 #include "experiments/train/train_bench.h"
 #include "kernels/cuda/check.h"
 #include "static/compiler.h"
+#include "static/cuda_graph.h"
 
 using namespace tg;
 
 namespace {
 
-double replay_us(CompiledPlan& p, int iters) {
-  for (int i = 0; i < 5; ++i) p.run();
-  p.exec->synchronize();
+// The mean time of `iters` calls of `launch` on stream s, after 5 untimed ones (CUDA events).
+template <typename Launch>
+double mean_us(cudaStream_t s, int iters, Launch&& launch) {
+  for (int i = 0; i < 5; ++i) launch();
   cudaEvent_t a, b;
   TG_CUDA_CHECK(cudaEventCreate(&a));
   TG_CUDA_CHECK(cudaEventCreate(&b));
-  auto s = static_cast<cudaStream_t>(backend_stream(p.exec->backend()));
   TG_CUDA_CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < iters; ++i) p.run();
+  for (int i = 0; i < iters; ++i) launch();
   TG_CUDA_CHECK(cudaEventRecord(b, s));
   TG_CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0;
@@ -37,12 +39,65 @@ double replay_us(CompiledPlan& p, int iters) {
   return ms * 1000.0 / iters;
 }
 
-void profile(const std::shared_ptr<Backend>& be, const std::string& label, const ModelFn& fn, bool training,
-             const PassSet& passes) {
+double replay_us(CompiledPlan& p, int iters) {
+  return mean_us(static_cast<cudaStream_t>(backend_stream(p.exec->backend())), iters, [&] { p.run(); });
+}
+
+CompileOptions options(const std::shared_ptr<Backend>& be, bool training, const PassSet& passes, bool cuda_graph) {
   CompileOptions opt;
   opt.backend = be;
   opt.training = training;
   opt.passes = passes;
+  opt.use_cuda_graph = cuda_graph;
+  return opt;
+}
+
+// An op's kind for the tables: its name, and for matmul and linear the product's shape.
+std::string kind_of(const kernels::OpCall& c) {
+  std::string kind = op_name(c.op);
+  if (c.op == OpKind::matmul || c.op == OpKind::linear) {
+    const Shape& a = c.in[0].shape;
+    const Shape& o = c.out.shape;
+    kind += fmt::format(" {}x{}x{}{}{}", o.rows(), o.last(), c.attrs->trans_a ? a.rows() : a.last(),
+                        c.attrs->trans_a ? "^T" : "", c.attrs->trans_b ? " B^T" : "");
+  }
+  return kind;
+}
+
+// The plain schedule captured on one stream, in schedule order, as a CUDA Graph (so every op
+// follows the one before, with programmatic dependent launch as the backend sets it): its replay
+// time, then the same with each op kind left out in turn. The difference is what that kind adds
+// to a serialized replay, launch gaps included; the outputs of a graph with ops left out are
+// wrong, only its time is of interest.
+void marginal(const std::shared_ptr<Backend>& be, const std::string& label, const ModelFn& fn, bool training,
+              const PassSet& passes) {
+  CompiledPlan plain = compile(fn, options(be, training, passes, false));
+  plain.run(bench::model_feeds(fn, 42, 10));
+  plain.exec->synchronize();
+  auto s = static_cast<cudaStream_t>(backend_stream(*be));
+  const auto& ops = plain.exec->schedule();
+  auto replay_without = [&](const std::string& left_out) {
+    std::vector<int> kept;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (kind_of(ops[i].call) != left_out) kept.push_back(static_cast<int>(i));
+    const cuda::CudaGraph graph = capture_steps(
+        s, static_cast<int>(kept.size()), [&](int i) { be->run(ops[kept[i]].call); },
+        [&](int i) { return kind_of(ops[kept[i]].call); });
+    const cuda::GraphExec exec = cuda::GraphExec::instantiate(graph);
+    return mean_us(s, 30, [&] { exec.launch(s); });
+  };
+  std::map<std::string, int> counts;
+  for (const auto& op : ops) ++counts[kind_of(op.call)];
+  const double all = replay_without("");
+  fmt::print("== {} {}: serialized replay of {} ops {:.1f} us; without each kind:\n", label,
+             training ? "train" : "infer", ops.size(), all);
+  for (const auto& [kind, n] : counts)
+    fmt::print("   {:<44} x{:<4} adds {:>8.1f} us\n", kind, n, all - replay_without(kind));
+}
+
+void profile(const std::shared_ptr<Backend>& be, const std::string& label, const ModelFn& fn, bool training,
+             const PassSet& passes) {
+  CompileOptions opt = options(be, training, passes, true);
   CompiledPlan graph_plan = compile(fn, opt);
   graph_plan.run(bench::model_feeds(fn, 42, 10));
   const double replay = replay_us(graph_plan, 50);
@@ -68,14 +123,7 @@ void profile(const std::shared_ptr<Backend>& be, const std::string& label, const
     for (size_t i = 0; i < ops.size(); ++i) {
       float ms = 0;
       TG_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
-      std::string kind = op_name(ops[i].call.op);
-      if (ops[i].call.op == OpKind::matmul || ops[i].call.op == OpKind::linear) {
-        const Shape& a = ops[i].call.in[0].shape;
-        const Shape& o = ops[i].call.out.shape;
-        kind += fmt::format(" {}x{}x{}{}{}", o.rows(), o.last(), ops[i].call.attrs->trans_a ? a.rows() : a.last(),
-                            ops[i].call.attrs->trans_a ? "^T" : "", ops[i].call.attrs->trans_b ? " B^T" : "");
-      }
-      auto& k = by_kind[kind];
+      auto& k = by_kind[kind_of(ops[i].call)];
       ++k.first;
       k.second += ms * 1000.0;
       total += ms * 1000.0;
@@ -93,9 +141,16 @@ void profile(const std::shared_ptr<Backend>& be, const std::string& label, const
 
 }  // namespace
 
-// Usage: tg-probe-step-profile [PASSES] (none by default; e.g. all, or linear,optimizer)
+// Usage: tg-probe-step-profile [PASSES [marginal]] (none by default; e.g. all, or linear,optimizer;
+// marginal: what each op kind adds to a serialized replay, for the width-4096 MLP's step)
 int main(int argc, char** argv) {
   const PassSet passes = argc > 1 ? parse_passes(argv[1]) : PassSet::none();
+  if (argc > 2 && std::string(argv[2]) == "marginal") {
+    auto be = make_backend(0);
+    const train::Config c = train::mlp_config("mlp_w4096_d4", 1024, 4096, 4);
+    marginal(be, fmt::format("{} b{}", c.sweep, c.batch), c.fn, true, passes);
+    return 0;
+  }
   auto be = make_backend(0);
   std::vector<train::Config> cs = {train::mlp_config("mlp_w256_d8", 32, 256, 8),
                                    train::mlp_config("mlp_w4096_d4", 1024, 4096, 4),
