@@ -38,7 +38,8 @@ CudaBackend::CudaBackend(int device, bool tf32)
       cublas_(cuda::CublasHandle::create()),
       lt_(cuda::CublasLtHandle::create()),
       workspace_(cuda::DeviceBuffer::allocate(kCublasWorkspaceBytes)),
-      scratch_(cuda::DeviceBuffer::allocate(kScratchBytes)) {
+      scratch_(cuda::DeviceBuffer::allocate(kScratchBytes)),
+      side_scratch_(cuda::DeviceBuffer::allocate(kScratchBytes)) {
   TG_CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
   TG_CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), workspace_.get(), workspace_.bytes()));
   TG_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
@@ -53,6 +54,9 @@ CudaBackend::CudaBackend(int device, bool tf32)
   ctx_.lt = lt_cache_.get();
   ctx_.workspace = workspace_.get();
   ctx_.workspace_bytes = workspace_.bytes();
+  side_ctx_ = ctx_;
+  side_ctx_.scratch = side_scratch_.as<float>();
+  side_ctx_.scratch_bytes = side_scratch_.bytes();
 }
 
 CudaBackend::~CudaBackend() {
@@ -63,7 +67,7 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::run(const kernels::OpCall& call) { kernels::run_cuda(call, ctx_); }
 
 void CudaBackend::run_on(const kernels::OpCall& call, cudaStream_t s) {
-  kernels::CudaExecContext ctx = ctx_;
+  kernels::CudaExecContext ctx = side_ctx_;
   ctx.stream = s;
   kernels::run_cuda(call, ctx);
 }

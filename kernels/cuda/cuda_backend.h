@@ -28,8 +28,10 @@ class CudaBackend : public Backend {
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string name() const override { return name_; }
   void run(const kernels::OpCall& call) override;
-  // The same on another stream of this device (the static executor's side stream, which
-  // runs GEMMs and updates only: they use no scratch, and a GEMM brings its workspace).
+  // The same on another stream of this device: the static executor's side stream (the lanes
+  // pass), one at a time. Its ops get a scratch of their own (the column sums of the bias
+  // gradients use one, and may run while a main-stream op uses the other); a GEMM brings its
+  // workspace in the call.
   void run_on(const kernels::OpCall& call, cudaStream_t s);
   void* raw_alloc(size_t bytes) override;
   void raw_free(void* p) noexcept override;
@@ -43,6 +45,8 @@ class CudaBackend : public Backend {
   cudaStream_t stream() const { return stream_.get(); }
   cublasHandle_t cublas() const { return cublas_.get(); }
   const kernels::CudaExecContext& context() const { return ctx_; }
+  // run_on's context, but for its stream: the same but for the scratch.
+  const kernels::CudaExecContext& side_context() const { return side_ctx_; }
   // The cuBLASLt GEMM a call runs (the heuristic asked now, once per shape), or nothing
   // for a call that is not a GEMM.
   Prepared prepare(const kernels::OpCall& call) override;
@@ -57,7 +61,8 @@ class CudaBackend : public Backend {
   cuda::DeviceBuffer workspace_;
   std::unique_ptr<kernels::cuda::LtCache> lt_cache_;
   cuda::DeviceBuffer scratch_;
-  kernels::CudaExecContext ctx_;
+  cuda::DeviceBuffer side_scratch_;  // run_on's, so that the two streams never share one
+  kernels::CudaExecContext ctx_, side_ctx_;
 };
 
 std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32 = false);

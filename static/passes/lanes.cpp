@@ -13,7 +13,8 @@
 // What a side node may be: an update (the optimizer family), or any node all of whose
 // outputs are read only by updates and none a graph output: the weight-gradient GEMMs, and
 // the bias gradients' column sums (memory-bound, so better beside the compute-bound input
-// gradients than between them). It waits for every
+// gradients than between them; the backend gives the side stream a scratch of its own for
+// them, CudaBackend::run_on). It waits for every
 // main-stream node before it (one event), so it reads what the serial order gives it.
 // Nothing after it on the main stream may read what it writes or write what it reads
 // (a parameter an update changes, say); where that would happen, the pass marks nothing

@@ -95,8 +95,15 @@ TEST_CASE("passes on CUDA: the lanes pass (a side stream) gives the serial bits,
   lanes.passes = PassSet::only(PassId::lanes);
   CompiledPlan a = compile(wide, on_gpu()), b = compile(wide, lanes);
   const auto& side = b.exec->plan().live_to_end;
-  CHECK(std::count(side.begin(), side.end(), true) == 3 + 6);  // the weight gradients, the weight and bias updates
+  // The weight gradients, the bias gradients' column sums, the weight and bias updates.
+  CHECK(std::count(side.begin(), side.end(), true) == 3 + 3 + 6);
   CHECK(a.exec->kernels_per_run() == b.exec->kernels_per_run());
+  // The column sums use the backend's scratch: the side stream has its own, so a sum there
+  // never shares it with a main-stream op that runs at the same time.
+  const auto backend = std::static_pointer_cast<CudaBackend>(gpu());
+  CHECK(backend->side_context().scratch != nullptr);
+  CHECK(backend->side_context().scratch != backend->context().scratch);
+  CHECK(backend->side_context().scratch_bytes == backend->context().scratch_bytes);
 }
 
 TEST_CASE("passes on CUDA: all passes train mlp and transformer within a tolerance of the unfused graph") {
