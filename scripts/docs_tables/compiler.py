@@ -406,6 +406,37 @@ def _lanes_ab_step(build):
     return value
 
 
+MARGINAL = "h200-probes/step-marginal-a0998f2.txt"
+DGRAD_PROBE = "h200-probes/sgemm-dgrad-a0998f2.txt"
+DGRAD_LT = "cuBLASLt, heuristic's first"
+DGRAD_OWN_BEST = "serp. cols, copies over 8 k steps, store"
+DGRAD_ROWS = "k-contiguous tiles, 3 stages of 32, rows in 2 halves, store"
+
+
+def _marginal(kind):
+    """What op kind `kind` adds to the serialized replay, in the marginal profile's first block."""
+
+    def value():
+        path = common.RESULTS / MARGINAL
+        if not path.exists():
+            raise Missing(f"docs/results/{MARGINAL}: missing")
+        blocks = 0
+        for line in path.read_text().splitlines():
+            if line.startswith("== "):
+                blocks += 1
+                continue
+            words = line.split()
+            if blocks == 1 and line.strip().startswith(kind + " ") and "adds" in words:
+                return t(float(words[words.index("adds") + 1]) * 1e-6)
+        raise Missing(f"docs/results/{MARGINAL}: no '{kind}' row in its first block")
+
+    return value
+
+
+def _dgrad_slower(label):
+    return lambda: pct(_probe_number(DGRAD_PROBE, label) / _probe_number(DGRAD_PROBE, DGRAD_LT) - 1)
+
+
 def val_colreduce_launch_cost():
     """What one launch alone adds to reduce_sum_cols at 64 MiB over the back-to-back time."""
     r = report(KERNELS)
@@ -428,6 +459,12 @@ VALUES = {
     "compiler.colfloor_read": _probe_us(COLFLOOR_PROBE, "read, 1 float4/thread"),
     "compiler.colreduce_launch_cost": val_colreduce_launch_cost,
     "compiler.lanes_sums_before": _lanes_ab_step("old"),
+    "compiler.marginal_gemm_update": _marginal("matmul_sgd_momentum"),
+    "compiler.marginal_act_grad": _marginal("matmul_act_grad"),
+    "compiler.marginal_column_sums": _marginal("reduce_sum"),
+    "compiler.marginal_last_linear": _marginal("linear 1024x10x4096"),
+    "compiler.dgrad_own_slower": _dgrad_slower(DGRAD_OWN_BEST),
+    "compiler.dgrad_rows_slower": _dgrad_slower(DGRAD_ROWS),
     "compiler.lanes_sums_after": _lanes_ab_step("new"),
     "compiler.sgemm_lt": _probe_us(SGEMM_PROBE, SGEMM_LT),
     "compiler.sgemm_lt_update": _probe_us(SGEMM_PROBE, SGEMM_LT_UPDATE),
