@@ -205,6 +205,14 @@ bool use_small(const GemmCall& g) {
          (g.epilogue != LtEpilogue::bias_grad || p.batch == 1);
 }
 
+// The skinny kernels (matmul_small.h) where the small one does not fit, by shape alone.
+bool use_skinny(const GemmCall& g) {
+  const MatmulPlan& p = g.plan;
+  const SkinnyGemm kind = skinny_gemm_kind(p.batch, p.m, p.n, p.k, p.trans_a);
+  return small_gemm_enabled() && skinny_gemm_enabled() && kind != SkinnyGemm::none &&
+         (g.epilogue != LtEpilogue::bias_grad || kind == SkinnyGemm::thin_n_trans_a);
+}
+
 SmallGemm small_of(const GemmCall& g) {
   const MatmulPlan& p = g.plan;
   SmallGemm s;
@@ -293,6 +301,7 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
     return fill(g.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
   }
   if (use_small(g)) return small_gemm(small_of(g), ctx.stream);
+  if (use_skinny(g)) return skinny_gemm(small_of(g), ctx.stream);
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = prepare_cuda(c, ctx);
   void* ws = c.workspace ? c.workspace : ctx.workspace;
@@ -345,7 +354,7 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
     return &ctx.lt->get(h.key, ctx.stream);
   }
   const cuda::GemmCall g = cuda::gemm_call(c);
-  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g)) return nullptr;
+  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g) || cuda::use_skinny(g)) return nullptr;
   return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);
 }
 

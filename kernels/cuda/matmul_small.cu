@@ -26,9 +26,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/small_gemm_epilogue.cuh"
 #include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
@@ -137,14 +137,8 @@ __global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
   if (bias_grad && t < kTile && gj < g.n)
     g.bias_grad[gj] = __fadd_rn(__fadd_rn(__fadd_rn(bias_part[0][t], bias_part[1][t]), bias_part[2][t]), bias_part[3][t]);
   if (!stores) return;
-  float v = __fadd_rn(__fadd_rn(__fadd_rn(part[0][i][j], part[1][i][j]), part[2][i][j]), part[3][i][j]);
-  if (g.bias) v = v + bias_v;
-  if (g.act == SmallGemmAct::relu) v = detail::ReluF()(v, 0.0f);
-  if (g.act == SmallGemmAct::gelu) v = detail::GeluF()(v, 0.0f);
-  if (g.c) v = c_v + v;  // c may be d: read above, before any store of this element
-  if (g.act_grad == SmallGemmAct::relu) v = detail::ReluGradF()(v, act_v);
-  if (g.act_grad == SmallGemmAct::gelu) v = detail::GeluGradF()(v, act_v);
-  g.d[at] = v;
+  const float v = __fadd_rn(__fadd_rn(__fadd_rn(part[0][i][j], part[1][i][j]), part[2][i][j]), part[3][i][j]);
+  g.d[at] = small_gemm_epilogue(g, v, bias_v, c_v, act_v);
 }
 
 }  // namespace

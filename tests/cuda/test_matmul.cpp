@@ -1,6 +1,7 @@
 // The GEMM family against OpenBLAS: every transpose combination, rank-2, rank-3 with
 // shared B (folded and, with trans_a, batched), and batched B; fp32 and TF32; through
-// cuBLASLt and through the small-GEMM kernel (kernels/cuda/matmul_small.h), each alone.
+// cuBLASLt and through the small-GEMM kernel (kernels/cuda/matmul_small.h), each alone, and
+// the skinny-GEMM kernels (thin k or thin n) on shapes the small one does not take.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -63,12 +64,29 @@ void matmul_cases(bool tf32, bool invariant = false) {
       }
 }
 
-// Sets the small-GEMM switch for a scope.
-struct SmallGemmSwitch {
-  bool was = kernels::cuda::small_gemm_enabled();
-  explicit SmallGemmSwitch(bool on) { kernels::cuda::set_small_gemm(on); }
-  ~SmallGemmSwitch() { kernels::cuda::set_small_gemm(was); }
+// Sets a process-wide GEMM switch for a scope.
+template <bool (*kGet)(), void (*kSet)(bool)>
+struct SwitchScope {
+  bool was = kGet();
+  explicit SwitchScope(bool on) { kSet(on); }
+  ~SwitchScope() { kSet(was); }
 };
+using SmallGemmSwitch = SwitchScope<kernels::cuda::small_gemm_enabled, kernels::cuda::set_small_gemm>;
+// The skinny kernels are off by default until these tests have passed on a GPU.
+using SkinnyGemmSwitch = SwitchScope<kernels::cuda::skinny_gemm_enabled, kernels::cuda::set_skinny_gemm>;
+using AutotuneSwitch = SwitchScope<kernels::cuda::gemm_autotune_enabled, kernels::cuda::set_gemm_autotune>;
+
+// A GEMM-family op on operands of these shapes, its output shape inferred.
+OpCase gemm_case(OpKind op, const std::vector<Shape>& in, bool trans_a, bool trans_b, Act act) {
+  OpCase c;
+  c.op = op;
+  c.attrs.trans_a = trans_a;
+  c.attrs.trans_b = trans_b;
+  c.attrs.act = act;
+  c.in = in;
+  c.out = infer_shape(op, in, c.attrs, op_name(op));
+  return c;
+}
 
 // Every GEMM-family op's samples, and the products of tg-train's width-256 MLP at batch
 // 32 (its forward linear, its input-gradient and weight-gradient GEMMs, the last layer).
@@ -99,13 +117,7 @@ void gemm_family_cases(uint64_t seed) {
                                 {OpKind::matmul_add, {{32, 256}, {32, 256}, {256, 256}}, true, false, Act::none},
                                 {OpKind::matmul_act_grad, {{32, 256}, {256, 256}, {32, 256}}, false, true, Act::relu}};
   for (const Mlp& g : mlp) {
-    OpCase c;
-    c.op = g.op;
-    c.attrs.trans_a = g.trans_a;
-    c.attrs.trans_b = g.trans_b;
-    c.attrs.act = g.act;
-    c.in = g.in;
-    c.out = infer_shape(g.op, g.in, c.attrs, "mlp");
+    OpCase c = gemm_case(g.op, g.in, g.trans_a, g.trans_b, g.act);
     c.tol = Tol{1e-5 * 16, 1e-4};  // k = 256 or 32 products summed in float, in different orders
     c.seed = seed++;
     CHECK(run_case(c) == 0);
@@ -122,6 +134,69 @@ TEST_CASE("cuda GEMM family: the small-GEMM kernel and cuBLASLt each match the C
     gemm_family_cases(small ? 12000 : 13000);
     matmul_cases(false);
   }
+}
+
+TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogues included") {
+  TG_REQUIRE_GPU();
+  SmallGemmSwitch on(true);
+  SkinnyGemmSwitch skinny(true);
+  struct Skinny {
+    OpKind op;
+    std::vector<Shape> in;
+    bool trans_a, trans_b;
+    Act act;
+    kernels::cuda::SkinnyGemm kind;
+  };
+  using kernels::cuda::SkinnyGemm;
+  // Each too large for the small-GEMM kernel (more than 2^23 multiply-adds, or k > 1024).
+  const std::vector<Skinny> cases = {
+      {OpKind::matmul, {{1000, 10}, {10, 900}}, false, false, Act::none, SkinnyGemm::thin_k},
+      {OpKind::matmul, {{1000, 10}, {900, 10}}, false, true, Act::none, SkinnyGemm::thin_k},
+      {OpKind::matmul, {{10, 1000}, {10, 900}}, true, false, Act::none, SkinnyGemm::thin_k},
+      {OpKind::linear, {{1000, 12}, {12, 801}, {801}}, false, false, Act::relu, SkinnyGemm::thin_k},
+      {OpKind::matmul_add, {{1000, 16}, {16, 700}, {1000, 700}}, false, false, Act::none, SkinnyGemm::thin_k},
+      {OpKind::matmul_act_grad, {{1024, 10}, {4096, 10}, {1024, 4096}}, false, true, Act::relu, SkinnyGemm::thin_k},
+      {OpKind::matmul_act_grad, {{2000, 3}, {1501, 3}, {2000, 1501}}, false, true, Act::gelu, SkinnyGemm::thin_k},
+      {OpKind::linear, {{300, 2048}, {2048, 10}, {10}}, false, false, Act::none, SkinnyGemm::thin_n},
+      {OpKind::linear, {{301, 1500}, {1500, 16}, {16}}, false, false, Act::gelu, SkinnyGemm::thin_n},
+      {OpKind::matmul, {{129, 2050}, {2050, 7}}, false, false, Act::none, SkinnyGemm::thin_n},
+      {OpKind::matmul, {{129, 2050}, {7, 2050}}, false, true, Act::none, SkinnyGemm::thin_n},
+      {OpKind::matmul_act_grad, {{200, 1100}, {10, 1100}, {200, 10}}, false, true, Act::relu, SkinnyGemm::thin_n},
+      {OpKind::matmul, {{1500, 300}, {1500, 10}}, true, false, Act::none, SkinnyGemm::thin_n_trans_a},
+      {OpKind::matmul, {{1100, 257}, {9, 1100}}, true, true, Act::none, SkinnyGemm::thin_n_trans_a},
+      // a^T dz and dz's column sums (the bias gradient, the op's second output), always a^T
+      {OpKind::matmul_bias_grad, {{1024, 4096}, {1024, 10}}, false, false, Act::none, SkinnyGemm::thin_n_trans_a}};
+  uint64_t seed = 14000;
+  for (const Skinny& g : cases) {
+    OpCase c = gemm_case(g.op, g.in, g.trans_a, g.trans_b, g.act);
+    const bool trans_a = g.trans_a || g.op == OpKind::matmul_bias_grad;
+    const int64_t m = c.out[0], n = c.out[1], k = trans_a ? g.in[0][0] : g.in[0][1];
+    CAPTURE(op_name(g.op));
+    CAPTURE(c.out.str());
+    REQUIRE(!kernels::cuda::small_gemm_fits(1, m, n, k));
+    REQUIRE(kernels::cuda::skinny_gemm_kind(1, m, n, k, trans_a) == g.kind);
+    c.tol = Tol{1e-5 * std::sqrt(static_cast<double>(k)), 1e-4};  // k products summed in float, in other orders
+    for (bool unaligned : {false, true}) {  // unaligned: thin_n's scalar loads of A
+      CAPTURE(unaligned);
+      c.unaligned = unaligned;
+      c.seed = seed++;
+      CHECK(run_case(c) == 0);
+    }
+  }
+  // matmul_act_grad on a skinny product gives the bits of that product, then relu_grad.
+  const int64_t m = 1024, k = 10, n = 4096;
+  DevTensor dz(random_vector(m * k, 61), false), w(random_vector(n * k, 62), false), y(random_vector(m * n, 63), false);
+  const kernels::TensorView DZ{dz.ptr, Shape{m, k}}, W{w.ptr, Shape{n, k}}, Y{y.ptr, Shape{m, n}};
+  const Shape mn{m, n};
+  Attrs tb;
+  tb.trans_b = true;
+  Attrs at = tb;
+  at.act = Act::relu;
+  DevTensor fused(m * n, false), prod(m * n, false), want(m * n, false);
+  run_op(OpKind::matmul_act_grad, {DZ, W, Y}, {fused.ptr, mn}, at);
+  run_op(OpKind::matmul, {DZ, W}, {prod.ptr, mn}, tb);
+  run_op(OpKind::relu_grad, {{prod.ptr, mn}, Y}, {want.ptr, mn}, Attrs{});
+  CHECK(compare("skinny matmul_act_grad vs matmul, relu_grad", fused.download(), want.download(), Tol{}) == 0);
 }
 
 TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the unfused epilogue ops") {
@@ -158,13 +233,6 @@ TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the u
   run_op(OpKind::add, {R, {biased->ptr, mn}}, {sum->ptr, mn}, none);
   CHECK(compare("linear_add vs matmul, bias_add, add", fused->download(), sum->download(), Tol{}) == 0);
 }
-
-// Sets the GEMM tuning switch for a scope.
-struct AutotuneSwitch {
-  bool was = kernels::cuda::gemm_autotune_enabled();
-  explicit AutotuneSwitch(bool on) { kernels::cuda::set_gemm_autotune(on); }
-  ~AutotuneSwitch() { kernels::cuda::set_gemm_autotune(was); }
-};
 
 TEST_CASE("cuda GEMM tuning: the tuned algorithms match the CPU, and every cache of the process gets the same one") {
   TG_REQUIRE_GPU();
