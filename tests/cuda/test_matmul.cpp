@@ -136,6 +136,20 @@ TEST_CASE("cuda GEMM family: the small-GEMM kernel and cuBLASLt each match the C
   }
 }
 
+TEST_CASE("cuda skinny GEMMs: which products they take, by shape alone (no GPU needed)") {
+  using kernels::cuda::SkinnyGemm;
+  using kernels::cuda::skinny_gemm_kind;
+  // The w4096 MLP's last layer: its input gradient, forward and weight gradient.
+  CHECK(skinny_gemm_kind(1, 1024, 4096, 10, false) == SkinnyGemm::thin_k);
+  CHECK(skinny_gemm_kind(1, 1024, 10, 4096, false) == SkinnyGemm::thin_n);
+  CHECK(skinny_gemm_kind(1, 4096, 10, 1024, true) == SkinnyGemm::thin_n_trans_a);
+  // k <= 16 wins over n <= 16; 17 of either is no longer thin; batches are not taken.
+  CHECK(skinny_gemm_kind(1, 100, 5, 16, true) == SkinnyGemm::thin_k);
+  CHECK(skinny_gemm_kind(1, 1024, 17, 17, false) == SkinnyGemm::none);
+  CHECK(skinny_gemm_kind(2, 1024, 4096, 10, false) == SkinnyGemm::none);
+  CHECK(skinny_gemm_kind(1, 0, 10, 10, false) == SkinnyGemm::none);
+}
+
 TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogues included") {
   TG_REQUIRE_GPU();
   SmallGemmSwitch on(true);
