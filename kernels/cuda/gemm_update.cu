@@ -101,18 +101,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     };
     float av[2][kRows], bv[2][kCols];
     auto load_fragments = [&](int buf, int stage, int k) {
-      const float* at = as + (stage * kStep + k) * kTile;
-      const float* bt = bs + (stage * kStep + k) * kTile;
-#pragma unroll
-      for (int q = 0; q < kRowQuads; ++q) {
-        const float4 x = *reinterpret_cast<const float4*>(at + kRowApart * q + row0);
-        av[buf][4 * q] = x.x, av[buf][4 * q + 1] = x.y, av[buf][4 * q + 2] = x.z, av[buf][4 * q + 3] = x.w;
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float4 x = *reinterpret_cast<const float4*>(bt + 64 * h + col0);
-        bv[buf][4 * h] = x.x, bv[buf][4 * h + 1] = x.y, bv[buf][4 * h + 2] = x.z, bv[buf][4 * h + 3] = x.w;
-      }
+      load_kmajor_fragments<kRowApart, 64>(av[buf], bv[buf], as + (stage * kStep + k) * kTile,
+                                           bs + (stage * kStep + k) * kTile, row0, col0);
     };
     float acc[kRows][kCols] = {};
     simt_main_loop<kStep, kStages>(tiles, acc, av, bv, issue, load_fragments, serpentine, [](int, int) {});

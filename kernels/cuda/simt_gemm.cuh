@@ -29,6 +29,24 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
+// The fragments of one k step from k-major shared tiles (a_row, b_row: row k of a stage's A
+// and B tiles), for a thread whose results are kRows x kCols: kRows / 4 float4s of A's row,
+// kRowApart apart from row0, and kCols / 4 of B's, kColApart apart from col0.
+template <int kRowApart, int kColApart, int kRows, int kCols>
+__device__ __forceinline__ void load_kmajor_fragments(float (&av)[kRows], float (&bv)[kCols], const float* a_row,
+                                                      const float* b_row, int row0, int col0) {
+#pragma unroll
+  for (int q = 0; q < kRows / 4; ++q) {
+    const float4 x = *reinterpret_cast<const float4*>(a_row + kRowApart * q + row0);
+    av[4 * q] = x.x, av[4 * q + 1] = x.y, av[4 * q + 2] = x.z, av[4 * q + 3] = x.w;
+  }
+#pragma unroll
+  for (int h = 0; h < kCols / 4; ++h) {
+    const float4 x = *reinterpret_cast<const float4*>(b_row + kColApart * h + col0);
+    bv[4 * h] = x.x, bv[4 * h + 1] = x.y, bv[4 * h + 2] = x.z, bv[4 * h + 3] = x.w;
+  }
+}
+
 // The loop over `tiles` k tiles:
 //   issue(tile)               the copies of k tile `tile` into the next stage as one commit
 //                             group (an empty group past the last tile); tiles come in order;

@@ -31,7 +31,7 @@ using namespace wgrad;
 
 constexpr int kB = 1024, kInF = 4096, kOutF = 4096, kLayers = 2;
 constexpr int kTile = 128, kThreads = 128, kStep = 16, kStages = 4, kPad = 4, kLd = kTile + kPad;
-constexpr int kRowQuads = 4, kRows = 16, kCols = 8;
+constexpr int kRows = 16, kCols = 8;
 constexpr size_t kSmem = sizeof(float) * kStages * kStep * kLd * 2;
 
 enum class Epi { store, relu_grad, relu_grad_rows4 };
@@ -155,18 +155,8 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_abt(const float* __restrict
   };
   float av[2][kRows], bv[2][kCols];
   auto load_fragments = [&](int buf, int stage, int k) {
-    const float* at = as + (stage * kStep + k) * kLd;
-    const float* bt = bs + (stage * kStep + k) * kLd;
-#pragma unroll
-    for (int q = 0; q < kRowQuads; ++q) {
-      const float4 v = *reinterpret_cast<const float4*>(at + 32 * q + row0);
-      av[buf][4 * q] = v.x, av[buf][4 * q + 1] = v.y, av[buf][4 * q + 2] = v.z, av[buf][4 * q + 3] = v.w;
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float4 v = *reinterpret_cast<const float4*>(bt + 64 * h + col0);
-      bv[buf][4 * h] = v.x, bv[buf][4 * h + 1] = v.y, bv[buf][4 * h + 2] = v.z, bv[buf][4 * h + 3] = v.w;
-    }
+    tg::kernels::cuda::load_kmajor_fragments<32, 64>(av[buf], bv[buf], as + (stage * kStep + k) * kLd,
+                                                     bs + (stage * kStep + k) * kLd, row0, col0);
   };
   float acc[kRows][kCols] = {};
   tg::kernels::cuda::simt_main_loop<kStep, kStages>(tiles, acc, av, bv, issue, load_fragments, product_at<kOrder>,

@@ -332,18 +332,8 @@ __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_fragpipe(
   };
   float av[2][kRows], bv[2][kCols];
   auto load_fragments = [&](int buf, int stage, int k) {
-    const float* at = as + stage * kBK * kBM + k * kBM;
-    const float* bt = bs + stage * kBK * kTileN + k * kTileN;
-#pragma unroll
-    for (int q = 0; q < kRowQuads; ++q) {
-      const float4 v = *reinterpret_cast<const float4*>(at + kRowStep * q + row0);
-      av[buf][4 * q] = v.x, av[buf][4 * q + 1] = v.y, av[buf][4 * q + 2] = v.z, av[buf][4 * q + 3] = v.w;
-    }
-#pragma unroll
-    for (int h = 0; h < kColQuads; ++h) {
-      const float4 v = *reinterpret_cast<const float4*>(bt + kColStep * h + col0);
-      bv[buf][4 * h] = v.x, bv[buf][4 * h + 1] = v.y, bv[buf][4 * h + 2] = v.z, bv[buf][4 * h + 3] = v.w;
-    }
+    tg::kernels::cuda::load_kmajor_fragments<kRowStep, kColStep>(av[buf], bv[buf], as + stage * kBK * kBM + k * kBM,
+                                                                 bs + stage * kBK * kTileN + k * kTileN, row0, col0);
   };
   float acc[kRows][kCols] = {};
   auto order = [](int s) { return product_at<kOrder, kRows, kCols>(s); };
