@@ -348,14 +348,19 @@ def val_sgemm_best_pct():
     return pct(_probe_number(SGEMM_PROBE, SGEMM_LT) / _probe_number(SGEMM_PROBE, SGEMM_BEST))
 
 
-def _probe_number(rel, label, section=None):
-    """The number right after `label` on the first line that starts with it (after
-    `== section`, if given); lines where a word follows the label instead are skipped."""
+def _probe_lines(rel):
+    """The lines of a saved probe output, docs/results/`rel`."""
     path = common.RESULTS / rel
     if not path.exists():
         raise Missing(f"docs/results/{rel}: missing (run the probe on a GPU and save its output there)")
+    return path.read_text().splitlines()
+
+
+def _probe_number(rel, label, section=None):
+    """The number right after `label` on the first line that starts with it (after
+    `== section`, if given); lines where a word follows the label instead are skipped."""
     inside = section is None
-    for line in path.read_text().splitlines():
+    for line in _probe_lines(rel):
         rest = line.strip()
         if section is not None and rest.startswith("== "):
             inside = rest[3:].split()[0] == section
@@ -390,11 +395,8 @@ def _lanes_ab_step(build):
     `== new N`): the mean of its runs, printed in milliseconds."""
 
     def value():
-        path = common.RESULTS / LANES_AB
-        if not path.exists():
-            raise Missing(f"docs/results/{LANES_AB}: missing")
         found, inside = [], False
-        for line in path.read_text().splitlines():
+        for line in _probe_lines(LANES_AB):
             if line.startswith("== "):
                 inside = line[3:].split()[0] == build
             elif inside and line.startswith("pass_replay train mlp_w4096_d4 "):
@@ -417,11 +419,8 @@ def _marginal(kind):
     """What op kind `kind` adds to the serialized replay, in the marginal profile's first block."""
 
     def value():
-        path = common.RESULTS / MARGINAL
-        if not path.exists():
-            raise Missing(f"docs/results/{MARGINAL}: missing")
         blocks = 0
-        for line in path.read_text().splitlines():
+        for line in _probe_lines(MARGINAL):
             if line.startswith("== "):
                 blocks += 1
                 continue
