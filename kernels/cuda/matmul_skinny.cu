@@ -6,26 +6,39 @@
 //  - at most 16 output columns over a long k (skinny_n: that layer's forward, [1024, 4096] x
 //    [4096, 10], 16 MB read; skinny_nt, A transposed: its weight gradient x^T dz, [4096, 1024]
 //    x [1024, 10], with the bias gradient).
-// Both are memory-bound: the bytes of the wide operand or the result, once. Measured in the
-// w4096 MLP's step, cuBLASLt's kernels take 21-23 us for that forward and ~20 for that input
-// gradient with its relu_grad pass (docs/results/h200-probes/step-marginal-a0998f2.txt),
-// several times the time of their bytes.
+// Each is memory-bound in principle: the bytes of the wide operand (and of the result and the
+// epilogue's operand), once. What keeps a kernel near that is few instructions per
+// multiply-add and the thin operand's values reaching every thread cheaply, so:
+//  - the thin operand goes through shared memory, copied as one run of 16-byte copies where
+//    it is stored densely (copy_thin_rows); a value there serves 8 rows (skinny_n) or 4
+//    columns (skinny_nt) of products;
+//  - each thread loads the wide operand's values for a whole slice before the slice's
+//    products (the next slice's during this one's), from pointers it advances;
+//  - skinny_k keeps its op(B) values in registers, 4 output columns a thread, and loads 8
+//    rows' activations (matmul_act_grad's operand) before their products; its common
+//    epilogue, relu_grad alone, has its own instantiation without the general tests.
+// tg-probe-skinny-gemm (scripts/device/probes/skinny_gemm.cu) times them against cuBLAS and a
+// copy of the same bytes; docs/compiler.md quotes it.
 //
 // Order of the sums, fixed by the shape alone:
-//  - skinny_k: each output is one chain of fused multiply-adds over k in order;
-//  - skinny_n: lane l (of 64) of an output row chains k values 4l .. 4l + 3, then 4l + 256
-//    .., in order; the 64 lane sums are then added in lane order;
-//  - skinny_nt: group q (of 8) chains k values q, q + 8, .. in order; the 8 group sums are
-//    then added in order (the bias gradient's column sums the same way).
+//  - skinny_k: each output is one chain of fused multiply-adds over k in order (then zeros);
+//  - skinny_n: thread t of a block chains k values t, t + 256, t + 512, .. in order; a warp's
+//    32 sums are added by a transposing butterfly (warp_transpose_sum), then the 8 warps'
+//    sums in warp order;
+//  - skinny_nt: group q (of 32) chains k values q, q + 32, .. in order; the 4 groups of a warp
+//    are added by a butterfly, then the 8 warps' sums in warp order (the bias gradient's
+//    column sums the same way).
 // The epilogue is the small-GEMM kernel's (small_gemm_epilogue.cuh), so a fused GEMM gives
 // the bits of the kernel's plain product followed by the unfused ops, and both executors
 // route the same shapes here (gemm_op, by shape alone).
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/simt_gemm.cuh"
 #include "kernels/cuda/small_gemm_epilogue.cuh"
 #include "kernels/env_switch.h"
 
@@ -33,150 +46,425 @@ namespace tg::kernels::cuda {
 
 namespace {
 
-// Off unless TG_SKINNY_GEMM=1: the kernels have not yet run their GPU tests
-// (tests/cuda/test_matmul.cpp, "cuda skinny GEMMs", which turn them on); once those pass on
-// the H200 and the step is measured with them, the default becomes on.
-EnvSwitch g_skinny_gemm("TG_SKINNY_GEMM", false);
+// On unless TG_SKINNY_GEMM=0: measured faster than cuBLASLt on the w4096 MLP's thin products
+// and its step (docs/compiler.md).
+EnvSwitch g_skinny_gemm("TG_SKINNY_GEMM", true);
 
-constexpr int kThin = 16;      // the most k values (skinny_k) or output columns (skinny_n)
-constexpr int kKRows = 32;     // skinny_k: output rows a block, staged in shared memory
-constexpr int kKCols = 256;    // skinny_k: output columns a block, one a thread
-constexpr int kNRows = 4;      // skinny_n: output rows a block
-constexpr int kNLanes = 64;    // skinny_n: threads along k for each row
-constexpr int kNThreads = kNRows * kNLanes;
-constexpr int kTCols = 32;     // skinny_nt: columns of A (rows of the result) a block
-constexpr int kTGroups = 8;    // skinny_nt: k groups
-constexpr int kTThreads = kTCols * kTGroups;
+constexpr int kThin = 16;       // the most k values (skinny_k) or output columns (skinny_n*)
+constexpr int kThreads = 256;   // every kernel's block: 8 warps
+constexpr int kWarps = kThreads / 32;
+constexpr int kKRows = 16;      // skinny_k: output rows a block
+constexpr int kKBatch = 8;      // skinny_k: rows whose activations load together
+constexpr int kKCols = 4 * kThreads;  // skinny_k: output columns a block, four a thread
+constexpr int kNRows = 8;       // skinny_n: output rows a block, each thread accumulating all
+constexpr int kNSteps = 4;      // skinny_n: k values a thread takes from a slice, kThreads apart
+constexpr int kNSlice = kNSteps * kThreads;  // skinny_n: k values a slice
+constexpr int kTCols = 32;      // skinny_nt: columns of A a block, 8 threads x a float4
+constexpr int kTGroups = kThreads / (kTCols / 4);  // skinny_nt: k groups, 32
+constexpr int kTSteps = 8;      // skinny_nt: k values a thread takes from a slice, kTGroups apart
+constexpr int kTSlice = kTSteps * kTGroups;  // skinny_nt: k values a slice, 256
 
-// op(A)[i][kk] and op(B)[kk][j] of a SmallGemm (batch 1).
+// op(A)[i][kk] of a SmallGemm (batch 1), through the read-only cache.
 template <bool kTrans>
 __device__ __forceinline__ float at_a(const SmallGemm& g, int64_t i, int64_t kk) {
-  return kTrans ? g.a[kk * g.lda + i] : g.a[i * g.lda + kk];
-}
-template <bool kTrans>
-__device__ __forceinline__ float at_b(const SmallGemm& g, int64_t kk, int64_t j) {
-  return kTrans ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+  return __ldg(kTrans ? g.a + kk * g.lda + i : g.a + i * g.lda + kk);
 }
 
-// k <= 16: a thread owns one output column and keeps its k values of op(B) in registers; the
-// block's 32 rows of op(A) sit in shared memory, read by every thread at once (a broadcast).
-template <bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(kKCols) skinny_k_kernel(SmallGemm g) {
-  __shared__ float as[kKRows][kThin];
+__device__ __forceinline__ unsigned shared_address(const float* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// Rows r0 .. r0 + kRows of a thin operand, w <= 16 values a row, into shared [kRows][w]
+// (16-byte aligned), asynchronously (the caller commits): element (r, c) at m[r * ld + c],
+// or m[c * ld + r] when col_major; zeros past row `rows` (where the other operand's values
+// are zeros too, and a product of zeros must not meet whatever the buffer held). A
+// row-major operand stored densely (ld == w) copies as one run of 16-byte copies, a few
+// per thread; otherwise a column at a time, a thread a row (coalesced when col_major).
+template <int kRows>
+__device__ __forceinline__ void copy_thin_rows(float* dst, const float* m, int64_t ld, bool col_major, int64_t r0,
+                                               int64_t rows, int w, int t) {
+  const int valid = static_cast<int>(rows - r0 < kRows ? rows - r0 : kRows);
+  const float* const run = m + r0 * w;
+  if (!col_major && ld == w && detail::aligned16(run)) {
+    const int floats = valid * w, quads = floats / 4;
+    for (int e = t; e < quads; e += kThreads) cp_async16(shared_address(dst + 4 * e), run + 4 * e);
+    for (int e = 4 * quads + t; e < floats; e += kThreads) cp_async4(shared_address(dst + e), run + e);
+    for (int e = floats + t; e < kRows * w; e += kThreads) dst[e] = 0.0f;
+    return;
+  }
+  for (int c = 0; c < w; ++c)
+    for (int r = t; r < kRows; r += kThreads) {
+      if (r < valid)
+        cp_async4(shared_address(dst + r * w + c), col_major ? m + c * ld + r0 + r : m + (r0 + r) * ld + c);
+      else
+        dst[r * w + c] = 0.0f;
+    }
+}
+
+// Slice s of a thin operand in shared memory, the copies of slice s + 1 (into the other
+// buffer) issued first: then slice s's copies awaited and the block synchronized.
+template <typename CopySlice>
+__device__ __forceinline__ void slice_ready(int64_t s, int64_t n_slices, const CopySlice& copy_slice) {
+  if (s + 1 < n_slices) {
+    copy_slice(s + 1);
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
+// One level of a warp's transposing butterfly: lanes kO apart swap halves of their first
+// 2 kHalf values and add what they keep to what they receive. After the levels 16, 8, .., 1,
+// lane l holds in v[q], q < kN / 32, the warp's sum of its values l * kN / 32 + q, with 31
+// shuffles a value fewer than a butterfly of every value.
+template <int kO, int kHalf, int kN>
+__device__ __forceinline__ void warp_transpose_sum(float (&v)[kN], int lane) {
+  const bool upper = (lane & kO) != 0;
+#pragma unroll
+  for (int q = 0; q < kHalf; ++q) {
+    const float send = upper ? v[q] : v[q + kHalf];
+    const float keep = upper ? v[q + kHalf] : v[q];
+    v[q] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, kO));
+  }
+  if constexpr (kO > 1) warp_transpose_sum<kO / 2, kHalf / 2>(v, lane);
+}
+
+// k <= 16 (kKK: k rounded up to a multiple of 4): thread t owns output columns t, t + 256,
+// t + 512, t + 768 of the block's 1024 (a warp stores 128 contiguous bytes of a row), their k
+// values of op(B) in registers, and the block's 16 rows, whose k values of op(A) sit in
+// shared memory (a broadcast: every thread reads the same float4s). The rows go 8 at a
+// time, their 32 activations (matmul_act_grad's operand) loading together before the
+// products. kReluGrad: the epilogue is relu_grad alone (matmul_act_grad of a ReLU layer,
+// the w4096 MLP's), without the general epilogue's tests. Two blocks fit an SM.
+template <int kKK, bool kReluGrad>
+__global__ void __launch_bounds__(kThreads, 2) skinny_k_kernel(SmallGemm g) {
+  __shared__ float4 as4[kKRows][kKK / 4];
+  __shared__ float staged[kWarps][32 * kThin];  // a warp's 32 rows of B (trans_b, dense)
   pdl::prologue();
-  const int t = static_cast<int>(threadIdx.x);
-  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * kKRows, j = static_cast<int64_t>(blockIdx.x) * kKCols + t;
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * kKRows, j0 = static_cast<int64_t>(blockIdx.x) * kKCols + t;
   const int k = static_cast<int>(g.k);
-  for (int e = t; e < kKRows * kThin; e += kKCols) {
-    const int r = e / kThin, kk = e % kThin;
-    as[r][kk] = i0 + r < g.m && kk < k ? at_a<kTransA>(g, i0 + r, kk) : 0.0f;
+  for (int e = t; e < kKRows * kKK; e += kThreads) {
+    const int r = e / kKK, kk = e % kKK;
+    const int64_t i = i0 + r;
+    reinterpret_cast<float*>(as4[r])[kk] =
+        i < g.m && kk < k ? __ldg(g.trans_a ? g.a + kk * g.lda + i : g.a + i * g.lda + kk) : 0.0f;
   }
-  float bcol[kThin];
+  // Column j of op(B): B's column j (coalesced across the warp), or B's row j (trans_b),
+  // which for a dense B is a run of the warp's 32 rows, loaded contiguously and handed out
+  // through shared memory.
+  float bcol[4][kKK];
+  const bool dense_rows = g.trans_b && g.ldb == k;
 #pragma unroll
-  for (int kk = 0; kk < kThin; ++kk) bcol[kk] = j < g.n && kk < k ? at_b<kTransB>(g, kk, j) : 0.0f;
+  for (int q = 0; q < 4; ++q) {
+    const int64_t j = j0 + q * kThreads;
+    if (dense_rows) {
+      const int64_t first = j - lane;  // the warp's first column
+      const int64_t count = (g.n - first < 32 ? g.n - first : 32) * k;
+      __syncwarp();
+      for (int e = lane; e < 32 * k; e += 32) staged[warp][e] = e < count ? __ldg(g.b + first * k + e) : 0.0f;
+      __syncwarp();
+#pragma unroll
+      for (int kk = 0; kk < kKK; ++kk) bcol[q][kk] = kk < k ? staged[warp][lane * k + kk] : 0.0f;
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kKK; ++kk)
+        bcol[q][kk] = j < g.n && kk < k ? __ldg(g.trans_b ? g.b + j * g.ldb + kk : g.b + kk * g.ldb + j) : 0.0f;
+    }
+  }
   __syncthreads();
-  if (j >= g.n) return;
-  const int rows = static_cast<int>(g.m - i0 < kKRows ? g.m - i0 : kKRows);
-  for (int r = 0; r < rows; ++r) {
-    float acc = 0.0f;
+  float bias_v[4];
 #pragma unroll
-    for (int kk = 0; kk < kThin; ++kk)
-      if (kk < k) acc = __fmaf_rn(as[r][kk], bcol[kk], acc);
-    small_gemm_store(g, i0 + r, j, acc);
+  for (int q = 0; q < 4; ++q) {
+    const int64_t j = j0 + q * kThreads;
+    bias_v[q] = !kReluGrad && g.bias && j < g.n ? g.bias[j] : 0.0f;
+  }
+#pragma unroll 1
+  for (int r0 = 0; r0 < kKRows && i0 + r0 < g.m; r0 += kKBatch) {
+    float act[kKBatch][4];
+#pragma unroll
+    for (int u = 0; u < kKBatch; ++u)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int64_t i = i0 + r0 + u, j = j0 + q * kThreads;
+        act[u][q] = g.act_in && i < g.m && j < g.n ? g.act_in[i * g.ldd + j] : 0.0f;
+      }
+#pragma unroll
+    for (int u = 0; u < kKBatch; ++u) {
+      const int64_t i = i0 + r0 + u;
+      float acc[4] = {};
+#pragma unroll
+      for (int k4 = 0; k4 < kKK / 4; ++k4) {
+        const float4 a = as4[r0 + u][k4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          acc[q] = __fmaf_rn(a.x, bcol[q][4 * k4 + 0], acc[q]);
+          acc[q] = __fmaf_rn(a.y, bcol[q][4 * k4 + 1], acc[q]);
+          acc[q] = __fmaf_rn(a.z, bcol[q][4 * k4 + 2], acc[q]);
+          acc[q] = __fmaf_rn(a.w, bcol[q][4 * k4 + 3], acc[q]);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int64_t j = j0 + q * kThreads;
+        if (i >= g.m || j >= g.n) continue;
+        const int64_t at = i * g.ldd + j;
+        if (kReluGrad) {
+          g.d[at] = detail::ReluGradF()(acc[q], act[u][q]);
+        } else {
+          const float c_v = g.c ? g.c[at] : 0.0f;  // c may be d: read before the store
+          g.d[at] = small_gemm_epilogue(g, acc[q], bias_v[q], c_v, act[u][q]);
+        }
+      }
+    }
   }
 }
 
-// n <= 16, op(A) not transposed: 64 lanes read an output row of op(A) along k, four values
-// (a float4 where the row allows) every 256; each keeps the row's n partial sums, and the
-// block adds the lanes' sums in order through shared memory.
-template <bool kTransB>
-__global__ void __launch_bounds__(kNThreads) skinny_n_kernel(SmallGemm g, bool vec4) {
-  __shared__ float part[kNRows][kThin][kNLanes + 1];
+// n <= 16 (kNT: n rounded up to a multiple of 4), op(A) not transposed: thread t takes k
+// values t, t + 256, t + 512, t + 768 of each slice of 1024 for all 8 rows of the block (a
+// warp reads 128 contiguous bytes of a row of A); the slice's rows of op(B), n values each,
+// sit in shared memory (two buffers, the next slice copying while this one is used), each
+// value read there serving all 8 rows. The next slice's values of A load before this
+// slice's products.
+template <bool kTransB, int kNT>
+__global__ void __launch_bounds__(kThreads) skinny_n_kernel(SmallGemm g) {
+  extern __shared__ float4 skinny_smem[];  // two slices [kNSlice][n]; the warps' sums at the end
+  float* const slices = reinterpret_cast<float*>(skinny_smem);
+  constexpr int kSums = kNRows * kNT;  // a thread's sums, [row][column]
+  static_assert(kSums % 32 == 0, "warp_transpose_sum leaves whole values a lane");
   pdl::prologue();
-  const int t = static_cast<int>(threadIdx.x);
-  const int r = t / kNLanes, lane = t % kNLanes;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kNRows + r;
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
   const int n = static_cast<int>(g.n);
-  float acc[kThin] = {};
-  if (i < g.m) {
-    const float* row = g.a + i * g.lda;
-    for (int64_t k0 = 4 * lane; k0 < g.k; k0 += 4 * kNLanes) {
-      float av[4];
-      if (vec4 && k0 + 4 <= g.k) {
-        const float4 v = *reinterpret_cast<const float4*>(row + k0);
-        av[0] = v.x, av[1] = v.y, av[2] = v.z, av[3] = v.w;
+  const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kNRows;
+  const int64_t n_slices = (g.k + kNSlice - 1) / kNSlice;
+  auto slice = [&](int64_t s) { return slices + (s & 1) * kNSlice * kNT; };
+  auto copy_slice = [&](int64_t s) {
+    // op(B)'s row kk is B's row kk, or its column kk (trans_b)
+    copy_thin_rows<kNSlice>(slice(s), g.b, g.ldb, kTransB, s * kNSlice, g.k, n, t);
+    cp_async_commit();
+  };
+  // Each row's pointer at this thread's first k value of the next slice to load; rows past m
+  // read row m - 1 (finite values, whose sums are not stored), so only a partial last slice
+  // needs tests.
+  const float* a_row[kNRows];
+#pragma unroll
+  for (int r = 0; r < kNRows; ++r) a_row[r] = g.a + (i0 + r < g.m ? i0 + r : g.m - 1) * g.lda + t;
+  auto load_a = [&](int64_t s, float (&a)[kNSteps][kNRows]) {
+    const int64_t k_left = g.k - s * kNSlice - t;  // this thread's k values left, from its first
+#pragma unroll
+    for (int step = 0; step < kNSteps; ++step)
+#pragma unroll
+      for (int r = 0; r < kNRows; ++r)
+        a[step][r] = s + 1 < n_slices || step * kThreads < k_left ? __ldg(a_row[r] + step * kThreads) : 0.0f;
+#pragma unroll
+    for (int r = 0; r < kNRows; ++r) a_row[r] += kNSlice;
+  };
+  float acc[kSums] = {};
+  float a_now[kNSteps][kNRows], a_next[kNSteps][kNRows];
+  copy_slice(0);
+  load_a(0, a_now);
+  for (int64_t s = 0; s < n_slices; ++s) {
+    slice_ready(s, n_slices, copy_slice);
+    if (s + 1 < n_slices) load_a(s + 1, a_next);
+#pragma unroll
+    for (int step = 0; step < kNSteps; ++step) {
+      const float* const brow = slice(s) + (t + step * kThreads) * n;
+      float b[kNT];
+#pragma unroll
+      for (int jj = 0; jj < kNT; ++jj) b[jj] = jj < n ? brow[jj] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < kNRows; ++r)
+#pragma unroll
+        for (int jj = 0; jj < kNT; ++jj) acc[r * kNT + jj] = __fmaf_rn(a_now[step][r], b[jj], acc[r * kNT + jj]);
+    }
+    __syncthreads();  // every thread is done with the buffer before slice s + 2 is copied into it
+#pragma unroll
+    for (int step = 0; step < kNSteps; ++step)
+#pragma unroll
+      for (int r = 0; r < kNRows; ++r) a_now[step][r] = a_next[step][r];
+  }
+  warp_transpose_sum<16, kSums / 2>(acc, lane);
+  float* const sums = slices;  // [warp][kSums]; the slices are no longer read
+  constexpr int kPerLane = kSums / 32;
+#pragma unroll
+  for (int q = 0; q < kPerLane; ++q) sums[warp * kSums + lane * kPerLane + q] = acc[q];
+  __syncthreads();
+  if (t >= kSums) return;
+  const int r = t / kNT, jj = t % kNT;
+  if (jj >= n || i0 + r >= g.m) return;
+  float v = sums[t];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) v = __fadd_rn(v, sums[w * kSums + t]);
+  small_gemm_store(g, i0 + r, jj, v);
+}
+
+// n <= 16 (kNT: n rounded up to a multiple of 4), op(A) transposed (a weight gradient x^T dz
+// of a thin layer): thread (c, q), c < 8, q < 32, owns columns 4c .. 4c + 3 of the block's 32
+// columns of A (rows of the result) and takes k values q, q + 32, .. of each slice of 256; 8
+// threads of a warp read 128 contiguous bytes of a row of A. The slice's rows of op(B) sit in
+// shared memory as skinny_n's do (a warp's 4 k groups read 4 rows: broadcasts). Block 0
+// also sums op(B)'s columns over k the same way (the bias gradient).
+template <bool kTransB, int kNT>
+__global__ void __launch_bounds__(kThreads) skinny_nt_kernel(SmallGemm g, bool vec4) {
+  __shared__ __align__(16) float slices[2][kTSlice * kNT];  // [kTSlice][n] each; the warps' sums at the end
+  __shared__ float bias_sums[kWarps][kNT];
+  pdl::prologue();
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int c = t % (kTCols / 4), q = t / (kTCols / 4);
+  const int n = static_cast<int>(g.n);
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kTCols + 4 * c;
+  const bool full4 = vec4 && i + 4 <= g.m;
+  const bool bias_block = g.bias_grad != nullptr && blockIdx.x == 0;  // uniform in the block
+  const int64_t n_slices = (g.k + kTSlice - 1) / kTSlice;
+  auto copy_slice = [&](int64_t s) {
+    copy_thin_rows<kTSlice>(slices[s & 1], g.b, g.ldb, kTransB, s * kTSlice, g.k, n, t);
+    cp_async_commit();
+  };
+  auto load_a = [&](int64_t s, float4 (&a)[kTSteps]) {
+#pragma unroll
+    for (int u = 0; u < kTSteps; ++u) {
+      const int64_t kk = s * kTSlice + q + u * kTGroups;
+      const float* row = g.a + kk * g.lda + i;
+      if (kk < g.k && full4) {
+        a[u] = __ldg(reinterpret_cast<const float4*>(row));
       } else {
-#pragma unroll
-        for (int u = 0; u < 4; ++u) av[u] = k0 + u < g.k ? row[k0 + u] : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        if (k0 + u >= g.k) break;
-#pragma unroll
-        for (int jj = 0; jj < kThin; ++jj)
-          if (jj < n) acc[jj] = __fmaf_rn(av[u], at_b<kTransB>(g, k0 + u, jj), acc[jj]);
+        const bool in = kk < g.k;
+        a[u].x = in && i < g.m ? __ldg(row) : 0.0f;
+        a[u].y = in && i + 1 < g.m ? __ldg(row + 1) : 0.0f;
+        a[u].z = in && i + 2 < g.m ? __ldg(row + 2) : 0.0f;
+        a[u].w = in && i + 3 < g.m ? __ldg(row + 3) : 0.0f;
       }
     }
-  }
+  };
+  float acc[4 * kNT] = {}, bacc[kNT] = {};
+  float4 a_now[kTSteps], a_next[kTSteps];
+  copy_slice(0);
+  load_a(0, a_now);
+  for (int64_t s = 0; s < n_slices; ++s) {
+    slice_ready(s, n_slices, copy_slice);
+    if (s + 1 < n_slices) load_a(s + 1, a_next);
 #pragma unroll
-  for (int jj = 0; jj < kThin; ++jj) part[r][jj][lane] = acc[jj];
-  __syncthreads();
-  if (t >= kNRows * kThin) return;
-  const int rr = t / kThin, jj = t % kThin;
-  const int64_t oi = static_cast<int64_t>(blockIdx.x) * kNRows + rr;
-  if (jj >= n || oi >= g.m) return;
-  float v = 0.0f;
-  for (int l = 0; l < kNLanes; ++l) v = __fadd_rn(v, part[rr][jj][l]);
-  small_gemm_store(g, oi, jj, v);
-}
-
-// n <= 16, op(A) transposed (a weight gradient x^T dz of a thin layer): a thread owns a
-// column i of A (a row of the result) and one of 8 k groups, k values kg, kg + 8, ..; a warp
-// reads 32 neighbouring columns of a row of A (128 contiguous bytes) and one row of B (the
-// same address in every lane). The groups' sums are added in order through shared memory.
-// Block 0 also sums op(B)'s columns over k the same way: the bias gradient.
-template <bool kTransB>
-__global__ void __launch_bounds__(kTThreads) skinny_nt_kernel(SmallGemm g) {
-  __shared__ float part[kTGroups][kThin][kTCols + 1];
-  __shared__ float bias_part[kTGroups][kThin];
-  pdl::prologue();
-  const int t = static_cast<int>(threadIdx.x);
-  const int il = t % kTCols, kg = t / kTCols;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kTCols + il;
-  const int n = static_cast<int>(g.n);
-  const bool bias_grad = g.bias_grad != nullptr && blockIdx.x == 0 && il == 0;
-  float acc[kThin] = {}, bacc[kThin] = {};
-  for (int64_t kk = kg; kk < g.k; kk += kTGroups) {
-    const float a = i < g.m ? g.a[kk * g.lda + i] : 0.0f;
+    for (int u = 0; u < kTSteps; ++u) {
+      const float* const brow = slices[s & 1] + (q + u * kTGroups) * n;
+      float b[kNT];
 #pragma unroll
-    for (int jj = 0; jj < kThin; ++jj) {
-      if (jj >= n) break;
-      const float b = at_b<kTransB>(g, kk, jj);
-      acc[jj] = __fmaf_rn(a, b, acc[jj]);
-      if (bias_grad) bacc[jj] = __fadd_rn(bacc[jj], b);
+      for (int jj = 0; jj < kNT; ++jj) b[jj] = jj < n ? brow[jj] : 0.0f;
+#pragma unroll
+      for (int jj = 0; jj < kNT; ++jj) {
+        acc[0 * kNT + jj] = __fmaf_rn(a_now[u].x, b[jj], acc[0 * kNT + jj]);
+        acc[1 * kNT + jj] = __fmaf_rn(a_now[u].y, b[jj], acc[1 * kNT + jj]);
+        acc[2 * kNT + jj] = __fmaf_rn(a_now[u].z, b[jj], acc[2 * kNT + jj]);
+        acc[3 * kNT + jj] = __fmaf_rn(a_now[u].w, b[jj], acc[3 * kNT + jj]);
+        if (bias_block && c == 0) bacc[jj] = __fadd_rn(bacc[jj], b[jj]);
+      }
     }
+    __syncthreads();  // every thread is done with the buffer before slice s + 2 is copied into it
+#pragma unroll
+    for (int u = 0; u < kTSteps; ++u) a_now[u] = a_next[u];
   }
+  // The warp's 4 k groups (lanes 8 apart), then the 8 warps in order, through
+  // sums[warp][column][output column] (the slices are no longer read).
+  float(*const sums)[kTCols * kNT] = reinterpret_cast<float(*)[kTCols * kNT]>(&slices[0][0]);
+  static_assert(sizeof(slices) >= sizeof(float) * kWarps * kTCols * kNT, "the warps' sums fit in the slices");
 #pragma unroll
-  for (int jj = 0; jj < kThin; ++jj) part[kg][jj][il] = acc[jj];
-  if (bias_grad)
+  for (int e = 0; e < 4 * kNT; ++e) {
+    acc[e] = __fadd_rn(acc[e], __shfl_xor_sync(0xffffffffu, acc[e], 8));
+    acc[e] = __fadd_rn(acc[e], __shfl_xor_sync(0xffffffffu, acc[e], 16));
+  }
+  if (lane < kTCols / 4)
 #pragma unroll
-    for (int jj = 0; jj < kThin; ++jj) bias_part[kg][jj] = bacc[jj];
+    for (int e = 0; e < 4 * kNT; ++e) sums[warp][4 * c * kNT + e] = acc[e];
+  if (bias_block) {
+#pragma unroll
+    for (int jj = 0; jj < kNT; ++jj) {
+      bacc[jj] = __fadd_rn(bacc[jj], __shfl_xor_sync(0xffffffffu, bacc[jj], 8));
+      bacc[jj] = __fadd_rn(bacc[jj], __shfl_xor_sync(0xffffffffu, bacc[jj], 16));
+    }
+    if (lane == 0)
+#pragma unroll
+      for (int jj = 0; jj < kNT; ++jj) bias_sums[warp][jj] = bacc[jj];
+  }
   __syncthreads();
-  if (g.bias_grad != nullptr && blockIdx.x == 0 && t < n) {
-    float v = 0.0f;
-    for (int q = 0; q < kTGroups; ++q) v = __fadd_rn(v, bias_part[q][t]);
+  if (bias_block && t < n) {
+    float v = bias_sums[0][t];
+    for (int w = 1; w < kWarps; ++w) v = __fadd_rn(v, bias_sums[w][t]);
     g.bias_grad[t] = v;
   }
-  // The block's 32 x n results, one a thread.
-  for (int e = t; e < kTCols * kThin; e += kTThreads) {
-    const int ri = e / kThin, jj = e % kThin;
-    const int64_t oi = static_cast<int64_t>(blockIdx.x) * kTCols + ri;
+  for (int e = t; e < kTCols * kNT; e += kThreads) {
+    const int col = e / kNT, jj = e % kNT;
+    const int64_t oi = static_cast<int64_t>(blockIdx.x) * kTCols + col;
     if (jj >= n || oi >= g.m) continue;
-    float v = 0.0f;
-    for (int q = 0; q < kTGroups; ++q) v = __fadd_rn(v, part[q][jj][ri]);
+    float v = sums[0][e];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) v = __fadd_rn(v, sums[w][e]);
     small_gemm_store(g, oi, jj, v);
   }
 }
+
+// float4 loads of a matrix's rows where every row starts 16-byte aligned.
+bool rows_aligned16(const float* p, int64_t ld) { return detail::aligned16(p) && ld % 4 == 0; }
+
+// A kernel with `bytes` of dynamic shared memory: past the default 48 KiB once per kernel,
+// device and process.
+template <auto kKernel, typename... Args>
+void launch_with_smem(detail::LaunchSite at, dim3 grid, size_t bytes, cudaStream_t s, const Args&... args) {
+  static std::once_flag opted_in[64];
+  int device = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&device));
+  std::call_once(opted_in[device % 64], [bytes] {
+    TG_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  });
+  detail::launch_smem(at, kKernel, grid, dim3(kThreads), bytes, s, args...);
+}
+
+template <int kKK>
+void launch_skinny_k(const SmallGemm& g, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((g.n + kKCols - 1) / kKCols), static_cast<unsigned>((g.m + kKRows - 1) / kKRows));
+  const bool relu_grad_only = g.act_grad == SmallGemmAct::relu && g.act == SmallGemmAct::none && !g.bias && !g.c;
+  auto kernel = relu_grad_only ? skinny_k_kernel<kKK, true> : skinny_k_kernel<kKK, false>;
+  detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kThreads), s, g);
+}
+
+template <int kNT>
+void launch_skinny_n(const SmallGemm& g, cudaStream_t s) {
+  constexpr size_t kSmem = 2 * sizeof(float) * kNSlice * kNT;
+  static_assert(kSmem >= sizeof(float) * kWarps * kNRows * kNT, "the warps' sums reuse the slice buffers");
+  const dim3 grid(static_cast<unsigned>((g.m + kNRows - 1) / kNRows));
+  const auto at = TG_LAUNCH_SITE;
+  if (g.trans_b) return launch_with_smem<skinny_n_kernel<true, kNT>>(at, grid, kSmem, s, g);
+  launch_with_smem<skinny_n_kernel<false, kNT>>(at, grid, kSmem, s, g);
+}
+
+template <int kNT>
+void launch_skinny_nt(const SmallGemm& g, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((g.m + kTCols - 1) / kTCols));
+  auto kernel = g.trans_b ? skinny_nt_kernel<true, kNT> : skinny_nt_kernel<false, kNT>;
+  detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kThreads), s, g, rows_aligned16(g.a, g.lda));
+}
+
+// The kernel for a thin side of w values, w rounded up to a multiple of 4 (w <= 16).
+template <template <int> class Launch>
+void by_width(int64_t w, const SmallGemm& g, cudaStream_t s) {
+  switch ((w + 3) / 4) {
+    case 1: return Launch<4>::run(g, s);
+    case 2: return Launch<8>::run(g, s);
+    case 3: return Launch<12>::run(g, s);
+    default: return Launch<16>::run(g, s);
+  }
+}
+template <int kW>
+struct ThinK {
+  static void run(const SmallGemm& g, cudaStream_t s) { launch_skinny_k<kW>(g, s); }
+};
+template <int kW>
+struct ThinN {
+  static void run(const SmallGemm& g, cudaStream_t s) { launch_skinny_n<kW>(g, s); }
+};
+template <int kW>
+struct ThinNT {
+  static void run(const SmallGemm& g, cudaStream_t s) { launch_skinny_nt<kW>(g, s); }
+};
 
 }  // namespace
 
@@ -186,31 +474,16 @@ void set_skinny_gemm(bool enabled) { g_skinny_gemm.set(enabled); }
 SkinnyGemm skinny_gemm_kind(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a) {
   if (batch != 1 || m < 1 || n < 1 || k < 1) return SkinnyGemm::none;
   if (k <= kThin && m <= int64_t{65535} * kKRows) return SkinnyGemm::thin_k;
-  if (n <= kThin && !trans_a && m <= int64_t{65535} * kNRows) return SkinnyGemm::thin_n;
-  if (n <= kThin && trans_a && m <= int64_t{65535} * kTCols) return SkinnyGemm::thin_n_trans_a;
+  if (n <= kThin && !trans_a) return SkinnyGemm::thin_n;
+  if (n <= kThin && trans_a) return SkinnyGemm::thin_n_trans_a;
   return SkinnyGemm::none;
 }
 
 void skinny_gemm(const SmallGemm& g, cudaStream_t s) {
   switch (skinny_gemm_kind(g.batch, g.m, g.n, g.k, g.trans_a)) {
-    case SkinnyGemm::thin_k: {
-      const dim3 grid(static_cast<unsigned>((g.n + kKCols - 1) / kKCols), static_cast<unsigned>((g.m + kKRows - 1) / kKRows));
-      auto kernel = g.trans_a ? (g.trans_b ? skinny_k_kernel<true, true> : skinny_k_kernel<true, false>)
-                              : (g.trans_b ? skinny_k_kernel<false, true> : skinny_k_kernel<false, false>);
-      return detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kKCols), s, g);
-    }
-    case SkinnyGemm::thin_n: {
-      // float4 loads of A's rows where every row starts 16-byte aligned.
-      const bool vec4 = detail::aligned16(g.a) && g.lda % 4 == 0;
-      const dim3 grid(static_cast<unsigned>((g.m + kNRows - 1) / kNRows));
-      auto kernel = g.trans_b ? skinny_n_kernel<true> : skinny_n_kernel<false>;
-      return detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kNThreads), s, g, vec4);
-    }
-    case SkinnyGemm::thin_n_trans_a: {
-      const dim3 grid(static_cast<unsigned>((g.m + kTCols - 1) / kTCols));
-      auto kernel = g.trans_b ? skinny_nt_kernel<true> : skinny_nt_kernel<false>;
-      return detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kTThreads), s, g);
-    }
+    case SkinnyGemm::thin_k: return by_width<ThinK>(g.k, g, s);
+    case SkinnyGemm::thin_n: return by_width<ThinN>(g.n, g, s);
+    case SkinnyGemm::thin_n_trans_a: return by_width<ThinNT>(g.n, g, s);
     case SkinnyGemm::none: break;
   }
   throw std::logic_error("skinny_gemm: the product is not skinny; check skinny_gemm_kind first");

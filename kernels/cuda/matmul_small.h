@@ -49,8 +49,9 @@ void small_gemm(const SmallGemm& g, cudaStream_t s);
 // small-GEMM kernel does not take: thin_k, an inner dimension of at most 16; thin_n, at most 16
 // output columns (thin_n_trans_a: with A transposed). Batch 1 only; the epilogues of
 // small_gemm, the bias gradient with thin_n_trans_a only (bias_grad null otherwise). gemm_op
-// routes to them when both switches are on: small_gemm_enabled, and skinny_gemm_enabled (off
-// unless TG_SKINNY_GEMM=1 or set_skinny_gemm(true), until their GPU tests have run).
+// routes to them when both switches are on: small_gemm_enabled, and skinny_gemm_enabled (on
+// unless TG_SKINNY_GEMM=0 or set_skinny_gemm(false); like the small kernel's, set it before
+// compiling a static plan).
 enum class SkinnyGemm : uint8_t { none, thin_k, thin_n, thin_n_trans_a };
 SkinnyGemm skinny_gemm_kind(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a);
 bool skinny_gemm_enabled();

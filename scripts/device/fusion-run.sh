@@ -21,7 +21,7 @@ t0=$SECONDS
 # TG_FUSION_MEMCHECK=0 skips this memcheck (the kernels' one) when they have not changed since the last.
 [ "${TG_FUSION_MEMCHECK:-1}" = 0 ] || timeout "${TG_SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
   "$build/tests/cuda/tg_cuda_test" \
-  -tc='cuda fused*,cuda small GEMM*,cuda GEMM family*,cuda GEMM with*,cuda heads*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*,cuda GEMM tuning*' \
+  -tc='cuda fused*,cuda small GEMM*,cuda skinny*,cuda GEMM family*,cuda GEMM with*,cuda heads*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*,cuda GEMM tuning*' \
   > "$res/memcheck.log" 2>&1
 say "memcheck rc=$? in $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)"
 t0=$SECONDS
@@ -63,7 +63,7 @@ train_sweep() {
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 }
-# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late nogemm noheads; the
+# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late nogemm noheads noskinny; the
 # first four when unset). $OUT gets one JSON
 # per sweep: keep the list short enough that $OUT holds at most 8 files.
 sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned late}
@@ -82,6 +82,10 @@ for sw in $sweeps; do
     nogemm) train_sweep TG_GEMM_UPDATE=0 train_passes_nogemm "^(pass_replay .*passes=(none|optimizer|all) )" TG_GEMM_UPDATE=0 "" ;;
     # Every pass but heads, against none (its own JSON; compare with train_passes.json's all rows).
     noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|rows,linear,elementwise,optimizer,lanes) " "" "" rows,linear,elementwise,optimizer,lanes ;;
+    # The skinny-GEMM kernels off (on by default): the thin products on cuBLASLt (its JSON goes
+    # into the tarball, not beside it).
+    noskinny) train_sweep TG_SKINNY_GEMM=0 train_passes_noskinny "^pass_replay .*passes=(none|all) " TG_SKINNY_GEMM=0 ""
+      mv "$out/train_passes_noskinny.json" "$res/" 2> /dev/null ;;
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done
@@ -89,8 +93,9 @@ done
 # TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs,
 # momentum in the weight-gradient GEMM, what any kernel reaches on the 64 MiB column sum,
 # a GEMM of our own with the SGD update in its epilogue, the runtime's matmul_sgd_momentum, and
-# an own input-gradient GEMM (both operands transposed into shared memory) with relu_grad in its epilogue.
-for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-update gemm-update-runtime sgemm-dgrad; do
+# an own input-gradient GEMM (both operands transposed into shared memory) with relu_grad in its epilogue,
+# and the skinny-GEMM kernels on the w4096 MLP's thin products.
+for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-update gemm-update-runtime sgemm-dgrad skinny-gemm; do
   probe="$build/scripts/device/probes/tg-probe-$name"
   [ -x "$probe" ] || continue
   timeout 120 "$probe" > "$res/$name.txt" 2>&1

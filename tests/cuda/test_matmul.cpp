@@ -72,7 +72,7 @@ struct SwitchScope {
   ~SwitchScope() { kSet(was); }
 };
 using SmallGemmSwitch = SwitchScope<kernels::cuda::small_gemm_enabled, kernels::cuda::set_small_gemm>;
-// The skinny kernels are off by default until these tests have passed on a GPU.
+// The skinny kernels (on by default; the tests turn them on whatever the environment says).
 using SkinnyGemmSwitch = SwitchScope<kernels::cuda::skinny_gemm_enabled, kernels::cuda::set_skinny_gemm>;
 using AutotuneSwitch = SwitchScope<kernels::cuda::gemm_autotune_enabled, kernels::cuda::set_gemm_autotune>;
 
@@ -172,12 +172,16 @@ TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogue
       {OpKind::matmul_act_grad, {{1024, 10}, {4096, 10}, {1024, 4096}}, false, true, Act::relu, SkinnyGemm::thin_k},
       {OpKind::matmul_act_grad, {{2000, 3}, {1501, 3}, {2000, 1501}}, false, true, Act::gelu, SkinnyGemm::thin_k},
       {OpKind::linear, {{300, 2048}, {2048, 10}, {10}}, false, false, Act::none, SkinnyGemm::thin_n},
+      {OpKind::linear, {{1024, 4096}, {4096, 10}, {10}}, false, false, Act::none, SkinnyGemm::thin_n},
+      {OpKind::linear, {{17, 3000}, {3000, 3}, {3}}, false, false, Act::relu, SkinnyGemm::thin_n},
       {OpKind::linear, {{301, 1500}, {1500, 16}, {16}}, false, false, Act::gelu, SkinnyGemm::thin_n},
       {OpKind::matmul, {{129, 2050}, {2050, 7}}, false, false, Act::none, SkinnyGemm::thin_n},
       {OpKind::matmul, {{129, 2050}, {7, 2050}}, false, true, Act::none, SkinnyGemm::thin_n},
       {OpKind::matmul_act_grad, {{200, 1100}, {10, 1100}, {200, 10}}, false, true, Act::relu, SkinnyGemm::thin_n},
       {OpKind::matmul, {{1500, 300}, {1500, 10}}, true, false, Act::none, SkinnyGemm::thin_n_trans_a},
       {OpKind::matmul, {{1100, 257}, {9, 1100}}, true, true, Act::none, SkinnyGemm::thin_n_trans_a},
+      {OpKind::matmul, {{1500, 300}, {1500, 16}}, true, false, Act::none, SkinnyGemm::thin_n_trans_a},
+      {OpKind::matmul, {{2000, 130}, {2000, 4}}, true, false, Act::none, SkinnyGemm::thin_n_trans_a},
       // a^T dz and dz's column sums (the bias gradient, the op's second output), always a^T
       {OpKind::matmul_bias_grad, {{1024, 4096}, {1024, 10}}, false, false, Act::none, SkinnyGemm::thin_n_trans_a}};
   uint64_t seed = 14000;
