@@ -130,15 +130,19 @@ __device__ __forceinline__ void warp_transpose_sum(float (&v)[kN], int lane) {
   if constexpr (kO > 1) warp_transpose_sum<kO / 2, kHalf / 2>(v, lane);
 }
 
+// skinny_k's epilogues: none (a plain product), relu_grad alone (matmul_act_grad of a ReLU
+// layer, the w4096 MLP's), or any other (small_gemm_epilogue's tests for each output).
+enum class ThinKEpilogue : uint8_t { plain, relu_grad, general };
+
 // k <= 16 (kKK: k rounded up to a multiple of 4): thread t owns output columns t, t + 256,
 // t + 512, t + 768 of the block's 1024 (a warp stores 128 contiguous bytes of a row), their k
 // values of op(B) in registers, and the block's 16 rows, whose k values of op(A) sit in
 // shared memory (a broadcast: every thread reads the same float4s). The rows go 8 at a
 // time, their 32 activations (matmul_act_grad's operand) loading together before the
-// products. kReluGrad: the epilogue is relu_grad alone (matmul_act_grad of a ReLU layer,
-// the w4096 MLP's), without the general epilogue's tests. Two blocks fit an SM.
-template <int kKK, bool kReluGrad>
-__global__ void __launch_bounds__(kThreads, 2) skinny_k_kernel(SmallGemm g) {
+// products. A block inside the result (all but the last row and column of blocks) skips
+// the bounds tests. Two blocks fit an SM (but with the general epilogue).
+template <int kKK, ThinKEpilogue kEpilogue>
+__global__ void __launch_bounds__(kThreads, kEpilogue == ThinKEpilogue::general ? 1 : 2) skinny_k_kernel(SmallGemm g) {
   __shared__ float4 as4[kKRows][kKK / 4];
   __shared__ float staged[kWarps][32 * kThin];  // a warp's 32 rows of B (trans_b, dense)
   pdl::prologue();
@@ -178,7 +182,47 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_k_kernel(SmallGemm g) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const int64_t j = j0 + q * kThreads;
-    bias_v[q] = !kReluGrad && g.bias && j < g.n ? g.bias[j] : 0.0f;
+    bias_v[q] = kEpilogue == ThinKEpilogue::general && g.bias && j < g.n ? g.bias[j] : 0.0f;
+  }
+  const bool inside = i0 + kKRows <= g.m && (static_cast<int64_t>(blockIdx.x) + 1) * kKCols <= g.n;  // block-uniform
+  // Output (i0 + r, j0 + q * 256): its product, then the epilogue with its activation.
+  auto product = [&](int r, int q) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int k4 = 0; k4 < kKK / 4; ++k4) {
+      const float4 a = as4[r][k4];
+      acc = __fmaf_rn(a.x, bcol[q][4 * k4 + 0], acc);
+      acc = __fmaf_rn(a.y, bcol[q][4 * k4 + 1], acc);
+      acc = __fmaf_rn(a.z, bcol[q][4 * k4 + 2], acc);
+      acc = __fmaf_rn(a.w, bcol[q][4 * k4 + 3], acc);
+    }
+    return acc;
+  };
+  auto finish = [&](float acc, int q, float act_v, int64_t at) {
+    if (kEpilogue == ThinKEpilogue::plain) return acc;
+    if (kEpilogue == ThinKEpilogue::relu_grad) return detail::ReluGradF()(acc, act_v);
+    const float c_v = g.c ? g.c[at] : 0.0f;  // c may be d: read before the store
+    return small_gemm_epilogue(g, acc, bias_v[q], c_v, act_v);
+  };
+  constexpr bool kActs = kEpilogue != ThinKEpilogue::plain;
+  if (inside) {
+    for (int r0 = 0; r0 < kKRows; r0 += kKBatch) {
+      const int64_t row0 = (i0 + r0) * g.ldd + j0;
+      float act[kKBatch][4];
+#pragma unroll
+      for (int u = 0; u < kKBatch; ++u)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          act[u][q] = kActs && g.act_in ? g.act_in[row0 + u * g.ldd + q * kThreads] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < kKBatch; ++u) {
+        float* const d = g.d + row0 + u * g.ldd;
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          d[q * kThreads] = finish(product(r0 + u, q), q, act[u][q], row0 + u * g.ldd + q * kThreads);
+      }
+    }
+    return;
   }
 #pragma unroll 1
   for (int r0 = 0; r0 < kKRows && i0 + r0 < g.m; r0 += kKBatch) {
@@ -188,36 +232,15 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_k_kernel(SmallGemm g) {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int64_t i = i0 + r0 + u, j = j0 + q * kThreads;
-        act[u][q] = g.act_in && i < g.m && j < g.n ? g.act_in[i * g.ldd + j] : 0.0f;
+        act[u][q] = kActs && g.act_in && i < g.m && j < g.n ? g.act_in[i * g.ldd + j] : 0.0f;
       }
 #pragma unroll
-    for (int u = 0; u < kKBatch; ++u) {
-      const int64_t i = i0 + r0 + u;
-      float acc[4] = {};
-#pragma unroll
-      for (int k4 = 0; k4 < kKK / 4; ++k4) {
-        const float4 a = as4[r0 + u][k4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          acc[q] = __fmaf_rn(a.x, bcol[q][4 * k4 + 0], acc[q]);
-          acc[q] = __fmaf_rn(a.y, bcol[q][4 * k4 + 1], acc[q]);
-          acc[q] = __fmaf_rn(a.z, bcol[q][4 * k4 + 2], acc[q]);
-          acc[q] = __fmaf_rn(a.w, bcol[q][4 * k4 + 3], acc[q]);
-        }
-      }
+    for (int u = 0; u < kKBatch; ++u)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int64_t j = j0 + q * kThreads;
-        if (i >= g.m || j >= g.n) continue;
-        const int64_t at = i * g.ldd + j;
-        if (kReluGrad) {
-          g.d[at] = detail::ReluGradF()(acc[q], act[u][q]);
-        } else {
-          const float c_v = g.c ? g.c[at] : 0.0f;  // c may be d: read before the store
-          g.d[at] = small_gemm_epilogue(g, acc[q], bias_v[q], c_v, act[u][q]);
-        }
+        const int64_t i = i0 + r0 + u, j = j0 + q * kThreads;
+        if (i < g.m && j < g.n) g.d[i * g.ldd + j] = finish(product(r0 + u, q), q, act[u][q], i * g.ldd + j);
       }
-    }
   }
 }
 
@@ -421,8 +444,11 @@ void launch_with_smem(detail::LaunchSite at, dim3 grid, size_t bytes, cudaStream
 template <int kKK>
 void launch_skinny_k(const SmallGemm& g, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((g.n + kKCols - 1) / kKCols), static_cast<unsigned>((g.m + kKRows - 1) / kKRows));
-  const bool relu_grad_only = g.act_grad == SmallGemmAct::relu && g.act == SmallGemmAct::none && !g.bias && !g.c;
-  auto kernel = relu_grad_only ? skinny_k_kernel<kKK, true> : skinny_k_kernel<kKK, false>;
+  const bool no_other = g.act == SmallGemmAct::none && !g.bias && !g.c;
+  auto kernel = !no_other                             ? skinny_k_kernel<kKK, ThinKEpilogue::general>
+                : g.act_grad == SmallGemmAct::none ? skinny_k_kernel<kKK, ThinKEpilogue::plain>
+                : g.act_grad == SmallGemmAct::relu ? skinny_k_kernel<kKK, ThinKEpilogue::relu_grad>
+                                                   : skinny_k_kernel<kKK, ThinKEpilogue::general>;
   detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kThreads), s, g);
 }
 
