@@ -171,7 +171,7 @@ TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogue
       {OpKind::matmul_add, {{1000, 16}, {16, 700}, {1000, 700}}, false, false, Act::none, SkinnyGemm::thin_k},
       // whole blocks of skinny_k (16 rows x 1024 columns): its paths without bounds tests
       {OpKind::matmul, {{1024, 10}, {10, 2048}}, false, false, Act::none, SkinnyGemm::thin_k},
-      {OpKind::linear, {{512, 12}, {12, 1024}, {1024}}, false, false, Act::relu, SkinnyGemm::thin_k},
+      {OpKind::linear, {{1024, 12}, {12, 1024}, {1024}}, false, false, Act::relu, SkinnyGemm::thin_k},
       {OpKind::matmul_act_grad, {{1024, 10}, {4096, 10}, {1024, 4096}}, false, true, Act::relu, SkinnyGemm::thin_k},
       {OpKind::matmul_act_grad, {{2000, 3}, {1501, 3}, {2000, 1501}}, false, true, Act::gelu, SkinnyGemm::thin_k},
       {OpKind::linear, {{300, 2048}, {2048, 10}, {10}}, false, false, Act::none, SkinnyGemm::thin_n},
