@@ -79,9 +79,10 @@ def tab_compiler_summary():
             "\n\nThe GEMM floor: for each GEMM of the unfused step, the fastest of the first 16 algorithms cuBLASLt's "
             "heuristic offers, timed on pseudo-random operands; then those GEMMs back to back in the step's order, "
             "each on its own operands, timed as the replay is (GPU time, the stream held until they are enqueued). "
-            "Where the GEMMs are long it is the bound no schedule of them can beat. Where they are small (the MLP at "
-            "batch 32) the replay runs its own small-GEMM kernel with the epilogue inside, faster than cuBLASLt's "
-            "for those shapes, and beats the floor (a ratio below 1).\n\n" +
+            "Where the GEMMs are long it is the bound no schedule of cuBLASLt's GEMMs can beat. Kernels of "
+            "twograph's own beat cuBLASLt where its tiles fit a product poorly: the small GEMMs of the MLP at batch 32, "
+            "whose replay runs the small-GEMM kernel with the epilogue inside and beats the floor (a ratio below 1), "
+            "and the last layer of the MLP of width 4096, 10 columns wide (the skinny-GEMM kernels).\n\n" +
             r.source_line())
 
 
@@ -305,8 +306,6 @@ TABLES = {
 # (TG_SMALL_GEMM=0) and with GEMM tuning on (tg-train --gemm-autotune); train_passes.json is the
 # run without tuning.
 TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", TRAIN, "train_passes_cublaslt"
-# The same sweep with early updates off (TG_LANES_EARLY=0), from the session of train_passes.json.
-LATE = "train_passes_late"
 # The same sweep with the optimizer pass's GEMM updates off (TG_GEMM_UPDATE=0), same session.
 NOGEMM = "train_passes_nogemm"
 
@@ -388,22 +387,47 @@ def _probe_us(rel, label):
 
 
 LANES_AB = "h200-probes/lanes-column-sums-ab.txt"
+# One tg-train binary under three environments, alternately on one H200 (scripts/device/ab-env.sh).
+ENV_AB = "h200-probes/early-skinny-ab-75cd6ca.txt"
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def _lanes_ab_step(build):
-    """The w4096 every-pass training step of one build of the lanes A/B (sections `== old N` /
-    `== new N`): the mean of its runs, printed in milliseconds."""
+def _ab_value(rel, label, mode, sweep, row="pass_replay"):
+    """Row `row` (pass_replay or gemm_floor) of `mode` and `sweep` in an A/B file of
+    scripts/device/ab-env.sh's form (sections `== LABEL ROUND`, rows `ROW MODE SWEEP VALUE UNIT`):
+    the mean over the label's rounds."""
 
     def value():
         found, inside = [], False
-        for line in _probe_lines(LANES_AB):
+        for line in _probe_lines(rel):
             if line.startswith("== "):
-                inside = line[3:].split()[0] == build
-            elif inside and line.startswith("pass_replay train mlp_w4096_d4 "):
-                found.append(float(line.split()[3]))
+                inside = line[3:].split()[0] == label
+            elif inside and line.startswith(f"{row} {mode} {sweep} "):
+                words = line.split()
+                found.append(float(words[3]) * _UNITS[words[4]])
         if not found:
-            raise Missing(f"docs/results/{LANES_AB}: no w4096 training step under == {build}")
-        return t(sum(found) / len(found) * 1e-3)
+            raise Missing(f"docs/results/{rel}: no '{row} {mode} {sweep}' row under == {label}")
+        return t(sum(found) / len(found))
+
+    return value
+
+
+# The skinny-GEMM probe's table: a row per product, its numbers in the columns
+# rel diff, cublas, skinny, +epilog, copy (microseconds but the first) and the share of the copy.
+SKINNY_PROBE = "h200-probes/skinny-gemm-75cd6ca.txt"
+SKINNY_COLUMNS = ["rel diff", "cublas", "skinny", "+epilog", "copy"]
+
+
+def _skinny_us(product, column):
+    """A time of the skinny-GEMM probe: the product's row (its first word) and column."""
+
+    def value():
+        for line in _probe_lines(SKINNY_PROBE):
+            words = line.split()
+            if words and words[0] == product:
+                numbers = [w for w in words if w.replace(".", "").replace("e-", "").replace("-", "").isdigit()]
+                return t(float(numbers[SKINNY_COLUMNS.index(column)]) * 1e-6)
+        raise Missing(f"docs/results/{SKINNY_PROBE}: no row for the {product} product")
 
     return value
 
@@ -457,14 +481,14 @@ VALUES = {
     "compiler.colfloor_unordered": _probe_us(COLFLOOR_PROBE, "lane1 groups (v4 rows)"),
     "compiler.colfloor_read": _probe_us(COLFLOOR_PROBE, "read, 1 float4/thread"),
     "compiler.colreduce_launch_cost": val_colreduce_launch_cost,
-    "compiler.lanes_sums_before": _lanes_ab_step("old"),
+    "compiler.lanes_sums_before": _ab_value(LANES_AB, "old", "train", "mlp_w4096_d4"),
     "compiler.marginal_gemm_update": _marginal("matmul_sgd_momentum"),
     "compiler.marginal_act_grad": _marginal("matmul_act_grad"),
     "compiler.marginal_column_sums": _marginal("reduce_sum"),
     "compiler.marginal_last_linear": _marginal("linear 1024x10x4096"),
     "compiler.dgrad_own_slower": _dgrad_slower(DGRAD_OWN_BEST),
     "compiler.dgrad_rows_slower": _dgrad_slower(DGRAD_ROWS),
-    "compiler.lanes_sums_after": _lanes_ab_step("new"),
+    "compiler.lanes_sums_after": _ab_value(LANES_AB, "new", "train", "mlp_w4096_d4"),
     "compiler.sgemm_lt": _probe_us(SGEMM_PROBE, SGEMM_LT),
     "compiler.sgemm_lt_update": _probe_us(SGEMM_PROBE, SGEMM_LT_UPDATE),
     "compiler.sgemm_textbook": _probe_us(SGEMM_PROBE, SGEMM_TEXTBOOK),
@@ -478,13 +502,25 @@ VALUES = {
     "compiler.sgemm_best_issue": _issue_pct("fragpipe-k16"),
     "compiler.sgemm_lt_inst": _instructions("cublaslt"),
     "compiler.sgemm_best_inst": _instructions("fragpipe-k16"),
-    "compiler.early_w4096_off": _other(LATE, "mlp", "train", "all", width=4096),
+    "compiler.early_w4096_off": _ab_value(ENV_AB, "early_off", "train", "mlp_w4096_d4"),
     "compiler.gemm_update_opt_on": _median("mlp", "train", "optimizer", width=4096),
     "compiler.gemm_update_opt_off": _other(NOGEMM, "mlp", "train", "optimizer", width=4096),
     "compiler.gemm_update_all_on": _w4096_train_all,
     "compiler.gemm_update_all_off": _other(NOGEMM, "mlp", "train", "all", width=4096),
-    "compiler.early_w4096_on": _w4096_train_all,
-    "compiler.early_w4096_floor": lambda: t(_floor("mlp", "train", width=4096)["median"]),
+    "compiler.early_w4096_on": _ab_value(ENV_AB, "default", "train", "mlp_w4096_d4"),
+    "compiler.early_w4096_floor": _ab_value(ENV_AB, "default", "train", "mlp_w4096_d4", row="gemm_floor"),
+    "compiler.skinny_w4096_off": _ab_value(ENV_AB, "skinny_off", "train", "mlp_w4096_d4"),
+    "compiler.skinny_w4096_infer_off": _ab_value(ENV_AB, "skinny_off", "inference", "mlp_w4096_d4"),
+    "compiler.skinny_w4096_infer_on": _ab_value(ENV_AB, "default", "inference", "mlp_w4096_d4"),
+    "compiler.skinny_fwd_lt": _skinny_us("forward", "cublas"),
+    "compiler.skinny_fwd_own": _skinny_us("forward", "+epilog"),
+    "compiler.skinny_fwd_copy": _skinny_us("forward", "copy"),
+    "compiler.skinny_wgrad_lt": _skinny_us("weight", "cublas"),
+    "compiler.skinny_wgrad_own": _skinny_us("weight", "+epilog"),
+    "compiler.skinny_dgrad_lt": _skinny_us("input", "cublas"),
+    "compiler.skinny_dgrad_plain": _skinny_us("input", "skinny"),
+    "compiler.skinny_dgrad_own": _skinny_us("input", "+epilog"),
+    "compiler.skinny_dgrad_copy": _skinny_us("input", "copy"),
     "compiler.tuned_tfm_infer": _tuned_tfm_infer,
     "compiler.tuned_tfm_train": _tuned_tfm_train,
     "compiler.untuned_tfm_infer": _untuned_tfm_infer,
