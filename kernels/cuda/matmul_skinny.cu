@@ -13,7 +13,7 @@
 //    it is stored densely (copy_thin_rows); a value there serves 8 rows (skinny_n) or 4
 //    columns (skinny_nt) of products;
 //  - each thread loads the wide operand's values for a whole slice before the slice's
-//    products (the next slice's during this one's), from pointers it advances;
+//    products (the next slice's during this one's; skinny_n from row pointers it advances);
 //  - skinny_k keeps its op(B) values in registers, 4 output columns a thread, and loads 8
 //    rows' activations (matmul_act_grad's operand) before their products; its common
 //    epilogue, relu_grad alone, has its own instantiation without the general tests.
@@ -116,8 +116,8 @@ __device__ __forceinline__ void slice_ready(int64_t s, int64_t n_slices, const C
 
 // One level of a warp's transposing butterfly: lanes kO apart swap halves of their first
 // 2 kHalf values and add what they keep to what they receive. After the levels 16, 8, .., 1,
-// lane l holds in v[q], q < kN / 32, the warp's sum of its values l * kN / 32 + q, with 31
-// shuffles a value fewer than a butterfly of every value.
+// lane l holds in v[q], q < kN / 32, the warp's sum of its values l * kN / 32 + q: 31/32 of a
+// shuffle a value, where a butterfly of every value takes five.
 template <int kO, int kHalf, int kN>
 __device__ __forceinline__ void warp_transpose_sum(float (&v)[kN], int lane) {
   const bool upper = (lane & kO) != 0;
