@@ -120,6 +120,17 @@ void multi_update(const OpCall& c, cudaStream_t s);
 // a^T dz (a [rows, m], dz [rows, n], row-major), computed in the kernel and never stored.
 void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m, int64_t n,
                          float lr, float momentum, cudaStream_t s);
+// matmul_sgd_momentum_streamk (gemm_update.cu): the same update with the product's k steps
+// split evenly over `blocks` persistent blocks (0: as many as the device holds at once), so
+// that the tiles' updates do not all fall at the end of a wave; a tile split between two
+// blocks sums its two parts (other bits than matmul_sgd_momentum's, fixed by the shape and
+// the block count). Experimental: scripts/device/probes/gemm_update_runtime.cu times it; no op
+// runs it. workspace: matmul_sgd_momentum_streamk_workspace bytes, zeroed before the first
+// call (its flags are zero again after each); without one, or off the tiled shapes, it is
+// matmul_sgd_momentum.
+size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks);
+void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m,
+                                 int64_t n, float lr, float momentum, void* workspace, int blocks, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
 // alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).

@@ -28,6 +28,7 @@
 // and slow; the optimizer pass only fuses shapes of the fast path (gemm_update_fast_shape).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -136,6 +137,128 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
+// The same update with the product's k iterations (all tiles' k steps, in tile order) split
+// evenly over `gridDim.x` persistent blocks (stream-K). A block's range starts and ends inside
+// tiles at offsets that differ from block to block, so the blocks reach their tiles' updates
+// at different times and one block's update traffic overlaps the others' products, where in
+// gemm_update_tiles every block of a wave updates at once. A tile split between blocks b and
+// b + 1 (ranges are at least a tile long, so at most in two) is a head, k steps [0, s), that
+// block b computes first of all and leaves in partials[b], and a tail [s, end) that block
+// b + 1 computes last and adds to the head (head + tail: one more rounding than one chain, so
+// its bits differ from gemm_update_tiles's) before the update. Block b + 1 waits for flags[b]
+// only at its end, and only on a block of lower index: blocks start in index order, so the
+// block it waits for has started, and it waits on nothing before leaving its head. The
+// flags return to zero when read, for the next launch. The tile body repeats
+// gemm_update_tiles's rather than sharing a function with it: that kernel's code generation
+// is sensitive to its form (its comment), and a shared body changed its PTX.
+__global__ void __launch_bounds__(kThreads, 2)
+    gemm_update_streamk(const float* __restrict__ a, const float* __restrict__ dz, float* __restrict__ v,
+                        float* __restrict__ p, int m, int n, int rows, float lr, float momentum,
+                        float* __restrict__ partials, unsigned* __restrict__ flags) {
+  pdl::prologue();
+  extern __shared__ __align__(16) float smem[];
+  float* as = smem;                             // [kStages][kStep][kTile]
+  float* bs = smem + kStages * kStep * kTile;  // [kStages][kStep][kTile]
+  const int tid = threadIdx.x;
+  const int row0 = tid / 16 * 4, col0 = tid % 16 * 4;  // the thread's first row and column in the tile
+  const int tiles = rows / kStep;  // k steps of an output tile
+  const int col_tiles = n / kTile, out_tiles = col_tiles * (m / kTile);
+  const long long a_apart = static_cast<long long>(kCopyRowsApart) * m, b_apart = static_cast<long long>(kCopyRowsApart) * n;
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(as + tid / kQuadsPerRow * kTile + tid % kQuadsPerRow * 4));
+  const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(bs + tid / kQuadsPerRow * kTile + tid % kQuadsPerRow * 4));
+  const int block = static_cast<int>(blockIdx.x);
+  const long long total = static_cast<long long>(out_tiles) * tiles;
+  const long long begin = total * block / gridDim.x, end = total * (block + 1) / gridDim.x;
+  // The block's pieces from the tile holding its last k step down to the one holding its first.
+  for (long long tile_at = (end - 1) / tiles; tile_at >= begin / tiles; --tile_at) {
+    const long long k0 = tile_at * tiles;
+    const int kb = static_cast<int>(begin > k0 ? begin - k0 : 0), ke = static_cast<int>(end < k0 + tiles ? end - k0 : tiles);
+    const int i0 = static_cast<int>(tile_at / col_tiles) * kTile, j0 = static_cast<int>(tile_at % col_tiles) * kTile;
+    cp_async_wait<0>();
+    __syncthreads();  // every thread done with the last piece's stages
+    const float* ga = a + static_cast<long long>(kb * kStep + tid / kQuadsPerRow) * m + i0 + tid % kQuadsPerRow * 4;
+    const float* gb = dz + static_cast<long long>(kb * kStep + tid / kQuadsPerRow) * n + j0 + tid % kQuadsPerRow * 4;
+    const int steps = ke - kb;
+    int write_stage = 0;
+    auto issue = [&](int tile) {
+      if (tile < steps) {
+#pragma unroll
+        for (int l = 0; l < kCopies; ++l) {
+          const unsigned at = 4u * static_cast<unsigned>(write_stage * kStep * kTile + l * kCopyRowsApart * kTile);
+          cp_async16(sa + at, ga + l * a_apart);
+          cp_async16(sb + at, gb + l * b_apart);
+        }
+        ga += static_cast<long long>(kStep) * m;
+        gb += static_cast<long long>(kStep) * n;
+        write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+      }
+      cp_async_commit();
+    };
+    float av[2][kRows], bv[2][kCols];
+    auto load_fragments = [&](int buf, int stage, int k) {
+      load_kmajor_fragments<kRowApart, 64>(av[buf], bv[buf], as + (stage * kStep + k) * kTile,
+                                           bs + (stage * kStep + k) * kTile, row0, col0);
+    };
+    float acc[kRows][kCols] = {};
+    simt_main_loop<kStep, kStages>(steps, acc, av, bv, issue, load_fragments, serpentine, [](int, int) {});
+    if (ke < tiles) {  // a head (the block's first piece): block + 1 finishes the tile
+      float* const slot = partials + static_cast<long long>(block) * kTile * kTile;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) __stcg(slot + (r * kCols + c) * kThreads + tid, acc[r][c]);
+      __syncthreads();  // every thread's stores issued before the flag says they are there
+      if (tid == 0) {
+        __threadfence();
+        atomicExch(flags + block, 1u);
+      }
+      continue;
+    }
+    if (kb > 0) {  // a tail (the block's last piece): add the head block - 1 left
+      if (tid == 0) {
+        while (atomicAdd(flags + block - 1, 0u) == 0u) __nanosleep(64);
+        __threadfence();
+      }
+      __syncthreads();
+      const float* const slot = partials + static_cast<long long>(block - 1) * kTile * kTile;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) acc[r][c] = __fadd_rn(__ldcg(slot + (r * kCols + c) * kThreads + tid), acc[r][c]);
+      if (tid == 0) flags[block - 1] = 0u;  // for the next launch (this one reads it no more)
+    }
+    auto at_group = [&](int g) {
+      const int r = g / 2, h = g % 2;
+      return static_cast<long long>(i0 + kRowApart * (r / 4) + row0 + r % 4) * n + j0 + 64 * h + col0;
+    };
+#pragma unroll
+    for (int r0 = 0; r0 < kRows; r0 += kBatchRows) {
+      float4 vel[kBatchRows][2], par[kBatchRows][2];
+      long long at[kBatchRows][2];
+#pragma unroll
+      for (int r = 0; r < kBatchRows; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          at[r][h] = at_group(2 * (r0 + r) + h);
+          vel[r][h] = *reinterpret_cast<const float4*>(v + at[r][h]);
+          par[r][h] = *reinterpret_cast<const float4*>(p + at[r][h]);
+        }
+#pragma unroll
+      for (int r = 0; r < kBatchRows; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float* g = &acc[r0 + r][4 * h];
+          sgd_momentum_step(par[r][h].x, g[0], vel[r][h].x, lr, momentum);
+          sgd_momentum_step(par[r][h].y, g[1], vel[r][h].y, lr, momentum);
+          sgd_momentum_step(par[r][h].z, g[2], vel[r][h].z, lr, momentum);
+          sgd_momentum_step(par[r][h].w, g[3], vel[r][h].w, lr, momentum);
+          *reinterpret_cast<float4*>(v + at[r][h]) = vel[r][h];
+          *reinterpret_cast<float4*>(p + at[r][h]) = par[r][h];
+        }
+    }
+  }
+}
+
 // Any shape: a thread per element of the [m, n] weight, the same chain over the rows in
 // order and the same update.
 __global__ void gemm_update_elements(const float* a, const float* dz, float* v, float* p, int64_t m, int64_t n,
@@ -172,6 +295,52 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
   const dim3 grid(static_cast<unsigned>(n / kTile), static_cast<unsigned>(m / kTile));
   detail::launch_smem(TG_LAUNCH_SITE, gemm_update_tiles, grid, kThreads, kSmemBytes, s, a, dz, v, p,
                       static_cast<int>(m), static_cast<int>(n), static_cast<int>(rows), lr, momentum);
+}
+
+
+namespace {
+
+// The stream-K kernel's blocks for a weight [m, n] with `rows` rows: `blocks` if given, else
+// as many as the device holds at once; at most one per output tile, so a block's range is
+// at least a tile long.
+int streamk_blocks(int64_t rows, int64_t m, int64_t n, int blocks) {
+  if (blocks <= 0) {
+    int device = 0, sms = 0, per_sm = 0;
+    TG_CUDA_CHECK(cudaGetDevice(&device));
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSmemBytes)));
+    TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk, kThreads, kSmemBytes));
+    blocks = sms * std::max(per_sm, 1);
+  }
+  (void)rows;
+  const int64_t out_tiles = (m / kTile) * (n / kTile);
+  return static_cast<int>(std::min<int64_t>(blocks, out_tiles));
+}
+
+}  // namespace
+
+size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks) {
+  if (!gemm_update_fast_shape(rows, m, n)) return 0;
+  const size_t b = static_cast<size_t>(streamk_blocks(rows, m, n, blocks));
+  return b * kTile * kTile * sizeof(float) + b * sizeof(unsigned);
+}
+
+void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m,
+                                 int64_t n, float lr, float momentum, void* workspace, int blocks, cudaStream_t s) {
+  const bool aligned = detail::aligned16(a) && detail::aligned16(dz) && detail::aligned16(v) && detail::aligned16(p);
+  if (!gemm_update_fast_shape(rows, m, n) || !aligned || workspace == nullptr) {
+    matmul_sgd_momentum(p, a, v, dz, rows, m, n, lr, momentum, s);
+    return;
+  }
+  const int b = streamk_blocks(rows, m, n, blocks);
+  TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSmemBytes)));
+  float* partials = static_cast<float*>(workspace);
+  unsigned* flags = reinterpret_cast<unsigned*>(partials + static_cast<size_t>(b) * kTile * kTile);
+  detail::launch_smem(TG_LAUNCH_SITE, gemm_update_streamk, dim3(static_cast<unsigned>(b)), kThreads, kSmemBytes, s, a, dz,
+                      v, p, static_cast<int>(m), static_cast<int>(n), static_cast<int>(rows), lr, momentum, partials,
+                      flags);
 }
 
 }  // namespace tg::kernels::cuda

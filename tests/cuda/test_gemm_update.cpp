@@ -1,13 +1,15 @@
 // matmul_sgd_momentum's CUDA kernels (kernels/cuda/gemm_update.cu): the tiled kernel at the
 // edges of its pipeline (fewer k tiles than stages, one tile, many) and across tiles, the
 // plain kernel for other shapes, both against the CPU reference; and the tiled kernel
-// against the unfused form on the GPU (the cuBLASLt weight gradient, then sgd_momentum).
+// against the unfused form on the GPU (the cuBLASLt weight gradient, then sgd_momentum); the
+// experimental stream-K form against the tiled kernel.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "graph/shape_inference.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "tests/cuda/op_harness.h"
 #include "tests/gpu_skip.h"
 
@@ -82,6 +84,51 @@ TEST_CASE("cuda matmul_sgd_momentum: the update of the separate cuBLASLt weight 
                          std::memcmp(vf.data(), vs.data(), vf.size() * sizeof(float)) == 0;
   MESSAGE("matmul_sgd_momentum vs cuBLASLt + sgd_momentum, [", rows, ",", k, "]^T [", rows, ",", n,
           "], two steps: ", (same_bits ? "bitwise equal" : "within the tolerance, not bitwise"));
+}
+
+TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kernel's bits; split tiles stay within the tolerance and repeat") {
+  TG_REQUIRE_GPU();
+  const int64_t rows = 256, m = 512, n = 384;  // 4 x 3 output tiles of 16 k steps each
+  const float lr = 0.05f, momentum = 0.9f;
+  const std::vector<float> a = random_vector(rows * m, 41), dz = random_vector(rows * n, 42);
+  const std::vector<float> p0 = random_vector(m * n, 43), v0 = random_vector(m * n, 44, -0.1f, 0.1f);
+  const cudaStream_t s = backend().stream();
+  DevTensor da(a, false), ddz(dz, false), p_ref(p0, false), v_ref(v0, false);
+  for (int step = 0; step < 2; ++step)
+    kernels::cuda::matmul_sgd_momentum(p_ref.ptr, da.ptr, v_ref.ptr, ddz.ptr, rows, m, n, lr, momentum, s);
+  TG_CUDA_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> pr = p_ref.download(), vr = v_ref.download();
+  // Two steps from (p0, v0) with `blocks` blocks; the flags must be zero again after each call.
+  auto two_steps = [&](int blocks) {
+    const size_t bytes = kernels::cuda::matmul_sgd_momentum_streamk_workspace(rows, m, n, blocks);
+    REQUIRE(bytes > 0);
+    cuda::DeviceBuffer ws = cuda::DeviceBuffer::allocate(bytes);
+    TG_CUDA_CHECK(cudaMemsetAsync(ws.get(), 0, bytes, s));
+    DevTensor p(p0, false), v(v0, false);
+    for (int step = 0; step < 2; ++step)
+      kernels::cuda::matmul_sgd_momentum_streamk(p.ptr, da.ptr, v.ptr, ddz.ptr, rows, m, n, lr, momentum, ws.get(),
+                                                 blocks, s);
+    TG_CUDA_CHECK(cudaStreamSynchronize(s));
+    return std::make_pair(p.download(), v.download());
+  };
+  // 12 blocks (or the device's count, capped at the 12 tiles): a whole tile each, one chain.
+  for (int blocks : {12, 0}) {
+    CAPTURE(blocks);
+    const auto [p, v] = two_steps(blocks);
+    CHECK(std::memcmp(p.data(), pr.data(), p.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(v.data(), vr.data(), v.size() * sizeof(float)) == 0);
+  }
+  // 7 and 5 blocks: ranges of 27.4 and 38.4 k steps, tiles split in two.
+  const Tol tol{1e-5 * rows / 16, 1e-4};
+  for (int blocks : {7, 5}) {
+    CAPTURE(blocks);
+    const auto [p, v] = two_steps(blocks);
+    CHECK(compare("param", p, pr, tol) == 0);
+    CHECK(compare("velocity", v, vr, tol) == 0);
+    const auto [p2, v2] = two_steps(blocks);
+    CHECK(std::memcmp(p.data(), p2.data(), p.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(v.data(), v2.data(), v.size() * sizeof(float)) == 0);
+  }
 }
 
 }  // namespace tg::testing
