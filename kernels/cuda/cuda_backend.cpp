@@ -57,6 +57,17 @@ CudaBackend::CudaBackend(int device, bool tf32)
   side_ctx_ = ctx_;
   side_ctx_.scratch = side_scratch_.as<float>();
   side_ctx_.scratch_bytes = side_scratch_.bytes();
+  if (kernels::cuda::gemm_update_streamk_enabled()) {  // experimental: a zeroed workspace a stream
+    const size_t bytes = kernels::cuda::matmul_sgd_momentum_streamk_workspace(1, 0, 0, 0);
+    update_workspace_ = cuda::DeviceBuffer::allocate(bytes);
+    side_update_workspace_ = cuda::DeviceBuffer::allocate(bytes);
+    TG_CUDA_CHECK(cudaMemset(update_workspace_.get(), 0, bytes));
+    TG_CUDA_CHECK(cudaMemset(side_update_workspace_.get(), 0, bytes));
+    ctx_.update_workspace = update_workspace_.get();
+    ctx_.update_workspace_bytes = bytes;
+    side_ctx_.update_workspace = side_update_workspace_.get();
+    side_ctx_.update_workspace_bytes = bytes;
+  }
 }
 
 CudaBackend::~CudaBackend() {

@@ -62,6 +62,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<kernels::cuda::LtCache> lt_cache_;
   cuda::DeviceBuffer scratch_;
   cuda::DeviceBuffer side_scratch_;  // run_on's, so that the two streams never share one
+  cuda::DeviceBuffer update_workspace_, side_update_workspace_;  // stream-K GEMM updates (experimental)
   kernels::CudaExecContext ctx_, side_ctx_;
 };
 

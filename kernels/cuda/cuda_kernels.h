@@ -41,6 +41,10 @@ struct CudaExecContext {
   // std::invalid_argument unless its rows fit one block, the others run on fewer blocks.
   float* scratch = nullptr;
   size_t scratch_bytes = 0;
+  // The stream-K GEMM update's workspace (matmul_sgd_momentum_streamk), owned by the backend,
+  // zeroed once; null unless that form is on.
+  void* update_workspace = nullptr;
+  size_t update_workspace_bytes = 0;
 };
 
 // The entry: enqueues one op on ctx.stream. Throws std::invalid_argument naming the
@@ -124,13 +128,18 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
 // split evenly over `blocks` persistent blocks (0: as many as the device holds at once), so
 // that the tiles' updates do not all fall at the end of a wave; a tile split between two
 // blocks sums its two parts (other bits than matmul_sgd_momentum's, fixed by the shape and
-// the block count). Experimental: scripts/device/probes/gemm_update_runtime.cu times it; no op
-// runs it. workspace: matmul_sgd_momentum_streamk_workspace bytes, zeroed before the first
-// call (its flags are zero again after each); without one, or off the tiled shapes, it is
-// matmul_sgd_momentum.
+// the block count). Experimental, off unless TG_GEMM_UPDATE_STREAMK=1 (or the setter) when
+// the backend is made: the backend then owns a workspace for each of its streams
+// (CudaExecContext::update_workspace) and the op runs this form. workspace: at least
+// matmul_sgd_momentum_streamk_workspace(rows, m, n, blocks) bytes (m = n = 0: enough for any
+// shape), zeroed before the first call (its flags are zero again after each; std::invalid_argument
+// when it is too small); without one, or off the tiled shapes, it is matmul_sgd_momentum.
+bool gemm_update_streamk_enabled();
+void set_gemm_update_streamk(bool enabled);
 size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks);
 void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m,
-                                 int64_t n, float lr, float momentum, void* workspace, int blocks, cudaStream_t s);
+                                 int64_t n, float lr, float momentum, void* workspace, size_t workspace_bytes,
+                                 int blocks, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
 // alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).

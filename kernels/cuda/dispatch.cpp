@@ -63,6 +63,10 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::sgd_momentum:
       return cuda::sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n, s);
     case OpKind::matmul_sgd_momentum:
+      if (ctx.update_workspace)
+        return cuda::matmul_sgd_momentum_streamk(x.data, y.data, c.in[2].data, c.in[3].data, g.rows, y.shape.last(),
+                                                 x.shape.last(), c.attrs->lr, c.attrs->momentum, ctx.update_workspace,
+                                                 ctx.update_workspace_bytes, 0, s);
       return cuda::matmul_sgd_momentum(x.data, y.data, c.in[2].data, c.in[3].data, g.rows, y.shape.last(), x.shape.last(),
                                        c.attrs->lr, c.attrs->momentum, s);
     case OpKind::layernorm_grad_params:

@@ -30,11 +30,14 @@
 
 #include <algorithm>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd_step.cuh"
 #include "kernels/cuda/simt_gemm.cuh"
+#include "kernels/env_switch.h"
 #include "kernels/gemm_update_shape.h"
 
 namespace tg::kernels::cuda {
@@ -300,44 +303,72 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
 
 namespace {
 
-// The stream-K kernel's blocks for a weight [m, n] with `rows` rows: `blocks` if given, else
-// as many as the device holds at once; at most one per output tile, so a block's range is
-// at least a tile long.
-int streamk_blocks(int64_t rows, int64_t m, int64_t n, int blocks) {
-  if (blocks <= 0) {
-    int device = 0, sms = 0, per_sm = 0;
-    TG_CUDA_CHECK(cudaGetDevice(&device));
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(kSmemBytes)));
-    TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk, kThreads, kSmemBytes));
-    blocks = sms * std::max(per_sm, 1);
-  }
-  (void)rows;
-  const int64_t out_tiles = (m / kTile) * (n / kTile);
-  return static_cast<int>(std::min<int64_t>(blocks, out_tiles));
+// Off unless TG_GEMM_UPDATE_STREAMK=1: the stream-K form has not run on a GPU yet.
+EnvSwitch g_streamk("TG_GEMM_UPDATE_STREAMK", false);
+
+// The stream-K workspace: kStreamKMaxBlocks flags (fixed at its start, so that a buffer serves
+// every shape and stays zero between calls), then a 128 x 128 partial tile a block.
+constexpr int kStreamKMaxBlocks = 4096;
+constexpr size_t kStreamKFlagBytes = kStreamKMaxBlocks * sizeof(unsigned);
+
+// As many blocks as the device holds at once.
+int resident_streamk_blocks() {
+  int device = 0, sms = 0, per_sm = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&device));
+  TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSmemBytes)));
+  TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk, kThreads, kSmemBytes));
+  return sms * std::max(per_sm, 1);
 }
+
+// The stream-K kernel's blocks for a weight [m, n]: `blocks` if given, else as many as the
+// device holds at once; at most one per output tile (so a block's range is at least a tile
+// long) and at most kStreamKMaxBlocks.
+int streamk_blocks(int64_t m, int64_t n, int blocks) {
+  if (blocks <= 0) blocks = resident_streamk_blocks();
+  const int64_t out_tiles = (m / kTile) * (n / kTile);
+  return static_cast<int>(std::min<int64_t>({blocks, out_tiles, kStreamKMaxBlocks}));
+}
+
+size_t streamk_bytes(int blocks) { return kStreamKFlagBytes + static_cast<size_t>(blocks) * kTile * kTile * sizeof(float); }
 
 }  // namespace
 
+bool gemm_update_streamk_enabled() { return g_streamk.on(); }
+void set_gemm_update_streamk(bool enabled) { g_streamk.set(enabled); }
+
 size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks) {
+  if (rows <= 0) return 0;
+  if (m <= 0 || n <= 0) return streamk_bytes(std::min(blocks > 0 ? blocks : resident_streamk_blocks(), kStreamKMaxBlocks));
   if (!gemm_update_fast_shape(rows, m, n)) return 0;
-  const size_t b = static_cast<size_t>(streamk_blocks(rows, m, n, blocks));
-  return b * kTile * kTile * sizeof(float) + b * sizeof(unsigned);
+  return streamk_bytes(streamk_blocks(m, n, blocks));
 }
 
 void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m,
-                                 int64_t n, float lr, float momentum, void* workspace, int blocks, cudaStream_t s) {
+                                 int64_t n, float lr, float momentum, void* workspace, size_t workspace_bytes,
+                                 int blocks, cudaStream_t s) {
   const bool aligned = detail::aligned16(a) && detail::aligned16(dz) && detail::aligned16(v) && detail::aligned16(p);
   if (!gemm_update_fast_shape(rows, m, n) || !aligned || workspace == nullptr) {
     matmul_sgd_momentum(p, a, v, dz, rows, m, n, lr, momentum, s);
     return;
   }
-  const int b = streamk_blocks(rows, m, n, blocks);
-  TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kSmemBytes)));
-  float* partials = static_cast<float*>(workspace);
-  unsigned* flags = reinterpret_cast<unsigned*>(partials + static_cast<size_t>(b) * kTile * kTile);
+  const int b = streamk_blocks(m, n, blocks);
+  if (workspace_bytes < streamk_bytes(b))
+    // (std::to_string, not fmt: including fmt here changes gemm_update_tiles's PTX)
+    throw std::invalid_argument("matmul_sgd_momentum_streamk: " + std::to_string(b) + " blocks need " +
+                                std::to_string(streamk_bytes(b)) + " bytes of workspace, given " +
+                                std::to_string(workspace_bytes) +
+                                "; size it with matmul_sgd_momentum_streamk_workspace");
+  static std::once_flag opted_in[64];
+  int device = 0;
+  TG_CUDA_CHECK(cudaGetDevice(&device));
+  std::call_once(opted_in[device % 64], [] {
+    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSmemBytes)));
+  });
+  unsigned* flags = static_cast<unsigned*>(workspace);
+  float* partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + kStreamKFlagBytes);
   detail::launch_smem(TG_LAUNCH_SITE, gemm_update_streamk, dim3(static_cast<unsigned>(b)), kThreads, kSmemBytes, s, a, dz,
                       v, p, static_cast<int>(m), static_cast<int>(n), static_cast<int>(rows), lr, momentum, partials,
                       flags);

@@ -107,7 +107,7 @@ TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kern
     DevTensor p(p0, false), v(v0, false);
     for (int step = 0; step < 2; ++step)
       kernels::cuda::matmul_sgd_momentum_streamk(p.ptr, da.ptr, v.ptr, ddz.ptr, rows, m, n, lr, momentum, ws.get(),
-                                                 blocks, s);
+                                                 bytes, blocks, s);
     TG_CUDA_CHECK(cudaStreamSynchronize(s));
     return std::make_pair(p.download(), v.download());
   };
@@ -129,6 +129,22 @@ TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kern
     CHECK(std::memcmp(p.data(), p2.data(), p.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(v.data(), v2.data(), v.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("cuda matmul_sgd_momentum_streamk: a backend made with TG_GEMM_UPDATE_STREAMK on runs it for the op, against the CPU") {
+  TG_REQUIRE_GPU();
+  struct Restore {
+    bool was = kernels::cuda::gemm_update_streamk_enabled();
+    ~Restore() { kernels::cuda::set_gemm_update_streamk(was); }
+  } restore;
+  kernels::cuda::set_gemm_update_streamk(true);
+  CudaBackend streamk(0, false);
+  REQUIRE(streamk.context().update_workspace != nullptr);
+  REQUIRE(streamk.side_context().update_workspace != nullptr);
+  CHECK(streamk.side_context().update_workspace != streamk.context().update_workspace);
+  // 32 x 16 output tiles of 4 k steps: more tiles than an H200 holds blocks, so the blocks'
+  // ranges (2048 k steps over at most 512 blocks) split tiles.
+  CHECK(run_case_on(streamk, gemm_update_case(64, 4096, 2048, false, 950)) == 0);
 }
 
 }  // namespace tg::testing

@@ -34,7 +34,8 @@ int main() {
   CK(cudaMalloc(&sk_ws, sk_bytes));
   CK(cudaMemset(sk_ws, 0, sk_bytes));
   auto streamk = [&](int l, int blocks, float* p, float* v) {
-    cu::matmul_sgd_momentum_streamk(p, layers[l].x, v, layers[l].dy, kBatch, kIn, kOut, kLr, kMu, sk_ws, blocks, s);
+    cu::matmul_sgd_momentum_streamk(p, layers[l].x, v, layers[l].dy, kBatch, kIn, kOut, kLr, kMu, sk_ws, sk_bytes, blocks,
+                                    s);
   };
   const LtWeightGrad gemm(ctx.lt, ctx.ws_bytes, 8);
   const float zero = 0.0f;
