@@ -311,22 +311,31 @@ EnvSwitch g_streamk("TG_GEMM_UPDATE_STREAMK", false);
 constexpr int kStreamKMaxBlocks = 4096;
 constexpr size_t kStreamKFlagBytes = kStreamKMaxBlocks * sizeof(unsigned);
 
-// As many blocks as the device holds at once.
-int resident_streamk_blocks() {
-  int device = 0, sms = 0, per_sm = 0;
+// The kernel's dynamic shared memory opted into past the default 48 KiB, and how many of its
+// blocks the device then holds at once: once per device and process, since the op's dispatch
+// comes here for every update.
+int streamk_resident_blocks() {
+  static std::once_flag once[64];
+  static int resident[64];
+  int device = 0;
   TG_CUDA_CHECK(cudaGetDevice(&device));
-  TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kSmemBytes)));
-  TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk, kThreads, kSmemBytes));
-  return sms * std::max(per_sm, 1);
+  std::call_once(once[device % 64], [device] {
+    int sms = 0, per_sm = 0;
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSmemBytes)));
+    TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk, kThreads, kSmemBytes));
+    resident[device % 64] = sms * std::max(per_sm, 1);
+  });
+  return resident[device % 64];
 }
 
 // The stream-K kernel's blocks for a weight [m, n]: `blocks` if given, else as many as the
 // device holds at once; at most one per output tile (so a block's range is at least a tile
 // long) and at most kStreamKMaxBlocks.
 int streamk_blocks(int64_t m, int64_t n, int blocks) {
-  if (blocks <= 0) blocks = resident_streamk_blocks();
+  const int resident = streamk_resident_blocks();  // also the opt-in the launch needs
+  if (blocks <= 0) blocks = resident;
   const int64_t out_tiles = (m / kTile) * (n / kTile);
   return static_cast<int>(std::min<int64_t>({blocks, out_tiles, kStreamKMaxBlocks}));
 }
@@ -340,7 +349,7 @@ void set_gemm_update_streamk(bool enabled) { g_streamk.set(enabled); }
 
 size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks) {
   if (rows <= 0) return 0;
-  if (m <= 0 || n <= 0) return streamk_bytes(std::min(blocks > 0 ? blocks : resident_streamk_blocks(), kStreamKMaxBlocks));
+  if (m <= 0 || n <= 0) return streamk_bytes(std::min(blocks > 0 ? blocks : streamk_resident_blocks(), kStreamKMaxBlocks));
   if (!gemm_update_fast_shape(rows, m, n)) return 0;
   return streamk_bytes(streamk_blocks(m, n, blocks));
 }
@@ -360,13 +369,6 @@ void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float
                                 std::to_string(streamk_bytes(b)) + " bytes of workspace, given " +
                                 std::to_string(workspace_bytes) +
                                 "; size it with matmul_sgd_momentum_streamk_workspace");
-  static std::once_flag opted_in[64];
-  int device = 0;
-  TG_CUDA_CHECK(cudaGetDevice(&device));
-  std::call_once(opted_in[device % 64], [] {
-    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(kSmemBytes)));
-  });
   unsigned* flags = static_cast<unsigned*>(workspace);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + kStreamKFlagBytes);
   detail::launch_smem(TG_LAUNCH_SITE, gemm_update_streamk, dim3(static_cast<unsigned>(b)), kThreads, kSmemBytes, s, a, dz,

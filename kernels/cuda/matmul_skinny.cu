@@ -114,6 +114,13 @@ __device__ __forceinline__ void slice_ready(int64_t s, int64_t n_slices, const C
   __syncthreads();
 }
 
+// A row of a thin operand's slice in shared memory (n values) into kNT registers, zeros past n.
+template <int kNT>
+__device__ __forceinline__ void load_thin_row(const float* row, int n, float (&b)[kNT]) {
+#pragma unroll
+  for (int jj = 0; jj < kNT; ++jj) b[jj] = jj < n ? row[jj] : 0.0f;
+}
+
 // One level of a warp's transposing butterfly: lanes kO apart swap halves of their first
 // 2 kHalf values and add what they keep to what they receive. After the levels 16, 8, .., 1,
 // lane l holds in v[q], q < kN / 32, the warp's sum of its values l * kN / 32 + q: 31/32 of a
@@ -292,10 +299,8 @@ __global__ void __launch_bounds__(kThreads) skinny_n_kernel(SmallGemm g) {
     if (s + 1 < n_slices) load_a(s + 1, a_next);
 #pragma unroll
     for (int step = 0; step < kNSteps; ++step) {
-      const float* const brow = slice(s) + (t + step * kThreads) * n;
       float b[kNT];
-#pragma unroll
-      for (int jj = 0; jj < kNT; ++jj) b[jj] = jj < n ? brow[jj] : 0.0f;
+      load_thin_row(slice(s) + (t + step * kThreads) * n, n, b);
 #pragma unroll
       for (int r = 0; r < kNRows; ++r)
 #pragma unroll
@@ -369,10 +374,8 @@ __global__ void __launch_bounds__(kThreads) skinny_nt_kernel(SmallGemm g, bool v
     if (s + 1 < n_slices) load_a(s + 1, a_next);
 #pragma unroll
     for (int u = 0; u < kTSteps; ++u) {
-      const float* const brow = slices[s & 1] + (q + u * kTGroups) * n;
       float b[kNT];
-#pragma unroll
-      for (int jj = 0; jj < kNT; ++jj) b[jj] = jj < n ? brow[jj] : 0.0f;
+      load_thin_row(slices[s & 1] + (q + u * kTGroups) * n, n, b);
 #pragma unroll
       for (int jj = 0; jj < kNT; ++jj) {
         acc[0 * kNT + jj] = __fmaf_rn(a_now[u].x, b[jj], acc[0 * kNT + jj]);

@@ -419,14 +419,14 @@ SKINNY_COLUMNS = ["rel diff", "cublas", "skinny", "+epilog", "copy"]
 
 
 def _skinny_us(product, column):
-    """A time of the skinny-GEMM probe: the product's row (its first word) and column."""
+    """A time of the skinny-GEMM probe: the product's row (its first word) and column (the
+    row's last six words are the columns and the share of the copy)."""
 
     def value():
         for line in _probe_lines(SKINNY_PROBE):
             words = line.split()
             if words and words[0] == product:
-                numbers = [w for w in words if w.replace(".", "").replace("e-", "").replace("-", "").isdigit()]
-                return t(float(numbers[SKINNY_COLUMNS.index(column)]) * 1e-6)
+                return t(float(words[-6:-1][SKINNY_COLUMNS.index(column)]) * 1e-6)
         raise Missing(f"docs/results/{SKINNY_PROBE}: no row for the {product} product")
 
     return value

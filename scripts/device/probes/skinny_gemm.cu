@@ -14,15 +14,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/matmul_small.h"
-#include "wgrad_common.cuh"  // CK, max_rel_diff
+#include "wgrad_common.cuh"  // CK, pseudo-random operands, max_rel_diff, median_us
 
 namespace cu = tg::kernels::cuda;
 
@@ -30,19 +27,11 @@ namespace {
 
 constexpr int kBatch = 1024, kWide = 4096, kThin = 10, kLaunches = 20;
 
-float* random_device(long n, unsigned seed) {
-  std::vector<float> h(static_cast<size_t>(n));
-  for (float& x : h) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
-  }
-  float* d;
-  CK(cudaMalloc(&d, n * sizeof(float)));
-  CK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
+// Pseudo-random values in [-0.5, 0.5) on the device.
+float* random_device(long n, unsigned seed) { return wgrad::upload(wgrad::pseudo_random(n, seed, 1.0f)); }
 
-// Mean microseconds a call of body, kLaunches of them captured into one graph.
+// Mean microseconds a call of body, kLaunches of them captured into one graph (the median
+// replay of wgrad::median_us, divided by kLaunches).
 template <typename Body>
 float graph_us(cudaStream_t s, Body&& body) {
   cudaGraph_t graph;
@@ -51,25 +40,10 @@ float graph_us(cudaStream_t s, Body&& body) {
   for (int i = 0; i < kLaunches; ++i) body();
   CK(cudaStreamEndCapture(s, &graph));
   CK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int rep = 0; rep < 11; ++rep) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (rep >= 2) t.push_back(ms * 1000.0f / kLaunches);
-  }
-  std::sort(t.begin(), t.end());
+  const float us = wgrad::median_us(s, [&] { CK(cudaGraphLaunch(exec, s)); }) / kLaunches;
   CK(cudaGraphExecDestroy(exec));
   CK(cudaGraphDestroy(graph));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  return t[t.size() / 2];
+  return us;
 }
 
 struct Product {
