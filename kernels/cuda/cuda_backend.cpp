@@ -57,17 +57,6 @@ CudaBackend::CudaBackend(int device, bool tf32)
   side_ctx_ = ctx_;
   side_ctx_.scratch = side_scratch_.as<float>();
   side_ctx_.scratch_bytes = side_scratch_.bytes();
-  if (kernels::cuda::gemm_update_streamk_enabled()) {  // experimental: a zeroed workspace a stream
-    const size_t bytes = kernels::cuda::matmul_sgd_momentum_streamk_workspace(1, 0, 0, 0);
-    update_workspace_ = cuda::DeviceBuffer::allocate(bytes);
-    side_update_workspace_ = cuda::DeviceBuffer::allocate(bytes);
-    TG_CUDA_CHECK(cudaMemset(update_workspace_.get(), 0, bytes));
-    TG_CUDA_CHECK(cudaMemset(side_update_workspace_.get(), 0, bytes));
-    ctx_.update_workspace = update_workspace_.get();
-    ctx_.update_workspace_bytes = bytes;
-    side_ctx_.update_workspace = side_update_workspace_.get();
-    side_ctx_.update_workspace_bytes = bytes;
-  }
 }
 
 CudaBackend::~CudaBackend() {
@@ -122,7 +111,23 @@ void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
 
 void CudaBackend::synchronize() { TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
 
+void CudaBackend::ensure_update_workspace() {
+  if (update_workspace_ || !kernels::cuda::gemm_update_streamk_enabled()) return;
+  // Enough for any shape, so that it is allocated once and never moves: captured CUDA Graphs
+  // keep its address. Zeroed once: every launch leaves its flags zero again.
+  const size_t bytes = kernels::cuda::matmul_sgd_momentum_streamk_workspace(1, 0, 0, 0);
+  update_workspace_ = cuda::DeviceBuffer::allocate(bytes);
+  side_update_workspace_ = cuda::DeviceBuffer::allocate(bytes);
+  TG_CUDA_CHECK(cudaMemset(update_workspace_.get(), 0, bytes));
+  TG_CUDA_CHECK(cudaMemset(side_update_workspace_.get(), 0, bytes));
+  ctx_.update_workspace = update_workspace_.get();
+  ctx_.update_workspace_bytes = bytes;
+  side_ctx_.update_workspace = side_update_workspace_.get();
+  side_ctx_.update_workspace_bytes = bytes;
+}
+
 Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
+  if (call.op == OpKind::matmul_sgd_momentum) ensure_update_workspace();
   const kernels::cuda::LtGemm* g = kernels::prepare_cuda(call, ctx_);
   return g ? Prepared{g, g->workspace_bytes()} : Prepared{};
 }

@@ -48,10 +48,18 @@ class CudaBackend : public Backend {
   // run_on's context, but for its stream: the same but for the scratch.
   const kernels::CudaExecContext& side_context() const { return side_ctx_; }
   // The cuBLASLt GEMM a call runs (the heuristic asked now, once per shape), or nothing
-  // for a call that is not a GEMM.
+  // for a call that is not a GEMM. The first matmul_sgd_momentum call prepared also allocates
+  // the stream-K update's workspaces (ensure_update_workspace), before any capture.
   Prepared prepare(const kernels::OpCall& call) override;
 
  private:
+  // The stream-K GEMM update's workspaces, one a stream (about 17 MiB each on an H200): made
+  // when a plan first holds matmul_sgd_momentum and TG_GEMM_UPDATE_STREAMK is on (the
+  // default), so that a backend that never runs the fused update never holds them. Their
+  // flags must stay zero between launches, which is why they are not in a plan's arena
+  // (its regions are reused by other values). Without them the op runs the tiled kernel.
+  void ensure_update_workspace();
+
   int device_;
   bool tf32_;
   std::string name_;
@@ -62,7 +70,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<kernels::cuda::LtCache> lt_cache_;
   cuda::DeviceBuffer scratch_;
   cuda::DeviceBuffer side_scratch_;  // run_on's, so that the two streams never share one
-  cuda::DeviceBuffer update_workspace_, side_update_workspace_;  // stream-K GEMM updates (experimental)
+  cuda::DeviceBuffer update_workspace_, side_update_workspace_;  // stream-K GEMM updates
   kernels::CudaExecContext ctx_, side_ctx_;
 };
 

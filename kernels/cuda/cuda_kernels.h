@@ -42,7 +42,8 @@ struct CudaExecContext {
   float* scratch = nullptr;
   size_t scratch_bytes = 0;
   // The stream-K GEMM update's workspace (matmul_sgd_momentum_streamk), owned by the backend,
-  // zeroed once; null unless that form is on.
+  // zeroed once; null (the tiled kernel) until the backend prepares a GEMM update with that
+  // form on.
   void* update_workspace = nullptr;
   size_t update_workspace_bytes = 0;
 };
@@ -128,8 +129,8 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
 // split evenly over `blocks` persistent blocks (0: as many as the device holds at once), so
 // that the tiles' updates do not all fall at the end of a wave; a tile split between two
 // blocks sums its two parts (other bits than matmul_sgd_momentum's, fixed by the shape and
-// the block count). Experimental, off unless TG_GEMM_UPDATE_STREAMK=1 (or the setter) when
-// the backend is made: the backend then owns a workspace for each of its streams
+// the block count). On unless TG_GEMM_UPDATE_STREAMK=0 (or the setter): the CUDA backend
+// then makes a workspace for each of its streams when it prepares its first GEMM update
 // (CudaExecContext::update_workspace) and the op runs this form. workspace: at least
 // matmul_sgd_momentum_streamk_workspace(rows, m, n, blocks) bytes (m = n = 0: enough for any
 // shape), zeroed before the first call (its flags are zero again after each; std::invalid_argument

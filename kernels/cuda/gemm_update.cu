@@ -303,8 +303,8 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
 
 namespace {
 
-// Off unless TG_GEMM_UPDATE_STREAMK=1: the stream-K form has not run on a GPU yet.
-EnvSwitch g_streamk("TG_GEMM_UPDATE_STREAMK", false);
+// On unless TG_GEMM_UPDATE_STREAMK=0 (read when a backend prepares its first GEMM update).
+EnvSwitch g_streamk("TG_GEMM_UPDATE_STREAMK", true);
 
 // The stream-K workspace: kStreamKMaxBlocks flags (fixed at its start, so that a buffer serves
 // every shape and stays zero between calls), then a 128 x 128 partial tile a block.

@@ -2,7 +2,7 @@
 // edges of its pipeline (fewer k tiles than stages, one tile, many) and across tiles, the
 // plain kernel for other shapes, both against the CPU reference; and the tiled kernel
 // against the unfused form on the GPU (the cuBLASLt weight gradient, then sgd_momentum); the
-// experimental stream-K form against the tiled kernel.
+// stream-K form (the default through a backend) against the tiled kernel and the CPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -131,20 +131,38 @@ TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kern
   }
 }
 
-TEST_CASE("cuda matmul_sgd_momentum_streamk: a backend made with TG_GEMM_UPDATE_STREAMK on runs it for the op, against the CPU") {
+TEST_CASE("cuda matmul_sgd_momentum_streamk: a backend runs it for the op once it prepared one (switch on), against the CPU") {
   TG_REQUIRE_GPU();
   struct Restore {
     bool was = kernels::cuda::gemm_update_streamk_enabled();
     ~Restore() { kernels::cuda::set_gemm_update_streamk(was); }
   } restore;
+  kernels::OpCall update;
+  update.op = OpKind::matmul_sgd_momentum;
+  kernels::OpCall other;
+  other.op = OpKind::sgd_momentum;
+  // Switch off: preparing the op makes no workspace (the tiled kernel runs).
+  kernels::cuda::set_gemm_update_streamk(false);
+  CudaBackend tiled(0, false);
+  tiled.prepare(update);
+  CHECK(tiled.context().update_workspace == nullptr);
+  // Switch on: nothing until a GEMM update is prepared, then one workspace a stream, kept.
   kernels::cuda::set_gemm_update_streamk(true);
   CudaBackend streamk(0, false);
-  REQUIRE(streamk.context().update_workspace != nullptr);
+  CHECK(streamk.context().update_workspace == nullptr);
+  streamk.prepare(other);
+  CHECK(streamk.context().update_workspace == nullptr);
+  streamk.prepare(update);
+  void* const first = streamk.context().update_workspace;
+  REQUIRE(first != nullptr);
   REQUIRE(streamk.side_context().update_workspace != nullptr);
-  CHECK(streamk.side_context().update_workspace != streamk.context().update_workspace);
+  CHECK(streamk.side_context().update_workspace != first);
+  streamk.prepare(update);
+  CHECK(streamk.context().update_workspace == first);  // captured graphs keep its address
   // 32 x 16 output tiles of 4 k steps: more tiles than an H200 holds blocks, so the blocks'
   // ranges (2048 k steps over at most 512 blocks) split tiles.
   CHECK(run_case_on(streamk, gemm_update_case(64, 4096, 2048, false, 950)) == 0);
+  CHECK(run_case_on(tiled, gemm_update_case(64, 4096, 2048, false, 950)) == 0);
 }
 
 }  // namespace tg::testing
