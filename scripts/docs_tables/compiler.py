@@ -412,6 +412,23 @@ def _ab_value(rel, label, mode, sweep, row="pass_replay"):
     return value
 
 
+# The stream-K GEMM update: tg-probe-gemm-update-runtime's rows, and an A/B of one tg-train
+# binary with it off ("default" then) and on ("streamk").
+STREAMK_PROBE = "h200-probes/gemm-update-streamk-ec2b2c8.txt"
+STREAMK_AB = "h200-probes/gemm-update-streamk-ab-ec2b2c8.txt"
+STREAMK_DIFF = "one step, matmul_sgd_momentum_streamk against cuBLASLt + sgd_momentum: max rel diff"
+
+
+def val_streamk_rel_diff():
+    """The stream-K update's largest relative difference from cuBLASLt + sgd_momentum after one
+    step, over the parameter and the velocity."""
+    line = next((l for l in _probe_lines(STREAMK_PROBE) if l.startswith(STREAMK_DIFF)), None)
+    if line is None:
+        raise Missing(f"docs/results/{STREAMK_PROBE}: no line starting with {STREAMK_DIFF!r}")
+    words = line[len(STREAMK_DIFF):].replace(",", " ").split()
+    return f"{max(float(words[1]), float(words[3])):.1e}"
+
+
 # The skinny-GEMM probe's table: a row per product, its numbers in the columns
 # rel diff, cublas, skinny, +epilog, copy (microseconds but the first) and the share of the copy.
 SKINNY_PROBE = "h200-probes/skinny-gemm-75cd6ca.txt"
@@ -512,6 +529,16 @@ VALUES = {
     "compiler.skinny_w4096_off": _ab_value(ENV_AB, "skinny_off", "train", "mlp_w4096_d4"),
     "compiler.skinny_w4096_infer_off": _ab_value(ENV_AB, "skinny_off", "inference", "mlp_w4096_d4"),
     "compiler.skinny_w4096_infer_on": _ab_value(ENV_AB, "default", "inference", "mlp_w4096_d4"),
+    "compiler.streamk_lt": _probe_us(STREAMK_PROBE, "cuBLASLt GEMMs (best of 5)"),
+    "compiler.streamk_lt_update": _probe_us(STREAMK_PROBE, "cuBLASLt + sgd_momentum"),
+    "compiler.streamk_tiled": _probe_us(STREAMK_PROBE, "matmul_sgd_momentum "),
+    "compiler.streamk_resident": _probe_us(STREAMK_PROBE, "matmul_sgd_momentum_streamk, resident"),
+    "compiler.streamk_one_per_sm": _probe_us(STREAMK_PROBE, "matmul_sgd_momentum_streamk, 1 an SM"),
+    "compiler.streamk_three_per_sm": _probe_us(STREAMK_PROBE, "matmul_sgd_momentum_streamk, 3 an SM"),
+    "compiler.streamk_rel_diff": val_streamk_rel_diff,
+    "compiler.streamk_w4096_off": _ab_value(STREAMK_AB, "default", "train", "mlp_w4096_d4"),
+    "compiler.streamk_w4096_on": _ab_value(STREAMK_AB, "streamk", "train", "mlp_w4096_d4"),
+    "compiler.streamk_w4096_floor": _ab_value(STREAMK_AB, "streamk", "train", "mlp_w4096_d4", row="gemm_floor"),
     "compiler.skinny_fwd_lt": _skinny_us("forward", "cublas"),
     "compiler.skinny_fwd_own": _skinny_us("forward", "+epilog"),
     "compiler.skinny_fwd_copy": _skinny_us("forward", "copy"),

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "graph/shape_inference.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -83,7 +84,7 @@ TEST_CASE("cuda matmul_sgd_momentum: the update of the separate cuBLASLt weight 
   const bool same_bits = std::memcmp(pf.data(), ps.data(), pf.size() * sizeof(float)) == 0 &&
                          std::memcmp(vf.data(), vs.data(), vf.size() * sizeof(float)) == 0;
   MESSAGE("matmul_sgd_momentum vs cuBLASLt + sgd_momentum, [", rows, ",", k, "]^T [", rows, ",", n,
-          "], two steps: ", (same_bits ? "bitwise equal" : "within the tolerance, not bitwise"));
+          "], two steps: ", std::string(same_bits ? "bitwise equal" : "within the tolerance, not bitwise"));
 }
 
 TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kernel's bits; split tiles stay within the tolerance and repeat") {
