@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -155,22 +154,6 @@ __global__ void __launch_bounds__(kThreads, 2)
 // flags return to zero when read, for the next launch. The tile body repeats
 // gemm_update_tiles's rather than sharing a function with it: that kernel's code generation
 // is sensitive to its form (its comment), and a shared body changed its PTX.
-//
-// kPrefetch (TG_GEMM_UPDATE_PREFETCH, under measurement): before the products of a piece this
-// block will update, ask L2 for the tile's velocity and parameter rows, so that the update's
-// reads find them there: 1 for the block's last piece only (every block updates it at the very
-// end, all together, with nothing left to overlap), 2 the same with L2's evict_last priority,
-// 3 for every piece the block updates. 0: none.
-__device__ __forceinline__ void prefetch_l2(const float* at, bool evict_last) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if (evict_last) asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(at));
-  else asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
-#else
-  (void)at, (void)evict_last;
-#endif
-}
-
-template <int kPrefetch>
 __global__ void __launch_bounds__(kThreads, 2)
     gemm_update_streamk(const float* __restrict__ a, const float* __restrict__ dz, float* __restrict__ v,
                         float* __restrict__ p, int m, int n, int rows, float lr, float momentum,
@@ -194,19 +177,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     const long long k0 = tile_at * tiles;
     const int kb = static_cast<int>(begin > k0 ? begin - k0 : 0), ke = static_cast<int>(end < k0 + tiles ? end - k0 : tiles);
     const int i0 = static_cast<int>(tile_at / col_tiles) * kTile, j0 = static_cast<int>(tile_at % col_tiles) * kTile;
-    if constexpr (kPrefetch > 0) {
-      const bool updated = ke == tiles, last = tile_at == begin / tiles;
-      if (updated && (kPrefetch == 3 || last)) {
-        // Thread t: tile row t of the velocity and the parameter, 4 lines of 128 bytes each.
-        static_assert(kThreads == kTile, "a row of the tile a thread");
-        const long long row = static_cast<long long>(i0 + tid) * n + j0;
-#pragma unroll
-        for (int l = 0; l < kTile; l += 32) {
-          prefetch_l2(v + row + l, kPrefetch == 2);
-          prefetch_l2(p + row + l, kPrefetch == 2);
-        }
-      }
-    }
     cp_async_wait<0>();
     __syncthreads();  // every thread done with the last piece's stages
     const float* ga = a + static_cast<long long>(kb * kStep + tid / kQuadsPerRow) * m + i0 + tid % kQuadsPerRow * 4;
@@ -344,23 +314,6 @@ constexpr size_t kStreamKFlagBytes = kStreamKMaxBlocks * sizeof(unsigned);
 // The kernel's dynamic shared memory opted into past the default 48 KiB, and how many of its
 // blocks the device then holds at once: once per device and process, since the op's dispatch
 // comes here for every update.
-using StreamKKernel = void (*)(const float*, const float*, float*, float*, int, int, int, float, float, float*,
-                              unsigned*);
-constexpr StreamKKernel kStreamKKernels[] = {gemm_update_streamk<0>, gemm_update_streamk<1>, gemm_update_streamk<2>,
-                                             gemm_update_streamk<3>};
-
-// TG_GEMM_UPDATE_PREFETCH: 0 to 3 (gemm_update_streamk's kPrefetch), read once; 0 when unset.
-int streamk_prefetch() {
-  static const int mode = [] {
-    const char* e = std::getenv("TG_GEMM_UPDATE_PREFETCH");
-    if (e == nullptr || *e == '\0') return 0;
-    if (e[1] != '\0' || e[0] < '0' || e[0] > '3')
-      throw std::invalid_argument(std::string("TG_GEMM_UPDATE_PREFETCH=") + e + ": expected one digit, 0 to 3");
-    return e[0] - '0';
-  }();
-  return mode;
-}
-
 int streamk_resident_blocks() {
   static std::once_flag once[64];
   static int resident[64];
@@ -369,9 +322,9 @@ int streamk_resident_blocks() {
   std::call_once(once[device % 64], [device] {
     int sms = 0, per_sm = 0;
     TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    for (StreamKKernel k : kStreamKKernels)
-      TG_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
-    TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk<0>, kThreads, kSmemBytes));
+    TG_CUDA_CHECK(cudaFuncSetAttribute(gemm_update_streamk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSmemBytes)));
+    TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_update_streamk, kThreads, kSmemBytes));
     resident[device % 64] = sms * std::max(per_sm, 1);
   });
   return resident[device % 64];
@@ -418,8 +371,7 @@ void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float
                                 "; size it with matmul_sgd_momentum_streamk_workspace");
   unsigned* flags = static_cast<unsigned*>(workspace);
   float* partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + kStreamKFlagBytes);
-  detail::launch_smem(TG_LAUNCH_SITE, kStreamKKernels[streamk_prefetch()], dim3(static_cast<unsigned>(b)), kThreads,
-                      kSmemBytes, s, a, dz,
+  detail::launch_smem(TG_LAUNCH_SITE, gemm_update_streamk, dim3(static_cast<unsigned>(b)), kThreads, kSmemBytes, s, a, dz,
                       v, p, static_cast<int>(m), static_cast<int>(n), static_cast<int>(rows), lr, momentum, partials,
                       flags);
 }
