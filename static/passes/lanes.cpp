@@ -10,7 +10,7 @@
 // the weight gradients run beside it. In an overhead-bound step (small GEMMs that each
 // fill a few SMs) that removes half the backward kernels from the critical path.
 //
-// What a side node may be: an update (the optimizer family), or any node all of whose
+// What a side node may be: an update (the optimizer family) but a GEMM update, or any node all of whose
 // outputs are read only by updates and none a graph output: the weight-gradient GEMMs, and
 // the bias gradients' column sums (memory-bound, so better beside the compute-bound input
 // gradients than between them; the backend gives the side stream a scratch of its own for
@@ -20,6 +20,15 @@
 // (a parameter an update changes, say); where that would happen, the pass marks nothing
 // at all. The memory planner keeps every value a side node touches alive to the end of
 // the step (PlanOptions::live_to_end), so no later node reuses its bytes meanwhile.
+//
+// GEMM updates (matmul_sgd_momentum) stay on the main stream unless TG_LANES_GEMM_UPDATES=1.
+// Their CUDA kernel runs stream-K by default: exactly as many blocks as the device holds,
+// each with an equal share of the product, which pays only if every block is resident from
+// the start. Beside an input-gradient GEMM on the other stream, some of its blocks wait
+// for SMs, start late and end late, and the whole update with them: measured on an H200,
+// the width-4096 MLP's step took longer with them on the side stream than on one stream.
+// (The tiled form, TG_GEMM_UPDATE_STREAMK=0, gains from the side stream instead: its last
+// wave leaves SMs idle that the other stream's GEMM fills.)
 #include <algorithm>
 
 #include "kernels/env_switch.h"
@@ -30,11 +39,14 @@ namespace tg {
 namespace {
 
 kernels::EnvSwitch g_early("TG_LANES_EARLY", true);
+kernels::EnvSwitch g_gemm_updates("TG_LANES_GEMM_UPDATES", false);
 
 }  // namespace
 
 bool lanes_early_updates() { return g_early.on(); }
 void set_lanes_early_updates(bool on) { g_early.set(on); }
+bool lanes_gemm_updates() { return g_gemm_updates.on(); }
+void set_lanes_gemm_updates(bool on) { g_gemm_updates.set(on); }
 
 std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule) {
   const size_t nn = g.nodes.size(), nv = g.values.size();
@@ -44,7 +56,9 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
     for (int in : g.nodes[n].inputs) readers[static_cast<size_t>(in)].push_back(static_cast<int>(n));
   std::vector<bool> is_output(nv, false);
   for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
-  for (size_t n = 0; n < nn; ++n) side[n] = op_is_update(g.nodes[n].op);
+  const bool gemm_updates = lanes_gemm_updates();
+  auto side_update = [&](OpKind op) { return op_is_update(op) && (gemm_updates || op != OpKind::matmul_sgd_momentum); };
+  for (size_t n = 0; n < nn; ++n) side[n] = side_update(g.nodes[n].op);
   for (size_t n = 0; n < nn; ++n) {
     const Node& node = g.nodes[n];
     if (op_is_update(node.op) || node.outputs.empty()) continue;
@@ -52,7 +66,7 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
     for (int o : node.outputs) {
       if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) only_updates = false;
       for (int r : readers[static_cast<size_t>(o)])
-        if (!op_is_update(g.nodes[static_cast<size_t>(r)].op)) only_updates = false;
+        if (!side_update(g.nodes[static_cast<size_t>(r)].op)) only_updates = false;
     }
     side[n] = only_updates;
   }

@@ -95,6 +95,10 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
 // on the side stream while the main stream computes the input gradients of the layers below.
 bool lanes_early_updates();
 void set_lanes_early_updates(bool on);
+// Whether the lanes pass may put GEMM updates (matmul_sgd_momentum) on the side stream:
+// TG_LANES_GEMM_UPDATES=1, off by default (lanes.cpp says why); the setter overrides it.
+bool lanes_gemm_updates();
+void set_lanes_gemm_updates(bool on);
 inline constexpr int64_t kEarlyUpdateBytes = int64_t{4} << 20;
 // The schedule with every side node moved up to just after the last main node it waits
 // for (its inputs' producers; for an update, every earlier reader of what it writes),

@@ -221,11 +221,32 @@ TEST_CASE("optimizer pass, GEMM updates: with the linear pass the bias gradient 
   check_same_training(model, PassSet::all(), 3);
 }
 
-TEST_CASE("optimizer pass, GEMM updates: the lanes pass runs them on the side stream, ahead of the layers below") {
+TEST_CASE("optimizer pass, GEMM updates: the lanes pass keeps them on the main stream, or on request runs them beside, ahead of the layers below") {
   const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
   GemmUpdateTiles small(1);
   const Graph step = run_passes(build_training_graph(model), PassSet::all());
   const std::vector<int> topo = step.topo_order();
+  struct Restore {
+    bool was = lanes_gemm_updates();
+    ~Restore() { set_lanes_gemm_updates(was); }
+  } restore;
+  // By default (a stream-K kernel wants the whole device): on the main stream; the bias
+  // gradients' column sums, which feed only the other updates, still go beside.
+  set_lanes_gemm_updates(false);
+  {
+    const std::vector<bool> side = side_lane_nodes(step, topo);
+    int fused = 0, sums = 0;
+    for (size_t n = 0; n < step.nodes.size(); ++n) {
+      if (step.nodes[n].op == OpKind::matmul_sgd_momentum) {
+        ++fused;
+        CHECK_FALSE(side[n]);
+      }
+      if (step.nodes[n].op == OpKind::reduce_sum && side[n]) ++sums;
+    }
+    CHECK(fused == 2);
+    CHECK(sums == 2);
+  }
+  set_lanes_gemm_updates(true);
   const std::vector<bool> side = side_lane_nodes(step, topo);
   const std::vector<int> order = hoist_side_nodes(step, topo, side);
   std::vector<int> at(step.nodes.size(), -1);
@@ -243,6 +264,8 @@ TEST_CASE("optimizer pass, GEMM updates: the lanes pass runs them on the side st
         CHECK(at[r] < at[n]);
   }
   CHECK(fused == 2);
+  check_same_training(model, PassSet::all(), 3);
+  set_lanes_gemm_updates(false);
   check_same_training(model, PassSet::all(), 3);
 }
 
