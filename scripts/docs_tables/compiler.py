@@ -194,6 +194,16 @@ def _above_floor(model, mode, **p):
     return lambda: t(_replay(model, mode, "all", **p)["median"] - _floor(model, mode, **p)["median"])
 
 
+def _vs_floor(model, mode, **p):
+    """The replay with every pass against the GEMM floor, in words: "X below" or "X above"."""
+
+    def value():
+        d = _replay(model, mode, "all", **p)["median"] - _floor(model, mode, **p)["median"]
+        return f"{t(abs(d))} {'below' if d < 0 else 'above'}"
+
+    return value
+
+
 def _w4096_params():
     """The width-4096 MLP's parameter count, from its report params: `depth` Linear layers,
     in = width, out = 10 (experiments/train/train_bench.cpp, mlp_config)."""
@@ -416,6 +426,8 @@ def _ab_value(rel, label, mode, sweep, row="pass_replay"):
 # binary with it off ("default" then) and on ("streamk").
 STREAMK_PROBE = "h200-probes/gemm-update-streamk-ec2b2c8.txt"
 STREAMK_AB = "h200-probes/gemm-update-streamk-ab-ec2b2c8.txt"
+# The lanes pass with the GEMM updates on the main stream (the default, "default") or beside ("side").
+LANES_GEMM_AB = "h200-probes/lanes-gemm-updates-ab-2fb761f.txt"
 STREAMK_DIFF = "one step, matmul_sgd_momentum_streamk against cuBLASLt + sgd_momentum: max rel diff"
 
 
@@ -536,6 +548,9 @@ VALUES = {
     "compiler.streamk_one_per_sm": _probe_us(STREAMK_PROBE, "matmul_sgd_momentum_streamk, 1 an SM"),
     "compiler.streamk_three_per_sm": _probe_us(STREAMK_PROBE, "matmul_sgd_momentum_streamk, 3 an SM"),
     "compiler.streamk_rel_diff": val_streamk_rel_diff,
+    "compiler.lanes_gemm_main": _ab_value(LANES_GEMM_AB, "default", "train", "mlp_w4096_d4"),
+    "compiler.lanes_gemm_side": _ab_value(LANES_GEMM_AB, "side", "train", "mlp_w4096_d4"),
+    "compiler.lanes_gemm_floor": _ab_value(LANES_GEMM_AB, "default", "train", "mlp_w4096_d4", row="gemm_floor"),
     "compiler.streamk_w4096_off": _ab_value(STREAMK_AB, "default", "train", "mlp_w4096_d4"),
     "compiler.streamk_w4096_on": _ab_value(STREAMK_AB, "streamk", "train", "mlp_w4096_d4"),
     "compiler.streamk_w4096_floor": _ab_value(STREAMK_AB, "streamk", "train", "mlp_w4096_d4", row="gemm_floor"),
@@ -571,7 +586,7 @@ VALUES = {
     "compiler.mlp32_saved_per_kernel": val_mlp32_saved_per_kernel,
     "compiler.mlp32_train_over_floor": _over_floor("mlp", "train", batch=32),
     "compiler.w4096_train_over_floor": _over_floor("mlp", "train", width=4096),
-    "compiler.w4096_train_above_floor": _above_floor("mlp", "train", width=4096),
+    "compiler.w4096_train_vs_floor": _vs_floor("mlp", "train", width=4096),
     "compiler.w4096_update_bytes": val_w4096_update_bytes,
     "compiler.w4096_update_at_copy": val_w4096_update_at_copy,
     "compiler.transformer_train_over_floor": _over_floor("transformer", "train", batch=32),
