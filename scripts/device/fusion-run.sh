@@ -63,7 +63,7 @@ train_sweep() {
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
 }
-# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late nogemm noheads noskinny nostreamk; the
+# Which sweeps run (TG_FUSION_SWEEPS, space-separated: defaults cublaslt tuned late nogemm noheads noskinny nostreamk gemmside; the
 # first four when unset). $OUT gets one JSON
 # per sweep: keep the list short enough that $OUT holds at most 8 files.
 sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned late}
@@ -91,6 +91,11 @@ for sw in $sweeps; do
     nostreamk) train_sweep TG_GEMM_UPDATE_STREAMK=0 train_passes_nostreamk "^pass_replay .*passes=(none|optimizer|all) " \
       TG_GEMM_UPDATE_STREAMK=0 ""
       mv "$out/train_passes_nostreamk.json" "$res/" 2> /dev/null ;;
+    # The GEMM updates on the side stream (TG_LANES_GEMM_UPDATES=1; on the main stream by default),
+    # its JSON into the tarball.
+    gemmside) train_sweep TG_LANES_GEMM_UPDATES=1 train_passes_gemmside "^pass_replay .*passes=(none|lanes|all) " \
+      TG_LANES_GEMM_UPDATES=1 ""
+      mv "$out/train_passes_gemmside.json" "$res/" 2> /dev/null ;;
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done
