@@ -5,8 +5,8 @@
 // the update rounded as sgd_momentum rounds it, and checks its bits against the separate
 // pair after one step from the same state.
 // Printed: the largest relative differences of p and v, then the medians (9 runs after 2
-// warm-ups) of the three GEMMs alone, GEMM + update, and the fused op; then the same for the
-// experimental stream-K form (matmul_sgd_momentum_streamk) with as many blocks as the device
+// warm-ups) of the three GEMMs alone, GEMM + update, and the tiled fused op; then the same for
+// the stream-K form (matmul_sgd_momentum_streamk, the backend's default) with as many blocks as the device
 // holds at once (2 an SM), one an SM, and three an SM (a third waiting for a slot).
 #include "kernels/cuda/cuda_kernels.h"
 #include "wgrad_common.cuh"
