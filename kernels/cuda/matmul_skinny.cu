@@ -114,6 +114,33 @@ __device__ __forceinline__ void slice_ready(int64_t s, int64_t n_slices, const C
   __syncthreads();
 }
 
+// Registers of the wide operand's next slice moved up to the current one.
+__device__ __forceinline__ void move_regs(float& to, const float& from) { to = from; }
+__device__ __forceinline__ void move_regs(float4& to, const float4& from) { to = from; }
+template <typename T, int N>
+__device__ __forceinline__ void move_regs(T (&to)[N], const T (&from)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) move_regs(to[i], from[i]);
+}
+
+// The slice loop of skinny_n and skinny_nt: slice s of the thin operand in shared memory
+// (slice_ready), the wide operand's values of slice s + 1 loaded into a_next (load_a(s + 1,
+// a_next)) while slice s's products run on a_now (products(s)), then the barrier that lets
+// slice s + 2 be copied into slice s's buffer, and a_next moved into a_now.
+template <typename A, typename CopySlice, typename LoadA, typename Products>
+__device__ __forceinline__ void slice_loop(int64_t n_slices, const CopySlice& copy_slice, LoadA&& load_a, A& a_now,
+                                           A& a_next, Products&& products) {
+  copy_slice(0);
+  load_a(0, a_now);
+  for (int64_t s = 0; s < n_slices; ++s) {
+    slice_ready(s, n_slices, copy_slice);
+    if (s + 1 < n_slices) load_a(s + 1, a_next);
+    products(s);
+    __syncthreads();  // every thread is done with the buffer before slice s + 2 is copied into it
+    move_regs(a_now, a_next);
+  }
+}
+
 // A row of a thin operand's slice in shared memory (n values) into kNT registers, zeros past n.
 template <int kNT>
 __device__ __forceinline__ void load_thin_row(const float* row, int n, float (&b)[kNT]) {
@@ -292,11 +319,7 @@ __global__ void __launch_bounds__(kThreads) skinny_n_kernel(SmallGemm g) {
   };
   float acc[kSums] = {};
   float a_now[kNSteps][kNRows], a_next[kNSteps][kNRows];
-  copy_slice(0);
-  load_a(0, a_now);
-  for (int64_t s = 0; s < n_slices; ++s) {
-    slice_ready(s, n_slices, copy_slice);
-    if (s + 1 < n_slices) load_a(s + 1, a_next);
+  slice_loop(n_slices, copy_slice, load_a, a_now, a_next, [&](int64_t s) {
 #pragma unroll
     for (int step = 0; step < kNSteps; ++step) {
       float b[kNT];
@@ -306,12 +329,7 @@ __global__ void __launch_bounds__(kThreads) skinny_n_kernel(SmallGemm g) {
 #pragma unroll
         for (int jj = 0; jj < kNT; ++jj) acc[r * kNT + jj] = __fmaf_rn(a_now[step][r], b[jj], acc[r * kNT + jj]);
     }
-    __syncthreads();  // every thread is done with the buffer before slice s + 2 is copied into it
-#pragma unroll
-    for (int step = 0; step < kNSteps; ++step)
-#pragma unroll
-      for (int r = 0; r < kNRows; ++r) a_now[step][r] = a_next[step][r];
-  }
+  });
   warp_transpose_sum<16, kSums / 2>(acc, lane);
   float* const sums = slices;  // [warp][kSums]; the slices are no longer read
   constexpr int kPerLane = kSums / 32;
@@ -367,11 +385,7 @@ __global__ void __launch_bounds__(kThreads) skinny_nt_kernel(SmallGemm g, bool v
   };
   float acc[4 * kNT] = {}, bacc[kNT] = {};
   float4 a_now[kTSteps], a_next[kTSteps];
-  copy_slice(0);
-  load_a(0, a_now);
-  for (int64_t s = 0; s < n_slices; ++s) {
-    slice_ready(s, n_slices, copy_slice);
-    if (s + 1 < n_slices) load_a(s + 1, a_next);
+  slice_loop(n_slices, copy_slice, load_a, a_now, a_next, [&](int64_t s) {
 #pragma unroll
     for (int u = 0; u < kTSteps; ++u) {
       float b[kNT];
@@ -385,10 +399,7 @@ __global__ void __launch_bounds__(kThreads) skinny_nt_kernel(SmallGemm g, bool v
         if (bias_block && c == 0) bacc[jj] = __fadd_rn(bacc[jj], b[jj]);
       }
     }
-    __syncthreads();  // every thread is done with the buffer before slice s + 2 is copied into it
-#pragma unroll
-    for (int u = 0; u < kTSteps; ++u) a_now[u] = a_next[u];
-  }
+  });
   // The warp's 4 k groups (lanes 8 apart), then the 8 warps in order, through
   // sums[warp][column][output column] (the slices are no longer read).
   float(*const sums)[kTCols * kNT] = reinterpret_cast<float(*)[kTCols * kNT]>(&slices[0][0]);
