@@ -191,16 +191,21 @@ def _over_floor(model, mode, **p):
     return lambda: num(_replay(model, mode, "all", **p)["median"] / _floor(model, mode, **p)["median"])
 
 
+def _floor_gap(model, mode, **p):
+    """The replay with every pass minus the GEMM floor, in seconds."""
+    return _replay(model, mode, "all", **p)["median"] - _floor(model, mode, **p)["median"]
+
+
 def _above_floor(model, mode, **p):
     """The replay with every pass minus the GEMM floor: the time that is not GEMM."""
-    return lambda: t(_replay(model, mode, "all", **p)["median"] - _floor(model, mode, **p)["median"])
+    return lambda: t(_floor_gap(model, mode, **p))
 
 
 def _vs_floor(model, mode, **p):
     """The replay with every pass against the GEMM floor, in words: "X below" or "X above"."""
 
     def value():
-        d = _replay(model, mode, "all", **p)["median"] - _floor(model, mode, **p)["median"]
+        d = _floor_gap(model, mode, **p)
         return f"{t(abs(d))} {'below' if d < 0 else 'above'}"
 
     return value
