@@ -9,7 +9,11 @@ may code spans and code blocks (commands, and the quick start's pasted output, w
 its own ctest checks). What is left is either generated or listed in DEFINITIONS with
 the reason it is not a measurement; an entry that no longer occurs is an error too, so
 the list cannot rot. The same check refuses references that leave the repository (a
-path to another checkout, a link to a file that does not exist)."""
+path to another checkout, a link to a file that does not exist). The captions and
+sentences that the generator itself writes around its tables pass the same test: a
+measured-looking number in a string literal of scripts/docs_tables is an error unless
+CAPTION_DEFINITIONS lists it, so a figure there is computed from a result file."""
+import ast
 import re
 
 from .common import DOCS, ROOT, line_of
@@ -33,7 +37,15 @@ DEFINITIONS = [
     ("docs/bring-your-own-model.md", "5%", "the share of ReLU-kink elements tg_onnx_test may leave out"),
 ]
 
-UNIT = r"(?:ns|us|µs|ms|s|GB/s|TB/s|MB/s|GFLOP/s|TFLOP/s|iter/s|iterations?)"
+# Numbers with a unit in the generator's own string literals that are definitions or run
+# parameters, not measurements: (module, exact text, why).
+CAPTION_DEFINITIONS = [
+    ("compiler.py", "100%", "the device-to-device copy is the 100% the kernel table measures against"),
+    ("memory_measured.py", "3 iterations", "how many iterations the allocator comparison runs"),
+    ("shapes.py", "1x", "the break-even ratio of a strategy against dynamic"),
+]
+
+UNIT = r"(?:ns|us|µs|ms|s|GB/s|TB/s|MB/s|GFLOP/s|TFLOP/s|iter/s|iterations?|waves?)"
 MEASURED = re.compile(r"(?<![\w.^])\d+(?:,\d{3})*(?:\.\d+)?(?:\s?" + UNIT + r"(?![\w/])|x(?![\w])|\s?%)")
 
 # Regions the check skips, in this order: generated tables, generated values, code blocks,
@@ -93,10 +105,38 @@ def outside_references():
     return errors
 
 
+def caption_literals(folder=ROOT / "scripts" / "docs_tables"):
+    """[(module, line, text)] of measured-looking numbers in the string literals (docstrings
+    aside) of the generator's modules: text it writes into the docs as it is."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "prose.py":
+            continue  # its DEFINITIONS quote the docs' own definitions
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                found += [(path.name, node.lineno, m.group(0)) for m in MEASURED.finditer(node.value)]
+    return found
+
+
 def check():
-    """Error lines: hand-written figures, DEFINITIONS entries that no longer occur, and references
-    that leave the repository."""
+    """Error lines: hand-written figures in the docs and in the generator's captions, DEFINITIONS
+    entries that no longer occur, and references that leave the repository."""
     errors = outside_references()
+    captions = caption_literals()
+    allowed = {(d[0], d[1]) for d in CAPTION_DEFINITIONS}
+    for module, line, tok in captions:
+        if (module, tok) not in allowed:
+            errors.append(f"scripts/docs_tables/{module}:{line}: '{tok}' is typed into a caption: compute it from "
+                          "the result file, or, if it is a definition, add it to CAPTION_DEFINITIONS in "
+                          "scripts/docs_tables/prose.py")
+    for module, tok, _ in CAPTION_DEFINITIONS:
+        if not any(c[0] == module and c[2] == tok for c in captions):
+            errors.append(f"scripts/docs_tables/{module}: CAPTION_DEFINITIONS lists '{tok}', which no longer occurs "
+                          "there: remove the entry")
     for path in docs():
         rel = str(path.relative_to(ROOT))
         if rel in NOT_CHECKED:

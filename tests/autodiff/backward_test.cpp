@@ -22,7 +22,7 @@ int count_op(const Graph& g, OpKind op, size_t from = 0) {
   return n;
 }
 
-TEST_CASE("backward seeds with fill [1] = 1 and returns the seed for the loss itself") {
+TEST_CASE("backward seeds with fill(shape 1) = 1 and returns the seed for the loss itself") {
   Graph g;
   RecordingBuilder b(g);
   const Value x = b.input("x", Shape{3});

@@ -1,8 +1,8 @@
 #pragma once
 // Runs one op on the GPU (run_cuda) and on the CPU reference (run_cpu) with the same
 // fresh random inputs and compares every output element with atol + rtol*|ref|.
-// GPU outputs are poisoned with NaN first, so an element the kernel never writes
-// fails. The first 10 mismatches are printed (index, got, want).
+// Both outputs are poisoned with NaN first, and NaN in the reference is a mismatch,
+// so an element that either kernel never writes fails. The first 10 mismatches are printed (index, got, want).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -87,7 +87,7 @@ TEST_CASE("cuda matmul_sgd_momentum: the update of the separate cuBLASLt weight 
           "], two steps: ", std::string(same_bits ? "bitwise equal" : "within the tolerance, not bitwise"));
 }
 
-TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kernel's bits; split tiles stay within the tolerance and repeat") {
+TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kernel's bits, split tiles stay within the tolerance and repeat") {
   TG_REQUIRE_GPU();
   const int64_t rows = 256, m = 512, n = 384;  // 4 x 3 output tiles of 16 k steps each
   const float lr = 0.05f, momentum = 0.9f;

@@ -50,7 +50,7 @@ const std::vector<int64_t> kCols = {1, 7, 100, 128, 129, 256, 512, 1000, 1024, 1
 
 }  // namespace
 
-TEST_CASE("cuda layernorm_grad_gamma_beta against the CPU; dbeta is the column sums of dy") {
+TEST_CASE("cuda layernorm_grad_gamma_beta against the CPU, dbeta is the column sums of dy") {
   TG_REQUIRE_GPU();
   uint64_t seed = 30000;
   for (int64_t cols : kCols)

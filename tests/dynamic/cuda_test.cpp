@@ -80,7 +80,7 @@ TEST_CASE("cuda dynamic transformer_block: close to the CPU, bitwise run to run"
   check_model(transformer_model(small_transformer()));
 }
 
-TEST_CASE("cuda: the raw allocator calls cudaMalloc for every tensor; pool is refused on the CPU") {
+TEST_CASE("cuda: the raw allocator calls cudaMalloc for every tensor, pool is refused on the CPU") {
   TG_REQUIRE_GPU();
   const ModelFn model = mlp_model(small_mlp());
   Reference ref(model);

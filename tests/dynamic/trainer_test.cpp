@@ -241,7 +241,7 @@ TEST_CASE("a model whose op sequence changes after a warm-up reads a freed tenso
   for (int i = 0; i < 3; ++i) CHECK(safe.run_inference(f)[0] == 2.0f);  // 2*0.5 -> relu 1 -> + 1
 }
 
-TEST_CASE("time breakdown: phases add up, and sampled timing costs little") {
+TEST_CASE("time breakdown: phases add up, and sampled timing times one op in 16") {
   const ModelFn model = chain_model(without_loss(chain_config(1000, 8)));
   Feeds f;
   f["x"] = std::vector<float>(8, 0.25f);
@@ -293,8 +293,8 @@ TEST_CASE("time breakdown: phases add up, and sampled timing costs little") {
   MESSAGE("chain of 1000 ops, best of 40: timing off " << off * 1e6 << " us, sampled " << on * 1e6 << " us ("
           << (on / off - 1) * 100 << "%); per op: build " << sb.build_s / 1000 * 1e9 << " ns, alloc "
           << sb.alloc_s / 1000 * 1e9 << " ns, launch " << sb.launch_s / 1000 * 1e9 << " ns");
-  // The cost of sampled timing (target < 2%) is a benchmark figure, not a unit-test
-  // assertion: a timing comparison failed here on a loaded H200 host (362 vs 345 us).
+  // What sampled timing costs is a benchmark figure (tg-launch's timing_overhead row), not a
+  // unit-test assertion: timings on a shared host move more than the cost itself.
 }
 
 }  // namespace tg

@@ -124,7 +124,7 @@ TEST_CASE("fuzz regression: validation refuses a value of 2^40 elements instead 
   CHECK(tg::validation_errors(ok).empty());
 }
 
-TEST_CASE("fuzz regression: many updates of one value keep topo_order linear (it made R * U edges)") {
+TEST_CASE("fuzz regression: many updates of one value keep topo_order linear (it made R x U edges)") {
   // 100k readers and 100k updates of w: 10^10 edges (tens of GB) before the fix.
   const int count = 100000;
   Graph g;

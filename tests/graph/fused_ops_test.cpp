@@ -51,7 +51,7 @@ std::string fused_file(const std::string& inputs, const std::string& program) {
 
 }  // namespace
 
-TEST_CASE("fused_elementwise: the output has the full inputs' shape, and [cols] inputs are rows") {
+TEST_CASE("fused_elementwise: the output has the full inputs' shape, and (cols) inputs are rows") {
   const Attrs at = program({{EwOp::mul, 0, 1}, {EwOp::add, 3, 2}, {EwOp::relu, 4}});
   CHECK(infer_shape(OpKind::fused_elementwise, {{2, 3, 4}, {2, 3, 4}, {4}}, at, "f") == Shape{2, 3, 4});
   CHECK(infer_shape(OpKind::fused_elementwise, {{4}, {2, 3, 4}, {2, 3, 4}}, at, "f") == Shape{2, 3, 4});
@@ -81,7 +81,7 @@ TEST_CASE("fused_elementwise: a program is a chain over its inputs, and says wha
   CHECK_FALSE(EwInstr{EwOp::scale, 0, 0, 2.0f} == EwInstr{EwOp::scale, 0, 0, 1.0f});
 }
 
-TEST_CASE("fused_elementwise in a graph file: the program reads and saves as [op, operands.., alpha]") {
+TEST_CASE("fused_elementwise in a graph file: the program reads and saves as (op, operands.., alpha)") {
   const Graph g = load_graph_json(
       fused_file(R"(["x", "y", "b"])", R"([["mul", 0, 1], ["add", 3, 2], ["gelu", 4], ["scale", 5, 0.1], ["sub", 6, 0]])"),
       "t.json");

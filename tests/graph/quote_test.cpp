@@ -153,7 +153,7 @@ TEST_CASE("loader: a byte-order mark and NUL bytes are refused, wherever they ar
                        doctest::Contains("nul.json:1:1: holds a NUL byte"), GraphError);
 }
 
-TEST_CASE("loader: transpose needs perm; a uniform bound may not be negative, even one that rounds to -0") {
+TEST_CASE("loader: transpose needs perm, a uniform bound may not be negative, even one that rounds to -0") {
   const std::string head = R"({"format": "twograph-graph", "version": 1, "inputs": [{"name": "x", "shape": [2, 3]}], )";
   CHECK_THROWS_WITH_AS(load_graph_json(head + R"("nodes": [{"name": "t", "op": "transpose", "inputs": ["x"]}], "outputs": []})", "t.json"),
                        doctest::Contains("nodes[0].attrs: transpose 't' needs \"perm\""), GraphError);

@@ -37,9 +37,12 @@ TEST_CASE("one sample is its own every statistic, with zero noise") {
 }
 
 TEST_CASE("noise is IQR/median and flagged above 10%") {
-  // 100 +- a little: IQR 2 on median 100 = 2%.
+  // Sorted 99 99 99 100 100 100 100 101 101 101: p25 at rank 2.25 is 99.25, p75 at rank
+  // 6.75 is 100.75, the median 100, so IQR/median = 1.5 / 100.
   Summary quiet = summarize({99, 100, 100, 101, 99, 101, 100, 100, 99, 101});
-  CHECK(quiet.noise == doctest::Approx((quiet.p75 - quiet.p25) / quiet.median));
+  CHECK(quiet.p25 == doctest::Approx(99.25));
+  CHECK(quiet.p75 == doctest::Approx(100.75));
+  CHECK(quiet.noise == doctest::Approx(0.015));
   CHECK(quiet.noise < 0.10);
   CHECK_FALSE(quiet.noisy);
   // Spread 50..150: IQR 50 on median 100 = 50%.

@@ -18,7 +18,7 @@ Attrs axis_attrs(int axis, int64_t size = 0) {
 }
 }  // namespace
 
-TEST_CASE("reduce_sum and reduce_mean: hand-computed on [2,3]") {
+TEST_CASE("reduce_sum and reduce_mean: hand-computed on shape (2, 3)") {
   const Tensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(run_op(OpKind::reduce_sum, {x}, axis_attrs(0)).data == std::vector<float>{5, 7, 9});
   CHECK(run_op(OpKind::reduce_sum, {x}, axis_attrs(1)).data == std::vector<float>{6, 15});
@@ -48,7 +48,7 @@ TEST_CASE("reduce_sum over every axis of a rank-4 tensor equals a naive double s
   }
 }
 
-TEST_CASE("broadcast: hand-computed at each axis of [2,2]") {
+TEST_CASE("broadcast: hand-computed at each axis of shape (2, 2)") {
   const Tensor x = tensor({2, 2}, {1, 2, 3, 4});
   Tensor y = run_op(OpKind::broadcast, {x}, axis_attrs(0, 2));
   CHECK(y.shape == Shape{2, 2, 2});

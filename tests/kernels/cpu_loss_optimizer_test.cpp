@@ -111,7 +111,7 @@ void update(OpKind op, std::vector<float>& p, std::vector<float>& g, std::vector
 }
 }  // namespace
 
-TEST_CASE("sgd: p -= lr * g, in place") {
+TEST_CASE("sgd: p -= lr times g, in place") {
   std::vector<float> p{1.0f, -2.0f, 0.5f}, g{2.0f, 4.0f, -8.0f};
   Attrs at;
   at.lr = 0.25f;

@@ -98,7 +98,7 @@ TEST_CASE("layernorm_grad_x matches finite differences of layernorm") {
   }
 }
 
-TEST_CASE("layernorm_grad_gamma: sum over rows of dy * xhat, and finite differences") {
+TEST_CASE("layernorm_grad_gamma: sum over rows of dy times xhat, and finite differences") {
   // Two rows [1, 3] and [0, 4]: xhat = [-1, 1] each (eps tiny). dy = [[1, 2], [3, 5]]
   // gives dgamma = [-1 - 3, 2 + 5] = [-4, 7].
   Attrs at;

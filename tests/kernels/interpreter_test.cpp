@@ -76,7 +76,7 @@ TEST_CASE("interpret: a small MLP layer with mse loss equals the kernels run by 
   CHECK(val(v, bias) == std::vector<float>{0.1f, 0.1f});
 }
 
-TEST_CASE("interpret: one training step with sgd_momentum updates w to w - lr * dw") {
+TEST_CASE("interpret: one training step with sgd_momentum updates w to w - lr times dw") {
   Graph g;
   RecordingBuilder b(g);
   const Value x = b.input("x", {2, 3});

@@ -68,7 +68,7 @@ TEST_CASE("graph_model: static and dynamic train a graph file with the same loss
   }
 }
 
-TEST_CASE("rebatch: inputs' dim 0 and every reshape follow; the same file at its own batch is unchanged") {
+TEST_CASE("rebatch: inputs' dim 0 and every reshape follow, the same file at its own batch is unchanged") {
   const Graph g = load_graph_file("tests/onnx/transformer.json");
   const Graph r = rebatch(g, 5);
   CHECK(r.values[static_cast<size_t>(r.find_value("x"))].shape == Shape{5, 8, 32});

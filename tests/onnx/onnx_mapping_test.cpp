@@ -178,7 +178,7 @@ TEST_CASE("onnx mapping: Add, Sub, Mul with numpy broadcasting equal their defin
   }
 }
 
-TEST_CASE("onnx mapping: constants that are one value become scale and bias adds; Div by a constant; Neg; Pow 2 and 3") {
+TEST_CASE("onnx mapping: constants that are one value become scale and bias adds, Div by a constant, Neg, Pow 2 and 3") {
   const std::vector<float> x = seq(6);
   struct Case {
     const char* op;
@@ -436,7 +436,7 @@ TEST_CASE("onnx mapping: dead nodes and initializers no output needs are left ou
   CHECK(g.values[static_cast<size_t>(g.find_value("w"))].init.kind == ParamInit::Kind::data);
 }
 
-TEST_CASE("onnx mapping: --dim fills symbolic dims; --loss appends mse or cross_entropy with its input") {
+TEST_CASE("onnx mapping: --dim fills symbolic dims, --loss appends mse or cross_entropy with its input") {
   ModelBuilder mb;
   mb.symbolic_input("x", "batch", 4).init("w", {4, 3}, seq(12)).node("MatMul", {"x", "w"}, {"y"}).output("y");
   CHECK(refusal(mb).find("give its value with --dim batch=N") != std::string::npos);

@@ -30,7 +30,7 @@ std::string file_with(const std::string& header, size_t data_bytes) {
   return out + header + std::string(data_bytes, '\0');
 }
 
-TEST_CASE("weights: safetensors round trip, the data 8-byte aligned, rank 0 read as [1]") {
+TEST_CASE("weights: safetensors round trip, the data 8-byte aligned, rank 0 read as shape (1)") {
   Weights w;
   w["a"] = WeightTensor{Shape{2, 3}, {1, 2, 3, 4, 5, 6}};
   w["b.c"] = WeightTensor{Shape{4}, {-1.5f, 0.0f, 3.25f, 1e-30f}};
@@ -77,7 +77,7 @@ TEST_CASE("weights: damaged or foreign files are refused with what is wrong") {
             .find("overflows") != std::string::npos);
 }
 
-TEST_CASE("weights: attach gives every parameter its values; a mismatch changes nothing") {
+TEST_CASE("weights: attach gives every parameter its values, a mismatch changes nothing") {
   Graph g;
   RecordingBuilder b(g);
   const Value x = b.input("x", Shape{2, 3});

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <string>
 
 #include "dynamic/trainer.h"
@@ -42,8 +43,9 @@ TEST_CASE("out of memory: dynamic and static fail with the breakdown, leak nothi
 
   const size_t free0 = device_free_bytes();
   if (free0 < kLeftFree + 4 * GiB) {
-    MESSAGE("only ", format_bytes(static_cast<int64_t>(free0)), " free: too little to leave ", kLeftFree / (GiB / 2),
-            "/2 GiB and still run this test meaningfully");
+    // Reported as skipped (ctest's SKIP_REGULAR_EXPRESSION), not passed: nothing was tested.
+    std::printf("TG_SKIP: only %s of device memory free, too little to leave %zu/2 GiB beside a 4 GiB ballast\n",
+                format_bytes(static_cast<int64_t>(free0)).c_str(), kLeftFree / (GiB / 2));
     return;
   }
   cuda::DeviceBuffer ballast = cuda::DeviceBuffer::allocate(free0 - kLeftFree);

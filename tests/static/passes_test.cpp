@@ -181,7 +181,7 @@ TEST_CASE("heads pass: attention reads q, k, v and writes the context in the lin
   CHECK(count(all, OpKind::matmul_bias_grad) == 6);
 }
 
-TEST_CASE("heads pass: a split that another op reads stays for it; a matmul of other shapes is left alone") {
+TEST_CASE("heads pass: a split that another op reads stays for it, a matmul of other shapes is left alone") {
   // q's split read by the product and by a relu: the product reads the head view, the
   // transpose stays for the relu.
   const Graph g = recorded([](RecordingBuilder& b) {

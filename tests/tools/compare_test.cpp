@@ -264,7 +264,7 @@ TEST_CASE("tg-report markdown: a table per report, notes as a list") {
   CHECK(r.status == 2);
 }
 
-TEST_CASE("markdown: names and params holding | ` * or line breaks stay inside their cells") {
+TEST_CASE("markdown: names and params holding pipes, backticks, asterisks or line breaks stay inside their cells") {
   using tg::report::markdown_text;
   CHECK(markdown_text("a|b") == "a\\|b");
   CHECK(markdown_text("x`y") == "x\\`y");
