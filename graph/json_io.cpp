@@ -11,7 +11,7 @@
 
 #include "graph/errors.h"
 #include "graph/file_read.h"
-#include "graph/json_keys.h"
+#include "graph/json_strict.h"
 #include "graph/shape_inference.h"
 
 namespace tg {
@@ -103,72 +103,40 @@ ojson attrs_to_json(const Node& n, int input_rank) {
 
 // ---- reading ----------------------------------------------------------------
 
-void line_col(const std::string& text, size_t byte, int& line, int& col) {
-  line = 1;
-  col = 1;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-}
-
-// Deep nesting would make the parser and the json destructor recurse without
-// bound; count it with a flat scan first.
-void check_depth(const std::string& text, const std::string& src) {
-  int depth = 0;
-  bool in_str = false, esc = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-      continue;
-    }
-    if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxGraphJsonDepth) {
-        int line, col;
-        line_col(text, i, line, col);
-        graph_error("{}:{}:{}: JSON nested more than {} levels deep; a graph file needs 6 (nodes[i].attrs.program[k]), "
-                    "so this file is broken or hostile", src, line, col, kMaxGraphJsonDepth);
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-}
-
+// The graph file's words for a breach of the strict JSON policy (graph/json_strict.h).
 json parse_text(const std::string& text, const std::string& src) {
-  // nlohmann keeps the last of two equal keys; a hand-written file with "shape"
-  // twice is a mistake, so refuse it (after the syntax check, on valid text).
-  try {
-    json j = json::parse(text);
-    DuplicateKeyFinder finder;
-    json::sax_parse(text, &finder);
-    return j;
-  } catch (const DuplicateKey& d) {
-    graph_error("{}: key {} appears twice in one JSON object; give each key once", src, quote_name(d.key));
-  } catch (const json::parse_error& e) {
-    int line, col;
-    line_col(text, e.byte > 0 ? e.byte - 1 : 0, line, col);
-    std::string what = e.what();
-    const size_t colon = what.find(": ");  // drop nlohmann's "[json.exception...] parse error at ...: "
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    // nlohmann quotes the bytes it read, which may be binary garbage or a megabyte of
-    // an unterminated string: escaped and cut.
-    constexpr size_t kShown = 240;
-    what = what.size() > kShown ? escape_text(what.substr(0, kShown)) + "..." : escape_text(what);
-    graph_error("{}:{}:{}: invalid JSON: {}{}", src, line, col, what,
-                e.byte >= text.size() ? " (is the file truncated?)" : "");
-  } catch (const json::exception& e) {
-    graph_error("{}: invalid JSON: {}", src, e.what());
+  json j;
+  const JsonIssue issue = parse_json_strict(text, kMaxGraphJsonDepth, j);
+  int line = 1, col = 1;
+  json_line_col(text, issue.byte, line, col);
+  switch (issue.kind) {
+    case JsonIssue::Kind::none: return j;
+    case JsonIssue::Kind::byte_order_mark:
+      graph_error("{}:1:1: starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not allow "
+                  "(RFC 8259); save the file as UTF-8 without a BOM", src);
+    case JsonIssue::Kind::nul_byte:
+      graph_error("{}:{}:{}: holds a NUL byte (U+0000); a graph file is UTF-8 text, and JSON allows no raw NUL (in "
+                  "a string, write \\u0000); is it a binary file, or truncated by a crash?", src, line, col);
+    case JsonIssue::Kind::too_deep:
+      graph_error("{}:{}:{}: JSON nested more than {} levels deep; a graph file needs 6 (nodes[i].attrs.program[k]), "
+                  "so this file is broken or hostile", src, line, col, kMaxGraphJsonDepth);
+    case JsonIssue::Kind::duplicate_key:
+      graph_error("{}: key {} appears twice in one JSON object; give each key once", src, quote_name(issue.key));
+    case JsonIssue::Kind::syntax: {
+      // nlohmann quotes the bytes it read, which may be binary garbage or a megabyte of
+      // an unterminated string: escaped and cut.
+      constexpr size_t kShown = 240;
+      std::string detail = issue.detail;
+      const size_t colon = detail.find(": ");  // drop nlohmann's "[json.exception...] parse error at ...: "
+      if (colon != std::string::npos) detail = detail.substr(colon + 2);
+      const std::string what = detail.size() > kShown ? escape_text(detail.substr(0, kShown)) + "..."
+                                                       : escape_text(detail);
+      graph_error("{}:{}:{}: invalid JSON: {}{}", src, line, col, what,
+                  issue.byte + 1 >= text.size() ? " (is the file truncated?)" : "");
+    }
+    case JsonIssue::Kind::out_of_range: break;
   }
+  graph_error("{}: invalid JSON: {}", src, escape_text(issue.detail));
 }
 
 // A JSON value in a message: compact, escaped, and cut after 80 bytes (a hostile
@@ -645,18 +613,6 @@ Graph load_graph_json(const std::string& text, const std::string& source_name) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     graph_error("{}: is empty; a graph file is a JSON object {{\"format\": \"twograph-graph\", ...}} "
                 "(see docs/graph-format.md)", source_name);
-  // nlohmann skips a byte-order mark and stops at a NUL byte (ignoring whatever
-  // follows it): both would let a damaged file through, so both are refused here.
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
-    graph_error("{}:1:1: starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not allow "
-                "(RFC 8259); save the file as UTF-8 without a BOM", source_name);
-  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
-    int line, col;
-    line_col(text, nul, line, col);
-    graph_error("{}:{}:{}: holds a NUL byte (U+0000); a graph file is UTF-8 text, and JSON allows no raw NUL (in "
-                "a string, write \\u0000); is it a binary file, or truncated by a crash?", source_name, line, col);
-  }
-  check_depth(text, source_name);
   const json root = parse_text(text, source_name);
   return Loader(source_name).load(root);
 }

@@ -9,7 +9,8 @@
 
 #include "graph/errors.h"
 #include "graph/file_read.h"
-#include "graph/json_keys.h"
+#include "graph/json_strict.h"
+#include "graph/quote.h"
 
 namespace tg {
 
@@ -49,13 +50,14 @@ uint64_t read_u64_le(const std::string& bytes) {
 }
 
 Entry parse_entry(const std::string& source, const std::string& name, const json& e) {
-  const std::string where = fmt::format("{}: tensor '{}'", source, name);
+  const std::string where = fmt::format("{}: tensor {}", source, quote_name(name));
   if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
     graph_error("{}: must be an object with dtype, shape and data_offsets", where);
   if (!e["dtype"].is_string()) graph_error("{}: dtype must be a string", where);
   const std::string dtype = e["dtype"].get<std::string>();
   if (dtype != "F32")
-    graph_error("{}: dtype {}; twograph reads F32 tensors only (convert the weights to float32 first)", where, dtype);
+    graph_error("{}: dtype {}; twograph reads F32 tensors only (convert the weights to float32 first)", where,
+                listed(dtype));
   const json& shape = e["shape"];
   if (!shape.is_array()) graph_error("{}: shape must be an array of dims", where);
   if (shape.size() > static_cast<size_t>(kMaxRank))
@@ -123,14 +125,28 @@ Weights weights_from_safetensors(const std::string& bytes, const std::string& so
                 "safetensors file?", source, n, bytes.size() - 8, n > kMaxHeaderBytes ? " (and over 100 MiB)" : "");
   const std::string text = bytes.substr(8, static_cast<size_t>(n));
   json header;
-  try {
-    header = json::parse(text);
-    DuplicateKeyFinder finder;
-    json::sax_parse(text, &finder);
-  } catch (const DuplicateKey& d) {
-    graph_error("{}: key '{}' is given twice in one object of the header; the file is damaged", source, d.key);
-  } catch (const json::exception& e) {
-    graph_error("{}: the header is not valid JSON ({}); is it a safetensors file?", source, e.what());
+  // A header is an object of tensors, each an object with a shape array, and an
+  // optional object of metadata strings: 3 levels.
+  constexpr int kMaxHeaderDepth = 3;
+  const JsonIssue issue = parse_json_strict(text, kMaxHeaderDepth, header);
+  switch (issue.kind) {
+    case JsonIssue::Kind::none: break;
+    case JsonIssue::Kind::duplicate_key:
+      graph_error("{}: key {} is given twice in one object of the header; the file is damaged", source,
+                  quote_name(issue.key));
+    case JsonIssue::Kind::too_deep:
+      graph_error("{}: the header nests more than {} levels deep at byte {} of it (a safetensors header needs {}); "
+                  "the file is damaged or hostile", source, kMaxHeaderDepth, issue.byte, kMaxHeaderDepth);
+    case JsonIssue::Kind::nul_byte:
+      graph_error("{}: the header holds a NUL byte at byte {} of it; a header is JSON text (the file is damaged)",
+                  source, issue.byte);
+    case JsonIssue::Kind::byte_order_mark:
+      graph_error("{}: the header starts with a byte-order mark, which JSON does not allow; the file is damaged",
+                  source);
+    case JsonIssue::Kind::syntax:
+    case JsonIssue::Kind::out_of_range:
+      graph_error("{}: the header is not valid JSON ({}); is it a safetensors file?", source,
+                  printable_message(issue.detail, 240));
   }
   if (!header.is_object()) graph_error("{}: the header must be a JSON object of tensors", source);
 
@@ -146,8 +162,8 @@ Weights weights_from_safetensors(const std::string& bytes, const std::string& so
   uint64_t at = 0;
   for (const Entry& e : entries) {
     if (e.begin != at)
-      graph_error("{}: tensor '{}' starts at byte {} of the data, expected {} ({}); the file is damaged", source,
-                  e.name, e.begin, at, e.begin < at ? "it overlaps the previous tensor" : "a gap before it");
+      graph_error("{}: tensor {} starts at byte {} of the data, expected {} ({}); the file is damaged", source,
+                  quote_name(e.name), e.begin, at, e.begin < at ? "it overlaps the previous tensor" : "a gap before it");
     at = e.end;
   }
   if (at != data_size)
@@ -184,18 +200,18 @@ void attach_weights(Graph& g, const Weights& w, const std::string& source) {
     if (v.role != Role::parameter) continue;
     auto it = w.find(v.name);
     if (it == w.end())
-      graph_error("{}: has no tensor for parameter '{}' {}; give the weights written for this graph", source, v.name,
-                  v.shape.str());
+      graph_error("{}: has no tensor for parameter {} {}; give the weights written for this graph", source,
+                  quote_name(v.name), v.shape.str());
     if (it->second.shape != v.shape)
-      graph_error("{}: tensor '{}' has shape {}, but the graph's parameter is {}", source, v.name,
+      graph_error("{}: tensor {} has shape {}, but the graph's parameter is {}", source, quote_name(v.name),
                   it->second.shape.str(), v.shape.str());
     used.insert(v.name);
     plan.emplace_back(i, &it->second);
   }
   for (const auto& [name, t] : w)
     if (!used.count(name))
-      graph_error("{}: tensor '{}' {} is no parameter of the graph; give the weights written for this graph", source,
-                  name, t.shape.str());
+      graph_error("{}: tensor {} {} is no parameter of the graph; give the weights written for this graph", source,
+                  quote_name(name), t.shape.str());
   for (const auto& [i, t] : plan) {
     ParamInit init;
     init.kind = ParamInit::Kind::data;

@@ -1,13 +1,27 @@
 #pragma once
-// A process-wide on/off switch of the kernels (the small-GEMM kernel, GEMM tuning, PDL):
-// read from an environment variable at first use ("1" on, "0" off, anything else or
-// unset: the default), settable from code later (tests, tool flags). Reads and writes are
+// A process-wide on/off switch of the kernels or passes (the small-GEMM kernel, GEMM
+// tuning, PDL, ...): read from an environment variable at first use ("1" on, "0" off,
+// unset or empty: the default), settable from code later (tests, tool flags). Any other
+// value is refused: a typo must not silently mean the default. Reads and writes are
 // relaxed atomics: a switch changes which kernels later calls choose, nothing more.
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
+#include <string>
 
 namespace tg::kernels {
+
+// The variables of every EnvSwitch, so that a binary can check them all at start-up
+// (check_env_switches) instead of failing when a switch is first read mid-run.
+inline constexpr const char* kEnvSwitchVariables[] = {
+    "TG_GEMM_UPDATE", "TG_LANES_EARLY",    "TG_LANES_GEMM_UPDATES", "TG_SKINNY_GEMM",
+    "TG_GEMM_UPDATE_STREAMK", "TG_GEMM_AUTOTUNE", "TG_PDL", "TG_SMALL_GEMM"};
+
+// The value of `variable` as a switch: 1 on, 0 off, -1 unset or empty. Throws
+// std::invalid_argument naming the variable and the value for anything else.
+int read_env_switch(const char* variable);
+
+// "" when every variable of kEnvSwitchVariables is unset, empty, 0 or 1, else the first
+// problem, worded for the user.
+std::string env_switch_problem();
 
 class EnvSwitch {
  public:
@@ -15,9 +29,8 @@ class EnvSwitch {
   bool on() {
     int mode = mode_.load(std::memory_order_relaxed);
     if (mode < 0) {
-      const char* v = std::getenv(variable_);
-      const bool given = v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0);
-      mode = given ? (v[0] == '1' ? 1 : 0) : (default_on_ ? 1 : 0);
+      const int given = read_env_switch(variable_);
+      mode = given >= 0 ? given : (default_on_ ? 1 : 0);
       mode_.store(mode, std::memory_order_relaxed);
     }
     return mode != 0;

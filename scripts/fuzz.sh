@@ -9,6 +9,9 @@
 #   graph-output   tests/fuzz/graph_output_fuzz.cpp: what tg-graph prints (names, messages,
 #                  listings, DOT) and the interpreter on small valid graphs
 #   report-loader  tests/fuzz/report_loader_fuzz.cpp: the report loader tg-report uses
+#   onnx-import    tests/fuzz/onnx_import_fuzz.cpp: the ONNX importer from protobuf bytes, and
+#                  what import writes read back by the project's own check
+#   weights        tests/fuzz/weights_fuzz.cpp: the safetensors weights reader
 #
 # Needs clang and libFuzzer's runtime (Debian: apt-get install clang libclang-rt-14-dev).
 # The working corpus and any crash input go to a fresh folder outside the repository
@@ -18,7 +21,7 @@
 # leak or out-of-memory report (the input is saved, the path is printed); 2: bad usage.
 set -euo pipefail
 
-usage="usage: bash scripts/fuzz.sh [SECONDS] [graph-file|graph-output|report-loader]   (SECONDS: a whole number >= 1, default 600)"
+usage="usage: bash scripts/fuzz.sh [SECONDS] [graph-file|graph-output|report-loader|onnx-import|weights]   (SECONDS: a whole number >= 1, default 600)"
 secs="${1:-600}"
 target="${2:-graph-file}"
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ] || [ $# -gt 2 ]; then
@@ -32,6 +35,10 @@ case "$target" in
                  watched="graph kernels tests/fuzz" ;;
   report-loader) name=tg_report_loader_fuzz seeds=(tests/bad/reports tests/fuzz/report_seeds) dict=tests/fuzz/report.dict
                  watched="experiments/harness tools/tg-report tests/fuzz" ;;
+  onnx-import)   name=tg_onnx_import_fuzz seeds=(tests/onnx/bad tests/onnx/external tests/fuzz/onnx_seeds)
+                 dict=tests/fuzz/onnx.dict watched="graph tools/tg-graph tests/fuzz" ;;
+  weights)       name=tg_weights_fuzz seeds=(tests/fuzz/weights_seeds) dict=tests/fuzz/weights.dict
+                 watched="graph tests/fuzz" ;;
   *) echo "scripts/fuzz.sh: unknown target '$target'; $usage" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -13,7 +13,9 @@
 #include "experiments/harness/output.h"
 #include "experiments/harness/report_io.h"
 #include "experiments/harness/table.h"
+#include "graph/quote.h"
 #include "kernels/device_info.h"
+#include "kernels/env_switch.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/harness/gpu_timing.h"
 #endif
@@ -141,6 +143,12 @@ int Experiment::parse(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     // resolve_device's message names the flag, the value and the valid choices.
     std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
+    return kExitUsage;
+  }
+  // A switch with a value it does not understand would otherwise fail mid-run, when a
+  // kernel or pass first reads it.
+  if (const std::string why = kernels::env_switch_problem(); !why.empty()) {
+    std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), printable_message(why).c_str());
     return kExitUsage;
   }
   loop_ = quick_ ? quick_loop_options() : default_loop_options();

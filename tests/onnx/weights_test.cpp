@@ -77,6 +77,23 @@ TEST_CASE("weights: damaged or foreign files are refused with what is wrong") {
             .find("overflows") != std::string::npos);
 }
 
+TEST_CASE("weights: the header follows the project's one JSON policy (depth, NUL, byte-order mark)") {
+  // 100,000 levels: refused by the flat scan before any parser recurses.
+  const std::string deep = R"({"a":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  CHECK(error_of(file_with(deep, 0)).find("nests more than 3 levels deep") != std::string::npos);
+  // A fourth level nowhere a header has one.
+  CHECK(error_of(file_with(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})", 4))
+            .find("nests more than 3 levels deep") != std::string::npos);
+  // Text after a NUL would be ignored by a lenient parser.
+  const std::string nul = std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "junk";
+  CHECK(error_of(file_with(nul, 4)).find("NUL byte at byte 54") != std::string::npos);
+  CHECK(error_of(file_with("\xEF\xBB\xBF{}", 0)).find("byte-order mark") != std::string::npos);
+  // A name with control bytes is quoted in the message, never printed raw.
+  const std::string msg = error_of(file_with(R"({"\u001b[31mred":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", 2));
+  CHECK_MESSAGE(msg.find("dtype F16") != std::string::npos, msg);
+  CHECK(msg.find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("weights: attach gives every parameter its values, a mismatch changes nothing") {
   Graph g;
   RecordingBuilder b(g);

@@ -65,6 +65,9 @@ struct Model {
 // Reads and parses FILE. Throws GraphError for a file that is not an ONNX model,
 // and, in a build without libonnx, always: "this build has no ONNX support; ...".
 Model read_model_file(const std::string& path);
+// The same for a model's bytes already in memory; `path` names it in messages and its
+// folder is where external data is looked for.
+Model read_model_bytes(const std::string& bytes, const std::string& path);
 // Whether this build can read ONNX files.
 bool have_onnx_reader();
 

@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
+#include <fstream>
 #include <limits>
 
 #include "graph/errors.h"
@@ -46,13 +48,16 @@ void check_count(const Field& f, int64_t n, const std::string& where) {
   if (f.size() != n) graph_error("{}: holds {} values, but its dims give {} elements", where, f.size(), n);
 }
 
-// External data (the dynamo exporter writes weights beside the model): files
-// named relative to the model's folder, each read once.
+// External data (the dynamo exporter writes weights beside the model): a byte range
+// of a file in the model's folder. Model archives and checkouts carry symbolic links,
+// so the location is resolved to its real path, and anything that leads outside the
+// folder is refused, whatever its text says. Only the tensor's own bytes are read: a
+// data file may be far larger than the tensors it holds (or sparse).
 class ExternalData {
  public:
-  explicit ExternalData(std::string model_path) : model_(std::move(model_path)) {}
+  explicit ExternalData(const std::string& model_path) : model_(model_path) {}
 
-  std::string bytes(const pb::TensorProto& t, const std::string& where) {
+  std::string bytes(const pb::TensorProto& t, const std::string& where, uint64_t expected) {
     std::string location;
     uint64_t offset = 0, length = 0;
     bool has_length = false;
@@ -64,33 +69,73 @@ class ExternalData {
         has_length = true;
       }
     }
-    const std::filesystem::path rel(location);
-    if (location.empty() || rel.is_absolute())
-      graph_error("{}: its external data location '{}' must be a file name relative to the model", where, location);
-    for (const auto& part : rel)
-      if (part == "..") graph_error("{}: its external data location '{}' leaves the model's folder", where, location);
-    const std::string path = (std::filesystem::path(model_).parent_path() / rel).string();
-    auto it = files_.find(path);
-    if (it == files_.end())
-      it = files_.emplace(path, read_regular_file(path, uintmax_t{1} << 40, "the model's external data file",
-                                                  "external data files are limited to 1 TiB")).first;
-    const std::string& data = it->second;
-    if (offset > data.size() || (has_length && length > data.size() - offset))
-      graph_error("{}: its external data [{}, +{}) runs past the end of {} ({} bytes)", where, offset, length, path,
-                  data.size());
-    return data.substr(static_cast<size_t>(offset), has_length ? static_cast<size_t>(length) : std::string::npos);
+    if (has_length && length != expected)
+      graph_error("{}: its external data length {} is not the {} bytes its dims and type need", where, length, expected);
+    const std::string path = resolve(location, where);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) graph_error("{}: cannot open its external data file {} for reading; check its permissions", where, path);
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec) graph_error("{}: cannot read the size of its external data file {}: {}", where, path, ec.message());
+    if (offset > size || expected > size - offset)
+      graph_error("{}: its external data [{}, +{}) runs past the end of {} ({} bytes)", where, offset, expected, path,
+                  size);
+    std::string data(static_cast<size_t>(expected), '\0');
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(data.data(), static_cast<std::streamsize>(expected));
+    if (!in || in.gcount() != static_cast<std::streamsize>(expected))
+      graph_error("{}: read {} of the {} bytes of its external data in {}", where, in.gcount(), expected, path);
+    return data;
   }
 
  private:
+  // The real path of `location`, which must be a regular file inside the model's folder
+  // once every symbolic link on the way is followed.
+  std::string resolve(const std::string& location, const std::string& where) const {
+    namespace fs = std::filesystem;
+    const fs::path rel(location);
+    if (location.empty() || rel.is_absolute())
+      graph_error("{}: its external data location '{}' must be a file name relative to the model", where, location);
+    std::error_code ec;
+    const fs::path folder = fs::canonical(fs::absolute(model_, ec).parent_path(), ec);
+    if (ec) graph_error("{}: cannot resolve the model's folder: {}", where, ec.message());
+    const fs::path named = folder / rel;
+    const fs::path real = fs::canonical(named, ec);
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      graph_error("{}: its external data location '{}' is a loop of symbolic links", where, location);
+    if (ec == std::errc::no_such_file_or_directory)
+      graph_error("{}: its external data file {} does not exist; keep it beside the model", where, named.string());
+    if (ec) graph_error("{}: cannot resolve its external data location '{}': {}", where, location, ec.message());
+    const auto [f, r] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
+    if (f != folder.end())
+      graph_error("{}: its external data location '{}' leads outside the model's folder (to {}); external data must "
+                  "be a file in the folder of the model",
+                  where, location, real.string());
+    if (!fs::is_regular_file(real, ec))
+      graph_error("{}: its external data location '{}' is not a regular file", where, location);
+    return real.string();
+  }
+
   static uint64_t parse(const std::string& v, const std::string& where, const char* key) {
     char* end = nullptr;
+    errno = 0;
     const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || v[0] == '-') graph_error("{}: external data {} '{}' is not a byte count", where, key, v);
+    if (v.empty() || *end != '\0' || v[0] == '-' || !std::isdigit(static_cast<unsigned char>(v[0])) || errno == ERANGE)
+      graph_error("{}: external data {} '{}' is not a byte count", where, key, v);
     return x;
   }
   std::string model_;
-  std::map<std::string, std::string> files_;
 };
+
+// Bytes per element in raw_data for the types read here; 0 for the others.
+uint64_t raw_element_bytes(int type) {
+  switch (type) {
+    case pb::TensorProto_DataType_FLOAT: case pb::TensorProto_DataType_INT32: return 4;
+    case pb::TensorProto_DataType_DOUBLE: case pb::TensorProto_DataType_INT64: return 8;
+    case pb::TensorProto_DataType_BOOL: return 1;
+    default: return 0;
+  }
+}
 
 Tensor read_tensor(const pb::TensorProto& t, const std::string& where_prefix, ExternalData* ext) {
   Tensor out;
@@ -112,7 +157,12 @@ Tensor read_tensor(const pb::TensorProto& t, const std::string& where_prefix, Ex
       out.type = Tensor::Type::other;
       return out;
     }
-    external = ext->bytes(t, where);
+    const uint64_t element = raw_element_bytes(t.data_type());
+    if (element == 0) {
+      out.type = Tensor::Type::other;
+      return out;
+    }
+    external = ext->bytes(t, where, static_cast<uint64_t>(n) * element);
   }
   const bool raw = is_external || t.has_raw_data();
   const std::string& raw_bytes = is_external ? external : t.raw_data();
@@ -219,8 +269,12 @@ ValueDecl read_decl(const pb::ValueInfoProto& v) {
 bool have_onnx_reader() { return true; }
 
 Model read_model_file(const std::string& path) {
-  const std::string bytes = read_regular_file(path, kMaxModelBytes, "an .onnx model file",
-                                              "protobuf reads at most 2 GiB; save larger models with external data");
+  return read_model_bytes(read_regular_file(path, kMaxModelBytes, "an .onnx model file",
+                                            "protobuf reads at most 2 GiB; save larger models with external data"),
+                          path);
+}
+
+Model read_model_bytes(const std::string& bytes, const std::string& path) {
   pb::ModelProto m;
   if (!m.ParseFromString(bytes))
     graph_error("{}: is not an ONNX model (the protobuf parser rejected it); give a .onnx file", path);

@@ -13,4 +13,6 @@ Model read_model_file(const std::string& path) {
               "writes run anywhere", path);
 }
 
+Model read_model_bytes(const std::string&, const std::string& path) { return read_model_file(path); }
+
 }  // namespace tg::onnx
