@@ -27,6 +27,7 @@ or for a hand-written figure or an outside reference, 2 for bad usage or a repor
 table needs (the message names the file, the measurement and its parameters).
 """
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -44,15 +45,22 @@ def main():
     ap.add_argument("--print", metavar="NAME", choices=sorted(TABLES) + sorted(VALUES),
                     help="print one table or value (tables: %s; values: --list-values)" % ", ".join(sorted(TABLES)))
     ap.add_argument("--list-values", action="store_true", help="print every value's name and current text")
+    ap.add_argument("--list-results", action="store_true",
+                    help="print the saved results by role (docs/results/manifest.json: key, file, what)")
     ap.add_argument("--results", metavar="DIR", help="read the reports from DIR instead of docs/results")
     a = ap.parse_args()
     if a.results:
         common.RESULTS = Path(a.results).resolve()
-    plots = not (a.no_plots or a.check or a.print or a.list_values)
+    plots = not (a.no_plots or a.check or a.print or a.list_values or a.list_results)
     common.PR = common.import_plot_report(plots)
     if a.print:
         print(common.render(TABLES, a.print) if a.print in TABLES else common.render_value(VALUES, a.print))
         return 1 if common.failed else 0
+    if a.list_results:
+        manifest = json.loads((common.RESULTS / "manifest.json").read_text())
+        for key, entry in manifest.items():
+            print(f"{key}\t{entry['file']}\t{entry['what']}")
+        return 0
     if a.list_values:
         for name in sorted(VALUES):
             print(f"{name}\t{common.render_value(VALUES, name)}")

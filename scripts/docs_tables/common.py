@@ -39,6 +39,25 @@ class Missing(Exception):
     pass
 
 
+_manifest = {}
+
+
+def saved(key):
+    """The file that docs/results/manifest.json (or the --results folder's) names for `key`,
+    relative to that folder: the saved output a chapter quotes, by role, not by name, so
+    that a new measurement is a manifest entry (scripts/record-result.sh), not a code change."""
+    path = RESULTS / "manifest.json"
+    if path not in _manifest:
+        import json
+        if not path.exists():
+            raise Missing(f"{path}: missing (it names the saved results by role)")
+        _manifest[path] = json.loads(path.read_text())
+    entry = _manifest[path].get(key)
+    if entry is None:
+        raise Missing(f"{path}: no entry '{key}' (record the result with scripts/record-result.sh)")
+    return entry["file"]
+
+
 class Report:
     """One saved report: docs/results/<stem>.json, loaded by plot_report.load."""
 

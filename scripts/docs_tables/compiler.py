@@ -356,10 +356,10 @@ _w4096_train_all = _median("mlp", "train", "all", width=4096)  # with early upda
 # Probe outputs (scripts/device/probes, saved under docs/results/h200-probes/): the number
 # right after `label` on the first line that starts with it (_probe_number), in microseconds
 # for the times.
-MOMENTUM_PROBE = "h200-probes/momentum-gemm-c5ca47a.txt"
-COLFLOOR_PROBE = "h200-probes/colreduce-floor-f2fd100.txt"
-SGEMM_PROBE = "h200-probes/sgemm-update-873dee1.txt"
-SGEMM_STALLS = "h200-probes/sgemm-stalls-05bf235.txt"
+MOMENTUM_PROBE = "momentum_gemm_probe"
+COLFLOOR_PROBE = "colreduce_floor_probe"
+SGEMM_PROBE = "sgemm_update_probe"
+SGEMM_STALLS = "sgemm_stalls"
 SGEMM_LT, SGEMM_LT_UPDATE = "cuBLASLt, heuristic's first", "cuBLASLt best + sgd_momentum kernel"
 SGEMM_TEXTBOOK = "cp.async, 128 thr, k8, 4 stages, store"
 SGEMM_BEST = "k16 pointer copies, serpentine columns, store"
@@ -375,8 +375,9 @@ def val_sgemm_best_pct():
     return pct(_probe_number(SGEMM_PROBE, SGEMM_LT) / _probe_number(SGEMM_PROBE, SGEMM_BEST))
 
 
-def _probe_lines(rel):
-    """The lines of a saved probe output, docs/results/`rel`."""
+def _probe_lines(key):
+    """The lines of the saved probe output that the manifest names for `key`."""
+    rel = common.saved(key)
     path = common.RESULTS / rel
     if not path.exists():
         raise Missing(f"docs/results/{rel}: missing (run the probe on a GPU and save its output there)")
@@ -399,7 +400,7 @@ def _probe_number(rel, label, section=None):
         except (IndexError, ValueError):
             continue
     where = f" under == {section}" if section else ""
-    raise Missing(f"docs/results/{rel}: no line starting with {label!r} and a number{where}")
+    raise Missing(f"docs/results/{common.saved(rel)}: no line starting with {label!r} and a number{where}")
 
 
 def _issue_pct(who):
@@ -414,9 +415,9 @@ def _probe_us(rel, label):
     return lambda: t(_probe_number(rel, label) * 1e-6)
 
 
-LANES_AB = "h200-probes/lanes-column-sums-ab.txt"
+LANES_AB = "lanes_column_sums_ab"
 # One tg-train binary under three environments, alternately on one H200 (scripts/device/ab-env.sh).
-ENV_AB = "h200-probes/early-skinny-ab-75cd6ca.txt"
+ENV_AB = "early_skinny_ab"
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -434,7 +435,7 @@ def _ab_value(rel, label, mode, sweep, row="pass_replay"):
                 words = line.split()
                 found.append(float(words[3]) * _UNITS[words[4]])
         if not found:
-            raise Missing(f"docs/results/{rel}: no '{row} {mode} {sweep}' row under == {label}")
+            raise Missing(f"docs/results/{common.saved(rel)}: no '{row} {mode} {sweep}' row under == {label}")
         return t(sum(found) / len(found))
 
     return value
@@ -442,10 +443,10 @@ def _ab_value(rel, label, mode, sweep, row="pass_replay"):
 
 # The stream-K GEMM update: tg-probe-gemm-update-runtime's rows, and an A/B of one tg-train
 # binary with it off ("default" then) and on ("streamk").
-STREAMK_PROBE = "h200-probes/gemm-update-streamk-ec2b2c8.txt"
-STREAMK_AB = "h200-probes/gemm-update-streamk-ab-ec2b2c8.txt"
+STREAMK_PROBE = "streamk_probe"
+STREAMK_AB = "streamk_ab"
 # The lanes pass with the GEMM updates on the main stream (the default, "default") or beside ("side").
-LANES_GEMM_AB = "h200-probes/lanes-gemm-updates-ab-2fb761f.txt"
+LANES_GEMM_AB = "lanes_gemm_updates_ab"
 STREAMK_DIFF = "one step, matmul_sgd_momentum_streamk against cuBLASLt + sgd_momentum: max rel diff"
 
 
@@ -454,14 +455,14 @@ def val_streamk_rel_diff():
     step, over the parameter and the velocity."""
     line = next((l for l in _probe_lines(STREAMK_PROBE) if l.startswith(STREAMK_DIFF)), None)
     if line is None:
-        raise Missing(f"docs/results/{STREAMK_PROBE}: no line starting with {STREAMK_DIFF!r}")
+        raise Missing(f"docs/results/{common.saved(STREAMK_PROBE)}: no line starting with {STREAMK_DIFF!r}")
     words = line[len(STREAMK_DIFF):].replace(",", " ").split()
     return f"{max(float(words[1]), float(words[3])):.1e}"
 
 
 # The skinny-GEMM probe's table: a row per product, its numbers in the columns
 # rel diff, cublas, skinny, +epilog, copy (microseconds but the first) and the share of the copy.
-SKINNY_PROBE = "h200-probes/skinny-gemm-75cd6ca.txt"
+SKINNY_PROBE = "skinny_gemm_probe"
 SKINNY_COLUMNS = ["rel diff", "cublas", "skinny", "+epilog", "copy"]
 
 
@@ -474,13 +475,13 @@ def _skinny_us(product, column):
             words = line.split()
             if words and words[0] == product:
                 return t(float(words[-6:-1][SKINNY_COLUMNS.index(column)]) * 1e-6)
-        raise Missing(f"docs/results/{SKINNY_PROBE}: no row for the {product} product")
+        raise Missing(f"docs/results/{common.saved(SKINNY_PROBE)}: no row for the {product} product")
 
     return value
 
 
-MARGINAL = "h200-probes/step-marginal-a0998f2.txt"
-DGRAD_PROBE = "h200-probes/sgemm-dgrad-a0998f2.txt"
+MARGINAL = "step_marginal"
+DGRAD_PROBE = "sgemm_dgrad_probe"
 DGRAD_LT = "cuBLASLt, heuristic's first"
 DGRAD_OWN_BEST = "serp. cols, copies over 8 k steps, store"
 DGRAD_ROWS = "k-contiguous tiles, 3 stages of 32, rows in 2 halves, store"
@@ -498,7 +499,7 @@ def _marginal(kind):
             words = line.split()
             if blocks == 1 and line.strip().startswith(kind + " ") and "adds" in words:
                 return t(float(words[words.index("adds") + 1]) * 1e-6)
-        raise Missing(f"docs/results/{MARGINAL}: no '{kind}' row in its first block")
+        raise Missing(f"docs/results/{common.saved(MARGINAL)}: no '{kind}' row in its first block")
 
     return value
 

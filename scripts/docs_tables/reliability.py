@@ -15,7 +15,7 @@ from . import common
 from .common import ROOT, Missing, size_name, table
 
 # The newest full ctest of the GPU machine that docs/results keeps (every test, CPU and GPU).
-CTEST_LOG = "h200-logs/ctest-868de90.log"
+CTEST_LOG = "h200_ctest"  # a key of docs/results/manifest.json
 
 _cache = {}
 
@@ -465,7 +465,7 @@ def child_status():
 
 def ctest():
     """(results {name: status}, passed, failed, total) of CTEST_LOG."""
-    path, text = result(CTEST_LOG)
+    path, text = result(common.saved(CTEST_LOG))
     s = search(r"^\d+% tests passed(?:, (\d+) tests? failed)? out of (\d+)", text, path, "ctest's 'N% tests passed' "
                "line", re.M)
     failed, total = int(s.group(1) or 0), int(s.group(2))
@@ -480,7 +480,7 @@ def ctest_counts(prefixes=None):
     res, total = ctest()
     picked = {k: v for k, v in res.items() if prefixes is None or k.startswith(prefixes)}
     if not picked:
-        raise Missing(f"{CTEST_LOG}: no test whose name starts with {prefixes}")
+        raise Missing(f"{common.saved(CTEST_LOG)}: no test whose name starts with {prefixes}")
     return picked
 
 
@@ -587,7 +587,7 @@ VALUES = {
     "reliability.sigterm_binaries": lambda: and_list(signal_binaries("sigterm_cases")),
     "reliability.graph_depth": lambda: str(cpp_constant("graph/json_io.h", "kMaxGraphJsonDepth")),
     # The H200's ctest.
-    "reliability.ctest_log": lambda: str(_rel(common.RESULTS / CTEST_LOG)),
+    "reliability.ctest_log": lambda: str(_rel(common.RESULTS / common.saved(CTEST_LOG))),
     "reliability.ctest_all": lambda: passed_of(),
     "reliability.ctest_bad": lambda: passed_of(BAD_TESTS),
     "reliability.ctest_child_tests": lambda: passed_of(("tg_reliability_report_error_test",
