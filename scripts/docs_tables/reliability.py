@@ -228,6 +228,12 @@ def tab_fuzz_output_loader():
             source_line(*(f["name"] for f in fs)))
 
 
+def tab_fuzz_import_weights():
+    fs = [fuzz("onnx-import"), fuzz("weights")]
+    return (table(["", "ONNX import (protobuf bytes)", "safetensors reader"], fuzz_rows(fs)) + "\n\n" +
+            source_line(*(f["name"] for f in fs)))
+
+
 def same(values, what):
     values = set(values)
     if len(values) != 1:
@@ -286,6 +292,66 @@ def tab_hostile():
                   ["---", "---:", "---:", "---:"]) +
             "\n\nBefore → now: a tg-graph built from the tree before these fixes, and the current one. " +
             source_line("hostile-graph-inputs.txt") + " The file also holds the first line of each message.")
+
+
+# ---- docs/results/reliability/hostile-onnx-inputs.txt: round three, before and after -------
+
+ROUND3_CLASSES = {
+    "1": "security: external data outside the model's folder",
+    "2": "crashes: arity, int64 shape products, deep JSON",
+    "3": "invalid models accepted",
+    "4": "limits and internal errors",
+    "5": "files and signals",
+    "6": "output hygiene",
+    "7": "scale",
+    "8": "messages that mislead",
+}
+
+
+def hostile_onnx():
+    """{'before': {case: (class, verdict)}, 'after': ...} from scripts/hostile-onnx-inputs.sh's two
+    tables, each headed 'class case expect verdict exit'."""
+    path, text = result("reliability/hostile-onnx-inputs.txt")
+    lines = text.splitlines()
+    heads = [i for i, ln in enumerate(lines) if re.match(r"class\s+case\s+expect\s+verdict\s+exit", ln)]
+    if len(heads) != 2:
+        raise Missing(f"{_rel(path)}: {len(heads)} tables headed 'class case expect verdict exit' (2 expected: "
+                      "before, then after)")
+    blocks = []
+    for h in heads:
+        head = lines[h]
+        cols = [head.index(c) for c in ("case", "expect", "verdict", "exit")]
+        rows = {}
+        for ln in lines[h + 1:]:
+            if not ln.strip() or ln.startswith("#"):
+                break
+            klass, case, verdict = ln[:cols[0]].strip(), ln[cols[0]:cols[1]].strip(), ln[cols[2]:cols[3]].strip()
+            if klass not in ROUND3_CLASSES or not case or not verdict:
+                raise Missing(f"{_rel(path)}: cannot read the row {ln.rstrip()!r} (class, case, expect, verdict)")
+            rows[case] = (klass, verdict)
+        blocks.append(rows)
+    if list(blocks[0]) != list(blocks[1]):
+        raise Missing(f"{_rel(path)}: the before and after tables list different cases")
+    return {"before": blocks[0], "after": blocks[1]}
+
+
+def _behaved(rows, klass=None):
+    picked = [v for c, v in rows.values() if klass is None or c == klass]
+    return sum(v == "ok" for v in picked), len(picked)
+
+
+def tab_hostile_onnx():
+    h = hostile_onnx()
+    rows = []
+    for klass, what in ROUND3_CLASSES.items():
+        (b, n), (a, _) = _behaved(h["before"], klass), _behaved(h["after"], klass)
+        rows.append([klass, what, str(n), f"{b} → {a}"])
+    (b, n), (a, _) = _behaved(h["before"]), _behaved(h["after"])
+    rows.append(["", "all", str(n), f"{b} → {a}"])
+    return (table(["class", "what", "cases", "behaved, before → now"], rows, ["---:", "---", "---:", "---:"]) +
+            "\n\nBefore → now: a tg-graph built from the tree before round three, and the current one, on "
+            "`bash scripts/hostile-onnx-inputs.sh`'s cases. " + source_line("reliability/hostile-onnx-inputs.txt") +
+            " The file lists each case with its verdict and the first line of its message.")
 
 
 # ---- docs/results/reliability/sigint-latency.txt -------------------------------------------
@@ -618,6 +684,13 @@ VALUES = {
     "reliability.fuzz_pair_execs": lambda: f"{n_(fuzz('graph-output')['executions'])} and "
                                            f"{n_(fuzz('report-loader')['executions'])}",
     "reliability.fuzz_pair_crashes": lambda: str(fuzz("graph-output")["crashes"] + fuzz("report-loader")["crashes"]),
+    "reliability.fuzz_round3_s": lambda: seconds(same((fuzz(t)["requested"] for t in ("onnx-import", "weights")),
+                                                      "the ONNX-import and weights fuzzers' durations")),
+    "reliability.fuzz_round3_execs": lambda: f"{n_(fuzz('onnx-import')['executions'])} and "
+                                             f"{n_(fuzz('weights')['executions'])}",
+    "reliability.fuzz_round3_crashes": lambda: str(fuzz("onnx-import")["crashes"] + fuzz("weights")["crashes"]),
+    "reliability.hostile_onnx_before": lambda: "{} of {}".format(*_behaved(hostile_onnx()["before"])),
+    "reliability.hostile_onnx_after": lambda: "{} of {}".format(*_behaved(hostile_onnx()["after"])),
     # Hostile names and messages: the caps of the code.
     "reliability.quote_cap": lambda: str(cpp_constant("graph/quote.h", "kMaxQuotedNameBytes")),
     "reliability.message_cap": lambda: size_name(cpp_constant("graph/quote.h", "kMaxMessageBytes")),
@@ -647,6 +720,8 @@ TABLES = {
     "reliability-sanitizers": tab_sanitizers,
     "reliability-fuzz-graph-file": tab_fuzz_graph_file,
     "reliability-hostile": tab_hostile,
+    "reliability-hostile-onnx": tab_hostile_onnx,
+    "reliability-fuzz-import-weights": tab_fuzz_import_weights,
     "reliability-fuzz-output-loader": tab_fuzz_output_loader,
     "reliability-sigint": tab_sigint,
     "reliability-compare-scale": tab_compare_scale,
