@@ -136,7 +136,10 @@ Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& whe
   Tensor r = a;
   if (a.type == Tensor::Type::i64) {
     if (op != "Neg") graph_error("{}: cannot fold {} of integers", where, op);
-    for (int64_t& x : r.i) x = int_op("Sub", 0, x, where);
+    for (int64_t& x : r.i) {
+      if (x == std::numeric_limits<int64_t>::min()) graph_error("{}: the integer Neg of {} overflows int64", where, x);
+      x = -x;
+    }
     return r;
   }
   for (float& x : r.f) {
