@@ -15,7 +15,6 @@
 
 #include "graph/errors.h"
 #include "graph/file_read.h"
-#include "graph/quote.h"
 #include "tools/tg-graph/onnx_model.h"
 
 namespace tg::onnx {
@@ -233,8 +232,7 @@ Model read_model_file(const std::string& path) {
     graph_error("{}: is not an ONNX model (the protobuf parser rejected it); give a .onnx file", path);
   if (!m.has_graph()) graph_error("{}: the model has no graph", path);
   Model out;
-  // Shown in the graph file's description only: escaped, so that it is UTF-8 whatever the file holds.
-  out.producer = escape_text(m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version()));
+  out.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
   for (const auto& o : m.opset_import()) {
     const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
     out.opset_imports.push_back(OpsetImport{domain, o.version()});

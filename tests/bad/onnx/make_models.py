@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the hostile ONNX models of tests/bad/onnx (cases.txt runs them through
-`tg-graph import`, which must refuse each with exit 2). Each is the smallest model
+`tg-graph import`, which must refuse each with exit 2, or accept the few marked so). Each is the smallest model
 that shows one problem; `python3 tests/bad/onnx/make_models.py` rewrites them, and
 the files are committed so that the tests need no Python.
 
@@ -90,6 +90,15 @@ def cases():
     bad = model([helper.make_node("Relu", ["x"], ["NAME_XYZ"], name="r"),
                  helper.make_node("Relu", ["NAME_XYZ"], ["y"], name="r2")], [X], [Y])
     c["name_not_utf8"] = renamed(bad, b"NAME_XYZ", b"NAME\xff\xfeYZ")
+    # Accepted (cases.txt's "accept" lines): what is odd but valid must still import,
+    # and the graph file written must pass `tg-graph check`.
+    prod = model(RELU, [X], [Y])
+    prod.producer_name = "PRODUCER_XY"
+    c["producer_not_utf8"] = renamed(prod, b"PRODUCER_XY", b"PRODUCER\xff\x1b[")
+    c["optional_omitted"] = model(
+        [helper.make_node("Gemm", ["x", "w", ""], ["g"], name="g", transB=1),
+         helper.make_node("Dropout", ["g", "", ""], ["y", ""], name="d")],
+        [X], [vi("y", [2, 4])], [const("w", np.ones((4, 3)))])
     return c
 
 
