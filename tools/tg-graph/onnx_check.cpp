@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "graph/errors.h"
 #include "graph/quote.h"
@@ -77,15 +78,15 @@ class ModelChecker {
       if (m_.initializers.count(name))
         graph_error("{}: graph input {} is also an initializer; a value is defined once: rename one",
                     src_, quote_name(name));
-      define(name, fmt::format("graph input {}", quote_name(name)), fmt::format("{}: graph input {}", src_, i));
+      define(name, {Definition::input, i}, fmt::format("{}: graph input {}", src_, i));
     }
     for (const auto& [name, t] : m_.initializers) {
       name_ok(name, src_ + ": an initializer", "initializer");
-      define(name, fmt::format("initializer {}", quote_name(name)), src_ + ": an initializer");
+      define(name, {Definition::initializer, 0}, src_ + ": an initializer");
       tensor_ok(t, fmt::format("{}: initializer {}", src_, quote_name(name)));
     }
-    for (size_t i = 0; i < m_.nodes.size(); ++i) check_node(m_.nodes[i], i);
-    std::set<std::string> listed;
+    for (size_t i = 0; i < m_.nodes.size(); ++i) check_node(i);
+    std::unordered_set<std::string> listed;
     for (size_t i = 0; i < m_.outputs.size(); ++i) {
       const std::string& name = m_.outputs[i].name;
       name_ok(name, fmt::format("{}: graph output {}", src_, i), "graph output");
@@ -125,12 +126,22 @@ class ModelChecker {
                   where, quote_name(name));
   }
 
+  // What defines a value: the graph input or node at `index`, or an initializer.
+  struct Definition {
+    enum Kind { input, initializer, node } kind;
+    size_t index;
+  };
+
   // Every value has one definition (ONNX's single static assignment).
-  void define(const std::string& name, std::string what, const std::string& where) {
-    auto [it, fresh] = defined_.emplace(name, std::move(what));
-    if (!fresh)
-      graph_error("{}: defines {}, which is already {}; every value is defined once (ONNX's SSA rule): rename it",
-                  where, quote_name(name), it->second);
+  void define(const std::string& name, Definition d, const std::string& where) {
+    auto [it, fresh] = defined_.emplace(name, d);
+    if (fresh) return;
+    const Definition& first = it->second;
+    const std::string what = first.kind == Definition::input         ? "graph input " + quote_name(name)
+                             : first.kind == Definition::initializer ? "initializer " + quote_name(name)
+                                                                     : "an output of " + node_text(first.index);
+    graph_error("{}: defines {}, which is already {}; every value is defined once (ONNX's SSA rule): rename it",
+                where, quote_name(name), what);
   }
 
   // The reader guarantees it; a model built another way must not let a fold read past the data.
@@ -147,7 +158,8 @@ class ModelChecker {
   }
 
   // As Importer::where() names a node: its name, else its first output's.
-  static std::string node_text(const Node& n, size_t index) {
+  std::string node_text(size_t index) const {
+    const Node& n = m_.nodes[index];
     const std::string who = !n.name.empty()                              ? quote_name(n.name)
                             : !n.outputs.empty() && !n.outputs[0].empty() ? quote_name(n.outputs[0])
                                                                            : fmt::format("#{}", index);
@@ -155,8 +167,9 @@ class ModelChecker {
                        n.domain.empty() ? "" : ", domain " + quote_name(n.domain));
   }
 
-  void check_node(const Node& n, size_t index) {
-    const std::string node = node_text(n, index), where = src_ + ": " + node;
+  void check_node(size_t index) {
+    const Node& n = m_.nodes[index];
+    const std::string where = src_ + ": " + node_text(index);
     if (!valid_utf8(n.name)) graph_error("{}: the node's name is not valid UTF-8; rename it", where);
     const OpSpec* spec = n.domain.empty() ? op_spec(n.op_type) : nullptr;
     if (spec) check_arity(n, *spec, where);
@@ -175,7 +188,7 @@ class ModelChecker {
       if (!valid_utf8(o))
         graph_error("{}: output {} {} is not valid UTF-8; names go into the graph file, which is UTF-8: rename it",
                     where, i, quote_name(o));
-      define(o, "an output of " + node, where);
+      define(o, {Definition::node, index}, where);
     }
     if (spec) check_attributes(n, *spec, where);
   }
@@ -223,7 +236,7 @@ class ModelChecker {
 
   const Model& m_;
   const std::string& src_;
-  std::map<std::string, std::string> defined_;  // value name -> what defines it, for messages
+  std::unordered_map<std::string, Definition> defined_;
 };
 
 }  // namespace

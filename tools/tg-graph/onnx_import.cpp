@@ -411,11 +411,12 @@ void check_loads_back(const Graph& g, const std::string& source) {
     throw std::logic_error(fmt::format("{}: the imported graph would not load back from its graph file (an import "
                                        "bug; please report it with the model): {}", source, e.what()));
   }
-  for (const auto& [name, t] : weights_of(g))
-    for (float x : t.data)
-      if (!std::isfinite(x))
-        throw std::logic_error(fmt::format("{}: parameter {} holds {} (an import bug; please report it with the "
-                                           "model)", source, quote_name(name), x));
+  for (const ValueInfo& v : g.values)
+    if (v.init.kind == ParamInit::Kind::data && v.init.data)
+      for (float x : *v.init.data)
+        if (!std::isfinite(x))
+          throw std::logic_error(fmt::format("{}: parameter {} holds {} (an import bug; please report it with the "
+                                             "model)", source, quote_name(v.name), x));
 }
 
 }  // namespace
