@@ -89,6 +89,16 @@ std::string quote_whole(std::string_view name) {
 
 }  // namespace
 
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const size_t len = static_cast<unsigned char>(text[i]) < 0x80 ? 1 : utf8_sequence(text, i, cp);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::string escape_text(std::string_view text) {
   std::string out;
   append_escaped(out, text, false, false);

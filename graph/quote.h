@@ -20,6 +20,9 @@ constexpr size_t kMaxQuotedNameBytes = 96;
 // once tools print it; the rest is left out with a note.
 constexpr size_t kMaxMessageBytes = 16384;
 
+// Whether `text` is valid UTF-8: the only text a graph file (JSON) can hold.
+bool valid_utf8(std::string_view text);
+
 // The escaped form of `text`, without quotes and without a length cap.
 std::string escape_text(std::string_view text);
 

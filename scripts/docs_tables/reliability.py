@@ -137,6 +137,25 @@ def beyond_schema():
     return listed("tests/bad/reports/beyond_schema.txt")
 
 
+def onnx_cases():
+    """The rows of tests/bad/onnx/cases.txt (name | arguments | fragment), read as tests/bad/CMakeLists.txt
+    reads them; each model checked to exist."""
+    rel = "tests/bad/onnx/cases.txt"
+    rows = []
+    for i, line in enumerate(repo(rel).splitlines(), 1):
+        if line.startswith("#") or not line.strip():
+            continue
+        f = [c.strip() for c in line.split("|", 2)]
+        if len(f) != 3 or not f[0]:
+            raise Missing(f"{rel}:{i}: not a row of 3 fields split by '|' (name | arguments | fragment)")
+        if not (ROOT / "tests/bad/onnx" / (f[0] + ".onnx")).is_file():
+            raise Missing(f"{rel}:{i}: names {f[0]}, but tests/bad/onnx/{f[0]}.onnx does not exist")
+        rows.append({"name": f[0], "accepted": f[2] == "ACCEPTED"})
+    if not rows:
+        raise Missing(f"{rel}: no rows")
+    return rows
+
+
 def report_seeds():
     seeds = sorted((ROOT / "tests/fuzz/report_seeds").glob("*.json"))
     if not seeds:
@@ -647,7 +666,11 @@ VALUES = {
     "reliability.bad_reports": lambda: str(len(bad_reports())),
     "reliability.bad_report_tests": lambda: str(2 * len(bad_reports())),
     "reliability.bad_beyond_schema": lambda: str(len(beyond_schema())),
-    "reliability.bad_inputs": lambda: str(len(cli_cases()) + len(bad_graphs()) + len(bad_reports())),
+    "reliability.bad_onnx": lambda: str(sum(not c["accepted"] for c in onnx_cases())),
+    "reliability.bad_onnx_accepted": lambda: str(sum(c["accepted"] for c in onnx_cases())),
+    "reliability.bad_onnx_tests": lambda: str(len(onnx_cases())),
+    "reliability.bad_inputs": lambda: str(len(cli_cases()) + len(bad_graphs()) + len(bad_reports()) +
+                                          sum(not c["accepted"] for c in onnx_cases())),
     "reliability.sigint_binaries": lambda: ", ".join(signal_binaries("sigint_cases")),
     "reliability.sigint_count": lambda: str(len(signal_binaries("sigint_cases"))),
     "reliability.sigterm_binaries": lambda: and_list(signal_binaries("sigterm_cases")),

@@ -11,95 +11,11 @@
 #include "graph/errors.h"
 #include "graph/init.h"
 #include "kernels/interpreter.h"
+#include "tests/onnx/onnx_model_builder.h"
 #include "tools/tg-graph/onnx_import.h"
 
 namespace tg::testing {
 namespace {
-
-using onnx::Attribute;
-using Dims = std::vector<int64_t>;
-
-struct ModelBuilder {
-  onnx::Model m;
-  explicit ModelBuilder(int64_t opset = 18) { m.opset = opset; }
-  ModelBuilder& input(const std::string& name, Dims dims, const std::string& type = "float") {
-    onnx::ValueDecl d;
-    d.name = name;
-    d.elem_type = type;
-    d.has_shape = true;
-    for (int64_t x : dims) d.dims.push_back(onnx::Dim{x, ""});
-    m.inputs.push_back(d);
-    return *this;
-  }
-  ModelBuilder& symbolic_input(const std::string& name, const std::string& param, int64_t rest) {
-    onnx::ValueDecl d;
-    d.name = name;
-    d.has_shape = true;
-    d.dims = {onnx::Dim{-1, param}, onnx::Dim{rest, ""}};
-    m.inputs.push_back(d);
-    return *this;
-  }
-  ModelBuilder& init(const std::string& name, Dims dims, std::vector<float> v) {
-    onnx::Tensor t;
-    t.name = name;
-    t.dims = std::move(dims);
-    t.f = std::move(v);
-    m.initializers[name] = t;
-    return *this;
-  }
-  ModelBuilder& ints(const std::string& name, std::vector<int64_t> v) {
-    onnx::Tensor t;
-    t.name = name;
-    t.dims = {static_cast<int64_t>(v.size())};
-    t.type = onnx::Tensor::Type::i64;
-    t.i = std::move(v);
-    m.initializers[name] = t;
-    return *this;
-  }
-  ModelBuilder& node(const std::string& op, std::vector<std::string> ins, std::vector<std::string> outs,
-                     std::map<std::string, Attribute> attrs = {}) {
-    onnx::Node n;
-    n.name = "n" + std::to_string(m.nodes.size());
-    n.op_type = op;
-    n.inputs = std::move(ins);
-    n.outputs = std::move(outs);
-    n.attrs = std::move(attrs);
-    m.nodes.push_back(n);
-    return *this;
-  }
-  ModelBuilder& output(const std::string& name) {
-    onnx::ValueDecl d;
-    d.name = name;
-    m.outputs.push_back(d);
-    return *this;
-  }
-  Graph import(const onnx::ImportOptions& o = {}) const { return onnx::import_model(m, o, "test.onnx").graph; }
-};
-
-Attribute ai(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::i;
-  a.i = v;
-  return a;
-}
-Attribute af(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::f;
-  a.f = v;
-  return a;
-}
-Attribute as(const std::string& v) {
-  Attribute a;
-  a.kind = Attribute::Kind::s;
-  a.s = v;
-  return a;
-}
-Attribute aints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::ints;
-  a.ints = std::move(v);
-  return a;
-}
 
 std::vector<float> seq(int64_t n, float scale = 0.1f, float offset = -0.3f) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -140,15 +56,6 @@ size_t bidx(size_t flat, const Dims& out, const Dims& d) {
     stride_out *= static_cast<size_t>(out[k]);
   }
   return idx;
-}
-
-std::string refusal(const ModelBuilder& mb, const onnx::ImportOptions& o = {}) {
-  try {
-    mb.import(o);
-  } catch (const GraphError& e) {
-    return e.what();
-  }
-  return "(imported without an error)";
 }
 
 TEST_CASE("onnx mapping: Add, Sub, Mul with numpy broadcasting equal their definition") {

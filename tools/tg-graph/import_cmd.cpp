@@ -40,12 +40,13 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec1 && !ec2 && ca == cb;
 }
 
-// The saver writes no description; the file should say where it came from.
+// The saver writes no description; the file should say where it came from. Escaped:
+// the model's file name and producer may be any bytes, and JSON holds UTF-8 only.
 std::string with_description(std::string json, const std::string& description) {
   const std::string key = "\"version\": 1";
   const size_t at = json.find(key);
   if (at == std::string::npos) return json;
-  json.insert(at + key.size(), ",\n  \"description\": " + nlohmann::json(description).dump());
+  json.insert(at + key.size(), ",\n  \"description\": " + nlohmann::json(escape_text(description)).dump());
   return json;
 }
 

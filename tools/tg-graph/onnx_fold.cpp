@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "graph/errors.h"
 #include "tools/tg-graph/onnx_importer.h"
@@ -43,25 +44,48 @@ int64_t broadcast_index(int64_t flat, const Dims& out, const Dims& d) {
   return idx;
 }
 
+// Integers are shape arithmetic: a result that wraps would be a wrong dim, so it is
+// refused (signed overflow is undefined besides). Floats follow IEEE; an inf they
+// make is refused where it is used.
+int64_t int_op(const std::string& op, int64_t a, int64_t b, const std::string& where) {
+  int64_t r = 0;
+  bool over = false;
+  if (op == "Add") over = __builtin_add_overflow(a, b, &r);
+  else if (op == "Sub") over = __builtin_sub_overflow(a, b, &r);
+  else if (op == "Mul") over = __builtin_mul_overflow(a, b, &r);
+  else if (op == "Div") {
+    if (b == 0) graph_error("{}: integer division by zero", where);
+    over = a == std::numeric_limits<int64_t>::min() && b == -1;
+    r = over ? 0 : a / b;
+  } else if (op == "Pow") {
+    const double p = std::pow(static_cast<double>(a), static_cast<double>(b));
+    over = !(std::fabs(p) < 0x1p63);
+    r = over ? 0 : static_cast<int64_t>(p);
+  } else {
+    graph_error("{}: cannot fold {}", where, op);
+  }
+  if (over) graph_error("{}: the integer {} of {} and {} overflows int64", where, op, a, b);
+  return r;
+}
+
 template <typename T>
 T apply_op(const std::string& op, T a, T b, const std::string& where) {
-  if (op == "Add") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0) graph_error("{}: integer division by zero", where);
-    }
-    return a / b;
+  if constexpr (std::is_integral_v<T>) {
+    return int_op(op, a, b, where);
+  } else {
+    if (op == "Add") return a + b;
+    if (op == "Sub") return a - b;
+    if (op == "Mul") return a * b;
+    if (op == "Div") return a / b;
+    if (op == "Pow") return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    graph_error("{}: cannot fold {}", where, op);
   }
-  if (op == "Pow") return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-  graph_error("{}: cannot fold {}", where, op);
 }
 
 template <typename T>
 std::vector<T> binary_data(const std::string& op, const std::vector<T>& a, const Dims& da, const std::vector<T>& b,
                            const Dims& db, const Dims& out, const std::string& where) {
-  std::vector<T> r(static_cast<size_t>(numel(out)));
+  std::vector<T> r(static_cast<size_t>(numel(out, where)));
   for (int64_t i = 0; i < static_cast<int64_t>(r.size()); ++i)
     r[static_cast<size_t>(i)] = apply_op(op, a[static_cast<size_t>(broadcast_index(i, out, da))],
                                          b[static_cast<size_t>(broadcast_index(i, out, db))], where);
@@ -112,7 +136,10 @@ Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& whe
   Tensor r = a;
   if (a.type == Tensor::Type::i64) {
     if (op != "Neg") graph_error("{}: cannot fold {} of integers", where, op);
-    for (int64_t& x : r.i) x = -x;
+    for (int64_t& x : r.i) {
+      if (x == std::numeric_limits<int64_t>::min()) graph_error("{}: the integer Neg of {} overflows int64", where, x);
+      x = -x;
+    }
     return r;
   }
   for (float& x : r.f) {
@@ -130,7 +157,7 @@ Tensor fold_transpose(const Tensor& a, const std::vector<int64_t>& perm) {
   Tensor r = a;
   for (size_t i = 0; i < perm.size(); ++i) r.dims[i] = a.dims[static_cast<size_t>(perm[i])];
   const std::vector<int64_t> si = strides(a.dims), so = strides(r.dims);
-  const int64_t n = a.numel();
+  const int64_t n = static_cast<int64_t>(a.type == Tensor::Type::f32 ? a.f.size() : a.i.size());
   auto src = [&](int64_t flat) {
     int64_t idx = 0;
     for (size_t i = 0; i < perm.size(); ++i) idx += ((flat / so[i]) % r.dims[i]) * si[static_cast<size_t>(perm[i])];
@@ -157,7 +184,11 @@ Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where) {
     r.type_name = "int64";
     if (a.type == Tensor::Type::i64) r.i = a.i;
     else
-      for (float x : a.f) r.i.push_back(static_cast<int64_t>(x));
+      for (float x : a.f) {
+        if (!(std::fabs(x) < 0x1p63f))
+          graph_error("{}: casts {} to an integer, which int64 cannot hold", where, x);
+        r.i.push_back(static_cast<int64_t>(x));
+      }
   } else {
     graph_error("{}: casts a constant to ONNX type {}; only float and integer types fold", where, to);
   }
@@ -172,8 +203,8 @@ Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, const st
   out.insert(out.end(), idx.dims.begin(), idx.dims.end());
   out.insert(out.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end());
   check_size(out, where);
-  const int64_t outer = numel(Dims(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax)));
-  const int64_t inner = numel(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end()));
+  const int64_t outer = numel(Dims(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax)), where);
+  const int64_t inner = numel(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end()), where);
   const int64_t extent = data.dims[ax];
   Tensor r;
   r.dims = out;
@@ -210,10 +241,10 @@ Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, const 
     r.dims[ax] += p->dims[ax];
   }
   check_size(r.dims, where);
-  const int64_t outer = numel(Dims(first.dims.begin(), first.dims.begin() + static_cast<std::ptrdiff_t>(ax)));
+  const int64_t outer = numel(Dims(first.dims.begin(), first.dims.begin() + static_cast<std::ptrdiff_t>(ax)), where);
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor* p : parts) {
-      const int64_t chunk = p->numel() / std::max<int64_t>(outer, 1);
+      const int64_t chunk = numel(p->dims, where) / std::max<int64_t>(outer, 1);
       for (int64_t k = 0; k < chunk; ++k) {
         const size_t src = static_cast<size_t>(o * chunk + k);
         if (r.type == Tensor::Type::f32) r.f.push_back(p->f[src]);
@@ -286,11 +317,12 @@ void add_constant_handlers(std::map<std::string, Handler>& h) {
     auto v = im.node_->attrs.find("value");
     if (v != im.node_->attrs.end()) t = v->second.t;
     else t.f = {0.0f};
-    if (t.numel() != 1) im.refuse("value must hold one element");
+    if (numel(t.dims, im.where()) != 1) im.refuse("value must hold one element");
     const Tensor one = t;
     t.dims = shape;
-    if (one.type == Tensor::Type::f32) t.f.assign(static_cast<size_t>(numel(shape)), one.f[0]);
-    else if (one.type == Tensor::Type::i64) t.i.assign(static_cast<size_t>(numel(shape)), one.i[0]);
+    const size_t n = static_cast<size_t>(numel(shape, im.where()));
+    if (one.type == Tensor::Type::f32) t.f.assign(n, one.f[0]);
+    else if (one.type == Tensor::Type::i64) t.i.assign(n, one.i[0]);
     else im.refuse("value is of a type twograph does not fold");
     im.set_const(t);
   };

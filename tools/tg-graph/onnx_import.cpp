@@ -6,26 +6,46 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "graph/errors.h"
 #include "graph/graph_model.h"
+#include "graph/json_io.h"
+#include "graph/validate.h"
+#include "graph/weights.h"
 #include "tools/tg-graph/onnx_importer.h"
 
 namespace tg::onnx {
 
-int64_t Tensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
+const int64_t kMaxValueElements = kMaxValueBytes / dtype_size(DType::F32);
 
 std::string dims_str(const Dims& d) { return fmt::format("[{}]", fmt::join(d, ",")); }
 
-int64_t numel(const Dims& d) {
+int64_t checked_mul(int64_t a, int64_t b, const std::string& where) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    graph_error("{}: a product of dims, {} * {}, overflows int64; the model's shapes are far beyond what the IR "
+                "holds (at most {} elements a value): use smaller dims", where, a, b, kMaxValueElements);
+  return r;
+}
+
+int64_t numel(const Dims& d, const std::string& where) {
   int64_t n = 1;
-  for (int64_t x : d) n *= x;
+  for (int64_t x : d) n = checked_mul(n, x, where);
   return n;
 }
+
+namespace {
+
+// The IR's per-value limit, for a value the import is about to make.
+void require_fits(const Shape& s, const std::string& where) {
+  int64_t n = 0;
+  if (!numel_checked(s, n) || n > kMaxValueElements)
+    graph_error("{}: a value of shape {} is over the IR's limit of {} elements ({} GiB) a value; use smaller "
+                "dims (or a smaller --dim)", where, s.str(), kMaxValueElements, kMaxValueBytes >> 30);
+}
+
+}  // namespace
 
 Shape ir_shape(const Dims& d, const std::string& where) {
   if (d.size() > static_cast<size_t>(kMaxRank))
@@ -38,8 +58,7 @@ Shape ir_shape(const Dims& d, const std::string& where) {
     if (d[i] < 1) graph_error("{}: shape {} has a dim < 1; the IR has no empty tensors", where, dims_str(d));
     s.dims[i] = d[i];
   }
-  int64_t n = 0;
-  if (!numel_checked(s, n)) graph_error("{}: shape {} overflows int64", where, dims_str(d));
+  require_fits(s, where);
   return s;
 }
 
@@ -57,7 +76,8 @@ Dims broadcast_dims(const Dims& a, const Dims& b, const std::string& where) {
 
 int64_t normalize_axis(int64_t axis, size_t rank, const std::string& where) {
   const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= std::max<int64_t>(r, 1))
+  // A scalar has no axis: indexing dim 0 of one would read past its dims.
+  if (axis < -r || axis >= r)
     graph_error("{}: axis {} is out of range for rank {}", where, axis, r);
   return axis < 0 ? axis + r : axis;
 }
@@ -102,6 +122,11 @@ Value Importer::value_of(const Sym& s, const std::string& name) {
                        "the weights inside (onnx.save(model, path, save_as_external_data=False))", name));
   if (s.c.type != Tensor::Type::f32)
     refuse(fmt::format("'{}' is a tensor of {} used as data; the IR computes in f32 only", name, s.c.type_name));
+  for (size_t k = 0; k < s.c.f.size(); ++k)
+    if (!std::isfinite(s.c.f[k]))
+      refuse(fmt::format("'{}' holds {} at element {}; it becomes a parameter, and the IR's parameters are finite "
+                         "(an inf or NaN weight makes every output and gradient NaN): fix the model's constant",
+                         name, s.c.f[k], k));
   ParamInit init;
   init.kind = ParamInit::Kind::data;
   init.data = std::make_shared<const std::vector<float>>(s.c.f);
@@ -127,21 +152,32 @@ std::vector<int64_t> Importer::ints_input(size_t i, const char* what) const {
 }
 
 bool Importer::has_attr(const char* name) const { return node_->attrs.count(name) > 0; }
-int64_t Importer::attr_i(const char* name, int64_t dflt) const {
+// A field of the wrong kind reads as 0 or empty: an attribute is used only as the type it has.
+const Attribute* Importer::attr(const char* name, Attribute::Kind kind) const {
   auto it = node_->attrs.find(name);
-  return it == node_->attrs.end() ? dflt : it->second.i;
+  if (it == node_->attrs.end()) return nullptr;
+  if (it->second.kind != kind)
+    refuse(fmt::format("attribute '{}' is {}, but {}'s {} is {}; write it with that type", name,
+                       attr_kind_text(it->second.kind), node_->op_type, name, attr_kind_text(kind)));
+  return &it->second;
+}
+int64_t Importer::attr_i(const char* name, int64_t dflt) const {
+  const Attribute* a = attr(name, Attribute::Kind::i);
+  return a ? a->i : dflt;
 }
 float Importer::attr_f(const char* name, float dflt) const {
-  auto it = node_->attrs.find(name);
-  return it == node_->attrs.end() ? dflt : it->second.f;
+  const Attribute* a = attr(name, Attribute::Kind::f);
+  if (a && !std::isfinite(a->f))
+    refuse(fmt::format("attribute '{}' is {}; give a finite number", name, a->f));
+  return a ? a->f : dflt;
 }
 std::string Importer::attr_s(const char* name, const std::string& dflt) const {
-  auto it = node_->attrs.find(name);
-  return it == node_->attrs.end() ? dflt : it->second.s;
+  const Attribute* a = attr(name, Attribute::Kind::s);
+  return a ? a->s : dflt;
 }
 std::vector<int64_t> Importer::attr_ints(const char* name) const {
-  auto it = node_->attrs.find(name);
-  return it == node_->attrs.end() ? std::vector<int64_t>{} : it->second.ints;
+  const Attribute* a = attr(name, Attribute::Kind::ints);
+  return a ? a->ints : std::vector<int64_t>{};
 }
 const std::string& Importer::out_name(size_t i) const { return node_->outputs.at(i); }
 
@@ -186,7 +222,21 @@ std::string Importer::fresh(const std::string& base) {
 }
 
 Value Importer::apply(OpKind op, const std::vector<Value>& ins, const Attrs& at, const std::string& name) {
-  return b_.apply(op, ins, at, name);
+  // A graph file writes an inf or NaN as null, which loading refuses: such a number
+  // stops here, where the node it came from is known.
+  for (const auto& [field, x] : {std::pair<const char*, float>{"eps", at.eps}, {"alpha", at.alpha},
+                                 {"value", at.value}, {"lr", at.lr}, {"momentum", at.momentum}})
+    if (!std::isfinite(x))
+      refuse(fmt::format("maps to a {} with {} = {}; the IR's attributes are finite numbers: a constant or "
+                         "attribute of the model is inf or NaN here, or overflows f32", op_name(op), field, x));
+  Value v;
+  try {
+    v = b_.apply(op, ins, at, name);
+  } catch (const GraphError& e) {
+    refuse(e.what());
+  }
+  if (v.valid()) require_fits(v.shape, where());
+  return v;
 }
 
 Value Importer::reshape_to(Value v, const Dims& dims, const std::string& name) {
@@ -208,6 +258,7 @@ Value Importer::fill_vec(int64_t n, float value, const std::string& name) {
 // broadcast, then one broadcast op inserts each missing axis, in order.
 Value Importer::expand_to(Value v, const Dims& from, const Dims& to, const std::string& name) {
   if (from == to) return v;
+  ir_shape(to, where());  // the largest value made here: refused before any is
   const size_t r = to.size(), off = r - from.size();
   std::vector<bool> supplied(r, false);
   Dims kept;
@@ -346,13 +397,40 @@ Imported Importer::run() {
   return Imported{prune_to_outputs(g_), std::move(notes_)};
 }
 
+namespace {
+
+// What import writes must be what `tg-graph check` loads: the same save, load and
+// validate run here, before anything is written. Every bad model is refused before
+// this with its node named; a graph that fails here was built wrong by the import.
+void check_loads_back(const Graph& g, const std::string& source) {
+  Graph plain = g;
+  strip_weights(plain);
+  try {
+    validate(load_graph_json(save_graph_json(plain), source));
+  } catch (const GraphError& e) {
+    throw std::logic_error(fmt::format("{}: the imported graph would not load back from its graph file (an import "
+                                       "bug; please report it with the model): {}", source, e.what()));
+  }
+  for (const ValueInfo& v : g.values)
+    if (v.init.kind == ParamInit::Kind::data && v.init.data)
+      for (float x : *v.init.data)
+        if (!std::isfinite(x))
+          throw std::logic_error(fmt::format("{}: parameter {} holds {} (an import bug; please report it with the "
+                                             "model)", source, quote_name(v.name), x));
+}
+
+}  // namespace
+
 Imported import_model(const Model& m, const ImportOptions& opt, const std::string& source) {
+  check_model(m, source);
   Model fused = m;
   std::vector<std::string> notes;
   fuse_patterns(fused, notes);
   Importer im(fused, opt, source);
   im.notes_ = notes;
-  return im.run();
+  Imported out = im.run();
+  check_loads_back(out.graph, source);
+  return out;
 }
 
 // ---- elementwise ------------------------------------------------------------

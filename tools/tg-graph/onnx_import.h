@@ -20,6 +20,11 @@
 
 namespace tg::onnx {
 
+// The newest opset of the default domain that ONNX defines (onnx 1.23:
+// onnx.defs.onnx_opset_version()); a later one cannot be told from a corrupt file,
+// and its ops may mean something else.
+constexpr int64_t kLatestOpset = 28;
+
 struct ImportOptions {
   std::map<std::string, int64_t> dims;  // values for symbolic input dims ("batch" -> 32)
   // A loss appended to the (single) output, for a graph that trains: mse against
@@ -33,8 +38,17 @@ struct Imported {
   std::vector<std::string> notes;  // what the mapping changed that a reader should know
 };
 
-// `source` prefixes every message (the .onnx path).
+// `source` prefixes every message (the .onnx path). GraphError for a model that is
+// invalid or that the IR cannot express; std::logic_error for a graph the import
+// built wrong (a bug: the graph file would not load back).
 Imported import_model(const Model& m, const ImportOptions& opt, const std::string& source);
+
+// What every pass may assume of the model: opsets that exist (one per domain);
+// graph inputs, initializers and node outputs with non-empty UTF-8 names, each
+// defined once; each supported op's node with the input and output counts and the
+// attribute types ONNX defines for it; tensor data that matches its dims.
+// GraphError naming the node or value otherwise. import_model runs it first.
+void check_model(const Model& m, const std::string& source);
 
 // The rewrites that run before the op-by-op mapping: the tanh formula of GELU
 // becomes one Gelu(approximate=tanh) node, the ReduceMean/Sub/Pow/ReduceMean/

@@ -24,10 +24,37 @@ struct Sym {
   Dims dims;
 };
 
-// The IR shape of ONNX dims (rank 0 -> [1]); GraphError beyond the IR's rank.
+// The IR shape of ONNX dims (rank 0 -> [1]); GraphError beyond the IR's rank or
+// its per-value limit (kMaxValueElements).
 Shape ir_shape(const Dims& d, const std::string& where);
 std::string dims_str(const Dims& d);
-int64_t numel(const Dims& d);
+// a * b for products of dims. Every such product goes through here: a wrapped one
+// turns into a zero divisor or an index past the data. GraphError naming `where`
+// when it overflows int64.
+int64_t checked_mul(int64_t a, int64_t b, const std::string& where);
+// The element count of dims, through checked_mul.
+int64_t numel(const Dims& d, const std::string& where);
+// The most f32 elements one IR value may hold (graph/validate.h's kMaxValueBytes).
+extern const int64_t kMaxValueElements;
+
+// What ONNX defines for an op the import maps (onnx_check.cpp): inputs at positions
+// from min_inputs on are optional and may be "".
+struct AttrSpec {
+  const char* name;
+  Attribute::Kind kind;
+  bool required;
+};
+struct OpSpec {
+  int min_inputs, max_inputs;  // max_inputs -1: any number (Concat)
+  int min_outputs, max_outputs;
+  int64_t since_opset;   // from this opset (0: never) ...
+  int min_inputs_since;  // ... the op needs this many inputs
+  std::vector<AttrSpec> attrs;  // the attributes the import reads, with their ONNX types
+};
+// The op's spec, or nullptr for an op the import does not map.
+const OpSpec* op_spec(const std::string& op_type);
+// "an integer (INT)", for messages.
+const char* attr_kind_text(Attribute::Kind k);
 // numpy broadcasting of two shapes; GraphError naming `where` when they do not broadcast.
 Dims broadcast_dims(const Dims& a, const Dims& b, const std::string& where);
 // Axis in [0, rank); GraphError when out of range.
@@ -90,6 +117,7 @@ class Importer {
   std::map<std::string, int> consumers_;  // per ONNX value: how many node inputs read it
 
  private:
+  const Attribute* attr(const char* name, Attribute::Kind kind) const;  // refuses another kind
   void declare_inputs();
   size_t nodes_before_ = 0;  // IR nodes before the current ONNX node
   void map_node(const Node& n);

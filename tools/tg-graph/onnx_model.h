@@ -22,7 +22,6 @@ struct Tensor {
   std::vector<float> f;        // Type::f32
   std::vector<int64_t> i;      // Type::i64
   bool external = false;       // data in an external file (not read)
-  int64_t numel() const;
 };
 
 struct Attribute {
@@ -54,8 +53,16 @@ struct ValueDecl {
   std::vector<Dim> dims;
 };
 
+struct OpsetImport {
+  std::string domain;  // "" for the default domain (the file's "ai.onnx" too)
+  int64_t version = 0;
+};
+
 struct Model {
   int64_t opset = 0;  // of the default domain ("" / ai.onnx)
+  // Every opset_import of the file, as written: check_model refuses a domain given
+  // twice, which `opset` alone cannot show. Empty for models built in memory.
+  std::vector<OpsetImport> opset_imports;
   std::string producer;
   std::vector<ValueDecl> inputs, outputs;
   std::map<std::string, Tensor> initializers;

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "tools/tg-graph/onnx_importer.h"
 
@@ -31,7 +30,7 @@ void matmul_op(Importer& im) {
                           "broadcasting of batch dims)", dims_str(da), dims_str(db)));
   if (da.size() == 3) return im.finish(im.apply(OpKind::matmul, {va, vb}, {}, im.fresh(name + ".matmul")), out);
   // [p, q, m, k] x [p, q, k, n] (attention's heads) as [p*q, m, k] x [p*q, k, n]
-  const int64_t batch = std::accumulate(da.begin(), da.end() - 2, int64_t{1}, std::multiplies<int64_t>());
+  const int64_t batch = numel(Dims(da.begin(), da.end() - 2), im.where());
   const Value a3 = im.reshape_to(va, {batch, da[da.size() - 2], k}, im.fresh(name + ".a3"));
   const Value b3 = im.reshape_to(vb, {batch, k, db.back()}, im.fresh(name + ".b3"));
   const Value p = im.apply(OpKind::matmul, {a3, b3}, {}, im.fresh(name + ".bmm"));
@@ -96,9 +95,10 @@ void gemm_op(Importer& im) {
 // Reshape, Flatten, Squeeze, Unsqueeze: a view with new dims.
 void view_as(Importer& im, const Dims& target) {
   const Sym x = im.in(0);
-  if (numel(target) != numel(x.dims))
-    im.refuse(fmt::format("reshapes {} ({} elements) to {} ({} elements)", dims_str(x.dims), numel(x.dims),
-                          dims_str(target), numel(target)));
+  const int64_t from = numel(x.dims, im.where()), to = numel(target, im.where());
+  if (from != to)
+    im.refuse(fmt::format("reshapes {} ({} elements) to {} ({} elements)", dims_str(x.dims), from, dims_str(target),
+                          to));
   if (x.constant) {
     Tensor t = x.c;
     t.dims = target;
@@ -127,13 +127,14 @@ void reshape_op(Importer& im) {
     } else if (d < 1) {
       im.refuse(fmt::format("target {} has dim {} = {}", dims_str(spec), i, d));
     } else {
-      known *= d;
+      known = checked_mul(known, d, im.where());
     }
     target.push_back(d);
   }
   if (infer >= 0) {
-    if (numel(in) % known != 0) im.refuse(fmt::format("cannot reshape {} to {}", dims_str(in), dims_str(spec)));
-    target[static_cast<size_t>(infer)] = numel(in) / known;
+    const int64_t total = numel(in, im.where());
+    if (total % known != 0) im.refuse(fmt::format("cannot reshape {} to {}", dims_str(in), dims_str(spec)));
+    target[static_cast<size_t>(infer)] = total / known;
   }
   view_as(im, target);
 }
@@ -179,8 +180,7 @@ void flatten_op(Importer& im) {
   if (axis < 0) axis += static_cast<int64_t>(in.size());
   if (axis < 0 || axis > static_cast<int64_t>(in.size())) im.refuse(fmt::format("axis {} is out of range", axis));
   const auto mid = in.begin() + axis;
-  view_as(im, {std::accumulate(in.begin(), mid, int64_t{1}, std::multiplies<int64_t>()),
-               std::accumulate(mid, in.end(), int64_t{1}, std::multiplies<int64_t>())});
+  view_as(im, {numel(Dims(in.begin(), mid), im.where()), numel(Dims(mid, in.end()), im.where())});
 }
 
 void transpose_op(Importer& im) {
@@ -230,7 +230,7 @@ void layernorm_op(Importer& im) {
   const std::string& name = im.out_name();
   auto vec = [&](size_t i, float dflt, const char* what) {
     if (!im.has_input(i)) return im.fill_vec(n, dflt, name + "." + what);
-    if (numel(im.in(i).dims) != n)
+    if (numel(im.in(i).dims, im.where()) != n)
       im.refuse(fmt::format("{} {} does not match the normalized dim {}", what, dims_str(im.in(i).dims), n));
     return im.reshape_to(im.value(i), {n}, im.fresh(name + "." + what));
   };

@@ -19,7 +19,8 @@ class View {
  public:
   explicit View(const Model& m) : m_(m) {
     for (size_t i = 0; i < m.nodes.size(); ++i) {
-      for (const std::string& o : m.nodes[i].outputs) producer_[o] = static_cast<int>(i);
+      for (const std::string& o : m.nodes[i].outputs)
+        if (!o.empty()) producer_[o] = static_cast<int>(i);  // "": an omitted optional output
       for (const std::string& in : m.nodes[i].inputs)
         if (!in.empty()) consumers_[in].push_back(static_cast<int>(i));
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -183,6 +184,11 @@ Tensor read_tensor(const pb::TensorProto& t, const std::string& where_prefix, Ex
         check_count(t.double_data(), n, where);
         d.assign(t.double_data().begin(), t.double_data().end());
       }
+      // Narrowed to f32, a double past FLT_MAX would turn into an inf weight.
+      for (size_t k = 0; k < d.size(); ++k)
+        if (std::isfinite(d[k]) && std::fabs(d[k]) > static_cast<double>(std::numeric_limits<float>::max()))
+          graph_error("{}: element {} is {}, beyond the range of f32 (the IR computes in f32, at most {}); scale the "
+                      "values into range", where, k, d[k], std::numeric_limits<float>::max());
       out.f.assign(d.begin(), d.end());
       break;
     }
@@ -281,9 +287,11 @@ Model read_model_bytes(const std::string& bytes, const std::string& path) {
   if (!m.has_graph()) graph_error("{}: the model has no graph", path);
   Model out;
   out.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
-  for (const auto& o : m.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") out.opset = o.version();
-  if (out.opset == 0) graph_error("{}: imports no opset of the default ONNX domain", path);
+  for (const auto& o : m.opset_import()) {
+    const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+    out.opset_imports.push_back(OpsetImport{domain, o.version()});
+    if (domain.empty()) out.opset = o.version();
+  }
   const pb::GraphProto& g = m.graph();
   if (g.sparse_initializer_size() > 0)
     graph_error("{}: has sparse initializers, which twograph does not read; export dense weights", path);
@@ -304,7 +312,9 @@ Model read_model_bytes(const std::string& bytes, const std::string& path) {
     x.inputs.assign(n.input().begin(), n.input().end());
     x.outputs.assign(n.output().begin(), n.output().end());
     const std::string where = fmt::format("{}: node '{}' ({})", path, n.name(), n.op_type());
-    for (const auto& a : n.attribute()) x.attrs[a.name()] = read_attribute(a, where);
+    for (const auto& a : n.attribute())
+      if (!x.attrs.emplace(a.name(), read_attribute(a, where)).second)
+        graph_error("{}: attribute {} is given twice; give each attribute once", where, quote_name(a.name()));
     out.nodes.push_back(std::move(x));
   }
   return out;
