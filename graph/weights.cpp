@@ -10,6 +10,7 @@
 #include "graph/errors.h"
 #include "graph/file_read.h"
 #include "graph/json_keys.h"
+#include "graph/quote.h"
 
 namespace tg {
 
@@ -49,7 +50,7 @@ uint64_t read_u64_le(const std::string& bytes) {
 }
 
 Entry parse_entry(const std::string& source, const std::string& name, const json& e) {
-  const std::string where = fmt::format("{}: tensor '{}'", source, name);
+  const std::string where = fmt::format("{}: tensor {}", source, quote_name(name));
   if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
     graph_error("{}: must be an object with dtype, shape and data_offsets", where);
   if (!e["dtype"].is_string()) graph_error("{}: dtype must be a string", where);
@@ -128,7 +129,8 @@ Weights weights_from_safetensors(const std::string& bytes, const std::string& so
     DuplicateKeyFinder finder;
     json::sax_parse(text, &finder);
   } catch (const DuplicateKey& d) {
-    graph_error("{}: key '{}' is given twice in one object of the header; the file is damaged", source, d.key);
+    graph_error("{}: key {} is given twice in one object of the header; the file is damaged", source,
+                quote_name(d.key));
   } catch (const json::exception& e) {
     graph_error("{}: the header is not valid JSON ({}); is it a safetensors file?", source, e.what());
   }
@@ -146,8 +148,8 @@ Weights weights_from_safetensors(const std::string& bytes, const std::string& so
   uint64_t at = 0;
   for (const Entry& e : entries) {
     if (e.begin != at)
-      graph_error("{}: tensor '{}' starts at byte {} of the data, expected {} ({}); the file is damaged", source,
-                  e.name, e.begin, at, e.begin < at ? "it overlaps the previous tensor" : "a gap before it");
+      graph_error("{}: tensor {} starts at byte {} of the data, expected {} ({}); the file is damaged", source,
+                  quote_name(e.name), e.begin, at, e.begin < at ? "it overlaps the previous tensor" : "a gap before it");
     at = e.end;
   }
   if (at != data_size)
@@ -166,7 +168,7 @@ Weights weights_from_safetensors(const std::string& bytes, const std::string& so
 Weights load_weights_file(const std::string& path) {
   return weights_from_safetensors(
       read_regular_file(path, kMaxWeightsFileBytes, "a .safetensors weights file", "weights files are limited to 1 TiB"),
-      path);
+      printable_line(path, kMaxShownPathBytes));
 }
 
 Weights weights_of(const Graph& g) {
@@ -184,18 +186,18 @@ void attach_weights(Graph& g, const Weights& w, const std::string& source) {
     if (v.role != Role::parameter) continue;
     auto it = w.find(v.name);
     if (it == w.end())
-      graph_error("{}: has no tensor for parameter '{}' {}; give the weights written for this graph", source, v.name,
-                  v.shape.str());
+      graph_error("{}: has no tensor for parameter {} {}; give the weights written for this graph", source,
+                  quote_name(v.name), v.shape.str());
     if (it->second.shape != v.shape)
-      graph_error("{}: tensor '{}' has shape {}, but the graph's parameter is {}", source, v.name,
+      graph_error("{}: tensor {} has shape {}, but the graph's parameter is {}", source, quote_name(v.name),
                   it->second.shape.str(), v.shape.str());
     used.insert(v.name);
     plan.emplace_back(i, &it->second);
   }
   for (const auto& [name, t] : w)
     if (!used.count(name))
-      graph_error("{}: tensor '{}' {} is no parameter of the graph; give the weights written for this graph", source,
-                  name, t.shape.str());
+      graph_error("{}: tensor {} {} is no parameter of the graph; give the weights written for this graph", source,
+                  quote_name(name), t.shape.str());
   for (const auto& [i, t] : plan) {
     ParamInit init;
     init.kind = ParamInit::Kind::data;
