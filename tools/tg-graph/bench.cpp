@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "experiments/harness/exec_common.h"
 #include "experiments/harness/harness.h"
@@ -166,12 +167,9 @@ int bench_main(int argc, char** argv) {
     const int64_t file_batch = graph_batch(g);
     if (batches.empty()) batches.push_back(static_cast<int>(file_batch));
 
-    auto be = make_backend(e.device());
-    if (be->kind() != DeviceKind::cuda) {
-      e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
-      e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
-    }
-    th::Progress bar(batches.size(), "tg-graph bench");
+    // Every batch is checked (rebatched, its loss and training step built) before the
+    // first is measured: a --batch the shapes cannot follow must not cost the runs before it.
+    std::vector<train::Config> configs;
     for (int batch : batches) {
       GraphModel gm;
       try {
@@ -214,9 +212,19 @@ int bench_main(int argc, char** argv) {
         e.report().skip(fmt::format("train batch={}", batch),
                         gm.loss.empty() ? "the file has no loss output: inference only" : "--no-train");
       }
+      configs.push_back(std::move(c));
+    }
+
+    auto be = make_backend(e.device());
+    if (be->kind() != DeviceKind::cuda) {
+      e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
+      e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
+    }
+    th::Progress bar(configs.size(), "tg-graph bench");
+    for (const train::Config& c : configs) {
       train::measure(e, be, c, loss_steps);
       measure_compile_and_memory(e, be, c);
-      bar.tick(fmt::format("batch {}", batch));
+      bar.tick(fmt::format("batch {}", c.batch));
     }
   });
 }
