@@ -620,7 +620,7 @@ Graph load_graph_json(const std::string& text, const std::string& source_name) {
 Graph load_graph_file(const std::string& path) {
   const std::string text = read_regular_file(
       path, kMaxGraphFileBytes, "a .json graph file", fmt::format("graph files are limited to {} MiB", kMaxGraphFileBytes >> 20));
-  return load_graph_json(text, path);
+  return load_graph_json(text, printable_line(path, kMaxShownPathBytes));  // the path only names it in messages
 }
 
 std::string node_attrs_json(const Graph& g, const Node& n) {

@@ -117,7 +117,9 @@ std::string listed(std::string_view name) {
   return plain ? std::string(name) : quote_whole(name);
 }
 
-std::string printable_message(std::string_view text, size_t max_bytes) {
+namespace {
+
+std::string printable(std::string_view text, size_t max_bytes, bool keep_newlines) {
   // Escaping can make a byte four (\xHH), so the cap is on what is printed: the text
   // is escaped a piece at a time until max_bytes is reached.
   constexpr size_t kPiece = 1024;
@@ -128,11 +130,19 @@ std::string printable_message(std::string_view text, size_t max_bytes) {
     // A quarter of the room left: even if every byte becomes \xHH, out stays within ~max_bytes.
     const size_t take = prefix_bytes(rest, std::min(kPiece, (max_bytes - out.size() + 3) / 4));
     if (take == 0) break;
-    append_escaped(out, rest.substr(0, take), false, true);
+    append_escaped(out, rest.substr(0, take), false, keep_newlines);
     done += take;
   }
-  if (done < text.size()) fmt::format_to(std::back_inserter(out), "\n... ({} more bytes left out)", text.size() - done);
+  if (done < text.size())
+    fmt::format_to(std::back_inserter(out), "{}... ({} more bytes left out)", keep_newlines ? "\n" : " ",
+                   text.size() - done);
   return out;
 }
+
+}  // namespace
+
+std::string printable_message(std::string_view text, size_t max_bytes) { return printable(text, max_bytes, true); }
+
+std::string printable_line(std::string_view text, size_t max_bytes) { return printable(text, max_bytes, false); }
 
 }  // namespace tg

@@ -19,6 +19,9 @@ constexpr size_t kMaxQuotedNameBytes = 96;
 // The most a single message (an exception's text, one line or a list) may hold
 // once tools print it; the rest is left out with a note.
 constexpr size_t kMaxMessageBytes = 16384;
+// How much of a file's path a message shows (PATH_MAX: any path the system takes shows
+// whole): through printable_line, so a path cannot start a line of its own either.
+constexpr size_t kMaxShownPathBytes = 4096;
 
 // Whether `text` is valid UTF-8: the only text a graph file (JSON) can hold.
 bool valid_utf8(std::string_view text);
@@ -41,5 +44,11 @@ std::string listed(std::string_view name);
 // max_bytes are printed (at most 3 bytes past it), with
 // "... (N more bytes left out)".
 std::string printable_message(std::string_view text, size_t max_bytes = kMaxMessageBytes);
+
+// For a message that is one line by construction (a command-line parser's complaint,
+// an importer's refusal, a note) but may quote a user's or a model's text raw: as
+// printable_message, with line breaks escaped too, so that nothing inside it can
+// start a line of its own; the cut's note stays on the same line.
+std::string printable_line(std::string_view text, size_t max_bytes = kMaxMessageBytes);
 
 }  // namespace tg

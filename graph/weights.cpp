@@ -182,7 +182,7 @@ Weights weights_from_safetensors(const std::string& bytes, const std::string& so
 Weights load_weights_file(const std::string& path) {
   return weights_from_safetensors(
       read_regular_file(path, kMaxWeightsFileBytes, "a .safetensors weights file", "weights files are limited to 1 TiB"),
-      path);
+      printable_line(path, kMaxShownPathBytes));
 }
 
 Weights weights_of(const Graph& g) {

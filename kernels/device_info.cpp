@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "graph/quote.h"
+
 #ifdef TWOGRAPH_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -196,7 +198,7 @@ int resolve_device(const std::string& spec) {
   bool digits = !spec.empty() && spec.size() <= 6;
   for (char ch : spec) digits = digits && std::isdigit(static_cast<unsigned char>(ch));
   if (!digits)
-    throw std::invalid_argument(fmt::format("--device '{}' is not a device: valid choices are {}", spec,
+    throw std::invalid_argument(fmt::format("--device {} is not a device: valid choices are {}", quote_name(spec),
                                             valid_choices(count)));
   const int id = std::stoi(spec);
   if (id >= count)

@@ -18,6 +18,7 @@
 
 #include "experiments/harness/interrupt.h"
 #include "experiments/harness/measure.h"
+#include "experiments/harness/output.h"
 
 extern char** environ;
 
@@ -59,10 +60,15 @@ std::optional<int> cold_start_child(int argc, char** argv, const ColdSteps& step
       out += cold_start_line({s.call, s.occurrence, s.size_bytes, secs});
     }
     // Printed at the end, so that the output of a child that failed halfway is not half read.
-    std::fputs(out.c_str(), stdout);
+    // The parent reads the lines from a pipe: a write that failed must not pass as a run that measured nothing.
+    if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {
+      std::fprintf(stderr, "%s %s %ld: cannot write the timings to stdout: %s\n", argv[0], kColdStartChildFlag,
+                   device, std::strerror(errno));
+      return 1;
+    }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s %s %ld: %s\n", argv[0], kColdStartChildFlag, device, e.what());
+    say(std::string(argv[0]) + " " + kColdStartChildFlag + " " + std::to_string(device), e.what());
     return 1;
   }
 }

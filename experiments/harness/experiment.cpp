@@ -1,9 +1,13 @@
 #include "experiments/harness/experiment.h"
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -29,7 +33,7 @@ int print_or_fail(const std::string& tool, const std::string& text) {
     print_stdout(text);
     return kExitOk;
   } catch (const OutputError& e) {
-    std::fprintf(stderr, "%s: failed: %s\n", tool.c_str(), e.what());
+    say_line(tool, std::string("failed: ") + e.what());
     return kExitFailure;
   }
 }
@@ -108,6 +112,10 @@ void Experiment::add_option(const std::string& name, std::vector<int>& values, c
                             int hi) {
   app_->add_option(name, values, help)->transform(decimal_integer(lo, hi));
 }
+void Experiment::add_input(const std::string& name, std::string& path, const std::string& help) {
+  app_->add_option(name, path, help);
+  inputs_.push_back({name, &path});
+}
 
 int Experiment::parse(int argc, char** argv) {
   try {
@@ -115,11 +123,20 @@ int Experiment::parse(int argc, char** argv) {
   } catch (const CLI::CallForHelp&) {
     return print_or_fail(tool_, app_->help());
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for the options and an example.\n", tool_.c_str(), e.what(),
-                 tool_.c_str());
+    // CLI11's messages quote the arguments raw.
+    say_line(tool_, std::string("error: ") + e.what());
+    std::fputs(("Run '" + tool_ + " --help' for the options and an example.\n").c_str(), stderr);
     return kExitUsage;
   }
   if (list_devices_) return print_or_fail(tool_, devices_text());
+  if (check_flags_) {
+    try {
+      check_flags_();
+    } catch (const UsageError& e) {
+      say(tool_, std::string("error: ") + e.what());
+      return kExitUsage;
+    }
+  }
   // Every report path is checked before the run, not found unwritable after it.
   const struct {
     const char* flag;
@@ -129,20 +146,28 @@ int Experiment::parse(int argc, char** argv) {
   for (const auto& o : outputs) {
     if (app_->count(o.flag) == 0) continue;
     if (const std::string why = output_path_problem(o.flag, o.path, &o.write_path); !why.empty()) {
-      std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), why.c_str());
+      say_line(tool_, "error: " + why);
       return kExitUsage;
     }
   }
   if (!json_write_.empty() && !csv_write_.empty())
     if (const std::string why = output_paths_clash("--json", json_write_, "--csv", csv_write_); !why.empty()) {
-      std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), why.c_str());
+      say_line(tool_, "error: " + why);
       return kExitUsage;
     }
+  // A report written over the file the run reads would lose it for good.
+  for (const auto& o : outputs)
+    for (const Input& in : inputs_)
+      if (!o.write_path.empty())
+        if (const std::string why = output_overwrites_input(o.flag, o.write_path, in.flag, *in.path); !why.empty()) {
+          say_line(tool_, "error: " + why);
+          return kExitUsage;
+        }
   try {
     device_id_ = tg::resolve_device(device_spec_);
   } catch (const std::invalid_argument& e) {
-    // resolve_device's message names the flag, the value and the valid choices.
-    std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
+    // resolve_device's message names the flag, the value and the valid choices (the value raw).
+    say_line(tool_, std::string("error: ") + e.what());
     return kExitUsage;
   }
   // A switch with a value it does not understand would otherwise fail mid-run, when a
@@ -163,6 +188,13 @@ int Experiment::parse(int argc, char** argv) {
 
 int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)>& body) {
   if (int rc = parse(argc, argv); rc >= 0) return rc;
+  // A closed descriptor 1 goes to the next file opened (a report's temporary file), and
+  // the table would be written into it: refused before the run, not found after it.
+  if (::fcntl(STDOUT_FILENO, F_GETFL) == -1) {
+    say(tool_, fmt::format("failed: stdout is not open ({}); run with stdout open, redirected to a file or to "
+                           "/dev/null", std::strerror(errno)));
+    return kExitFailure;
+  }
   install_signal_handlers(tool_);
   try {
     Metadata& m = report_.meta;
@@ -179,14 +211,14 @@ int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)
 #ifdef TWOGRAPH_HAVE_CUDA
     if (device_id_ >= 0) set_cuda_device(device_id_);
 #endif
-    std::fprintf(stderr, "%s: device %s\n", tool_.c_str(), m.device_name.c_str());
+    say_line(tool_, "device " + m.device_name);
     body(*this);
     throw_if_interrupted();
   } catch (const Interrupted& e) {
-    std::fprintf(stderr, "%s: %s\n", tool_.c_str(), e.what());
+    say(tool_, e.what());
     return interrupt_exit_status();
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), e.what());
+    say(tool_, std::string("error: ") + e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
     return fail(e);
@@ -207,24 +239,23 @@ int Experiment::write_reports() {
     if (!csv_write_.empty()) files.emplace_back(csv_write_, to_csv(report_));
     write_files_atomic(files);
   } catch (const Interrupted& e) {
-    std::fprintf(stderr, "%s: %s\n", tool_.c_str(), e.what());
+    say(tool_, e.what());
     return interrupt_exit_status();
   } catch (const std::exception& e) {  // a report file that cannot be written
-    std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
+    say_line(tool_, std::string("failed: ") + e.what());
     return kExitFailure;
   }
   const bool files = !json_write_.empty() || !csv_write_.empty();
   if (files)
-    std::fprintf(stderr, "%s: wrote%s%s%s%s\n", tool_.c_str(), json_write_.empty() ? "" : " ", json_path_.c_str(),
-                 csv_write_.empty() ? "" : " ", csv_path_.c_str());
+    say_line(tool_, "wrote" + (json_write_.empty() ? "" : " " + shown_path(json_path_)) +
+                        (csv_write_.empty() ? "" : " " + shown_path(csv_path_)));
   if (stdout_closed())
-    std::fprintf(stderr, "%s: stdout was closed (broken pipe), so the table is cut short%s\n", tool_.c_str(),
-                 files ? "; the report files are complete" : "");
+    say(tool_, std::string("stdout was closed (broken pipe), so the table is cut short") +
+                   (files ? "; the report files are complete" : ""));
   if (!stdout_failure().empty()) {
     // Said already when the body's own printing failed (fail() printed it as the error).
     if (!report_.error || report_.error->message != stdout_failure())
-      std::fprintf(stderr, "%s: failed: %s%s\n", tool_.c_str(), stdout_failure().c_str(),
-                   files ? " (the report files are complete)" : "");
+      say(tool_, "failed: " + stdout_failure() + (files ? " (the report files are complete)" : ""));
     return kExitFailure;
   }
   return kExitOk;
@@ -233,12 +264,12 @@ int Experiment::write_reports() {
 int Experiment::fail(const std::exception& e) {
   // Classified first: nothing else may touch CUDA before the probe sees the context.
   const Failure f = classify_failure(e, on_gpu(), report_.meta.command_line);
-  std::fprintf(stderr, "%s: failed: %s\n", tool_.c_str(), e.what());
-  if (!f.advice.empty()) std::fprintf(stderr, "%s: %s\n", tool_.c_str(), f.advice.c_str());
+  say(tool_, std::string("failed: ") + e.what());
+  if (!f.advice.empty()) say(tool_, f.advice);
   report_.error = f.error;
   if (!json_write_.empty() || !csv_write_.empty())
-    std::fprintf(stderr, "%s: the report keeps the %zu measurements taken before the failure and records it (%s)\n",
-                 tool_.c_str(), report_.measurements.size(), f.error.kind.c_str());
+    say(tool_, fmt::format("the report keeps the {} measurements taken before the failure and records it ({})",
+                           report_.measurements.size(), f.error.kind));
   const int rc = write_reports();  // 0, 1, or the signal's status when one stopped the write
   return rc == kExitOk ? kExitFailure : rc;
 }

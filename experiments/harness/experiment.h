@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/harness/measure.h"
@@ -44,6 +45,13 @@ class Experiment {
   void add_option(const std::string& name, double& value, const std::string& help, double lo, double hi);
   // One or more values after the flag, each in [lo, hi].
   void add_option(const std::string& name, std::vector<int>& values, const std::string& help, int lo, int hi);
+  // A file the run reads (a positional NAME or a --flag): --json and --csv may not name
+  // it, nor have it as their temporary file, however the path is spelled.
+  void add_input(const std::string& name, std::string& path, const std::string& help);
+  // Checks of the experiment's own flags as a whole (values given twice, flags that
+  // exclude each other), run right after parsing, before the device is chosen or
+  // anything measured: a UsageError thrown here exits 2 with its message.
+  void check_flags(std::function<void()> check) { check_flags_ = std::move(check); }
 
   // Parses argv (common flags + yours), checks the --json/--csv paths, resolves
   // --device, installs the signal handlers (interrupt.h), collects metadata, runs
@@ -84,6 +92,12 @@ class Experiment {
   int device_id_ = -1;
   LoopOptions loop_;
   Report report_;
+  struct Input {
+    std::string flag;
+    const std::string* path;
+  };
+  std::vector<Input> inputs_;
+  std::function<void()> check_flags_;
 };
 
 // Shell-quoted argv, as recorded in the report.

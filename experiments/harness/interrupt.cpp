@@ -21,6 +21,7 @@ std::atomic<int> g_count{0};       // signals received
 std::atomic<bool> g_committing{false};
 std::atomic<bool> g_test_flag{false};
 char g_tool[128] = "tg";
+char g_nothing_written[128] = "no report was written";
 
 constexpr int kSlots = 8;
 constexpr size_t kSlotPath = 4096;
@@ -74,8 +75,8 @@ extern "C" void on_stop_signal(int sig) {
     return;
   }
   remove_temps_now();
-  const char* msg[] = {g_tool, ": second signal (", name_of(sig), "): stopping at once; no report was written\n"};
-  say(msg, 4);
+  const char* msg[] = {g_tool, ": second signal (", name_of(sig), "): stopping at once; ", g_nothing_written, "\n"};
+  say(msg, 6);
   ::signal(sig, SIG_DFL);
   ::raise(sig);  // blocked while this handler runs, delivered (fatally) when it returns
   errno = saved_errno;
@@ -88,9 +89,9 @@ extern "C" void on_watchdog(int) {
   }
   remove_temps_now();
   const int sig = g_signal.load();
-  const char* msg[] = {g_tool, ": interrupted (", name_of(sig),
-                       "): no report was written (stopped by force: the run did not stop within a second)\n"};
-  say(msg, 4);
+  const char* msg[] = {g_tool, ": interrupted (", name_of(sig), "): ", g_nothing_written,
+                       " (stopped by force: the run did not stop within a second)\n"};
+  say(msg, 6);
   ::_exit(128 + sig);
 }
 
@@ -104,10 +105,11 @@ void handle(int sig, void (*fn)(int), bool restart) {
 
 }  // namespace
 
-void install_signal_handlers(const std::string& tool) {
+void install_signal_handlers(const std::string& tool, const std::string& nothing_written) {
   static std::once_flag once;
   std::call_once(once, [&] {
     std::strncpy(g_tool, tool.c_str(), sizeof g_tool - 1);
+    std::strncpy(g_nothing_written, nothing_written.c_str(), sizeof g_nothing_written - 1);
     handle(SIGALRM, on_watchdog, false);
     // SIGINT is taken over even when inherited as ignored: a shell script starts its
     // background jobs with SIGINT ignored, and `kill -INT` to them must still stop the
@@ -127,7 +129,7 @@ int interrupt_exit_status() { return g_signal.load() ? 128 + g_signal.load() : 1
 std::string interrupt_signal_name() { return name_of(g_signal.load() ? g_signal.load() : SIGINT); }
 
 Interrupted::Interrupted()
-    : std::runtime_error("interrupted (" + interrupt_signal_name() + "): no report was written") {}
+    : std::runtime_error("interrupted (" + interrupt_signal_name() + "): " + g_nothing_written) {}
 
 void throw_if_interrupted() {
   if (interrupted()) throw Interrupted();

@@ -24,8 +24,10 @@ namespace tg::harness {
 
 inline constexpr double kForceExitAfterS = 0.75;
 
-// Idempotent; `tool` prefixes the messages the handlers write themselves.
-void install_signal_handlers(const std::string& tool);
+// Idempotent; `tool` prefixes the messages the handlers write themselves, and
+// `nothing_written` ends them and Interrupted's ("no report was written"; a tool
+// that writes other files says what it did not write).
+void install_signal_handlers(const std::string& tool, const std::string& nothing_written = "no report was written");
 
 bool interrupted();
 int interrupt_signal();                // the first signal received (SIGINT, ...), 0 for none

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "graph/quote.h"
+
 namespace tg::harness {
 
 namespace {
@@ -50,7 +52,7 @@ std::string file_in_the_way(const std::string& dir) {
     const std::string prefix = dir.substr(0, next == std::string::npos ? dir.size() : next);
     struct stat st {};
     if (!prefix.empty() && ::stat(prefix.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-      return fmt::format("'{}' is {}", prefix, S_ISREG(st.st_mode) ? "a file" : kind_of(st.st_mode));
+      return fmt::format("'{}' is {}", shown_path(prefix), S_ISREG(st.st_mode) ? "a file" : kind_of(st.st_mode));
     if (next == std::string::npos) break;
     pos = next + 1;
   }
@@ -65,6 +67,16 @@ std::string canonical_file(const std::string& path) {
   return (dir == "/" ? "" : dir) + "/" + base_of(path);
 }
 }  // namespace
+
+std::string shown_path(const std::string& path) { return printable_line(path, kMaxShownPathBytes); }
+
+void say(const std::string& tool, const std::string& text) {
+  std::fputs((printable_line(tool, 256) + ": " + printable_message(text) + "\n").c_str(), stderr);
+}
+
+void say_line(const std::string& tool, const std::string& text) {
+  std::fputs((printable_line(tool, 256) + ": " + printable_line(text) + "\n").c_str(), stderr);
+}
 
 bool print_stdout(const std::string& text) {
   if (g_stdout_closed.load() || !g_stdout_failure.empty()) return false;
@@ -96,7 +108,8 @@ std::string non_regular_kind(const std::string& path, bool follow_links) {
 
 std::string output_path_problem(const std::string& flag, const std::string& path, std::string* write_path) {
   if (path.empty()) return fmt::format("{} '': the file name is empty; give a path, or leave {} out", flag, flag);
-  if (path.back() == '/') return fmt::format("{} {}: ends with '/', so it names a folder; give a file name", flag, path);
+  const std::string shown = shown_path(path);
+  if (path.back() == '/') return fmt::format("{} {}: ends with '/', so it names a folder; give a file name", flag, shown);
   std::string target = path;
   struct stat st {};
   bool exists = false;
@@ -105,31 +118,32 @@ std::string output_path_problem(const std::string& flag, const std::string& path
     if (S_ISLNK(st.st_mode)) {
       char buf[PATH_MAX];
       if (::realpath(path.c_str(), buf) == nullptr || ::stat(buf, &st) != 0)
-        return fmt::format("{} {}: is a symbolic link that leads nowhere ({}); give a regular file", flag, path,
+        return fmt::format("{} {}: is a symbolic link that leads nowhere ({}); give a regular file", flag, shown,
                            std::strerror(errno));
       target = buf;
     }
     if (S_ISDIR(st.st_mode))
-      return fmt::format("{} {}: is a folder; give a file name, e.g. {}/report.json", flag, path, path);
+      return fmt::format("{} {}: is a folder; give a file name, e.g. {}/report.json", flag, shown, shown);
     if (!S_ISREG(st.st_mode))
       return fmt::format("{} {}: is {}, not a regular file: the report would replace it (a report is written by "
                          "renaming a new file over its path); give a regular file, or leave {} out for no report",
-                         flag, path, kind_of(st.st_mode), flag);
+                         flag, shown, kind_of(st.st_mode), flag);
   } else if (errno == ENAMETOOLONG) {
-    return fmt::format("{} {}: the name is too long ({})", flag, path, std::strerror(errno));
+    return fmt::format("{} {}: the name is too long ({})", flag, shown, std::strerror(errno));
   } else if (errno != ENOENT && errno != ENOTDIR) {
-    return fmt::format("{} {}: cannot look it up: {}", flag, path, std::strerror(errno));
+    return fmt::format("{} {}: cannot look it up: {}", flag, shown, std::strerror(errno));
   }
   const std::string dir = parent_of(target);
   struct stat ds {};
   if (::stat(dir.c_str(), &ds) != 0 || !S_ISDIR(ds.st_mode)) {
     const int err = errno;
     if (const std::string file = file_in_the_way(dir); !file.empty())
-      return fmt::format("{} {}: {}, not a folder; choose another path", flag, path, file);
+      return fmt::format("{} {}: {}, not a folder; choose another path", flag, shown, file);
     if (err == ENOENT)
-      return fmt::format("{} {}: the folder '{}' does not exist; create it first or choose another path", flag, path,
-                         dir);
-    return fmt::format("{} {}: cannot use the folder '{}': {}", flag, path, dir, std::strerror(err));
+      return fmt::format("{} {}: the folder '{}' does not exist; create it first or choose another path", flag, shown,
+                         shown_path(dir));
+    return fmt::format("{} {}: cannot use the folder '{}': {}", flag, shown, shown_path(dir),
+                       std::strerror(err));
   }
   // Creating the temporary file for real is the only test that sees every reason it
   // would fail after the run: permissions, read-only mounts, /proc and /sys (which
@@ -139,12 +153,13 @@ std::string output_path_problem(const std::string& flag, const std::string& path
   if (::lstat(tmp.c_str(), &ts) == 0) {
     if (!S_ISREG(ts.st_mode))
       return fmt::format("{} {}: '{}', where the report is written first, exists and is {}; remove it or choose "
-                         "another path", flag, path, tmp, kind_of(ts.st_mode));
+                         "another path", flag, shown, shown_path(tmp), kind_of(ts.st_mode));
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 || ::access(dir.c_str(), W_OK) != 0) {
       const int err = errno;
       if (fd >= 0) ::close(fd);
-      return fmt::format("{} {}: cannot write '{}' (left by an earlier run): {}", flag, path, tmp, std::strerror(err));
+      return fmt::format("{} {}: cannot write '{}' (left by an earlier run): {}", flag, shown, shown_path(tmp),
+                         std::strerror(err));
     }
     ::close(fd);
   } else {
@@ -155,7 +170,8 @@ std::string output_path_problem(const std::string& flag, const std::string& path
                         : err == ENAMETOOLONG ? " (the name with '.tmp' added is too long)"
                         : (err == ENOENT || err == EACCES || err == EPERM) ? " (no new files may be created there)"
                                                                            : "";
-      return fmt::format("{} {}: cannot create files in '{}': {}{}", flag, path, dir, std::strerror(err), why);
+      return fmt::format("{} {}: cannot create files in '{}': {}{}", flag, shown, shown_path(dir), std::strerror(err),
+                         why);
     }
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -163,8 +179,24 @@ std::string output_path_problem(const std::string& flag, const std::string& path
   // In a sticky folder (/tmp) only the owner may replace a file: rename would fail.
   if (exists && (ds.st_mode & S_ISVTX) && ::geteuid() != 0 && st.st_uid != ::geteuid() && ds.st_uid != ::geteuid())
     return fmt::format("{} {}: belongs to another user in a folder with the sticky bit (like /tmp), so it cannot be "
-                       "replaced; choose another path", flag, path);
+                       "replaced; choose another path", flag, shown);
   if (write_path) *write_path = target;
+  return "";
+}
+
+std::string output_overwrites_input(const std::string& out_flag, const std::string& out_path,
+                                    const std::string& in_what, const std::string& in_path) {
+  struct stat in {};
+  if (in_path.empty() || ::stat(in_path.c_str(), &in) != 0) return "";
+  const std::string out = canonical_file(out_path);
+  for (const std::string& written : {out, out + ".tmp"}) {
+    struct stat ws {};
+    const bool same = ::stat(written.c_str(), &ws) == 0 && ws.st_dev == in.st_dev && ws.st_ino == in.st_ino;
+    if (!same && written != canonical_file(in_path)) continue;
+    return fmt::format("{} {}: {} {}, which this run reads; write the output elsewhere", out_flag, shown_path(out_path),
+                       written == out ? "is" : "would be written first at " + shown_path(written) + ", that is",
+                       in_what + " " + shown_path(in_path));
+  }
   return "";
 }
 
@@ -175,14 +207,14 @@ std::string output_paths_clash(const std::string& flag_a, const std::string& pat
   const bool same_inode = ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
                           sa.st_ino == sb.st_ino;
   if (a == b || same_inode)
-    return fmt::format("{} {} and {} {} are the same file: give each report its own file", flag_a, path_a, flag_b,
-                       path_b);
+    return fmt::format("{} {} and {} {} are the same file: give each report its own file", flag_a, shown_path(path_a),
+                       flag_b, shown_path(path_b));
   if (a + ".tmp" == b)
-    return fmt::format("{} {} is where {} {} is written first ({}.tmp): choose another name", flag_b, path_b, flag_a,
-                       path_a, path_a);
+    return fmt::format("{} {} is where {} {} is written first ({}.tmp): choose another name", flag_b, shown_path(path_b),
+                       flag_a, shown_path(path_a), shown_path(path_a));
   if (b + ".tmp" == a)
-    return fmt::format("{} {} is where {} {} is written first ({}.tmp): choose another name", flag_a, path_a, flag_b,
-                       path_b, path_b);
+    return fmt::format("{} {} is where {} {} is written first ({}.tmp): choose another name", flag_a, shown_path(path_a),
+                       flag_b, shown_path(path_b), shown_path(path_b));
   return "";
 }
 

@@ -39,6 +39,24 @@ std::string output_path_problem(const std::string& flag, const std::string& path
 std::string output_paths_clash(const std::string& flag_a, const std::string& path_a, const std::string& flag_b,
                                const std::string& path_b);
 
+// "" unless writing the checked path `out_path` (or its temporary file, out_path.tmp)
+// would replace `in_path`, a file the run reads: the same file once links are resolved
+// (a hard link too). Then the complaint, naming both. An input that does not exist
+// clashes with nothing (reading it fails on its own).
+std::string output_overwrites_input(const std::string& out_flag, const std::string& out_path,
+                                    const std::string& in_what, const std::string& in_path);
+
+// A path as messages show it: escaped (graph/quote.h) and cut after 4096 bytes, the
+// longest path the system takes, so a path cannot forge a line or flood the terminal.
+std::string shown_path(const std::string& path);
+
+// Every message a binary prints on stderr, as "<tool>: <text>", through graph/quote.h
+// and capped at kMaxMessageBytes. say() keeps the text's line breaks (a validator's
+// list of problems); say_line() escapes them, for a message that is one line by
+// construction but quotes what a user typed or a file held (a parser's complaint).
+void say(const std::string& tool, const std::string& text);
+void say_line(const std::string& tool, const std::string& text);
+
 // The kind of file at `path` as a phrase ("a folder", "a character device", ...), or
 // "" for a regular file or nothing there. Without follow_links a link is "a symbolic
 // link"; with it, the kind of what it leads to.

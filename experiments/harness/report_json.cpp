@@ -82,7 +82,9 @@ std::string to_json(const Report& r, int indent) {
   for (const auto& n : r.notes) notes.push_back({{"part", n.part}, {"reason", n.reason}});
   j["notes"] = notes;
   if (r.error) j["error"] = {{"kind", r.error->kind}, {"message", r.error->message}};
-  return j.dump(indent) + "\n";
+  // The command line, a path or a --params value may be any bytes, and JSON holds UTF-8
+  // only: what is not UTF-8 becomes U+FFFD rather than failing the write after the run.
+  return j.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace detail {

@@ -6,9 +6,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/quote.h"
+
 namespace tg::harness {
 
 namespace {
+constexpr size_t kMaxCellBytes = 512;
+
+// Names and params come from flags and files (a model's name, tg-graph bench's
+// --params): escaped, one line each, and cut, so a cell cannot forge a row or flood.
+std::string cell(const std::string& text) { return printable_line(text, kMaxCellBytes); }
+
 std::string sig3(double v) {
   const double a = std::fabs(v);
   // Fixed notation up to a million only: a 1.7e308 read from a report would print 309 digits.
@@ -75,15 +83,15 @@ std::string report_table(const Report& r) {
     std::string extra;
     for (const auto& [k, v] : m.extra) extra += (extra.empty() ? "" : "  ") + k + "=" + sig3(v);
     const Summary& s = m.stats;
-    rows.push_back({m.name, params_str(m.params), format_value(s.median, m.unit), format_value(s.p10, m.unit),
+    rows.push_back({cell(m.name), cell(params_str(m.params)), format_value(s.median, m.unit), format_value(s.p10, m.unit),
                     format_value(s.p90, m.unit), fmt::format("{:.1f}%{}", s.noise * 100, s.noisy ? " !" : ""),
-                    fmt::format("{}", s.count), extra});
+                    fmt::format("{}", s.count), cell(extra)});
   }
   std::string out = format_table(rows);
   bool any_noisy = false;
   for (const auto& m : r.measurements) any_noisy |= m.stats.noisy;
   if (any_noisy) out += "! noisy: IQR/median above 10%; rerun with more --repetitions or on a quieter machine\n";
-  for (const auto& n : r.notes) out += fmt::format("skipped {}: {}\n", n.part, n.reason);
+  for (const auto& n : r.notes) out += fmt::format("skipped {}: {}\n", cell(n.part), printable_line(n.reason));
   return out;
 }
 

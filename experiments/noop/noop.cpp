@@ -7,6 +7,7 @@
 
 #include "experiments/harness/harness.h"
 #include "experiments/noop/noop_kernel.h"
+#include "graph/quote.h"
 
 namespace th = tg::harness;
 
@@ -27,9 +28,11 @@ int main(int argc, char** argv) {
   ex.add_option("--fault", fault,
                 "Test only: after measuring, fail on purpose: none, sticky (a kernel writes through an invalid "
                 "pointer: the CUDA context is lost) or oom (cudaMalloc of more than the card has); needs a GPU");
-  return ex.run(argc, argv, [&](th::Experiment& e) {
+  ex.check_flags([&] {
     if (fault != "none" && fault != "sticky" && fault != "oom")
-      throw th::UsageError(fmt::format("--fault must be none, sticky or oom, got '{}'", fault));
+      throw th::UsageError(fmt::format("--fault must be none, sticky or oom, got {}", tg::quote_name(fault)));
+  });
+  return ex.run(argc, argv, [&](th::Experiment& e) {
     if (fault != "none" && (!tg::noop::have_cuda_build() || !e.on_gpu()))
       throw th::UsageError(fmt::format("--fault {} needs a GPU (--device N){}", fault,
                                        tg::noop::have_cuda_build() ? "" : "; this build has no CUDA"));

@@ -3,7 +3,9 @@
 # 10 s (the harness's watchdog makes it 1 s at most; 10 s is for a loaded machine), exit
 # 128 + the signal (130 for SIGINT, 143 for SIGTERM), say it was interrupted and by what,
 # and leave neither its --json/--csv report nor a temp file behind.
-#   [TG_SIGNAL=TERM] sigint_test.sh WORK_PARENT BINARY [ARGS...]   (--json/--csv into a fresh folder are added)
+#   [TG_SIGNAL=TERM] [TG_TOOL=NAME] sigint_test.sh WORK_PARENT BINARY [ARGS...]
+# (--json/--csv into a fresh folder are added; TG_TOOL is how the messages name the tool
+# when it is not the binary's name, e.g. "tg-graph bench")
 # No sleep race: SIGINT is sent only once the binary has printed "<tool>: device ...",
 # which the harness prints after installing its SIGINT handler, just before the
 # experiment body starts measuring. Every wait is a poll with a generous deadline, for a
@@ -13,7 +15,7 @@ sig=${TG_SIGNAL:-INT}
 case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; *) echo "TG_SIGNAL=$sig: use INT, TERM or HUP"; exit 1 ;; esac
 parent=$1 bin=$2
 shift 2
-tool=$(basename "$bin")
+tool=${TG_TOOL:-$(basename "$bin")}
 mkdir -p "$parent"
 dir=$(mktemp -d "$parent/sigint.XXXXXX") || exit 1
 out=$(mktemp "$parent/sigint_out.XXXXXX") err=$(mktemp "$parent/sigint_err.XXXXXX")

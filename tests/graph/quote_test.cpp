@@ -92,6 +92,18 @@ TEST_CASE("quote: printable_message keeps lines, escapes the rest, and caps what
   CHECK(terminal_safe(e));
 }
 
+TEST_CASE("quote: printable_line escapes line breaks too, and its cut stays on the line") {
+  CHECK(printable_line("--dim 'a\nFORGED: ok' \x1b[2J") == "--dim 'a\\nFORGED: ok' \\x1b[2J");
+  CHECK(printable_line("plain") == "plain");
+  CHECK(printable_line("bad\xff utf8") == "bad\\xff utf8");
+  const std::string big = "\n" + std::string(10'000'000, 'z');
+  const std::string m = printable_line(big, 1000);
+  CHECK(m.size() < 1100);
+  CHECK(m.rfind("... (", std::string::npos) != std::string::npos);
+  CHECK(m.find('\n') == std::string::npos);
+  CHECK(terminal_safe(m, false));
+}
+
 TEST_CASE("listings: hostile names cannot forge lines or reach the terminal") {
   const Graph g = hostile_graph();
   const std::string dump = text_dump(g);

@@ -64,6 +64,17 @@ TEST_CASE("the first signal sets the flag and names the signal, the second remov
   CHECK_FALSE(file_exists(tmp));
 }
 
+TEST_CASE("a tool that writes other files than reports says what it did not write") {
+  const Ended e = in_child([] {
+    install_signal_handlers("tg-test", "nothing was written");
+    std::raise(SIGINT);
+    if (std::string(Interrupted().what()) != "interrupted (SIGINT): nothing was written") return 10;
+    return 0;
+  });
+  CHECK(e.exited);
+  CHECK(e.code == 0);
+}
+
 TEST_CASE("SIGTERM: exit status 143, and the watchdog ends a body that never polls within a second") {
   TempDir dir;
   const std::string tmp = dir / "r.json.tmp";

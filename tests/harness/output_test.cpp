@@ -94,6 +94,32 @@ TEST_CASE("two report paths: the same file (however spelled), or one the other's
   CHECK(has(output_paths_clash("--json", dir / "r.csv.tmp", "--csv", dir / "r.csv"), "is where --csv"));
 }
 
+TEST_CASE("an output over an input: the same file through a link, a hard link or another spelling, or its temporary") {
+  TempDir dir;
+  { std::ofstream(dir / "in.json") << "x"; }
+  { std::ofstream(dir / "in.json.tmp") << "x"; }
+  REQUIRE(::symlink("in.json", (dir / "link.json").c_str()) == 0);
+  REQUIRE(::link((dir / "in.json").c_str(), (dir / "hard.json").c_str()) == 0);
+  CHECK(output_overwrites_input("--json", dir / "out.json", "FILE", dir / "in.json").empty());
+  CHECK(output_overwrites_input("--json", dir / "in.json", "FILE", dir / "missing.json").empty());
+  CHECK(has(output_overwrites_input("--json", dir / "in.json", "FILE", dir / "in.json"),
+            "--json " + dir / "in.json" + ": is FILE " + dir / "in.json" + ", which this run reads"));
+  CHECK(has(output_overwrites_input("--json", dir / "in.json", "FILE", dir / "link.json"), "which this run reads"));
+  CHECK(has(output_overwrites_input("--csv", dir / "hard.json", "--weights", dir / "in.json"), "is --weights"));
+  CHECK(has(output_overwrites_input("--json", dir / "./in.json", "FILE", dir / "in.json"), "which this run reads"));
+  CHECK(has(output_overwrites_input("--json", dir / "in.json", "FILE", dir / "in.json.tmp"),
+            "would be written first at " + dir / "in.json.tmp"));
+}
+
+TEST_CASE("messages show paths escaped, on one line, and cut after 4096 bytes") {
+  CHECK(shown_path("/a/b.json") == "/a/b.json");
+  CHECK(shown_path("/a/x\nFORGED\x1b[2J") == "/a/x\\nFORGED\\x1b[2J");
+  const std::string long_path = "/" + std::string(10000, 'p');
+  CHECK(shown_path(long_path).size() < 4200);
+  CHECK(has(shown_path(long_path), "more bytes left out"));
+  CHECK(shown_path(long_path).find('\n') == std::string::npos);
+}
+
 namespace {
 // print_stdout in a child whose stdout is `fd`; returns "<returned>|<closed>|<failure>".
 std::string print_into(int fd) {

@@ -8,14 +8,18 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
+#include <vector>
 
-#include "experiments/harness/harness.h"
 #include "experiments/harness/exec_common.h"
+#include "experiments/harness/harness.h"
+#include "experiments/harness/output.h"
 #include "experiments/memory/measure.h"
 #include "experiments/train/train_bench.h"
 #include "graph/errors.h"
 #include "graph/graph_model.h"
 #include "graph/json_io.h"
+#include "graph/quote.h"
 #include "graph/training.h"
 #include "graph/validate.h"
 #include "graph/weights.h"
@@ -41,6 +45,7 @@ th::Param param_value(const std::string& v) {
 
 th::Params parse_params(const std::string& spec) {
   th::Params p;
+  std::set<std::string> seen;
   size_t at = 0;
   while (at < spec.size()) {
     size_t comma = spec.find(',', at);
@@ -48,11 +53,14 @@ th::Params parse_params(const std::string& spec) {
     const std::string kv = spec.substr(at, comma - at);
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
-      throw th::UsageError(fmt::format("--params: '{}' is not KEY=VALUE; give e.g. --params model=mlp,width=256", kv));
+      throw th::UsageError(
+          fmt::format("--params: {} is not KEY=VALUE; give e.g. --params model=mlp,width=256", quote_name(kv)));
     const std::string key = kv.substr(0, eq);
     for (const char* reserved : {"batch", "executor", "mode", "role", "feed_copy"})
       if (key == reserved)
-        throw th::UsageError(fmt::format("--params: '{}' is set by the bench itself; choose another key", key));
+        throw th::UsageError(fmt::format("--params: {} is set by the bench itself; choose another key", quote_name(key)));
+    if (!seen.insert(key).second)
+      throw th::UsageError(fmt::format("--params: key {} is given twice; give each key once", quote_name(key)));
     p.insert_or_assign(key, param_value(kv.substr(eq + 1)));
     at = comma + 1;
   }
@@ -63,7 +71,7 @@ Graph load_checked(const std::string& file, const std::string& weights) {
   try {
     Graph g = load_graph_file(file);
     validate(g);
-    if (!weights.empty()) attach_weights(g, load_weights_file(weights), weights);
+    if (!weights.empty()) attach_weights(g, load_weights_file(weights), th::shown_path(weights));
     return g;
   } catch (const GraphError& e) {
     throw th::UsageError(e.what());
@@ -128,8 +136,8 @@ int bench_main(int argc, char** argv) {
   std::vector<int> batches;
   bool train = false, no_train = false;
   int loss_steps = 20;
-  ex.add_option("FILE", file, "Graph file (.json): a forward graph; an output made by a loss op makes it train");
-  ex.add_option("--weights", weights, "Weights for the parameters (.safetensors, as tg-graph import writes them)");
+  ex.add_input("FILE", file, "Graph file (.json): a forward graph; an output made by a loss op makes it train");
+  ex.add_input("--weights", weights, "Weights for the parameters (.safetensors, as tg-graph import writes them)");
   ex.add_option("--batch", batches,
                 "Batches to run (default: the file's). Each input whose dim 0 is the file's batch gets the new one, "
                 "and every reshape infers its dim 0", 1, 1 << 24);
@@ -139,42 +147,50 @@ int bench_main(int argc, char** argv) {
                 "KEY=VALUE,... added to every row's params, e.g. model=mlp,sweep=mlp_w256_d8,width=256,depth=8 to "
                 "match tg-train's rows (default: model=<file name without .json>)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
-  return ex.run(argc - 1, argv + 1, [&](th::Experiment& e) {
-    e.report().meta.command_line = command_line;
+  th::Params labels;
+  // Every flag is checked before the graph is read or anything measured: a bad
+  // --batch list must not cost a whole run first.
+  ex.check_flags([&] {
     if (file.empty()) throw th::UsageError("give the graph file: tg-graph bench FILE [--weights W] ...");
     if (train && no_train) throw th::UsageError("--train and --no-train exclude each other");
-    th::Params labels{{"model", std::filesystem::path(file).stem().string()}};
+    labels = {{"model", std::filesystem::path(file).stem().string()}};
     for (auto& [k, v] : parse_params(params_spec)) labels.insert_or_assign(k, v);
+    std::set<int> seen;
+    for (int b : batches)
+      if (!seen.insert(b).second)
+        throw th::UsageError(fmt::format("--batch {} is given twice; list each batch once", b));
+  });
+  return ex.run(argc - 1, argv + 1, [&](th::Experiment& e) {
+    e.report().meta.command_line = command_line;
+    const std::string shown_file = th::shown_path(file);
     const Graph g = load_checked(file, weights);
     const int64_t file_batch = graph_batch(g);
     if (batches.empty()) batches.push_back(static_cast<int>(file_batch));
 
-    auto be = make_backend(e.device());
-    if (be->kind() != DeviceKind::cuda) {
-      e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
-      e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
-    }
-    th::Progress bar(batches.size(), "tg-graph bench");
+    // Every batch is checked (rebatched, its loss and training step built) before the
+    // first is measured: a --batch the shapes cannot follow must not cost the runs before it.
+    std::vector<train::Config> configs;
     for (int batch : batches) {
       GraphModel gm;
       try {
         gm = graph_model(batch == file_batch ? g : rebatch(g, batch));
       } catch (const GraphError& err) {
         throw th::UsageError(batch == file_batch
-                                 ? fmt::format("{}: {}", file, err.what())
+                                 ? fmt::format("{}: {}", shown_file, err.what())
                                  : fmt::format("{}: --batch {}: the shapes do not follow the inputs' dim 0 ({}): {}",
-                                               file, batch, file_batch, err.what()));
+                                               shown_file, batch, file_batch, err.what()));
       }
       for (const Node& n : gm.graph->nodes)
         if (n.op == OpKind::padded_mse_loss)
-          throw th::UsageError(fmt::format("{}: node '{}' is a padded_mse_loss, whose count input the bench cannot "
-                                           "invent; use mse_loss", file, n.name));
+          throw th::UsageError(fmt::format("{}: node {} is a padded_mse_loss, whose count input the bench cannot "
+                                           "invent; use mse_loss", shown_file, quote_name(n.name)));
       if (train && gm.loss.empty())
         throw th::UsageError(fmt::format("{}: --train, but no output is a loss (mse_loss, cross_entropy); add one "
-                                         "(tg-graph import --loss mse) or drop --train", file));
+                                         "(tg-graph import --loss mse) or drop --train", shown_file));
       for (const std::string& o : gm.other_outputs)
-        e.report().skip("output " + o, fmt::format("the bench runs the prediction ('{}'){}; other outputs are not "
-                                                   "timed", gm.prediction, gm.loss.empty() ? "" : " and the loss"));
+        e.report().skip("output " + o, fmt::format("the bench runs the prediction ({}){}; other outputs are not "
+                                                   "timed", quote_name(gm.prediction),
+                                                   gm.loss.empty() ? "" : " and the loss"));
       train::Config c;
       c.model = labels.at("model").str();
       c.sweep = labels.count("sweep") ? labels.at("sweep").str() : c.model;
@@ -190,15 +206,25 @@ int bench_main(int argc, char** argv) {
         try {
           (void)build_training_graph(c.fn);  // a parameter the loss does not reach is the file's problem
         } catch (const GraphError& err) {
-          throw th::UsageError(fmt::format("{}: cannot train it: {}", file, err.what()));
+          throw th::UsageError(fmt::format("{}: cannot train it: {}", shown_file, err.what()));
         }
       } else {
         e.report().skip(fmt::format("train batch={}", batch),
                         gm.loss.empty() ? "the file has no loss output: inference only" : "--no-train");
       }
+      configs.push_back(std::move(c));
+    }
+
+    auto be = make_backend(e.device());
+    if (be->kind() != DeviceKind::cuda) {
+      e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
+      e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
+    }
+    th::Progress bar(configs.size(), "tg-graph bench");
+    for (const train::Config& c : configs) {
       train::measure(e, be, c, loss_steps);
       measure_compile_and_memory(e, be, c);
-      bar.tick(fmt::format("batch {}", batch));
+      bar.tick(fmt::format("batch {}", c.batch));
     }
   });
 }

@@ -36,8 +36,20 @@ constexpr int kExitUsage = 2;
 // or (already escaped) names from a hostile file.
 void say(const std::string& what) { std::fputs((tg::printable_message(what) + "\n").c_str(), stderr); }
 
+// --help > /dev/full is a failure like any other output that cannot be written.
+int print_help(const std::string& text) {
+  try {
+    gt::require_stdout_open();
+    gt::write_stdout(text);
+    return 0;
+  } catch (const gt::OutputError& e) {
+    say(std::string("tg-graph: error: ") + e.what());
+    return kExitFailure;
+  }
+}
+
 // The path as results and messages show it.
-std::string shown_path(const std::string& path) { return tg::escape_text(path); }
+std::string shown_path(const std::string& path) { return tg::printable_line(path, tg::kMaxShownPathBytes); }
 
 // A bad file is the user's to fix, not a crash: every GraphError exits 2.
 tg::Graph load_checked(const std::string& path) {
@@ -45,7 +57,7 @@ tg::Graph load_checked(const std::string& path) {
   try {
     tg::validate(g);
   } catch (const tg::GraphError& e) {
-    tg::graph_error("{}: {}", path, e.what());
+    tg::graph_error("{}: {}", shown_path(path), e.what());
   }
   return g;
 }
@@ -72,12 +84,12 @@ std::string cmd_check(const std::string& path) {
 void check_fits(const std::string& path, double bytes, double max_mib) {
   if (bytes > max_mib * 1024.0 * 1024.0)
     tg::graph_error("{}: running it needs {} of host memory (one buffer per value), more than --max-mib {}; "
-                    "raise --max-mib or shrink the shapes", path, mib(bytes), max_mib);
+                    "raise --max-mib or shrink the shapes", shown_path(path), mib(bytes), max_mib);
   const gt::HostMemory host = gt::host_memory();
   const double limit = host.available_bytes > 0 ? host.available_bytes : host.total_bytes;
   if (limit > 0 && bytes > limit)
     tg::graph_error("{}: running it needs {} of host memory (one buffer per value), but this machine has {} {}; "
-                    "shrink the shapes or free memory", path, mib(bytes), mib(limit),
+                    "shrink the shapes or free memory", shown_path(path), mib(bytes), mib(limit),
                     host.available_bytes > 0 ? "available now" : "in all");
 }
 
@@ -93,10 +105,10 @@ std::string cmd_run(const std::string& path, uint64_t seed, double max_mib) {
   } catch (const tg::InputError& e) {
     // tg-graph run feeds valid labels and counts, so the bad data is computed by the graph.
     tg::graph_error("{}: cannot run: {}. The graph computes this value itself (run feeds every input "
-                    "valid data): change the nodes that produce it", path, e.what());
+                    "valid data): change the nodes that produce it", shown_path(path), e.what());
   } catch (const std::bad_alloc&) {
     tg::graph_error("{}: ran out of host memory while allocating {} (one buffer per value); shrink the shapes "
-                    "or free memory", path, mib(bytes));
+                    "or free memory", shown_path(path), mib(bytes));
   } catch (const tg::GraphError& e) {
     // The graph passed validation, so a refusal here is the interpreter's bug.
     throw std::runtime_error(std::string("the interpreter rejected a validated graph: ") + e.what());
@@ -217,12 +229,14 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+  } catch (const CLI::CallForHelp&) {
+    return print_help(app.help());
+  } catch (const CLI::CallForAllHelp&) {
+    return print_help(app.help("", CLI::AppFormatMode::All));
   } catch (const CLI::ParseError& e) {
-    say(fmt::format("tg-graph: bad usage: {}. Run 'tg-graph --help' for the subcommands and an example.", e.what()));
+    // CLI11 quotes the arguments raw; its complaint is one line.
+    say(fmt::format("tg-graph: bad usage: {}. Run 'tg-graph --help' for the subcommands and an example.",
+                    tg::printable_line(e.what())));
     return kExitUsage;
   }
   try {

@@ -97,8 +97,11 @@ Importer::Importer(const Model& m, const ImportOptions& opt, std::string source)
 
 std::string Importer::where() const {
   if (!node_) return source_;
-  return fmt::format("{}: node '{}' ({}{})", source_, node_->name.empty() ? out_name() : node_->name, node_->op_type,
-                     node_->domain.empty() ? "" : ", domain " + node_->domain);
+  // The model's names are quoted (escaped, long ones cut), so a hostile name can
+  // neither forge a line nor push the reason out of a capped message.
+  return fmt::format("{}: node {} ({}{})", source_, quote_name(node_->name.empty() ? out_name() : node_->name),
+                     printable_line(node_->op_type, kMaxQuotedNameBytes),
+                     node_->domain.empty() ? "" : ", domain " + quote_name(node_->domain));
 }
 
 void Importer::refuse(const std::string& why) const { graph_error("{}: {}", where(), why); }
@@ -289,7 +292,7 @@ Value Importer::expand_to(Value v, const Dims& from, const Dims& to, const std::
 void Importer::declare_inputs() {
   for (const ValueDecl& d : m_.inputs) {
     node_ = nullptr;
-    const std::string w = fmt::format("{}: input '{}'", source_, d.name);
+    const std::string w = fmt::format("{}: input {}", source_, quote_name(d.name));
     if (d.elem_type != "float")
       graph_error("{}: is {}; the IR computes in f32 only (token ids and embedding lookups are not in the IR)", w,
                   d.elem_type);
@@ -303,8 +306,8 @@ void Importer::declare_inputs() {
       auto it = opt_.dims.find(x.param);
       if (x.value == 0 || x.param.empty() || it == opt_.dims.end())
         graph_error("{}: dim {} is {}; give its value with --dim {}=N", w, dims.size(),
-                    x.param.empty() ? std::to_string(x.value) : "symbolic ('" + x.param + "')",
-                    x.param.empty() ? "NAME" : x.param);
+                    x.param.empty() ? std::to_string(x.value) : "symbolic (" + quote_name(x.param) + ")",
+                    x.param.empty() || x.param.size() > kMaxQuotedNameBytes ? "NAME" : escape_text(x.param));
       dims.push_back(it->second);
     }
     Sym s;

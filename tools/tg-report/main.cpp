@@ -23,7 +23,7 @@ int print(const std::string& text, int status) {
     tg::harness::print_stdout(text);
     return status;
   } catch (const tg::harness::OutputError& e) {
-    std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+    tg::harness::say_line("tg-report", std::string("error: ") + e.what());
     return kExitUsage;
   }
 }
@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp&) {
     return print(app.help(), 0);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "tg-report: error: %s\nRun 'tg-report --help' for usage and examples.\n", e.what());
+    // CLI11 quotes the arguments raw; its complaint is one line.
+    tg::harness::say_line("tg-report", std::string("error: ") + e.what());
+    std::fputs("Run 'tg-report --help' for usage and examples.\n", stderr);
     return kExitUsage;
   }
   const auto max_bytes = static_cast<uint64_t>(max_mib * (1 << 20));
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
       const auto c = tg::report::compare(a, b, threshold_pct / 100.0, pairs);
       // Reports of two tools compare only where pairs make their rows meet.
       if (const std::string why = tg::report::comparable(a, b, a_path, b_path); !why.empty() && c.compared == 0) {
-        std::fprintf(stderr, "tg-report: error: %s\n", why.c_str());
+        tg::harness::say_line("tg-report", "error: " + why);
         return kExitUsage;
       }
       return print(tg::report::format_comparison(c, a_path, b_path, threshold_pct / 100.0), c.slower > 0 ? 1 : 0);
@@ -96,13 +98,14 @@ int main(int argc, char** argv) {
     for (const auto& f : md_files) out += tg::report::markdown(tg::harness::read_report(f, max_bytes), f);
     return print(out, 0);
   } catch (const tg::harness::ReportError& e) {
-    std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+    // One problem and a count per message; the reports' keys and paths are quoted raw.
+    tg::harness::say_line("tg-report", std::string("error: ") + e.what());
     return kExitUsage;
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tg-report: error: %s\n", e.what());
+    tg::harness::say_line("tg-report", std::string("error: ") + e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tg-report: failed: %s\n", e.what());
+    tg::harness::say("tg-report", std::string("failed: ") + e.what());
     return kExitUsage;
   }
 }
