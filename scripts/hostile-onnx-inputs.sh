@@ -160,7 +160,7 @@ run 3 "LayerNormalization epsilon inf" refuse 'epsilon' file import m/layernorm_
 run 3 "a double initializer of 1e300" refuse "'w'" file import m/double_1e300.onnx -o o/g.json
 run 3 "a weights header with text after a NUL" refuse 'NUL' file bench mlp.json --weights nul.safetensors --device cpu --quick
 run 4 "an input dim of 2^40" refuse "'x'" file import m/dim_2_40.onnx -o o/g.json
-run 4 "--dim batch=10000000000000" refuse 'batch' file import m/symbolic.onnx -o o/g.json --dim batch=10000000000000
+run 4 "--dim batch=10000000000000" refuse "'x'" file import m/symbolic.onnx -o o/g.json --dim batch=10000000000000
 run 4 "names that are not UTF-8" refuse 'UTF-8' file import m/bad_utf8_name.onnx -o o/g.json
 run 5 "-o in a folder that does not exist" refuse 'o/missing/g.json' file import m/relu.onnx -o o/missing/g.json --weights o/w.safetensors
 run 5 "import > /dev/full" nonzero '' full import m/relu.onnx -o o/g.json
