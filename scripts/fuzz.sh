@@ -44,8 +44,13 @@ esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "${JOBS:-2}"
+# Two fuzz.sh started together share build/fuzz: one builds while the other waits.
+mkdir -p build
+(
+  flock 9
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "${JOBS:-2}"
+) 9>build/.fuzz-build.lock
 fuzzer="$root/build/fuzz/tests/fuzz/$name"
 
 work="${TG_FUZZ_WORK:-$(mktemp -d /tmp/tg-fuzz.XXXXXX)}"
