@@ -149,7 +149,7 @@ int bench_main(int argc, char** argv) {
     const int64_t file_batch = graph_batch(g);
     if (batches.empty()) batches.push_back(static_cast<int>(file_batch));
 
-    auto be = make_backend(e.device());
+    auto be = make_backend(e.device(), e.cuda_options());
     if (be->kind() != DeviceKind::cuda) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
