@@ -15,15 +15,29 @@
 
 namespace tg {
 
-// One field of an options struct S: a switch (flag) or an integer in [lo, hi] (number).
+// One field of an options struct S: a switch (a bool member, written 1 or 0) or an integer in
+// [lo, hi] (an int64_t member), reached through get and set; made by switch_option and
+// integer_option.
 template <typename S>
 struct OptionField {
   const char* key;
-  bool S::*flag = nullptr;
-  int64_t S::*number = nullptr;
-  int64_t lo = 0, hi = 0;
-  const char* help = "";
+  bool is_switch;
+  int64_t lo, hi;
+  int64_t (*get)(const S&);
+  void (*set)(S&, int64_t);
+  const char* help;
 };
+
+template <typename S, bool S::*M>
+OptionField<S> switch_option(const char* key, const char* help) {
+  return {key, true, 0, 1, [](const S& s) -> int64_t { return s.*M ? 1 : 0; }, [](S& s, int64_t v) { s.*M = v != 0; },
+          help};
+}
+
+template <typename S, int64_t S::*M>
+OptionField<S> integer_option(const char* key, int64_t lo, int64_t hi, const char* help) {
+  return {key, false, lo, hi, [](const S& s) -> int64_t { return s.*M; }, [](S& s, int64_t v) { s.*M = v; }, help};
+}
 
 // One field's value, for report rows and metadata: a switch (1 or 0) or an integer.
 struct OptionValue {
@@ -52,11 +66,10 @@ S options_from_string(const std::string& text, const S& base, const std::vector<
   for (const auto& f : fields) keys.push_back(f.key);
   S out = base;
   for (const auto& [key, value] : options_detail::split_items(text, kind, keys))
-    for (const auto& f : fields) {
-      if (key != f.key) continue;
-      if (f.flag) out.*f.flag = options_detail::switch_value(key, value);
-      else out.*f.number = options_detail::integer_value(key, value, f.lo, f.hi);
-    }
+    for (const auto& f : fields)
+      if (key == f.key)
+        f.set(out, f.is_switch ? (options_detail::switch_value(key, value) ? 1 : 0)
+                               : options_detail::integer_value(key, value, f.lo, f.hi));
   return out;
 }
 
@@ -64,9 +77,7 @@ S options_from_string(const std::string& text, const S& base, const std::vector<
 template <typename S>
 std::string options_str(const S& s, const std::vector<OptionField<S>>& fields) {
   std::string out;
-  for (const auto& f : fields)
-    out += (out.empty() ? "" : ",") + std::string(f.key) + "=" +
-           (f.flag ? std::string(s.*f.flag ? "1" : "0") : std::to_string(s.*f.number));
+  for (const auto& f : fields) out += (out.empty() ? "" : ",") + std::string(f.key) + "=" + std::to_string(f.get(s));
   return out;
 }
 
@@ -74,8 +85,7 @@ std::string options_str(const S& s, const std::vector<OptionField<S>>& fields) {
 template <typename S>
 std::vector<OptionValue> options_values(const S& s, const std::vector<OptionField<S>>& fields) {
   std::vector<OptionValue> out;
-  for (const auto& f : fields)
-    out.push_back(f.flag ? OptionValue{f.key, s.*f.flag ? 1 : 0, true} : OptionValue{f.key, s.*f.number, false});
+  for (const auto& f : fields) out.push_back(OptionValue{f.key, f.get(s), f.is_switch});
   return out;
 }
 
@@ -86,8 +96,7 @@ std::string options_help(const std::vector<OptionField<S>>& fields) {
   const S d{};
   std::string out;
   for (const auto& f : fields) {
-    const std::string item =
-        std::string(f.key) + "=" + (f.flag ? std::string(d.*f.flag ? "1" : "0") : std::to_string(d.*f.number));
+    const std::string item = std::string(f.key) + "=" + std::to_string(f.get(d));
     out += (out.empty() ? "  " : "\n  ") + item + std::string(item.size() < 28 ? 28 - item.size() : 1, ' ') + f.help;
   }
   return out;

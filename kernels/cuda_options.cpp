@@ -5,14 +5,14 @@ namespace tg {
 const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields() {
   using O = CudaBackendOptions;
   static const std::vector<OptionField<O>> f = {
-      {"small_gemm", &O::small_gemm, nullptr, 0, 0, "small GEMMs on the project's one-pass kernel, not cuBLASLt"},
-      {"skinny_gemm", &O::skinny_gemm, nullptr, 0, 0,
-       "thin GEMMs (k or n <= 16) on the skinny kernels (with small_gemm)"},
-      {"gemm_update_streamk", &O::gemm_update_streamk, nullptr, 0, 0,
-       "matmul_sgd_momentum in its stream-K form; 0: the tiled kernel"},
-      {"gemm_autotune", &O::gemm_autotune, nullptr, 0, 0,
-       "time cuBLASLt's candidates per GEMM shape, keep the fastest (last bits may vary between runs)"},
-      {"pdl", &O::pdl, nullptr, 0, 0, "programmatic dependent launch where the device has it (sm_90 and later)"},
+      switch_option<O, &O::small_gemm>("small_gemm", "small GEMMs on the project's one-pass kernel, not cuBLASLt"),
+      switch_option<O, &O::skinny_gemm>("skinny_gemm",
+                                        "thin GEMMs (k or n <= 16) on the skinny kernels (with small_gemm)"),
+      switch_option<O, &O::gemm_update_streamk>("gemm_update_streamk",
+                                                "matmul_sgd_momentum in its stream-K form; 0: the tiled kernel"),
+      switch_option<O, &O::gemm_autotune>(
+          "gemm_autotune", "time cuBLASLt's candidates per GEMM shape, keep the fastest (last bits may vary between runs)"),
+      switch_option<O, &O::pdl>("pdl", "programmatic dependent launch where the device has it (sm_90 and later)"),
   };
   return f;
 }

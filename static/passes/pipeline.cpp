@@ -72,14 +72,14 @@ PassSet parse_passes(const std::string& text) {
 const std::vector<OptionField<PassOptions>>& PassOptions::fields() {
   using O = PassOptions;
   static const std::vector<OptionField<O>> f = {
-      {"gemm_updates", &O::gemm_updates, nullptr, 0, 0,
-       "optimizer pass: a large weight's gradient GEMM computed inside its update (matmul_sgd_momentum)"},
-      {"gemm_update_min_tiles", nullptr, &O::gemm_update_min_tiles, 1, int64_t{1} << 30,
-       "the fewest 128 x 128 tiles a weight needs for that"},
-      {"lanes_early_updates", &O::lanes_early_updates, nullptr, 0, 0,
-       "lanes pass: large updates apart, on the side stream as soon as they can run"},
-      {"lanes_side_gemm_updates", &O::lanes_side_gemm_updates, nullptr, 0, 0,
-       "lanes pass: GEMM updates on the side stream too (pays with the tiled update kernel only)"},
+      switch_option<O, &O::gemm_updates>(
+          "gemm_updates", "optimizer pass: a large weight's gradient GEMM computed inside its update (matmul_sgd_momentum)"),
+      integer_option<O, &O::gemm_update_min_tiles>("gemm_update_min_tiles", 1, int64_t{1} << 30,
+                                                   "the fewest 128 x 128 tiles a weight needs for that"),
+      switch_option<O, &O::lanes_early_updates>(
+          "lanes_early_updates", "lanes pass: large updates apart, on the side stream as soon as they can run"),
+      switch_option<O, &O::lanes_side_gemm_updates>(
+          "lanes_side_gemm_updates", "lanes pass: GEMM updates on the side stream too (pays with the tiled update kernel only)"),
   };
   return f;
 }
