@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cuda_options.h"
 #include "kernels/op_call.h"
 
 namespace tg {
@@ -51,8 +52,9 @@ std::unique_ptr<Backend> make_cpu_backend();
 
 // The backend of a resolved device (kernels/device_info.h): a CUDA ordinal, or -1
 // for the CPU backend. A GPU ordinal in a build without CUDA is a logic error: the
-// harness refuses it first. (kernels/make_backend.cpp)
-std::shared_ptr<Backend> make_backend(int device);
+// harness refuses it first. `cuda`: a CUDA backend's kernel choices (ignored for the
+// CPU). (kernels/make_backend.cpp)
+std::shared_ptr<Backend> make_backend(int device, const CudaBackendOptions& cuda = {});
 // The stream a backend enqueues on, for CUDA event timing; nullptr on the CPU.
 void* backend_stream(Backend& b);
 

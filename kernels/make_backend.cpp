@@ -9,9 +9,11 @@
 
 namespace tg {
 
-std::shared_ptr<Backend> make_backend(int device) {
+std::shared_ptr<Backend> make_backend(int device, const CudaBackendOptions& cuda) {
 #ifdef TWOGRAPH_HAVE_CUDA
-  if (device >= 0) return std::shared_ptr<Backend>(make_cuda_backend(device));
+  if (device >= 0) return std::shared_ptr<Backend>(make_cuda_backend(device, false, cuda));
+#else
+  (void)cuda;
 #endif
   if (device >= 0) throw std::logic_error("a GPU was selected but this build has no CUDA backend");
   return std::shared_ptr<Backend>(make_cpu_backend());

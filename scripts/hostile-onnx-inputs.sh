@@ -175,6 +175,7 @@ run 6 "a note naming an initializer with escapes" accept '' file import m/ansi_n
 run 7 "30,000 nodes in under 60 s" accept '' file import m/chain_30k.onnx -o o/g.json
 run 8 "a model path that is a loop of links" refuse 'loop of symbolic links' file import m/loop.onnx -o o/g.json
 case_env=TG_SMALL_GEMM=yes run 8 "TG_SMALL_GEMM=yes" refuse 'TG_SMALL_GEMM' file bench mlp.json --device cpu --quick
+case_env=TG_CUDA_OPTIONS=small_gemm=yes run 8 "TG_CUDA_OPTIONS=small_gemm=yes" refuse 'small_gemm' file bench mlp.json --device cpu --quick
 echo
 printf '%-8s %s\n' class "behaved"
 for c in 1 2 3 4 5 6 7 8; do printf '%-8s %s of %s\n' "$c" "${behaved[$c]:-0}" "${total[$c]:-0}"; done

@@ -50,6 +50,7 @@ CompiledPlan compile(const ModelFn& model, const CompileOptions& opt) {
 CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, CompileTimings t,
                            std::vector<std::string> pruned_inputs) {
   CompiledPlan out;
+  out.pass_options = opt.pass_options;
   if (loss >= static_cast<int>(graph.values.size()))
     throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
   auto t0 = Clock::now();
@@ -57,7 +58,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
     // The passes renumber values; the loss keeps its name (a graph output is never fused away).
     validate(graph);  // a pass assumes a valid graph
     const std::string loss_name = loss >= 0 ? graph.values[static_cast<size_t>(loss)].name : "";
-    graph = run_passes(std::move(graph), opt.passes, &out.pass_stats);
+    graph = run_passes(std::move(graph), opt.passes, opt.pass_options, &out.pass_stats);
     if (loss >= 0) loss = graph.find_value(loss_name);
   }
   t.passes = ms_since(t0);
@@ -79,10 +80,11 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   // The lanes pass: which nodes run on a side stream. Not in the batch-invariant mode, whose
   // GEMMs use the backend's one scratch buffer (kernels/matmul_mode.h).
   if (opt.passes.has(PassId::lanes) && !kernels::batch_invariant_matmul()) {
-    po.live_to_end = side_lane_nodes(graph, order);
+    po.live_to_end = side_lane_nodes(graph, order, opt.pass_options);
     if (std::find(po.live_to_end.begin(), po.live_to_end.end(), true) == po.live_to_end.end()) po.live_to_end.clear();
     else po.workspace_bytes = 2 * ((po.workspace_bytes + 255) / 256 * 256);  // a half per stream
-    if (!po.live_to_end.empty() && lanes_early_updates()) order = hoist_side_nodes(graph, order, po.live_to_end);
+    if (!po.live_to_end.empty() && opt.pass_options.lanes_early_updates)
+      order = hoist_side_nodes(graph, order, po.live_to_end);
   }
   MemoryPlan plan = plan_memory(graph, order, po);
   t.plan = ms_since(t0);

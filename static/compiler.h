@@ -21,6 +21,9 @@ struct CompileOptions {
   // The graph passes between autodiff and planning (static/passes/pass.h). none: the
   // graph autodiff made, which runs the same kernels as the dynamic executor.
   PassSet passes = PassSet::none();
+  // What the passes and the scheduling after them choose (static/passes/pass.h); copied
+  // into CompiledPlan::pass_options.
+  PassOptions pass_options;
   PlanOptions plan;
   bool use_cuda_graph = true;     // CUDA: capture + replay; false: plain launches of the schedule
   bool instantiate = true;        // false: capture only (the `update` strategy instantiates)
@@ -45,6 +48,7 @@ struct CompiledPlan {
   std::shared_ptr<const Graph> graph;  // after the passes
   CompileTimings timings;
   std::vector<PassStats> pass_stats;   // one per pass that ran
+  PassOptions pass_options;            // what the passes were given (CompileOptions::pass_options)
   int loss = -1;        // value id, -1 for inference
   int prediction = -1;  // value id
   std::unique_ptr<StaticExecutable> exec;

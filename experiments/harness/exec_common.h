@@ -14,6 +14,7 @@
 #include "graph/builder.h"
 #include "graph/init.h"
 #include "graph/models.h"
+#include "graph/quote.h"
 #include "kernels/backend.h"
 #include "static/compiler.h"
 #include "static/executable.h"
@@ -66,6 +67,32 @@ inline PassSet parse_passes_flag(const std::string& text, const char* flag = "--
   } catch (const std::invalid_argument& e) {
     throw harness::UsageError(fmt::format("{}: {}", flag, e.what()));
   }
+}
+
+// The --pass-options flag of the experiments that compile with passes (tg-train, tg-launch,
+// tg-shapes): add it before Experiment::run, resolve it in the body.
+inline void add_pass_options_flag(harness::Experiment& e, std::string& text) {
+  e.add_option("--pass-options", text,
+               "The graph passes' choices, key=value items joined by ',' over these defaults (recorded in the report "
+               "as run.options.passes):\n" +
+                   PassOptions::help());
+}
+// The flag's options (a bad item is bad usage, exit 2), recorded in the report's metadata.
+inline PassOptions resolve_pass_options(harness::Experiment& e, const std::string& text) {
+  try {
+    const PassOptions o = PassOptions::from_string(text);
+    e.record_options("passes", o.values());
+    return o;
+  } catch (const std::invalid_argument& x) {
+    throw harness::UsageError(fmt::format("--pass-options={}: {}", quote_name(text), x.what()));
+  }
+}
+
+// A row's extras "PREFIX.KEY" for every option of a group (a switch 1 or 0): what the row's
+// plan or backend ran with, for rows compared across runs.
+inline void add_option_extras(harness::Measurement& m, const std::string& prefix,
+                              const std::vector<OptionValue>& values) {
+  for (const OptionValue& v : values) m.extra[prefix + "." + v.key] = static_cast<double>(v.value);
 }
 
 // The params of a static measurement with passes: unchanged for none (the rows of runs

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -19,7 +20,6 @@
 #include "experiments/harness/table.h"
 #include "graph/quote.h"
 #include "kernels/device_info.h"
-#include "kernels/env_switch.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/harness/gpu_timing.h"
 #endif
@@ -27,6 +27,33 @@
 namespace tg::harness {
 
 namespace {
+// The switches the options replaced (docs/architecture.md, Configuration), each with what to
+// give instead. Still set, one would be ignored and a run would measure the defaults while its
+// command says otherwise, so it is refused.
+constexpr struct {
+  const char* variable;
+  const char* flag;
+  const char* key;
+} kRetiredVariables[] = {
+    {"TG_SMALL_GEMM", "--cuda-options", "small_gemm"},
+    {"TG_SKINNY_GEMM", "--cuda-options", "skinny_gemm"},
+    {"TG_GEMM_UPDATE_STREAMK", "--cuda-options", "gemm_update_streamk"},
+    {"TG_GEMM_AUTOTUNE", "--cuda-options", "gemm_autotune"},
+    {"TG_PDL", "--cuda-options", "pdl"},
+    {"TG_GEMM_UPDATE", "--pass-options", "gemm_updates"},
+    {"TG_LANES_EARLY", "--pass-options", "lanes_early_updates"},
+    {"TG_LANES_GEMM_UPDATES", "--pass-options", "lanes_side_gemm_updates"},
+};
+
+std::string retired_variable_problem() {
+  for (const auto& r : kRetiredVariables)
+    if (std::getenv(r.variable))
+      return fmt::format("{} is set, but nothing reads it any more: give {} {}=VALUE instead{}, and unset it",
+                         r.variable, r.flag, r.key,
+                         std::string(r.flag) == "--cuda-options" ? fmt::format(" (or {})", kCudaOptionsVariable) : "");
+  return "";
+}
+
 // Output that cannot be printed at all (--help > /dev/full): exit 1, said on stderr.
 int print_or_fail(const std::string& tool, const std::string& text) {
   try {
@@ -88,9 +115,20 @@ Experiment::Experiment(std::string tool, std::string description, std::string ex
       ->transform(decimal_real(0.0, 86400.0));
   app.add_option("--json", json_path_, "Write the JSON report to FILE (atomically; a regular file or a new one)");
   app.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically; a regular file or a new one)");
+  app.add_option("--cuda-options", cuda_options_flag_,
+                 fmt::format("The CUDA backend's kernel choices, key=value items joined by ',', over {} and these "
+                             "defaults (recorded in the report as run.options.cuda):\n{}",
+                             kCudaOptionsVariable, CudaBackendOptions::help()));
 }
 
 Experiment::~Experiment() = default;
+
+void Experiment::record_options(const std::string& group, const std::vector<OptionValue>& values) {
+  Params& p = report_.meta.options[group];
+  p.clear();
+  for (const OptionValue& v : values)
+    p.emplace(v.key, v.is_switch ? Param(v.value != 0) : Param(static_cast<long long>(v.value)));
+}
 
 void Experiment::add_flag(const std::string& name, bool& value, const std::string& help) {
   app_->add_flag(name, value, help);
@@ -163,17 +201,28 @@ int Experiment::parse(int argc, char** argv) {
           say_line(tool_, "error: " + why);
           return kExitUsage;
         }
+  if (const std::string why = retired_variable_problem(); !why.empty()) {
+    say_line(tool_, "error: " + why);
+    return kExitUsage;
+  }
+  // The one read of the variable; a bad item is bad usage on every machine, GPU or not.
+  const char* env = std::getenv(kCudaOptionsVariable);
+  const struct {
+    std::string where, text;
+  } sources[] = {{kCudaOptionsVariable, env ? env : ""}, {"--cuda-options", cuda_options_flag_}};
+  for (const auto& src : sources) {
+    try {
+      cuda_options_ = CudaBackendOptions::from_string(src.text, cuda_options_);
+    } catch (const std::invalid_argument& e) {
+      say_line(tool_, fmt::format("error: {}={}: {}", src.where, quote_name(src.text), e.what()));
+      return kExitUsage;
+    }
+  }
   try {
     device_id_ = tg::resolve_device(device_spec_);
   } catch (const std::invalid_argument& e) {
     // resolve_device's message names the flag, the value and the valid choices (the value raw).
     say_line(tool_, std::string("error: ") + e.what());
-    return kExitUsage;
-  }
-  // A switch with a value it does not understand would otherwise fail mid-run, when a
-  // kernel or pass first reads it.
-  if (const std::string why = kernels::env_switch_problem(); !why.empty()) {
-    std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), printable_message(why).c_str());
     return kExitUsage;
   }
   loop_ = quick_ ? quick_loop_options() : default_loop_options();
@@ -208,6 +257,7 @@ int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)
     m.min_time_s = loop_.min_time_s;
     for (const auto& g : m.gpus)
       if (g.id == device_id_) m.device_name = g.name;
+    record_options("cuda", cuda_options_.values());
 #ifdef TWOGRAPH_HAVE_CUDA
     if (device_id_ >= 0) set_cuda_device(device_id_);
 #endif

@@ -10,6 +10,8 @@
 
 #include "experiments/harness/measure.h"
 #include "experiments/harness/report.h"
+#include "graph/options_text.h"
+#include "kernels/cuda_options.h"
 
 namespace CLI {
 class App;
@@ -21,6 +23,12 @@ namespace tg::harness {
 struct UsageError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
+
+// The one environment variable of the CUDA backend's kernel choices (kernels/cuda_options.h),
+// as PyTorch has PYTORCH_CUDA_ALLOC_CONF: "key=value,..." over the defaults; --cuda-options
+// goes over it. Read by Experiment only (the libraries read no such variable), so a test or
+// a program of its own sets the options it wants where it makes its backend.
+inline constexpr const char* kCudaOptionsVariable = "TG_CUDA_OPTIONS";
 
 // Exit statuses of every binary.
 // kExitInterrupted is SIGINT's; SIGTERM gives 143 (interrupt_exit_status()).
@@ -74,6 +82,13 @@ class Experiment {
   bool quick() const { return quick_; }
   int device() const { return device_id_; }  // CUDA ordinal, or -1 for the CPU backend
   bool on_gpu() const { return device_id_ >= 0; }
+  // The CUDA backend's kernel choices of this run: the defaults, then TG_CUDA_OPTIONS, then
+  // --cuda-options. Every backend the experiment makes gets them (make_backend(device(),
+  // cuda_options())), and the report records them (run.options.cuda).
+  const CudaBackendOptions& cuda_options() const { return cuda_options_; }
+  // Records a group of resolved options in the report's metadata (run.options.GROUP), as
+  // the harness does for "cuda"; call it from the body (the metadata is filled before it).
+  void record_options(const std::string& group, const std::vector<OptionValue>& values);
   Report& report() { return report_; }
   const std::string& tool() const { return tool_; }
 
@@ -84,7 +99,8 @@ class Experiment {
 
   std::string tool_, example_;
   std::unique_ptr<CLI::App> app_;
-  std::string device_spec_ = "auto", json_path_, csv_path_;
+  std::string device_spec_ = "auto", json_path_, csv_path_, cuda_options_flag_;
+  CudaBackendOptions cuda_options_;
   std::string json_write_, csv_write_;  // the checked paths to write ("" for none): a link's target
   bool list_devices_ = false, quick_ = false;
   int repetitions_ = -1, warmup_ = -1;

@@ -104,6 +104,11 @@ struct Metadata {
   std::vector<Gpu> gpus;
   int cuda_runtime_version = 0, cuda_driver_version = 0, cublas_version = 0, blas_threads = 0;
   std::string openblas_config;
+  // The resolved options of the run by group, each key with its value: "cuda", the CUDA
+  // backend's kernel choices (kernels/cuda_options.h; every experiment records them), and
+  // "passes", the graph passes' (static/passes/pass.h; the experiments that compile with
+  // passes). Written as run.options; empty in a report of a build that did not record them.
+  std::map<std::string, Params> options;
 };
 
 class Report {

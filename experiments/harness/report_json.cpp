@@ -55,9 +55,16 @@ std::string to_json(const Report& r, int indent) {
   j["schema_version"] = m.schema_version;
   j["tool"] = {{"name", m.tool}, {"version", m.tool_version}, {"git_rev", m.git_rev},
                {"build_type", m.build_type}, {"cuda_build", m.cuda_build}};
+  json options = json::object();
+  for (const auto& [group, values] : m.options) {
+    json g = json::object();
+    for (const auto& [k, v] : values) g[k] = param_json(v);
+    options[group] = g;
+  }
   j["run"] = {{"command_line", m.command_line}, {"utc_time", m.utc_time}, {"quick", m.quick},
               {"loop", {{"warmup", m.warmup}, {"min_reps", m.min_reps}, {"min_time_s", m.min_time_s},
-                        {"max_reps", m.max_reps}}}};
+                        {"max_reps", m.max_reps}}},
+              {"options", options}};
   j["host"] = {{"name", m.host_name}, {"cpu_model", m.cpu_model}, {"cpu_threads", m.cpu_threads}};
   j["device"] = {{"spec", m.device_spec}, {"kind", m.device_id >= 0 ? "cuda" : "cpu"}, {"id", m.device_id},
                  {"name", m.device_name}};
@@ -124,6 +131,9 @@ Report report_from_json(const std::string& text, const std::string& where) {
   m.command_line = j["run"]["command_line"];
   m.utc_time = j["run"]["utc_time"];
   m.quick = j["run"]["quick"];
+  if (const auto it = j["run"].find("options"); it != j["run"].end())
+    for (auto g = it->begin(); g != it->end(); ++g)
+      for (auto k = g->begin(); k != g->end(); ++k) m.options[g.key()].emplace(k.key(), detail::param_from_json(*k));
   m.host_name = j["host"]["name"];
   m.cpu_model = j["host"]["cpu_model"];
   m.device_spec = j["device"].value("spec", "");

@@ -226,6 +226,23 @@ std::vector<std::string> validate_report(const json& j) {
       c.non_negative(*l, "run.loop.", "min_time_s");
       c.integer(*l, "run.loop.", "max_reps", 1);
     }
+    // Optional: reports written before the options were recorded have none.
+    if (auto it = r->find("options"); it != r->end()) {
+      if (!it->is_object()) {
+        c.add(fmt::format("run.options: must be an object, got {}", shown(*it)));
+      } else {
+        for (auto g = it->begin(); g != it->end(); ++g) {
+          if (!g->is_object()) {
+            c.add(fmt::format("run.options.{}: must be an object, got {}", g.key(), shown(*g)));
+            continue;
+          }
+          for (auto k = g->begin(); k != g->end(); ++k)
+            if (!(k->is_boolean() || k->is_number_integer()))
+              c.add(fmt::format("run.options.{}.{}: must be true, false or an integer, got {}", g.key(), k.key(),
+                                shown(*k)));
+        }
+      }
+    }
   }
   if (auto* h = c.object(j, "", "host")) {
     c.str(*h, "host.", "name");

@@ -98,10 +98,13 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
       tg::bench::CaseSet set(bytes, {op});
       for (tg::bench::KernelCase& k : set.cases()) {
         const auto body = [&](void*) {
-          if (k.launch)
+          if (k.launch) {
+            // A launcher called directly takes the backend's launch choices as run_cuda would.
+            const tg::kernels::cuda::LaunchScope launches(be.options().pdl);
             k.launch(be.context());
-          else
+          } else {
             be.run(k.call);
+          }
         };
         auto& m = ex.report().add_time(k.op, {{"size_bytes", bytes}}, th::time_gpu(loop, body, stream), "gpu");
         const double gbs = static_cast<double>(k.bytes_moved) / m.stats.median / 1e9;
@@ -119,7 +122,7 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
 
 void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns, const th::LoopOptions& loop) {
   for (bool tf32 : {false, true}) {
-    tg::CudaBackend be(device, tf32);
+    tg::CudaBackend be(device, tf32, ex.cuda_options());
     for (int64_t n : ns) {
       TG_NVTX_RANGE("matmul");
       const size_t bytes = static_cast<size_t>(n * n) * sizeof(float);
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
     th::LoopOptions loop = e.loop();
     loop.hold_gpu = !plain_timing;
     {
-      tg::CudaBackend be(e.device(), false);
+      tg::CudaBackend be(e.device(), false, e.cuda_options());
       bench_memory(e, be, ops, min_bytes, max_bytes, loop);
     }
     if (!no_matmul)

@@ -128,6 +128,7 @@ StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& b
   co.backend = be;
   co.use_cuda_graph = graph;
   co.passes = p.passes;
+  co.pass_options = p.pass_options;
   std::vector<CompileTimings> ts;
   CompiledPlan plan;
   for (int r = 0; r < compile_reps(e); ++r) {
@@ -181,6 +182,7 @@ void measure_training_compile(th::Experiment& e, const std::shared_ptr<Backend>&
   co.backend = be;
   co.use_cuda_graph = graph;
   co.passes = p.passes;
+  co.pass_options = p.pass_options;
   std::vector<CompileTimings> ts;
   for (int r = 0; r < compile_reps(e); ++r) ts.push_back(compile(chain_model(p, true), co).timings);
   const std::string launch = be->kind() == DeviceKind::cuda ? (graph ? "cuda_graph" : "plain") : "cpu_schedule";

@@ -17,6 +17,7 @@ struct ChainPoint {
   int n_ops = 0;
   int64_t size = 64;  // elements per tensor: tiny, so that each op is pure overhead
   PassSet passes = PassSet::none();  // the static executor's graph passes (--passes)
+  PassOptions pass_options;          // and their choices (--pass-options)
 };
 
 // Dynamic executor, inference (forward only, no tape), one allocator. Reports

@@ -105,18 +105,21 @@ int main(int argc, char** argv) {
   ex.add_option("--passes", passes,
                 "Graph passes of the static executor: none, all, or a comma list (static/passes); the elementwise "
                 "pass fuses the chain itself into a few kernels");
+  std::string pass_options;
+  bench::add_pass_options_flag(ex, pass_options);
   ex.add_option("--size", size, "Elements per tensor (tiny: each op is pure overhead)", 1, int64_t{1} << 24);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     if (ns.empty()) ns = e.quick() ? std::vector<int>{1, 10, 100, 1000} : std::vector<int>{1, 10, 100, 1000, 10000};
     const PassSet pass_set = bench::parse_passes_flag(passes);
-    auto be = make_backend(e.device());
+    const PassOptions po = bench::resolve_pass_options(e, pass_options);
+    auto be = make_backend(e.device(), e.cuda_options());
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu)
       e.report().skip("static_cuda_graph_replay", "CPU backend: no CUDA Graph; the static schedule runs as is "
                                                   "(launch=cpu_schedule), and on the CPU 'launch' is the kernel itself");
     th::Progress bar(ns.size(), "tg-launch");
     for (int n : ns) {
-      const launch::ChainPoint p{n, size, pass_set};
+      const launch::ChainPoint p{n, size, pass_set, po};
       std::vector<float> expected;
       const double dyn = launch::measure_dynamic(e, *be, p, "caching", &expected);
       if (n == 1000) {

@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
 
     auto log = std::make_shared<AllocationLog>();
     Agreement agree;
-    Ctx c{e, make_recording_backend(e.device(), log), log, agree, false};
+    Ctx c{e, make_recording_backend(e.device(), log, e.cuda_options()), log, agree, false};
     th::Progress bar(cases.size() + 1, "tg-memory");
     for (const Case& k : cases) {
       TG_NVTX_RANGE("tg-memory case");

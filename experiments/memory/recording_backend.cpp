@@ -45,7 +45,8 @@ class RecordingCpuBackend final : public Backend {
 #ifdef TWOGRAPH_HAVE_CUDA
 class RecordingCudaBackend final : public CudaBackend {
  public:
-  RecordingCudaBackend(int device, std::shared_ptr<AllocationLog> log) : CudaBackend(device), log_(std::move(log)) {}
+  RecordingCudaBackend(int device, std::shared_ptr<AllocationLog> log, const CudaBackendOptions& cuda)
+      : CudaBackend(device, false, cuda), log_(std::move(log)) {}
   void* raw_alloc(size_t bytes) override {
     void* p = CudaBackend::raw_alloc(bytes);
     try {
@@ -68,10 +69,11 @@ class RecordingCudaBackend final : public CudaBackend {
 
 }  // namespace
 
-std::shared_ptr<Backend> make_recording_backend(int device, std::shared_ptr<AllocationLog> log) {
+std::shared_ptr<Backend> make_recording_backend(int device, std::shared_ptr<AllocationLog> log,
+                                                const CudaBackendOptions& cuda) {
   if (!log) throw std::invalid_argument("make_recording_backend: the allocation log is null");
 #ifdef TWOGRAPH_HAVE_CUDA
-  if (device >= 0) return std::make_shared<RecordingCudaBackend>(device, std::move(log));
+  if (device >= 0) return std::make_shared<RecordingCudaBackend>(device, std::move(log), cuda);
 #endif
   if (device >= 0) throw std::logic_error("a GPU was selected but this build has no CUDA backend");
   return std::make_shared<RecordingCpuBackend>(std::move(log));

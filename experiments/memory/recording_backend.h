@@ -27,8 +27,9 @@ class AllocationLog {
   std::map<const void*, size_t> live_;
 };
 
-// device: the CUDA ordinal, or -1 for the CPU backend. Throws std::logic_error
-// for a GPU in a build without CUDA.
-std::shared_ptr<Backend> make_recording_backend(int device, std::shared_ptr<AllocationLog> log);
+// device: the CUDA ordinal, or -1 for the CPU backend; cuda: a CUDA backend's kernel
+// choices. Throws std::logic_error for a GPU in a build without CUDA.
+std::shared_ptr<Backend> make_recording_backend(int device, std::shared_ptr<AllocationLog> log,
+                                                const CudaBackendOptions& cuda = {});
 
 }  // namespace tg::memory

@@ -97,14 +97,17 @@ class FeedBank {
 const std::vector<ShapeStrategy> kStrategies = {ShapeStrategy::recapture, ShapeStrategy::cache, ShapeStrategy::bucket,
                                                 ShapeStrategy::update};
 
-// --passes: the static plans' graph passes (static/passes), every strategy alike.
+// --passes and --pass-options: the static plans' graph passes (static/passes), every
+// strategy alike.
 PassSet g_passes = PassSet::none();
+PassOptions g_pass_options;
 
 ShapeStrategyOptions strategy_options(ShapeStrategy s, const std::shared_ptr<Backend>& be, size_t cache_capacity) {
   ShapeStrategyOptions o;
   o.strategy = s;
   o.compile.backend = be;
   o.compile.passes = g_passes;
+  o.compile.pass_options = g_pass_options;
   o.cache_capacity = cache_capacity;
   o.buckets = {16, 32, 64, 128};  // powers of two over the length range
   return o;
@@ -245,11 +248,14 @@ int main(int argc, char** argv) {
   ex.add_option("--cache-capacity", cache_capacity, "cache strategy: plans kept at most", 1, 4096);
   std::string passes = "none";
   ex.add_option("--passes", passes, "Graph passes of every static plan: none, all, or a comma list (static/passes)");
+  std::string pass_options;
+  bench::add_pass_options_flag(ex, pass_options);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool gpu = e.on_gpu();
     const int n = iterations > 0 ? iterations : (e.quick() ? (gpu ? 120 : 60) : 400);
     g_passes = bench::parse_passes_flag(passes);
-    const std::shared_ptr<Backend> be = make_backend(e.device());
+    g_pass_options = bench::resolve_pass_options(e, pass_options);
+    const std::shared_ptr<Backend> be = make_backend(e.device(), e.cuda_options());
     const Model m;
     FeedBank bank(m.at());
     th::Progress bar(3, "tg-shapes");

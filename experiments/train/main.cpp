@@ -10,9 +10,6 @@
 #include "experiments/harness/harness.h"
 #include "experiments/harness/exec_common.h"
 #include "experiments/train/train_bench.h"
-#ifdef TWOGRAPH_HAVE_CUDA
-#include "kernels/cuda/matmul_lt.h"
-#endif
 
 namespace th = tg::harness;
 using namespace tg;
@@ -114,22 +111,16 @@ int main(int argc, char** argv) {
                 "The graph passes measured on mlp width 256 batch 32, mlp width 4096 and the largest transformer (the "
                 "smallest of each model with --quick on the CPU): sweep (none, each pass of all alone, all), "
                 "none (skip them), or one set such as all or linear,rows (measured against none)");
-  bool gemm_autotune = false;
-  ex.add_flag("--gemm-autotune", gemm_autotune,
-              "Time cuBLASLt's candidate algorithms for each GEMM shape at its first use and keep the fastest (as "
-              "TG_GEMM_AUTOTUNE=1 does; both executors share the choice; results may differ in the last bits between "
-              "runs). The pass rows say gemm_tuned=1");
+  std::string pass_options;
+  bench::add_pass_options_flag(ex, pass_options);
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
                 "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
   return ex.run(argc, argv, [&](th::Experiment& e) {
-    auto be = make_backend(e.device());
+    const PassOptions po = bench::resolve_pass_options(e, pass_options);
+    auto be = make_backend(e.device(), e.cuda_options());
     const bool gpu = be->kind() == DeviceKind::cuda;
-#ifdef TWOGRAPH_HAVE_CUDA
-    if (gemm_autotune && gpu) kernels::cuda::set_gemm_autotune(true);
-#endif
-    if (gemm_autotune && !gpu) e.report().skip("gemm_autotune", "CPU backend: no cuBLASLt GEMMs to tune; --gemm-autotune changes nothing");
     if (!gpu) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
@@ -140,7 +131,8 @@ int main(int argc, char** argv) {
     th::Progress bar(cs.size(), "tg-train");
     for (const train::Config& c : cs) {
       rs.push_back(train::measure(e, be, c, loss_steps));
-      if (!sets.empty() && is_pass_target(c, cs, e.quick() && !gpu)) train::measure_passes(e, be, c, sets, loss_steps);
+      if (!sets.empty() && is_pass_target(c, cs, e.quick() && !gpu))
+        train::measure_passes(e, be, c, sets, po, loss_steps);
       bar.tick(th::params_str(c.params));
     }
     crossover(e, cs, rs);

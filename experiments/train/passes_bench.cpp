@@ -18,7 +18,6 @@
 #include "experiments/harness/gpu_timing.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/matmul_lt.h"
-#include "kernels/cuda/matmul_small.h"
 #endif
 
 namespace th = tg::harness;
@@ -43,11 +42,13 @@ th::Params pass_params(const Config& c, const std::string& mode, PassSet set) {
   return p;
 }
 
-CompiledPlan compile_with(const Config& c, const std::shared_ptr<Backend>& be, bool training, PassSet set) {
+CompiledPlan compile_with(const Config& c, const std::shared_ptr<Backend>& be, bool training, PassSet set,
+                          const PassOptions& opt) {
   CompileOptions co;
   co.training = training;
   co.backend = be;
   co.passes = set;
+  co.pass_options = opt;
   co.inputs_in_graph = false;  // so that the replay can leave the inputs where they are
   return compile(training ? c.fn : c.infer_fn, co);
 }
@@ -120,7 +121,7 @@ GemmFloor gemm_floor(th::Experiment& e, const CompiledPlan& p, CudaBackend& be) 
 }  // namespace
 
 void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c,
-                    const std::vector<PassSet>& sets, int loss_steps) {
+                    const std::vector<PassSet>& sets, const PassOptions& opt, int loss_steps) {
   TG_NVTX_RANGE("passes");
   const bool cuda = be->kind() == DeviceKind::cuda;
   for (const char* mode : {"train", "inference"}) {
@@ -129,7 +130,7 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
     const Feeds feeds = bench::model_feeds(training ? c.fn : c.infer_fn, 42, c.classes);
     double none_step = 0, none_replay = 0;
     for (const PassSet& set : sets) {
-      CompiledPlan p = compile_with(c, be, training, set);
+      CompiledPlan p = compile_with(c, be, training, set, opt);
       const th::Params params = pass_params(c, mode, set);
       auto sync = [&] { be->synchronize(); };
       const int kernels = p.exec->kernels_per_run();
@@ -145,12 +146,11 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
         m->extra["kernels"] = kernels;
         m->extra["nodes"] = static_cast<double>(p.graph->nodes.size());
         m->extra["passes_ms"] = p.timings.passes;
+        // What the numbers are of: the plan's pass options and, on CUDA, which kernels the
+        // backend chose from (docs/architecture.md, Configuration).
+        bench::add_option_extras(*m, "pass", p.pass_options.values());
 #ifdef TWOGRAPH_HAVE_CUDA
-        if (cuda) {  // which GEMM kernels the numbers are of (docs/architecture.md)
-          m->extra["small_gemm"] = kernels::cuda::small_gemm_enabled() ? 1 : 0;
-          m->extra["gemm_tuned"] = kernels::cuda::gemm_autotune_enabled() ? 1 : 0;
-          m->extra["lanes_early"] = lanes_early_updates() ? 1 : 0;
-        }
+        if (cuda) bench::add_option_extras(*m, "cuda", static_cast<const CudaBackend&>(*be).options().values());
 #endif
       }
       if (set.empty()) {
@@ -182,8 +182,8 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   PassSet every = PassSet::none();
   for (const PassSet& set : sets) every = every | set;
   if (every.empty()) return;
-  CompiledPlan none = compile_with(c, be, true, PassSet::none());
-  CompiledPlan all = compile_with(c, be, true, every);
+  CompiledPlan none = compile_with(c, be, true, PassSet::none(), opt);
+  CompiledPlan all = compile_with(c, be, true, every, opt);
   double worst = 0;
   std::vector<double> la;
   for (int i = 0; i < loss_steps; ++i) {

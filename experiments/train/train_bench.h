@@ -41,9 +41,10 @@ Result measure(harness::Experiment& e, const std::shared_ptr<Backend>& be, const
 // none, each pass alone, all (static/passes/pass.h).
 std::vector<PassSet> pass_sweep();
 // The graph passes on one configuration (passes_bench.cpp): pass_step and pass_replay per
-// set (kernels per run, speedup over none), the loss curve with every pass against none
-// (throws beyond its tolerance), and on CUDA the gemm_floor row.
+// set (kernels per run, speedup over none, the options the plan and the backend ran with),
+// the loss curve with every pass against none (throws beyond its tolerance), and on CUDA the
+// gemm_floor row. Every plan is compiled with `opt`.
 void measure_passes(harness::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c,
-                    const std::vector<PassSet>& sets, int loss_steps);
+                    const std::vector<PassSet>& sets, const PassOptions& opt, int loss_steps);
 
 }  // namespace tg::train

@@ -30,7 +30,7 @@ std::string device_name(int device) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device, bool tf32)
+CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& options)
     : device_(checked_device(device)),
       tf32_(tf32),
       name_(device_name(device_)),
@@ -43,6 +43,7 @@ CudaBackend::CudaBackend(int device, bool tf32)
   TG_CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
   TG_CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), workspace_.get(), workspace_.bytes()));
   TG_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  ctx_.options = options;
   ctx_.stream = stream_.get();
   ctx_.cublas = cublas_.get();
   ctx_.tf32 = tf32;
@@ -50,7 +51,7 @@ CudaBackend::CudaBackend(int device, bool tf32)
   ctx_.scratch_bytes = scratch_.bytes();
   // The GEMMs may use as much workspace as cuBLAS has: the heuristic then picks the same
   // algorithms for a static plan (whose workspace is in its arena) and for dynamic.
-  lt_cache_ = std::make_unique<kernels::cuda::LtCache>(lt_.get(), kCublasWorkspaceBytes);
+  lt_cache_ = std::make_unique<kernels::cuda::LtCache>(lt_.get(), kCublasWorkspaceBytes, options.gemm_autotune);
   ctx_.lt = lt_cache_.get();
   ctx_.workspace = workspace_.get();
   ctx_.workspace_bytes = workspace_.bytes();
@@ -112,7 +113,7 @@ void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
 void CudaBackend::synchronize() { TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
 
 void CudaBackend::ensure_update_workspace() {
-  if (update_workspace_ || !kernels::cuda::gemm_update_streamk_enabled()) return;
+  if (update_workspace_ || !ctx_.options.gemm_update_streamk) return;
   // Enough for any shape, so that it is allocated once and never moves: captured CUDA Graphs
   // keep its address. Zeroed once: every launch leaves its flags zero again.
   const size_t bytes = kernels::cuda::matmul_sgd_momentum_streamk_workspace(1, 0, 0, 0);
@@ -132,8 +133,8 @@ Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
   return g ? Prepared{g, g->workspace_bytes()} : Prepared{};
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32) {
-  return std::make_unique<CudaBackend>(device, tf32);
+std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32, const CudaBackendOptions& options) {
+  return std::make_unique<CudaBackend>(device, tf32, options);
 }
 
 }  // namespace tg

@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA backend: every op is enqueued on one non-blocking stream that the
 // backend owns; cuBLAS runs on the same stream with a fixed workspace, so that it
-// never allocates while the static executor captures a CUDA Graph.
+// never allocates while the static executor captures a CUDA Graph. Its kernel choices
+// (kernels/cuda_options.h) are given when it is made and fixed for its life.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -22,7 +23,7 @@ class CudaBackend : public Backend {
 
   // Makes `device` current on this thread. Throws std::invalid_argument for a
   // device that does not exist, tg::CudaError when CUDA fails.
-  explicit CudaBackend(int device, bool tf32 = false);
+  explicit CudaBackend(int device, bool tf32 = false, const CudaBackendOptions& options = {});
   ~CudaBackend() override;
 
   DeviceKind kind() const override { return DeviceKind::cuda; }
@@ -42,6 +43,7 @@ class CudaBackend : public Backend {
 
   int device() const { return device_; }
   bool tf32() const { return tf32_; }
+  const CudaBackendOptions& options() const { return ctx_.options; }
   cudaStream_t stream() const { return stream_.get(); }
   cublasHandle_t cublas() const { return cublas_.get(); }
   const kernels::CudaExecContext& context() const { return ctx_; }
@@ -54,7 +56,7 @@ class CudaBackend : public Backend {
 
  private:
   // The stream-K GEMM update's workspaces, one a stream (about 17 MiB each on an H200): made
-  // when a plan first holds matmul_sgd_momentum and TG_GEMM_UPDATE_STREAMK is on (the
+  // when a plan first holds matmul_sgd_momentum and options().gemm_update_streamk is on (the
   // default), so that a backend that never runs the fused update never holds them. Their
   // flags must stay zero between launches, which is why they are not in a plan's arena
   // (its regions are reused by other values). Without them the op runs the tiled kernel.
@@ -74,6 +76,6 @@ class CudaBackend : public Backend {
   kernels::CudaExecContext ctx_, side_ctx_;
 };
 
-std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32 = false);
+std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32 = false, const CudaBackendOptions& options = {});
 
 }  // namespace tg

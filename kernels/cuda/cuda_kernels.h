@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda_options.h"
 #include "kernels/op_call.h"
 
 namespace tg::kernels {
@@ -28,6 +29,9 @@ class LtGemm;
 }  // namespace cuda
 
 struct CudaExecContext {
+  // The backend's kernel choices (kernels/cuda_options.h): which GEMM kernels gemm_op and
+  // prepare_cuda route to, and whether launches use PDL (LaunchScope below).
+  CudaBackendOptions options;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   bool tf32 = false;
@@ -43,7 +47,7 @@ struct CudaExecContext {
   size_t scratch_bytes = 0;
   // The stream-K GEMM update's workspace (matmul_sgd_momentum_streamk), owned by the backend,
   // zeroed once; null (the tiled kernel) until the backend prepares a GEMM update with that
-  // form on.
+  // form on (options.gemm_update_streamk).
   void* update_workspace = nullptr;
   size_t update_workspace_bytes = 0;
 };
@@ -80,11 +84,23 @@ void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int6
                       int64_t stride_a, const float* b, int64_t stride_b, float* c, cudaStream_t s);
 
 // ---- launching (launch.cu) --------------------------------------------------------
-// Programmatic dependent launch (kernels/cuda/pdl.cuh): on by default where the device
-// has it (compute capability >= 9.0); TG_PDL=0 in the environment or set_pdl(false)
-// turns it off for the launches that follow (a captured CUDA Graph keeps what it had).
-void set_pdl(bool enabled);
-bool pdl_active();  // for the current device
+// Programmatic dependent launch (kernels/cuda/pdl.cuh): used where the device has it
+// (compute capability >= 9.0) and the backend's options allow it (CudaBackendOptions::pdl,
+// on by default; a captured CUDA Graph keeps what it was captured with). The launchers
+// below take a stream, not a context, so run_cuda hands its context's choice to the
+// launches of the op it runs through a LaunchScope on its thread; code that calls the
+// launchers directly opens one itself, else PDL is on where the device has it.
+class LaunchScope {
+ public:
+  explicit LaunchScope(bool pdl);
+  ~LaunchScope();
+  LaunchScope(const LaunchScope&) = delete;
+  LaunchScope& operator=(const LaunchScope&) = delete;
+
+ private:
+  bool was_;
+};
+bool pdl_active();  // for the current device, in this thread's LaunchScope
 // Column reductions (reduce.cuh, layernorm_params.cu): variant 0, 1, 2 or 4 (the default)
 // of their loops, all to the same bits, or 3 (reduce_sum's column frame only: slices of
 // each group in separate blocks; other bits, deterministic and padding-exact; reduce.cu);
@@ -129,14 +145,13 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
 // split evenly over `blocks` persistent blocks (0: as many as the device holds at once), so
 // that the tiles' updates do not all fall at the end of a wave; a tile split between two
 // blocks sums its two parts (other bits than matmul_sgd_momentum's, fixed by the shape and
-// the block count). On unless TG_GEMM_UPDATE_STREAMK=0 (or the setter): the CUDA backend
-// then makes a workspace for each of its streams when it prepares its first GEMM update
-// (CudaExecContext::update_workspace) and the op runs this form. workspace: at least
+// the block count). On unless the backend's options turn it off
+// (CudaBackendOptions::gemm_update_streamk): the CUDA backend then makes a workspace for each
+// of its streams when it prepares its first GEMM update (CudaExecContext::update_workspace)
+// and the op runs this form. workspace: at least
 // matmul_sgd_momentum_streamk_workspace(rows, m, n, blocks) bytes (m = n = 0: enough for any
 // shape), zeroed before the first call (its flags are zero again after each; std::invalid_argument
 // when it is too small); without one, or off the tiled shapes, it is matmul_sgd_momentum.
-bool gemm_update_streamk_enabled();
-void set_gemm_update_streamk(bool enabled);
 size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks);
 void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m,
                                  int64_t n, float lr, float momentum, void* workspace, size_t workspace_bytes,

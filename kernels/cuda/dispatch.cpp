@@ -1,6 +1,6 @@
 // The entry layer of the CUDA backend: check_op_call (kernels/op_call_check.h, shared
 // with the CPU backend) validates the call and resolves its sizes, then one launcher
-// enqueues it on ctx.stream.
+// enqueues it on ctx.stream, with the launch choices of ctx.options.
 #include <stdexcept>
 #include <string>
 
@@ -11,6 +11,7 @@ namespace tg::kernels {
 
 void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
   const CallGeometry g = check_op_call(c, "run_cuda");
+  const cuda::LaunchScope launches(ctx.options.pdl);
   const cudaStream_t s = ctx.stream;
   const TensorView& x = c.in[0];
   const TensorView& y = c.in[1];

@@ -37,7 +37,6 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd_step.cuh"
 #include "kernels/cuda/simt_gemm.cuh"
-#include "kernels/env_switch.h"
 #include "kernels/gemm_update_shape.h"
 
 namespace tg::kernels::cuda {
@@ -303,9 +302,6 @@ void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, in
 
 namespace {
 
-// On unless TG_GEMM_UPDATE_STREAMK=0 (read when a backend prepares its first GEMM update).
-EnvSwitch g_streamk("TG_GEMM_UPDATE_STREAMK", true);
-
 // The stream-K workspace: kStreamKMaxBlocks flags (fixed at its start, so that a buffer serves
 // every shape and stays zero between calls), then a 128 x 128 partial tile a block.
 constexpr int kStreamKMaxBlocks = 4096;
@@ -343,9 +339,6 @@ int streamk_blocks(int64_t m, int64_t n, int blocks) {
 size_t streamk_bytes(int blocks) { return kStreamKFlagBytes + static_cast<size_t>(blocks) * kTile * kTile * sizeof(float); }
 
 }  // namespace
-
-bool gemm_update_streamk_enabled() { return g_streamk.on(); }
-void set_gemm_update_streamk(bool enabled) { g_streamk.set(enabled); }
 
 size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks) {
   if (rows <= 0) return 0;

@@ -1,5 +1,5 @@
 // The launch machinery of the CUDA backend (launch.cuh): the per-device launch
-// information, the PDL switch, grid sizes and the launch-error message.
+// information, the launch scope's PDL choice, grid sizes and the launch-error message.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -10,15 +10,14 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
 namespace detail {
 
 namespace {
-// On (where the device has it) unless TG_PDL=0.
-EnvSwitch g_pdl("TG_PDL", true);
+// The PDL choice of this thread's innermost LaunchScope (cuda_kernels.h); on outside any.
+thread_local bool t_pdl = true;
 
 // What every launch asks of the current device, read once per device: its SM count
 // (grid sizes) and whether it has PDL (compute capability >= 9.0). Packed into one
@@ -47,7 +46,7 @@ DeviceInfo device_info() {
 
 int sm_count() { return device_info().sm_count; }
 
-bool pdl_enabled() { return g_pdl.on() && device_info().pdl; }
+bool pdl_enabled() { return t_pdl && device_info().pdl; }
 
 void throw_launch(cudaError_t e, LaunchSite at, dim3 grid, dim3 block) {
   // throw_cuda clears the (non-sticky) launch error so that the next call starts clean.
@@ -65,7 +64,8 @@ int grid_for(int64_t work, int block) {
 
 }  // namespace detail
 
-void set_pdl(bool enabled) { detail::g_pdl.set(enabled); }
+LaunchScope::LaunchScope(bool pdl) : was_(detail::t_pdl) { detail::t_pdl = pdl; }
+LaunchScope::~LaunchScope() { detail::t_pdl = was_; }
 bool pdl_active() { return detail::pdl_enabled(); }
 
 }  // namespace tg::kernels::cuda

@@ -25,8 +25,9 @@ inline int block_for(int64_t work) {
 }
 int sm_count();  // of the current device, cached per device
 
-// Whether launches use programmatic dependent launch: the process-wide switch
-// (set_pdl / TG_PDL, cuda_kernels.h) and the current device's support, cached per device.
+// Whether launches use programmatic dependent launch: this thread's LaunchScope (run_cuda's
+// from the backend's options, cuda_kernels.h) and the current device's support, cached per
+// device.
 bool pdl_enabled();
 
 struct LaunchSite {

@@ -149,8 +149,6 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
   return k;
 }
 
-// Whether the call runs on the small-GEMM kernel (matmul_small.h) rather than cuBLASLt:
-// by shape alone, so both executors choose alike.
 // matmul_heads (graph/heads.h): a head view's matrix (b, h) starts at b*rows*ld + h*cols,
 // not an affine function of one batch index, so one strided-batched GEMM cannot walk it.
 // One pointer-array GEMM over all N matrices does (their addresses written by
@@ -199,17 +197,19 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   return h;
 }
 
-bool use_small(const GemmCall& g) {
+// Whether the call runs on the small-GEMM kernel (matmul_small.h) rather than cuBLASLt:
+// by the backend's options and the shape alone, so both executors on one backend choose alike.
+bool use_small(const GemmCall& g, const CudaBackendOptions& o) {
   const MatmulPlan& p = g.plan;
-  return small_gemm_enabled() && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
+  return o.small_gemm && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
          (g.epilogue != LtEpilogue::bias_grad || p.batch == 1);
 }
 
 // The skinny kernels (matmul_small.h) where the small one does not fit, by shape alone.
-bool use_skinny(const GemmCall& g) {
+bool use_skinny(const GemmCall& g, const CudaBackendOptions& o) {
   const MatmulPlan& p = g.plan;
   const SkinnyGemm kind = skinny_gemm_kind(p.batch, p.m, p.n, p.k, p.trans_a);
-  return small_gemm_enabled() && skinny_gemm_enabled() && kind != SkinnyGemm::none &&
+  return o.small_gemm && o.skinny_gemm && kind != SkinnyGemm::none &&
          (g.epilogue != LtEpilogue::bias_grad || kind == SkinnyGemm::thin_n_trans_a);
 }
 
@@ -300,8 +300,8 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
                                               op_name(c.op)));
     return fill(g.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
   }
-  if (use_small(g)) return small_gemm(small_of(g), ctx.stream);
-  if (use_skinny(g)) return skinny_gemm(small_of(g), ctx.stream);
+  if (use_small(g, ctx.options)) return small_gemm(small_of(g), ctx.stream);
+  if (use_skinny(g, ctx.options)) return skinny_gemm(small_of(g), ctx.stream);
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = prepare_cuda(c, ctx);
   void* ws = c.workspace ? c.workspace : ctx.workspace;
@@ -354,7 +354,9 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
     return &ctx.lt->get(h.key, ctx.stream);
   }
   const cuda::GemmCall g = cuda::gemm_call(c);
-  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g) || cuda::use_skinny(g)) return nullptr;
+  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g, ctx.options) ||
+      cuda::use_skinny(g, ctx.options))
+    return nullptr;
   return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);
 }
 

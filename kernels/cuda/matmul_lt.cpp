@@ -10,7 +10,6 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/raii.h"
-#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
@@ -336,9 +335,6 @@ std::unique_ptr<LtGemm> LtTuner::best(cublasLtHandle_t h, const LtKey& key, size
 
 namespace {
 
-// Off unless TG_GEMM_AUTOTUNE=1.
-EnvSwitch g_autotune("TG_GEMM_AUTOTUNE", false);
-
 // The algorithms tuning chose, for every cache of the process: (device, key) -> algorithm.
 // One table, so that two backends (the static and the dynamic executor's) given the same
 // product run the same algorithm and stay bitwise equal.
@@ -381,9 +377,6 @@ void LtTuner::tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaS
   gemm.workspace_ = it->second.workspace;
 }
 
-bool gemm_autotune_enabled() { return g_autotune.on(); }
-void set_gemm_autotune(bool enabled) { g_autotune.set(enabled); }
-
 double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspace, int candidates, cudaStream_t s,
                        LtOperandFill fill) {
   LtGemm probe(h, key, max_workspace);  // the descriptors; its algorithm is replaced while timing
@@ -396,7 +389,7 @@ const LtGemm& LtCache::get(const LtKey& key, cudaStream_t s) {
   auto it = gemms_.find(key);
   if (it != gemms_.end()) return *it->second;
   auto g = std::make_unique<LtGemm>(h_, key, max_workspace_);
-  if (gemm_autotune_enabled()) LtTuner::tune(h_, *g, max_workspace_, s);
+  if (tune_) LtTuner::tune(h_, *g, max_workspace_, s);
   const LtGemm& ref = *g;
   gemms_.emplace(key, std::move(g));
   return ref;

@@ -15,11 +15,11 @@
 //
 // The heuristic's first algorithm is chosen once per shape and epilogue (LtCache), and
 // kept: the static executor looks it up at compile time (OpCall::prepared) and gives it
-// a workspace in its arena; the dynamic executor looks it up per call. With tuning on
-// (TG_GEMM_AUTOTUNE=1, set_gemm_autotune), the first request of a key in the process
-// times the heuristic's first kTuneCandidates algorithms and keeps the fastest, for every
-// cache of the process (one table), as cudnn.benchmark and XLA's autotuner do: faster
-// GEMMs, and results that may differ in the last bits from one process to the next.
+// a workspace in its arena; the dynamic executor looks it up per call. With tuning on (a
+// cache made with it: CudaBackendOptions::gemm_autotune), the first request of a key in the
+// process times the heuristic's first kTuneCandidates algorithms and keeps the fastest, for
+// every tuning cache of the process (one table), as cudnn.benchmark and XLA's autotuner do:
+// faster GEMMs, and results that may differ in the last bits from one process to the next.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -141,11 +141,6 @@ double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspac
 // The algorithms a tuning run times: how many of the heuristic's first it asks for.
 inline constexpr int kTuneCandidates = 16;
 
-// GEMM tuning (above): off by default; TG_GEMM_AUTOTUNE=1 in the environment or
-// set_gemm_autotune(true) turns it on for every cache created or asked later.
-bool gemm_autotune_enabled();
-void set_gemm_autotune(bool enabled);
-
 // What tuning and lt_best_seconds share: time the heuristic's candidates for a key
 // (each on scratch operands, fastest first), and set a GEMM to the process's choice.
 class LtTuner {
@@ -166,15 +161,19 @@ class LtTuner {
 // The prepared GEMMs of one backend, by key. Entries live as long as the cache.
 class LtCache {
  public:
-  LtCache(cublasLtHandle_t h, size_t max_workspace) : h_(h), max_workspace_(max_workspace) {}
+  // tune: GEMM tuning (above) for the keys this cache is asked for.
+  LtCache(cublasLtHandle_t h, size_t max_workspace, bool tune = false)
+      : h_(h), max_workspace_(max_workspace), tune_(tune) {}
   // A new key's algorithm is tuned on stream s when tuning is on (and s is not capturing).
   const LtGemm& get(const LtKey& key, cudaStream_t s);
   cublasLtHandle_t handle() const { return h_; }
   size_t max_workspace() const { return max_workspace_; }
+  bool tunes() const { return tune_; }
 
  private:
   cublasLtHandle_t h_;
   size_t max_workspace_;
+  bool tune_;
   std::mutex mu_;
   std::unordered_map<LtKey, std::unique_ptr<LtGemm>, LtKeyHash> gemms_;
 };

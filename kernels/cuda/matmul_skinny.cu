@@ -40,15 +40,10 @@
 #include "kernels/cuda/matmul_small.h"
 #include "kernels/cuda/simt_gemm.cuh"
 #include "kernels/cuda/small_gemm_epilogue.cuh"
-#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
 namespace {
-
-// On unless TG_SKINNY_GEMM=0: measured faster than cuBLASLt on the w4096 MLP's thin products
-// and its step (docs/compiler.md).
-EnvSwitch g_skinny_gemm("TG_SKINNY_GEMM", true);
 
 constexpr int kThin = 16;       // the most k values (skinny_k) or output columns (skinny_n*)
 constexpr int kThreads = 256;   // every kernel's block: 8 warps
@@ -507,9 +502,6 @@ struct ThinNT {
 };
 
 }  // namespace
-
-bool skinny_gemm_enabled() { return g_skinny_gemm.on(); }
-void set_skinny_gemm(bool enabled) { g_skinny_gemm.set(enabled); }
 
 SkinnyGemm skinny_gemm_kind(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a) {
   if (batch != 1 || m < 1 || n < 1 || k < 1) return SkinnyGemm::none;

@@ -29,7 +29,6 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/matmul_small.h"
 #include "kernels/cuda/small_gemm_epilogue.cuh"
-#include "kernels/env_switch.h"
 
 namespace tg::kernels::cuda {
 
@@ -41,9 +40,6 @@ constexpr int kGroups = 4;    // k groups per block
 constexpr int kPerGroup = kChunk / kGroups;
 constexpr int kThreads = 256;
 constexpr int kPad = 4;       // a row of the staged tiles is kChunk + 4 floats: rows 4 banks apart
-
-// On unless TG_SMALL_GEMM=0.
-EnvSwitch g_small_gemm("TG_SMALL_GEMM", true);
 
 // Stages rows [r0, r0 + 16) x k values [k0, k0 + kChunk) of op(X) into s[row][k] (zeros
 // outside). kTrans: op(X)[r][kk] = X[kk * ld + r], else X[r * ld + kk]. Consecutive
@@ -142,9 +138,6 @@ __global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
 }
 
 }  // namespace
-
-bool small_gemm_enabled() { return g_small_gemm.on(); }
-void set_small_gemm(bool enabled) { g_small_gemm.set(enabled); }
 
 bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k) {
   if (batch < 1 || m < 1 || n < 1 || k < 1) return false;

@@ -34,14 +34,9 @@ struct SmallGemm {
 };
 
 // Whether the kernel takes a product of this size (at most 1024 k values and 2^23
-// multiply-adds); the process-wide switch is separate.
+// multiply-adds). gemm_op routes such a product here when the backend's options say so
+// (CudaBackendOptions::small_gemm, on by default); off, every GEMM goes to cuBLASLt.
 bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k);
-// The process-wide switch, on by default (TG_SMALL_GEMM=0 in the environment, or
-// set_small_gemm(false), turns it off): off, every GEMM goes to cuBLASLt (tests run both
-// paths against the CPU; a static plan keeps the path it was compiled with only until
-// this changes, so set it before compiling).
-bool small_gemm_enabled();
-void set_small_gemm(bool enabled);
 
 void small_gemm(const SmallGemm& g, cudaStream_t s);
 
@@ -49,13 +44,11 @@ void small_gemm(const SmallGemm& g, cudaStream_t s);
 // small-GEMM kernel does not take: thin_k, an inner dimension of at most 16; thin_n, at most 16
 // output columns (thin_n_trans_a: with A transposed). Batch 1 only; the epilogues of
 // small_gemm, the bias gradient with thin_n_trans_a only (bias_grad null otherwise). gemm_op
-// routes to them when both switches are on: small_gemm_enabled, and skinny_gemm_enabled (on
-// unless TG_SKINNY_GEMM=0 or set_skinny_gemm(false); like the small kernel's, set it before
-// compiling a static plan).
+// routes to them when the backend's options have both small_gemm and skinny_gemm (both on
+// by default; measured faster than cuBLASLt on the w4096 MLP's thin products and its step,
+// docs/compiler.md).
 enum class SkinnyGemm : uint8_t { none, thin_k, thin_n, thin_n_trans_a };
 SkinnyGemm skinny_gemm_kind(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a);
-bool skinny_gemm_enabled();
-void set_skinny_gemm(bool enabled);
 void skinny_gemm(const SmallGemm& g, cudaStream_t s);
 
 }  // namespace tg::kernels::cuda

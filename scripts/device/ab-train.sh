@@ -3,7 +3,8 @@
 # older revision's, alternating A B A B in one session (replay timings move 1-3% between
 # lent machines, so an A/B needs one machine). The older tree comes as a tarball made here
 # with `git archive REV | xz > .carry/ab-old.tar.xz`; only its tg-train is built.
-# Usage: bash scripts/device/ab-train.sh [ENV_FOR_OLD]   (e.g. TG_SMALL_GEMM=1)
+# Usage: bash scripts/device/ab-train.sh [ENV_FOR_OLD]   (e.g. TG_CUDA_OPTIONS=small_gemm=0 for a tree
+# that reads it; older trees read their own variables)
 set -u
 out=${OUT:-out}
 mkdir -p "$out" /tmp/ab-old

@@ -3,7 +3,7 @@
 # the checks and first measurements of the graph passes and their kernels (docs/compiler.md).
 #   ctest (every test, output of failures), compute-sanitizer memcheck over the fused and
 #   reworked kernels' GPU tests, tg-kernels on their cases, tg-train --quick with the pass
-#   sweep (and again with the small-GEMM kernel off, TG_SMALL_GEMM=0: every GEMM on cuBLASLt), tg-launch --quick with every pass, tg-train with --gemm-autotune. Everything lands in $OUT/fusion-run.tar.gz
+#   sweep (and again with the small-GEMM kernel off, --cuda-options small_gemm=0: every GEMM on cuBLASLt), tg-launch --quick with every pass, tg-train with GEMM tuning (--cuda-options gemm_autotune=1). Everything lands in $OUT/fusion-run.tar.gz
 #   (plus the JSON reports beside it); the summary is printed last.
 # Usage: bash scripts/device/fusion-run.sh [build-dir]
 set -u
@@ -54,11 +54,11 @@ for k in ${TG_COLREDUCE_VARIANTS:-0 1 2 3 4}; do
   grep -E "^(d2d_copy|reduce_sum_cols|layernorm)" "$res/colreduce_$k.txt" | sed 's/  */ /g' | cut -c1-120 | tee -a "$summary"
 done
 # One tg-train --quick pass sweep into $out/FILE.json (stdout, stderr: $res/FILE.txt, .err);
-# the summary gets its rows matching PATTERN. ENV: VAR=VALUE settings or "", FLAG: one more flag or "",
-# PASSES: what --passes measures (sweep when not given).
+# the summary gets its rows matching PATTERN. FLAGS: more tg-train flags (--cuda-options,
+# --pass-options: the report records both) or "", PASSES: what --passes measures (sweep when not given).
 train_sweep() {
-  local label=$1 file=$2 pattern=$3 env_set=$4 flag=$5 passes=${6:-sweep} t0=$SECONDS
-  env $env_set timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes "$passes" $flag \
+  local label=$1 file=$2 pattern=$3 flags=$4 passes=${5:-sweep} t0=$SECONDS
+  timeout 300 "$build/experiments/train/tg-train" --device 0 --quick --passes "$passes" $flags \
     --json "$out/$file.json" > "$res/$file.txt" 2> "$res/$file.err"
   say "tg-train $label rc=$? in $((SECONDS - t0)) s"; tail -2 "$res/$file.err" | tee -a "$summary"
   grep -E "$pattern" "$res/$file.txt" | sed 's/  */ /g' | cut -c1-200 | tee -a "$summary"
@@ -69,32 +69,36 @@ train_sweep() {
 sweeps=${TG_FUSION_SWEEPS:-defaults cublaslt tuned late}
 for sw in $sweeps; do
   case $sw in
-    defaults) train_sweep "(defaults)" train_passes "^(pass_replay|gemm_floor|loss_curve .*passes)" "" "" ;;
+    defaults) train_sweep "(defaults)" train_passes "^(pass_replay|gemm_floor|loss_curve .*passes)" "" ;;
     # The small-GEMM kernel (docs/architecture.md) against cuBLASLt: the same sweep with it off.
-    cublaslt) train_sweep TG_SMALL_GEMM=0 train_passes_cublaslt "^pass_replay .*passes=(none|all) " TG_SMALL_GEMM=0 "" ;;
+    cublaslt) train_sweep small_gemm=0 train_passes_cublaslt "^pass_replay .*passes=(none|all) " \
+      "--cuda-options small_gemm=0" ;;
     # GEMM tuning (cuBLASLt's candidates timed per shape, the fastest kept).
-    tuned) train_sweep --gemm-autotune train_passes_tuned "^(pass_replay .*passes=(none|all) |gemm_floor)" "" --gemm-autotune ;;
+    tuned) train_sweep gemm_autotune=1 train_passes_tuned "^(pass_replay .*passes=(none|all) |gemm_floor)" \
+      "--cuda-options gemm_autotune=1" ;;
     # Early updates of the lanes pass off (on by default: large updates apart, on the side stream
     # as soon as they can run).
-    late) train_sweep TG_LANES_EARLY=0 train_passes_late "^(pass_replay .*passes=(none|lanes|all) )" TG_LANES_EARLY=0 "" ;;
+    late) train_sweep lanes_early_updates=0 train_passes_late "^(pass_replay .*passes=(none|lanes|all) )" \
+      "--pass-options lanes_early_updates=0" ;;
     # The GEMM updates of the optimizer pass off (matmul_sgd_momentum; on by default): the
     # large weights' gradients through cuBLASLt and their updates apart, as before.
-    nogemm) train_sweep TG_GEMM_UPDATE=0 train_passes_nogemm "^(pass_replay .*passes=(none|optimizer|all) )" TG_GEMM_UPDATE=0 "" ;;
+    nogemm) train_sweep gemm_updates=0 train_passes_nogemm "^(pass_replay .*passes=(none|optimizer|all) )" \
+      "--pass-options gemm_updates=0" ;;
     # Every pass but heads, against none (its own JSON; compare with train_passes.json's all rows).
-    noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|rows,linear,elementwise,optimizer,lanes) " "" "" rows,linear,elementwise,optimizer,lanes ;;
+    noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|rows,linear,elementwise,optimizer,lanes) " "" rows,linear,elementwise,optimizer,lanes ;;
     # The skinny-GEMM kernels off (on by default): the thin products on cuBLASLt (its JSON goes
     # into the tarball, not beside it).
-    noskinny) train_sweep TG_SKINNY_GEMM=0 train_passes_noskinny "^pass_replay .*passes=(none|all) " TG_SKINNY_GEMM=0 ""
+    noskinny) train_sweep skinny_gemm=0 train_passes_noskinny "^pass_replay .*passes=(none|all) " \
+      "--cuda-options skinny_gemm=0"
       mv "$out/train_passes_noskinny.json" "$res/" 2> /dev/null ;;
     # The stream-K form of the GEMM updates off (on by default): the tiled kernel, one tile a
     # block (its JSON into the tarball).
-    nostreamk) train_sweep TG_GEMM_UPDATE_STREAMK=0 train_passes_nostreamk "^pass_replay .*passes=(none|optimizer|all) " \
-      TG_GEMM_UPDATE_STREAMK=0 ""
+    nostreamk) train_sweep gemm_update_streamk=0 train_passes_nostreamk "^pass_replay .*passes=(none|optimizer|all) " \
+      "--cuda-options gemm_update_streamk=0"
       mv "$out/train_passes_nostreamk.json" "$res/" 2> /dev/null ;;
-    # The GEMM updates on the side stream (TG_LANES_GEMM_UPDATES=1; on the main stream by default),
-    # its JSON into the tarball.
-    gemmside) train_sweep TG_LANES_GEMM_UPDATES=1 train_passes_gemmside "^pass_replay .*passes=(none|lanes|all) " \
-      TG_LANES_GEMM_UPDATES=1 ""
+    # The GEMM updates on the side stream (on the main stream by default), its JSON into the tarball.
+    gemmside) train_sweep lanes_side_gemm_updates=1 train_passes_gemmside "^pass_replay .*passes=(none|lanes|all) " \
+      "--pass-options lanes_side_gemm_updates=1"
       mv "$out/train_passes_gemmside.json" "$res/" 2> /dev/null ;;
     *) say "fusion-run: unknown sweep $sw" ;;
   esac

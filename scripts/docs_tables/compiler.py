@@ -331,10 +331,12 @@ TABLES = {
 }
 
 # The same sweep, in the session of train_passes.json, with every GEMM on cuBLASLt
-# (TG_SMALL_GEMM=0) and with GEMM tuning on (tg-train --gemm-autotune); train_passes.json is the
-# run without tuning.
+# (--cuda-options small_gemm=0; TG_SMALL_GEMM=0 when these files were made) and with GEMM tuning
+# on (--cuda-options gemm_autotune=1; then tg-train --gemm-autotune); train_passes.json is the run
+# without tuning.
 TUNED, UNTUNED, CUBLASLT = "train_passes_tuned", TRAIN, "train_passes_cublaslt"
-# The same sweep with the optimizer pass's GEMM updates off (TG_GEMM_UPDATE=0), same session.
+# The same sweep with the optimizer pass's GEMM updates off (--pass-options gemm_updates=0;
+# TG_GEMM_UPDATE=0 when the file was made), same session.
 NOGEMM = "train_passes_nogemm"
 
 

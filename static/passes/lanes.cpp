@@ -21,34 +21,22 @@
 // at all. The memory planner keeps every value a side node touches alive to the end of
 // the step (PlanOptions::live_to_end), so no later node reuses its bytes meanwhile.
 //
-// GEMM updates (matmul_sgd_momentum) stay on the main stream unless TG_LANES_GEMM_UPDATES=1.
+// GEMM updates (matmul_sgd_momentum) stay on the main stream unless
+// PassOptions::lanes_side_gemm_updates.
 // Their CUDA kernel runs stream-K by default: exactly as many blocks as the device holds,
 // each with an equal share of the product, which pays only if every block is resident from
 // the start. Beside an input-gradient GEMM on the other stream, some of its blocks wait
 // for SMs, start late and end late, and the whole update with them: measured on an H200,
 // the width-4096 MLP's step took longer with them on the side stream than on one stream.
-// (The tiled form, TG_GEMM_UPDATE_STREAMK=0, gains from the side stream instead: its last
-// wave leaves SMs idle that the other stream's GEMM fills.)
+// (The tiled form, CudaBackendOptions::gemm_update_streamk off, gains from the side stream
+// instead: its last wave leaves SMs idle that the other stream's GEMM fills.)
 #include <algorithm>
 
-#include "kernels/env_switch.h"
 #include "static/passes/pass.h"
 
 namespace tg {
 
-namespace {
-
-kernels::EnvSwitch g_early("TG_LANES_EARLY", true);
-kernels::EnvSwitch g_gemm_updates("TG_LANES_GEMM_UPDATES", false);
-
-}  // namespace
-
-bool lanes_early_updates() { return g_early.on(); }
-void set_lanes_early_updates(bool on) { g_early.set(on); }
-bool lanes_gemm_updates() { return g_gemm_updates.on(); }
-void set_lanes_gemm_updates(bool on) { g_gemm_updates.set(on); }
-
-std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule) {
+std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule, const PassOptions& opt) {
   const size_t nn = g.nodes.size(), nv = g.values.size();
   std::vector<bool> side(nn, false);
   std::vector<std::vector<int>> readers(nv);
@@ -56,7 +44,7 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
     for (int in : g.nodes[n].inputs) readers[static_cast<size_t>(in)].push_back(static_cast<int>(n));
   std::vector<bool> is_output(nv, false);
   for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
-  const bool gemm_updates = lanes_gemm_updates();
+  const bool gemm_updates = opt.lanes_side_gemm_updates;
   auto side_update = [&](OpKind op) { return op_is_update(op) && (gemm_updates || op != OpKind::matmul_sgd_momentum); };
   for (size_t n = 0; n < nn; ++n) side[n] = side_update(g.nodes[n].op);
   for (size_t n = 0; n < nn; ++n) {

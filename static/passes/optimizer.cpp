@@ -16,9 +16,8 @@
 // and never stored, so the update's reads of the gradient and its separate pass over the
 // parameter and velocity are gone (kernels/cuda/gemm_update.cu). matmul_bias_grad's bias
 // gradient goes back to a reduce_sum of dz's rows. Only shapes of that kernel's tiles, with
-// enough tiles to fill the GPU (kGemmUpdateMinTiles), are fused; TG_GEMM_UPDATE=0 (or
-// set_gemm_updates) turns it off.
-#include <atomic>
+// enough tiles to fill the GPU (PassOptions::gemm_update_min_tiles), are fused;
+// PassOptions::gemm_updates turns it off.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -26,7 +25,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "kernels/env_switch.h"
 #include "kernels/gemm_update_shape.h"
 #include "static/passes/pass.h"
 #include "static/passes/rewrite.h"
@@ -49,9 +47,6 @@ std::string unused_name(const Graph& g, const std::unordered_set<std::string>& t
     if (!used(s)) return s;
   }
 }
-
-kernels::EnvSwitch g_gemm_updates("TG_GEMM_UPDATE", true);
-std::atomic<int64_t> g_min_tiles{kGemmUpdateMinTiles};
 
 // The weight-gradient GEMMs fused into their updates (see the top of the file); nothing
 // when there is none to fuse.
@@ -99,15 +94,8 @@ std::optional<Graph> fuse_gemm_updates(const Graph& g, int64_t min_tiles) {
 
 }  // namespace
 
-bool gemm_updates() { return g_gemm_updates.on(); }
-void set_gemm_updates(bool on) { g_gemm_updates.set(on); }
-int64_t gemm_update_min_tiles() { return g_min_tiles.load(std::memory_order_relaxed); }
-void set_gemm_update_min_tiles(int64_t tiles) { g_min_tiles.store(tiles, std::memory_order_relaxed); }
-
-Graph pass_optimizer(const Graph& g) { return pass_optimizer(g, 0); }
-
-Graph pass_optimizer(const Graph& g, int64_t split_bytes) {
-  return pass_optimizer(g, split_bytes, gemm_updates() ? gemm_update_min_tiles() : 0);
+Graph pass_optimizer(const Graph& g, const PassOptions& opt, int64_t split_bytes) {
+  return pass_optimizer(g, split_bytes, opt.gemm_update_threshold());
 }
 
 Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_tiles) {

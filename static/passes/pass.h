@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/options_text.h"
 
 namespace tg {
 
@@ -53,6 +54,49 @@ class PassSet {
 // Throws std::invalid_argument naming the bad word and listing the passes.
 PassSet parse_passes(const std::string& text);
 
+// The passes' choices: what a pass does beyond its place in PassSet. Given to compile in
+// CompileOptions::pass_options, handed to each pass (run_passes) and to the scheduling that
+// follows them, and copied into the compiled plan (CompiledPlan::pass_options), so that a
+// report row says what its plan was compiled with. Every default is the choice the
+// measurements favour (docs/compiler.md); the others are for A/B runs and tests.
+inline constexpr int64_t kGemmUpdateMinTiles = 512;
+inline constexpr int64_t kEarlyUpdateBytes = int64_t{4} << 20;
+struct PassOptions {
+  // The optimizer pass computes a large weight's gradient inside its update
+  // (matmul_sgd_momentum) when the gradient is a weight-gradient GEMM of at least
+  // gemm_update_min_tiles tiles of 128 x 128 that nothing else reads (optimizer.cpp).
+  bool gemm_updates = true;
+  // Enough tiles to fill the GPU; tests of small weights lower it.
+  int64_t gemm_update_min_tiles = kGemmUpdateMinTiles;
+  // With the lanes pass, the optimizer pass keeps the update of each weight gradient of
+  // kEarlyUpdateBytes or more apart, beside the GEMM that made it, and the compiler moves
+  // side nodes up (hoist_side_nodes), so that a large model's updates run on the side
+  // stream while the main stream computes the input gradients of the layers below.
+  bool lanes_early_updates = true;
+  // The lanes pass may put GEMM updates (matmul_sgd_momentum) on the side stream. Off: with
+  // the backend's stream-K form of them (CudaBackendOptions::gemm_update_streamk, the
+  // default) the step was measured slower with them beside the input-gradient GEMMs
+  // (lanes.cpp says why); the tiled form gains from it, which is why it stays a choice.
+  bool lanes_side_gemm_updates = false;
+
+  // base with "key=value,..." applied over it ("" changes nothing). Throws
+  // std::invalid_argument naming the bad item and listing the keys.
+  static PassOptions from_string(const std::string& text, const PassOptions& base);
+  static PassOptions from_string(const std::string& text) { return from_string(text, PassOptions()); }
+  // Every option, as from_string reads it: "gemm_updates=1,gemm_update_min_tiles=512,...".
+  std::string str() const;
+  // Every option and its value, in str()'s order: report columns.
+  std::vector<OptionValue> values() const;
+  // One line per option: its default and what it does (for --help).
+  static std::string help();
+  static const std::vector<OptionField<PassOptions>>& fields();
+  // The threshold the optimizer pass fuses GEMM updates from: 0 (none) when they are off.
+  int64_t gemm_update_threshold() const { return gemm_updates ? gemm_update_min_tiles : 0; }
+
+  bool operator==(const PassOptions& o) const { return str() == o.str(); }
+  bool operator!=(const PassOptions& o) const { return !(*this == o); }
+};
+
 // What one pass did, for reports: nodes before and after, and its time.
 struct PassStats {
   PassId pass;
@@ -60,46 +104,25 @@ struct PassStats {
   double ms = 0;
 };
 
-// Applies the passes of `set` in pipeline order.
-Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats = nullptr);
+// Applies the passes of `set` in pipeline order, each with `opt`.
+Graph run_passes(Graph g, PassSet set, const PassOptions& opt = {}, std::vector<PassStats>* stats = nullptr);
 
 // The passes one by one (pure functions; see each file).
 Graph pass_heads(const Graph& g);   // static/passes/heads.cpp
 Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
 Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp
-Graph pass_optimizer(const Graph& g);    // static/passes/optimizer.cpp
-// The same, with the updates whose parameter has at least split_bytes bytes grouped by the
-// node that made their gradient (one multi update per weight-gradient GEMM) instead of
-// all together; split_bytes 0: all together.
-Graph pass_optimizer(const Graph& g, int64_t split_bytes);
-// GEMM updates (on by default; TG_GEMM_UPDATE=0 or the setter turns them off): the optimizer
-// pass computes a large weight's gradient inside its update (matmul_sgd_momentum) when the
-// gradient is a weight-gradient GEMM of at least kGemmUpdateMinTiles tiles of 128 x 128
-// that nothing else reads.
-bool gemm_updates();
-void set_gemm_updates(bool on);
-inline constexpr int64_t kGemmUpdateMinTiles = 512;
-// The threshold in tiles (kGemmUpdateMinTiles unless set; tests on small weights lower it).
-int64_t gemm_update_min_tiles();
-void set_gemm_update_min_tiles(int64_t tiles);
-// pass_optimizer with the GEMM updates' threshold given (0: none fused).
+// The optimizer pass with opt's GEMM updates; split_bytes > 0: the updates whose parameter
+// has at least split_bytes bytes grouped by the node that made their gradient (one multi
+// update per weight-gradient GEMM) instead of all together (run_passes gives
+// kEarlyUpdateBytes with the lanes pass and opt.lanes_early_updates).
+// (static/passes/optimizer.cpp)
+Graph pass_optimizer(const Graph& g, const PassOptions& opt = {}, int64_t split_bytes = 0);
+// The same with the GEMM updates' threshold in tiles given (0: none fused).
 Graph pass_optimizer(const Graph& g, int64_t split_bytes, int64_t gemm_min_tiles);
 // The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side
 // stream when the nodes run in the order `schedule`. The graph is left as it is.
-std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule);
-// Early updates (on by default; TG_LANES_EARLY=0 or the setter turns them off): with the
-// lanes pass, the optimizer pass keeps the update of each large weight
-// gradient (kEarlyUpdateBytes or more) apart, beside the GEMM that made it, and the
-// compiler moves side nodes up (hoist_side_nodes), so that a large model's updates run
-// on the side stream while the main stream computes the input gradients of the layers below.
-bool lanes_early_updates();
-void set_lanes_early_updates(bool on);
-// Whether the lanes pass may put GEMM updates (matmul_sgd_momentum) on the side stream:
-// TG_LANES_GEMM_UPDATES=1, off by default (lanes.cpp says why); the setter overrides it.
-bool lanes_gemm_updates();
-void set_lanes_gemm_updates(bool on);
-inline constexpr int64_t kEarlyUpdateBytes = int64_t{4} << 20;
+std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule, const PassOptions& opt = {});
 // The schedule with every side node moved up to just after the last main node it waits
 // for (its inputs' producers; for an update, every earlier reader of what it writes),
 // side nodes keeping their order: so a side node starts as soon as it can, not where the

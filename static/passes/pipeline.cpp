@@ -69,7 +69,32 @@ PassSet parse_passes(const std::string& text) {
   return set;
 }
 
-Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
+const std::vector<OptionField<PassOptions>>& PassOptions::fields() {
+  using O = PassOptions;
+  static const std::vector<OptionField<O>> f = {
+      switch_option<O, &O::gemm_updates>(
+          "gemm_updates", "optimizer pass: a large weight's gradient GEMM computed inside its update (matmul_sgd_momentum)"),
+      integer_option<O, &O::gemm_update_min_tiles>("gemm_update_min_tiles", 1, int64_t{1} << 30,
+                                                   "the fewest 128 x 128 tiles a weight needs for that"),
+      switch_option<O, &O::lanes_early_updates>(
+          "lanes_early_updates", "lanes pass: large updates apart, on the side stream as soon as they can run"),
+      switch_option<O, &O::lanes_side_gemm_updates>(
+          "lanes_side_gemm_updates", "lanes pass: GEMM updates on the side stream too (pays with the tiled update kernel only)"),
+  };
+  return f;
+}
+
+PassOptions PassOptions::from_string(const std::string& text, const PassOptions& base) {
+  return options_from_string(text, base, fields(), "a pass option");
+}
+
+std::string PassOptions::str() const { return options_str(*this, fields()); }
+
+std::vector<OptionValue> PassOptions::values() const { return options_values(*this, fields()); }
+
+std::string PassOptions::help() { return options_help(fields()); }
+
+Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassStats>* stats) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < kNumPasses; ++i) {
     const PassId p = static_cast<PassId>(i);
@@ -82,7 +107,7 @@ Graph run_passes(Graph g, PassSet set, std::vector<PassStats>* stats) {
       case PassId::linear: g = pass_linear(g); break;
       case PassId::elementwise: g = pass_elementwise(g); break;
       case PassId::optimizer:
-        g = pass_optimizer(g, set.has(PassId::lanes) && lanes_early_updates() ? kEarlyUpdateBytes : 0);
+        g = pass_optimizer(g, opt, set.has(PassId::lanes) && opt.lanes_early_updates ? kEarlyUpdateBytes : 0);
         break;
       case PassId::lanes: break;  // marks nodes after scheduling (side_lane_nodes); rewrites nothing
     }

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -19,8 +21,12 @@ namespace tg::testing {
 
 const std::vector<int64_t> kSizes = {1, 2, 3, 4, 7, 8, 33, 1023, 1024, 4099, 65537, (1 << 20) + 3};
 
-CudaBackend& backend() {
-  static std::unique_ptr<CudaBackend> b = std::make_unique<CudaBackend>(0, false);
+CudaBackend& backend() { return backend(CudaBackendOptions{}); }
+
+CudaBackend& backend(const CudaBackendOptions& options) {
+  static std::map<std::string, std::unique_ptr<CudaBackend>> made;
+  std::unique_ptr<CudaBackend>& b = made[options.str()];
+  if (!b) b = std::make_unique<CudaBackend>(0, false, options);
   return *b;
 }
 
@@ -130,6 +136,11 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed) {
 
 void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out, const Attrs& at,
             kernels::TensorView out2) {
+  run_op_on(backend(), op, ins, out, at, out2);
+}
+
+void run_op_on(CudaBackend& b, OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out,
+               const Attrs& at, kernels::TensorView out2) {
   kernels::OpCall c;
   c.op = op;
   c.attrs = &at;
@@ -142,8 +153,8 @@ void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::Ten
   c.more = more.empty() ? nullptr : more.data();
   c.out = out;
   c.out2 = out2;
-  backend().run(c);
-  backend().synchronize();
+  b.run(c);
+  b.synchronize();
 }
 
 int64_t run_case_on(CudaBackend& b, const OpCase& c) {

@@ -63,8 +63,12 @@ struct DevTensor {
   }
 };
 
-// The shared CUDA backend of the test binary (device 0), made on first use.
+// The shared CUDA backend of the test binary (device 0, the default options), made on
+// first use.
 CudaBackend& backend();
+// A shared backend on device 0 with these kernel choices (kernels/cuda_options.h), one per
+// distinct options, made on first use: how a test picks the kernels it tests.
+CudaBackend& backend(const CudaBackendOptions& options);
 
 // Column-reduction variant v (kernels::cuda::set_col_reduce_variant) while it lives; the
 // one before comes back when it dies, also when a test throws.
@@ -100,6 +104,9 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed);
 // in OpCall::more), then a synchronize. out2: the second output of a two-output op.
 void run_op(OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out, const Attrs& at,
             kernels::TensorView out2 = {});
+// The same through backend b.
+void run_op_on(CudaBackend& b, OpKind op, const std::vector<kernels::TensorView>& ins, kernels::TensorView out,
+               const Attrs& at, kernels::TensorView out2 = {});
 
 // Compares got with want; prints the first 10 mismatches under `what`.
 int64_t compare(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, Tol tol);

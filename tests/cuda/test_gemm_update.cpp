@@ -132,23 +132,20 @@ TEST_CASE("cuda matmul_sgd_momentum_streamk: a tile a block gives the tiled kern
   }
 }
 
-TEST_CASE("cuda matmul_sgd_momentum_streamk: a backend runs it for the op once it prepared one (switch on), against the CPU") {
+TEST_CASE("cuda matmul_sgd_momentum_streamk: a backend runs it for the op once it prepared one (option on), against the CPU") {
   TG_REQUIRE_GPU();
-  struct Restore {
-    bool was = kernels::cuda::gemm_update_streamk_enabled();
-    ~Restore() { kernels::cuda::set_gemm_update_streamk(was); }
-  } restore;
   kernels::OpCall update;
   update.op = OpKind::matmul_sgd_momentum;
   kernels::OpCall other;
   other.op = OpKind::sgd_momentum;
-  // Switch off: preparing the op makes no workspace (the tiled kernel runs).
-  kernels::cuda::set_gemm_update_streamk(false);
-  CudaBackend tiled(0, false);
+  // Option off: preparing the op makes no workspace (the tiled kernel runs).
+  CudaBackendOptions off;
+  off.gemm_update_streamk = false;
+  CudaBackend tiled(0, false, off);
   tiled.prepare(update);
   CHECK(tiled.context().update_workspace == nullptr);
-  // Switch on: nothing until a GEMM update is prepared, then one workspace a stream, kept.
-  kernels::cuda::set_gemm_update_streamk(true);
+  // On (the default): nothing until a GEMM update is prepared, then one workspace a stream, kept.
+  REQUIRE(CudaBackendOptions{}.gemm_update_streamk);
   CudaBackend streamk(0, false);
   CHECK(streamk.context().update_workspace == nullptr);
   streamk.prepare(other);

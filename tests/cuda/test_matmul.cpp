@@ -32,13 +32,13 @@ struct MM {
 };
 
 // invariant: the batch-invariant mode (kernels/matmul_mode.h) on both sides, which
-// must then agree bit for bit.
-void matmul_cases(bool tf32, bool invariant = false) {
+// must then agree bit for bit. o: the backend's GEMM kernels.
+void matmul_cases(bool tf32, bool invariant = false, const CudaBackendOptions& o = {}) {
   const std::vector<MM> sizes = {{0, 1, 1, 1, false},     {0, 7, 5, 3, false},     {0, 33, 65, 17, false},
                                  {0, 1023, 7, 129, false}, {0, 256, 256, 256, false}, {3, 7, 9, 5, false},
                                  {4, 33, 17, 65, true},    {2, 1, 1023, 7, true},    {5, 64, 64, 64, false}};
   uint64_t seed = 11000;
-  CudaBackend tb(0, tf32);
+  CudaBackend tb(0, tf32, o);
   for (const MM& s : sizes)
     for (bool ta : {false, true})
       for (bool tb_ : {false, true}) {
@@ -64,17 +64,15 @@ void matmul_cases(bool tf32, bool invariant = false) {
       }
 }
 
-// Sets a process-wide GEMM switch for a scope.
-template <bool (*kGet)(), void (*kSet)(bool)>
-struct SwitchScope {
-  bool was = kGet();
-  explicit SwitchScope(bool on) { kSet(on); }
-  ~SwitchScope() { kSet(was); }
-};
-using SmallGemmSwitch = SwitchScope<kernels::cuda::small_gemm_enabled, kernels::cuda::set_small_gemm>;
-// The skinny kernels (on by default; the tests turn them on whatever the environment says).
-using SkinnyGemmSwitch = SwitchScope<kernels::cuda::skinny_gemm_enabled, kernels::cuda::set_skinny_gemm>;
-using AutotuneSwitch = SwitchScope<kernels::cuda::gemm_autotune_enabled, kernels::cuda::set_gemm_autotune>;
+// The options of a backend whose GEMMs take the small-GEMM kernel (and the skinny ones) or
+// not, tuned or not; the rest the defaults.
+CudaBackendOptions gemm_options(bool small, bool skinny = true, bool tune = false) {
+  CudaBackendOptions o;
+  o.small_gemm = small;
+  o.skinny_gemm = skinny;
+  o.gemm_autotune = tune;
+  return o;
+}
 
 // A GEMM-family op on operands of these shapes, its output shape inferred.
 OpCase gemm_case(OpKind op, const std::vector<Shape>& in, bool trans_a, bool trans_b, Act act) {
@@ -89,8 +87,9 @@ OpCase gemm_case(OpKind op, const std::vector<Shape>& in, bool trans_a, bool tra
 }
 
 // Every GEMM-family op's samples, and the products of tg-train's width-256 MLP at batch
-// 32 (its forward linear, its input-gradient and weight-gradient GEMMs, the last layer).
-void gemm_family_cases(uint64_t seed) {
+// 32 (its forward linear, its input-gradient and weight-gradient GEMMs, the last layer),
+// through backend b.
+void gemm_family_cases(uint64_t seed, CudaBackend& b) {
   int ops = 0;
   for (OpKind op : all_ops()) {
     if (!op_in_family(op, "matmul")) continue;
@@ -99,7 +98,7 @@ void gemm_family_cases(uint64_t seed) {
     CAPTURE(label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
-      CHECK(run_case(sample_case(op, s, seed++)) == 0);
+      CHECK(run_case_on(b, sample_case(op, s, seed++)) == 0);
     }
   }
   CHECK(ops == 7);
@@ -120,7 +119,7 @@ void gemm_family_cases(uint64_t seed) {
     OpCase c = gemm_case(g.op, g.in, g.trans_a, g.trans_b, g.act);
     c.tol = Tol{1e-5 * 16, 1e-4};  // k = 256 or 32 products summed in float, in different orders
     c.seed = seed++;
-    CHECK(run_case(c) == 0);
+    CHECK(run_case_on(b, c) == 0);
   }
 }
 
@@ -130,9 +129,8 @@ TEST_CASE("cuda GEMM family: the small-GEMM kernel and cuBLASLt each match the C
   TG_REQUIRE_GPU();
   for (bool small : {true, false}) {
     CAPTURE(small);
-    SmallGemmSwitch on(small);
-    gemm_family_cases(small ? 12000 : 13000);
-    matmul_cases(false);
+    gemm_family_cases(small ? 12000 : 13000, backend(gemm_options(small)));
+    matmul_cases(false, false, gemm_options(small));
   }
 }
 
@@ -152,8 +150,7 @@ TEST_CASE("cuda skinny GEMMs: which products they take, by shape alone (no GPU n
 
 TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogues included") {
   TG_REQUIRE_GPU();
-  SmallGemmSwitch on(true);
-  SkinnyGemmSwitch skinny(true);
+  CudaBackend& b = backend(gemm_options(true, true));
   struct Skinny {
     OpKind op;
     std::vector<Shape> in;
@@ -201,7 +198,7 @@ TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogue
       CAPTURE(unaligned);
       c.unaligned = unaligned;
       c.seed = seed++;
-      CHECK(run_case(c) == 0);
+      CHECK(run_case_on(b, c) == 0);
     }
   }
   // matmul_act_grad on a skinny product gives the bits of that product, then relu_grad.
@@ -214,15 +211,15 @@ TEST_CASE("cuda skinny GEMMs: thin-k and thin-n products match the CPU, epilogue
   Attrs at = tb;
   at.act = Act::relu;
   DevTensor fused(m * n, false), prod(m * n, false), want(m * n, false);
-  run_op(OpKind::matmul_act_grad, {DZ, W, Y}, {fused.ptr, mn}, at);
-  run_op(OpKind::matmul, {DZ, W}, {prod.ptr, mn}, tb);
-  run_op(OpKind::relu_grad, {{prod.ptr, mn}, Y}, {want.ptr, mn}, Attrs{});
+  run_op_on(b, OpKind::matmul_act_grad, {DZ, W, Y}, {fused.ptr, mn}, at);
+  run_op_on(b, OpKind::matmul, {DZ, W}, {prod.ptr, mn}, tb);
+  run_op_on(b, OpKind::relu_grad, {{prod.ptr, mn}, Y}, {want.ptr, mn}, Attrs{});
   CHECK(compare("skinny matmul_act_grad vs matmul, relu_grad", fused.download(), want.download(), Tol{}) == 0);
 }
 
 TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the unfused epilogue ops") {
   TG_REQUIRE_GPU();
-  SmallGemmSwitch on(true);
+  CudaBackend& be = backend(gemm_options(true));
   const int64_t m = 33, k = 300, n = 37;  // two k chunks, partial tiles
   REQUIRE(kernels::cuda::small_gemm_fits(1, m, n, k));
   DevTensor x(random_vector(m * k, 41), false), w(random_vector(k * n, 42), false), b(random_vector(n, 43), false),
@@ -236,36 +233,35 @@ TEST_CASE("cuda small GEMM: a fused GEMM gives the bits of its product and the u
     Attrs at;
     at.act = act;
     auto fused = out(), prod = out(), biased = out(), actd = out();
-    run_op(OpKind::linear, {X, W, B}, {fused->ptr, mn}, at);
-    run_op(OpKind::matmul, {X, W}, {prod->ptr, mn}, none);
-    run_op(OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
+    run_op_on(be, OpKind::linear, {X, W, B}, {fused->ptr, mn}, at);
+    run_op_on(be, OpKind::matmul, {X, W}, {prod->ptr, mn}, none);
+    run_op_on(be, OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
     const DevTensor* want = biased.get();
     if (act != Act::none) {
-      run_op(act == Act::relu ? OpKind::relu : OpKind::gelu, {{biased->ptr, mn}}, {actd->ptr, mn}, none);
+      run_op_on(be, act == Act::relu ? OpKind::relu : OpKind::gelu, {{biased->ptr, mn}}, {actd->ptr, mn}, none);
       want = actd.get();
     }
     CHECK(compare("linear vs matmul, bias_add, act", fused->download(), want->download(), Tol{}) == 0);
   }
   // linear_add: (x w + b) + r, the residual added last.
   auto fused = out(), prod = out(), biased = out(), sum = out();
-  run_op(OpKind::linear_add, {X, W, B, R}, {fused->ptr, mn}, none);
-  run_op(OpKind::matmul, {X, W}, {prod->ptr, mn}, none);
-  run_op(OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
-  run_op(OpKind::add, {R, {biased->ptr, mn}}, {sum->ptr, mn}, none);
+  run_op_on(be, OpKind::linear_add, {X, W, B, R}, {fused->ptr, mn}, none);
+  run_op_on(be, OpKind::matmul, {X, W}, {prod->ptr, mn}, none);
+  run_op_on(be, OpKind::bias_add, {{prod->ptr, mn}, B}, {biased->ptr, mn}, none);
+  run_op_on(be, OpKind::add, {R, {biased->ptr, mn}}, {sum->ptr, mn}, none);
   CHECK(compare("linear_add vs matmul, bias_add, add", fused->download(), sum->download(), Tol{}) == 0);
 }
 
 TEST_CASE("cuda GEMM tuning: the tuned algorithms match the CPU, and every cache of the process gets the same one") {
   TG_REQUIRE_GPU();
-  AutotuneSwitch tune(true);
-  SmallGemmSwitch cublaslt(false);  // every product through cuBLASLt, tuned
-  gemm_family_cases(14000);
-  matmul_cases(false);
+  const CudaBackendOptions tuned = gemm_options(false, true, true);  // every product through cuBLASLt, tuned
+  gemm_family_cases(14000, backend(tuned));
+  matmul_cases(false, false, tuned);
   // Two handles and caches (as two backends have) ask for the same new key: one timing,
   // one algorithm, so the static and the dynamic executor keep identical kernels.
   tg::cuda::Stream stream = tg::cuda::Stream::create();
   tg::cuda::CublasLtHandle h1 = tg::cuda::CublasLtHandle::create(), h2 = tg::cuda::CublasLtHandle::create();
-  kernels::cuda::LtCache c1(h1.get(), 1 << 22), c2(h2.get(), 1 << 22);
+  kernels::cuda::LtCache c1(h1.get(), 1 << 22, true), c2(h2.get(), 1 << 22, true);
   kernels::cuda::LtKey key;
   key.m = 96;
   key.n = 200;
@@ -414,7 +410,7 @@ TEST_CASE("cuda matmul_act_grad: the bits of matmul then relu_grad / gelu_grad, 
     for (bool small : {true, false}) {
       CAPTURE(m);
       CAPTURE(small);
-      SmallGemmSwitch on(small);
+      CudaBackend& be = backend(gemm_options(small));
       DevTensor dz(random_vector(m * k, 51), false), w(random_vector(n * k, 52), false), y(random_vector(m * n, 53), false);
       const kernels::TensorView DZ{dz.ptr, Shape{m, k}}, W{w.ptr, Shape{n, k}}, Y{y.ptr, Shape{m, n}};
       const Shape mn{m, n};
@@ -425,9 +421,9 @@ TEST_CASE("cuda matmul_act_grad: the bits of matmul then relu_grad / gelu_grad, 
         Attrs at = tb;
         at.act = act;
         DevTensor fused(m * n, false), prod(m * n, false), want(m * n, false);
-        run_op(OpKind::matmul_act_grad, {DZ, W, Y}, {fused.ptr, mn}, at);
-        run_op(OpKind::matmul, {DZ, W}, {prod.ptr, mn}, tb);
-        run_op(act == Act::relu ? OpKind::relu_grad : OpKind::gelu_grad, {{prod.ptr, mn}, Y}, {want.ptr, mn}, Attrs{});
+        run_op_on(be, OpKind::matmul_act_grad, {DZ, W, Y}, {fused.ptr, mn}, at);
+        run_op_on(be, OpKind::matmul, {DZ, W}, {prod.ptr, mn}, tb);
+        run_op_on(be, act == Act::relu ? OpKind::relu_grad : OpKind::gelu_grad, {{prod.ptr, mn}, Y}, {want.ptr, mn}, Attrs{});
         CHECK(compare("matmul_act_grad vs matmul, act grad", fused.download(), want.download(), Tol{}) == 0);
       }
     }

@@ -18,7 +18,8 @@ TEST_CASE("--help shows the common flags and an example, exit 0") {
   Result r = run("--help");
   CHECK(r.status == 0);
   for (const char* s : {"--device", "--list-devices", "--quick", "--repetitions", "--warmup", "--min-time", "--json",
-                        "--csv", "Example:", "tg-noop --device auto --quick"})
+                        "--csv", "--cuda-options", "TG_CUDA_OPTIONS", "small_gemm=1", "skinny_gemm=1",
+                        "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1", "Example:", "tg-noop --device auto --quick"})
     CHECK_MESSAGE(r.output.find(s) != std::string::npos, s);
 }
 
@@ -52,6 +53,30 @@ TEST_CASE("bad flags and values exit 2 with a message naming them") {
     CHECK(r.output.find(c.expect) != std::string::npos);
     CHECK(r.output.find("error") != std::string::npos);
   }
+}
+
+TEST_CASE("a report records the CUDA options of the run: the defaults, TG_CUDA_OPTIONS over them, the flag over both") {
+  tg::testing::TempDir dir;
+  Result r = tg::testing::run_tool(std::string("env -u TG_CUDA_OPTIONS ") + TG_NOOP_BIN,
+                                   "--device cpu --quick --json " + (dir / "d.json"));
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  const tg::harness::Params d = tg::harness::read_report(dir / "d.json").meta.options.at("cuda");
+  CHECK(d.size() == 5);
+  CHECK(d.at("small_gemm").as_bool());
+  CHECK(d.at("skinny_gemm").as_bool());
+  CHECK(d.at("gemm_update_streamk").as_bool());
+  CHECK_FALSE(d.at("gemm_autotune").as_bool());
+  CHECK(d.at("pdl").as_bool());
+  r = tg::testing::run_tool(std::string("env TG_CUDA_OPTIONS=pdl=0,small_gemm=0 ") + TG_NOOP_BIN,
+                            "--device cpu --quick --cuda-options small_gemm=1,gemm_autotune=1 --json " + (dir / "f.json"));
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  const tg::harness::Params f = tg::harness::read_report(dir / "f.json").meta.options.at("cuda");
+  CHECK_FALSE(f.at("pdl").as_bool());        // the variable's
+  CHECK(f.at("small_gemm").as_bool());       // the flag's, over the variable's
+  CHECK(f.at("gemm_autotune").as_bool());    // the flag's
+  CHECK(f.at("skinny_gemm").as_bool());      // the default
 }
 
 TEST_CASE("a run writes a valid JSON report and its CSV, and a failed write leaves nothing") {

@@ -63,6 +63,33 @@ TEST_CASE("a report round-trips through JSON and validates") {
   CHECK(back.notes[0].part == "d2d");
 }
 
+TEST_CASE("a report's resolved options round-trip with their types, and a report without them still reads") {
+  Report r = sample_report();
+  r.meta.options["cuda"] = {{"small_gemm", false}, {"pdl", true}};
+  r.meta.options["passes"] = {{"gemm_updates", true}, {"gemm_update_min_tiles", 512}};
+  const std::string text = to_json(r);
+  CHECK(validate_report_json(text).empty());
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j["run"]["options"]["cuda"]["small_gemm"] == false);
+  CHECK(j["run"]["options"]["passes"]["gemm_update_min_tiles"] == 512);
+  const Report back = report_from_json(text);
+  REQUIRE(back.meta.options.size() == 2);
+  CHECK(back.meta.options.at("cuda") == r.meta.options.at("cuda"));
+  CHECK(back.meta.options.at("passes").at("gemm_update_min_tiles").kind() == Param::Kind::integer);
+  CHECK(back.meta.options.at("passes").at("gemm_updates").kind() == Param::Kind::boolean);
+  // Written before the options were recorded: valid, with none.
+  auto old = nlohmann::json::parse(text);
+  old["run"].erase("options");
+  CHECK(validate_report_json(old.dump()).empty());
+  CHECK(report_from_json(old.dump()).meta.options.empty());
+  // Anything but groups of switches and integers is refused, named.
+  auto bad = nlohmann::json::parse(text);
+  bad["run"]["options"]["cuda"]["pdl"] = "on";
+  CHECK(validate_report_json(bad.dump()).at(0) == "run.options.cuda.pdl: must be true, false or an integer, got \"on\"");
+  bad["run"]["options"] = nlohmann::json::array();
+  CHECK(validate_report_json(bad.dump()).at(0).find("run.options: must be an object") != std::string::npos);
+}
+
 TEST_CASE("the structural validator names the field and the problem") {
   auto j = nlohmann::json::parse(to_json(sample_report()));
   j["measurements"][1].erase("median");

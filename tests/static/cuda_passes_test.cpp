@@ -141,19 +141,18 @@ TEST_CASE("passes on CUDA: the lanes pass (a side stream) gives the serial bits,
     plain.use_cuda_graph = false;
     check_same_training(mlp(), set, 3, plain);
   }
-  // Early updates (TG_LANES_EARLY): 4 MiB weights, each update apart and moved up on the side
-  // stream, on cuBLASLt GEMMs. The linear pass's epilogues round as cuBLASLt does, not as the
-  // unfused graph: the reference is the same passes without early updates.
+  // Early updates (PassOptions::lanes_early_updates): 4 MiB weights, each update apart and
+  // moved up on the side stream, on cuBLASLt GEMMs. The linear pass's epilogues round as
+  // cuBLASLt does, not as the unfused graph: the reference is the same passes without early
+  // updates.
   {
-    const bool was = lanes_early_updates();
     const ModelFn big = mlp_model(mlp_config(64, 1024, 1024, 4, 10));
     CompileOptions o = on_gpu();
     o.passes = exact.with(PassId::lanes).with(PassId::linear);
-    set_lanes_early_updates(false);
+    o.pass_options.lanes_early_updates = false;
     CompiledPlan serial = compile(big, o);
-    set_lanes_early_updates(true);
+    o.pass_options.lanes_early_updates = true;
     CompiledPlan early = compile(big, o);
-    set_lanes_early_updates(was);
     CHECK(early.graph->nodes.size() > serial.graph->nodes.size());  // the large updates apart
     CHECK(check_plan(*early.graph, early.exec->order(), early.memory()) == "");
     check_same_steps(serial, early, 3);
@@ -205,12 +204,14 @@ TEST_CASE("passes on CUDA: GEMM updates (matmul_sgd_momentum) train like the sep
   const ModelFn model = mlp_model(mlp_config(64, 256, 256, 3, 10));
   CompileOptions fused = on_gpu();
   fused.passes = PassSet::all();
-  auto compile_with = [&](int64_t min_tiles) {
-    GemmUpdateTiles tiles(min_tiles);
-    return compile(model, fused);
+  auto compile_with = [&](bool gemm_updates) {
+    CompileOptions o = fused;
+    o.pass_options = gemm_update_tiles(1);
+    o.pass_options.gemm_updates = gemm_updates;
+    return compile(model, o);
   };
-  CompiledPlan b = compile_with(1);
-  CompiledPlan a = compile_with(0);
+  CompiledPlan b = compile_with(true);
+  CompiledPlan a = compile_with(false);
   CHECK(count(*b.graph, OpKind::matmul_sgd_momentum) == 2);
   CHECK(count(*a.graph, OpKind::matmul_sgd_momentum) == 0);
   CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");

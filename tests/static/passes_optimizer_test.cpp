@@ -193,8 +193,8 @@ TEST_CASE("optimizer pass, GEMM updates: a weight gradient read only by its upda
   CHECK(count(pass_optimizer(g), OpKind::matmul_sgd_momentum) == 0);
   CHECK(count(pass_optimizer(g, 0, 0), OpKind::matmul_sgd_momentum) == 0);
   // On the CPU the fused update gives the unfused graph's bits, over several steps.
-  GemmUpdateTiles small(1);
-  check_same_graph(g, kOptimizer, 3);
+  const Graph fused = check_same_graph(g, kOptimizer, 3, with_pass_options(gemm_update_tiles(1)));
+  CHECK(count(fused, OpKind::matmul_sgd_momentum) == 1);
 }
 
 TEST_CASE("optimizer pass, GEMM updates: shapes off the kernel's tiles, or a gradient read elsewhere, stay unfused") {
@@ -211,30 +211,29 @@ TEST_CASE("optimizer pass, GEMM updates: with the linear pass the bias gradient 
   // Layers 128 -> 128 -> 128 -> 10 at batch 16: the two 128 x 128 weights fuse, the last
   // ([128, 10]) does not.
   const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
-  GemmUpdateTiles small(1);
-  const Graph step = run_passes(build_training_graph(model), PassSet::only(PassId::linear).with(PassId::optimizer));
+  const PassOptions small = gemm_update_tiles(1);
+  const Graph step =
+      run_passes(build_training_graph(model), PassSet::only(PassId::linear).with(PassId::optimizer), small);
   CHECK(count(step, OpKind::matmul_sgd_momentum) == 2);
   CHECK(count(step, OpKind::matmul_bias_grad) == 1);
   CHECK(count(step, OpKind::reduce_sum) == 2);
   CHECK(validation_errors(step).empty());
-  check_same_training(model, PassSet::only(PassId::linear).with(PassId::optimizer), 3);
-  check_same_training(model, PassSet::all(), 3);
+  check_same_training(model, PassSet::only(PassId::linear).with(PassId::optimizer), 3, with_pass_options(small));
+  check_same_training(model, PassSet::all(), 3, with_pass_options(small));
 }
 
 TEST_CASE("optimizer pass, GEMM updates: the lanes pass keeps them on the main stream, or on request runs them beside, ahead of the layers below") {
   const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
-  GemmUpdateTiles small(1);
-  const Graph step = run_passes(build_training_graph(model), PassSet::all());
+  const PassOptions main = gemm_update_tiles(1);
+  PassOptions beside = main;
+  beside.lanes_side_gemm_updates = true;
+  const Graph step = run_passes(build_training_graph(model), PassSet::all(), main);
   const std::vector<int> topo = step.topo_order();
-  struct Restore {
-    bool was = lanes_gemm_updates();
-    ~Restore() { set_lanes_gemm_updates(was); }
-  } restore;
   // By default (a stream-K kernel wants the whole device): on the main stream; the bias
   // gradients' column sums, which feed only the other updates, still go beside.
-  set_lanes_gemm_updates(false);
+  REQUIRE_FALSE(main.lanes_side_gemm_updates);
   {
-    const std::vector<bool> side = side_lane_nodes(step, topo);
+    const std::vector<bool> side = side_lane_nodes(step, topo, main);
     int fused = 0, sums = 0;
     for (size_t n = 0; n < step.nodes.size(); ++n) {
       if (step.nodes[n].op == OpKind::matmul_sgd_momentum) {
@@ -246,8 +245,7 @@ TEST_CASE("optimizer pass, GEMM updates: the lanes pass keeps them on the main s
     CHECK(fused == 2);
     CHECK(sums == 2);
   }
-  set_lanes_gemm_updates(true);
-  const std::vector<bool> side = side_lane_nodes(step, topo);
+  const std::vector<bool> side = side_lane_nodes(step, topo, beside);
   const std::vector<int> order = hoist_side_nodes(step, topo, side);
   std::vector<int> at(step.nodes.size(), -1);
   for (size_t s = 0; s < order.size(); ++s) at[static_cast<size_t>(order[s])] = static_cast<int>(s);
@@ -264,9 +262,8 @@ TEST_CASE("optimizer pass, GEMM updates: the lanes pass keeps them on the main s
         CHECK(at[r] < at[n]);
   }
   CHECK(fused == 2);
-  check_same_training(model, PassSet::all(), 3);
-  set_lanes_gemm_updates(false);
-  check_same_training(model, PassSet::all(), 3);
+  check_same_training(model, PassSet::all(), 3, with_pass_options(beside));
+  check_same_training(model, PassSet::all(), 3, with_pass_options(main));
 }
 
 }  // namespace tg::testing

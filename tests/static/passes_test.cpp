@@ -319,23 +319,17 @@ TEST_CASE("lanes pass: a later node reading what a side node writes marks nothin
   CHECK(std::count(side2.begin(), side2.end(), true) == 2);
 }
 
-// Sets the early-updates switch of the lanes pass for a scope.
-struct EarlyUpdates {
-  bool was = lanes_early_updates();
-  explicit EarlyUpdates(bool on) { set_lanes_early_updates(on); }
-  ~EarlyUpdates() { set_lanes_early_updates(was); }
-};
-
 TEST_CASE("lanes pass, early updates: a large weight's update apart, moved up to where it can run, the serial bits") {
   // Four layers of 1024 x 1024 (4 MiB each, kEarlyUpdateBytes) but the last [1024, 10].
   const ModelFn big = mlp_model(mlp_config(8, 1024, 1024, 4, 10));
   const PassSet set = PassSet::only(PassId::linear).with(PassId::optimizer).with(PassId::lanes);
-  EarlyUpdates on(true);
-  const Graph step = run_passes(build_training_graph(big), set);
+  PassOptions early;
+  early.lanes_early_updates = true;
+  const Graph step = run_passes(build_training_graph(big), set, early);
   CHECK(count(step, OpKind::sgd_momentum) == 3);        // w0, w1, w2, each alone
   CHECK(count(step, OpKind::sgd_momentum_multi) == 1);  // w3 and the biases, together
   const std::vector<int> topo = step.topo_order();
-  const std::vector<bool> side = side_lane_nodes(step, topo);
+  const std::vector<bool> side = side_lane_nodes(step, topo, early);
   const std::vector<int> order = hoist_side_nodes(step, topo, side);
   REQUIRE(order.size() == topo.size());
   std::vector<int> at(step.nodes.size(), -1);
@@ -364,7 +358,7 @@ TEST_CASE("lanes pass, early updates: a large weight's update apart, moved up to
   REQUIRE(w1_reader >= 0);
   CHECK(at[static_cast<size_t>(w2_update)] < at[static_cast<size_t>(w1_reader)]);
   // And the compiled step (this order, this plan) trains to the unfused graph's bits.
-  check_same_training(big, set, 2);
+  check_same_training(big, set, 2, with_pass_options(early));
 }
 
 TEST_CASE("passes: compile records their time and what each did") {

@@ -30,15 +30,20 @@ inline int count(const Graph& g, OpKind op) {
   return it == c.end() ? 0 : it->second;
 }
 
-// Sets the optimizer pass's GEMM-update tile threshold for a scope (static/passes/pass.h),
-// so that small weights fuse (or, with 0, none does).
-struct GemmUpdateTiles {
-  int64_t was = gemm_update_min_tiles();
-  explicit GemmUpdateTiles(int64_t tiles) { set_gemm_update_min_tiles(tiles); }
-  ~GemmUpdateTiles() { set_gemm_update_min_tiles(was); }
-  GemmUpdateTiles(const GemmUpdateTiles&) = delete;
-  GemmUpdateTiles& operator=(const GemmUpdateTiles&) = delete;
-};
+// The pass options with the optimizer pass's GEMM-update tile threshold lowered to
+// `tiles`, so that small weights fuse.
+inline PassOptions gemm_update_tiles(int64_t tiles) {
+  PassOptions o;
+  o.gemm_update_min_tiles = tiles;
+  return o;
+}
+
+// Compile options that differ from the defaults in their pass options only.
+inline CompileOptions with_pass_options(const PassOptions& p) {
+  CompileOptions o;
+  o.pass_options = p;
+  return o;
+}
 
 inline Graph recorded(const std::function<void(RecordingBuilder&)>& f) {
   Graph g;

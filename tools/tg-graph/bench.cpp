@@ -215,7 +215,7 @@ int bench_main(int argc, char** argv) {
       configs.push_back(std::move(c));
     }
 
-    auto be = make_backend(e.device());
+    auto be = make_backend(e.device(), e.cuda_options());
     if (be->kind() != DeviceKind::cuda) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");

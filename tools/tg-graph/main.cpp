@@ -136,7 +136,8 @@ std::string cmd_run(const std::string& path, uint64_t seed, double max_mib) {
 // the graph passes of --passes, one line per pass on stderr. Running the command once per
 // prefix of the pipeline (none, rows, rows,linear, ...) gives the graph before and after
 // each pass (docs/compiler.md).
-tg::Graph shown_graph(const std::string& path, bool training, const std::string& passes_text) {
+tg::Graph shown_graph(const std::string& path, bool training, const std::string& passes_text,
+                      const tg::PassOptions& pass_options) {
   tg::Graph g = load_checked(path);
   if (training) {
     const tg::GraphModel m = tg::graph_model(std::move(g));
@@ -149,12 +150,12 @@ tg::Graph shown_graph(const std::string& path, bool training, const std::string&
   if (passes_text.empty()) return g;
   const tg::PassSet passes = tg::parse_passes(passes_text);  // checked before the file was read
   std::vector<tg::PassStats> stats;
-  g = tg::run_passes(std::move(g), passes, &stats);
+  g = tg::run_passes(std::move(g), passes, pass_options, &stats);
   for (const tg::PassStats& st : stats)
     say(fmt::format("tg-graph: pass {}: {} -> {} nodes", tg::pass_name(st.pass), st.nodes_before, st.nodes_after));
   tg::validate(g);
   if (passes.has(tg::PassId::lanes)) {  // it marks nodes rather than rewriting them: name the marked ones
-    const std::vector<bool> side = tg::side_lane_nodes(g, g.topo_order());
+    const std::vector<bool> side = tg::side_lane_nodes(g, g.topo_order(), pass_options);
     std::string names;
     int count = 0;
     for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
   bool training = false;
-  std::string passes_text;
+  std::string passes_text, pass_options_text;
   for (CLI::App* sub : {dot, print}) {
     sub->add_flag("--training", training,
                   "Show the training step the static compiler builds (backward and SGD-momentum updates); the file "
@@ -215,6 +216,16 @@ int main(int argc, char** argv) {
             return std::string(e.what());
           }
         }, "PASSES"));
+    sub->add_option("--pass-options", pass_options_text,
+                    "The passes' choices, key=value items joined by ',' over the defaults:\n" + tg::PassOptions::help())
+        ->check(CLI::Validator([](std::string& v) {
+          try {
+            tg::PassOptions::from_string(v);
+            return std::string();
+          } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+          }
+        }, "KEY=VALUE,..."));
   }
   app.add_subcommand("bench", "Run FILE with the static and the dynamic executor, report as tg-train does "
                               "(see 'tg-graph bench --help')");
@@ -252,7 +263,7 @@ int main(int argc, char** argv) {
       gt::parse_mib(max_mib_text, max_mib);
       out = cmd_run(file, seed, max_mib);
     } else {
-      const tg::Graph g = shown_graph(file, training, passes_text);
+      const tg::Graph g = shown_graph(file, training, passes_text, tg::PassOptions::from_string(pass_options_text));
       out = dot->parsed() ? tg::graph_to_dot(g, file) : tg::text_dump(g);
     }
     gt::write_stdout(out);

@@ -16,7 +16,7 @@
 //  - lane4 R: four columns per lane (float4, 512-byte rows of 128 columns per warp), R rows
 //    per thread, float, one atomicAdd per column per thread.
 //  - twograph's reduce_sum (kernels/cuda/reduce.cu) on the same data: variants 4 (the
-//    default) and 2, with programmatic dependent launch on and off (set_pdl).
+//    default) and 2, with programmatic dependent launch on and off (LaunchScope).
 // Each is launched 20 times back to back between two events (the mean per launch), after
 // a warm-up, and compared with cudaMemcpyAsync of the same 64 MiB device to device timed
 // the same way: pct = (64 MiB / t) / (2 x 64 MiB / t_copy), as tg-kernels' pct_of_copy.
@@ -202,7 +202,7 @@ int main() {
   for (int variant : {4, 2})
     for (bool pdl : {true, false}) {
       kc::set_col_reduce_variant(variant);
-      kc::set_pdl(pdl);
+      const kc::LaunchScope launches(pdl);
       char name[64];
       std::snprintf(name, sizeof name, "tg reduce_sum v%d pdl %s", variant, pdl && kc::pdl_active() ? "on" : "off");
       report(name, per_launch_us([&] { kc::reduce_sum(x, y, 1, kRows, kCols, scratch, scratch_bytes, s); }));

@@ -1,0 +1,30 @@
+#include "kernels/cuda_options.h"
+
+namespace tg {
+
+const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields() {
+  using O = CudaBackendOptions;
+  static const std::vector<OptionField<O>> f = {
+      switch_option<O, &O::small_gemm>("small_gemm", "small GEMMs on the project's one-pass kernel, not cuBLASLt"),
+      switch_option<O, &O::skinny_gemm>("skinny_gemm",
+                                        "thin GEMMs (k or n <= 16) on the skinny kernels (with small_gemm)"),
+      switch_option<O, &O::gemm_update_streamk>("gemm_update_streamk",
+                                                "matmul_sgd_momentum in its stream-K form; 0: the tiled kernel"),
+      switch_option<O, &O::gemm_autotune>(
+          "gemm_autotune", "time cuBLASLt's candidates per GEMM shape, keep the fastest (last bits may vary between runs)"),
+      switch_option<O, &O::pdl>("pdl", "programmatic dependent launch where the device has it (sm_90 and later)"),
+  };
+  return f;
+}
+
+CudaBackendOptions CudaBackendOptions::from_string(const std::string& text, const CudaBackendOptions& base) {
+  return options_from_string(text, base, fields(), "a CUDA backend option");
+}
+
+std::string CudaBackendOptions::str() const { return options_str(*this, fields()); }
+
+std::vector<OptionValue> CudaBackendOptions::values() const { return options_values(*this, fields()); }
+
+std::string CudaBackendOptions::help() { return options_help(fields()); }
+
+}  // namespace tg

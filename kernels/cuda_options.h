@@ -1,0 +1,55 @@
+#pragma once
+// The CUDA backend's kernel choices: which of the project's own kernels run where a library
+// or another form could, and how kernels are launched. Given when a backend is made
+// (make_cuda_backend, make_backend), kept in its execution context (CudaExecContext::options)
+// and read there by the kernel routing, so that two backends of one process may differ and a
+// test sets what it tests without touching the environment. Every default is the choice the
+// measurements favour (docs/architecture.md, docs/compiler.md); turning one off is for A/B
+// runs and tests.
+//
+// The experiments read these from one environment variable, TG_CUDA_OPTIONS, and their
+// --cuda-options flag (experiments/harness/experiment.h), and record them in every report.
+// This header builds without CUDA, so that a CPU build parses and reports them too.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/options_text.h"
+
+namespace tg {
+
+struct CudaBackendOptions {
+  // GEMMs small enough for the project's one-pass kernel (kernels/cuda/matmul_small.h) run
+  // there instead of through cuBLASLt.
+  bool small_gemm = true;
+  // Thin GEMMs (k or n at most 16, kernels/cuda/matmul_skinny.cu) run on the skinny kernels
+  // where the small one does not fit; only with small_gemm.
+  bool skinny_gemm = true;
+  // matmul_sgd_momentum runs its stream-K form (one block a resident slot, each an equal
+  // share of the product), with a workspace a stream the backend makes when it prepares its
+  // first GEMM update; off: the tiled kernel, one tile a block.
+  bool gemm_update_streamk = true;
+  // The first request of a cuBLASLt GEMM shape times the heuristic's first candidates and
+  // keeps the fastest (kernels/cuda/matmul_lt.h): faster GEMMs, but results may differ in
+  // the last bits from one process to the next, so it is off by default.
+  bool gemm_autotune = false;
+  // Programmatic dependent launch where the device has it (compute capability >= 9.0).
+  bool pdl = true;
+
+  // base with "key=value,..." applied over it ("" changes nothing). Throws
+  // std::invalid_argument naming the bad item and listing the keys.
+  static CudaBackendOptions from_string(const std::string& text, const CudaBackendOptions& base);
+  static CudaBackendOptions from_string(const std::string& text) { return from_string(text, CudaBackendOptions()); }
+  // Every option, as from_string reads it: "small_gemm=1,skinny_gemm=1,...".
+  std::string str() const;
+  // Every option and its value, in str()'s order: report columns.
+  std::vector<OptionValue> values() const;
+  // One line per option: its default and what it does (for --help).
+  static std::string help();
+  static const std::vector<OptionField<CudaBackendOptions>>& fields();
+
+  bool operator==(const CudaBackendOptions& o) const { return str() == o.str(); }
+  bool operator!=(const CudaBackendOptions& o) const { return !(*this == o); }
+};
+
+}  // namespace tg

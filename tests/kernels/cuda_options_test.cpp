@@ -1,0 +1,83 @@
+// The CUDA backend's options (kernels/cuda_options.h) and their text form
+// (graph/options_text.h): what TG_CUDA_OPTIONS and --cuda-options accept and refuse. CPU
+// only: the parser and the defaults need no device.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda_options.h"
+
+namespace tg {
+
+TEST_CASE("cuda options: the defaults are the measured choices, and str() reads back") {
+  const CudaBackendOptions d;
+  CHECK(d.small_gemm);
+  CHECK(d.skinny_gemm);
+  CHECK(d.gemm_update_streamk);
+  CHECK_FALSE(d.gemm_autotune);
+  CHECK(d.pdl);
+  CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1");
+  CHECK(CudaBackendOptions::from_string(d.str()) == d);
+  CHECK(CudaBackendOptions::from_string("") == d);
+  CHECK(CudaBackendOptions::from_string("   ") == d);
+}
+
+TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces trimmed") {
+  const CudaBackendOptions o = CudaBackendOptions::from_string("pdl=0, small_gemm=0 ,gemm_autotune=1");
+  CHECK_FALSE(o.pdl);
+  CHECK_FALSE(o.small_gemm);
+  CHECK(o.gemm_autotune);
+  CHECK(o.skinny_gemm);  // not named: the base's
+  CHECK(o.str() == "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0");
+  // Over a base (the environment's, then the flag's): only the named keys change.
+  const CudaBackendOptions flag = CudaBackendOptions::from_string("small_gemm=1", o);
+  CHECK(flag.small_gemm);
+  CHECK_FALSE(flag.pdl);
+  CHECK(flag.gemm_autotune);
+  CHECK(CudaBackendOptions::from_string(o.str()) == o);
+  CHECK(o != CudaBackendOptions{});
+}
+
+TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order") {
+  CudaBackendOptions o;
+  o.gemm_update_streamk = false;
+  const auto v = o.values();
+  REQUIRE(v.size() == 5);
+  CHECK(v[0].key == "small_gemm");
+  CHECK(v[2].key == "gemm_update_streamk");
+  CHECK(v[2].value == 0);
+  CHECK(v[4].key == "pdl");
+  CHECK(v[4].value == 1);
+  for (const auto& x : v) CHECK(x.is_switch);
+  // --help lists each key with its default.
+  const std::string help = CudaBackendOptions::help();
+  for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1"})
+    CHECK_MESSAGE(help.find(k) != std::string::npos, k);
+}
+
+TEST_CASE("cuda options: a bad item is refused with the item named, never read as the default") {
+  struct Bad {
+    const char* text;
+    const char* why;
+  } cases[] = {
+      {"small_gemm=yes", "small_gemm='yes': expected 1 (on) or 0 (off)"},
+      {"pdl=2", "pdl='2': expected 1 (on) or 0 (off)"},
+      {"pdl=", "pdl='': expected 1 (on) or 0 (off)"},
+      {"pdl=true", "expected 1 (on) or 0 (off)"},
+      {"smal_gemm=0", "'smal_gemm' is not a CUDA backend option; the keys are small_gemm, skinny_gemm, "
+                      "gemm_update_streamk, gemm_autotune, pdl"},
+      {"small_gemm", "'small_gemm' is not key=value"},
+      {"pdl=0,pdl=1", "'pdl' is given twice"},
+      {"pdl=0,,small_gemm=1", "an empty item"},
+      {"pdl=0,", "an empty item"},
+      {"=1", "'' is not a CUDA backend option"},
+      {"lanes_early_updates=0", "is not a CUDA backend option"},  // a pass option, not this struct's
+  };
+  for (const Bad& b : cases) {
+    CAPTURE(b.text);
+    CHECK_THROWS_WITH_AS(CudaBackendOptions::from_string(b.text), doctest::Contains(b.why), std::invalid_argument);
+  }
+}
+
+}  // namespace tg
