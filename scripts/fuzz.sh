@@ -35,7 +35,7 @@ case "$target" in
                  watched="graph kernels tests/fuzz" ;;
   report-loader) name=tg_report_loader_fuzz seeds=(tests/bad/reports tests/fuzz/report_seeds) dict=tests/fuzz/report.dict
                  watched="experiments/harness tools/tg-report tests/fuzz" ;;
-  onnx-import)   name=tg_onnx_import_fuzz seeds=(tests/onnx/bad tests/onnx/external tests/fuzz/onnx_seeds)
+  onnx-import)   name=tg_onnx_import_fuzz seeds=(tests/onnx/bad tests/bad/external_data tests/fuzz/onnx_seeds)
                  dict=tests/fuzz/onnx.dict watched="graph tools/tg-graph tests/fuzz" ;;
   weights)       name=tg_weights_fuzz seeds=(tests/fuzz/weights_seeds) dict=tests/fuzz/weights.dict
                  watched="graph tests/fuzz" ;;

@@ -715,7 +715,7 @@ VALUES = {
     "reliability.hostile_onnx_cases": lambda: str(len(hostile_onnx()["after"])),
     "reliability.weights_depth": lambda: str(cpp_constant("graph/weights.cpp", "kMaxHeaderDepth")),
     "reliability.external_cases": lambda: str(len(re.findall(r"^\s*(?:import \"\$d\"|if \[ \"\$rc\" -eq 2 \])",
-                                                             repo("tests/onnx/external/external_data_test.sh"), re.M))),
+                                                             repo("tests/bad/external_data/external_data_test.sh"), re.M))),
     "reliability.hostile_onnx_before": lambda: "{} of {}".format(*_behaved(hostile_onnx()["before"])),
     "reliability.hostile_onnx_after": lambda: "{} of {}".format(*_behaved(hostile_onnx()["after"])),
     # Hostile names and messages: the caps of the code.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the ONNX models of tests/onnx/external/external_data_test.sh: one MatMul whose
+"""Writes the ONNX models of tests/bad/external_data/external_data_test.sh: one MatMul whose
 3 x 4 float weight lives in an external data file, at a location each model names
 differently. The data files themselves are made by the test, beside a copy of the model.
 
-    python3 tests/onnx/external/make_models.py   # needs the onnx package (pip install onnx)
+    python3 tests/bad/external_data/make_models.py   # needs the onnx package (pip install onnx)
 """
 import pathlib
 

@@ -15,8 +15,8 @@ layout() {
   local dir="$work/$1"
   rm -rf "$dir" && mkdir -p "$dir/out" && cp "$models/$2" "$dir/model.onnx" && echo "$dir"
 }
-# 48 bytes: the 3 x 4 float weight.
-weight_bytes() { head -c 48 /dev/urandom >"$1"; }
+# 48 bytes: the 3 x 4 float weight, each 1.5 (random bytes could spell a NaN, which import refuses).
+weight_bytes() { printf '\x00\x00\xc0\x3f%.0s' {1..12} >"$1"; }
 
 # import DIR WHAT [FRAGMENT]: without FRAGMENT the import must succeed; with it, it must
 # exit 2 with FRAGMENT on stderr, nothing on stdout and nothing written.
