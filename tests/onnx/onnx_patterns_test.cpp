@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/errors.h"
 #include "tools/tg-graph/onnx_import.h"
 
 namespace tg::testing {
@@ -256,6 +257,46 @@ TEST_CASE("onnx patterns: a rewrite that frees an earlier formula is followed by
   REQUIRE(fused.nodes.size() == 2);
   CHECK(fused.nodes[0].op_type == "Gelu");
   CHECK(fused.nodes[0].inputs == std::vector<std::string>{"x0"});
+}
+
+TEST_CASE("onnx patterns: formula nodes without an operand or an output are refused by the mapping, not read past") {
+  // Each a node of a formula with less than its op takes, where a rewrite would look.
+  struct Case {
+    std::vector<onnx::Node> nodes;
+    const char* refusal;
+  };
+  auto node = [](const char* op, std::vector<std::string> ins, std::vector<std::string> outs) {
+    onnx::Node n;
+    n.name = outs.empty() ? std::string("nameless") : outs[0];
+    n.op_type = op;
+    n.inputs = std::move(ins);
+    n.outputs = std::move(outs);
+    return n;
+  };
+  const std::vector<Case> cases = {
+      {{node("Tanh", {}, {"y"})}, "node 'y' (Tanh): input 0 is missing"},
+      {{node("Sqrt", {}, {"s"}), node("Sub", {"x0", "x0"}, {"d"}), node("Div", {"d", "s"}, {"y"})},
+       "node 's' (Sqrt): input 0 is missing"},
+      {{node("Mul", {"x0"}, {"u"}), node("Tanh", {"u"}, {"y"})}, "node 'u' (Mul): input 1 is missing"},
+      {{node("Relu", {"x0"}, {"y"}), node("Tanh", {"x0"}, {})}, "node 'nameless' (Tanh): has no outputs"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.refusal);
+    Soup s(1);
+    s.m.nodes = c.nodes;
+    s.m.outputs.clear();
+    onnx::ValueDecl y;
+    y.name = "y";
+    s.m.outputs.push_back(y);
+    check_same_rewrites(s.m);
+    std::string message = "(imported)";
+    try {
+      onnx::import_model(s.m, {}, "bad.onnx");
+    } catch (const GraphError& e) {
+      message = e.what();
+    }
+    CHECK_MESSAGE(message.find(c.refusal) != std::string::npos, message);
+  }
 }
 
 }  // namespace

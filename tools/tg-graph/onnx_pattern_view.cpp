@@ -58,12 +58,19 @@ const std::vector<View::Reader>& View::readers(int v) const {
   return list;
 }
 
+bool View::usable(int i) const {
+  const Node& n = node(i);
+  if (n.outputs.empty()) return false;
+  const bool unary = n.op_type == "Tanh" || n.op_type == "Sqrt" || n.op_type == "ReduceMean";
+  return n.inputs.size() >= (n.op_type == "Constant" ? 0u : unary ? 1u : 2u);
+}
+
 int View::prod(const std::string& v, const char* op) const {
   const int id = id_of(v);
   if (id < 0) return -1;
   if (reads_) reads_->producers.push_back(id);
   const int p = producer_of(id);
-  return p >= 0 && node(p).op_type == op && node(p).domain.empty() ? p : -1;
+  return p >= 0 && node(p).op_type == op && node(p).domain.empty() && usable(p) ? p : -1;
 }
 
 int View::only_consumer(int i, const char* op) const {
@@ -72,7 +79,7 @@ int View::only_consumer(int i, const char* op) const {
   if (reads_) reads_->consumers.push_back(id);
   if (live_readers_[static_cast<size_t>(id)] != 1) return -1;
   for (const Reader& r : readers(id))
-    if (current(r)) return node(r.node).op_type == op ? r.node : -1;
+    if (current(r)) return node(r.node).op_type == op && usable(r.node) ? r.node : -1;
   return -1;
 }
 

@@ -24,11 +24,14 @@ class View {
   // nodes are fused (a fused node keeps its place, the nodes it absorbs are gone).
   explicit View(Model& m);
 
-  // The node producing v when its op is `op` (default domain), else -1. Of several
-  // producers, the last one in node order.
+  // Whether node i has the operands and the output the rewrites read of its op; one
+  // without them is never part of a match, and the mapping refuses it by name.
+  bool usable(int i) const;
+  // The node producing v when its op is `op` (default domain) and it is usable, else -1.
+  // Of several producers, the last one in node order.
   int prod(const std::string& v, const char* op) const;
   const Node& node(int i) const { return m_.nodes[static_cast<size_t>(i)]; }
-  // The single consumer of node i's output, with op `op`; else -1.
+  // The single consumer of node i's output, with op `op` and usable; else -1.
   int only_consumer(int i, const char* op) const;
   // A one-element float constant: an initializer or a Constant node's value.
   std::optional<float> scalar(const std::string& v) const;

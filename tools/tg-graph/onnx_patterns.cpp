@@ -170,7 +170,7 @@ std::optional<Match> layernorm_formula(const View& v, const Model& model, int di
 // The rewrite anchored at node i, if one matches there.
 std::optional<Match> match_at(const View& v, const Model& model, int i) {
   const Node& n = v.node(i);
-  if (!n.domain.empty()) return std::nullopt;
+  if (!n.domain.empty() || !v.usable(i)) return std::nullopt;
   if (n.op_type == "Tanh") return gelu_tanh(v, i);
   if (n.op_type == "Div") return layernorm_formula(v, model, i);
   return std::nullopt;
