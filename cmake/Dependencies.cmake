@@ -83,13 +83,18 @@ set(TWOGRAPH_VERSION_DEFS TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV
     TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
 
 include(doctest)
-# twograph_add_test(NAME target LABEL cpu|gpu SOURCES ... LIBS ...)
+# twograph_add_test(NAME target LABEL cpu|gpu [TIMEOUT seconds] SOURCES ... LIBS ...)
 # GPU tests print "TG_SKIP" when there is no device; ctest shows them as skipped.
+# TIMEOUT bounds each test case (ctest's default is 1500 s): for tests whose size is the
+# check, a slow step must fail them, not stall the run.
 function(twograph_add_test)
-  cmake_parse_arguments(T "" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} doctest::doctest twograph_test_main)
-  doctest_discover_tests(${T_NAME} TEST_PREFIX "${T_NAME}:" ADD_LABELS 0
-    PROPERTIES LABELS ${T_LABEL} SKIP_REGULAR_EXPRESSION "TG_SKIP"
+  set(props LABELS ${T_LABEL} SKIP_REGULAR_EXPRESSION "TG_SKIP")
+  if(T_TIMEOUT)
+    list(APPEND props TIMEOUT ${T_TIMEOUT})
+  endif()
+  doctest_discover_tests(${T_NAME} TEST_PREFIX "${T_NAME}:" ADD_LABELS 0 PROPERTIES ${props}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endfunction()

@@ -89,14 +89,32 @@ Value RecordingBuilder::handle(const Graph& g, int id) {
   return v;
 }
 
+bool RecordingBuilder::taken(const std::string& name) {
+  names_.sync();
+  return names_.taken(name);
+}
+
+void RecordingBuilder::rename_output(const Value& v, const std::string& name) {
+  names_.sync();
+  ValueInfo& value = g_.values[static_cast<size_t>(v.id)];
+  Node& node = g_.nodes[static_cast<size_t>(value.producer)];
+  const std::string old_node = node.name, old_value = value.name;
+  node.name = name;
+  value.name = name;
+  names_.node_renamed(value.producer, old_node);
+  names_.value_renamed(v.id, old_value);
+}
+
 std::string RecordingBuilder::unique_name(const std::string& base) {
+  names_.sync();
   std::string name = base;
-  while (g_.find_value(name) >= 0 || g_.find_node(name) >= 0) name = base + "_" + std::to_string(++counter_);
+  while (names_.taken(name)) name = base + "_" + std::to_string(++counter_);
   return name;
 }
 
 Value RecordingBuilder::input(const std::string& name, const Shape& shape) {
-  if (g_.find_value(name) >= 0) graph_error("input {}: a value with this name already exists; names must be unique", quote_name(name));
+  names_.sync();
+  if (names_.find_value(name) >= 0) graph_error("input {}: a value with this name already exists; names must be unique", quote_name(name));
   ValueInfo v;
   v.name = name;
   v.shape = shape;
@@ -105,7 +123,8 @@ Value RecordingBuilder::input(const std::string& name, const Shape& shape) {
 }
 
 Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init) {
-  if (g_.find_value(name) >= 0)
+  names_.sync();
+  if (names_.find_value(name) >= 0)
     graph_error("parameter {}: a value with this name already exists; names must be unique", quote_name(name));
   ValueInfo v;
   v.name = name;
@@ -116,7 +135,8 @@ Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, P
 }
 
 Value RecordingBuilder::optimizer_state(const Value& param, const std::string& name) {
-  int existing = g_.find_value(name);
+  names_.sync();
+  const int existing = names_.find_value(name);
   if (existing >= 0) return handle(g_, existing);
   ValueInfo v;
   v.name = name;
@@ -160,9 +180,17 @@ Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const
   return handle(g_, first);
 }
 
+bool RecordingBuilder::is_output(int id) {
+  if (g_.outputs.size() < outputs_seen_) {
+    outputs_.clear();
+    outputs_seen_ = 0;
+  }
+  for (; outputs_seen_ < g_.outputs.size(); ++outputs_seen_) outputs_.insert(g_.outputs[outputs_seen_]);
+  return outputs_.count(id) > 0;
+}
+
 void RecordingBuilder::mark_output(const Value& v) {
-  for (int o : g_.outputs)
-    if (o == v.id) return;
+  if (is_output(v.id)) return;
   g_.outputs.push_back(v.id);
   ValueInfo& info = g_.values[static_cast<size_t>(v.id)];
   if (info.role == Role::temporary || info.role == Role::activation) info.role = Role::output;

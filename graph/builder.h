@@ -3,10 +3,12 @@
 // (static) appends nodes to a Graph; the eager builder (dynamic) runs each op at
 // once. Gradient rules are written against Builder too, so both executors share them.
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/attrs.h"
 #include "graph/graph.h"
+#include "graph/name_index.h"
 #include "graph/op.h"
 #include "graph/shape.h"
 
@@ -65,10 +67,12 @@ Value cross_entropy(Builder& b, Value logits, Value labels);
 Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);
 
-// Appends nodes to a Graph, inferring shapes as it goes.
+// Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
+// (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name
+// changed in place while recording goes through rename_output.
 class RecordingBuilder : public Builder {
  public:
-  explicit RecordingBuilder(Graph& g) : g_(g) {}
+  explicit RecordingBuilder(Graph& g) : g_(g), names_(g) {}
   Value input(const std::string& name, const Shape& shape) override;
   Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) override;
   Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
@@ -81,10 +85,19 @@ class RecordingBuilder : public Builder {
   void set_default_role(Role r) { default_role_ = r; }
   Graph& graph() { return g_; }
   static Value handle(const Graph& g, int id);
+  // Whether a value or node of the graph has this name.
+  bool taken(const std::string& name);
+  // Value v and the node producing it (it must have one) take the name `name`.
+  void rename_output(const Value& v, const std::string& name);
 
  private:
   std::string unique_name(const std::string& base);
+  bool is_output(int id);
   Graph& g_;
+  NameIndex names_;
+  // The graph's outputs as a set, and how many of g_.outputs it holds.
+  std::unordered_set<int> outputs_;
+  size_t outputs_seen_ = 0;
   Role default_role_ = Role::temporary;
   int counter_ = 0;
 };

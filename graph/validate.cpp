@@ -79,20 +79,20 @@ class Checker {
 
   void check_values() {
     shape_ok_.assign(g_.values.size(), false);
-    std::unordered_map<std::string, int> seen;
+    value_ids_.reserve(g_.values.size());
     for (int id = 0; id < num_values(); ++id) {
       const ValueInfo& v = val(id);
+      const auto [first, fresh] = value_ids_.emplace(v.name, id);
       if (v.name.empty()) err("value #{}: has no name; give every value a unique name", id);
-      else if (!seen.emplace(v.name, id).second)
+      else if (!fresh)
         err("value {} (#{}): has the same name as value #{}; value names must be unique, rename one", quote_name(v.name), id,
-            seen[v.name]);
+            first->second);
       if (!valid_role(v.role)) err("value {}: role {} is not a role", quote_name(v.name), static_cast<int>(v.role));
       if (v.dtype == DType::BF16 || v.dtype == DType::F16)
         err("value {}: dtype {} is not implemented yet, use f32", quote_name(v.name), dtype_name(v.dtype));
       else if (v.dtype != DType::F32)
         err("value {}: dtype {} is not a dtype; use f32", quote_name(v.name), static_cast<int>(v.dtype));
       shape_ok_[static_cast<size_t>(id)] = check_shape(v);
-      value_ids_.emplace(v.name, id);
       check_producer(id, v);
     }
   }
@@ -124,6 +124,7 @@ class Checker {
 
   void check_nodes() {
     std::unordered_map<std::string, int> seen;
+    seen.reserve(g_.nodes.size());
     std::vector<int> produced_by(g_.values.size(), -1);
     for (int id = 0; id < num_nodes(); ++id) {
       const Node& n = g_.nodes[static_cast<size_t>(id)];

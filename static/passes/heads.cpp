@@ -156,9 +156,7 @@ Graph pass_heads(const Graph& g) {
     int reads = 0;
     for (int c : rw.consumers()[static_cast<size_t>(v)])
       for (int in : g.nodes[static_cast<size_t>(c)].inputs) reads += in == v;
-    bool is_output = false;
-    for (int o : g.outputs) is_output = is_output || o == v;
-    if (is_output || reads != rewritten_reads[static_cast<size_t>(last)]) continue;
+    if (rw.is_output(v) || reads != rewritten_reads[static_cast<size_t>(last)]) continue;
     rw.remove(last);
     const int t = s.nodes[1], r1 = s.nodes[0];
     if (rw.only_read_by(g.nodes[static_cast<size_t>(t)].outputs[0], last)) {

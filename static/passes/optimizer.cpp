@@ -19,12 +19,15 @@
 // enough tiles to fill the GPU (PassOptions::gemm_update_min_tiles), are fused;
 // PassOptions::gemm_updates turns it off.
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "graph/name_index.h"
 #include "kernels/gemm_update_shape.h"
 #include "static/passes/pass.h"
 #include "static/passes/rewrite.h"
@@ -33,19 +36,48 @@ namespace tg {
 
 namespace {
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
 // The inputs an update writes: its parameter and, for sgd_momentum, its velocity.
 bool written_input(const Node& n, size_t i) { return op_update_writes(n.op, static_cast<int>(i)); }
 
-// A name no value or node of g has: base, or base.1, base.2, ...
-std::string unused_name(const Graph& g, const std::unordered_set<std::string>& taken, const std::string& base) {
-  auto used = [&](const std::string& s) { return taken.count(s) > 0 || g.find_value(s) >= 0 || g.find_node(s) >= 0; };
-  if (!used(base)) return base;
-  for (int k = 1;; ++k) {
-    const std::string s = base + "." + std::to_string(k);
-    if (!used(s)) return s;
+// Names no value or node of g has, nor one given before: base, or base.1, base.2, ...
+// A name given stays taken, so the search for a base goes on where it last stopped.
+class FreshNames {
+ public:
+  explicit FreshNames(const Graph& g) : g_(g) {}
+  std::string next(const std::string& base) {
+    if (!index_) index_.emplace(g_);
+    for (int& k = next_[base];; ++k) {
+      std::string s = k == 0 ? base : base + "." + std::to_string(k);
+      if (!index_->taken(s) && given_.insert(s).second) return s;
+    }
   }
+
+ private:
+  const Graph& g_;
+  std::optional<NameIndex> index_;  // built at the first name asked for
+  std::unordered_set<std::string> given_;
+  std::unordered_map<std::string, int> next_;  // per base: the suffix to try first (0: none)
+};
+
+// What puts two updates in one multi update: the op, the bits of its learning rate and
+// (sgd_momentum only) momentum, and the node that made the gradient (-1: any).
+struct GroupKey {
+  OpKind op;
+  uint32_t lr, momentum;
+  int source;
+  bool operator<(const GroupKey& o) const {
+    return std::tie(op, lr, momentum, source) < std::tie(o.op, o.lr, o.momentum, o.source);
+  }
+};
+
+uint32_t bits_of(float f) {
+  uint32_t b = 0;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+GroupKey group_key(const Node& n, int source) {
+  return {n.op, bits_of(n.attrs.lr), n.op == OpKind::sgd_momentum ? bits_of(n.attrs.momentum) : 0u, source};
 }
 
 // The weight-gradient GEMMs fused into their updates (see the top of the file); nothing
@@ -130,32 +162,23 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
     return g.values[static_cast<size_t>(n.inputs[1])].producer;
   };
   std::vector<Group> groups;
+  std::map<GroupKey, size_t> group_of;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if ((n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) || !fusable(n)) continue;
-    const bool momentum = n.op == OpKind::sgd_momentum;
-    const int source = source_of(n);
-    Group* found = nullptr;
-    for (Group& gr : groups)
-      if (gr.op == n.op && same_bits(gr.lr, n.attrs.lr) && (!momentum || same_bits(gr.momentum, n.attrs.momentum)) &&
-          gr.source == source)
-        found = &gr;
-    if (!found) {
-      groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, source, {}});
-      found = &groups.back();
-    }
-    found->nodes.push_back(static_cast<int>(i));
+    const auto [at, fresh] = group_of.emplace(group_key(n, source_of(n)), groups.size());
+    if (fresh) groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, at->first.source, {}});
+    groups[at->second].nodes.push_back(static_cast<int>(i));
   }
 
   GraphRewrite rw(g);
-  std::unordered_set<std::string> names;
+  FreshNames names(g);
   for (const Group& gr : groups) {
     if (gr.nodes.size() < 2) continue;
     const bool momentum = gr.op == OpKind::sgd_momentum;
     Node f;
     f.op = momentum ? OpKind::sgd_momentum_multi : OpKind::sgd_multi;
-    f.name = unused_name(g, names, op_name(f.op));
-    names.insert(f.name);
+    f.name = names.next(op_name(f.op));
     f.attrs.lr = gr.lr;
     if (momentum) f.attrs.momentum = gr.momentum;
     for (int n : gr.nodes) {

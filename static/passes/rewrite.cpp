@@ -7,14 +7,14 @@
 namespace tg {
 
 GraphRewrite::GraphRewrite(const Graph& src)
-    : src_(src), consumers_(src.consumers()), removed_(src.nodes.size(), false) {}
+    : src_(src), consumers_(src.consumers()), is_output_(src.values.size(), false), removed_(src.nodes.size(), false) {
+  for (int o : src.outputs)
+    if (o >= 0 && static_cast<size_t>(o) < is_output_.size()) is_output_[static_cast<size_t>(o)] = true;
+}
 
 bool GraphRewrite::only_reader(int v, int node) const {
   const std::vector<int>& c = consumers_[static_cast<size_t>(v)];
-  if (c.size() != 1 || c[0] != node) return false;
-  for (int o : src_.outputs)
-    if (o == v) return false;
-  return true;
+  return c.size() == 1 && c[0] == node && !is_output(v);
 }
 
 bool GraphRewrite::only_read_by(int v, int node) const {
@@ -63,6 +63,8 @@ Graph GraphRewrite::finish() const {
     for (int o : n->outputs) keep[static_cast<size_t>(o)] = true;
   std::vector<int> id(nall, -1);
   Graph g;
+  g.values.reserve(nall);
+  g.nodes.reserve(nodes.size());
   for (size_t v = 0; v < nall; ++v) {
     if (!keep[v]) continue;
     id[v] = static_cast<int>(g.values.size());

@@ -27,6 +27,8 @@ class GraphRewrite {
   // The same, where `node` may read v through several of its inputs (mul(h, h)): an
   // elementwise program reads a result as often as it likes.
   bool only_reader(int v, int node) const;
+  // Whether v is a graph output, which a pass keeps.
+  bool is_output(int v) const { return is_output_[static_cast<size_t>(v)]; }
   // The source node that produces v, or -1.
   int producer(int v) const { return src_.values[static_cast<size_t>(v)].producer; }
   bool removed(int node) const { return removed_[static_cast<size_t>(node)]; }
@@ -46,6 +48,7 @@ class GraphRewrite {
  private:
   const Graph& src_;
   std::vector<std::vector<int>> consumers_;
+  std::vector<bool> is_output_;  // per source value: a graph output
   std::vector<bool> removed_;
   std::vector<ValueInfo> new_values_;
   struct Added {

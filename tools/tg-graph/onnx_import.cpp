@@ -198,9 +198,7 @@ void Importer::finish(Value v, Dims dims) {
     s.dims = std::move(dims);
     return alias(s);
   }
-  tg::Node& n = g_.nodes[static_cast<size_t>(producer)];
-  n.name = out_name();
-  g_.values[static_cast<size_t>(v.id)].name = out_name();
+  b_.rename_output(v, out_name());
   set(v, std::move(dims));
 }
 
@@ -219,7 +217,7 @@ void Importer::alias(const Sym& s, size_t output) {
 
 std::string Importer::fresh(const std::string& base) {
   std::string name = base;
-  for (int k = 1; onnx_names_.count(name) || g_.find_value(name) >= 0 || g_.find_node(name) >= 0; ++k)
+  for (int k = 1; onnx_names_.count(name) || b_.taken(name); ++k)
     name = fmt::format("{}_{}", base, k);
   return name;
 }

@@ -54,6 +54,10 @@ void check_model(const Model& m, const std::string& source);
 // becomes one Gelu(approximate=tanh) node, the ReduceMean/Sub/Pow/ReduceMean/
 // Add/Sqrt/Div(/Mul/Add) formula one LayerNormalization node. Only where every
 // intermediate value is used inside the formula alone. Appends a note per rewrite.
+// Each rewrite is the first match in node order of the model as the rewrites before it
+// left it: what calling fuse_first_pattern until it returns false gives, in one pass.
 void fuse_patterns(Model& m, std::vector<std::string>& notes);
+// One rewrite, the first match in node order, with its note; false when none matches.
+bool fuse_first_pattern(Model& m, std::vector<std::string>& notes);
 
 }  // namespace tg::onnx

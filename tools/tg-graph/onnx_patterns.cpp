@@ -4,101 +4,19 @@
 // imported whole, as the ops they compute.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <map>
+#include <functional>
 #include <optional>
+#include <queue>
 #include <set>
 
 #include "tools/tg-graph/onnx_import.h"
+#include "tools/tg-graph/onnx_pattern_view.h"
 
 namespace tg::onnx {
 
 namespace {
-
-class View {
- public:
-  explicit View(const Model& m) : m_(m) {
-    for (size_t i = 0; i < m.nodes.size(); ++i) {
-      for (const std::string& o : m.nodes[i].outputs)
-        if (!o.empty()) producer_[o] = static_cast<int>(i);  // "": an omitted optional output
-      for (const std::string& in : m.nodes[i].inputs)
-        if (!in.empty()) consumers_[in].push_back(static_cast<int>(i));
-    }
-    for (const ValueDecl& o : m.outputs) outputs_.insert(o.name);
-  }
-
-  // The node producing v when its op is `op`, else -1.
-  int prod(const std::string& v, const char* op) const {
-    auto it = producer_.find(v);
-    return it != producer_.end() && m_.nodes[static_cast<size_t>(it->second)].op_type == op &&
-                   m_.nodes[static_cast<size_t>(it->second)].domain.empty()
-               ? it->second
-               : -1;
-  }
-  const Node& node(int i) const { return m_.nodes[static_cast<size_t>(i)]; }
-  const std::vector<int>& consumers(const std::string& v) const {
-    static const std::vector<int> none;
-    auto it = consumers_.find(v);
-    return it == consumers_.end() ? none : it->second;
-  }
-  // The single consumer of node i's output, with op `op`; else -1.
-  int only_consumer(int i, const char* op) const {
-    const std::vector<int>& c = consumers(node(i).outputs[0]);
-    return c.size() == 1 && node(c[0]).op_type == op ? c[0] : -1;
-  }
-  // A one-element float constant: an initializer or a Constant node's value.
-  std::optional<float> scalar(const std::string& v) const {
-    auto it = m_.initializers.find(v);
-    if (it != m_.initializers.end())
-      return it->second.type == Tensor::Type::f32 && it->second.f.size() == 1 ? std::optional<float>(it->second.f[0])
-                                                                               : std::nullopt;
-    const int c = prod(v, "Constant");
-    if (c < 0) return std::nullopt;
-    const auto& attrs = node(c).attrs;
-    if (auto a = attrs.find("value_float"); a != attrs.end()) return a->second.f;
-    if (auto a = attrs.find("value"); a != attrs.end() && a->second.t.type == Tensor::Type::f32 &&
-                                      a->second.t.f.size() == 1)
-      return a->second.t.f[0];
-    return std::nullopt;
-  }
-  bool is_scalar(const std::string& v, double expected) const {
-    const std::optional<float> s = scalar(v);
-    return s && std::fabs(*s - expected) <= 1e-5 * std::max(1.0, std::fabs(expected));
-  }
-  // For a binary node: the operand that is not `known` (either order), or "".
-  std::string other(int i, const std::string& known) const {
-    const Node& n = node(i);
-    if (n.inputs.size() != 2) return "";
-    if (n.inputs[0] == known) return n.inputs[1];
-    if (n.inputs[1] == known) return n.inputs[0];
-    return "";
-  }
-  // Of a binary node, the operand that is the scalar `c` and the other one.
-  std::string operand_beside_scalar(int i, double c) const {
-    const Node& n = node(i);
-    if (n.inputs.size() != 2) return "";
-    if (is_scalar(n.inputs[0], c)) return n.inputs[1];
-    if (is_scalar(n.inputs[1], c)) return n.inputs[0];
-    return "";
-  }
-  // Every output of the nodes in `inner` is read only by nodes of inner or `last`.
-  bool closed(const std::set<int>& inner, int last) const {
-    for (int i : inner)
-      for (const std::string& o : node(i).outputs) {
-        if (outputs_.count(o)) return false;
-        for (int c : consumers(o))
-          if (c != last && !inner.count(c)) return false;
-      }
-    return true;
-  }
-  bool is_graph_output(const std::string& v) const { return outputs_.count(v) > 0; }
-
- private:
-  const Model& m_;
-  std::map<std::string, int> producer_;
-  std::map<std::string, std::vector<int>> consumers_;
-  std::set<std::string> outputs_;
-};
 
 struct Match {
   int last = -1;           // the node whose output the fused node produces
@@ -249,33 +167,125 @@ std::optional<Match> layernorm_formula(const View& v, const Model& model, int di
   return m;
 }
 
-}  // namespace
+// The rewrite anchored at node i, if one matches there.
+std::optional<Match> match_at(const View& v, const Model& model, int i) {
+  const Node& n = v.node(i);
+  if (!n.domain.empty() || !v.usable(i)) return std::nullopt;
+  if (n.op_type == "Tanh") return gelu_tanh(v, i);
+  if (n.op_type == "Div") return layernorm_formula(v, model, i);
+  return std::nullopt;
+}
 
-void fuse_patterns(Model& model, std::vector<std::string>& notes) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    const View v(model);
-    for (size_t i = 0; i < model.nodes.size() && !changed; ++i) {
-      const std::string& op = model.nodes[i].op_type;
-      std::optional<Match> m;
-      if (model.nodes[i].domain.empty() && op == "Tanh") m = gelu_tanh(v, static_cast<int>(i));
-      if (model.nodes[i].domain.empty() && op == "Div") m = layernorm_formula(v, model, static_cast<int>(i));
-      if (!m) continue;
-      Node& last = model.nodes[static_cast<size_t>(m->last)];
-      m->fused.name = last.name;
-      m->fused.outputs = {last.outputs[0]};
-      notes.push_back(fmt::format("nodes {}..{}: the {} formula ({} nodes) imported as one {}",
-                                  model.nodes[static_cast<size_t>(*m->inner.begin())].name, last.name,
-                                  m->fused.op_type == "Gelu" ? "tanh GELU" : "LayerNorm", m->inner.size() + 1,
-                                  m->fused.op_type == "Gelu" ? "gelu" : "layernorm"));
-      last = m->fused;
-      std::vector<Node> kept;
-      for (size_t k = 0; k < model.nodes.size(); ++k)
-        if (!m->inner.count(static_cast<int>(k))) kept.push_back(std::move(model.nodes[k]));
-      model.nodes = std::move(kept);
-      changed = true;
+bool is_anchor(const Node& n) { return n.domain.empty() && (n.op_type == "Tanh" || n.op_type == "Div"); }
+
+// The note a rewrite leaves: the formula's first and last nodes, and what it became.
+void note_match(const Model& model, const Match& m, std::vector<std::string>& notes) {
+  const bool gelu = m.fused.op_type == "Gelu";
+  notes.push_back(fmt::format("nodes {}..{}: the {} formula ({} nodes) imported as one {}",
+                              model.nodes[static_cast<size_t>(*m.inner.begin())].name,
+                              model.nodes[static_cast<size_t>(m.last)].name, gelu ? "tanh GELU" : "LayerNorm",
+                              m.inner.size() + 1, gelu ? "gelu" : "layernorm"));
+}
+
+// The fused node takes the name and first output of the node it replaces.
+Node fused_node(const Model& model, Match& m) {
+  const Node& last = model.nodes[static_cast<size_t>(m.last)];
+  m.fused.name = last.name;
+  m.fused.outputs = {last.outputs[0]};
+  return m.fused;
+}
+
+// Anchors (node ids) whose search failed, per value it read: a change to the value
+// sends them back to be searched again. A search's entries carry the anchor's round;
+// entries of an earlier round are stale.
+class Watchers {
+ public:
+  Watchers(size_t values, size_t nodes) : by_producer_(values), by_consumer_(values), round_(nodes, 0) {}
+
+  void watch(int anchor, ViewReads& reads) {
+    add(anchor, reads.producers, by_producer_);
+    add(anchor, reads.consumers, by_consumer_);
+  }
+  // The anchors watching a changed value, each once; their entries retire.
+  void wake(const ViewReads& changed, std::vector<int>& woken) {
+    take(changed.producers, by_producer_, woken);
+    take(changed.consumers, by_consumer_, woken);
+  }
+
+ private:
+  struct Entry {
+    int anchor, round;
+  };
+  using Lists = std::vector<std::vector<Entry>>;
+  void add(int anchor, std::vector<int>& values, Lists& lists) {
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    for (int v : values) lists[static_cast<size_t>(v)].push_back({anchor, round_[static_cast<size_t>(anchor)]});
+  }
+  void take(const std::vector<int>& values, Lists& lists, std::vector<int>& woken) {
+    for (int v : values) {
+      for (const Entry& e : lists[static_cast<size_t>(v)])
+        if (e.round == round_[static_cast<size_t>(e.anchor)]) {
+          ++round_[static_cast<size_t>(e.anchor)];
+          woken.push_back(e.anchor);
+        }
+      lists[static_cast<size_t>(v)].clear();
     }
   }
+  Lists by_producer_, by_consumer_;
+  std::vector<int> round_;
+};
+
+}  // namespace
+
+bool fuse_first_pattern(Model& model, std::vector<std::string>& notes) {
+  const View v(model);
+  for (size_t i = 0; i < model.nodes.size(); ++i) {
+    std::optional<Match> m = match_at(v, model, static_cast<int>(i));
+    if (!m) continue;
+    note_match(model, *m, notes);
+    model.nodes[static_cast<size_t>(m->last)] = fused_node(model, *m);
+    std::vector<Node> kept;
+    for (size_t k = 0; k < model.nodes.size(); ++k)
+      if (!m->inner.count(static_cast<int>(k))) kept.push_back(std::move(model.nodes[k]));
+    model.nodes = std::move(kept);
+    return true;
+  }
+  return false;
+}
+
+// The anchors wait in node order. One that is taken is searched in the model as it is
+// now; if nothing matches, it waits on the values its search read. So each fusion is the
+// first match in node order of the model at that point, as in fuse_first_pattern.
+void fuse_patterns(Model& model, std::vector<std::string>& notes) {
+  View v(model);
+  std::priority_queue<int, std::vector<int>, std::greater<int>> todo;
+  for (size_t i = 0; i < model.nodes.size(); ++i)
+    if (is_anchor(model.nodes[i])) todo.push(static_cast<int>(i));
+  Watchers watchers(v.values(), model.nodes.size());
+  bool any = false;
+  std::vector<int> woken;
+  while (!todo.empty()) {
+    const int i = todo.top();
+    todo.pop();
+    if (v.gone(i) || !is_anchor(model.nodes[static_cast<size_t>(i)])) continue;
+    ViewReads reads;
+    v.record(&reads);
+    std::optional<Match> m = match_at(v, model, i);
+    v.record(nullptr);
+    if (!m) {
+      watchers.watch(i, reads);
+      continue;
+    }
+    note_match(model, *m, notes);
+    ViewReads changed;
+    v.fuse(m->last, fused_node(model, *m), m->inner, &changed);
+    any = true;
+    woken.clear();
+    watchers.wake(changed, woken);
+    for (int a : woken) todo.push(a);
+  }
+  if (any) model.nodes = v.live_nodes();
 }
 
 }  // namespace tg::onnx
