@@ -343,6 +343,18 @@ TEST_CASE("onnx mapping: dead nodes and initializers no output needs are left ou
   CHECK(g.values[static_cast<size_t>(g.find_value("w"))].init.kind == ParamInit::Kind::data);
 }
 
+TEST_CASE("onnx mapping: a dim the file fixes below 1, or leaves without size or name, is no case for --dim") {
+  ModelBuilder negative;
+  negative.input("x", {-5, 4}).node("Relu", {"x"}, {"y"}).output("y");
+  const std::string neg = refusal(negative);
+  CHECK(neg.find("dim 0 is -5 in the file, a size no tensor can have") != std::string::npos);
+  CHECK(neg.find("--dim") == std::string::npos);
+  ModelBuilder nameless;
+  nameless.symbolic_input("x", "?", 4).node("Relu", {"x"}, {"y"}).output("y");
+  CHECK(refusal(nameless).find("has neither a size nor a name in the file, so --dim cannot set it") !=
+        std::string::npos);
+}
+
 TEST_CASE("onnx mapping: --dim fills symbolic dims, --loss appends mse or cross_entropy with its input") {
   ModelBuilder mb;
   mb.symbolic_input("x", "batch", 4).init("w", {4, 3}, seq(12)).node("MatMul", {"x", "w"}, {"y"}).output("y");

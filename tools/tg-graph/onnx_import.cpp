@@ -301,11 +301,18 @@ void Importer::declare_inputs() {
         dims.push_back(x.value);
         continue;
       }
+      // --dim names a symbolic dim; a size the file fixes, or a dim with neither size nor
+      // name, is the model's to fix, and advice to use --dim could not work.
+      if (x.param.empty())
+        graph_error("{}: dim {} is {} in the file, a size no tensor can have; export the model with a size >= 1 "
+                    "there", w, dims.size(), x.value);
+      if (x.param == "?")
+        graph_error("{}: dim {} has neither a size nor a name in the file, so --dim cannot set it; export the "
+                    "model with a fixed size there or a named dynamic axis", w, dims.size());
       auto it = opt_.dims.find(x.param);
-      if (x.value == 0 || x.param.empty() || it == opt_.dims.end())
-        graph_error("{}: dim {} is {}; give its value with --dim {}=N", w, dims.size(),
-                    x.param.empty() ? std::to_string(x.value) : "symbolic (" + quote_name(x.param) + ")",
-                    x.param.empty() || x.param.size() > kMaxQuotedNameBytes ? "NAME" : escape_text(x.param));
+      if (it == opt_.dims.end())
+        graph_error("{}: dim {} is symbolic ({}); give its value with --dim {}=N", w, dims.size(), quote_name(x.param),
+                    x.param.size() > kMaxQuotedNameBytes ? "NAME" : escape_text(x.param));
       dims.push_back(it->second);
     }
     Sym s;
