@@ -712,6 +712,9 @@ VALUES = {
     "reliability.fuzz_round3_execs": lambda: f"{n_(fuzz('onnx-import')['executions'])} and "
                                              f"{n_(fuzz('weights')['executions'])}",
     "reliability.fuzz_round3_crashes": lambda: str(fuzz("onnx-import")["crashes"] + fuzz("weights")["crashes"]),
+    "reliability.scale_timeout": lambda: seconds(int(text_constant("tests/scale/CMakeLists.txt",
+                                                                   r"tg_graph_scale_test LABEL cpu TIMEOUT (\d+)",
+                                                                   "the scale test's TIMEOUT"))),
     "reliability.hostile_onnx_cases": lambda: str(len(hostile_onnx()["after"])),
     "reliability.weights_depth": lambda: str(cpp_constant("graph/weights.cpp", "kMaxHeaderDepth")),
     "reliability.external_cases": lambda: str(len(re.findall(r"^\s*(?:import \"\$d\"|if \[ \"\$rc\" -eq 2 \])",
