@@ -348,5 +348,14 @@ TEST_CASE("onnx hostile: values over the IR's per-value limit are bad input that
   refused(matmul, {"node 'n0' (MatMul): a value of shape [1048576,1048576] is over the IR's limit"});
 }
 
+TEST_CASE("onnx hostile: a folded constant with a negative dim is named as such, not as too large") {
+  ModelBuilder mb;
+  mb.input("x", {2, 3}).ints("shape", {2, -3}).node("ConstantOfShape", {"shape"}, {"c"}).node("Add", {"x", "c"}, {"y"});
+  mb.output("y");
+  const std::string msg = refusal(mb);
+  CHECK_MESSAGE(msg.find("with a negative dim -3") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("elements") == std::string::npos, msg);
+}
+
 }  // namespace
 }  // namespace tg::testing

@@ -19,7 +19,10 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 void check_size(const Dims& d, const std::string& where) {
   int64_t n = 1;
   for (int64_t x : d) {
-    if (x < 0 || (x > 0 && n > kMaxFoldElements / x))
+    if (x < 0)
+      graph_error("{}: folding it would make a constant of shape {}, with a negative dim {}; no tensor has one",
+                  where, dims_str(d), x);
+    if (x > 0 && n > kMaxFoldElements / x)
       graph_error("{}: folding it would make a constant of shape {}, over {} elements", where, dims_str(d),
                   kMaxFoldElements);
     n *= x;
