@@ -101,8 +101,9 @@ std::string with_description(std::string json, const std::string& description) {
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
-// Every path import writes, checked before the model is read: a refused -o must not
-// leave a weights file behind, nor a long import end in a path that cannot be written.
+// Every path import writes, checked before the model is read (and against its external
+// data once it is read): a refused -o must not leave a weights file behind, nor a long
+// import end in a path that cannot be written.
 struct Outputs {
   std::string graph, weights;  // the paths to write (a link's target)
 };
@@ -139,6 +140,13 @@ int import_checked(const ImportArgs& a) {
   graph_tool::require_stdout_open();
 
   const onnx::Model model = onnx::read_model_file(a.model);
+  // The model's external data are inputs too; which files they are is known once it is read.
+  for (const std::string& data : model.external_files)
+    for (const auto& [flag, write] : {std::pair<const char*, const std::string&>{"-o", out.graph},
+                                      std::pair<const char*, const std::string&>{"--weights", out.weights}})
+      if (const std::string why = th::output_overwrites_input(flag, write, "the model's external data", data);
+          !why.empty())
+        graph_error("{}", why);
   check_dims_used(opt.dims, model, a.model);
   th::throw_if_interrupted();
   onnx::Imported im = onnx::import_model(model, opt, th::shown_path(a.model));

@@ -67,6 +67,9 @@ struct Model {
   std::vector<ValueDecl> inputs, outputs;
   std::map<std::string, Tensor> initializers;
   std::vector<Node> nodes;  // in the file's (topological) order
+  // The real paths of the external data files the reader took bytes from, once each:
+  // inputs too, which no output of import may overwrite.
+  std::vector<std::string> external_files;
 };
 
 // Reads and parses FILE. Throws GraphError for a file that is not an ONNX model,

@@ -57,6 +57,7 @@ void check_count(const Field& f, int64_t n, const std::string& where) {
 class ExternalData {
  public:
   explicit ExternalData(const std::string& model_path) : model_(model_path) {}
+  const std::vector<std::string>& files() const { return files_; }
 
   std::string bytes(const pb::TensorProto& t, const std::string& where, uint64_t expected) {
     std::string location;
@@ -73,6 +74,7 @@ class ExternalData {
     if (has_length && length != expected)
       graph_error("{}: its external data length {} is not the {} bytes its dims and type need", where, length, expected);
     const std::string path = resolve(location, where);
+    if (std::find(files_.begin(), files_.end(), path) == files_.end()) files_.push_back(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) graph_error("{}: cannot open its external data file {} for reading; check its permissions", where, path);
     std::error_code ec;
@@ -126,6 +128,7 @@ class ExternalData {
     return x;
   }
   std::string model_;
+  std::vector<std::string> files_;  // the real paths read, in first-use order
 };
 
 // Bytes per element in raw_data for the types read here; 0 for the others.
@@ -301,6 +304,7 @@ Model read_model_bytes(const std::string& bytes, const std::string& path) {
     if (out.initializers.count(x.name)) graph_error("{}: initializer '{}' is given twice", path, x.name);
     out.initializers.emplace(x.name, std::move(x));
   }
+  out.external_files = ext.files();
   for (const auto& v : g.input())
     if (!out.initializers.count(v.name())) out.inputs.push_back(read_decl(v));  // IR < 4 lists initializers as inputs
   for (const auto& v : g.output()) out.outputs.push_back(read_decl(v));

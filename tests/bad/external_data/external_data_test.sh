@@ -72,6 +72,13 @@ fi
 d=$(layout short at_offset.onnx); head -c 4100 /dev/zero >"$d/weights.bin"
 import "$d" "a range past the end of the data file is refused" "runs past the end"
 
+# An output over the data file the model reads: refused, the data left as it was.
+d=$(layout over_data beside.onnx); weight_bytes "$d/weights.bin"; cp "$d/weights.bin" "$d/weights.orig"
+"$tool" import "$d/model.onnx" -o "$d/out/g.json" --weights "$d/weights.bin" >"$d/stdout" 2>"$d/stderr"; rc=$?
+if [ "$rc" -eq 2 ] && grep -qF "external data" "$d/stderr" && cmp -s "$d/weights.bin" "$d/weights.orig" &&
+   [ -z "$(ls -A "$d/out")" ]; then pass "--weights over the model's external data is refused"
+else fail "--weights over the model's external data: exit $rc, $(head -c 2000 "$d/stderr")"; fi
+
 # The model path itself a loop: named as one, not as a missing file.
 d="$work/model_loop"; rm -rf "$d" && mkdir -p "$d" && ln -s model.onnx "$d/model.onnx"
 out=$("$tool" import "$d/model.onnx" -o "$d/g.json" 2>&1); rc=$?
