@@ -217,13 +217,13 @@ class ModelChecker {
     for (const AttrSpec& a : spec.attrs) {
       auto it = n.attrs.find(a.name);
       if (it == n.attrs.end()) {
-        if (a.required) graph_error("{}: has no attribute '{}', which {} requires", where, a.name, n.op_type);
+        if (a.required) graph_error("{}: has no attribute {}, which {} requires", where, quote_name(a.name), n.op_type);
         continue;
       }
       if (it->second.kind != a.kind)
-        graph_error("{}: attribute '{}' is {}, but {}'s {} is {}; write it with that type", where, a.name,
+        graph_error("{}: attribute {} is {}, but {}'s {} is {}; write it with that type", where, quote_name(a.name),
                     attr_kind_text(it->second.kind), n.op_type, a.name, attr_kind_text(a.kind));
-      if (a.kind == Kind::tensor) tensor_ok(it->second.t, fmt::format("{}: attribute '{}'", where, a.name));
+      if (a.kind == Kind::tensor) tensor_ok(it->second.t, fmt::format("{}: attribute {}", where, quote_name(a.name)));
     }
     if (n.op_type == "Constant") {
       int values = 0;

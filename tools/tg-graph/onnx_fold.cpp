@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "graph/errors.h"
+#include "graph/quote.h"
 #include "tools/tg-graph/onnx_importer.h"
 
 namespace tg::onnx {
@@ -97,7 +98,8 @@ std::vector<T> binary_data(const std::string& op, const std::vector<T>& a, const
 
 void require_known(const Tensor& t, const std::string& where) {
   if (t.type == Tensor::Type::other || t.external)
-    graph_error("{}: constant '{}' is {}{}; only float and integer constants fold", where, t.name, t.type_name,
+    graph_error("{}: constant {} is {}{}; only float and integer constants fold", where, quote_name(t.name),
+                t.type_name,
                 t.external ? " in an external file" : "");
 }
 

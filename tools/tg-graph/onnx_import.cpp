@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "graph/quote.h"
 #include "graph/graph_model.h"
 #include "graph/json_io.h"
 #include "graph/validate.h"
@@ -112,8 +113,8 @@ const Sym& Importer::in(size_t i) const {
   if (!has_input(i)) refuse(fmt::format("input {} is missing; the op needs it", i));
   auto it = env_.find(node_->inputs[i]);
   if (it == env_.end())
-    refuse(fmt::format("input '{}' is produced by no earlier node, initializer or graph input; the file's nodes "
-                       "must be in topological order", node_->inputs[i]));
+    refuse(fmt::format("input {} is produced by no earlier node, initializer or graph input; the file's nodes "
+                       "must be in topological order", quote_name(node_->inputs[i])));
   return it->second;
 }
 
@@ -121,15 +122,16 @@ Value Importer::value_of(const Sym& s, const std::string& name) {
   if (!s.constant) return s.v;
   if (auto it = params_.find(name); it != params_.end()) return it->second;
   if (s.c.external)
-    refuse(fmt::format("'{}' keeps its data in an external file, which twograph does not read; save the model with "
-                       "the weights inside (onnx.save(model, path, save_as_external_data=False))", name));
+    refuse(fmt::format("{} keeps its data in an external file, which twograph does not read; save the model with "
+                       "the weights inside (onnx.save(model, path, save_as_external_data=False))", quote_name(name)));
   if (s.c.type != Tensor::Type::f32)
-    refuse(fmt::format("'{}' is a tensor of {} used as data; the IR computes in f32 only", name, s.c.type_name));
+    refuse(fmt::format("{} is a tensor of {} used as data; the IR computes in f32 only", quote_name(name),
+                       s.c.type_name));
   for (size_t k = 0; k < s.c.f.size(); ++k)
     if (!std::isfinite(s.c.f[k]))
-      refuse(fmt::format("'{}' holds {} at element {}; it becomes a parameter, and the IR's parameters are finite "
+      refuse(fmt::format("{} holds {} at element {}; it becomes a parameter, and the IR's parameters are finite "
                          "(an inf or NaN weight makes every output and gradient NaN): fix the model's constant",
-                         name, s.c.f[k], k));
+                         quote_name(name), s.c.f[k], k));
   ParamInit init;
   init.kind = ParamInit::Kind::data;
   init.data = std::make_shared<const std::vector<float>>(s.c.f);
@@ -143,8 +145,8 @@ Value Importer::value(size_t i) { return value_of(in(i), node_->inputs[i]); }
 const Tensor& Importer::constant(size_t i, const char* what) const {
   const Sym& s = in(i);
   if (!s.constant)
-    refuse(fmt::format("its {} ('{}') is computed at run time; twograph needs it constant (export with static "
-                       "shapes)", what, node_->inputs[i]));
+    refuse(fmt::format("its {} ({}) is computed at run time; twograph needs it constant (export with static "
+                       "shapes)", what, quote_name(node_->inputs[i])));
   return s.c;
 }
 
@@ -160,7 +162,7 @@ const Attribute* Importer::attr(const char* name, Attribute::Kind kind) const {
   auto it = node_->attrs.find(name);
   if (it == node_->attrs.end()) return nullptr;
   if (it->second.kind != kind)
-    refuse(fmt::format("attribute '{}' is {}, but {}'s {} is {}; write it with that type", name,
+    refuse(fmt::format("attribute {} is {}, but {}'s {} is {}; write it with that type", quote_name(name),
                        attr_kind_text(it->second.kind), node_->op_type, name, attr_kind_text(kind)));
   return &it->second;
 }
@@ -171,7 +173,7 @@ int64_t Importer::attr_i(const char* name, int64_t dflt) const {
 float Importer::attr_f(const char* name, float dflt) const {
   const Attribute* a = attr(name, Attribute::Kind::f);
   if (a && !std::isfinite(a->f))
-    refuse(fmt::format("attribute '{}' is {}; give a finite number", name, a->f));
+    refuse(fmt::format("attribute {} is {}; give a finite number", quote_name(name), a->f));
   return a ? a->f : dflt;
 }
 std::string Importer::attr_s(const char* name, const std::string& dflt) const {
@@ -326,8 +328,8 @@ void Importer::map_node(const Node& n) {
   node_ = &n;
   nodes_before_ = g_.nodes.size();
   if (!n.domain.empty())
-    refuse(fmt::format("ops of domain '{}' are not ONNX standard ops; export without custom or contrib ops",
-                       n.domain));
+    refuse(fmt::format("ops of domain {} are not ONNX standard ops; export without custom or contrib ops",
+                       quote_name(n.domain)));
   if (n.outputs.empty()) refuse("has no outputs");
   const auto& hs = handlers();
   auto it = hs.find(n.op_type);
@@ -339,8 +341,8 @@ void Importer::map_node(const Node& n) {
   it->second(*this);
   for (size_t i = 0; i < n.outputs.size(); ++i)
     if (!n.outputs[i].empty() && !env_.count(n.outputs[i]) && consumers_.count(n.outputs[i]))
-      refuse(fmt::format("output {} ('{}') is used, but twograph computes only the op's first output", i,
-                         n.outputs[i]));
+      refuse(fmt::format("output {} ({}) is used, but twograph computes only the op's first output", i,
+                         quote_name(n.outputs[i])));
 }
 
 void Importer::add_loss() {
@@ -351,8 +353,8 @@ void Importer::add_loss() {
   const Value pred = RecordingBuilder::handle(g_, g_.outputs[0]);
   for (const char* name : {"target", "labels", "loss"})
     if (g_.find_value(name) >= 0)
-      graph_error("{}: the model already has a value named '{}', which --loss adds; rename it in the model", source_,
-                  name);
+      graph_error("{}: the model already has a value named {}, which --loss adds; rename it in the model", source_,
+                  quote_name(name));
   Value loss;
   if (opt_.loss == ImportOptions::Loss::mse) {
     loss = b_.apply(OpKind::mse_loss, {pred, b_.input("target", pred.shape)}, {}, "loss");
@@ -377,10 +379,10 @@ Imported Importer::run() {
   node_ = nullptr;
   for (const ValueDecl& o : m_.outputs) {
     auto it = env_.find(o.name);
-    if (it == env_.end()) graph_error("{}: output '{}' is produced by no node", source_, o.name);
+    if (it == env_.end()) graph_error("{}: output {} is produced by no node", source_, quote_name(o.name));
     if (it->second.constant)
-      graph_error("{}: output '{}' is a constant (it depends on no input); twograph graphs compute their outputs",
-                  source_, o.name);
+      graph_error("{}: output {} is a constant (it depends on no input); twograph graphs compute their outputs",
+                  source_, quote_name(o.name));
     // The file's declared shape is a check of the mapping itself.
     if (o.has_shape) {
       bool differs = o.dims.size() != it->second.dims.size();
@@ -390,8 +392,8 @@ Imported Importer::run() {
         differs = differs || (o.dims[i].value >= 1 && i < it->second.dims.size() && o.dims[i].value != it->second.dims[i]);
       }
       if (differs)
-        graph_error("{}: output '{}' is declared [{}] in the file, but the import computed {}: the import is wrong "
-                    "here, please report it", source_, o.name, declared, dims_str(it->second.dims));
+        graph_error("{}: output {} is declared [{}] in the file, but the import computed {}: the import is wrong "
+                    "here, please report it", source_, quote_name(o.name), declared, dims_str(it->second.dims));
     }
     Value v = it->second.v;
     if (g_.values[static_cast<size_t>(v.id)].role != Role::temporary || g_.values[static_cast<size_t>(v.id)].name != o.name) {

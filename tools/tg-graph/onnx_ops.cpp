@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "graph/quote.h"
 #include "tools/tg-graph/onnx_importer.h"
 
 namespace tg::onnx {
@@ -58,7 +59,8 @@ void gemm_op(Importer& im) {
     t.dims = t.c.dims;
     vb = im.value_of(t, b_name);
     tb = false;
-    im.notes_.push_back(fmt::format("Gemm '{}': weight '{}' stored transposed, as [{}, {}]", name, b_name, k, n));
+    im.notes_.push_back(
+        fmt::format("Gemm {}: weight {} stored transposed, as [{}, {}]", quote_name(name), quote_name(b_name), k, n));
   } else {
     vb = im.value(1);
   }

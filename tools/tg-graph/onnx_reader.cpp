@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "graph/errors.h"
+#include "graph/quote.h"
 #include "graph/file_read.h"
 #include "tools/tg-graph/onnx_model.h"
 
@@ -98,24 +99,26 @@ class ExternalData {
     namespace fs = std::filesystem;
     const fs::path rel(location);
     if (location.empty() || rel.is_absolute())
-      graph_error("{}: its external data location '{}' must be a file name relative to the model", where, location);
+      graph_error("{}: its external data location {} must be a file name relative to the model", where,
+                  quote_name(location));
     std::error_code ec;
     const fs::path folder = fs::canonical(fs::absolute(model_, ec).parent_path(), ec);
     if (ec) graph_error("{}: cannot resolve the model's folder: {}", where, ec.message());
     const fs::path named = folder / rel;
     const fs::path real = fs::canonical(named, ec);
     if (ec == std::errc::too_many_symbolic_link_levels)
-      graph_error("{}: its external data location '{}' is a loop of symbolic links", where, location);
+      graph_error("{}: its external data location {} is a loop of symbolic links", where, quote_name(location));
     if (ec == std::errc::no_such_file_or_directory)
       graph_error("{}: its external data file {} does not exist; keep it beside the model", where, named.string());
-    if (ec) graph_error("{}: cannot resolve its external data location '{}': {}", where, location, ec.message());
+    if (ec)
+      graph_error("{}: cannot resolve its external data location {}: {}", where, quote_name(location), ec.message());
     const auto [f, r] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
     if (f != folder.end())
-      graph_error("{}: its external data location '{}' leads outside the model's folder (to {}); external data must "
+      graph_error("{}: its external data location {} leads outside the model's folder (to {}); external data must "
                   "be a file in the folder of the model",
-                  where, location, real.string());
+                  where, quote_name(location), real.string());
     if (!fs::is_regular_file(real, ec))
-      graph_error("{}: its external data location '{}' is not a regular file", where, location);
+      graph_error("{}: its external data location {} is not a regular file", where, quote_name(location));
     return real.string();
   }
 
@@ -124,7 +127,7 @@ class ExternalData {
     errno = 0;
     const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
     if (v.empty() || *end != '\0' || v[0] == '-' || !std::isdigit(static_cast<unsigned char>(v[0])) || errno == ERANGE)
-      graph_error("{}: external data {} '{}' is not a byte count", where, key, v);
+      graph_error("{}: external data {} {} is not a byte count", where, key, quote_name(v));
     return x;
   }
   std::string model_;
@@ -301,7 +304,7 @@ Model read_model_bytes(const std::string& bytes, const std::string& path) {
   ExternalData ext(path);
   for (const auto& t : g.initializer()) {
     Tensor x = read_tensor(t, path + ": initializer", &ext);
-    if (out.initializers.count(x.name)) graph_error("{}: initializer '{}' is given twice", path, x.name);
+    if (out.initializers.count(x.name)) graph_error("{}: initializer {} is given twice", path, quote_name(x.name));
     out.initializers.emplace(x.name, std::move(x));
   }
   out.external_files = ext.files();
@@ -315,7 +318,7 @@ Model read_model_bytes(const std::string& bytes, const std::string& path) {
     x.domain = n.domain() == "ai.onnx" ? "" : n.domain();
     x.inputs.assign(n.input().begin(), n.input().end());
     x.outputs.assign(n.output().begin(), n.output().end());
-    const std::string where = fmt::format("{}: node '{}' ({})", path, n.name(), n.op_type());
+    const std::string where = fmt::format("{}: node {} ({})", path, quote_name(n.name()), n.op_type());
     for (const auto& a : n.attribute())
       if (!x.attrs.emplace(a.name(), read_attribute(a, where)).second)
         graph_error("{}: attribute {} is given twice; give each attribute once", where, quote_name(a.name()));
