@@ -262,33 +262,43 @@ def same(values, what):
 
 # ---- docs/results/hostile-graph-inputs.txt: before and after ------------------------------
 
-def hostile():
-    """{'before': {case: row}, 'after': {case: row}} from the script's two tables; a row is
-    {'exit', 'stdout', 'stderr'} (ints, None when blank)."""
-    path, text = result("hostile-graph-inputs.txt")
+def before_after(name, header, columns, read_row):
+    """{'before': {case: row}, 'after': {case: row}} from a before/after file of a hostile-inputs
+    script: two fixed-width tables, each headed by the words of `header`, whose rows end at a
+    blank or comment line. `read_row(line, cols)` gives (case, row) from a line and the offsets
+    of `columns` in the header, or None for a line it cannot read."""
+    path, text = result(name)
     lines = text.splitlines()
-    heads = [i for i, ln in enumerate(lines) if re.match(r"case\s+exit\s+stdout_bytes\s+stderr_bytes", ln)]
+    heads = [i for i, ln in enumerate(lines) if re.match(r"\s+".join(header.split()), ln)]
     if len(heads) != 2:
-        raise Missing(f"{_rel(path)}: {len(heads)} tables headed 'case exit stdout_bytes stderr_bytes' (2 expected: "
-                      "before, then after)")
+        raise Missing(f"{_rel(path)}: {len(heads)} tables headed '{header}' (2 expected: before, then after)")
     blocks = []
     for h in heads:
-        head = lines[h]
-        cols = [head.index(c) for c in ("exit", "stdout_bytes", "stderr_bytes", "stderr,")]
+        cols = [lines[h].index(c) for c in columns]
         rows = {}
         for ln in lines[h + 1:]:
             if not ln.strip() or ln.startswith("#"):
                 break
-            case = ln[:cols[0]].strip()
-            cells = [ln[a:b].strip() for a, b in zip(cols, cols[1:])]
-            if not case or not re.fullmatch(r"\d+", cells[0]) or any(c and not c.isdigit() for c in cells[1:]):
-                raise Missing(f"{_rel(path)}: cannot read the row {ln.rstrip()!r} (case, exit, stdout and stderr "
-                              "bytes in the header's columns)")
-            rows[case] = dict(zip(("exit", "stdout", "stderr"), (int(c) if c else None for c in cells)))
+            got = read_row(ln, cols)
+            if got is None:
+                raise Missing(f"{_rel(path)}: cannot read the row {ln.rstrip()!r} (columns {header})")
+            rows[got[0]] = got[1]
         blocks.append(rows)
     if list(blocks[0]) != list(blocks[1]):
         raise Missing(f"{_rel(path)}: the before and after tables list different cases")
     return {"before": blocks[0], "after": blocks[1]}
+
+
+def hostile():
+    """hostile-graph-inputs.txt; a row is {'exit', 'stdout', 'stderr'} (ints, None when blank)."""
+    def read_row(ln, cols):
+        case = ln[:cols[0]].strip()
+        cells = [ln[a:b].strip() for a, b in zip(cols, cols[1:])]
+        if not case or not re.fullmatch(r"\d+", cells[0]) or any(c and not c.isdigit() for c in cells[1:]):
+            return None
+        return case, dict(zip(("exit", "stdout", "stderr"), (int(c) if c else None for c in cells)))
+    return before_after("hostile-graph-inputs.txt", "case exit stdout_bytes stderr_bytes",
+                        ("exit", "stdout_bytes", "stderr_bytes", "stderr,"), read_row)
 
 
 def tab_hostile():
@@ -328,30 +338,12 @@ ROUND3_CLASSES = {
 
 
 def hostile_onnx():
-    """{'before': {case: (class, verdict)}, 'after': ...} from scripts/hostile-onnx-inputs.sh's two
-    tables, each headed 'class case expect verdict exit'."""
-    path, text = result("reliability/hostile-onnx-inputs.txt")
-    lines = text.splitlines()
-    heads = [i for i, ln in enumerate(lines) if re.match(r"class\s+case\s+expect\s+verdict\s+exit", ln)]
-    if len(heads) != 2:
-        raise Missing(f"{_rel(path)}: {len(heads)} tables headed 'class case expect verdict exit' (2 expected: "
-                      "before, then after)")
-    blocks = []
-    for h in heads:
-        head = lines[h]
-        cols = [head.index(c) for c in ("case", "expect", "verdict", "exit")]
-        rows = {}
-        for ln in lines[h + 1:]:
-            if not ln.strip() or ln.startswith("#"):
-                break
-            klass, case, verdict = ln[:cols[0]].strip(), ln[cols[0]:cols[1]].strip(), ln[cols[2]:cols[3]].strip()
-            if klass not in ROUND3_CLASSES or not case or not verdict:
-                raise Missing(f"{_rel(path)}: cannot read the row {ln.rstrip()!r} (class, case, expect, verdict)")
-            rows[case] = (klass, verdict)
-        blocks.append(rows)
-    if list(blocks[0]) != list(blocks[1]):
-        raise Missing(f"{_rel(path)}: the before and after tables list different cases")
-    return {"before": blocks[0], "after": blocks[1]}
+    """reliability/hostile-onnx-inputs.txt; a row is (class, verdict)."""
+    def read_row(ln, cols):
+        klass, case, verdict = ln[:cols[0]].strip(), ln[cols[0]:cols[1]].strip(), ln[cols[2]:cols[3]].strip()
+        return (case, (klass, verdict)) if klass in ROUND3_CLASSES and case and verdict else None
+    return before_after("reliability/hostile-onnx-inputs.txt", "class case expect verdict exit",
+                        ("case", "expect", "verdict", "exit"), read_row)
 
 
 def _behaved(rows, klass=None):
