@@ -19,9 +19,6 @@
 
 namespace tg {
 
-// Host data for the inputs of one iteration, by input name (row-major f32).
-using Feeds = std::map<std::string, std::vector<float>>;
-
 // How the per-op host time is measured. `sampled` reads the clock at the phase
 // boundaries of one op in every `sample_period` and scales up: cheap enough to
 // leave on (tests/dynamic check the cost); `every_op` times each op.
@@ -71,7 +68,6 @@ class EagerBuilder final : public Builder {
   // partial trace must not become the next iteration's plan).
   void abort_iteration();
   const std::vector<TapeEntry>& tape() const { return tape_; }
-  bool in_iteration() const { return in_iteration_; }
 
   // ---- data ----
   std::vector<float> read(const Value& v);  // copy to host (synchronizes)
@@ -90,8 +86,6 @@ class EagerBuilder final : public Builder {
   PhaseTimes phase_times() const;  // this iteration so far, scaled up for sampling
   // Live bytes per role right now ("parameter 1.0 MiB, activation 3.2 MiB, ...").
   std::string role_breakdown() const;
-  int64_t live_bytes(Role r) const { return role_bytes_[static_cast<size_t>(r)]; }
-  bool plan_active() const { return plan_ok_; }
 
   // ---- per-role peaks under the static graph's roles (tg-memory) ----
   // The eager roles approximate build_training_graph's (graph/training.h): in

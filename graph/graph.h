@@ -2,6 +2,7 @@
 // The IR: values (typed, shaped, with a role), nodes (one output, none for updates, two
 // for a few fused ops), and a graph
 // that owns both. Value and node ids are indices into the graph's vectors.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,5 +87,9 @@ class Graph {
   // Per value: the node ids that read it, ascending.
   std::vector<std::vector<int>> consumers() const;
 };
+
+// Host data for a graph's inputs, by input name (row-major f32): what both executors
+// are fed for one iteration.
+using Feeds = std::map<std::string, std::vector<float>>;
 
 }  // namespace tg

@@ -15,7 +15,6 @@ namespace tg {
 
 namespace {
 constexpr size_t kStagingAlign = 256;
-size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
 StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vector<int> order, MemoryPlan plan,

@@ -27,8 +27,7 @@
 
 namespace tg {
 
-// Host data per input name; an input left out keeps its previous contents.
-using Feeds = std::map<std::string, std::vector<float>>;
+// Feeds (graph/graph.h): an input left out keeps its previous contents.
 
 // How StaticExecutable::feed copies the feeds into pinned staging (CUDA; the
 // CPU backend copies into its input buffers). tg-train measures each (`feed`,
@@ -114,7 +113,6 @@ class StaticExecutable {
   bool uses_cuda_graph() const { return runner_ && runner_->has_graph(); }
   // Device memory this plan owns: arena + input buffers (parameters are shared).
   int64_t device_bytes() const;
-  int64_t pinned_bytes() const { return staging_bytes_; }
   double capture_ms() const { return runner_ ? runner_->capture_ms : 0.0; }
   double instantiate_ms() const { return runner_ ? runner_->instantiate_ms : 0.0; }
 

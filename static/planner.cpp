@@ -22,8 +22,6 @@ namespace {
 
 bool is_external_role(Role r) { return r == Role::input || r == Role::parameter || r == Role::optimizer_state; }
 
-int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
 std::string mib(int64_t b) { return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
 
 // Per value: the schedule step that writes it (-1: nobody) and the last step that

@@ -16,6 +16,12 @@
 
 namespace tg {
 
+// x rounded up to a multiple of a (a > 0): arena offsets, staging buffers.
+template <class T>
+constexpr T align_up(T x, T a) {
+  return (x + a - 1) / a * a;
+}
+
 enum class PlanMode : uint8_t {
   naive,    // one buffer per value, back to back: what a plan without reuse costs
   planned,  // liveness + greedy-by-size best fit + in-place reuse
