@@ -45,7 +45,7 @@ struct Attrs {
 };
 
 // The fields of Attrs by name, for the op table (graph/op.h: which op reads which) and
-// the graph-file format (graph/json_io.cpp: the key of each). A field added to Attrs
+// the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
                              program, heads };

@@ -717,7 +717,7 @@ VALUES = {
     "reliability.quote_cap": lambda: str(cpp_constant("graph/quote.h", "kMaxQuotedNameBytes")),
     "reliability.message_cap": lambda: size_name(cpp_constant("graph/quote.h", "kMaxMessageBytes")),
     "reliability.listed_errors": lambda: str(cpp_constant("graph/validate.h", "kMaxListedErrors")),
-    "reliability.last_read_cap": lambda: str(cpp_constant("graph/json_io.cpp", "kShown")),
+    "reliability.last_read_cap": lambda: str(cpp_constant("graph/json_load.cpp", "kShown")),
     "reliability.stderr_cap": lambda: n_(text_constant("tests/bad/check_bad.cmake", r"err_bytes GREATER (\d+)",
                                                        "the stderr limit")),
     # Signals, report limits.
