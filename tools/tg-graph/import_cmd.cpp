@@ -15,7 +15,6 @@
 #include "graph/errors.h"
 #include "graph/json_io.h"
 #include "graph/quote.h"
-#include "graph/validate.h"
 #include "graph/weights.h"
 #include "tools/tg-graph/commands.h"
 #include "tools/tg-graph/onnx_import.h"
@@ -70,21 +69,6 @@ void check_dims_used(const std::map<std::string, int64_t>& dims, const onnx::Mod
                 symbolic.empty() ? std::string("its inputs have no symbolic dims, so leave out --dim")
                                  : "its inputs' symbolic dims are " + known);
   }
-}
-
-// A graph file and the weights' header are JSON, which holds UTF-8 text only: a name
-// that is not UTF-8 (ONNX does not check) is the model's to fix, not an internal error.
-void check_names_utf8(const Graph& g, const std::string& path) {
-  auto check = [&path](const std::string& kind, const std::string& name) {
-    try {
-      (void)nlohmann::json(name).dump();
-    } catch (const nlohmann::json::type_error&) {
-      graph_error("{}: {} {} is not valid UTF-8, and graph and weights files hold UTF-8 text (JSON); rename it in "
-                  "the model", th::shown_path(path), kind, quote_name(name));
-    }
-  };
-  for (const ValueInfo& v : g.values) check("value", v.name);
-  for (const Node& n : g.nodes) check("node", n.name);
 }
 
 // The saver writes no description; the file should say where it came from.
@@ -150,15 +134,9 @@ int import_checked(const ImportArgs& a) {
   check_dims_used(opt.dims, model, a.model);
   th::throw_if_interrupted();
   onnx::Imported im = onnx::import_model(model, opt, th::shown_path(a.model));
-  check_names_utf8(im.graph, a.model);
+  // import_model has refused names that are not UTF-8 (check_model) and validated what it
+  // returns by loading its graph file back (check_loads_back).
   th::throw_if_interrupted();
-  try {
-    validate(im.graph);
-  } catch (const GraphError& e) {
-    th::say("tg-graph", std::string("internal error: the imported graph does not validate (an import bug): ") +
-                            e.what());
-    return kExitFailure;
-  }
   const Weights w = weights_of(im.graph);
   Graph plain = im.graph;
   strip_weights(plain);
