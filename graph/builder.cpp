@@ -1,5 +1,6 @@
 #include "graph/builder.h"
 
+#include "graph/dtype_rules.h"
 #include "graph/errors.h"
 #include "graph/shape_inference.h"
 
@@ -151,7 +152,9 @@ Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const
                               const std::string& name) {
   const std::string node_name = unique_name(name.empty() ? std::string("n") + std::to_string(g_.nodes.size()) : name);
   std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
   shapes.reserve(inputs.size());
+  dtypes.reserve(inputs.size());
   Node n;
   n.name = node_name;
   n.op = op;
@@ -160,9 +163,11 @@ Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const
     if (v.id < 0 || v.id >= static_cast<int>(g_.values.size()))
       graph_error("{} {}: input is not a value of this graph (id {})", op_name(op), quote_name(node_name), v.id);
     shapes.push_back(g_.values[static_cast<size_t>(v.id)].shape);
+    dtypes.push_back(g_.values[static_cast<size_t>(v.id)].dtype);
     n.inputs.push_back(v.id);
   }
   const std::vector<Shape> out_shapes = infer_shapes(op, shapes, attrs, quote_name(node_name));  // the name as messages show it
+  const std::vector<DType> out_dtypes = infer_dtypes(op, dtypes, attrs, quote_name(node_name));
   if (out_shapes.empty()) {
     g_.add_node(std::move(n));
     return Value{};
@@ -172,6 +177,7 @@ Value RecordingBuilder::apply(OpKind op, const std::vector<Value>& inputs, const
     // A node's output carries the node's name; a second output (fused ops) "<name>:1".
     out.name = k == 0 ? node_name : second_output_name(node_name);
     out.shape = out_shapes[k];
+    out.dtype = out_dtypes[k];
     out.role = default_role_;
     n.outputs.push_back(g_.add_value(out));
   }

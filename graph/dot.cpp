@@ -48,9 +48,9 @@ std::string graph_to_dot(const Graph& g, const std::string& title) {
   for (int id = 0; id < nv; ++id) {
     const ValueInfo& v = g.values[static_cast<size_t>(id)];
     if (v.producer >= 0) continue;
-    out += fmt::format("  v{} [shape=ellipse, style=filled, fillcolor=\"{}\"{}, label=\"{}\\n{} {}\"];\n", id,
+    out += fmt::format("  v{} [shape=ellipse, style=filled, fillcolor=\"{}\"{}, label=\"{}\\n{} {}{}\"];\n", id,
                        role_color(v.role), is_output[static_cast<size_t>(id)] ? ", peripheries=2" : "", esc(listed(v.name)),
-                       role_name(v.role), v.shape.str());
+                       role_name(v.role), v.shape.str(), dtype_suffix(v.dtype));
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -62,10 +62,10 @@ std::string graph_to_dot(const Graph& g, const std::string& title) {
     bool output = false;
     if (!n.outputs.empty() && n.outputs[0] >= 0 && n.outputs[0] < nv) {
       const ValueInfo& v = g.values[static_cast<size_t>(n.outputs[0])];
-      label += fmt::format("\n{} {}", v.shape.str(), role_name(v.role));
+      label += fmt::format("\n{}{} {}", v.shape.str(), dtype_suffix(v.dtype), role_name(v.role));
       if (n.outputs.size() > 1 && n.outputs[1] >= 0 && n.outputs[1] < nv) {
         const ValueInfo& w = g.values[static_cast<size_t>(n.outputs[1])];
-        label += fmt::format("\n+ {} {} {}", w.name, w.shape.str(), role_name(w.role));
+        label += fmt::format("\n+ {} {}{} {}", listed(w.name), w.shape.str(), dtype_suffix(w.dtype), role_name(w.role));
       }
       color = role_color(v.role);
       output = is_output[static_cast<size_t>(n.outputs[0])];

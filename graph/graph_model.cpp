@@ -2,6 +2,7 @@
 
 #include "graph/builder.h"
 #include "graph/errors.h"
+#include "graph/validate.h"
 
 namespace tg {
 
@@ -71,6 +72,7 @@ bool op_is_loss(OpKind op) {
 
 GraphModel graph_model(Graph graph) {
   check_forward(graph);
+  require_f32_values(graph, "a graph model");
   const std::vector<int> order = graph.topo_order();
   int loss = -1, prediction = -1;
   std::vector<int> others;

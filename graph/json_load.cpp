@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/dtype_rules.h"
 #include "graph/errors.h"
 #include "graph/file_read.h"
 #include "graph/json_strict.h"
@@ -201,7 +202,7 @@ class Loader {
 
   DType get_dtype(const json& j, const std::string& path) const {
     DType dt;
-    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype " + quote_name(j.get<std::string>()) + "; use f32");
+    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype " + quote_name(j.get<std::string>()) + "; use f32, bf16 or f16");
     return dt;
   }
 
@@ -510,13 +511,22 @@ class Loader {
     if (d.perm_len > 0 && d.perm_len != shapes[0].rank)
       fail(d.path + ".attrs.perm", fmt::format("has {} entries, but input {} {} has rank {}; give one entry per axis",
                                                d.perm_len, quote_name(d.input_names[0]), shapes[0].str(), shapes[0].rank));
+    std::vector<DType> dtypes;
+    for (int in : n.inputs) dtypes.push_back(g.values[static_cast<size_t>(in)].dtype);
     std::vector<Shape> outs;
+    std::vector<DType> out_dtypes;
     try {
       outs = infer_shapes(n.op, shapes, n.attrs, quote_name(n.name));
+      out_dtypes = infer_dtypes(n.op, dtypes, n.attrs, quote_name(n.name));
     } catch (const GraphError& e) {
       fail(d.path, e.what());
     }
     if (n.outputs.empty()) return;
+    if (d.has_dtype && d.dtype != out_dtypes[0])
+      fail(d.path + ".dtype", fmt::format("{} {} declares {}, but its inputs give {}; fix the dtype or remove it",
+                                          op_name(n.op), quote_name(n.name), dtype_name(d.dtype),
+                                          dtype_name(out_dtypes[0])));
+    for (size_t k = 0; k < n.outputs.size(); ++k) g.values[static_cast<size_t>(n.outputs[k])].dtype = out_dtypes[k];
     const Shape out = outs[0];
     if (n.outputs.size() > 1) g.values[static_cast<size_t>(n.outputs[1])].shape = outs[1];
     if (d.has_shape && d.shape != out) {

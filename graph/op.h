@@ -7,7 +7,11 @@
 // switch over OpKind with no `default:`. The build turns -Wswitch into an error, so an
 // op added here without one of them does not compile, and tests/graph/op_table_test.cpp
 // checks what a compiler cannot (a gradient for exactly the inputs the table marks,
-// every attribute surviving a graph file, the kernel files of the family).
+// every attribute surviving a graph file, the kernel files of the family). Two switches
+// have a `default:`: the shape rule (graph/shape_inference.cpp) and the call check
+// (kernels/op_call_check.cpp) need no case for the ops of the kSameShape flag; every
+// op's samples run through both (tests/graph/op_table_test.cpp, tests/kernels), so an
+// op with neither the flag nor a case fails there, naming itself.
 // docs/adding-an-op.md walks one op through every file.
 #include <cstdint>
 #include <string>
@@ -31,6 +35,12 @@ constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's me
 constexpr uint8_t kView = 2;     // the output is input 0's memory under another shape: no kernel runs
 constexpr uint8_t kVariadic = 4; // the inputs repeat in groups of `inputs` (any number of groups >= 1)
 constexpr uint8_t kFused = 8;    // made by a graph pass (static/passes) from other ops; models never apply it
+constexpr uint8_t kSameShape = 16;  // every input and the output have input 0's shape: no case of its own in
+                                    // graph/shape_inference.cpp or kernels/op_call_check.cpp
+// The dtype column.
+constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype)
+constexpr uint8_t kTypeF32 = 1;   // every input and every output are f32 (losses, with class indices and
+                                  // counts held exactly; updates, whose parameters are the f32 master copy)
 constexpr AttrMask kAct = attr_bit(AttrId::act);
 constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
@@ -43,63 +53,64 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //   alias            the inputs the output may share memory with: each element is read
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
-//   flags            kInPlace, kView, kVariadic, kFused
+//   flags            kInPlace, kView, kVariadic, kFused, kSameShape
+//   dtype            kTypeSame or kTypeF32: the dtype rule (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
 #define TG_OP_LIST(X)                                                                                          \
-  /* name,               in, out, grad,            alias,      attrs,            flags,    family */           \
-  X(matmul,               2, 1, kIn0|kIn1,          kNone,      kTransA|kTransB,  kPlain,   matmul)  /* C = op(A) op(B); rank 2, or rank 3 batched */ \
-  X(add,                  2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, elementwise)        \
-  X(sub,                  2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, elementwise)        \
-  X(mul,                  2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, elementwise)        \
-  X(scale,                1, 1, kIn0,               kAll,       kAlpha,           kInPlace, elementwise) /* y = alpha * x */ \
-  X(bias_add,             2, 1, kIn0|kIn1,          kAll,       0,                kInPlace, bias)      /* x[..., n] + b[n] */ \
-  X(relu,                 1, 1, kIn0,               kAll,       0,                kInPlace, activation)         \
-  X(relu_grad,            2, 1, kNone,              kAll,       0,                kInPlace, activation) /* (dy, y) -> dx */ \
-  X(gelu,                 1, 1, kIn0,               kAll,       0,                kInPlace, activation) /* tanh approximation */ \
-  X(gelu_grad,            2, 1, kNone,              kAll,       0,                kInPlace, activation) /* (dy, x) -> dx */ \
-  X(softmax,              1, 1, kIn0,               kAll,       kAxis|kAlpha,     kPlain,   softmax)   /* softmax(alpha x), last axis */ \
-  X(softmax_grad,         2, 1, kNone,              kAll,       kAlpha,           kPlain,   softmax)   /* (dy, y) -> alpha dx */ \
-  X(layernorm,            3, 1, kIn0|kIn1|kIn2,     kAll,       kEps,             kPlain,   layernorm) /* (x, gamma, beta), last axis */ \
-  X(layernorm_grad_x,     3, 1, kNone,              kAll,       kEps,             kPlain,   layernorm) /* (dy, x, gamma) -> dx */ \
-  X(layernorm_grad_gamma, 2, 1, kNone,              kNone,      kEps,             kPlain,   layernorm) /* (dy, x) -> dgamma */ \
-  X(reduce_sum,           1, 1, kIn0,               kNone,      kAxis,            kPlain,   reduce)    /* over attrs.axis, which is removed */ \
-  X(reduce_mean,          1, 1, kIn0,               kNone,      kAxis,            kPlain,   reduce)             \
-  X(broadcast,            1, 1, kIn0,               kNone,      kAxis|kSize,      kPlain,   reduce)    /* inserts attrs.axis of attrs.size */ \
-  X(transpose,            1, 1, kIn0,               kNone,      kPerm,            kPlain,   layout)    /* attrs.perm */ \
-  X(reshape,              1, 1, kIn0,               kAll,       kShape,           kView,    layout)    /* attrs.shape; a copy when given its own memory */ \
-  X(mse_loss,             2, 1, kIn0|kIn1,          kNone,      0,                kPlain,   loss)      /* (pred, target) -> [1], mean */ \
-  X(mse_loss_grad,        3, 1, kNone,              kIn0|kIn1,  0,                kPlain,   loss)      /* (pred, target, dloss) -> dpred */ \
-  X(padded_mse_loss,      3, 1, kIn0|kIn1,          kNone,      0,                kPlain,   loss)      /* (pred, target, count[1]): mean over the first count elements */ \
-  X(padded_mse_loss_grad, 4, 1, kNone,              kIn0|kIn1,  0,                kPlain,   loss)      /* (pred, target, count, dloss) -> dpred, 0 past count */ \
-  X(cross_entropy,        2, 1, kIn0,               kNone,      0,                kPlain,   loss)      /* (logits[n,c], labels[n]) -> [1], mean */ \
-  X(cross_entropy_grad,   3, 1, kNone,              kIn0,       0,                kPlain,   loss)      /* (logits, labels, dloss) -> dlogits */ \
-  X(fill,                 0, 1, kNone,              kNone,      kShape|kValue,    kPlain,   elementwise) /* attrs.shape filled with attrs.value */ \
-  X(copy,                 1, 1, kIn0,               kAll,       0,                kPlain,   elementwise)        \
-  X(sgd,                  2, 0, kNone,              kNone,      kLr,              kPlain,   optimizer) /* (param, grad): param -= lr*grad, in place */ \
-  X(sgd_momentum,         3, 0, kNone,              kNone,      kLr|kMomentum,    kPlain,   optimizer) /* (param, grad, velocity), in place */ \
+  /* name,              in,out, grad,             alias,      attrs,                  flags,                     dtype,     family */ \
+  X(matmul,               2, 1, kIn0|kIn1,        kNone,      kTransA|kTransB,        kPlain,                    kTypeSame, matmul) /* C = op(A) op(B); rank 2, or rank 3 batched */ \
+  X(add,                  2, 1, kIn0|kIn1,        kAll,       0,                      kInPlace|kSameShape,       kTypeSame, elementwise) \
+  X(sub,                  2, 1, kIn0|kIn1,        kAll,       0,                      kInPlace|kSameShape,       kTypeSame, elementwise) \
+  X(mul,                  2, 1, kIn0|kIn1,        kAll,       0,                      kInPlace|kSameShape,       kTypeSame, elementwise) \
+  X(scale,                1, 1, kIn0,             kAll,       kAlpha,                 kInPlace|kSameShape,       kTypeSame, elementwise) /* y = alpha * x */ \
+  X(bias_add,             2, 1, kIn0|kIn1,        kAll,       0,                      kInPlace,                  kTypeSame, bias) /* x[..., n] + b[n] */ \
+  X(relu,                 1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) \
+  X(relu_grad,            2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, y) -> dx */ \
+  X(gelu,                 1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* tanh approximation */ \
+  X(gelu_grad,            2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, x) -> dx */ \
+  X(softmax,              1, 1, kIn0,             kAll,       kAxis|kAlpha,           kPlain,                    kTypeSame, softmax) /* softmax(alpha x), last axis */ \
+  X(softmax_grad,         2, 1, kNone,            kAll,       kAlpha,                 kSameShape,                kTypeSame, softmax) /* (dy, y) -> alpha dx */ \
+  X(layernorm,            3, 1, kIn0|kIn1|kIn2,   kAll,       kEps,                   kPlain,                    kTypeSame, layernorm) /* (x, gamma, beta), last axis */ \
+  X(layernorm_grad_x,     3, 1, kNone,            kAll,       kEps,                   kPlain,                    kTypeSame, layernorm) /* (dy, x, gamma) -> dx */ \
+  X(layernorm_grad_gamma, 2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, layernorm) /* (dy, x) -> dgamma */ \
+  X(reduce_sum,           1, 1, kIn0,             kNone,      kAxis,                  kPlain,                    kTypeSame, reduce) /* over attrs.axis, which is removed */ \
+  X(reduce_mean,          1, 1, kIn0,             kNone,      kAxis,                  kPlain,                    kTypeSame, reduce) \
+  X(broadcast,            1, 1, kIn0,             kNone,      kAxis|kSize,            kPlain,                    kTypeSame, reduce) /* inserts attrs.axis of attrs.size */ \
+  X(transpose,            1, 1, kIn0,             kNone,      kPerm,                  kPlain,                    kTypeSame, layout) /* attrs.perm */ \
+  X(reshape,              1, 1, kIn0,             kAll,       kShape,                 kView,                     kTypeSame, layout) /* attrs.shape; a copy when given its own memory */ \
+  X(mse_loss,             2, 1, kIn0|kIn1,        kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (pred, target) -> [1], mean */ \
+  X(mse_loss_grad,        3, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, dloss) -> dpred */ \
+  X(padded_mse_loss,      3, 1, kIn0|kIn1,        kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count[1]): mean over the first count elements */ \
+  X(padded_mse_loss_grad, 4, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count, dloss) -> dpred, 0 past count */ \
+  X(cross_entropy,        2, 1, kIn0,             kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (logits[n,c], labels[n]) -> [1], mean */ \
+  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       0,                      kPlain,                    kTypeF32,  loss) /* (logits, labels, dloss) -> dlogits */ \
+  X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
+  X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
+  X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kPlain,                    kTypeF32,  optimizer) /* (param, grad): param -= lr*grad, in place */ \
+  X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kPlain,                    kTypeF32,  optimizer) /* (param, grad, velocity), in place */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
-  X(linear,               3, 1, kNone,              kNone,      kTransB|kAct,     kFused,   matmul)    /* act(x op(w) + b): a GEMM with its epilogue */ \
-  X(linear_add,           4, 1, kNone,              kNone,      kTransB,          kFused,   matmul)    /* x op(w) + b + r: a residual in the GEMM */ \
-  X(matmul_add,           3, 1, kNone,              kNone,      kTransA|kTransB,  kFused,   matmul)    /* op(a) op(b) + c: an accumulated gradient */ \
-  X(matmul_act_grad,      3, 1, kNone,              kNone,      kTransA|kTransB|kAct, kFused, matmul) /* act_grad(op(a) op(b), y): relu_grad (y: relu's output) or gelu_grad (y: gelu's input) */ \
-  X(matmul_bias_grad,     2, 2, kNone,              kNone,      0,                kFused,   matmul)    /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
-  X(matmul_heads,         2, 1, kNone,              kNone,      kTransA|kTransB|kHeads, kFused, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
-  X(layernorm_grad_params,2, 2, kNone,              kNone,      kEps,             kFused,   layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
-  X(fused_elementwise,    1, 1, kNone,              kAll,       kProgram,         kFused|kVariadic|kInPlace, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
-  X(sgd_multi,            2, 0, kNone,              kNone,      kLr,              kFused|kVariadic, optimizer) /* (param, grad) groups: every sgd of a step in one launch */ \
-  X(sgd_momentum_multi,   3, 0, kNone,              kNone,      kLr|kMomentum,    kFused|kVariadic, optimizer) /* (param, grad, velocity) groups */ \
-  X(matmul_sgd_momentum,  4, 0, kNone,              kNone,      kLr|kMomentum,    kFused,   optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */
+  X(linear,               3, 1, kNone,            kNone,      kTransB|kAct,           kFused,                    kTypeSame, matmul) /* act(x op(w) + b): a GEMM with its epilogue */ \
+  X(linear_add,           4, 1, kNone,            kNone,      kTransB,                kFused,                    kTypeSame, matmul) /* x op(w) + b + r: a residual in the GEMM */ \
+  X(matmul_add,           3, 1, kNone,            kNone,      kTransA|kTransB,        kFused,                    kTypeSame, matmul) /* op(a) op(b) + c: an accumulated gradient */ \
+  X(matmul_act_grad,      3, 1, kNone,            kNone,      kTransA|kTransB|kAct,   kFused,                    kTypeSame, matmul) /* act_grad(op(a) op(b), y): relu_grad (y: relu's output) or gelu_grad (y: gelu's input) */ \
+  X(matmul_bias_grad,     2, 2, kNone,            kNone,      0,                      kFused,                    kTypeSame, matmul) /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
+  X(matmul_heads,         2, 1, kNone,            kNone,      kTransA|kTransB|kHeads, kFused,                    kTypeSame, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
+  X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
+  X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeSame, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
+  X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic,          kTypeF32,  optimizer) /* (param, grad) groups: every sgd of a step in one launch */ \
+  X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic,          kTypeF32,  optimizer) /* (param, grad, velocity) groups */ \
+  X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */
 // clang-format on
 
 enum class OpKind : uint8_t {
-#define TG_OP_ENUM(name, nin, nout, grad, alias, attrs, flags, family) name,
+#define TG_OP_ENUM(name, nin, nout, grad, alias, attrs, flags, dtype, family) name,
   TG_OP_LIST(TG_OP_ENUM)
 #undef TG_OP_ENUM
 };
 
 constexpr int kNumOps = 0
-#define TG_OP_COUNT(name, nin, nout, grad, alias, attrs, flags, family) +1
+#define TG_OP_COUNT(name, nin, nout, grad, alias, attrs, flags, dtype, family) +1
     TG_OP_LIST(TG_OP_COUNT)
 #undef TG_OP_COUNT
     ;
@@ -120,14 +131,15 @@ struct OpTraits {
   uint8_t alias_inputs;
   AttrMask attrs;  // with the in_place attribute for kInPlace ops
   uint8_t flags;
+  uint8_t dtype_rule;
   const char* family;
 };
 
 namespace op_table {
 constexpr OpTraits kTraits[] = {
-#define TG_OP_TRAITS(name, nin, nout, grad, alias, attrs, flags, family)                                        \
+#define TG_OP_TRAITS(name, nin, nout, grad, alias, attrs, flags, dtype, family)                                 \
   {#name, nin, nout, grad, static_cast<uint8_t>((alias) & ((1 << (nin)) - 1)),                                     \
-   static_cast<AttrMask>((attrs) | (((flags) & kInPlace) ? attr_bit(AttrId::in_place) : 0)), flags, #family},
+   static_cast<AttrMask>((attrs) | (((flags) & kInPlace) ? attr_bit(AttrId::in_place) : 0)), flags, dtype, #family},
     TG_OP_LIST(TG_OP_TRAITS)
 #undef TG_OP_TRAITS
 };
@@ -142,6 +154,9 @@ constexpr bool rows_consistent() {
     if ((t.grad_inputs & ~all) || (t.outputs == 0 && t.alias_inputs)) return false;
     // Running in place or as a view means sharing input 0's memory.
     if ((t.flags & (kInPlace | kView)) && !(t.alias_inputs & kIn0)) return false;
+    // Ops without inputs have no input 0 to take a shape or a dtype from.
+    if (t.inputs == 0 && ((t.flags & kSameShape) || t.dtype_rule == kTypeSame)) return false;
+    if ((t.flags & kSameShape) && t.outputs != 1) return false;
   }
   return true;
 }
@@ -166,6 +181,10 @@ inline bool op_arity_ok(OpKind op, int n) {
 std::string op_arity_text(OpKind op);
 // Whether op's kernels are of `family` (the table's last column: "matmul" for the GEMMs).
 inline bool op_in_family(OpKind op, std::string_view family) { return family == op_traits(op).family; }
+// Whether every input and the output have input 0's shape (the table's kSameShape).
+inline bool op_keeps_shape(OpKind op) { return (op_traits(op).flags & op_table::kSameShape) != 0; }
+// Whether the op runs in f32 only (the dtype column's kTypeF32).
+inline bool op_is_f32_only(OpKind op) { return op_traits(op).dtype_rule == op_table::kTypeF32; }
 // Ops made by the graph passes (models and the dynamic executor never apply them).
 inline bool op_is_fused(OpKind op) { return (op_traits(op).flags & op_table::kFused) != 0; }
 

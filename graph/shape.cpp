@@ -14,6 +14,8 @@ const char* dtype_name(DType dt) {
   return "?";
 }
 
+std::string dtype_suffix(DType dt) { return dt == DType::F32 ? "" : std::string(" ") + dtype_name(dt); }
+
 int dtype_size(DType dt) { return dt == DType::F32 ? 4 : 2; }
 
 bool parse_dtype(const std::string& s, DType& out) {

@@ -9,11 +9,14 @@ namespace tg {
 
 constexpr int kMaxRank = 4;
 
-// f32 is the only dtype the kernels implement; the others are reserved so that the
-// IR, the graph files and the planner already carry a dtype everywhere.
+// The element types of the IR. Every value carries one; the op table's dtype column
+// (graph/op.h) says which combinations an op accepts. The kernels implement f32 only so
+// far: graph/validate.h's require_f32_values is the executors' gate.
 enum class DType : uint8_t { F32, BF16, F16 };
 
 const char* dtype_name(DType dt);
+// " bf16" for a value that is not f32, "" for f32: the suffix listings and DOT labels add.
+std::string dtype_suffix(DType dt);
 int dtype_size(DType dt);
 bool parse_dtype(const std::string& s, DType& out);
 

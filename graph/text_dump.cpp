@@ -17,9 +17,6 @@ std::string value_ref(const Graph& g, int id) {
   return listed(v.name) + v.shape.str();
 }
 
-std::string dtype_suffix(const ValueInfo& v) {
-  return v.dtype == DType::F32 ? "" : std::string(" ") + dtype_name(v.dtype);
-}
 
 std::string init_str(const ParamInit& p) {
   if (p.kind == ParamInit::Kind::data) return fmt::format("data({} floats)", p.data ? p.data->size() : 0);
@@ -35,9 +32,9 @@ std::string text_dump(const Graph& g) {
                                 g.values_with_role(Role::optimizer_state).size(), g.nodes.size(), g.outputs.size());
   for (const ValueInfo& v : g.values) {
     if (v.producer >= 0) continue;
-    if (v.role == Role::input) out += fmt::format("input {}{}{}\n", listed(v.name), v.shape.str(), dtype_suffix(v));
+    if (v.role == Role::input) out += fmt::format("input {}{}{}\n", listed(v.name), v.shape.str(), dtype_suffix(v.dtype));
     else
-      out += fmt::format("{} {}{}{} init {}\n", role_name(v.role), listed(v.name), v.shape.str(), dtype_suffix(v),
+      out += fmt::format("{} {}{}{} init {}\n", role_name(v.role), listed(v.name), v.shape.str(), dtype_suffix(v.dtype),
                          init_str(v.init));
   }
   for (const Node& n : g.nodes) {
@@ -60,9 +57,9 @@ std::string text_dump(const Graph& g) {
     std::string second;
     if (n.outputs.size() > 1 && in_range(g, n.outputs[1])) {
       const ValueInfo& w = g.values[static_cast<size_t>(n.outputs[1])];
-      second = fmt::format(", {} {} {}{}", listed(w.name), w.shape.str(), role_name(w.role), dtype_suffix(w));
+      second = fmt::format(", {} {}{} {}", listed(w.name), w.shape.str(), dtype_suffix(w.dtype), role_name(w.role));
     }
-    out += fmt::format("{} = {} -> {} {}{}{}\n", lhs, call, v.shape.str(), role_name(v.role), dtype_suffix(v), second);
+    out += fmt::format("{} = {} -> {}{} {}{}\n", lhs, call, v.shape.str(), dtype_suffix(v.dtype), role_name(v.role), second);
   }
   std::string outs;
   for (int o : g.outputs) outs += (outs.empty() ? "" : ", ") + (in_range(g, o) ? listed(g.values[static_cast<size_t>(o)].name) : fmt::format("?{}", o));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "graph/dtype_rules.h"
 #include "graph/errors.h"
 #include "graph/fixed_data.h"
 #include "graph/shape_inference.h"
@@ -88,10 +89,8 @@ class Checker {
         err("value {} (#{}): has the same name as value #{}; value names must be unique, rename one", quote_name(v.name), id,
             first->second);
       if (!valid_role(v.role)) err("value {}: role {} is not a role", quote_name(v.name), static_cast<int>(v.role));
-      if (v.dtype == DType::BF16 || v.dtype == DType::F16)
-        err("value {}: dtype {} is not implemented yet, use f32", quote_name(v.name), dtype_name(v.dtype));
-      else if (v.dtype != DType::F32)
-        err("value {}: dtype {} is not a dtype; use f32", quote_name(v.name), static_cast<int>(v.dtype));
+      if (v.dtype != DType::F32 && v.dtype != DType::BF16 && v.dtype != DType::F16)
+        err("value {}: dtype #{} is not a dtype; use f32, bf16 or f16", quote_name(v.name), static_cast<int>(v.dtype));
       shape_ok_[static_cast<size_t>(id)] = check_shape(v);
       check_producer(id, v);
     }
@@ -196,6 +195,18 @@ class Checker {
     return ok;
   }
 
+  // Runs a rule that throws GraphError: false, with its message kept, when it throws.
+  template <typename Rule>
+  bool reported(const Rule& rule) {
+    try {
+      rule();
+      return true;
+    } catch (const GraphError& e) {
+      errs_.push_back(e.what());
+      return false;
+    }
+  }
+
   void check_shapes(const Node& n) {
     std::vector<Shape> shapes;
     for (int in : n.inputs) {
@@ -203,12 +214,7 @@ class Checker {
       shapes.push_back(val(in).shape);
     }
     std::vector<Shape> expect;
-    try {
-      expect = infer_shapes(n.op, shapes, n.attrs, quote_name(n.name));
-    } catch (const GraphError& e) {
-      errs_.push_back(e.what());
-      return;
-    }
+    if (!reported([&] { expect = infer_shapes(n.op, shapes, n.attrs, quote_name(n.name)); })) return;
     for (size_t k = 0; k < n.outputs.size() && k < expect.size(); ++k) {
       const int o = n.outputs[k];
       if (!shape_ok_[static_cast<size_t>(o)] || val(o).shape == expect[k]) continue;
@@ -218,7 +224,21 @@ class Checker {
           "shape or the inputs", op_name(n.op), quote_name(n.name), quote_name(val(o).name), val(o).shape.str(), ins,
           expect[k].str());
     }
+    check_dtypes(n);
     check_update_roles(n);
+  }
+
+  void check_dtypes(const Node& n) {
+    std::vector<DType> dtypes;
+    for (int in : n.inputs) dtypes.push_back(val(in).dtype);
+    std::vector<DType> expect;
+    if (!reported([&] { expect = infer_dtypes(n.op, dtypes, n.attrs, quote_name(n.name)); })) return;
+    for (size_t k = 0; k < n.outputs.size() && k < expect.size(); ++k) {
+      const ValueInfo& o = val(n.outputs[k]);
+      if (o.dtype != expect[k])
+        err("{} {}: output {} is recorded as {}, but its inputs give {}; fix the recorded dtype or the inputs",
+            op_name(n.op), quote_name(n.name), quote_name(o.name), dtype_name(o.dtype), dtype_name(expect[k]));
+    }
   }
 
   // Per group of an update (one for sgd, sgd_momentum and matmul_sgd_momentum, many for
@@ -289,6 +309,13 @@ void validate(const Graph& g) {
   if (shown < errs.size())
     msg += fmt::format("\n  ... and {} more, left out; fix these and check again", errs.size() - shown);
   throw GraphError(msg);
+}
+
+void require_f32_values(const Graph& g, const char* who) {
+  for (const ValueInfo& v : g.values)
+    if (v.dtype != DType::F32)
+      graph_error("{}: value {} is {}, and the kernels implement f32 only; give the graph f32 values to run it",
+                  who, quote_name(v.name), dtype_name(v.dtype));
 }
 
 }  // namespace tg

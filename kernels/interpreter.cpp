@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "graph/validate.h"
 #include "graph/init.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -104,6 +105,7 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
 }
 
 void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
+  require_f32_values(g, "the interpreter");
   if (values.size() != g.values.size())
     graph_error("interpret: got {} value vectors for a graph of {} values; build them with make_values(graph, seed)",
                 values.size(), g.values.size());

@@ -117,7 +117,6 @@ void check_written_apart(const Checker& k, const OpCall& c) {
 // Every group has the parameter's element count; nothing written appears twice and no
 // gradient is written (the groups run in parallel).
 void check_multi_update(const Checker& k, const OpCall& c) {
-  k.attrs();
   const int group = op_num_inputs(c.op);
   for (int i = 0; i < c.num_inputs; i += group) {
     const int64_t n = c.input(i).shape.numel();
@@ -148,39 +147,29 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
   g.n = x.numel();
   g.rows = x.rows();
   g.cols = x.last();
+  // Every op that reads an attribute other than in_place needs the node's Attrs.
+  if (op_traits(c.op).attrs & static_cast<AttrMask>(~attr_bit(AttrId::in_place))) k.attrs();
+  if (op_keeps_shape(c.op)) {
+    for (int i = 1; i < c.num_inputs; ++i) k.numel(fmt::format("input {}", i).c_str(), c.input(i).shape, g.n);
+    k.numel("output", c.out.shape, g.n);
+    return g;
+  }
+  // The ops of the table's kSameShape flag were checked above; every other op has a case.
   switch (c.op) {
     case OpKind::matmul: check_matmul(k, c); break;
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::relu_grad:
-    case OpKind::gelu_grad:
-    case OpKind::softmax_grad:
-      k.numel("input 1", y, g.n);
-      k.numel("output", c.out.shape, g.n);
-      break;
-    case OpKind::scale:
-    case OpKind::relu:
-    case OpKind::gelu:
     case OpKind::softmax:
-    case OpKind::copy:
-    case OpKind::reshape:
-      if (c.op == OpKind::scale) k.attrs();
-      k.numel("output", c.out.shape, g.n);
-      break;
+    case OpKind::reshape: k.numel("output", c.out.shape, g.n); break;
     case OpKind::bias_add:
       k.numel("bias", y, x.last());
       k.numel("output", c.out.shape, g.n);
       break;
     case OpKind::layernorm:
-      k.attrs();
       k.numel("gamma", y, x.last());
       k.numel("beta", c.in[2].shape, x.last());
       k.numel("output", c.out.shape, g.n);
       break;
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_gamma:
-      k.attrs();
       k.numel("x", y, g.n);
       g.rows = y.rows();
       g.cols = y.last();
@@ -245,15 +234,12 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       }
       break;
     case OpKind::fill:
-      k.attrs();
       g.n = c.out.shape.numel();
       break;
     case OpKind::sgd:
-      k.attrs();
       k.numel("grad", y, g.n);
       break;
     case OpKind::sgd_momentum:
-      k.attrs();
       k.numel("grad", y, g.n);
       k.numel("velocity", c.in[2].shape, g.n);
       break;
@@ -291,7 +277,6 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("second output (bias gradient)", c.out2.shape, y[1]);
       break;
     case OpKind::layernorm_grad_params:
-      k.attrs();
       k.numel("x", y, g.n);
       k.numel("output (dgamma)", c.out.shape, x.last());
       k.numel("second output (dbeta)", c.out2.shape, x.last());
@@ -300,7 +285,6 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: check_multi_update(k, c); break;
     case OpKind::matmul_sgd_momentum: {
-      k.attrs();
       const Shape& a = y;
       const Shape& dz = c.in[3].shape;
       if (x.rank != 2 || a.rank != 2 || dz.rank != 2 || a[0] != dz[0] || a[1] != x[0] || dz[1] != x[1])
@@ -312,6 +296,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       g.cols = x[1];
       break;
     }
+    default: k.fail("has no call check; give it a case in kernels/op_call_check.cpp or the kSameShape flag in graph/op.h");
   }
   return g;
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "graph/validate.h"
 #include "kernels/out_of_memory.h"
 #include "kernels/parallel_memcpy.h"
 
@@ -25,10 +26,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
   if (!graph_ || !params_) throw std::invalid_argument("StaticExecutable: graph and parameter store are required");
   if (plan_.offset.size() != graph_->values.size())
     throw std::invalid_argument("StaticExecutable: the memory plan was made for another graph");
-  for (const ValueInfo& v : graph_->values)
-    if (v.dtype != DType::F32)
-      graph_error("value {} is {}: the kernels implement f32 only; convert the graph to f32", quote_name(v.name),
-                  dtype_name(v.dtype));
+  require_f32_values(*graph_, "the static executor");
   try {
     allocate();
     build_schedule();

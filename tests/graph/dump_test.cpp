@@ -66,6 +66,18 @@ TEST_CASE("dot: nodes, leaves, edges, shapes and role colours") {
   CHECK(d.substr(d.size() - 2) == "}\n");
 }
 
+TEST_CASE("text dump and dot: a value that is not f32 shows its dtype") {
+  Graph g = brief_graph();
+  for (ValueInfo& v : g.values) v.dtype = DType::BF16;
+  REQUIRE(validation_errors(g).empty());
+  const std::string t = text_dump(g);
+  CHECK_MESSAGE(contains(t, "input x[32,512] bf16\n"), t);
+  CHECK_MESSAGE(contains(t, "-> [32,256] bf16 temporary\n"), t);
+  const std::string d = graph_to_dot(g, "brief");
+  CHECK_MESSAGE(contains(d, "label=\"x\\ninput [32,512] bf16\"]"), d);
+  CHECK_MESSAGE(contains(d, "label=\"matmul n3\\n[32,256] bf16 temporary\"]"), d);
+}
+
 TEST_CASE("dot: names are escaped and update edges dashed") {
   Graph g;
   RecordingBuilder b(g);

@@ -189,10 +189,20 @@ TEST_CASE("json: format and version are checked") {
   CHECK_LOAD_ERROR("[1]", "(top level): must be a JSON object");
 }
 
-TEST_CASE("json: bf16 loads, and validation rejects it") {
-  const Graph g = load_graph_json("{" + kHead + R"("inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}], "nodes": [], "outputs": ["x"]})", "t.json");
+TEST_CASE("json: bf16 and f16 load and validate, and a node's dtype follows its inputs") {
+  const Graph g = load_graph_json("{" + kHead + R"("inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}, {"name": "y", "shape": [4], "dtype": "f16"}],
+    "nodes": [{"name": "h", "op": "relu", "inputs": ["x"]}, {"name": "k", "op": "scale", "inputs": ["y"], "attrs": {"alpha": 2}, "dtype": "f16"}],
+    "outputs": ["h", "k"]})", "t.json");
   CHECK(g.values[0].dtype == DType::BF16);
-  CHECK(validation_errors(g).at(0).find("not implemented yet, use f32") != std::string::npos);
+  CHECK(g.values[g.outputs[0]].dtype == DType::BF16);
+  CHECK(g.values[g.outputs[1]].dtype == DType::F16);
+  CHECK(validation_errors(g).empty());
+  CHECK_LOAD_ERROR("{" + kHead + R"("inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}],
+    "nodes": [{"name": "h", "op": "relu", "inputs": ["x"], "dtype": "f32"}], "outputs": ["h"]})",
+                   "relu 'h' declares f32, but its inputs give bf16; fix the dtype or remove it");
+  CHECK_LOAD_ERROR("{" + kHead + R"("inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}, {"name": "y", "shape": [4]}],
+    "nodes": [{"name": "h", "op": "mul", "inputs": ["x", "y"]}], "outputs": ["h"]})",
+                   "mul 'h': input 1 is f32 but input 0 is bf16; every input of mul has one dtype");
   CHECK_LOAD_ERROR("{" + kHead + R"("inputs": [{"name": "x", "shape": [4], "dtype": "f64"}], "nodes": [], "outputs": []})", "unknown dtype 'f64'");
 }
 
@@ -227,7 +237,12 @@ TEST_CASE("json: round trip keeps every attribute, dtype and init") {
   h = add(b, h, f);
   h = broadcast(b, reduce_mean(b, h, 1), 0, 5);
   b.mark_output(h);
-  g.values[0].dtype = DType::BF16;
+  // A bf16 chain: the builder gives each node its inputs' dtype.
+  Value y = b.input("y", {4, 6});
+  g.values[static_cast<size_t>(y.id)].dtype = DType::BF16;
+  Value k = gelu(b, scale(b, y, 0.5f));
+  b.mark_output(k);
+  CHECK(g.values[static_cast<size_t>(k.id)].dtype == DType::BF16);
   check_round_trip(g);
 }
 

@@ -3,6 +3,7 @@
 // but whose row or rules disagree fails here, naming the op and what is missing.
 // The last case checks that the graph-file reference (docs/graph-format.md) names it.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <exception>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/builder.h"
+#include "graph/dtype_rules.h"
 #include "graph/errors.h"
 #include "graph/json_io.h"
 #include "graph/shape_inference.h"
@@ -73,6 +75,33 @@ TEST_CASE("op table: every op has samples its shape rule accepts, with the table
     OpKind parsed{};
     CHECK(parse_op(op_name(op), parsed));
     CHECK(parsed == op);
+  }
+}
+
+TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, kTypeF32 ops refuse others") {
+  for (OpKind op : all_ops()) {
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
+    for (const OpSample& s : op_samples(op)) {
+      CAPTURE(s.what);
+      const std::vector<DType> f32(s.in.size(), DType::F32);
+      CHECK(infer_dtypes(op, f32, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), DType::F32));
+      for (DType low : {DType::BF16, DType::F16}) {
+        const std::vector<DType> all_low(s.in.size(), low);
+        if (s.in.empty()) continue;
+        if (op_is_f32_only(op)) {
+          CHECK_THROWS_WITH_AS(infer_dtypes(op, all_low, s.attrs, "sample"),
+                               doctest::Contains("computes in f32 only"), GraphError);
+          continue;
+        }
+        CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), low));
+        if (s.in.size() < 2) continue;
+        std::vector<DType> mixed = all_low;
+        mixed.back() = DType::F32;
+        const std::string why = fmt::format("input {} is f32 but input 0 is {}", mixed.size() - 1, dtype_name(low));
+        CHECK_THROWS_WITH_AS(infer_dtypes(op, mixed, s.attrs, "sample"), doctest::Contains(why.c_str()), GraphError);
+      }
+    }
   }
 }
 

@@ -133,15 +133,14 @@ TEST_CASE("messages: names from a file are quoted and escaped, lists of errors c
   for (int i = 0; i < 1000; ++i) {
     ValueInfo v;
     v.name = fmt::format("x{}", i);
-    v.shape = {2};
+    v.shape = {int64_t{1} << 37};
     v.role = Role::input;
-    v.dtype = DType::BF16;
     many.add_value(v);
   }
   REQUIRE(validation_errors(many).size() == 1000);
   try {
     validate(many);
-    FAIL("validate accepted bf16 values");
+    FAIL("validate accepted values too large for any device");
   } catch (const GraphError& e) {
     const std::string m = e.what();
     CHECK(m.find("invalid graph (1000 errors; the first 20):") == 0);

@@ -149,12 +149,30 @@ TEST_CASE("validate: bad attributes (transpose perm, reshape count)") {
   CHECK_HAS(g, "reshape 'n1': cannot reshape [4,8] (32 elements) to [100] (100 elements)");
 }
 
-TEST_CASE("validate: dtypes the kernels do not implement") {
+TEST_CASE("validate: dtypes follow the op table's dtype rule") {
   Mlp m;
+  CHECK(validation_errors(m.g).empty());
   m.g.values[0].dtype = DType::BF16;
-  m.g.values[1].dtype = DType::F16;
-  CHECK_HAS(m.g, "value 'x': dtype bf16 is not implemented yet, use f32");
-  CHECK_HAS(m.g, "value 'w0': dtype f16 is not implemented yet, use f32");
+  CHECK_HAS(m.g, "matmul 'n3': input 1 is f32 but input 0 is bf16; every input of matmul has one dtype");
+  Mlp all_bf16;
+  for (ValueInfo& v : all_bf16.g.values) v.dtype = DType::BF16;
+  CHECK(validation_errors(all_bf16.g).empty());
+  all_bf16.g.values[all_bf16.h.id].dtype = DType::F16;
+  CHECK_HAS(all_bf16.g, "output 'n3' is recorded as f16, but its inputs give bf16");
+  Mlp corrupt;
+  corrupt.g.values[1].dtype = static_cast<DType>(9);
+  CHECK_HAS(corrupt.g, "value 'w0': dtype #9 is not a dtype; use f32, bf16 or f16");
+}
+
+TEST_CASE("validate: losses and updates run in f32 only") {
+  Graph g;
+  RecordingBuilder b(g);
+  Value p = b.input("p", {4});
+  Value t = b.input("t", {4});
+  b.mark_output(mse_loss(b, p, t));
+  g.values[0].dtype = DType::BF16;
+  g.values[1].dtype = DType::BF16;
+  CHECK_HAS(g, "mse_loss 'n0': input 0 is bf16; mse_loss computes in f32 only");
 }
 
 TEST_CASE("validate: graph outputs must be values") {

@@ -184,6 +184,30 @@ TEST_CASE("planner: in-place legality") {
   CHECK(plan_memory(g, order, none).num_in_place == 0);
 }
 
+TEST_CASE("planner: a value's bytes follow its dtype") {
+  auto chain = [](DType dt) {
+    Graph g;
+    RecordingBuilder rb(g);
+    Value x = rb.input("x", {8, 32});
+    Value w = rb.parameter("w", {32, 32});
+    g.values[static_cast<size_t>(x.id)].dtype = dt;
+    g.values[static_cast<size_t>(w.id)].dtype = dt;
+    Value h = gelu(rb, matmul(rb, x, w));
+    rb.mark_output(scale(rb, h, 2.0f));
+    return g;
+  };
+  const Graph f32 = chain(DType::F32), bf16 = chain(DType::BF16), f16 = chain(DType::F16);
+  const MemoryPlan pf = plan_memory(f32, f32.topo_order());
+  const MemoryPlan pb = plan_memory(bf16, bf16.topo_order());
+  const MemoryPlan ph = plan_memory(f16, f16.topo_order());
+  REQUIRE(check_plan(bf16, bf16.topo_order(), pb) == "");
+  CHECK(bf16.values.back().dtype == DType::BF16);
+  CHECK(pf.external_bytes == 8 * 32 * 4 + 32 * 32 * 4);
+  CHECK(pb.external_bytes * 2 == pf.external_bytes);
+  CHECK(ph.external_bytes == pb.external_bytes);
+  CHECK(pb.arena_bytes * 2 == pf.arena_bytes);
+}
+
 TEST_CASE("planner: views alias their source and extend its lifetime") {
   Graph g;
   RecordingBuilder rb(g);

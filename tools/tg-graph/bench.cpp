@@ -71,6 +71,7 @@ Graph load_checked(const std::string& file, const std::string& weights) {
   try {
     Graph g = load_graph_file(file);
     validate(g);
+    require_f32_values(g, "tg-graph bench");
     if (!weights.empty()) attach_weights(g, load_weights_file(weights), th::shown_path(weights));
     return g;
   } catch (const GraphError& e) {

@@ -1,0 +1,92 @@
+#pragma once
+// The 16-bit float formats of the IR's dtypes, converted bit by bit, so that the CPU
+// reference kernels, the graph files and the CUDA kernels round the same way:
+//   bf16: 1 sign, 8 exponent, 7 mantissa bits (f32's range, 3 significant digits);
+//   f16:  1 sign, 5 exponent, 10 mantissa bits (IEEE binary16: max 65504, subnormals
+//         down to 2^-24).
+// Narrowing rounds to nearest, ties to even (what the GPU's conversion instructions
+// do); a NaN stays a NaN (quiet, sign kept) and never rounds to infinity; f16 overflows
+// to infinity past the largest finite value by half an ulp. Widening is exact.
+// The functions compile for the host and, under nvcc, for the device.
+#include <cstdint>
+#include <cstring>
+
+#include "graph/shape.h"
+
+#if defined(__CUDACC__)
+#define TG_HOST_DEVICE __host__ __device__
+#else
+#define TG_HOST_DEVICE
+#endif
+
+namespace tg {
+
+TG_HOST_DEVICE inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+TG_HOST_DEVICE inline float f32_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+TG_HOST_DEVICE inline uint16_t bf16_from_f32(float f) {
+  const uint32_t u = f32_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // NaN: quiet it
+  // Adding 0x7FFF plus the lowest kept bit carries into the kept half exactly when the
+  // dropped half is above the midpoint, or at it with an odd kept half.
+  const uint32_t rounded = u + 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(rounded >> 16);
+}
+
+TG_HOST_DEVICE inline float f32_from_bf16(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+
+TG_HOST_DEVICE inline uint16_t f16_from_f32(float f) {
+  const uint32_t u = f32_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));  // NaN, quiet
+  if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520 rounds past 65504: inf
+  const int exp = static_cast<int>(a >> 23) - 127;
+  if (exp >= -14) {  // a normal f16: rebias the exponent, round the mantissa from 23 to 10 bits
+    const uint32_t v = ((static_cast<uint32_t>(exp + 15) << 10) | ((a >> 13) & 0x3FFu));
+    const uint32_t rest = a & 0x1FFFu;
+    const uint32_t up = rest > 0x1000u || (rest == 0x1000u && (v & 1u));
+    return static_cast<uint16_t>(sign | (v + up));  // a carry out of the mantissa bumps the exponent: still right
+  }
+  if (exp < -25) return sign;  // below half the smallest subnormal (2^-25): rounds to zero
+  // Subnormal: the value is m * 2^-24 with m = significand >> shift, rounded.
+  const uint32_t significand = (a & 0x7FFFFFu) | 0x800000u;
+  const int shift = -exp - 1;  // 14..24: from 2^(exp) with 23 fraction bits down to units of 2^-24
+  const uint32_t m = significand >> shift;
+  const uint32_t rest = significand & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1);
+  const uint32_t up = rest > half || (rest == half && (m & 1u));
+  return static_cast<uint16_t>(sign | (m + up));  // m + up == 0x400 is the smallest normal: right too
+}
+
+TG_HOST_DEVICE inline float f32_from_f16(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  const uint32_t man = h & 0x3FFu;
+  if (exp == 0x1Fu) return f32_from_bits(sign | 0x7F800000u | (man << 13));  // inf, NaN (payload kept)
+  if (exp != 0) return f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
+  // Zero or subnormal: man * 2^-24, exact in f32.
+  const float mag = static_cast<float>(man) * f32_from_bits(0x33800000u);  // 2^-24
+  return f32_from_bits(sign | f32_bits(mag));
+}
+
+// f rounded to `dt` and widened back: what a kernel that stores in `dt` leaves in memory,
+// seen as f32. The CPU reference applies it wherever such a kernel stores.
+TG_HOST_DEVICE inline float round_to_dtype(float f, DType dt) {
+  switch (dt) {
+    case DType::F32: return f;
+    case DType::BF16: return f32_from_bf16(bf16_from_f32(f));
+    case DType::F16: return f32_from_f16(f16_from_f32(f));
+  }
+  return f;
+}
+
+}  // namespace tg
