@@ -10,9 +10,12 @@
 
 namespace tg::kernels {
 
+// A tensor on the backend's device. `data` points at f32 elements, or, when dtype is
+// bf16 or f16, at 16-bit elements (graph/float_formats.h) behind the same pointer.
 struct TensorView {
   float* data = nullptr;
   Shape shape;
+  DType dtype = DType::F32;
 };
 
 struct OpCall {

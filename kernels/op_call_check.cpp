@@ -128,7 +128,29 @@ void check_multi_update(const Checker& k, const OpCall& c) {
   check_written_apart(k, c);
 }
 
+// The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
+// 0's dtype on every view of a kTypeSame op.
+void check_dtypes(const Checker& k, const OpCall& c) {
+  const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(0).dtype;
+  auto check = [&](const TensorView& t, const std::string& what) {
+    if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
+      k.fail("{} has dtype #{}, which is not a dtype", what, static_cast<int>(t.dtype));
+    if (t.dtype != want)
+      k.fail("{} is {} but the op needs {} there{}", what, dtype_name(t.dtype), dtype_name(want),
+             op_is_f32_only(c.op) ? " (it runs in f32 only)" : " (every input and output share input 0's dtype)");
+  };
+  for (int i = 0; i < c.num_inputs; ++i) check(c.input(i), fmt::format("input {}", i));
+  if (!op_is_update(c.op)) check(c.out, "the output");
+  if (op_num_outputs(c.op) == 2) check(c.out2, "the second output");
+}
+
 }  // namespace
+
+bool call_is_f32(const OpCall& c) {
+  for (int i = 0; i < c.num_inputs; ++i)
+    if (c.input(i).dtype != DType::F32) return false;
+  return c.out.dtype == DType::F32 && c.out2.dtype == DType::F32;
+}
 
 CallGeometry check_op_call(const OpCall& c, const char* backend) {
   const Checker k(c, backend);
@@ -140,6 +162,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
   if (!op_is_update(c.op) && !c.out.data) k.fail("output has no data (null pointer)");
   if (op_num_outputs(c.op) == 2 && !c.out2.data) k.fail("second output has no data (null pointer)");
   k.alias();
+  check_dtypes(k, c);
 
   const Shape& x = c.in[0].shape;
   const Shape& y = c.in[1].shape;

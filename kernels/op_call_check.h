@@ -17,7 +17,12 @@ struct CallGeometry {
   int64_t outer = 0, len = 0, inner = 0;  // reduce: [outer, len, inner]; broadcast: len = size
 };
 
-// Throws std::invalid_argument "<backend> <op>: <what is wrong>[; <how to fix it>]".
+// Throws std::invalid_argument "<backend> <op>: <what is wrong>[; <how to fix it>]",
+// for the shapes, the buffers and the dtypes (the op table's dtype column).
 CallGeometry check_op_call(const OpCall& c, const char* backend);
+
+// Whether every view of the call is f32 (the kernels' own dtype; the CPU backend runs
+// the others through f32, graph/float_formats.h).
+bool call_is_f32(const OpCall& c);
 
 }  // namespace tg::kernels

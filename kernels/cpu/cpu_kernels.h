@@ -35,6 +35,9 @@ namespace tg::kernels {
 // offending tensor when the call is malformed (wrong input count, null data,
 // sizes that do not fit the op, an aliased output for an op that cannot alias).
 void run_cpu(const OpCall& call);
+// A call with bf16 or f16 views (widen.cpp): inputs widened into f32 scratch, run_cpu on
+// it, each output rounded once to its dtype. run_cpu calls it for such calls.
+void run_cpu_widened(const OpCall& call);
 
 // ---- matmul (matmul.cpp) --------------------------------------------------------
 // The OpenBLAS thread count every cpu_sgemm uses (process-wide). The default is

@@ -1,6 +1,7 @@
 // The entry layer of the CPU backend: check_op_call (kernels/op_call_check.h, shared
 // with the CUDA backend) validates the call and resolves its sizes, then one
-// launcher of cpu_kernels.h runs it.
+// launcher of cpu_kernels.h runs it; a call with bf16 or f16 views runs through f32
+// (widen.cpp).
 #include <stdexcept>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -10,6 +11,7 @@ namespace tg::kernels {
 
 void run_cpu(const OpCall& c) {
   const CallGeometry g = check_op_call(c, "run_cpu");
+  if (!call_is_f32(c)) return run_cpu_widened(c);
   const TensorView& x = c.in[0];
   const TensorView& y = c.in[1];
   const float* z = c.in[2].data;

@@ -11,6 +11,9 @@ namespace tg::kernels {
 
 void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
   const CallGeometry g = check_op_call(c, "run_cuda");
+  if (!call_is_f32(c))
+    throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) +
+                                ": the CUDA kernels implement f32 only so far; run bf16 and f16 on the CPU backend");
   const cuda::LaunchScope launches(ctx.options.pdl);
   const cudaStream_t s = ctx.stream;
   const TensorView& x = c.in[0];

@@ -1,0 +1,167 @@
+// bf16 and f16 on the CPU backend: every op whose dtype rule allows them runs on 16-bit
+// views, writes every element and nothing past the end, and gives the f32 kernel's result
+// on the widened inputs rounded once per output element (kernels/cpu/widen.cpp). Calls
+// that break the dtype rule are refused, naming the view.
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "graph/float_formats.h"
+#include "tests/common/op_samples.h"
+#include "tests/kernels/kernel_test_util.h"
+
+using namespace tg;
+using namespace tg::testing;
+
+namespace {
+
+constexpr uint16_t kGuard = 0xA5A5;  // after the last element: must survive the call
+constexpr size_t kGuardElems = 8;
+
+uint16_t narrow_bits(float f, DType dt) { return dt == DType::BF16 ? bf16_from_f32(f) : f16_from_f32(f); }
+float widen_bits(uint16_t h, DType dt) { return dt == DType::BF16 ? f32_from_bf16(h) : f32_from_f16(h); }
+
+// A 16-bit buffer with guard elements after the data.
+struct LowBuffer {
+  std::vector<uint16_t> bits;
+  Shape shape;
+  LowBuffer(const std::vector<float>& values, Shape s, DType dt) : shape(s) {
+    for (float v : values) bits.push_back(narrow_bits(v, dt));
+    bits.insert(bits.end(), kGuardElems, kGuard);
+  }
+  LowBuffer(Shape s, DType dt) : shape(s) {
+    const uint16_t nan = dt == DType::BF16 ? 0x7FC1 : 0x7E01;  // the poison: a NaN no kernel makes
+    bits.assign(static_cast<size_t>(s.numel()), nan);
+    bits.insert(bits.end(), kGuardElems, kGuard);
+  }
+  kernels::TensorView view(DType dt) { return {reinterpret_cast<float*>(bits.data()), shape, dt}; }
+  bool guard_intact() const {
+    for (size_t i = bits.size() - kGuardElems; i < bits.size(); ++i)
+      if (bits[i] != kGuard) return false;
+    return true;
+  }
+  std::vector<float> values(DType dt) const {
+    std::vector<float> v;
+    for (size_t i = 0; i + kGuardElems < bits.size(); ++i) v.push_back(widen_bits(bits[i], dt));
+    return v;
+  }
+};
+
+std::vector<float> rounded(const std::vector<float>& v, DType dt) {
+  std::vector<float> r;
+  for (float f : v) r.push_back(round_to_dtype(f, dt));
+  return r;
+}
+
+// Bitwise, NaN equal to NaN.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(std::isnan(a[i]) && std::isnan(b[i])) && std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f32 compute, one rounding per store") {
+  int ops_run = 0;
+  for (OpKind op : all_ops()) {
+    if (op_is_f32_only(op)) continue;
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
+    for (const OpSample& s : op_samples(op)) {
+      CAPTURE(s.what);
+      for (DType dt : {DType::BF16, DType::F16}) {
+        const std::string dtype_label = dtype_name(dt);
+        CAPTURE(dtype_label);
+        const std::vector<std::vector<float>> data = sample_data(s, 3);
+        std::vector<Shape> shapes;
+        std::vector<LowBuffer> ins;
+        std::vector<Tensor> wide;  // the reference's inputs: the 16-bit values, widened
+        for (size_t k = 0; k < data.size(); ++k) {
+          shapes.push_back(s.in[k]);
+          ins.emplace_back(data[k], s.in[k], dt);
+          wide.push_back(tensor(s.in[k], rounded(data[k], dt)));
+        }
+        const std::vector<Shape> out_shapes = infer_shapes(op, shapes, s.attrs, "test");
+        LowBuffer out(out_shapes.at(0), dt);
+        LowBuffer out2(out_shapes.size() > 1 ? out_shapes[1] : Shape{1}, dt);
+        kernels::OpCall c;
+        std::vector<kernels::TensorView> more;
+        c.op = op;
+        c.attrs = &s.attrs;
+        c.num_inputs = static_cast<int>(ins.size());
+        for (size_t k = 0; k < ins.size(); ++k) {
+          if (k < c.in.size()) c.in[k] = ins[k].view(dt);
+          else more.push_back(ins[k].view(dt));
+        }
+        c.more = more.empty() ? nullptr : more.data();
+        c.out = out.view(dt);
+        if (out_shapes.size() > 1) c.out2 = out2.view(dt);
+        try {
+          kernels::run_cpu(c);
+        } catch (const std::exception& err) {
+          FAIL_CHECK(op_label, " ", dtype_label, ": run_cpu threw: ", std::string(err.what()));
+          continue;
+        }
+        CHECK_MESSAGE(out.guard_intact(), op_label, ": wrote past the end of its 16-bit output");
+        CHECK_MESSAGE(out2.guard_intact(), op_label, ": wrote past the end of its second 16-bit output");
+        for (const LowBuffer& in : ins) CHECK_MESSAGE(in.guard_intact(), op_label, ": wrote past an input");
+
+        const Tensor want = run_op(op, wide, s.attrs);
+        const std::vector<float> got = out.values(dt);
+        size_t poisoned = 0;
+        for (uint16_t b : out.bits) poisoned += b == (dt == DType::BF16 ? 0x7FC1 : 0x7E01);
+        CHECK_MESSAGE(poisoned == 0, op_label, ": ", poisoned, " output elements left unwritten");
+        CHECK_MESSAGE(same_bits(got, rounded(want.data, dt)), op_label, " ", dtype_label,
+                      ": differs from the f32 kernel on the widened inputs, rounded once");
+      }
+    }
+    ++ops_run;
+  }
+  CHECK(ops_run > 0);
+}
+
+TEST_CASE("run_cpu runs a bf16 op in place, over its own input") {
+  const std::vector<float> x = {-1.5f, 0.3f, 2.0f, -0.0f, 7.7f, -3.1f};
+  LowBuffer buf(x, Shape{2, 3}, DType::BF16);
+  kernels::OpCall c;
+  c.op = OpKind::relu;
+  const Attrs at;
+  c.attrs = &at;
+  c.num_inputs = 1;
+  c.in[0] = buf.view(DType::BF16);
+  c.out = buf.view(DType::BF16);
+  kernels::run_cpu(c);
+  const std::vector<float> got = buf.values(DType::BF16);
+  for (size_t i = 0; i < x.size(); ++i) CHECK(got[i] == round_to_dtype(std::max(x[i], 0.0f), DType::BF16));
+  CHECK(buf.guard_intact());
+}
+
+TEST_CASE("run_cpu refuses views that break the op's dtype rule, naming the view") {
+  std::vector<float> a(4, 1.0f), out(4);
+  LowBuffer low(a, Shape{4}, DType::BF16);
+  kernels::OpCall c;
+  c.op = OpKind::add;
+  const Attrs at;
+  c.attrs = &at;
+  c.num_inputs = 2;
+  c.in[0] = low.view(DType::BF16);
+  c.in[1] = {a.data(), Shape{4}};
+  c.out = {out.data(), Shape{4}};
+  CHECK_THROWS_WITH_AS(kernels::run_cpu(c), doctest::Contains("run_cpu add: input 1 is f32 but the op needs bf16 there"),
+                       std::invalid_argument);
+  c.in[1] = low.view(DType::BF16);
+  CHECK_THROWS_WITH_AS(kernels::run_cpu(c), doctest::Contains("the output is f32 but the op needs bf16"),
+                       std::invalid_argument);
+  kernels::OpCall loss;
+  loss.op = OpKind::mse_loss;
+  loss.attrs = &at;
+  loss.num_inputs = 2;
+  loss.in[0] = low.view(DType::BF16);
+  loss.in[1] = low.view(DType::BF16);
+  loss.out = {out.data(), Shape{1}};
+  CHECK_THROWS_WITH_AS(kernels::run_cpu(loss), doctest::Contains("input 0 is bf16 but the op needs f32 there (it runs in f32 only)"),
+                       std::invalid_argument);
+}
