@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Saves a measurement's output under docs/results/ and names it in docs/results/manifest.json,
-# the list by which the docs generator (scripts/docs-tables.py) finds the saved result of each
+# the list by which the docs generator (tools/docs-tables) finds the saved result of each
 # role: a new measurement is a new manifest entry, not a change to the generator's code.
 #
 #   bash scripts/record-result.sh KEY SOURCE DEST [WHAT]
 #
-# KEY: the role (e.g. h200_ctest, streamk_probe; `python3 scripts/docs-tables.py --list-results`
+# KEY: the role (e.g. h200_ctest, streamk_probe; `python3 tools/docs-tables --list-results`
 # lists them); SOURCE: the file to save (e.g. one that a device run brought back); DEST: its
 # path under docs/results/ (e.g. h200-logs/ctest-1a2b3c4.log); WHAT: one line saying what the
 # file holds and which command made it (kept from the old entry when left out).
-# Then run python3 scripts/docs-tables.py to regenerate the docs that quote it.
+# Then run python3 tools/docs-tables to regenerate the docs that quote it.
 set -euo pipefail
 if [ $# -lt 3 ] || [ $# -gt 4 ]; then
   echo "usage: bash scripts/record-result.sh KEY SOURCE DEST [WHAT]" >&2

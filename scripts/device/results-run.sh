@@ -3,7 +3,7 @@
 # ctest, then the reports that docs/results keeps, each under a deadline so that one long
 # step cannot take the others' results with it (each report lands in $OUT as soon as it is done):
 #   ctest.log                       every test
-#   peers/                          scripts/peers/run-peers.sh (PyTorch and twograph side by side)
+#   peers/                          scripts/run-peers.sh (PyTorch and twograph side by side)
 #   transfer.json, launch.json      tg-transfer and tg-launch, full mode (with their cold_start rows)
 # Usage: bash scripts/device/results-run.sh [build-dir] [deadline-seconds]
 set -u
@@ -21,7 +21,7 @@ timeout "$t" ctest --test-dir "$build" -j8 --timeout 120 --output-on-failure > "
 say "ctest rc=$?: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
 grep -E "\(Failed\)|Timeout" "$out/ctest.log" | head -20 | tee -a "$out/summary.txt"
 t=$(budget 260)
-timeout "$t" bash scripts/peers/run-peers.sh "$out/peers" "$build" > "$out/peers.log" 2>&1
+timeout "$t" bash scripts/run-peers.sh "$out/peers" "$build" > "$out/peers.log" 2>&1
 say "run-peers rc=$? (budget $t s)"
 t=$(budget 150)
 timeout "$t" "$build/experiments/transfer/tg-transfer" --device 0 --json "$out/transfer.json" > "$out/transfer.txt" 2>&1

@@ -12,7 +12,7 @@ foreach(ext json safetensors)
   execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/${name}.${ext} ${EXPECT}.${ext} RESULT_VARIABLE diff)
   if(NOT diff EQUAL 0)
     message(FATAL_ERROR "${OUT}/${name}.${ext} differs from the committed ${EXPECT}.${ext}: regenerate the fixtures "
-                        "(scripts/peers/export_onnx_models.py --tg-graph ...) or fix the import")
+                        "(experiments/peers/export_onnx_models.py --tg-graph ...) or fix the import")
   endif()
 endforeach()
 message(STATUS "${out}")

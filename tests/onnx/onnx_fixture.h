@@ -1,5 +1,5 @@
 #pragma once
-// The committed ONNX fixtures (tests/onnx, made by scripts/peers/export_onnx_models.py):
+// The committed ONNX fixtures (tests/onnx, made by experiments/peers/export_onnx_models.py):
 // for each model, the exported .onnx, the graph file and weights tg-graph import made
 // of it, and onnxruntime's output for a fixed input (<name>.io.safetensors).
 #include <doctest/doctest.h>

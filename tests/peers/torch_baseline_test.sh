@@ -7,7 +7,7 @@
 set -euo pipefail
 mode=$1 train=$2 launch=$3 report=$4 dir=$5
 rm -rf "$dir" && mkdir -p "$dir"
-script=scripts/peers/torch_baseline.py
+script=experiments/peers/torch_baseline.py
 
 validate() {  # the C++ reader (always), the JSON schema (where python3-jsonschema is)
   local schema_py

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The prose check's caption rule (scripts/docs_tables/prose.py): a measured-looking number
+"""The prose check's caption rule (tools/docs-tables/docs_tables/prose.py): a measured-looking number
 typed into a string literal of the generator is found, one in a docstring or computed by an
 f-string is not."""
 import pathlib
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "docs-tables"))
 from docs_tables import prose  # noqa: E402
 
 MODULE = '''

@@ -1,5 +1,5 @@
 """docs/bring-your-own-model.md: PyTorch side by side with twograph, from one
-machine's session (scripts/peers/run-peers.sh, saved as docs/results/peers/):
+machine's session (scripts/run-peers.sh, saved as docs/results/peers/):
 tg-train's and tg-launch's workloads in torch_baseline.json against train.json and
 launch.json, and the PyTorch-exported models run by tg-graph bench (bench_*.json)
 against tg-train's built-in ones. Rows follow the reports: whatever configurations

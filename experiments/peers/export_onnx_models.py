@@ -3,7 +3,7 @@
 exporter, onnxruntime's outputs for fixed inputs, and (with --tg-graph) the graph
 files tg-graph import makes of them.
 
-    python3 scripts/peers/export_onnx_models.py --tg-graph build/cpu/tools/tg-graph/tg-graph
+    python3 experiments/peers/export_onnx_models.py --tg-graph build/cpu/tools/tg-graph/tg-graph
 
 Needs torch, onnx, onnxruntime and onnxscript (pip install torch onnx onnxruntime
 onnxscript); the tests that read the files need none of them.
@@ -121,7 +121,7 @@ def main():
     os.makedirs(os.path.join(out, "bench"), exist_ok=True)
     torch.manual_seed(0)
     meta = {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-            "made_by": "scripts/peers/export_onnx_models.py"}
+            "made_by": "experiments/peers/export_onnx_models.py"}
 
     def random_layernorms(block):
         # The default gamma 1 / beta 0 would test nothing, and the exporter merges equal initializers.

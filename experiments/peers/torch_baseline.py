@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """PyTorch on tg-train's and tg-launch's workloads, written as a twograph report.
 
-    python3 scripts/peers/torch_baseline.py --device auto --quick --json torch.json
+    python3 experiments/peers/torch_baseline.py --device auto --quick --json torch.json
     tg-report compare docs/results/train.json torch.json \\
         --pair executor=static:torch_cuda_graph --pair executor=dynamic:torch_eager_h2d
 
 The workloads are tg-train's and tg-launch's, configuration for configuration (the
 sweeps of experiments/train/main.cpp and experiments/launch/main.cpp, --quick
-included): the same models (scripts/peers/torch_models.py: graph/models.cpp's MLP,
+included): the same models (experiments/peers/torch_models.py: graph/models.cpp's MLP,
 pre-LN transformer block and chain of tiny ops), the same initial weights and data
 (twograph's generators, so the loss curves are comparable), mse loss, SGD with
 momentum 0.9 and lr 0.01, fp32 with TF32 off. Each is run four ways (`executor`):

@@ -1,8 +1,8 @@
 """The twograph report (docs/report-format.md, docs/report.schema.json) written from
-Python, for measurements taken outside twograph (scripts/peers/torch_baseline.py):
+Python, for measurements taken outside twograph (experiments/peers/torch_baseline.py):
 the same statistics (experiments/harness/stats.cpp), the same loop rule
 (experiments/harness/measure.cpp) and the same metadata fields, so that tg-report
-compare and markdown, tools/plot and scripts/docs_tables read it as they read tg-train's."""
+compare and markdown, tools/plot and tools/docs-tables/docs_tables read it as they read tg-train's."""
 import datetime
 import json
 import math

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # PyTorch and twograph side by side on one GPU machine, in about three minutes:
-#   bash scripts/peers/run-peers.sh OUT_DIR [BUILD_DIR]     (from the repository root)
+#   bash scripts/run-peers.sh OUT_DIR [BUILD_DIR]     (from the repository root)
 # writes into OUT_DIR (then saved as docs/results/peers/):
-#   torch_baseline.json       scripts/peers/torch_baseline.py --quick (tg-train's and tg-launch's workloads)
+#   torch_baseline.json       experiments/peers/torch_baseline.py --quick (tg-train's and tg-launch's workloads)
 #   train.json, launch.json   tg-train --quick and tg-launch --quick, the same session
 #   bench_mlp.json            tg-graph bench of the PyTorch-exported MLP (tests/onnx/bench), tg-train's batches
 #   bench_transformer.json    the same for the exported transformer block
@@ -20,7 +20,7 @@ step() { echo "== $*" >&2; "$@"; }
 # TG_TORCH_ARGS: more flags for the baseline (--no-compile where torch.compile is too slow, as on a CPU)
 # Exit 1 of the baseline: a way of running failed (its report says which); the rest still runs.
 torch_rc=0
-step python3 scripts/peers/torch_baseline.py --device "$dev" --quick ${TG_TORCH_ARGS:-} --json "$out/torch_baseline.json" \
+step python3 experiments/peers/torch_baseline.py --device "$dev" --quick ${TG_TORCH_ARGS:-} --json "$out/torch_baseline.json" \
   || torch_rc=$?
 step "$build/experiments/train/tg-train" --device "$dev" --quick --json "$out/train.json" > /dev/null
 step "$build/experiments/launch/tg-launch" --device "$dev" --quick --json "$out/launch.json" > /dev/null

@@ -80,7 +80,7 @@ def cold_table(stems):
     if not rows:
         cmd = " and ".join(f"`{report(s).r['tool']['name']} --device 0 --json docs/results/{s}.json`" for s in stems)
         return (f"> Not measured yet: the saved report{'s' if len(stems) > 1 else ''} predate{'' if len(stems) > 1 else 's'}"
-                f" the `cold_start` rows. {cmd} on a GPU, then `python3 scripts/docs-tables.py`, fill this table.")
+                f" the `cold_start` rows. {cmd} on a GPU, then `python3 tools/docs-tables`, fill this table.")
     n = int(report(stems[0]).all("cold_start")[0]["extra"]["processes"]) if report(stems[0]).all("cold_start") else 0
     return (table(["call", "measured by", "first in the process: median (p10 .. p90)", "second", "first / second"],
                   rows, ["---", "---", "---:", "---:", "---:"]) +

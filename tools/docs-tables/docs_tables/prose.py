@@ -11,15 +11,20 @@ the reason it is not a measurement; an entry that no longer occurs is an error t
 the list cannot rot. The same check refuses references that leave the repository (a
 path to another checkout, a link to a file that does not exist). The captions and
 sentences that the generator itself writes around its tables pass the same test: a
-measured-looking number in a string literal of scripts/docs_tables is an error unless
+measured-looking number in a string literal of this package is an error unless
 CAPTION_DEFINITIONS lists it, so a figure there is computed from a result file."""
 import ast
 import re
+from pathlib import Path
 
 from .common import DOCS, ROOT, line_of
 
+# The generator's own modules, and how the messages name them.
+PACKAGE = Path(__file__).resolve().parent
+HERE = PACKAGE.relative_to(ROOT)
+
 # Docs the check does not cover, and why (the report of `--check` names them). None now:
-# docs/reliability.md's figures come from its logs and summaries (scripts/docs_tables/reliability.py).
+# docs/reliability.md's figures come from its logs and summaries (its chapter, reliability.py).
 NOT_CHECKED = {}
 
 # Numbers with a unit that are definitions, not measurements: (doc, exact text, why).
@@ -105,7 +110,7 @@ def outside_references():
     return errors
 
 
-def caption_literals(folder=ROOT / "scripts" / "docs_tables"):
+def caption_literals(folder=PACKAGE):
     """[(module, line, text)] of measured-looking numbers in the string literals (docstrings
     aside) of the generator's modules: text it writes into the docs as it is."""
     found = []
@@ -130,13 +135,13 @@ def check():
     allowed = {(d[0], d[1]) for d in CAPTION_DEFINITIONS}
     for module, line, tok in captions:
         if (module, tok) not in allowed:
-            errors.append(f"scripts/docs_tables/{module}:{line}: '{tok}' is typed into a caption: compute it from "
-                          "the result file, or, if it is a definition, add it to CAPTION_DEFINITIONS in "
-                          "scripts/docs_tables/prose.py")
+            errors.append(f"{HERE}/{module}:{line}: '{tok}' is typed into a caption: compute it "
+                          "from the result file, or, if it is a definition, add it to CAPTION_DEFINITIONS in "
+                          f"{HERE}/prose.py")
     for module, tok, _ in CAPTION_DEFINITIONS:
         if not any(c[0] == module and c[2] == tok for c in captions):
-            errors.append(f"scripts/docs_tables/{module}: CAPTION_DEFINITIONS lists '{tok}', which no longer occurs "
-                          "there: remove the entry")
+            errors.append(f"{HERE}/{module}: CAPTION_DEFINITIONS lists '{tok}', which no longer "
+                          "occurs there: remove the entry")
     for path in docs():
         rel = str(path.relative_to(ROOT))
         if rel in NOT_CHECKED:
@@ -144,7 +149,7 @@ def check():
         for line, tok in hand_written(path):
             errors.append(f"{rel}:{line}: '{tok}' is written by hand: generate it (<!--v:NAME-->{tok}<!--/v-->, with "
                           "NAME in its chapter's VALUES) or, if it is a definition, add it to DEFINITIONS in "
-                          "scripts/docs_tables/prose.py")
+                          f"{HERE}/prose.py")
     for rel, tok, _ in DEFINITIONS:
         if tok not in blank((ROOT / rel).read_text()):
             errors.append(f"{rel}: DEFINITIONS lists '{tok}', which no longer occurs there: remove the entry")

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates the tables and plots of docs/ from the saved reports in docs/results/.
 
-    python3 scripts/docs-tables.py            # update every table and plot in docs/
-    python3 scripts/docs-tables.py --check    # exit 1 if a doc's table is out of date
-    python3 scripts/docs-tables.py --print memory-roles   # one table on stdout
-    python3 scripts/docs-tables.py --no-plots             # tables only (no matplotlib needed)
+    python3 tools/docs-tables            # update every table and plot in docs/
+    python3 tools/docs-tables --check    # exit 1 if a doc's table is out of date
+    python3 tools/docs-tables --print memory-roles   # one table on stdout
+    python3 tools/docs-tables --no-plots             # tables only (no matplotlib needed)
 
 A table lives in a doc (README.md, docs/*.md) between two marker comments:
 
@@ -12,7 +12,7 @@ A table lives in a doc (README.md, docs/*.md) between two marker comments:
     ...generated, do not edit by hand...
     <!-- tables:NAME end -->
 
-and NAME is one of the TABLES of scripts/docs_tables/ (one module per chapter). A
+and NAME is one of the TABLES of docs_tables/ beside this file (one module per chapter). A
 single number in the prose is a value marker, on one line, which GitHub shows as
 the value alone:
 
@@ -22,9 +22,10 @@ with NAME one of the VALUES (--list-values). Run this after saving new results i
 docs/results/; every table and value then comes from those JSON files, and the plots
 (PNG + SVG in docs/plots/) are drawn by tools/plot/plot_report.py's own figure code.
 Every run also checks that no measured-looking number of the prose is written by
-hand, and that no reference leaves the repository (scripts/docs_tables/prose.py). Exit 0 when done, 1 for --check with stale docs
-or for a hand-written figure or an outside reference, 2 for bad usage or a report that lacks a measurement a
-table needs (the message names the file, the measurement and its parameters).
+hand, and that no reference leaves the repository (docs_tables/prose.py). Exit 0 when done,
+1 for --check with stale docs or for a hand-written figure or an outside reference, 2 for bad
+usage or a report that lacks a measurement a table needs (the message names the file, the
+measurement and its parameters).
 """
 import argparse
 import json
@@ -32,14 +33,15 @@ import os
 import sys
 from pathlib import Path
 
-# The builders live in scripts/docs_tables/ (one module per chapter); this file is only the
-# command line, so the ctest and the docs keep calling scripts/docs-tables.py.
+# The builders live in docs_tables/ beside this file (one module per chapter); this file is
+# only the command line. Python runs a folder's __main__.py with the folder first on sys.path,
+# so `python3 tools/docs-tables` is the whole command and docs_tables imports from here.
 from docs_tables import PLOTTERS, TABLES, VALUES, common, prose
 from docs_tables.common import PLOTS, ROOT, Missing, update_doc
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="docs-tables", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table in docs/ is out of date")
     ap.add_argument("--no-plots", action="store_true", help="update the tables only")
     ap.add_argument("--print", metavar="NAME", choices=sorted(TABLES) + sorted(VALUES),
@@ -98,7 +100,7 @@ def main():
     for f in common.failed:
         print(f"docs-tables: error: {f}", file=sys.stderr)
     if a.check and stale:
-        print(f"docs-tables: {len(stale)} doc(s) out of date: run python3 scripts/docs-tables.py", file=sys.stderr)
+        print(f"docs-tables: {len(stale)} doc(s) out of date: run python3 tools/docs-tables", file=sys.stderr)
     if hand:
         print(f"docs-tables: {len(hand)} hand-written figure(s) in the prose (above)", file=sys.stderr)
     return 1 if (a.check and stale) or common.failed or hand else 0

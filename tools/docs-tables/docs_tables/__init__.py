@@ -1,4 +1,4 @@
-"""The table and plot builders of scripts/docs-tables.py, one module per docs/ chapter
+"""The table and plot builders of tools/docs-tables, one module per docs/ chapter
 (transfer, matmul, launch, train, memory, memory_measured, shapes, pipeline, regimes, classic, index, peers, compiler,
 reliability) on top of common (reports, formatting, markers) and plotting (figure helpers).
 
