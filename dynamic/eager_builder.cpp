@@ -22,6 +22,12 @@ int64_t ns(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
 }
 size_t bytes_of(const Shape& s) { return static_cast<size_t>(s.numel()) * sizeof(float); }
+
+void require_f32(const std::string& name, DType dtype) {
+  if (dtype != DType::F32)
+    graph_error("the dynamic executor: value {} is {}, and it runs f32 values only so far; give the model f32 values",
+                quote_name(name), dtype_name(dtype));
+}
 }  // namespace
 
 EagerBuilder::EagerBuilder(Backend& backend, Allocator& allocator, EagerOptions opt)
@@ -127,8 +133,9 @@ Value EagerBuilder::handle(int id) const {
 
 // ---- Builder -------------------------------------------------------------------
 
-Value EagerBuilder::input(const std::string& name, const Shape& shape) {
+Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dtype) {
   if (!in_iteration_) throw std::logic_error("EagerBuilder::input called outside begin_iteration()/end_iteration()");
+  require_f32(name, dtype);
   auto it = feeds_->find(name);
   if (it == feeds_->end())
     throw std::invalid_argument(fmt::format("input {} {} was not fed; add feeds[\"{}\"] with {} floats", quote_name(name),
@@ -145,7 +152,8 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape) {
   return handle(id);
 }
 
-Value EagerBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init) {
+Value EagerBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init, DType dtype) {
+  require_f32(name, dtype);
   // Models ask for their parameters in the same order every iteration.
   int idx = -1;
   if (param_cursor_ < persistent_.size() && persistent_[param_cursor_].name == name) {
@@ -229,6 +237,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     // inference again, with the name as every message shows it.
     out_shape = infer_shape(op, shapes_, attrs, quote_name(*nm));
   }
+  if (op == OpKind::cast) require_f32(*nm, attrs.to);  // every other op keeps its inputs' f32
 
   // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.
   Value out;

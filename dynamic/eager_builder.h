@@ -49,8 +49,10 @@ class EagerBuilder final : public Builder {
   EagerBuilder& operator=(const EagerBuilder&) = delete;
 
   // ---- Builder ----
-  Value input(const std::string& name, const Shape& shape) override;
-  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) override;
+  // Both refuse a dtype other than f32: the dynamic executor runs f32 values only so far.
+  Value input(const std::string& name, const Shape& shape, DType dtype = DType::F32) override;
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {},
+                  DType dtype = DType::F32) override;
   Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
               const std::string& name = "") override;
   void mark_output(const Value& v) override;

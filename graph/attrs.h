@@ -40,6 +40,7 @@ struct Attrs {
   Act act = Act::none;             // linear: the activation of the GEMM's epilogue
   EwProgram program;               // fused_elementwise: the chain it runs (graph/ew_program.h)
   HeadView heads;                  // matmul_heads: the head count and which operands are head views
+  DType to = DType::F32;           // cast: the output's dtype
 
   bool operator==(const Attrs& o) const;
 };
@@ -48,9 +49,9 @@ struct Attrs {
 // the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
-                             program, heads };
-constexpr int kNumAttrs = 15;
-static_assert(static_cast<int>(AttrId::heads) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             program, heads, to };
+constexpr int kNumAttrs = 16;
+static_assert(static_cast<int>(AttrId::to) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint16_t;
 static_assert(kNumAttrs <= 16, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

@@ -176,6 +176,9 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
+    case OpKind::cast:  // the gradient goes back to the input's dtype
+      if (need(0)) g[0] = cast(b, dy, x.dtype);
+      break;
     // No gradient rule (the table's grad column is kNone): refused above.
     case OpKind::relu_grad:
     case OpKind::gelu_grad:

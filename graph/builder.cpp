@@ -79,6 +79,11 @@ Value fill(Builder& b, Shape shape, float value) {
   return apply1(b, OpKind::fill, {}, at);
 }
 Value copy(Builder& b, Value x) { return apply1(b, OpKind::copy, {x}); }
+Value cast(Builder& b, Value x, DType to) {
+  Attrs at;
+  at.to = to;
+  return apply1(b, OpKind::cast, {x}, at);
+}
 
 // ---------------------------------------------------------------------------
 
@@ -113,23 +118,25 @@ std::string RecordingBuilder::unique_name(const std::string& base) {
   return name;
 }
 
-Value RecordingBuilder::input(const std::string& name, const Shape& shape) {
+Value RecordingBuilder::input(const std::string& name, const Shape& shape, DType dtype) {
   names_.sync();
   if (names_.find_value(name) >= 0) graph_error("input {}: a value with this name already exists; names must be unique", quote_name(name));
   ValueInfo v;
   v.name = name;
   v.shape = shape;
+  v.dtype = dtype;
   v.role = Role::input;
   return handle(g_, g_.add_value(v));
 }
 
-Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init) {
+Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init, DType dtype) {
   names_.sync();
   if (names_.find_value(name) >= 0)
     graph_error("parameter {}: a value with this name already exists; names must be unique", quote_name(name));
   ValueInfo v;
   v.name = name;
   v.shape = shape;
+  v.dtype = dtype;
   v.role = Role::parameter;
   v.init = init;
   return handle(g_, g_.add_value(v));

@@ -27,10 +27,11 @@ struct Value {
 class Builder {
  public:
   virtual ~Builder() = default;
-  // A value the user feeds every iteration (data, labels).
-  virtual Value input(const std::string& name, const Shape& shape) = 0;
-  // A persistent trainable value.
-  virtual Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) = 0;
+  // A value the user feeds every iteration (data, labels), in `dtype`.
+  virtual Value input(const std::string& name, const Shape& shape, DType dtype = DType::F32) = 0;
+  // A persistent trainable value, in `dtype`.
+  virtual Value parameter(const std::string& name, const Shape& shape, ParamInit init = {},
+                          DType dtype = DType::F32) = 0;
   // The only way to add a node. Infers the output shape (throwing GraphError on
   // a mismatch). Update ops return an invalid Value.
   virtual Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
@@ -66,6 +67,8 @@ Value padded_mse_loss(Builder& b, Value pred, Value target, Value count);
 Value cross_entropy(Builder& b, Value logits, Value labels);
 Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);
+// x in dtype `to`: rounded to nearest even when it narrows (graph/float_formats.h).
+Value cast(Builder& b, Value x, DType to);
 
 // Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
 // (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name
@@ -73,8 +76,9 @@ Value copy(Builder& b, Value x);
 class RecordingBuilder : public Builder {
  public:
   explicit RecordingBuilder(Graph& g) : g_(g), names_(g) {}
-  Value input(const std::string& name, const Shape& shape) override;
-  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}) override;
+  Value input(const std::string& name, const Shape& shape, DType dtype = DType::F32) override;
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {},
+                  DType dtype = DType::F32) override;
   Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
               const std::string& name = "") override;
   void mark_output(const Value& v) override;

@@ -4,14 +4,18 @@
 
 namespace tg {
 
-std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const Attrs&, const std::string& node) {
+std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] != DType::F32 && in[i] != DType::BF16 && in[i] != DType::F16)
       graph_error("{} {}: input {} has dtype #{}, which is not a dtype; use f32, bf16 or f16", name, node, i,
                   static_cast<int>(in[i]));
   DType out = DType::F32;
-  if (op_is_f32_only(op)) {
+  if (op_traits(op).dtype_rule == op_table::kTypeCast) {
+    out = at.to;
+    if (out != DType::F32 && out != DType::BF16 && out != DType::F16)
+      graph_error("{} {}: to = #{} is not a dtype; use f32, bf16 or f16", name, node, static_cast<int>(out));
+  } else if (op_is_f32_only(op)) {
     for (size_t i = 0; i < in.size(); ++i)
       if (in[i] != DType::F32)
         graph_error("{} {}: input {} is {}; {} computes in f32 only (its inputs and its result are f32): "

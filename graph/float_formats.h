@@ -8,6 +8,7 @@
 // do); a NaN stays a NaN (quiet, sign kept) and never rounds to infinity; f16 overflows
 // to infinity past the largest finite value by half an ulp. Widening is exact.
 // The functions compile for the host and, under nvcc, for the device.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -87,6 +88,33 @@ TG_HOST_DEVICE inline float round_to_dtype(float f, DType dt) {
     case DType::F16: return f32_from_f16(f16_from_f32(f));
   }
   return f;
+}
+
+// n values stored as `dt` at dst (dtype_size(dt) bytes each), rounded as above; and
+// back, widened exactly. For host buffers: graph files, feeds, read-backs, the CPU kernels.
+inline void store_as_dtype(const float* src, size_t n, DType dt, void* dst) {
+  auto* bits = static_cast<uint16_t*>(dst);
+  switch (dt) {
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::BF16:
+      for (size_t i = 0; i < n; ++i) bits[i] = bf16_from_f32(src[i]);
+      return;
+    case DType::F16:
+      for (size_t i = 0; i < n; ++i) bits[i] = f16_from_f32(src[i]);
+      return;
+  }
+}
+inline void load_from_dtype(const void* src, size_t n, DType dt, float* dst) {
+  const auto* bits = static_cast<const uint16_t*>(src);
+  switch (dt) {
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::BF16:
+      for (size_t i = 0; i < n; ++i) dst[i] = f32_from_bf16(bits[i]);
+      return;
+    case DType::F16:
+      for (size_t i = 0; i < n; ++i) dst[i] = f32_from_f16(bits[i]);
+      return;
+  }
 }
 
 }  // namespace tg

@@ -2,7 +2,6 @@
 
 #include "graph/builder.h"
 #include "graph/errors.h"
-#include "graph/validate.h"
 
 namespace tg {
 
@@ -34,8 +33,8 @@ std::vector<Value> replay(const Graph& g, const std::vector<int>& order, const N
   for (size_t id = 0; id < g.values.size(); ++id) {
     const ValueInfo& v = g.values[id];
     if (!need.value[id] || v.producer >= 0) continue;
-    if (v.role == Role::input) h[id] = b.input(v.name, v.shape);
-    else if (v.role == Role::parameter) h[id] = b.parameter(v.name, v.shape, v.init);
+    if (v.role == Role::input) h[id] = b.input(v.name, v.shape, v.dtype);
+    else if (v.role == Role::parameter) h[id] = b.parameter(v.name, v.shape, v.init, v.dtype);
     else graph_error("value '{}' has no producer and role {}; a forward graph's leaves are inputs and parameters",
                      v.name, role_name(v.role));
   }
@@ -72,7 +71,6 @@ bool op_is_loss(OpKind op) {
 
 GraphModel graph_model(Graph graph) {
   check_forward(graph);
-  require_f32_values(graph, "a graph model");
   const std::vector<int> order = graph.topo_order();
   int loss = -1, prediction = -1;
   std::vector<int> others;

@@ -357,6 +357,7 @@ class Loader {
           break;
         case AttrId::program: at.program = get_program(v, p); break;
         case AttrId::heads: at.heads = get_heads(v, p); break;
+        case AttrId::to: at.to = get_dtype(v, p); break;
       }
     }
   }

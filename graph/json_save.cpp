@@ -80,6 +80,7 @@ ojson attrs_to_json(const Node& n, int input_rank) {
         if (at.act != Act::none) j[key] = act_name(at.act);
         break;
       case AttrId::program: j[key] = program_json(at.program); break;
+      case AttrId::to: j[key] = dtype_name(at.to); break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

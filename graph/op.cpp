@@ -55,6 +55,7 @@ const char* attr_name(AttrId a) {
     case AttrId::act: return "act";
     case AttrId::program: return "program";
     case AttrId::heads: return "heads";
+    case AttrId::to: return "to";
   }
   return "?";
 }

@@ -28,7 +28,7 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kAxis = attr_bit(AttrId::axis), kSize = attr_bit(AttrId::size), kEps = attr_bit(AttrId::eps),
                    kAlpha = attr_bit(AttrId::alpha), kValue = attr_bit(AttrId::value), kLr = attr_bit(AttrId::lr),
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
-                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads);
+                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to);
 // Flags.
 constexpr uint8_t kPlain = 0;
 constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
@@ -41,6 +41,7 @@ constexpr uint8_t kSameShape = 16;  // every input and the output have input 0's
 constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype)
 constexpr uint8_t kTypeF32 = 1;   // every input and every output are f32 (losses, with class indices and
                                   // counts held exactly; updates, whose parameters are the f32 master copy)
+constexpr uint8_t kTypeCast = 2;  // input 0 of any dtype, the output of attrs.to
 constexpr AttrMask kAct = attr_bit(AttrId::act);
 constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
@@ -54,7 +55,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
 //   flags            kInPlace, kView, kVariadic, kFused, kSameShape
-//   dtype            kTypeSame or kTypeF32: the dtype rule (graph/dtype_rules.cpp)
+//   dtype            kTypeSame, kTypeF32 or kTypeCast: the dtype rule (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
 #define TG_OP_LIST(X)                                                                                          \
@@ -87,6 +88,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(cross_entropy_grad,   3, 1, kNone,            kIn0,       0,                      kPlain,                    kTypeF32,  loss) /* (logits, labels, dloss) -> dlogits */ \
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
+  X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kPlain,                    kTypeF32,  optimizer) /* (param, grad): param -= lr*grad, in place */ \
   X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kPlain,                    kTypeF32,  optimizer) /* (param, grad, velocity), in place */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
@@ -115,7 +117,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 41, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 42, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.
@@ -155,7 +157,8 @@ constexpr bool rows_consistent() {
     // Running in place or as a view means sharing input 0's memory.
     if ((t.flags & (kInPlace | kView)) && !(t.alias_inputs & kIn0)) return false;
     // Ops without inputs have no input 0 to take a shape or a dtype from.
-    if (t.inputs == 0 && ((t.flags & kSameShape) || t.dtype_rule == kTypeSame)) return false;
+    if (t.inputs == 0 && ((t.flags & kSameShape) || t.dtype_rule != kTypeF32)) return false;
+    if (t.dtype_rule == kTypeCast && (t.inputs != 1 || !(t.attrs & kTo))) return false;
     if ((t.flags & kSameShape) && t.outputs != 1) return false;
   }
   return true;

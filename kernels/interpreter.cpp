@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "graph/float_formats.h"
 #include "graph/validate.h"
 #include "graph/init.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -105,7 +106,6 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
 }
 
 void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
-  require_f32_values(g, "the interpreter");
   if (values.size() != g.values.size())
     graph_error("interpret: got {} value vectors for a graph of {} values; build them with make_values(graph, seed)",
                 values.size(), g.values.size());
@@ -113,6 +113,16 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     if (values[i].size() != checked_numel(g.values[i]))
       graph_error("interpret: value {} has shape {} ({} elements) but its vector holds {}", quote_name(g.values[i].name),
                   g.values[i].shape.str(), g.values[i].shape.numel(), values[i].size());
+  // A bf16 or f16 value is kept as f32 holding what that dtype can represent: the leaves
+  // rounded here, every output after its node. The kernels run in f32 on such values, which
+  // is what the CPU backend does with 16-bit storage (kernels/cpu/widen.cpp), bit for bit.
+  auto round_value = [&](int id) {
+    const DType dt = g.values[static_cast<size_t>(id)].dtype;
+    if (dt == DType::F32) return;
+    for (float& x : values[static_cast<size_t>(id)]) x = round_to_dtype(x, dt);
+  };
+  for (size_t i = 0; i < values.size(); ++i)
+    if (g.values[i].producer < 0) round_value(static_cast<int>(i));
 
   for (int node_id : g.topo_order()) {
     const Node& n = g.nodes[static_cast<size_t>(node_id)];
@@ -123,7 +133,9 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
                   quote_name(n.name), n.inputs.size(), n.outputs.size(), op_arity_text(n.op), nout);
     kernels::OpCall call;
     call.op = n.op;
-    call.attrs = &n.attrs;
+    Attrs f32_cast = n.attrs;  // every view is f32 here: a cast is a copy, rounded after the node
+    f32_cast.to = DType::F32;
+    call.attrs = n.op == OpKind::cast ? &f32_cast : &n.attrs;
     call.num_inputs = arity;
     std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
     for (int i = 0; i < arity; ++i) {
@@ -141,6 +153,7 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     } catch (const std::invalid_argument& e) {
       graph_error("node {} ({}): {}", quote_name(n.name), op_name(n.op), e.what());
     }
+    for (int o : n.outputs) round_value(o);
   }
 }
 

@@ -131,6 +131,7 @@ void check_multi_update(const Checker& k, const OpCall& c) {
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
 // 0's dtype on every view of a kTypeSame op.
 void check_dtypes(const Checker& k, const OpCall& c) {
+  const bool cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(0).dtype;
   auto check = [&](const TensorView& t, const std::string& what) {
     if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
@@ -140,6 +141,11 @@ void check_dtypes(const Checker& k, const OpCall& c) {
              op_is_f32_only(c.op) ? " (it runs in f32 only)" : " (every input and output share input 0's dtype)");
   };
   for (int i = 0; i < c.num_inputs; ++i) check(c.input(i), fmt::format("input {}", i));
+  if (cast) {
+    if (c.out.dtype != k.attrs().to)
+      k.fail("the output is {} but attrs.to is {}", dtype_name(c.out.dtype), dtype_name(k.attrs().to));
+    return;
+  }
   if (!op_is_update(c.op)) check(c.out, "the output");
   if (op_num_outputs(c.op) == 2) check(c.out2, "the second output");
 }

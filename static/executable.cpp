@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "graph/float_formats.h"
 #include "graph/validate.h"
 #include "kernels/out_of_memory.h"
 #include "kernels/parallel_memcpy.h"
@@ -26,7 +27,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
   if (!graph_ || !params_) throw std::invalid_argument("StaticExecutable: graph and parameter store are required");
   if (plan_.offset.size() != graph_->values.size())
     throw std::invalid_argument("StaticExecutable: the memory plan was made for another graph");
-  require_f32_values(*graph_, "the static executor");
+  if (backend().kind() == DeviceKind::cuda) require_f32_values(*graph_, "the static executor on CUDA");
   try {
     allocate();
     build_schedule();
@@ -84,10 +85,9 @@ void StaticExecutable::allocate() {
   const std::function<std::string()> held = [this] { return memory_breakdown(); };
   if (plan_.arena_bytes > 0) {
     arena_ = raw_alloc_or_throw(be, static_cast<size_t>(plan_.arena_bytes), "static plan (arena)", held, advice);
-    if (opt_.poison_arena) {
-      std::vector<float> nan(static_cast<size_t>(plan_.arena_bytes) / sizeof(float),
-                             std::numeric_limits<float>::quiet_NaN());
-      be.copy_to_device(arena_, nan.data(), nan.size() * sizeof(float));
+    if (opt_.poison_arena) {  // a NaN as f32, and two NaNs as bf16 or f16
+      std::vector<uint32_t> nan(static_cast<size_t>(plan_.arena_bytes) / sizeof(uint32_t), 0x7FC07FC0u);
+      be.copy_to_device(arena_, nan.data(), nan.size() * sizeof(uint32_t));
     }
   }
   ptr_.assign(g.values.size(), nullptr);
@@ -124,7 +124,8 @@ void StaticExecutable::allocate() {
 kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<float*>* ptr,
                           std::vector<kernels::TensorView>& more) {
   auto view = [&](int v) {
-    return kernels::TensorView{ptr ? (*ptr)[static_cast<size_t>(v)] : nullptr, g.values[static_cast<size_t>(v)].shape};
+    const ValueInfo& info = g.values[static_cast<size_t>(v)];
+    return kernels::TensorView{ptr ? (*ptr)[static_cast<size_t>(v)] : nullptr, info.shape, info.dtype};
   };
   kernels::OpCall c;
   c.op = node.op;
@@ -215,17 +216,25 @@ void StaticExecutable::feed(const Feeds& feeds) {
   // The staging pointer is fixed; only writing through it must wait for the previous run.
   char* staged = runner_ ? reinterpret_cast<char*>(runner_->staging()) : nullptr;
   std::vector<ParallelMemcpy::Job> jobs;
+  std::vector<std::vector<uint16_t>> narrowed;  // feeds of bf16 and f16 inputs, rounded on the host
+  narrowed.reserve(feeds.size());
   for (const auto& [name, data] : feeds) {
     if (std::find(opt_.pruned_inputs.begin(), opt_.pruned_inputs.end(), name) != opt_.pruned_inputs.end() &&
         graph_->find_value(name) < 0)
       continue;
     const InputSlot& s = slot(name);
     const ValueInfo& v = graph_->values[static_cast<size_t>(s.value)];
-    if (data.size() * sizeof(float) != s.bytes)
+    if (static_cast<int64_t>(data.size()) != v.shape.numel())
       throw std::invalid_argument(fmt::format("feed {} has {} elements but input {} needs {}; compile a plan for "
                                               "this shape (or use a shape strategy)",
                                               quote_name(name), data.size(), v.shape.str(), v.shape.numel()));
-    jobs.push_back({runner_ ? staged + s.staging_offset : static_cast<void*>(s.device), data.data(), s.bytes});
+    const void* src = data.data();
+    if (v.dtype != DType::F32) {
+      narrowed.emplace_back(data.size());
+      store_as_dtype(data.data(), data.size(), v.dtype, narrowed.back().data());
+      src = narrowed.back().data();
+    }
+    jobs.push_back({runner_ ? staged + s.staging_offset : static_cast<void*>(s.device), src, s.bytes});
   }
   if (!runner_) {
     for (const ParallelMemcpy::Job& j : jobs) backend().copy_to_device(j.dst, j.src, j.bytes);
@@ -295,7 +304,13 @@ std::vector<float> StaticExecutable::read(int value) const {
     throw std::invalid_argument(fmt::format("value {} has no storage: no node writes it and it is not an input", quote_name(v.name)));
   std::vector<float> out(static_cast<size_t>(v.shape.numel()));
   if (runner_) runner_->synchronize();
-  backend().copy_to_host(out.data(), p, out.size() * sizeof(float));
+  if (v.dtype == DType::F32) {
+    backend().copy_to_host(out.data(), p, out.size() * sizeof(float));
+    return out;
+  }
+  std::vector<uint16_t> bits(out.size());
+  backend().copy_to_host(bits.data(), p, bits.size() * sizeof(uint16_t));
+  load_from_dtype(bits.data(), bits.size(), v.dtype, out.data());
   return out;
 }
 

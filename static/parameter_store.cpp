@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "graph/errors.h"
+#include "graph/float_formats.h"
 #include "graph/init.h"
 #include "kernels/out_of_memory.h"
 
@@ -20,11 +21,14 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
       graph_error("parameter {} is {} in this graph but {} in the plans compiled before; a parameter's shape "
                   "must not depend on the input shape (only activations may vary)",
                   quote_name(v.name), v.shape.str(), it->second.shape.str());
+    if (it->second.dtype != v.dtype)
+      graph_error("parameter {} is {} in this graph but {} in the plans compiled before; one store holds one dtype "
+                  "per parameter", quote_name(v.name), dtype_name(v.dtype), dtype_name(it->second.dtype));
     return it->second.data;
   }
   // Allocated before the host values are generated: a buffer that does not fit
   // fails at once, without first computing (possibly GiBs of) initial values.
-  const size_t bytes = static_cast<size_t>(v.shape.numel()) * sizeof(float);
+  const size_t bytes = static_cast<size_t>(v.bytes());
   auto* p = static_cast<float*>(raw_alloc_or_throw(
       *backend_, bytes, fmt::format("parameter store ({}, {})", quote_name(v.name), role_name(v.role)),
       [&] {
@@ -35,14 +39,20 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
   std::vector<float> init;
   try {
     init = initial_values(v, seed_);
-    if (init.size() * sizeof(float) != bytes)
+    if (static_cast<int64_t>(init.size()) != v.shape.numel())
       graph_error("parameter {}: initial_values gave {} floats for shape {}", quote_name(v.name), init.size(), v.shape.str());
-    backend_->copy_to_device(p, init.data(), bytes);
+    if (v.dtype == DType::F32) {
+      backend_->copy_to_device(p, init.data(), bytes);
+    } else {  // rounded on the host, as a kernel storing in that dtype would
+      std::vector<uint16_t> bits(init.size());
+      store_as_dtype(init.data(), init.size(), v.dtype, bits.data());
+      backend_->copy_to_device(p, bits.data(), bytes);
+    }
   } catch (...) {
     backend_->raw_free(p);
     throw;
   }
-  entries_[v.name] = {v.shape, p};
+  entries_[v.name] = {v.shape, p, v.dtype};
   bytes_ += static_cast<int64_t>(bytes);
   return p;
 }

@@ -41,6 +41,7 @@ class ParameterStore {
   struct Entry {
     Shape shape;
     float* data = nullptr;
+    DType dtype = DType::F32;
   };
   std::shared_ptr<Backend> backend_;
   uint64_t seed_;

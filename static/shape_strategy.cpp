@@ -22,9 +22,9 @@ constexpr const char* kCount = "__count";
 class MaskingBuilder final : public Builder {
  public:
   explicit MaskingBuilder(Builder& inner) : b_(inner) {}
-  Value input(const std::string& name, const Shape& shape) override { return b_.input(name, shape); }
-  Value parameter(const std::string& name, const Shape& shape, ParamInit init) override {
-    return b_.parameter(name, shape, init);
+  Value input(const std::string& name, const Shape& shape, DType dtype) override { return b_.input(name, shape, dtype); }
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init, DType dtype) override {
+    return b_.parameter(name, shape, init, dtype);
   }
   Value apply(OpKind op, const std::vector<Value>& in, const Attrs& attrs, const std::string& name) override {
     if (op == OpKind::cross_entropy)

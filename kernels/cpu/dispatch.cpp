@@ -31,7 +31,8 @@ void run_cpu(const OpCall& c) {
     case OpKind::relu: return cpu_relu(x.data, out, n);
     case OpKind::gelu: return cpu_gelu(x.data, out, n);
     case OpKind::softmax: return cpu_softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha);
-    case OpKind::copy: return cpu_copy(x.data, out, n);
+    case OpKind::copy:
+    case OpKind::cast: return cpu_copy(x.data, out, n);  // other dtypes went through run_cpu_widened
     case OpKind::reshape: return cpu_reshape(x.data, out, n);
     case OpKind::bias_add: return cpu_bias_add(x.data, y.data, out, g.rows, g.cols);
     case OpKind::layernorm: return cpu_layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps);

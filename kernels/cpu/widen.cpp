@@ -3,7 +3,6 @@
 // and each output is rounded once, to nearest even, into its own dtype. A GPU kernel that
 // loads 16-bit values, computes in f32 registers and rounds on store does the same, up to
 // the order of its sums.
-#include <cstring>
 #include <vector>
 
 #include "graph/float_formats.h"
@@ -14,32 +13,8 @@ namespace tg::kernels {
 namespace {
 
 void widen(const TensorView& t, std::vector<float>& out) {
-  const size_t n = static_cast<size_t>(t.shape.numel());
-  out.resize(n);
-  const auto* bits = reinterpret_cast<const uint16_t*>(t.data);
-  switch (t.dtype) {
-    case DType::F32: std::memcpy(out.data(), t.data, n * sizeof(float)); return;
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) out[i] = f32_from_bf16(bits[i]);
-      return;
-    case DType::F16:
-      for (size_t i = 0; i < n; ++i) out[i] = f32_from_f16(bits[i]);
-      return;
-  }
-}
-
-void narrow(const std::vector<float>& in, const TensorView& t) {
-  const size_t n = in.size();
-  auto* bits = reinterpret_cast<uint16_t*>(t.data);
-  switch (t.dtype) {
-    case DType::F32: std::memcpy(t.data, in.data(), n * sizeof(float)); return;
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) bits[i] = bf16_from_f32(in[i]);
-      return;
-    case DType::F16:
-      for (size_t i = 0; i < n; ++i) bits[i] = f16_from_f32(in[i]);
-      return;
-  }
+  out.resize(static_cast<size_t>(t.shape.numel()));
+  load_from_dtype(t.data, out.size(), t.dtype, out.data());
 }
 
 }  // namespace
@@ -48,6 +23,12 @@ void run_cpu_widened(const OpCall& c) {
   std::vector<std::vector<float>> inputs(static_cast<size_t>(c.num_inputs));
   std::vector<TensorView> more;
   OpCall w = c;
+  Attrs f32_cast;  // the widened call of a cast is an f32 copy; the rounding is the store below
+  if (c.op == OpKind::cast) {
+    f32_cast = *c.attrs;
+    f32_cast.to = DType::F32;
+    w.attrs = &f32_cast;
+  }
   for (int i = 0; i < c.num_inputs; ++i) {
     const TensorView& t = c.input(i);
     widen(t, inputs[static_cast<size_t>(i)]);
@@ -66,8 +47,8 @@ void run_cpu_widened(const OpCall& c) {
     w.out2 = {out2.data(), c.out2.shape, DType::F32};
   }
   run_cpu(w);
-  if (c.out.data) narrow(out, c.out);
-  if (c.out2.data) narrow(out2, c.out2);
+  if (c.out.data) store_as_dtype(out.data(), out.size(), c.out.dtype, c.out.data);
+  if (c.out2.data) store_as_dtype(out2.data(), out2.size(), c.out2.dtype, c.out2.data);
 }
 
 }  // namespace tg::kernels

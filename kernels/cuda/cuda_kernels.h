@@ -117,6 +117,9 @@ void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
 void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s);
 void fill(float* y, float value, int64_t n, cudaStream_t s);
 void copy(const float* x, float* y, int64_t n, cudaStream_t s);  // exact alias is a no-op
+// y = x in y's dtype, each element rounded as graph/float_formats.h rounds (a copy when the
+// dtypes agree); x and y do not overlap.
+void cast(const TensorView& x, const TensorView& y, cudaStream_t s);
 // attrs.program (graph/ew_program.h) over the call's inputs in one kernel: a [cols] input
 // is read at every row; each step rounds as its unfused op's kernel does.
 void fused_elementwise(const OpCall& c, cudaStream_t s);

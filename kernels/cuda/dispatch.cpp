@@ -11,7 +11,7 @@ namespace tg::kernels {
 
 void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
   const CallGeometry g = check_op_call(c, "run_cuda");
-  if (!call_is_f32(c))
+  if (!call_is_f32(c) && c.op != OpKind::cast)
     throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) +
                                 ": the CUDA kernels implement f32 only so far; run bf16 and f16 on the CPU backend");
   const cuda::LaunchScope launches(ctx.options.pdl);
@@ -40,7 +40,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::gelu: return cuda::gelu(x.data, out, n, s);
     case OpKind::softmax: return cuda::softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha, s);
     case OpKind::copy:
-    case OpKind::reshape: return cuda::copy(x.data, out, n, s);  // reshape given its own memory copies
+    case OpKind::reshape: return cuda::copy(x.data, out, n, s);
+    case OpKind::cast: return cuda::cast(x, c.out, s);  // reshape given its own memory copies
     case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s);
     case OpKind::layernorm: return cuda::layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps, s);
     case OpKind::layernorm_grad_x:

@@ -121,6 +121,7 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         t.value = 2.5f;
       })};
     case OpKind::copy: return {sample("[3,4]", {m})};
+    case OpKind::cast: return {sample("[3,4] to f32", {m})};
     case OpKind::sgd: return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; })};
     case OpKind::sgd_momentum:
       return {with(sample("[3,4]", {m, m, m}), [](Attrs& t) {

@@ -114,4 +114,8 @@ TEST_CASE("example files: shapes and roles are what the docs say") {
   CHECK(ts.values[static_cast<size_t>(ts.find_value("dw"))].role == Role::gradient);
   CHECK(ts.values[static_cast<size_t>(ts.find_value("y"))].role == Role::activation);
   CHECK(ts.values[static_cast<size_t>(ts.find_value("w.velocity"))].role == Role::optimizer_state);
+  const Graph mp = load_graph_file("tests/graphs/mixed_precision.json");
+  CHECK(mp.values[static_cast<size_t>(mp.find_value("xb"))].dtype == DType::BF16);
+  CHECK(mp.values[static_cast<size_t>(mp.find_value("r"))].dtype == DType::BF16);
+  CHECK(mp.values[static_cast<size_t>(mp.find_value("p"))].dtype == DType::F32);
 }

@@ -67,7 +67,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f32 compute, one rounding per store") {
   int ops_run = 0;
   for (OpKind op : all_ops()) {
-    if (op_is_f32_only(op)) continue;
+    if (op_traits(op).dtype_rule != op_table::kTypeSame) continue;  // f32-only ops, and cast below
     const std::string op_label = op_name(op);
     CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
@@ -121,6 +121,42 @@ TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f3
     ++ops_run;
   }
   CHECK(ops_run > 0);
+}
+
+TEST_CASE("run_cpu casts between every pair of dtypes, rounding to nearest even, NaN and inf kept") {
+  const std::vector<float> x = {0.1f, -1.0f / 3.0f, 65519.0f, 70000.0f, 1e-8f, -0.0f,
+                                std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                                3.0e38f, 1.00390625f};
+  const DType all[] = {DType::F32, DType::BF16, DType::F16};
+  for (DType from : all)
+    for (DType to : all) {
+      CAPTURE(static_cast<int>(from));
+      CAPTURE(static_cast<int>(to));
+      Attrs at;
+      at.to = to;
+      std::vector<float> in32 = x, out32(x.size(), -7.0f);
+      LowBuffer in16(x, Shape{static_cast<int64_t>(x.size())}, from == DType::F32 ? DType::BF16 : from);
+      LowBuffer out16(Shape{static_cast<int64_t>(x.size())}, to == DType::F32 ? DType::BF16 : to);
+      kernels::OpCall c;
+      c.op = OpKind::cast;
+      c.attrs = &at;
+      c.num_inputs = 1;
+      const Shape s{static_cast<int64_t>(x.size())};
+      c.in[0] = from == DType::F32 ? kernels::TensorView{in32.data(), s, from} : in16.view(from);
+      c.out = to == DType::F32 ? kernels::TensorView{out32.data(), s, to} : out16.view(to);
+      kernels::run_cpu(c);
+      const std::vector<float> src = from == DType::F32 ? x : in16.values(from);
+      const std::vector<float> got = to == DType::F32 ? out32 : out16.values(to);
+      for (size_t i = 0; i < x.size(); ++i) {
+        CAPTURE(i);
+        const float want = round_to_dtype(src[i], to);
+        CHECK((std::isnan(want) ? std::isnan(got[i]) : std::memcmp(&want, &got[i], sizeof(float)) == 0));
+      }
+      CHECK(out16.guard_intact());
+    }
+  // The rounding itself, at known points: f16 overflows past 65519.99, bf16 keeps 3e38.
+  CHECK(f32_from_f16(f16_from_f32(70000.0f)) == std::numeric_limits<float>::infinity());
+  CHECK(std::isfinite(f32_from_bf16(bf16_from_f32(3.0e38f))));
 }
 
 TEST_CASE("run_cpu runs a bf16 op in place, over its own input") {

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "graph/errors.h"
+#include "graph/float_formats.h"
+#include "graph/validate.h"
 #include "graph/init.h"
 #include "kernels/interpreter.h"
 #include "tests/onnx/onnx_model_builder.h"
@@ -370,6 +372,50 @@ TEST_CASE("onnx mapping: --dim fills symbolic dims, --loss appends mse or cross_
   o.loss = onnx::ImportOptions::Loss::cross_entropy;
   g = mb.import(o);
   CHECK(g.values[static_cast<size_t>(g.find_value("labels"))].shape == Shape{5});
+}
+
+TEST_CASE("onnx mapping: float16 and bfloat16 inputs, initializers and Cast keep their dtype in the graph") {
+  ModelBuilder mb;
+  mb.input("x", {2, 3}, "float16").init("w", {3, 2}, {0.5f, -1.0f, 0.25f, 2.0f, -0.125f, 1.5f});
+  mb.m.initializers["w"].dtype = DType::F16;
+  mb.node("MatMul", {"x", "w"}, {"h"}).node("Cast", {"h"}, {"h32"}, {{"to", ai(1)}});
+  mb.node("Relu", {"h32"}, {"r"}).node("Cast", {"r"}, {"same"}, {{"to", ai(1)}});
+  mb.node("Cast", {"same"}, {"y"}, {{"to", ai(16)}}).output("y");
+  const Graph g = mb.import();
+  CHECK(validation_errors(g).empty());
+  auto dtype_of = [&](const std::string& name) {
+    const int id = g.find_value(name);
+    REQUIRE_MESSAGE(id >= 0, "no value ", name);
+    return g.values[static_cast<size_t>(id)].dtype;
+  };
+  CHECK(dtype_of("x") == DType::F16);
+  CHECK(dtype_of("w") == DType::F16);
+  CHECK(dtype_of("y") == DType::BF16);
+  int casts = 0;
+  for (const Node& n : g.nodes) casts += n.op == OpKind::cast;
+  CHECK(casts == 2);  // to f32 after the f16 MatMul, to bf16 at the end; the f32 -> f32 Cast is no node
+
+  ModelBuilder folded;  // a constant cast to float16 is rounded to it and keeps the dtype
+  folded.input("x", {3}, "float16").init("c", {3}, {0.1f, 1.0f / 3.0f, 1000.7f});
+  folded.node("Cast", {"c"}, {"c16"}, {{"to", ai(10)}}).node("Add", {"x", "c16"}, {"y"}).output("y");
+  const Graph fg = folded.import();
+  CHECK(validation_errors(fg).empty());
+  bool found = false;
+  for (const ValueInfo& v : fg.values)
+    if (v.role == Role::parameter && v.init.data) {
+      found = true;
+      CHECK(v.dtype == DType::F16);
+      for (float f : *v.init.data) CHECK(f == round_to_dtype(f, DType::F16));
+    }
+  CHECK(found);
+
+  ModelBuilder to_int;
+  to_int.input("x", {2, 3}).node("Cast", {"x"}, {"y"}, {{"to", ai(7)}}).output("y");
+  CHECK(refusal(to_int).find("casts a tensor to ONNX type 7; the IR computes in float (1), float16 (10) and bfloat16 (16) only") !=
+        std::string::npos);
+  ModelBuilder mixed;  // an f16 input and an f32 weight: the dtype rule names the node
+  mixed.input("x", {2, 3}, "float16").init("w", {3, 2}, {1, 2, 3, 4, 5, 6}).node("MatMul", {"x", "w"}, {"y"}).output("y");
+  CHECK(refusal(mixed).find("input 1 is f32 but input 0 is f16") != std::string::npos);
 }
 
 TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the op and why") {

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include "graph/errors.h"
+#include "graph/validate.h"
+#include "graph/json_io.h"
+#include "graph/float_formats.h"
 #include "graph/training.h"
 #include "kernels/interpreter.h"
 #include "static/compiler.h"
@@ -151,6 +154,43 @@ TEST_CASE("static executor on random graphs: poisoned arena, results equal the i
       }
     }
   }
+}
+
+TEST_CASE("static executor on the CPU in bf16 and f16: random graphs and a mixed graph file equal the interpreter") {
+  for (DType dt : {DType::BF16, DType::F16}) {
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      Graph g = testing::random_graph(seed, 10 + static_cast<int>(seed % 30));
+      for (ValueInfo& v : g.values) v.dtype = dt;
+      REQUIRE(validation_errors(g).empty());
+      std::vector<std::vector<float>> want = make_values(g, seed);
+      const Feeds feeds = feeds_from(g, want);  // unrounded: the executor and the interpreter round them
+      interpret(g, want);
+      CompileOptions opt;
+      opt.poison_arena = true;
+      opt.seed = seed;
+      CompiledPlan p = compile_graph(g, -1, opt);
+      Graph g32 = g;
+      for (ValueInfo& v : g32.values) v.dtype = DType::F32;
+      CHECK(p.memory().arena_bytes <= compile_graph(g32, -1, CompileOptions{}).memory().arena_bytes);
+      p.run(feeds);
+      for (int o : g.outputs) {
+        INFO(dtype_name(dt), " seed ", seed, " output ", g.values[static_cast<size_t>(o)].name);
+        const std::vector<float> got = p.read(o);
+        CHECK(bitwise_diff(got, want[static_cast<size_t>(o)]) == "");
+        for (float x : got) CHECK(x == round_to_dtype(x, dt));  // read back widened from the dtype
+      }
+    }
+  }
+  const Graph mixed = load_graph_file("tests/graphs/mixed_precision.json");
+  std::vector<std::vector<float>> want = make_values(mixed, 5);
+  const Feeds feeds = feeds_from(mixed, want);
+  interpret(mixed, want);
+  CompileOptions opt;
+  opt.seed = 5;
+  CompiledPlan p = compile_graph(mixed, -1, opt);
+  p.run(feeds);
+  const int out = mixed.outputs[0];
+  CHECK(bitwise_diff(p.read(out), want[static_cast<size_t>(out)]) == "");
 }
 
 TEST_CASE("static executor: timings, schedule and clear errors") {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "graph/errors.h"
+#include "graph/float_formats.h"
 #include "graph/quote.h"
 #include "tools/tg-graph/onnx_importer.h"
 
@@ -179,11 +180,14 @@ Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where) {
   require_known(a, where);
   Tensor r;
   r.dims = a.dims;
-  if (to == 1 || to == 11) {  // FLOAT, DOUBLE
+  DType low = DType::F32;
+  if (to == 1 || to == 11 || (onnx_float_dtype(to, low) && low != DType::F32)) {  // FLOAT, DOUBLE, FLOAT16, BFLOAT16
     r.type = Tensor::Type::f32;
-    r.type_name = "float";
+    r.type_name = low == DType::F32 ? "float" : low == DType::F16 ? "float16" : "bfloat16";
+    r.dtype = low;
     if (a.type == Tensor::Type::f32) r.f = a.f;
     else r.f.assign(a.i.begin(), a.i.end());
+    for (float& x : r.f) x = round_to_dtype(x, low);
   } else if (to == 7 || to == 6) {  // INT64, INT32
     r.type = Tensor::Type::i64;
     r.type_name = "int64";
@@ -289,8 +293,15 @@ void add_constant_handlers(std::map<std::string, Handler>& h) {
   h["Cast"] = [](Importer& im) {
     const int64_t to = im.attr_i("to", 1);
     if (im.in(0).constant) return im.set_const(fold_cast(im.in(0).c, to, im.where()));
-    if (to != 1) im.refuse(fmt::format("casts a tensor to ONNX type {}; the IR computes in f32 only", to));
-    im.alias(im.in(0));
+    DType dt = DType::F32;
+    if (!onnx_float_dtype(to, dt))
+      im.refuse(fmt::format("casts a tensor to ONNX type {}; the IR computes in float (1), float16 (10) and bfloat16 "
+                            "(16) only", to));
+    const Value x = im.value(0);
+    if (x.dtype == dt) return im.alias(im.in(0));
+    Attrs at;
+    at.to = dt;
+    im.set(im.apply(OpKind::cast, {x}, at, im.out_name()), im.in(0).dims);
   };
   h["Shape"] = [](Importer& im) {
     const Dims& d = im.in(0).dims;

@@ -135,7 +135,8 @@ Value Importer::value_of(const Sym& s, const std::string& name) {
   ParamInit init;
   init.kind = ParamInit::Kind::data;
   init.data = std::make_shared<const std::vector<float>>(s.c.f);
-  const Value v = b_.parameter(name, ir_shape(s.dims, where()), init);
+  Value v = b_.parameter(name, ir_shape(s.dims, where()), init);
+  g_.values[static_cast<size_t>(v.id)].dtype = v.dtype = s.c.dtype;
   params_.emplace(name, v);
   return v;
 }
@@ -293,9 +294,10 @@ void Importer::declare_inputs() {
   for (const ValueDecl& d : m_.inputs) {
     node_ = nullptr;
     const std::string w = fmt::format("{}: input {}", source_, quote_name(d.name));
-    if (d.elem_type != "float")
-      graph_error("{}: is {}; the IR computes in f32 only (token ids and embedding lookups are not in the IR)", w,
-                  d.elem_type);
+    DType dtype = DType::F32;
+    if (!onnx_float_dtype(d.elem_type, dtype))
+      graph_error("{}: is {}; the IR computes in float, float16 and bfloat16 only (token ids and embedding lookups are "
+                  "not in the IR)", w, d.elem_type);
     if (!d.has_shape) graph_error("{}: has no shape in the file; export with example inputs of a fixed shape", w);
     Dims dims;
     for (const Dim& x : d.dims) {
@@ -320,6 +322,7 @@ void Importer::declare_inputs() {
     Sym s;
     s.dims = dims;
     s.v = b_.input(d.name, ir_shape(dims, w));
+    g_.values[static_cast<size_t>(s.v.id)].dtype = s.v.dtype = dtype;
     env_[d.name] = s;
   }
 }

@@ -8,7 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "graph/shape.h"
+
 namespace tg::onnx {
+
+// The IR dtype of an ONNX float element type: FLOAT (1, "float"), FLOAT16 (10,
+// "float16") or BFLOAT16 (16, "bfloat16"); false for every other type.
+inline bool onnx_float_dtype(int64_t onnx_type, DType& out) {
+  switch (onnx_type) {
+    case 1: out = DType::F32; return true;
+    case 10: out = DType::F16; return true;
+    case 16: out = DType::BF16; return true;
+    default: return false;
+  }
+}
+inline bool onnx_float_dtype(const std::string& type_name, DType& out) {
+  if (type_name == "float") return onnx_float_dtype(1, out);
+  if (type_name == "float16") return onnx_float_dtype(10, out);
+  if (type_name == "bfloat16") return onnx_float_dtype(16, out);
+  return false;
+}
 
 // A constant tensor: an initializer, or a Constant node's value. Integer types
 // are widened to int64 and float64 narrowed to float; others keep their type name
@@ -19,7 +38,8 @@ struct Tensor {
   std::vector<int64_t> dims;   // rank 0 is a scalar
   Type type = Type::f32;
   std::string type_name = "float";  // the ONNX element type, for messages
-  std::vector<float> f;        // Type::f32
+  std::vector<float> f;        // Type::f32: float, double, float16 and bfloat16 values, widened exactly
+  DType dtype = DType::F32;    // Type::f32: the IR dtype a parameter made of it gets (f16, bf16 or f32)
   std::vector<int64_t> i;      // Type::i64
   bool external = false;       // data in an external file (not read)
 };

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "graph/errors.h"
+#include "graph/float_formats.h"
 #include "graph/quote.h"
 #include "graph/file_read.h"
 #include "tools/tg-graph/onnx_model.h"
@@ -140,6 +141,7 @@ uint64_t raw_element_bytes(int type) {
     case pb::TensorProto_DataType_FLOAT: case pb::TensorProto_DataType_INT32: return 4;
     case pb::TensorProto_DataType_DOUBLE: case pb::TensorProto_DataType_INT64: return 8;
     case pb::TensorProto_DataType_BOOL: return 1;
+    case pb::TensorProto_DataType_FLOAT16: case pb::TensorProto_DataType_BFLOAT16: return 2;
     default: return 0;
   }
 }
@@ -196,6 +198,23 @@ Tensor read_tensor(const pb::TensorProto& t, const std::string& where_prefix, Ex
           graph_error("{}: element {} is {}, beyond the range of f32 (the IR computes in f32, at most {}); scale the "
                       "values into range", where, k, d[k], std::numeric_limits<float>::max());
       out.f.assign(d.begin(), d.end());
+      break;
+    }
+    case pb::TensorProto_DataType_FLOAT16:
+    case pb::TensorProto_DataType_BFLOAT16: {  // widened exactly; the dtype goes with the values
+      const bool half = t.data_type() == pb::TensorProto_DataType_FLOAT16;
+      out.type = Tensor::Type::f32;
+      out.dtype = half ? DType::F16 : DType::BF16;
+      std::vector<uint16_t> bits;
+      if (raw) from_raw(raw_bytes, n, bits, where);
+      else {  // one 16-bit pattern per element of int32_data
+        check_count(t.int32_data(), n, where);
+        for (int32_t b : t.int32_data()) {
+          if (b < 0 || b > 0xFFFF) graph_error("{}: int32_data holds {}, not a 16-bit pattern", where, b);
+          bits.push_back(static_cast<uint16_t>(b));
+        }
+      }
+      for (uint16_t b : bits) out.f.push_back(half ? f32_from_f16(b) : f32_from_bf16(b));
       break;
     }
     case pb::TensorProto_DataType_INT64:
