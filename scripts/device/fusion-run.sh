@@ -103,23 +103,23 @@ for sw in $sweeps; do
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done
-# The probes of the open questions (scripts/device/probes, built with
+# The probes of the open questions (dev/cuda, built with
 # TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs,
 # momentum in the weight-gradient GEMM, what any kernel reaches on the 64 MiB column sum,
 # a GEMM of our own with the SGD update in its epilogue, the runtime's matmul_sgd_momentum, and
 # an own input-gradient GEMM (both operands transposed into shared memory) with relu_grad in its epilogue,
 # and the skinny-GEMM kernels on the w4096 MLP's thin products.
 for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-update gemm-update-runtime sgemm-dgrad skinny-gemm; do
-  probe="$build/scripts/device/probes/tg-probe-$name"
+  probe="$build/dev/cuda/tg-probe-$name"
   [ -x "$probe" ] || continue
   timeout 120 "$probe" > "$res/$name.txt" 2>&1
   say "tg-probe-$name rc=$?"; tee -a "$summary" < "$res/$name.txt"
 done
 # Why the own GEMM issues fewer instructions a cycle than cuBLASLt's, if it does: Nsight
 # Compute's warp stall reasons for cuBLASLt's kernel and two of the probe's.
-probe="$build/scripts/device/probes/tg-probe-sgemm-update"
+probe="$build/dev/cuda/tg-probe-sgemm-update"
 if [ -x "$probe" ] && command -v /usr/local/cuda/bin/ncu > /dev/null; then
-  OUT="$res" timeout 300 bash "$(dirname "$0")/probes/sgemm-stalls.sh" "$probe" > "$res/sgemm-stalls.txt" 2>&1
+  OUT="$res" timeout 300 bash "$(dirname "$0")/../../dev/cuda/sgemm-stalls.sh" "$probe" > "$res/sgemm-stalls.txt" 2>&1
   say "sgemm-stalls rc=$?"; tee -a "$summary" < "$res/sgemm-stalls.txt"
 fi
 t0=$SECONDS
