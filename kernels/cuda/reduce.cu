@@ -137,10 +137,10 @@ ColPlan col_plan(int64_t outer, int64_t len, int64_t inner, size_t scratch_bytes
   auto fit = [&](int width) {
     return static_cast<int64_t>(scratch_bytes / (static_cast<size_t>(width) * static_cast<size_t>(p.nb) * sizeof(double)));
   };
-  // Split only when looping would leave SMs idle: 4 looped blocks (128-column tiles) per
-  // SM are enough without. The test counts 128-column tiles and asks the scratch to hold
-  // one of them, so that the choice is the looped kernel's own; the split launch's
-  // 32-column tiles then need a quarter of that scratch each.
+  // Split only when the looped launch would leave SMs idle: 4 of its blocks (128-column
+  // tiles) per SM are enough without. The scratch must hold one 128-column tile's partials
+  // (four 32-column tiles of the split launch): both tests count the looped launch's tiles,
+  // so whether a call splits is a property of the looped launch alone.
   const bool few_tiles = outer * p.n_ct < 4 * static_cast<int64_t>(sms);
   p.split = p.nb > 1 && few_tiles && fit(kColWidth) >= 1;
   if (!p.split) return p;
