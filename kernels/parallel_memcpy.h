@@ -5,8 +5,8 @@
 // would be the bottleneck on one thread. Workers are started once: spawning
 // threads per copy would cost tens of microseconds each time.
 //
-// Waking the workers is not free either: on the H200's host a hand-off cost tens
-// of microseconds (a 2 x 256 KiB feed took 59 us on 4 threads, 22 us on one), so
+// Waking the workers is not free either: a hand-off costs tens of microseconds,
+// more than one thread takes to copy a small feed, so
 // a batch below the pool's min_parallel_bytes (kMinParallelBytes unless the
 // constructor is told otherwise) is copied on the caller, and several copies are
 // handed off together (copy_all: one wake-up per batch, not per buffer).
@@ -70,9 +70,9 @@ class ParallelMemcpy {
 };
 
 // The process-wide pool the static executor copies large feeds with: min(4,
-// hardware threads) threads, started on first use. Four threads reach ~48 GB/s
-// host to host on the H200's host (docs/results/transfer.txt), near the PCIe
-// link's rate; more add threads without adding speed.
+// hardware threads) threads, started on first use. Four threads copy host to host
+// near the PCIe link's rate (docs/results/transfer.txt); more add threads without
+// adding speed.
 ParallelMemcpy& shared_host_copier();
 
 // memcpy with non-temporal stores where the CPU has them (x86-64: SSE2), else

@@ -32,10 +32,10 @@ namespace tg {
 // How StaticExecutable::feed copies the feeds into pinned staging (CUDA; the
 // CPU backend copies into its input buffers). tg-train measures each (`feed`,
 // `step_by_feed_copy`). threads_streaming is the default because the training
-// step is fastest with it at every size from 1 MiB of feeds on (H200, 2 MiB:
-// 476 us vs 577 serial, 741 with cached stores on threads, whose dirty lines in
-// four cores' caches slow the graph's H2D read of staging; 32 MiB: 6.31 vs 9.90
-// vs 6.62 ms); below 1 MiB all three are one memcpy on the caller.
+// step is fastest with it at every size from 1 MiB of feeds on: threads copy
+// faster than one core, and cached stores on threads leave dirty lines in four
+// cores' caches that slow the graph's H2D read of staging (CHANGELOG.md has the
+// figures); below 1 MiB all three are one memcpy on the caller.
 enum class FeedCopy {
   serial,            // one memcpy per feed on the caller
   threads,           // from 1 MiB of feeds on, split over shared_host_copier()'s threads

@@ -27,7 +27,7 @@
 // independent, and the sums over the padded axis (weight and bias gradients) only
 // gain exact zeros at their end. What the bits also need, and is measured rather
 // than guaranteed, is that the BLAS computes one output element the same way for
-// both row counts (tests/static: the CPU's OpenBLAS and the H200's cuBLAS do for
+// both row counts (tests/static checks it for the CPU's OpenBLAS and for cuBLAS on
 // the shapes tested; docs/shapes.md). Models that reduce or normalize over the
 // padded axis (softmax over padded keys, a mean over the batch), record a different
 // graph per extent, or use cross_entropy are rejected for bucketing.

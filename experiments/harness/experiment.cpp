@@ -28,29 +28,35 @@ namespace tg::harness {
 
 namespace {
 // The switches the options replaced (docs/architecture.md, Configuration), each with what to
-// give instead. Still set, one would be ignored and a run would measure the defaults while its
-// command says otherwise, so it is refused.
+// give instead, or why nothing replaces it. Still set, one would be ignored and a run would
+// measure the defaults while its command says otherwise, so it is refused.
 constexpr struct {
   const char* variable;
-  const char* flag;
+  const char* flag;  // null: no option replaces it, for the reason in `gone`
   const char* key;
+  const char* gone;
 } kRetiredVariables[] = {
-    {"TG_SMALL_GEMM", "--cuda-options", "small_gemm"},
-    {"TG_SKINNY_GEMM", "--cuda-options", "skinny_gemm"},
-    {"TG_GEMM_UPDATE_STREAMK", "--cuda-options", "gemm_update_streamk"},
-    {"TG_GEMM_AUTOTUNE", "--cuda-options", "gemm_autotune"},
-    {"TG_PDL", "--cuda-options", "pdl"},
-    {"TG_GEMM_UPDATE", "--pass-options", "gemm_updates"},
-    {"TG_LANES_EARLY", "--pass-options", "lanes_early_updates"},
-    {"TG_LANES_GEMM_UPDATES", "--pass-options", "lanes_side_gemm_updates"},
+    {"TG_SMALL_GEMM", "--cuda-options", "small_gemm", nullptr},
+    {"TG_SKINNY_GEMM", "--cuda-options", "skinny_gemm", nullptr},
+    {"TG_GEMM_UPDATE_STREAMK", "--cuda-options", "gemm_update_streamk", nullptr},
+    {"TG_GEMM_AUTOTUNE", "--cuda-options", "gemm_autotune", nullptr},
+    {"TG_PDL", "--cuda-options", "pdl", nullptr},
+    {"TG_GEMM_UPDATE", "--pass-options", "gemm_updates", nullptr},
+    {"TG_LANES_EARLY", "--pass-options", "lanes_early_updates", nullptr},
+    {"TG_LANES_GEMM_UPDATES", "--pass-options", "lanes_side_gemm_updates", nullptr},
+    {"TG_COLREDUCE", nullptr, nullptr,
+     "the library has one column-reduction loop; the variants it chose are timed by "
+     "dev/cuda/colreduce_variants.cu"},
 };
 
 std::string retired_variable_problem() {
-  for (const auto& r : kRetiredVariables)
-    if (std::getenv(r.variable))
-      return fmt::format("{} is set, but nothing reads it any more: give {} {}=VALUE instead{}, and unset it",
-                         r.variable, r.flag, r.key,
-                         std::string(r.flag) == "--cuda-options" ? fmt::format(" (or {})", kCudaOptionsVariable) : "");
+  for (const auto& r : kRetiredVariables) {
+    if (!std::getenv(r.variable)) continue;
+    if (!r.flag) return fmt::format("{} is set, but nothing reads it any more: {}; unset it", r.variable, r.gone);
+    return fmt::format("{} is set, but nothing reads it any more: give {} {}=VALUE instead{}, and unset it", r.variable,
+                       r.flag, r.key,
+                       std::string(r.flag) == "--cuda-options" ? fmt::format(" (or {})", kCudaOptionsVariable) : "");
+  }
   return "";
 }
 

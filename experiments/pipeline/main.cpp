@@ -173,9 +173,10 @@ void small_cpu_check(th::Experiment& e, const PipelineConfig& timed, int smalles
                        "batches", "higher");
 }
 
-// The default sweep: on the H200 a 16 MiB batch computes ~0.19 us per fma step
-// (0.38 ms at 2048) against ~7 ms of host preprocessing, so 2048 is input-bound,
-// 32768 about balanced (where overlap pays most) and 131072 compute-bound.
+// The default sweep spans input-bound to compute-bound on a data-center GPU, where a
+// 16 MiB batch's fma step costs a few tenths of a microsecond against milliseconds of
+// host preprocessing: 2048 steps are input-bound, 32768 about balanced (where overlap
+// pays most) and 131072 compute-bound.
 std::vector<int> default_works(bool gpu, bool quick) {
   if (!gpu) return quick ? std::vector<int>{16} : std::vector<int>{16, 64};
   return quick ? std::vector<int>{2048, 32768, 131072} : std::vector<int>{2048, 8192, 32768, 131072};

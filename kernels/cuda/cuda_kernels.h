@@ -101,14 +101,6 @@ class LaunchScope {
   bool was_;
 };
 bool pdl_active();  // for the current device, in this thread's LaunchScope
-// Column reductions (reduce.cuh, layernorm_params.cu): variant 0, 1, 2 or 4 (the default)
-// of their loops, all to the same bits, or 3 (reduce_sum's column frame only: slices of
-// each group in separate blocks; other bits, deterministic and padding-exact; reduce.cu);
-// TG_COLREDUCE=k in the environment (read at first use) or set_col_reduce_variant(k)
-// picks one, for timing them. Other values throw std::invalid_argument.
-constexpr int kColReduceVariants = 5;
-void set_col_reduce_variant(int v);
-int col_reduce_variant();
 
 // ---- elementwise (elementwise.cu), n elements -------------------------------------
 void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);

@@ -7,67 +7,32 @@
 // The order is fixed by row positions only (padding-exact, reduce.cuh): rows in tiles of
 // TL (a function of cols), tile u in group u mod 256 (128 past 2048 columns), one group
 // per block; in a block, T / G row slots side by side each take RT consecutive rows of a
-// tile and sum them tile after tile; the slots are added in order; finish_kernel adds
-// the group sums. Rows wider than 4096: a row-statistics pass into scratch and the
-// column frame of reduce.cuh over dy * xhat (and over dy), which reads x twice.
+// tile and sum them tile after tile; the slots are added in order; ln_finish_kernel adds
+// the group sums in finish_kernel's order. Rows wider than 4096: a row-statistics pass
+// into scratch and the column frame of reduce.cuh over dy * xhat (and over dy), which
+// reads x twice.
 //
 // Floor, n = rows * cols: 8n bytes read (dy and x once); the outputs and the partial
 // sums (16 bytes per column and group, 4 MiB at 1024 columns, mostly L2) are small.
-// tg-kernels' [rows, 1024]: 64 MB each -> 128 MB, 31 us at 4.1 TB/s; 256 MB -> 512 MB,
-// 125 us. 256 blocks of 256 threads, two per SM, each thread with 8 float4 of x and 8 of
-// dy in flight: 128 KB per SM. Per 8-row tile a thread then spends ~600 instructions
-// (64 of them float->double conversions, the slowest) and two barriers; the other block
-// on the SM keeps its loads in flight meanwhile. Then finish over 2 x 1024 outputs of
-// 256 parts (~2-3 us). Expected ~85-90% of copy at 256 MB, ~80-85% at 64 MB.
-// Measured (H200, variant 0): gamma 72% at 64 MB, 90% at 256 MB; gamma_beta 66.5% and
-// 85%. 53.3 against 144.4 us for 4x the bytes is ~23 us of fixed cost (gamma_beta ~26).
-//
-// Nsight Compute at 64 MiB (docs/results/h200-logs/ncu-reductions-c246025.txt, base
-// clocks, variant 2): 256 blocks of 127 registers, 23% achieved occupancy, 6.5 cycles per
-// issued instruction per warp: issue-bound at that occupancy (the conversions and double
-// adds), DRAM at 65% of peak; then finish_kernel over 256 partials takes 5.7 us on 128
-// blocks at 11% occupancy, a tenth of the whole at 64 MiB.
-//
-// Variants (TG_COLREDUCE, reduce.cu; all to the same bits):
-//  0: per tile a thread loads its 8 rows (256 B: 128 KB per SM, two blocks), then both
-//     blocks' statistics, two barriers and 32 (gamma) or 64 (gamma_beta) float->double
-//     conversions per thread: 16K-32K per SM at 16 per clock, ~0.5-1 us in which the
-//     block has no load in flight. At 64 MB each block runs only 8 tiles and all start
-//     together, so these gaps are paid in ~8 synchronized waves; at 256 MB (32 tiles)
-//     the blocks drift apart and the other block's loads cover them.
-//  1: a tile in two steps of 4 rows (2 with 8 columns per thread), the next step's
-//     loads issued before the current one's statistics: 128 B per thread, 64 KB per SM,
-//     always in flight, with the same 64 floats of registers; four barriers per tile
-//     instead of two. Expected: most of the per-tile gap gone at 64 MB.
-//  2: as 1 here (the column frame's variant 2, reduce.cuh, changes only the wide-row
-//     path's dbeta); finish_kernel over 256 partials stays a second launch.
-//  3: as 2 here (not written for this kernel yet); the wide-row path's dbeta takes the
-//     column frame's variant 3 (reduce.cu), so past 4096 columns dbeta has other bits.
-//  4: 2's loop and variant 0's bits, fewer instructions and a cheaper finish. The
-//     grid stays a block per group: a group's rows are one chain of double adds per
-//     column, which no split into more blocks can keep bit for bit, and at 1024 columns
-//     256 groups of 256 threads fill two blocks per SM already; so the work per element
-//     has to shrink instead. (a) A slot's row sums of x and of the squared deviations,
-//     which every thread re-added from red (2 x 8 loads and adds per row and thread at
-//     1024 columns, ~40% of the loop), are added once per row by one lane per row of the
-//     step and passed on by shuffle, the sum and not the mean, so that each thread's
-//     x - mean and rsqrtf keep variant 0's contraction. (b) Group sums go to part
-//     group-major, a thread's 4 columns in 32 contiguous bytes, and ln_finish_kernel
-//     adds them in finish_kernel's order with every thread loading: a block of 32
-//     outputs x up to 8 runs of 32 groups, 32-64 blocks, where finish_kernel ran a warp
-//     per output with 8 of 32 lanes loading and 32 serial shuffles (5.7 us under Nsight).
-//     Same scratch as 0-2. Past 4096 columns the wide-row path runs the column frame's
-//     variant 4, which keeps 0's order (reduce.cuh).
-//     Expected before measuring: ~30% fewer instructions in the loop and ~2 us off the
-//     finish, ~42 us (>= 80% of copy) at 64 MiB. Measured on one H200 (held timing,
-//     tg-kernels, three sessions), at 64 MiB: gamma 40.0-40.9 us, 85-87% of copy
-//     (variant 2 in the same sessions 49.8-50.4 us, 69-70%), gamma_beta 43.2-43.7 us,
-//     79.7-80.8% (54.2-54.5 us, 64%); at 256 MiB gamma 99-101%, gamma_beta 96-99%
-//     (variant 2: 92-94%, 89-90%). The last session ran this code (comments aside).
-//     Nsight Compute at 64 MiB (base clocks; not kept in docs/results): ln_params_kernel
-//     36-38 us at 75-78% of DRAM peak, still 23% occupancy and ~7 cycles per issued
-//     instruction, the finish 4.3 us with the profiler's cache flush sending its parts
-//     to DRAM. What is left is the grid: 2 blocks per SM by the order's 256 groups.
+// 256 blocks of 256 threads at [rows, 1024], two per SM. Per 8-row tile a thread
+// spends ~600 instructions (64 of them float->double conversions, the slowest) and
+// barriers, so the loop is issue-bound at 2 blocks per SM; the shape of the kernel
+// follows from that:
+//  - The grid stays a block per group: a group's rows are one chain of double adds per
+//    column, which no split into more blocks can keep bit for bit, and at 1024 columns
+//    256 groups of 256 threads fill two blocks per SM already; so the work per element
+//    has to shrink instead.
+//  - A slot's rows of a tile go in two steps, the next step's loads issued before the
+//    current one's statistics, so loads stay in flight through the barriers and the
+//    conversions (the same 64 floats of registers).
+//  - A slot's row sums of x and of the squared deviations are added once per row by one
+//    lane per row of the step and passed on by shuffle, where every thread would re-add
+//    them from shared memory (2 x 8 loads and adds per row and thread at 1024 columns).
+//  - Group sums go to part group-major, a thread's 4 columns in 32 contiguous bytes, and
+//    ln_finish_kernel adds them with every thread loading, rather than a warp per output
+//    with a few lanes loading and 32 serial shuffles.
+// CHANGELOG.md has the measurements; dev/cuda/colreduce_variants.cu keeps the simpler
+// loops this one replaced and checks that all give the same bits.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -127,22 +92,15 @@ __device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
 // tile keeps 64 floats of inputs per thread. With 8 NV double accumulators and the
 // addresses that is ~120 registers: T = 256 runs two blocks per SM (one computes while
 // the other's loads are in flight), T = 512 (rows of 2049..4096 columns) one.
-// kPipe (variants 1 and 2): a slot's RT rows of a tile in two steps of RT / 2, the next
-// step's loads issued before the current step is computed (the same 64 floats); the
-// rows, their statistics and the order of the sums are the same, so are the bits.
-// kV4 (variant 4, with kPipe): a slot's row sums, read back from red, are added by one
-// lane per row of the step and passed to the others by shuffle, where every thread used
-// to add them all (2 x wps loads and adds per row and thread, ~40% of the loop's
-// instructions at 1024 columns): the same additions in the same order, so the same
-// floats. Group sums go to part group-major (part[g * outputs + k]): a thread's 4
-// columns are 32 contiguous bytes, a warp's 1 KB, where column-major scattered them
-// 2 KB apart; ln_finish_kernel reads that layout.
-template <int T, int NV, bool kVec, bool kPipe, bool kV4>
+// A slot's RT rows of a tile go in two steps of RT / 2, the next step's loads issued
+// before the current step is computed. A slot's row sums are added by one lane per row
+// of the step and passed to the others by shuffle. Group sums go to part group-major
+// (part[g * outputs + k]), which ln_finish_kernel reads.
+template <int T, int NV, bool kVec>
 __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
-  static_assert(!kV4 || kPipe, "variant 4 builds on the pipelined loop");
   pdl::prologue();
   constexpr int RT = 8 / NV;
-  constexpr int RS = kPipe ? RT / 2 : RT;  // rows per step
+  constexpr int RS = RT / 2;  // rows per step
   constexpr int kGroups = T == 256 ? 256 : 128;
   __shared__ float red[2][RS][T / 32];             // per-warp row sums: of x, then of (x - mean)^2
   __shared__ double comb[2][NV == 1 ? 2 * T : 1];  // slot sums when slots share a block (G <= T / 2)
@@ -213,17 +171,13 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     const float ws = multi_warp_sum<RS>(s, lane);
     if (publisher) red[0][prow][warp] = ws;
     __syncthreads();
-    if constexpr (kV4) {
-      // A warp lies in one slot (G >= 32), so every lane's slot_sum is its slot's. The sum
-      // is passed, not the mean: variant 0's compiler fuses the mean's product into
-      // x - mean (one rounding), which a product rounded before the shuffle would not match.
-      const float own = slot_sum(red[0][lane % RS]);
+    // A warp lies in one slot (G >= 32), so every lane's slot_sum is its slot's. The sum is
+    // passed, not the mean, so that the compiler still contracts the mean's product into
+    // x - mean (one rounding), as it does for a mean computed in the thread; a product
+    // rounded before the shuffle would change the bits.
+    const float row_sum = slot_sum(red[0][lane % RS]);
 #pragma unroll
-      for (int ri = 0; ri < RS; ++ri) mean[ri] = __shfl_sync(0xffffffffu, own, ri) * a.inv_cols;
-    } else {
-#pragma unroll
-      for (int ri = 0; ri < RS; ++ri) mean[ri] = slot_sum(red[0][ri]) * a.inv_cols;
-    }
+    for (int ri = 0; ri < RS; ++ri) mean[ri] = __shfl_sync(0xffffffffu, row_sum, ri) * a.inv_cols;
     // Variance of the deviations (columns past the row count as 0), kept in xv.
 #pragma unroll
     for (int ri = 0; ri < RS; ++ri) {
@@ -242,14 +196,9 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     // red[0] and red[1] alternate, so one barrier per reduction: the next step writes
     // red[0] only after every thread has passed this barrier, i.e. read its means.
     __syncthreads();
-    if constexpr (kV4) {
-      const float own = slot_sum(red[1][lane % RS]);
+    const float row_sq = slot_sum(red[1][lane % RS]);
 #pragma unroll
-      for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(__shfl_sync(0xffffffffu, own, ri) * a.inv_cols + a.eps);
-    } else {
-#pragma unroll
-      for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(slot_sum(red[1][ri]) * a.inv_cols + a.eps);
-    }
+    for (int ri = 0; ri < RS; ++ri) rstd[ri] = rsqrtf(__shfl_sync(0xffffffffu, row_sq, ri) * a.inv_cols + a.eps);
 #pragma unroll
     for (int ri = 0; ri < RS; ++ri) {
       if (rb + ri >= a.rows) continue;
@@ -264,26 +213,17 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
   };
   // The loops run over tiles, the same count for every thread: the barriers need it.
   const int64_t stride = int64_t{kGroups} * a.tl;
-  if constexpr (!kPipe) {
-    for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl; t0 < a.rows; t0 += stride) {
-      const int64_t rb = t0 + static_cast<int64_t>(h) * RT;
-      float xv[RS][NV][4], gv[RS][NV][4];
-      load_rows(rb, xv, gv);
-      add_rows(rb, xv, gv);
-    }
-  } else {
-    int64_t rb = static_cast<int64_t>(blockIdx.x) * a.tl + static_cast<int64_t>(h) * RT;
-    float xa[RS][NV][4], ga[RS][NV][4], xb[RS][NV][4], gb[RS][NV][4];
-    if (static_cast<int64_t>(blockIdx.x) * a.tl < a.rows) {
-      load_rows(rb, xa, ga);
-      for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl;; t0 += stride, rb += stride) {
-        load_rows(rb + RS, xb, gb);
-        add_rows(rb, xa, ga);
-        const bool next = t0 + stride < a.rows;
-        if (next) load_rows(rb + stride, xa, ga);
-        add_rows(rb + RS, xb, gb);
-        if (!next) break;
-      }
+  int64_t rb = static_cast<int64_t>(blockIdx.x) * a.tl + static_cast<int64_t>(h) * RT;
+  float xa[RS][NV][4], ga[RS][NV][4], xb[RS][NV][4], gb[RS][NV][4];
+  if (static_cast<int64_t>(blockIdx.x) * a.tl < a.rows) {
+    load_rows(rb, xa, ga);
+    for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * a.tl;; t0 += stride, rb += stride) {
+      load_rows(rb + RS, xb, gb);
+      add_rows(rb, xa, ga);
+      const bool next = t0 + stride < a.rows;
+      if (next) load_rows(rb + stride, xa, ga);
+      add_rows(rb + RS, xb, gb);
+      if (!next) break;
     }
   }
   // Slots in order (several only with NV == 1: G <= T / 2).
@@ -320,13 +260,10 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
     for (int i = 0; i < 4; ++i) {
       if (!cv[m][i]) continue;
       const int64_t c = c0[m] + i;
-      if (a.part && kV4) {
+      if (a.part) {
         double* pg = a.part + static_cast<int64_t>(blockIdx.x) * (beta ? 2 * a.cols : a.cols);
         pg[c] = ag[m][i];
         if (beta) pg[a.cols + c] = ab[m][i];
-      } else if (a.part) {
-        a.part[c * a.ng + blockIdx.x] = ag[m][i];
-        if (beta) a.part[(a.cols + c) * a.ng + blockIdx.x] = ab[m][i];
       } else {
         a.dgamma[c] = static_cast<float>(ag[m][i]);
         if (beta) a.dbeta[c] = static_cast<float>(ab[m][i]);
@@ -367,22 +304,19 @@ void grad_params_wide(const float* dy, const float* x, float* dgamma, float* dbe
   }
 }
 
-template <bool kPipe, bool kV4 = false>
 auto ln_kernel(int threads, int nv, bool vec) {
-  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, kPipe, kV4> : ln_params_kernel<512, 2, false, kPipe, kV4>)
-         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, kPipe, kV4> : ln_params_kernel<256, 1, false, kPipe, kV4>)
-                        : (vec ? ln_params_kernel<256, 2, true, kPipe, kV4> : ln_params_kernel<256, 2, false, kPipe, kV4>);
+  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true> : ln_params_kernel<512, 2, false>)
+         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true> : ln_params_kernel<256, 1, false>)
+                        : (vec ? ln_params_kernel<256, 2, true> : ln_params_kernel<256, 2, false>);
 }
 
-// Variant 4's finish over part[g * n + k] (ln_params_kernel<..., kV4>), in finish_kernel's
-// order: run s adds groups 32s .. 32s + 31 in order, then the runs are added in order.
-// A block takes kFinOutputs outputs; thread t adds run t / kFinOutputs of output
-// t % kFinOutputs, so each load of a warp reads one run's 256 contiguous bytes and all
-// 32 loads of a thread are in flight at once. finish_kernel gives an output a warp of
-// which only ng / 32 lanes load, and adds the 32 run sums by 32 serial shuffles.
-// 32 outputs a block: measured against 8, 16, 64 and 128 (one H200 session, variant 4
-// at 64 MiB): 8 and 16 cost gamma_beta 0.5-0.7 us, 64 0.5 us, 128 2 us. Runs past ng
-// add +0.0 there, a no-op on a sum that is never -0.0, so stopping at nruns keeps the bits.
+// The finish over part[g * n + k] (ln_params_kernel's group-major sums), in
+// finish_kernel's order: run s adds groups 32s .. 32s + 31 in order, then the runs are
+// added in order. A block takes kFinOutputs outputs; thread t adds run t / kFinOutputs of
+// output t % kFinOutputs, so each load of a warp reads one run's 256 contiguous bytes and
+// all 32 loads of a thread are in flight at once. 32 outputs a block is the fastest of
+// 8 to 128 on [rows, 1024]. Runs past ng add +0.0 there, a no-op on a sum that is never
+// -0.0, so stopping at nruns keeps the bits.
 constexpr int kFinOutputs = 32;
 constexpr int kFinRuns = 256 / kRun;  // at most 256 groups
 __global__ void __launch_bounds__(kFinRuns * kFinOutputs) ln_finish_kernel(const double* part, int ng, int64_t n,
@@ -452,18 +386,11 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
     a.part = reinterpret_cast<double*>(scratch);
   }
   const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
-  const int variant = col_reduce_variant();
-  if (variant == 4) {
-    launch(TG_LAUNCH_SITE, ln_kernel<true, true>(threads, nv, vec), a.ng, threads, s, a);
-    if (a.part)
-      launch(TG_LAUNCH_SITE, ln_finish_kernel, static_cast<int>((outputs + kFinOutputs - 1) / kFinOutputs),
-             kFinOutputs * ((a.ng + kRun - 1) / kRun), s, static_cast<const double*>(a.part), a.ng, outputs, dgamma, cols,
-             dbeta);
-    return;
-  }
-  auto k = variant == 0 ? ln_kernel<false>(threads, nv, vec) : ln_kernel<true>(threads, nv, vec);
-  launch(TG_LAUNCH_SITE, k, a.ng, threads, s, a);
-  if (a.part) launch_finish(a.part, a.ng, outputs, dgamma, cols, dbeta, 1.0, false, s);
+  launch(TG_LAUNCH_SITE, ln_kernel(threads, nv, vec), a.ng, threads, s, a);
+  if (a.part)
+    launch(TG_LAUNCH_SITE, ln_finish_kernel, static_cast<int>((outputs + kFinOutputs - 1) / kFinOutputs),
+           kFinOutputs * ((a.ng + kRun - 1) / kRun), s, static_cast<const double*>(a.part), a.ng, outputs, dgamma, cols,
+           dbeta);
 }
 
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,

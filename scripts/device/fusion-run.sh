@@ -44,15 +44,6 @@ say "tg-kernels --plain-timing rc=$?"
 [ -s "$res/kernels_plain.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
   { printf "  plain %-26s %4d MiB %9.1f us %6.1f %%\n", $col["name"], $col["param.size_bytes"] / 1048576,
            $col["median"] * 1e6, $col["extra.pct_of_copy"] }' "$res/kernels_plain.csv" | grep -E "copy|reduce|layernorm_grad" | tee -a "$summary"
-# Every column-reduction variant (TG_COLREDUCE, kernels/cuda/reduce.cu) on the three kernels it drives;
-# the tables stay in the tarball.
-for k in ${TG_COLREDUCE_VARIANTS:-0 1 2 3 4}; do
-  TG_COLREDUCE=$k timeout 60 "$build/experiments/kernels/tg-kernels" --device 0 \
-    --ops reduce_sum_cols,layernorm_grad_gamma,layernorm_grad_gamma_beta --min-bytes $((64 << 20)) \
-    --max-bytes $((256 << 20)) --no-matmul > "$res/colreduce_$k.txt" 2>&1
-  say "TG_COLREDUCE=$k rc=$?"
-  grep -E "^(d2d_copy|reduce_sum_cols|layernorm)" "$res/colreduce_$k.txt" | sed 's/  */ /g' | cut -c1-120 | tee -a "$summary"
-done
 # One tg-train --quick pass sweep into $out/FILE.json (stdout, stderr: $res/FILE.txt, .err);
 # the summary gets its rows matching PATTERN. FLAGS: more tg-train flags (--cuda-options,
 # --pass-options: the report records both) or "", PASSES: what --passes measures (sweep when not given).
@@ -103,23 +94,25 @@ for sw in $sweeps; do
     *) say "fusion-run: unknown sweep $sw" ;;
   esac
 done
-# The probes of the open questions (scripts/device/probes, built with
+# The probes of the open questions (dev/cuda, built with
 # TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON): attention on head views, the update beside the GEMMs,
 # momentum in the weight-gradient GEMM, what any kernel reaches on the 64 MiB column sum,
-# a GEMM of our own with the SGD update in its epilogue, the runtime's matmul_sgd_momentum, and
-# an own input-gradient GEMM (both operands transposed into shared memory) with relu_grad in its epilogue,
-# and the skinny-GEMM kernels on the w4096 MLP's thin products.
-for name in attention-heads update-overlap momentum-gemm colreduce-floor sgemm-update gemm-update-runtime sgemm-dgrad skinny-gemm; do
-  probe="$build/scripts/device/probes/tg-probe-$name"
+# the column-reduction loops the library replaced against its own, a GEMM of our own with the
+# SGD update in its epilogue, the runtime's matmul_sgd_momentum, and an own input-gradient GEMM
+# (both operands transposed into shared memory) with relu_grad in its epilogue, and the
+# skinny-GEMM kernels on the w4096 MLP's thin products.
+for name in attention-heads update-overlap momentum-gemm colreduce-floor colreduce-variants sgemm-update \
+  gemm-update-runtime sgemm-dgrad skinny-gemm; do
+  probe="$build/dev/cuda/tg-probe-$name"
   [ -x "$probe" ] || continue
   timeout 120 "$probe" > "$res/$name.txt" 2>&1
   say "tg-probe-$name rc=$?"; tee -a "$summary" < "$res/$name.txt"
 done
 # Why the own GEMM issues fewer instructions a cycle than cuBLASLt's, if it does: Nsight
 # Compute's warp stall reasons for cuBLASLt's kernel and two of the probe's.
-probe="$build/scripts/device/probes/tg-probe-sgemm-update"
+probe="$build/dev/cuda/tg-probe-sgemm-update"
 if [ -x "$probe" ] && command -v /usr/local/cuda/bin/ncu > /dev/null; then
-  OUT="$res" timeout 300 bash "$(dirname "$0")/probes/sgemm-stalls.sh" "$probe" > "$res/sgemm-stalls.txt" 2>&1
+  OUT="$res" timeout 300 bash "$(dirname "$0")/../../dev/cuda/sgemm-stalls.sh" "$probe" > "$res/sgemm-stalls.txt" 2>&1
   say "sgemm-stalls rc=$?"; tee -a "$summary" < "$res/sgemm-stalls.txt"
 fi
 t0=$SECONDS

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine, after `bash scripts/device/build-there.sh`: Nsight Compute's view of the
 # column reductions at 64 MiB, next to reduce_sum_rows and the copy-rate kernels (why the column
-# frame and layernorm_grad_gamma stay near 70% of the copy at 64 MiB while reduce_sum_rows
-# reaches 90%; docs/compiler.md). Plain timing: ncu serializes launches, which a held stream
-# would turn into a wait for the hold's time limit.
+# frame and layernorm_grad_gamma stay further from the copy's rate at 64 MiB than
+# reduce_sum_rows; docs/compiler.md). dev/cuda/colreduce_variants.cu times the loops they
+# replaced. Plain timing: ncu serializes launches, which a held stream would turn into a wait
+# for the hold's time limit.
 # Usage: bash scripts/device/probe-reductions.sh [build-dir]   (writes $OUT/ncu-reductions.txt)
 set -u
 build=${1:-build/default}
@@ -11,7 +12,7 @@ out=${OUT:-out}
 mkdir -p "$out"
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 timeout 300 "$ncu" --target-processes all \
-  -k 'regex:reduce_rows_kernel|reduce_cols_kernel|ln_params_kernel|finish_kernel' --launch-count 12 \
+  -k 'regex:reduce_rows_kernel|reduce_cols_kernel|reduce_cols_narrow_kernel|ln_params_kernel|finish_kernel' --launch-count 12 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section MemoryWorkloadAnalysis \
   "$build/experiments/kernels/tg-kernels" --device 0 --plain-timing --no-matmul \

@@ -26,8 +26,8 @@
 // Their CUDA kernel runs stream-K by default: exactly as many blocks as the device holds,
 // each with an equal share of the product, which pays only if every block is resident from
 // the start. Beside an input-gradient GEMM on the other stream, some of its blocks wait
-// for SMs, start late and end late, and the whole update with them: measured on an H200,
-// the width-4096 MLP's step took longer with them on the side stream than on one stream.
+// for SMs, start late and end late, and the whole update with them, so the width-4096
+// MLP's step is slower with them on the side stream than on one stream (CHANGELOG.md).
 // (The tiled form, CudaBackendOptions::gemm_update_streamk off, gains from the side stream
 // instead: its last wave leaves SMs idle that the other stream's GEMM fills.)
 #include <algorithm>

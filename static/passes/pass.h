@@ -73,10 +73,10 @@ struct PassOptions {
   // side nodes up (hoist_side_nodes), so that a large model's updates run on the side
   // stream while the main stream computes the input gradients of the layers below.
   bool lanes_early_updates = true;
-  // The lanes pass may put GEMM updates (matmul_sgd_momentum) on the side stream. Off: with
-  // the backend's stream-K form of them (CudaBackendOptions::gemm_update_streamk, the
-  // default) the step was measured slower with them beside the input-gradient GEMMs
-  // (lanes.cpp says why); the tiled form gains from it, which is why it stays a choice.
+  // The lanes pass may put GEMM updates (matmul_sgd_momentum) on the side stream. Off by
+  // default: the backend's stream-K form of them (CudaBackendOptions::gemm_update_streamk,
+  // the default) makes the step slower beside the input-gradient GEMMs (lanes.cpp says
+  // why); the tiled form gains from it, which is why it stays a choice.
   bool lanes_side_gemm_updates = false;
 
   // base with "key=value,..." applied over it ("" changes nothing). Throws

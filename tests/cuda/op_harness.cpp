@@ -30,9 +30,6 @@ CudaBackend& backend(const CudaBackendOptions& options) {
   return *b;
 }
 
-ColVariant::ColVariant(int v) : was(kernels::cuda::col_reduce_variant()) { kernels::cuda::set_col_reduce_variant(v); }
-ColVariant::~ColVariant() { kernels::cuda::set_col_reduce_variant(was); }
-
 std::vector<float> gpu_reduce(const std::vector<float>& x, ReduceGeometry g, bool unaligned, size_t scratch_bytes,
                               bool mean) {
   DevTensor dx(x, unaligned);

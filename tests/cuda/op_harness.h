@@ -70,16 +70,6 @@ CudaBackend& backend();
 // distinct options, made on first use: how a test picks the kernels it tests.
 CudaBackend& backend(const CudaBackendOptions& options);
 
-// Column-reduction variant v (kernels::cuda::set_col_reduce_variant) while it lives; the
-// one before comes back when it dies, also when a test throws.
-struct ColVariant {
-  explicit ColVariant(int v);
-  ~ColVariant();
-  ColVariant(const ColVariant&) = delete;
-  ColVariant& operator=(const ColVariant&) = delete;
-  int was;
-};
-
 // A tensor seen as [outer, len, inner] for a sum over len (the reduction frame's view).
 struct ReduceGeometry {
   int64_t outer, len, inner;

@@ -2,14 +2,14 @@
 // cpu_layernorm_grad_gamma_beta for every row-width regime (a warp to 512 threads per
 // row, two chunks per thread, the wide-row path past 4096), one row to many groups,
 // aligned and not; dbeta against the column sums of dy; layernorm_grad_gamma's bits;
-// the same bits run to run and with zero rows appended; a clear error without scratch.
-// All in every column-reduction variant (kernels::cuda::set_col_reduce_variant), 0 to 2
-// and 4 to the same bits too (3 as well up to 4096 columns); and variant 4's own
-// partials and finish against variant 0 over group counts that cut the finish's runs
-// of 32 in every way, once kColReduceVariants lets variant 4 be selected.
+// the same bits run to run and with zero rows appended; a clear error without scratch;
+// and the group-major partials and their finish over group counts that cut the
+// finish's runs of 32 in every way. (dev/cuda/colreduce_variants.cu checks these bits
+// against the simpler loops the kernel replaced.)
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -62,33 +62,21 @@ TEST_CASE("cuda layernorm_grad_gamma_beta against the CPU, dbeta is the column s
                                              kEps);
       std::vector<float> col_sums(static_cast<size_t>(cols));
       kernels::cpu_reduce_sum(dy.data(), col_sums.data(), 1, rows, cols);
-      Grads variant0[2];  // by `unaligned`
-      for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
-        for (bool unaligned : {false, true}) {
-          ColVariant cv(v);
-          const std::string what = fmt::format("[{}, {}] variant={} unaligned={}", rows, cols, v, unaligned);
-          INFO(what);
-          const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
-          Grads& v0 = variant0[unaligned ? 1 : 0];
-          // Variants 3 and 4 keep variant 0's bits in layernorm_params.cu's kernel; past
-          // 4096 columns they run reduce_sum's column frame in that variant: 3 in another
-          // order, 4 in 0's (reduce.cuh).
-          if (v == 0) {
-            v0 = got;
-          } else if (v != 3 || cols <= 4096) {
-            CHECK(compare("dgamma vs variant 0 " + what, got.dgamma, v0.dgamma, Tol{0, 0}) == 0);
-            CHECK(compare("dbeta vs variant 0 " + what, got.dbeta, v0.dbeta, Tol{0, 0}) == 0);
-          }
-          CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, kTol) == 0);
-          CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{1e-5, 1e-5}) == 0);
-          CHECK(compare("dbeta vs reduce_sum(dy) " + what, got.dbeta, col_sums, Tol{1e-5, 1e-5}) == 0);
-          // Without dbeta: layernorm_grad_gamma, the same kernel, the same dgamma bits.
-          const Grads only = gpu_grads(dy, x, rows, cols, unaligned, false);
-          CHECK(compare("dgamma alone " + what, only.dgamma, got.dgamma, Tol{0, 0}) == 0);
-          // Run to run, and aligned or not (both use the same order).
-          CHECK(compare("second run " + what, gpu_grads(dy, x, rows, cols, unaligned, true).dgamma, got.dgamma,
-                        Tol{0, 0}) == 0);
-        }
+      for (bool unaligned : {false, true}) {
+        const std::string what = fmt::format("[{}, {}] unaligned={}", rows, cols, unaligned);
+        INFO(what);
+        const Grads got = gpu_grads(dy, x, rows, cols, unaligned, true);
+        CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, kTol) == 0);
+        CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{1e-5, 1e-5}) == 0);
+        CHECK(compare("dbeta vs reduce_sum(dy) " + what, got.dbeta, col_sums, Tol{1e-5, 1e-5}) == 0);
+        // Without dbeta: layernorm_grad_gamma, the same kernel, the same dgamma bits.
+        const Grads only = gpu_grads(dy, x, rows, cols, unaligned, false);
+        CHECK(compare("dgamma alone " + what, only.dgamma, got.dgamma, Tol{0, 0}) == 0);
+        // Run to run.
+        const Grads again = gpu_grads(dy, x, rows, cols, unaligned, true);
+        CHECK(compare("second run dgamma " + what, again.dgamma, got.dgamma, Tol{0, 0}) == 0);
+        CHECK(compare("second run dbeta " + what, again.dbeta, got.dbeta, Tol{0, 0}) == 0);
+      }
     }
 }
 
@@ -99,32 +87,24 @@ TEST_CASE("cuda layernorm_grad_gamma_beta: zero rows appended leave dgamma and d
                        int64_t{4096}, int64_t{5000}})
     for (int64_t rows : {int64_t{1}, int64_t{16}, int64_t{100}, int64_t{2049}}) {
       const std::vector<float> dy = random_vector(rows * cols, seed++), x = random_vector(rows * cols, seed++);
-      for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
-        for (bool unaligned : {false, true}) {
-          ColVariant cv(v);
-          const Grads want = gpu_grads(dy, x, rows, cols, unaligned, true);
-          for (int64_t k : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{3000}}) {
-            std::vector<float> dyp = dy, xp = x;
-            dyp.resize(static_cast<size_t>((rows + k) * cols), 0.0f);
-            xp.resize(dyp.size(), 0.0f);
-            const std::string what =
-                fmt::format("[{}, {}] + {} zero rows, variant={} unaligned={}", rows, cols, k, v, unaligned);
-            INFO(what);
-            const Grads got = gpu_grads(dyp, xp, rows + k, cols, unaligned, true);
-            CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
-            CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
-          }
+      for (bool unaligned : {false, true}) {
+        const Grads want = gpu_grads(dy, x, rows, cols, unaligned, true);
+        for (int64_t k : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{3000}}) {
+          std::vector<float> dyp = dy, xp = x;
+          dyp.resize(static_cast<size_t>((rows + k) * cols), 0.0f);
+          xp.resize(dyp.size(), 0.0f);
+          const std::string what = fmt::format("[{}, {}] + {} zero rows, unaligned={}", rows, cols, k, unaligned);
+          INFO(what);
+          const Grads got = gpu_grads(dyp, xp, rows + k, cols, unaligned, true);
+          CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
+          CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
         }
+      }
     }
 }
 
-TEST_CASE("cuda layernorm_grad_gamma_beta: variant 4's group-major partials and finish, bit for bit against 0") {
+TEST_CASE("cuda layernorm_grad_gamma_beta: group-major partials and their finish, every cut of the runs") {
   TG_REQUIRE_GPU();
-  constexpr int kV4 = 4;
-  if (kernels::cuda::kColReduceVariants <= kV4) {
-    MESSAGE("column-reduction variant 4 is not selectable yet (kernels::cuda::kColReduceVariants <= 4): skipped");
-    return;
-  }
   // Groups (kernels/cuda/layernorm_params.cu): [16, 1024] 2 (one short run), [264, 1024]
   // 33 (a run of 1 after a full one), [16384, 1024] 256 of 8 tiles each (tg-kernels' 64
   // MiB case), [777, 96] 13 with 8 slots a block, [5000, 1000] 256 with a short last
@@ -135,24 +115,25 @@ TEST_CASE("cuda layernorm_grad_gamma_beta: variant 4's group-major partials and 
   uint64_t seed = 32000;
   for (const auto& [rows, cols] : shapes) {
     std::vector<float> dy = random_vector(rows * cols, seed++), x = random_vector(rows * cols, seed++, -2, 2);
-    // Column 0 of dy cancels exactly in pairs of rows: dbeta[0] is +0.0 in both.
+    // Column 0 of dy cancels exactly in pairs of rows (a slot sums consecutive rows, in
+    // double, exactly): dbeta[0] must be +0.0, never -0.0.
+    const int64_t even = rows - rows % 2;
     for (int64_t r = 0; r + 1 < rows; r += 2) dy[static_cast<size_t>((r + 1) * cols)] = -dy[static_cast<size_t>(r * cols)];
+    if (even < rows) dy[static_cast<size_t>(even * cols)] = 0.0f;
+    Grads want{std::vector<float>(static_cast<size_t>(cols)), std::vector<float>(static_cast<size_t>(cols))};
+    kernels::cpu_layernorm_grad_gamma_beta(dy.data(), x.data(), want.dgamma.data(), want.dbeta.data(), rows, cols,
+                                           kEps);
     for (bool unaligned : {false, true})
       for (bool with_beta : {true, false}) {
         const std::string what =
             fmt::format("[{}, {}] unaligned={} with_beta={}", rows, cols, unaligned, with_beta);
         INFO(what);
-        Grads want, got;
-        {
-          ColVariant cv(0);
-          want = gpu_grads(dy, x, rows, cols, unaligned, with_beta);
-        }
-        {
-          ColVariant cv(kV4);
-          got = gpu_grads(dy, x, rows, cols, unaligned, with_beta);
-        }
-        CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, Tol{0, 0}) == 0);
-        CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{0, 0}) == 0);
+        const Grads got = gpu_grads(dy, x, rows, cols, unaligned, with_beta);
+        CHECK(compare("dgamma " + what, got.dgamma, want.dgamma, kTol) == 0);
+        if (!with_beta) continue;
+        CHECK(compare("dbeta " + what, got.dbeta, want.dbeta, Tol{1e-5, 1e-5}) == 0);
+        CHECK_FALSE(std::signbit(got.dbeta[0]));
+        CHECK(got.dbeta[0] == 0.0f);
       }
   }
 }

@@ -1,7 +1,7 @@
 // Reductions, broadcast, layernorm_grad_gamma and mse_loss, plus the
 // determinism the executors rely on: the same launch twice gives the same bits. The
-// column reductions in every variant (kernels::cuda::set_col_reduce_variant), against the
-// CPU within the tolerance.
+// column reductions against the CPU within the tolerance, and their looped and split
+// launches (kernels/cuda/reduce.cuh) to the same bits.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -32,9 +32,7 @@ Shape without_axis(const Shape& s, int axis) {
   return o;
 }
 
-void reduce_cases(OpKind op, int variant) {
-  ColVariant cv(variant);
-  INFO("column-reduction variant ", variant);
+void reduce_cases(OpKind op) {
   uint64_t seed = 5000;
   for (const Shape& s : kReduceShapes)
     for (int axis = 0; axis < s.rank; ++axis)
@@ -55,11 +53,11 @@ void reduce_cases(OpKind op, int variant) {
 
 TEST_CASE("cuda reduce_sum") {
   TG_REQUIRE_GPU();
-  for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) reduce_cases(OpKind::reduce_sum, v);
+  reduce_cases(OpKind::reduce_sum);
 }
 TEST_CASE("cuda reduce_mean") {
   TG_REQUIRE_GPU();
-  for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) reduce_cases(OpKind::reduce_mean, v);
+  reduce_cases(OpKind::reduce_mean);
 }
 
 TEST_CASE("cuda broadcast") {
@@ -86,24 +84,20 @@ TEST_CASE("cuda broadcast") {
 
 TEST_CASE("cuda layernorm_grad_gamma") {
   TG_REQUIRE_GPU();
-  for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) {
-    ColVariant cv(v);
-    INFO("column-reduction variant ", v);
-    uint64_t seed = 8000;
-    for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{20000}})
-      for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{100}, int64_t{1023}, int64_t{1025}})
-        for (bool unaligned : {false, true}) {
-          OpCase c;
-          c.op = OpKind::layernorm_grad_gamma;
-          c.attrs.eps = 1e-5f;
-          c.in = {Shape{rows, cols}, Shape{rows, cols}};
-          c.out = Shape{cols};
-          c.tol = Tol{1e-4, 1e-4};
-          c.unaligned = unaligned;
-          c.seed = seed++;
-          TG_CHECK_CASE(c);
-        }
-  }
+  uint64_t seed = 8000;
+  for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{20000}})
+    for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{100}, int64_t{1023}, int64_t{1025}})
+      for (bool unaligned : {false, true}) {
+        OpCase c;
+        c.op = OpKind::layernorm_grad_gamma;
+        c.attrs.eps = 1e-5f;
+        c.in = {Shape{rows, cols}, Shape{rows, cols}};
+        c.out = Shape{cols};
+        c.tol = Tol{1e-4, 1e-4};
+        c.unaligned = unaligned;
+        c.seed = seed++;
+        TG_CHECK_CASE(c);
+      }
 }
 
 TEST_CASE("cuda mse_loss") {
@@ -224,90 +218,66 @@ TEST_CASE("cuda padded_mse_loss on a padded tensor == mse_loss on its real prefi
 TEST_CASE("cuda reductions are deterministic (same bits on every run)") {
   TG_REQUIRE_GPU();
   // Run each reduction-like op twice on the same inputs; both GPU runs must agree
-  // bitwise (static and dynamic executors replay the same kernels). The reductions in
-  // every column-reduction variant, 0 to 2 all to the same bits (3 to its own for
-  // reduce_sum's columns).
+  // bitwise (static and dynamic executors replay the same kernels).
   for (OpKind op : {OpKind::reduce_sum, OpKind::softmax, OpKind::layernorm_grad_gamma, OpKind::mse_loss}) {
-    std::vector<float> variant0;
-    for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v) {
-      ColVariant cv(v);
-      INFO("column-reduction variant ", v);
-      OpCase c;
-      c.op = op;
-      c.attrs.axis = 0;
-      if (op == OpKind::reduce_sum) {
-        c.in = {Shape{4097, 513}};
-        c.out = Shape{513};
-      } else if (op == OpKind::softmax) {
-        c.in = {Shape{513, 4097}};
-        c.out = Shape{513, 4097};
-      } else if (op == OpKind::layernorm_grad_gamma) {
-        c.in = {Shape{4097, 513}, Shape{4097, 513}};
-        c.out = Shape{513};
-      } else {
-        c.in = {Shape{1 << 20}, Shape{1 << 20}};
-        c.out = Shape{1};
-      }
-      const Tol loose{1, 1};  // vs the CPU: only the second comparison below is strict
-      c.tol = loose;
-      CHECK(run_case(c) == 0);
-      // run_case makes new inputs from the same seed, so two runs see the same data:
-      // compare the GPU with itself through the exact-tolerance path of the harness.
-      std::vector<float> first, second;
-      for (int run = 0; run < 2; ++run) {
-        std::vector<std::vector<float>> host;
-        std::vector<cuda::DeviceBuffer> dev;
-        kernels::OpCall g;
-        g.op = op;
-        g.attrs = &c.attrs;
-        g.num_inputs = static_cast<int>(c.in.size());
-        for (size_t i = 0; i < c.in.size(); ++i) {
-          host.push_back(random_vector(c.in[i].numel(), 42 + i));
-          dev.push_back(cuda::DeviceBuffer::allocate(host.back().size() * sizeof(float)));
-          TG_CUDA_CHECK(cudaMemcpy(dev.back().get(), host.back().data(), host.back().size() * sizeof(float),
-                                   cudaMemcpyHostToDevice));
-          g.in[i] = {dev.back().as<float>(), c.in[i]};
-        }
-        auto out = cuda::DeviceBuffer::allocate(static_cast<size_t>(c.out.numel()) * sizeof(float));
-        TG_CUDA_CHECK(cudaMemset(out.get(), 0xFF, out.bytes()));
-        TG_CUDA_CHECK(cudaDeviceSynchronize());  // the memset is async on the legacy stream
-        g.out = {out.as<float>(), c.out};
-        backend().run(g);
-        backend().synchronize();
-        std::vector<float> h(static_cast<size_t>(c.out.numel()));
-        TG_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost));
-        (run == 0 ? first : second) = std::move(h);
-      }
-      CHECK(compare(std::string(op_name(op)) + " run 2 vs run 1", second, first, Tol{0, 0}) == 0);
-      // Variant 3 sums reduce_sum's columns in another order (reduce.cu); elsewhere it is 2.
-      if (v == 0)
-        variant0 = first;
-      else if (v != 3 || op != OpKind::reduce_sum)
-        CHECK(compare(std::string(op_name(op)) + " vs variant 0", first, variant0, Tol{0, 0}) == 0);
+    OpCase c;
+    c.op = op;
+    c.attrs.axis = 0;
+    if (op == OpKind::reduce_sum) {
+      c.in = {Shape{4097, 513}};
+      c.out = Shape{513};
+    } else if (op == OpKind::softmax) {
+      c.in = {Shape{513, 4097}};
+      c.out = Shape{513, 4097};
+    } else if (op == OpKind::layernorm_grad_gamma) {
+      c.in = {Shape{4097, 513}, Shape{4097, 513}};
+      c.out = Shape{513};
+    } else {
+      c.in = {Shape{1 << 20}, Shape{1 << 20}};
+      c.out = Shape{1};
     }
+    const Tol loose{1, 1};  // vs the CPU: only the second comparison below is strict
+    c.tol = loose;
+    CHECK(run_case(c) == 0);
+    // run_case makes new inputs from the same seed, so two runs see the same data:
+    // compare the GPU with itself through the exact-tolerance path of the harness.
+    std::vector<float> first, second;
+    for (int run = 0; run < 2; ++run) {
+      std::vector<std::vector<float>> host;
+      std::vector<cuda::DeviceBuffer> dev;
+      kernels::OpCall g;
+      g.op = op;
+      g.attrs = &c.attrs;
+      g.num_inputs = static_cast<int>(c.in.size());
+      for (size_t i = 0; i < c.in.size(); ++i) {
+        host.push_back(random_vector(c.in[i].numel(), 42 + i));
+        dev.push_back(cuda::DeviceBuffer::allocate(host.back().size() * sizeof(float)));
+        TG_CUDA_CHECK(cudaMemcpy(dev.back().get(), host.back().data(), host.back().size() * sizeof(float),
+                                 cudaMemcpyHostToDevice));
+        g.in[i] = {dev.back().as<float>(), c.in[i]};
+      }
+      auto out = cuda::DeviceBuffer::allocate(static_cast<size_t>(c.out.numel()) * sizeof(float));
+      TG_CUDA_CHECK(cudaMemset(out.get(), 0xFF, out.bytes()));
+      TG_CUDA_CHECK(cudaDeviceSynchronize());  // the memset is async on the legacy stream
+      g.out = {out.as<float>(), c.out};
+      backend().run(g);
+      backend().synchronize();
+      std::vector<float> h(static_cast<size_t>(c.out.numel()));
+      TG_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost));
+      (run == 0 ? first : second) = std::move(h);
+    }
+    CHECK(compare(std::string(op_name(op)) + " run 2 vs run 1", second, first, Tol{0, 0}) == 0);
   }
 }
 
-namespace {
-
 using ColGeometry = ReduceGeometry;
 
-// reduce_sum of x viewed as [outer, len, inner] in column-reduction variant v; scratch_bytes
-// 0 passes none.
-std::vector<float> gpu_col_sum(const std::vector<float>& x, ColGeometry g, int v, bool unaligned,
-                               size_t scratch_bytes) {
-  ColVariant cv(v);
-  return gpu_reduce(x, g, unaligned, scratch_bytes);
-}
-
-}  // namespace
-
-// Variant 4 (a column per lane, reduce.cuh) sums in the frame's order, so it must give
-// variant 0's bits exactly: split or looped, float4-aligned or not, with every scratch
-// size (none: looped, in variant 2; 4096 bytes: too small to split; 40000: a few column
-// tiles per launch; 8 MiB), partial 32-column tiles, and with zero rows appended (the
-// padded input's sums are the unpadded input's bits in variant 0).
-TEST_CASE("cuda reduce_sum columns: variant 4 gives variant 0's bits, padded or not") {
+// The split launch (a column per lane, reduce.cuh) and the looped one (4 columns per
+// lane) sum in the frame's order, so they must give the same bits: split or looped
+// (scratch none or 4096 bytes: looped; 40000: a few column tiles per launch; 8 MiB),
+// float4-aligned or not, partial 32-column tiles, and with zero rows appended (the padded
+// input's sums are the unpadded input's bits).
+TEST_CASE("cuda reduce_sum columns: split and looped launches give the same bits, padded or not") {
   TG_REQUIRE_GPU();
   const ColGeometry shapes[] = {{1, 16384, 1024}, {1, 129, 1024}, {1, 20000, 1024}, {1, 5000, 130},
                                 {1, 100000, 3},   {1, 4097, 513},  {300, 300, 4},     {3, 500, 7},
@@ -319,70 +289,55 @@ TEST_CASE("cuda reduce_sum columns: variant 4 gives variant 0's bits, padded or 
     const std::vector<float> x = random_vector(g.outer * g.len * g.inner, seed++);
     std::vector<float> want(static_cast<size_t>(g.outer * g.inner));
     kernels::cpu_reduce_sum(x.data(), want.data(), g.outer, g.len, g.inner);
-    const std::vector<float> v0 = gpu_col_sum(x, g, 0, false, size_t{8} << 20);
+    const std::vector<float> looped = gpu_reduce(x, g, false, 0);
     const std::string name = fmt::format("[{}, {}, {}]", g.outer, g.len, g.inner);
-    CHECK(compare("reduce_sum " + name + " variant 0 vs CPU", v0, want, Tol{1e-5, 1e-5}) == 0);
+    CHECK(compare("reduce_sum " + name + " looped vs CPU", looped, want, Tol{1e-5, 1e-5}) == 0);
     for (size_t bytes : scratch_sizes)
       for (bool unaligned : {false, true}) {
-        const std::string what = fmt::format("reduce_sum {} variant 4 unaligned={} scratch={}", name, unaligned, bytes);
+        const std::string what = fmt::format("reduce_sum {} unaligned={} scratch={}", name, unaligned, bytes);
         INFO(what);
-        CHECK(compare(what + " vs variant 0", gpu_col_sum(x, g, 4, unaligned, bytes), v0, Tol{0, 0}) == 0);
+        CHECK(compare(what + " vs looped", gpu_reduce(x, g, unaligned, bytes), looped, Tol{0, 0}) == 0);
         // Zero rows appended: 1 (a partial tile), 4096 - len % 4096 (to a whole number of
         // tiles per group) and 8192 (more tiles in every group than before).
         for (int64_t k : {int64_t{1}, 4096 - g.len % 4096, int64_t{8192}}) {
           if (g.outer * (g.len + k) * g.inner > (int64_t{1} << 24)) continue;
           const ColGeometry gp{g.outer, g.len + k, g.inner};
-          CHECK(compare(fmt::format("{} + {} zero rows vs variant 0 unpadded", what, k),
-                        gpu_col_sum(pad_rows(x, g, k), gp, 4, unaligned, bytes), v0, Tol{0, 0}) == 0);
+          CHECK(compare(fmt::format("{} + {} zero rows vs looped unpadded", what, k),
+                        gpu_reduce(pad_rows(x, g, k), gp, unaligned, bytes), looped, Tol{0, 0}) == 0);
         }
       }
   }
 }
 
-// col_plan, the host side of launch_reduce_cols: which loop runs, split or looped, and
+// col_plan, the host side of launch_reduce_cols: split or looped, in which tiles, and
 // how many column tiles go in one launch. No device needed.
-TEST_CASE("reduce_sum columns: col_plan picks variant 4 only for split plain loads") {
+TEST_CASE("reduce_sum columns: col_plan splits only few column tiles with scratch") {
   using kernels::cuda::detail::col_plan;
   using kernels::cuda::detail::ColPlan;
   const size_t kMiB8 = size_t{8} << 20;
   // tg-kernels' case on an H200 (132 SMs): 32 tiles of 32 columns, 32 block partials.
-  ColPlan p = col_plan(4, true, 1, 16384, 1024, kMiB8, 132);
-  CHECK(p.variant == 4);
+  ColPlan p = col_plan(1, 16384, 1024, kMiB8, 132);
   CHECK(p.split);
   CHECK(p.width == 32);
   CHECK(p.n_ct == 32);
   CHECK(p.nb == 32);
   CHECK(p.per_launch == int64_t{kMiB8 / (32 * 32 * 8)});
-  // The same call in variant 2: 8 tiles of 128 columns, split the same way.
-  p = col_plan(2, true, 1, 16384, 1024, kMiB8, 132);
-  CHECK(p.variant == 2);
-  CHECK(p.split);
-  CHECK(p.width == 128);
-  CHECK(p.n_ct == 8);
-  CHECK(p.per_launch == int64_t{kMiB8 / (128 * 32 * 8)});
-  // Variant 3 reaches col_plan only when its slices did not run: variant 2.
-  CHECK(col_plan(3, true, 1, 16384, 1024, kMiB8, 132).variant == 2);
-  // Other loads (layernorm's dy * xhat) keep variant 2.
-  p = col_plan(4, false, 1, 16384, 1024, kMiB8, 132);
-  CHECK(p.variant == 2);
-  CHECK(p.width == 128);
-  // Not split, so variant 2's looped kernel: no scratch, scratch too small for one 128-column
-  // tile's partials (32 KiB at 32 partials), one block partial (len <= 128), many tiles.
-  for (const ColPlan& q : {col_plan(4, true, 1, 16384, 1024, 0, 132), col_plan(4, true, 1, 16384, 1024, 32767, 132),
-                           col_plan(4, true, 1, 128, 1024, kMiB8, 132), col_plan(4, true, 1, 16384, 128 * 528, kMiB8, 132)}) {
+  // Not split, so the looped kernel in 128-column tiles: no scratch, scratch too small for
+  // one 128-column tile's partials (32 KiB at 32 partials), one block partial (len <= 128),
+  // many tiles.
+  for (const ColPlan& q : {col_plan(1, 16384, 1024, 0, 132), col_plan(1, 16384, 1024, 32767, 132),
+                           col_plan(1, 128, 1024, kMiB8, 132), col_plan(1, 16384, 128 * 528, kMiB8, 132)}) {
     CHECK_FALSE(q.split);
-    CHECK(q.variant == 2);
     CHECK(q.width == 128);
     CHECK(q.per_launch == 0x7fffffff);
   }
-  // Just enough scratch for one 128-column tile: variant 4 fits 4 of its 32-column tiles.
-  p = col_plan(4, true, 1, 16384, 1024, 32768, 132);
+  // Just enough scratch for one 128-column tile: 4 of the split launch's 32-column tiles.
+  p = col_plan(1, 16384, 1024, 32768, 132);
   CHECK(p.split);
-  CHECK(p.variant == 4);
   CHECK(p.per_launch == 4);
   // Partial tiles: 130 columns are 5 tiles of 32 (2 of 128); 129 rows are 2 block partials.
-  p = col_plan(4, true, 3, 129, 130, kMiB8, 132);
-  CHECK(p.variant == 4);
+  p = col_plan(3, 129, 130, kMiB8, 132);
+  CHECK(p.split);
   CHECK(p.n_ct == 5);
   CHECK(p.nb == 2);
 }

@@ -1,11 +1,9 @@
 // reduce_sum's execution paths (kernels/cuda/reduce.cuh) on the launcher directly: a
 // warp per row or per chunk of a row, a block per column tile with its block partials
-// in turn, in separate blocks finished by finish_kernel, or in slices of a small
+// in turn, or in separate blocks whose last one finishes the tile, in runs of a small
 // scratch; float4 or scalar loads. All of them must give the CPU's sums and, for one
 // input, the same bits. And the padding contract: zero rows appended at the end of the
-// reduced axis leave every output bit unchanged. Both in every column-reduction variant
-// (kernels::cuda::set_col_reduce_variant); 0, 1, 2 and 4 give the same bits, 3 its own (another
-// order), the same run to run.
+// reduced axis leave every output bit unchanged.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -23,7 +21,7 @@ using Geometry = ReduceGeometry;
 std::string name(Geometry g) { return fmt::format("[{}, {}, {}]", g.outer, g.len, g.inner); }
 
 // Scratch sizes that pick every path: none (looped / warp per row), too small for one
-// column tile (looped), a few tiles or rows per launch (slices), the backend's 8 MiB.
+// column tile (looped), a few tiles or rows per launch, the backend's 8 MiB.
 const size_t kScratchSizes[] = {0, 4096, 40000, size_t{8} << 20};
 
 }  // namespace
@@ -44,31 +42,18 @@ TEST_CASE("cuda reduce_sum: every path gives the CPU's sums, and all of them the
     std::vector<float> want(static_cast<size_t>(g.outer * g.inner));
     kernels::cpu_reduce_sum(x.data(), want.data(), g.outer, g.len, g.inner);
     std::vector<float> first;
-    for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
-      for (size_t bytes : kScratchSizes) {
-        std::vector<float> aligned;  // variant 3's bits with this scratch (variant 2's when too small)
-        for (bool unaligned : {false, true}) {
-          ColVariant cv(v);
-          const std::vector<float> got = gpu_reduce(x, g, unaligned, bytes);
-          const std::string what =
-              fmt::format("reduce_sum {} variant={} unaligned={} scratch={}", name(g), v, unaligned, bytes);
-          INFO(what);
-          if (first.empty()) {
-            CHECK(compare(what + " vs CPU", got, want, Tol{1e-5, 1e-5}) == 0);
-            first = got;
-          } else if (v != 3) {  // 0, 1, 2 and 4: one order
-            CHECK(compare(what + " vs the first GPU run", got, first, Tol{0, 0}) == 0);
-          } else {
-            // Variant 3: another order, so only the CPU's tolerance; the same bits run to
-            // run and with float4 or scalar loads.
-            CHECK(compare(what + " vs CPU", got, want, Tol{1e-5, 1e-5}) == 0);
-            CHECK(compare(what + " run 2", gpu_reduce(x, g, unaligned, bytes), got, Tol{0, 0}) == 0);
-            if (aligned.empty())
-              aligned = got;
-            else
-              CHECK(compare(what + " vs aligned", got, aligned, Tol{0, 0}) == 0);
-          }
+    for (size_t bytes : kScratchSizes)
+      for (bool unaligned : {false, true}) {
+        const std::vector<float> got = gpu_reduce(x, g, unaligned, bytes);
+        const std::string what = fmt::format("reduce_sum {} unaligned={} scratch={}", name(g), unaligned, bytes);
+        INFO(what);
+        if (first.empty()) {
+          CHECK(compare(what + " vs CPU", got, want, Tol{1e-5, 1e-5}) == 0);
+          first = got;
+        } else {
+          CHECK(compare(what + " vs the first GPU run", got, first, Tol{0, 0}) == 0);
         }
+        CHECK(compare(what + " run 2", gpu_reduce(x, g, unaligned, bytes), got, Tol{0, 0}) == 0);
       }
     // reduce_mean is the same sum, scaled.
     std::vector<float> want_mean(want.size());
@@ -89,26 +74,24 @@ TEST_CASE("cuda reduce_sum: zero rows appended to the reduced axis leave every o
       {{1, 4097, 1024}, {1, 4095, 4096}},   {{1, 9000, 130}, {1, 7000}},      {{3, 250, 7}, {6, 300}},
       {{2, 1000, 4100}, {1, 200}},          {{1, 1000, 1}, {1, 7192, 8193}},  {{1, 8192, 1}, {1, 100000}},
       {{1, 100003, 1}, {5, 300000}},        {{4, 5000, 1}, {3192, 4000}},     {{1, 3, 3}, {1, 125, 126, 9000}},
-      {{1, 16000, 33}, {385, 50000}}};  // the last: variant 3's slices per group, 1 to 5
+      {{1, 16000, 33}, {385, 50000}}};
   uint64_t seed = 21000;
   for (const Pad& p : cases) {
     const Geometry g = p.g;
     const std::vector<float> x = random_vector(g.outer * g.len * g.inner, seed++);
-    for (int v = 0; v < kernels::cuda::kColReduceVariants; ++v)
-      for (bool unaligned : {false, true})
-        for (size_t bytes : {size_t{0}, size_t{8} << 20}) {
-          ColVariant cv(v);
-          const std::vector<float> want = gpu_reduce(x, g, unaligned, bytes);
-          for (int64_t k : p.extra) {
-            // Each outer block gains k zero rows at the end of its axis.
-            const Geometry gp{g.outer, g.len + k, g.inner};
-            const std::vector<float> xp = pad_rows(x, g, k);
-            const std::string what = fmt::format("reduce_sum {} + {} zero rows, variant={} unaligned={} scratch={}",
-                                                 name(g), k, v, unaligned, bytes);
-            INFO(what);
-            CHECK(compare(what, gpu_reduce(xp, gp, unaligned, bytes), want, Tol{0, 0}) == 0);
-          }
+    for (bool unaligned : {false, true})
+      for (size_t bytes : {size_t{0}, size_t{8} << 20}) {
+        const std::vector<float> want = gpu_reduce(x, g, unaligned, bytes);
+        for (int64_t k : p.extra) {
+          // Each outer block gains k zero rows at the end of its axis.
+          const Geometry gp{g.outer, g.len + k, g.inner};
+          const std::vector<float> xp = pad_rows(x, g, k);
+          const std::string what =
+              fmt::format("reduce_sum {} + {} zero rows, unaligned={} scratch={}", name(g), k, unaligned, bytes);
+          INFO(what);
+          CHECK(compare(what, gpu_reduce(xp, gp, unaligned, bytes), want, Tol{0, 0}) == 0);
         }
+      }
   }
 }
 

@@ -56,10 +56,8 @@ struct Product {
 }  // namespace
 
 int main() {
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cublasHandle_t h;
-  CK(cublasCreate(&h));
+  const probe::Stream s;
+  const probe::BlasHandle h;
   const long wide = static_cast<long>(kBatch) * kWide;
   float* x = random_device(wide, 1);             // [1024, 4096] activations
   float* w = random_device(kWide * kThin, 2);    // [4096, 10] weight

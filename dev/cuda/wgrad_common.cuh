@@ -1,20 +1,24 @@
 #pragma once
 // What the probes of the w4096 MLP's weight gradients and their SGD-momentum update
 // (momentum_gemm.cu, sgemm_update.cu) share: the shape, pseudo-random operands, the
-// update's arithmetic, cuBLASLt's weight-gradient GEMM, comparison and timing. A probe is
-// a standalone program; this header keeps the two from writing the same code twice.
+// update's arithmetic and cuBLASLt's weight-gradient GEMM; the check macro, operands,
+// comparison and timing come from probe_common.cuh.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { std::printf("FAIL %s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); std::exit(1); } } while (0)
+#include "probe_common.cuh"
 
 namespace wgrad {
+
+using probe::clone;
+using probe::max_rel_diff;
+using probe::median_us;
+using probe::pseudo_random;
+using probe::upload;
 
 // The MLP's hidden layers: dW[in, out] = X[batch, in]^T dY[batch, out], G of them a step.
 constexpr int kBatch = 1024, kIn = 4096, kOut = 4096, G = 3;
@@ -36,43 +40,6 @@ __global__ void sgd_momentum_kernel(float4* p, const float4* g, float4* v, long 
   float4 pp = p[i];
   v[i] = sgd_momentum4(v[i], g[i], pp, lr, mu);
   p[i] = pp;
-}
-
-inline std::vector<float> pseudo_random(long n, unsigned seed, float scale) {
-  std::vector<float> h(static_cast<size_t>(n));
-  unsigned s = seed;
-  for (float& x : h) {
-    s = s * 1664525u + 1013904223u;
-    x = scale * (static_cast<float>(s >> 8) / 16777216.0f - 0.5f);
-  }
-  return h;
-}
-
-inline float* upload(const std::vector<float>& h) {
-  float* d;
-  CK(cudaMalloc(&d, h.size() * sizeof(float)));
-  CK(cudaMemcpy(d, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-
-inline float* clone(const float* src, long n) {
-  float* d;
-  CK(cudaMalloc(&d, n * sizeof(float)));
-  CK(cudaMemcpy(d, src, n * sizeof(float), cudaMemcpyDeviceToDevice));
-  return d;
-}
-
-// max |a - b| / max |a| over n device floats.
-inline double max_rel_diff(const float* a_dev, const float* b_dev, long n) {
-  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
-  CK(cudaMemcpy(a.data(), a_dev, n * sizeof(float), cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(b.data(), b_dev, n * sizeof(float), cudaMemcpyDeviceToHost));
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
-  }
-  return scale > 0 ? worst / scale : worst;
 }
 
 // The heuristic's first `most` algorithms for D = op(A) op(B) (C = D), best first, within
@@ -141,37 +108,11 @@ inline std::vector<Layer> make_layers() {
 
 // What every probe of these GEMMs opens: a cuBLASLt handle, a stream, a workspace.
 struct Context {
-  cublasLtHandle_t lt{};
-  cudaStream_t s{};
+  probe::LtHandle lt;
+  probe::Stream s;
   size_t ws_bytes = 32u << 20;
   void* ws = nullptr;
-  Context() {
-    CK(cublasLtCreate(&lt));
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CK(cudaMalloc(&ws, ws_bytes));
-  }
+  Context() { CK(cudaMalloc(&ws, ws_bytes)); }
 };
-
-// The median of 9 timed runs of body() on stream s after 2 warm-ups, microseconds.
-template <typename Body>
-float median_us(cudaStream_t s, Body&& body) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int rep = 0; rep < 11; ++rep) {
-    CK(cudaEventRecord(e0, s));
-    body();
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (rep >= 2) t.push_back(ms * 1000.0f);
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace wgrad

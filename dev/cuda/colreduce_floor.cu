@@ -1,22 +1,23 @@
 // How fast can any kernel sum the columns of tg-kernels' 64 MiB case ([16384, 1024] fp32)?
-// reduce_sum_cols (variant 4, kernels/cuda/reduce.cuh) reaches ~77% of the device copy's
-// rate there and ~94% at 256 MiB: ~7 us of fixed cost against the copy's ~4. Its sums
-// run in double in a fixed order (chains of 64 rows per column, block partials, the
-// tile's last block adding them). This probe times kernels without those constraints on
-// the same data, to tell whether the fixed cost is the order's or the access pattern's:
+// reduce_sum_cols (kernels/cuda/reduce.cuh) pays a few microseconds of fixed cost there
+// against a device copy of the same bytes, more than the copy does. Its sums run in
+// double in a fixed order (chains of 64 rows per column, block partials, the tile's last
+// block adding them). This probe times kernels without those constraints on the same
+// data, to tell whether the fixed cost is the order's or the access pattern's:
 //  - read: the whole buffer read contiguously (float4, grid-stride), summed per thread:
 //    the read floor of 64 MiB, no column structure at all;
-//  - lane1 R: a column per lane (128-byte rows of 32 columns per warp, as variant 4),
+//  - lane1 R: a column per lane (128-byte rows of 32 columns per warp, as reduce_sum's),
 //    R rows per thread summed in float, one atomicAdd per thread;
 //  - lane1d R: the same in double (each element converted), atomicAdd of the double;
-//  - lane1 groups: a column per lane, a warp per group of variant 4's order (tiles g,
+//  - lane1 groups: a column per lane, a warp per group of reduce_sum's order (tiles g,
 //    g + 256, g + 512, g + 768 of 16 rows: 4 runs of 16 rows, 4096 rows apart), its 64 rows
-//    loaded 32 at a time as variant 4 does, summed in double, one atomicAdd per thread:
-//    variant 4's access pattern without its ordered end;
+//    loaded 32 at a time as reduce_sum does, summed in double, one atomicAdd per thread:
+//    reduce_sum's access pattern without its ordered end;
 //  - lane4 R: four columns per lane (float4, 512-byte rows of 128 columns per warp), R rows
 //    per thread, float, one atomicAdd per column per thread.
-//  - twograph's reduce_sum (kernels/cuda/reduce.cu) on the same data: variants 4 (the
-//    default) and 2, with programmatic dependent launch on and off (LaunchScope).
+//  - twograph's reduce_sum (kernels/cuda/reduce.cu; "v4", as colreduce_variants.cu numbers
+//    the loops it replaced) on the same data, with programmatic dependent launch on and off
+//    (LaunchScope).
 // Each is launched 20 times back to back between two events (the mean per launch), after
 // a warm-up, and compared with cudaMemcpyAsync of the same 64 MiB device to device timed
 // the same way: pct = (64 MiB / t) / (2 x 64 MiB / t_copy), as tg-kernels' pct_of_copy.
@@ -24,12 +25,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
-
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { std::printf("FAIL %s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); std::exit(1); } } while (0)
+#include "probe_common.cuh"
 
 namespace {
 
@@ -108,41 +106,20 @@ __global__ void __launch_bounds__(256) lane4_kernel(const float* x, float* y) {
 }  // namespace
 
 int main() {
-  float *x, *y, *copy_dst;
+  float *y, *copy_dst;
   double* yd;
-  CK(cudaMalloc(&x, kN * sizeof(float)));
+  float* x = probe::upload(probe::pseudo_random(kN, 7, 1.0f));
   CK(cudaMalloc(&copy_dst, kN * sizeof(float)));
   CK(cudaMalloc(&y, kCols * sizeof(float)));
   CK(cudaMalloc(&yd, kCols * sizeof(double)));
-  {
-    std::vector<float> h(static_cast<size_t>(kN));
-    unsigned s = 7;
-    for (float& v : h) {
-      s = s * 1664525u + 1013904223u;
-      v = static_cast<float>(s >> 8) / 16777216.0f - 0.5f;
-    }
-    CK(cudaMemcpy(x, h.data(), kN * sizeof(float), cudaMemcpyHostToDevice));
-  }
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  const probe::Stream s;
   auto per_launch_us = [&](auto&& launch) {
     launch();
     CK(cudaStreamSynchronize(s));
     float best = 1e30f;
-    for (int round = 0; round < 3; ++round) {  // the best of 3 rounds of 20
-      CK(cudaEventRecord(e0, s));
-      for (int i = 0; i < 20; ++i) launch();
-      CK(cudaEventRecord(e1, s));
-      CK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      best = std::min(best, ms * 1000.0f / 20);
-    }
+    for (int round = 0; round < 3; ++round) best = std::min(best, probe::mean_us(s, 0, 20, launch));  // best of 3 x 20
     return best;
   };
   const double bytes = kN * 4.0;
@@ -199,13 +176,13 @@ int main() {
   const size_t scratch_bytes = 1u << 20;
   CK(cudaMalloc(&scratch, scratch_bytes));
   namespace kc = tg::kernels::cuda;
-  for (int variant : {4, 2})
-    for (bool pdl : {true, false}) {
-      kc::set_col_reduce_variant(variant);
-      const kc::LaunchScope launches(pdl);
-      char name[64];
-      std::snprintf(name, sizeof name, "tg reduce_sum v%d pdl %s", variant, pdl && kc::pdl_active() ? "on" : "off");
-      report(name, per_launch_us([&] { kc::reduce_sum(x, y, 1, kRows, kCols, scratch, scratch_bytes, s); }));
-    }
+  for (bool pdl : {true, false}) {
+    const kc::LaunchScope launches(pdl);
+    char name[64];
+    // "v4": the library's loop, as colreduce_variants.cu numbers the loops; saved outputs are
+    // read by these labels (scripts/docs_tables/compiler.py).
+    std::snprintf(name, sizeof name, "tg reduce_sum v4 pdl %s", pdl && kc::pdl_active() ? "on" : "off");
+    report(name, per_launch_us([&] { kc::reduce_sum(x, y, 1, kRows, kCols, scratch, scratch_bytes, s); }));
+  }
   return 0;
 }

@@ -13,13 +13,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { std::printf("FAIL %s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); std::exit(1); } } while (0)
+#include "probe_common.cuh"
 
 namespace {
 
@@ -28,10 +25,7 @@ constexpr int B = 32, S = 256, H = 8, DH = 64, D = H * DH, BH = B * H;
 float* dev_random(size_t n, unsigned seed) {
   std::vector<float> h(n);
   for (size_t i = 0; i < n; ++i) h[i] = static_cast<float>(((i + 1) * 2654435761u + seed) % 2001) / 1000.0f - 1.0f;
-  float* p;
-  CK(cudaMalloc(&p, n * 4));
-  CK(cudaMemcpy(p, h.data(), n * 4, cudaMemcpyHostToDevice));
-  return p;
+  return probe::upload(h);
 }
 
 // [B, S, H, dh] -> [B, H, S, dh] (split) or back (merge: to_heads false), one float per thread.
@@ -48,14 +42,7 @@ __global__ void heads_transpose(const float* x, float* y, bool to_heads) {
   }
 }
 
-float max_diff(const float* a, const float* b, size_t n) {
-  std::vector<float> x(n), y(n);
-  CK(cudaMemcpy(x.data(), a, n * 4, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(y.data(), b, n * 4, cudaMemcpyDeviceToHost));
-  float m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i] - y[i]));
-  return m;
-}
+double max_diff(const float* a, const float* b, size_t n) { return probe::max_abs_diff(a, b, static_cast<long>(n)); }
 
 // Row-major C[M,N] = op(A) op(B), strided batched: cuBLAS's column-major C^T = op(B)^T op(A)^T.
 void gemm_rm(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, const float* a, int lda, long sa, const float* b,
@@ -68,31 +55,12 @@ void gemm_rm(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, const floa
 }  // namespace
 
 int main() {
-  cublasHandle_t blas;
-  CK(cublasCreate(&blas));
-  cublasLtHandle_t lt;
-  CK(cublasLtCreate(&lt));
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  CK(cublasSetStream(blas, s));
+  const probe::BlasHandle blas;
+  const probe::LtHandle lt;
+  const probe::Stream s(cudaStreamDefault);
   const size_t ws_bytes = 32u << 20;
-  void* ws;
-  CK(cudaMalloc(&ws, ws_bytes));
-  CK(cublasSetWorkspace(blas, ws, ws_bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  auto time = [&](auto&& f) {
-    for (int i = 0; i < 5; ++i) f();
-    CK(cudaEventRecord(e0, s));
-    const int it = 50;
-    for (int i = 0; i < it; ++i) f();
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    return ms * 1000.0f / it;
-  };
+  void* ws = probe::blas_workspace(blas, s, ws_bytes);
+  auto time = [&](auto&& f) { return probe::mean_us(s, 5, 50, f); };
 
   const size_t act = static_cast<size_t>(B) * S * D, sc = static_cast<size_t>(BH) * S * S;
   float *qv = dev_random(act, 1), *kv = dev_random(act, 2), *vv = dev_random(act, 3), *p = dev_random(sc, 4);

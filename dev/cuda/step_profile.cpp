@@ -13,7 +13,7 @@
 
 #include "experiments/harness/exec_common.h"
 #include "experiments/train/train_bench.h"
-#include "kernels/cuda/check.h"
+#include "probe_common.cuh"
 #include "static/compiler.h"
 #include "static/cuda_graph.h"
 
@@ -21,26 +21,9 @@ using namespace tg;
 
 namespace {
 
-// The mean time of `iters` calls of `launch` on stream s, after 5 untimed ones (CUDA events).
-template <typename Launch>
-double mean_us(cudaStream_t s, int iters, Launch&& launch) {
-  for (int i = 0; i < 5; ++i) launch();
-  cudaEvent_t a, b;
-  TG_CUDA_CHECK(cudaEventCreate(&a));
-  TG_CUDA_CHECK(cudaEventCreate(&b));
-  TG_CUDA_CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < iters; ++i) launch();
-  TG_CUDA_CHECK(cudaEventRecord(b, s));
-  TG_CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  TG_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms * 1000.0 / iters;
-}
-
+// The mean time of a replay, after 5 untimed ones.
 double replay_us(CompiledPlan& p, int iters) {
-  return mean_us(static_cast<cudaStream_t>(backend_stream(p.exec->backend())), iters, [&] { p.run(); });
+  return probe::mean_us(static_cast<cudaStream_t>(backend_stream(p.exec->backend())), 5, iters, [&] { p.run(); });
 }
 
 CompileOptions options(const std::shared_ptr<Backend>& be, bool training, const PassSet& passes, bool cuda_graph) {
@@ -84,7 +67,7 @@ void marginal(const std::shared_ptr<Backend>& be, const std::string& label, cons
         s, static_cast<int>(kept.size()), [&](int i) { be->run(ops[kept[i]].call); },
         [&](int i) { return kind_of(ops[kept[i]].call); });
     const cuda::GraphExec exec = cuda::GraphExec::instantiate(graph);
-    return mean_us(s, 30, [&] { exec.launch(s); });
+    return probe::mean_us(s, 5, 30, [&] { exec.launch(s); });
   };
   std::map<std::string, int> counts;
   for (const auto& op : ops) ++counts[kind_of(op.call)];
@@ -107,29 +90,27 @@ void profile(const std::shared_ptr<Backend>& be, const std::string& label, const
   plain.exec->synchronize();
   auto s = static_cast<cudaStream_t>(backend_stream(*be));
   const auto& ops = plain.exec->schedule();
-  std::vector<cudaEvent_t> ev(ops.size() + 1);
-  for (auto& e : ev) TG_CUDA_CHECK(cudaEventCreate(&e));
+  const std::vector<probe::Event> ev(ops.size() + 1);
   std::map<std::string, std::pair<int, double>> by_kind;
   double total = 0;
   for (int rep = 0; rep < 3; ++rep) {  // the last repetition counts
     by_kind.clear();
     total = 0;
-    TG_CUDA_CHECK(cudaEventRecord(ev[0], s));
+    CK(cudaEventRecord(ev[0], s));
     for (size_t i = 0; i < ops.size(); ++i) {
       be->run(ops[i].call);
-      TG_CUDA_CHECK(cudaEventRecord(ev[i + 1], s));
+      CK(cudaEventRecord(ev[i + 1], s));
     }
-    TG_CUDA_CHECK(cudaEventSynchronize(ev.back()));
+    CK(cudaEventSynchronize(ev.back()));
     for (size_t i = 0; i < ops.size(); ++i) {
       float ms = 0;
-      TG_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+      CK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
       auto& k = by_kind[kind_of(ops[i].call)];
       ++k.first;
       k.second += ms * 1000.0;
       total += ms * 1000.0;
     }
   }
-  for (auto& e : ev) cudaEventDestroy(e);
   std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_kind.begin(), by_kind.end());
   std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.second.second > y.second.second; });
   fmt::print("== {} {}: {} launches, sum of per-op times {:.1f} us, graph replay {:.1f} us\n", label,

@@ -6,12 +6,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { std::printf("FAIL %s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); std::exit(1); } } while (0)
+#include "probe_common.cuh"
 
 struct Gemm {
   const char* name;
@@ -27,29 +25,17 @@ struct Epi {
 };
 
 static float* dev(size_t n) {
-  float* p;
-  CK(cudaMalloc(&p, std::max<size_t>(n, 1) * 4));
   std::vector<float> h(n);
   for (size_t i = 0; i < n; ++i) h[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-  CK(cudaMemcpy(p, h.data(), n * 4, cudaMemcpyHostToDevice));
-  return p;
+  return probe::upload(h);
 }
 
 int main() {
-  cublasLtHandle_t lt;
-  CK(cublasLtCreate(&lt));
-  cublasHandle_t blas;
-  CK(cublasCreate(&blas));
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  CK(cublasSetStream(blas, s));
+  const probe::LtHandle lt;
+  const probe::BlasHandle blas;
+  const probe::Stream s(cudaStreamDefault);
   const size_t ws_bytes = 32u << 20;
-  void* ws;
-  CK(cudaMalloc(&ws, ws_bytes));
-  CK(cublasSetWorkspace(blas, ws, ws_bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  void* ws = probe::blas_workspace(blas, s, ws_bytes);
 
   const Gemm gemms[] = {
       {"mlp256 fwd 32x256x256", 32, 256, 256, false, false},
@@ -91,17 +77,7 @@ int main() {
     const int lda = g.tb ? g.k : g.n, ldb = g.ta ? g.m : g.k, ldd = g.n;
     // cublasSgemm reference
     const float one = 1.0f, zero = 0.0f;
-    auto time = [&](auto&& f) {
-      for (int i = 0; i < 10; ++i) f();
-      CK(cudaEventRecord(e0, s));
-      const int it = 50;
-      for (int i = 0; i < it; ++i) f();
-      CK(cudaEventRecord(e1, s));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      return ms * 1000.0f / it;
-    };
+    auto time = [&](auto&& f) { return probe::mean_us(s, 10, 50, f); };
     const float sg = time([&] {
       CK(cublasSgemm(blas, opA, opB, mm, nn, kk, &one, B, lda, A, ldb, &zero, C, ldd));
     });

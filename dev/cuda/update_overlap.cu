@@ -15,12 +15,10 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { std::printf("FAIL %s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); std::exit(1); } } while (0)
+#include "probe_common.cuh"
 
 namespace {
 
@@ -42,12 +40,9 @@ __global__ void __launch_bounds__(256) sgd_momentum_loop(float4* p, const float4
 }
 
 float* dev_fill(long n, float value) {
-  float* p;
-  CK(cudaMalloc(&p, n * 4));
   std::vector<float> h(static_cast<size_t>(n));
   for (long i = 0; i < n; ++i) h[static_cast<size_t>(i)] = value * static_cast<float>((i * 7919) % 1000) / 1000.0f;
-  CK(cudaMemcpy(p, h.data(), n * 4, cudaMemcpyHostToDevice));
-  return p;
+  return probe::upload(h);
 }
 
 struct Gemm {
@@ -85,11 +80,8 @@ Gemm make_gemm(cublasLtHandle_t lt, int sm_target, size_t ws_bytes) {
 }  // namespace
 
 int main() {
-  cublasLtHandle_t lt;
-  CK(cublasLtCreate(&lt));
-  cudaStream_t sa, sb;
-  CK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
-  CK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+  const probe::LtHandle lt;
+  const probe::Stream sa, sb;
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const size_t ws_bytes = 32u << 20;
@@ -98,29 +90,13 @@ int main() {
   float *a = dev_fill(static_cast<long>(M) * K, 1.0f), *b = dev_fill(static_cast<long>(K) * N, -1.0f),
         *c = dev_fill(static_cast<long>(M) * N, 0.0f);
   float *p = dev_fill(kUpdate, 1.0f), *gr = dev_fill(kUpdate, 0.5f), *v = dev_fill(kUpdate, 0.25f);
-  cudaEvent_t e0, e1, fork, join;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  const probe::Event fork(cudaEventDisableTiming), join(cudaEventDisableTiming);
   cudaFuncAttributes fa{};
   CK(cudaFuncGetAttributes(&fa, sgd_momentum_loop));
   std::printf("update kernel: %d registers, %zu B static shared memory; %d SMs\n", fa.numRegs, fa.sharedSizeBytes, sms);
 
-  auto timed = [&](auto&& body) {  // median of 5 runs of body(), microseconds
-    std::vector<float> t;
-    for (int rep = 0; rep < 6; ++rep) {
-      CK(cudaEventRecord(e0, sa));
-      body();
-      CK(cudaEventRecord(e1, sa));
-      CK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      if (rep > 0) t.push_back(ms * 1000.0f);  // the first is a warm-up
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  };
+  // The median of 5 runs of body(), microseconds, after a warm-up.
+  auto timed = [&](auto&& body) { return probe::median_us(sa, body, 1, 5); };
   const float one = 1.0f, zero = 0.0f;
   auto gemms = [&](const Gemm& g) {
     for (int i = 0; i < G; ++i)

@@ -6,11 +6,11 @@
 # reasons above 0.02 cycles), and, where $OUT is set, the kernel's SASS with per-instruction
 # stall samples ($OUT/sass-<who>.csv) for reading the main loop's schedule. The kernels of
 # the list are the probe's, named by their mangled template arguments.
-# Usage: bash scripts/device/probes/sgemm-stalls.sh [probe-binary]
-#   (default build/default/scripts/device/probes/tg-probe-sgemm-update, built with
+# Usage: bash dev/cuda/sgemm-stalls.sh [probe-binary]
+#   (default build/default/dev/cuda/tg-probe-sgemm-update, built with
 #   TG_CMAKE_ARGS=-DTWOGRAPH_PROBES=ON bash scripts/device/build-there.sh)
 set -u
-bin=${1:-build/default/scripts/device/probes/tg-probe-sgemm-update}
+bin=${1:-build/default/dev/cuda/tg-probe-sgemm-update}
 if [ ! -x "$bin" ]; then
   echo "sgemm-stalls: no $bin; build it first (see the usage line)" >&2
   exit 2
