@@ -11,7 +11,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/matmul_lt.h"
+#include "kernels/cuda/gemm/gemm_lt.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg {

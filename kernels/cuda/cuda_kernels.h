@@ -35,7 +35,7 @@ struct CudaExecContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   bool tf32 = false;
-  // The GEMMs (kernels/cuda/matmul_lt.h) and the workspace they run with unless the call
+  // The GEMMs (kernels/cuda/gemm/gemm_lt.h) and the workspace they run with unless the call
   // brings its own (OpCall::workspace, the static executor's arena).
   cuda::LtCache* lt = nullptr;
   void* workspace = nullptr;
@@ -77,7 +77,7 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx);
 // matmul_heads (graph/heads.h): one cuBLASLt GEMM per head, batched over the heads' rows
 // of matrices (a head view's matrices of one head are evenly spaced; of all heads not).
 void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx);
-// The batch-invariant product (kernels/matmul_mode.h): `batch` contiguous matrix
+// The batch-invariant product (kernels/gemm/gemm_mode.h): `batch` contiguous matrix
 // pairs, A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n];
 // matmul() calls it when the mode is on.
 void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,

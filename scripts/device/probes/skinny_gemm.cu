@@ -1,4 +1,4 @@
-// The skinny-GEMM kernels (kernels/cuda/matmul_skinny.cu) on the three thin products of the
+// The skinny-GEMM kernels (kernels/cuda/gemm/gemm_skinny.cu) on the three thin products of the
 // w4096 MLP's last layer (batch 1024, 4096 -> 10), against cuBLAS's SGEMM on the same
 // operands, and against the bytes each must move:
 //  - forward: [1024, 4096] x [4096, 10] + bias (skinny_n; 16 MiB read);
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/gemm/gemm_small.h"
 #include "wgrad_common.cuh"  // CK, pseudo-random operands, max_rel_diff, median_us
 
 namespace cu = tg::kernels::cuda;

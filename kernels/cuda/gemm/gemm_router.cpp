@@ -14,11 +14,11 @@
 #include "graph/heads.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/heads_pointers.h"
-#include "kernels/cuda/matmul_lt.h"
-#include "kernels/cuda/matmul_small.h"
-#include "kernels/matmul_mode.h"
-#include "kernels/matmul_plan.h"
+#include "kernels/cuda/gemm/gemm_heads_pointers.h"
+#include "kernels/cuda/gemm/gemm_lt.h"
+#include "kernels/cuda/gemm/gemm_small.h"
+#include "kernels/gemm/gemm_mode.h"
+#include "kernels/gemm/gemm_plan.h"
 
 namespace tg::kernels::cuda {
 
@@ -197,7 +197,7 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   return h;
 }
 
-// Whether the call runs on the small-GEMM kernel (matmul_small.h) rather than cuBLASLt:
+// Whether the call runs on the small-GEMM kernel (gemm_small.h) rather than cuBLASLt:
 // by the backend's options and the shape alone, so both executors on one backend choose alike.
 bool use_small(const GemmCall& g, const CudaBackendOptions& o) {
   const MatmulPlan& p = g.plan;
@@ -205,7 +205,7 @@ bool use_small(const GemmCall& g, const CudaBackendOptions& o) {
          (g.epilogue != LtEpilogue::bias_grad || p.batch == 1);
 }
 
-// The skinny kernels (matmul_small.h) where the small one does not fit, by shape alone.
+// The skinny kernels (gemm_small.h) where the small one does not fit, by shape alone.
 bool use_skinny(const GemmCall& g, const CudaBackendOptions& o) {
   const MatmulPlan& p = g.plan;
   const SkinnyGemm kind = skinny_gemm_kind(p.batch, p.m, p.n, p.k, p.trans_a);

@@ -1,13 +1,13 @@
 #pragma once
-// The epilogue of the GEMM kernels of our own that take a SmallGemm (matmul_small.cu,
-// matmul_skinny.cu), in the unfused ops' order with their functors: bias_add, the
+// The epilogue of the GEMM kernels of our own that take a SmallGemm (gemm_small.cu,
+// gemm_skinny.cu), in the unfused ops' order with their functors: bias_add, the
 // activation, the accumulated term added last, then an activation's gradient of the result
 // (matmul_act_grad). A fused GEMM thus gives the bits of the kernel's plain product followed
 // by the unfused ops. The caller loads bias_v, c_v and act_v before its store (c may be d).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/activation.cuh"
-#include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/gemm/gemm_small.h"
 
 namespace tg::kernels::cuda {
 

@@ -27,8 +27,8 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/matmul_small.h"
-#include "kernels/cuda/small_gemm_epilogue.cuh"
+#include "kernels/cuda/gemm/gemm_small.h"
+#include "kernels/cuda/gemm/gemm_epilogue.cuh"
 
 namespace tg::kernels::cuda {
 

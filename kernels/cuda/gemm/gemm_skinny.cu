@@ -1,5 +1,5 @@
 // The skinny-GEMM kernels of the CUDA backend: GEMM-family products with one thin side,
-// too large for the small-GEMM kernel (matmul_small.cu), that cuBLASLt's FP32 kernels tile
+// too large for the small-GEMM kernel (gemm_small.cu), that cuBLASLt's FP32 kernels tile
 // poorly because their tiles are wide in every dimension:
 //  - an inner dimension of at most 16 (skinny_k: an outer product of thin operands, e.g. the
 //    input gradient of a layer 10 wide, [1024, 10] x [10, 4096], 16 MB written);
@@ -28,7 +28,7 @@
 //  - skinny_nt: group q (of 32) chains k values q, q + 32, .. in order; the 4 groups of a warp
 //    are added by a butterfly, then the 8 warps' sums in warp order (the bias gradient's
 //    column sums the same way).
-// The epilogue is the small-GEMM kernel's (small_gemm_epilogue.cuh), so a fused GEMM gives
+// The epilogue is the small-GEMM kernel's (gemm_epilogue.cuh), so a fused GEMM gives
 // the bits of the kernel's plain product followed by the unfused ops, and both executors
 // route the same shapes here (gemm_op, by shape alone).
 #include <cuda_runtime.h>
@@ -37,9 +37,9 @@
 #include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/matmul_small.h"
-#include "kernels/cuda/simt_gemm.cuh"
-#include "kernels/cuda/small_gemm_epilogue.cuh"
+#include "kernels/cuda/gemm/gemm_small.h"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
+#include "kernels/cuda/gemm/gemm_epilogue.cuh"
 
 namespace tg::kernels::cuda {
 

@@ -1,6 +1,6 @@
 #pragma once
-// The small-GEMM kernel (matmul_small.cu): GEMM-family products too small for cuBLASLt's
-// kernels to pay off, with the epilogues of the fused GEMMs. gemm_op (matmul.cpp) picks
+// The small-GEMM kernel (gemm_small.cu): GEMM-family products too small for cuBLASLt's
+// kernels to pay off, with the epilogues of the fused GEMMs. gemm_op (gemm_router.cpp) picks
 // it by shape alone (small_gemm_fits), for both executors.
 #include <cuda_runtime.h>
 
@@ -40,7 +40,7 @@ bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k);
 
 void small_gemm(const SmallGemm& g, cudaStream_t s);
 
-// The skinny-GEMM kernels (matmul_skinny.cu), for products with one thin side that the
+// The skinny-GEMM kernels (gemm_skinny.cu), for products with one thin side that the
 // small-GEMM kernel does not take: thin_k, an inner dimension of at most 16; thin_n, at most 16
 // output columns (thin_n_trans_a: with A transposed). Batch 1 only; the epilogues of
 // small_gemm, the bias gradient with thin_n_trans_a only (bias_grad null otherwise). gemm_op

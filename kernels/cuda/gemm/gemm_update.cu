@@ -15,7 +15,7 @@
 //    in rows, so a k step of a tile is the outer product of two row segments;
 //  - 128 threads, each 16 x 8 results; operands copied global -> shared by cp.async through
 //    4 stages of 16 rows, the copies' addresses advanced tile by tile;
-//  - CUTLASS's multistage main loop (kernels/cuda/simt_gemm.cuh): two fragment buffers (the
+//  - CUTLASS's multistage main loop (kernels/cuda/gemm/gemm_simt.cuh): two fragment buffers (the
 //    next k step's shared loads issue before this step's products) and the stage switch
 //    inside the last k step;
 //  - a k step's products in serpentine order (odd rows right to left), which through the
@@ -36,8 +36,8 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd_step.cuh"
-#include "kernels/cuda/simt_gemm.cuh"
-#include "kernels/gemm_update_shape.h"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
+#include "kernels/gemm/gemm_update_shape.h"
 
 namespace tg::kernels::cuda {
 
