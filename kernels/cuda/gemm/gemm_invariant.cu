@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm/gemm.h"
 
 namespace tg::kernels::cuda {
 

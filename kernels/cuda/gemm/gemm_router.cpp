@@ -1,19 +1,18 @@
-// The GEMM-family ops through cuBLASLt (matmul_lt.h), and cuBLAS's sgemm for tg-matmul's
-// direct measurement. cuBLAS is column-major; a row-major [m,n] matrix is the
-// column-major [n,m] one, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the
-// operands swap places and keep their own leading dims.
+// gemm_op and gemm_heads_op: the GEMM-family ops onto the path gemm.h's routing table gives
+// them, and prepare_cuda, which prepares the cuBLASLt GEMM of the calls that reach it. The
+// routing reads the backend's options, the batch-invariant switch and the shape alone, so
+// that both executors on one backend route a call alike.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "graph/errors.h"
 #include "graph/heads.h"
-#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm/gemm.h"
+#include "kernels/cuda/gemm/gemm_args.h"
 #include "kernels/cuda/gemm/gemm_heads_pointers.h"
 #include "kernels/cuda/gemm/gemm_lt.h"
 #include "kernels/cuda/gemm/gemm_small.h"
@@ -24,41 +23,40 @@ namespace tg::kernels::cuda {
 
 namespace {
 
-int blas_int(int64_t v, const char* what) {
-  if (v < 0 || v > INT_MAX)
-    input_error("matmul: {} = {} does not fit cuBLAS's 32-bit int; split the product into pieces below "
-                "2^31 per dimension", what, v);
-  return static_cast<int>(v);
-}
-
-void prepare(cublasHandle_t h, cudaStream_t s, bool tf32) {
-  if (!h) throw std::invalid_argument("matmul: no cuBLAS handle; pass CudaExecContext::cublas");
-  // cublasSetStream also resets the workspace to cuBLAS's own pool (which allocates,
-  // and must not during capture), so only switch when the stream really differs; the
-  // CUDA backend binds its handle to its stream and workspace once.
-  cudaStream_t cur = nullptr;
-  TG_CUBLAS_CHECK(cublasGetStream(h, &cur));
-  if (cur != s) TG_CUBLAS_CHECK(cublasSetStream(h, s));
-  TG_CUBLAS_CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-}
-
-// The operands of a GEMM-family call: A, B, the accumulated C, the bias (or bias
-// gradient output) and D, with the product's row-major folding.
+// A GEMM-family call resolved: the product and its epilogue as the project's kernels take
+// them, and cuBLASLt's form of the same epilogue. matmul_act_grad's gradient stays in args on
+// every path: cuBLASLt's DRELU/DGELU epilogues need a mask saved by the forward GEMM, which
+// the graph does not have, so on that path it is a kernel after the product.
 struct GemmCall {
-  const float* a = nullptr;
-  const float* b = nullptr;
-  const float* c = nullptr;
-  const float* bias = nullptr;
-  float* d = nullptr;
-  MatmulPlan plan;
+  GemmArgs args;
   LtEpilogue epilogue = LtEpilogue::none;
   bool accumulate = false;
-  // matmul_act_grad: the activation whose gradient follows the product, and its input
-  // (cuBLASLt's DRELU/DGELU epilogues need a mask saved by the forward GEMM, which the
-  // graph does not have: on the cuBLASLt path the gradient is a kernel after the product).
-  Act act_grad = Act::none;
-  const float* act_in = nullptr;
+  // cuBLASLt's bias operand: the bias, or the bias gradient's output.
+  const float* lt_bias() const { return epilogue == LtEpilogue::bias_grad ? args.bias_grad : args.bias; }
 };
+
+// The stored geometry of a folded product: a strided batch keeps every matrix contiguous;
+// a single (folded) GEMM has the plan's leading dims.
+void set_shape(GemmArgs& s, const MatmulPlan& p) {
+  s.trans_a = p.trans_a;
+  s.trans_b = p.trans_b;
+  s.m = p.m;
+  s.n = p.n;
+  s.k = p.k;
+  if (!p.batched) {
+    s.lda = p.lda;
+    s.ldb = p.ldb;
+    s.ldd = p.ldc;
+    return;
+  }
+  s.lda = p.trans_a ? p.m : p.k;
+  s.ldb = p.trans_b ? p.k : p.n;
+  s.ldd = p.n;
+  s.batch = p.batch;
+  s.stride_a = p.stride_a;
+  s.stride_b = p.stride_b;
+  s.stride_d = p.m * p.n;
+}
 
 LtEpilogue linear_epilogue(Act act) {
   switch (act) {
@@ -71,81 +69,58 @@ LtEpilogue linear_epilogue(Act act) {
 
 GemmCall gemm_call(const OpCall& c) {
   GemmCall g;
+  GemmArgs& s = g.args;
   const Attrs& at = *c.attrs;
   const TensorView& x = c.in[0];
   const TensorView& w = c.in[1];
-  g.a = x.data;
-  g.b = w.data;
-  g.d = c.out.data;
+  s.a = x.data;
+  s.b = w.data;
+  s.d = c.out.data;
   const int64_t* xd = x.shape.dims.data();
   const int64_t* wd = w.shape.dims.data();
+  MatmulPlan p;
   if (c.op == OpKind::matmul) {
-    g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    p = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
   } else if (c.op == OpKind::linear || c.op == OpKind::linear_add) {
-    g.plan = plan_matmul(false, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
-    g.bias = c.in[2].data;
-    g.epilogue = c.op == OpKind::linear ? linear_epilogue(at.act) : LtEpilogue::bias;
+    p = plan_matmul(false, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    s.bias = c.in[2].data;
+    if (c.op == OpKind::linear) s.act = at.act;
+    g.epilogue = linear_epilogue(s.act);
     g.accumulate = c.op == OpKind::linear_add;
-    g.c = g.accumulate ? c.in[3].data : nullptr;
+    s.c = g.accumulate ? c.in[3].data : nullptr;
   } else if (c.op == OpKind::matmul_add) {
-    g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    p = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
     g.accumulate = true;
-    g.c = c.in[2].data;
+    s.c = c.in[2].data;
   } else if (c.op == OpKind::matmul_act_grad) {
-    g.plan = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
-    g.act_grad = at.act;
-    g.act_in = c.in[2].data;
+    p = plan_matmul(at.trans_a, at.trans_b, xd, x.shape.rank, wd, w.shape.rank);
+    s.act_grad = at.act;
+    s.act_in = c.in[2].data;
   } else if (c.op == OpKind::matmul_bias_grad) {
-    g.plan = plan_matmul(true, false, xd, x.shape.rank, wd, w.shape.rank);
+    p = plan_matmul(true, false, xd, x.shape.rank, wd, w.shape.rank);
     g.epilogue = LtEpilogue::bias_grad;
-    g.bias = c.out2.data;
+    s.bias_grad = c.out2.data;
   } else {
     throw std::logic_error(fmt::format("gemm_op: {} is not a GEMM", op_name(c.op)));
   }
+  set_shape(s, p);
   return g;
 }
 
-// The leading dims of the stored A, B and D: a strided batch keeps every matrix
-// contiguous; a single (folded) GEMM has the plan's.
-struct Lead {
-  int64_t a, b, d;
-};
-Lead leading_dims(const MatmulPlan& p) {
-  if (!p.batched) return {p.lda, p.ldb, p.ldc};
-  return {p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.n};
-}
-
-// The product's geometry, into the fields LtKey and SmallGemm share by name: the
-// transposes, m, n, k, the leading dims and, for a strided batch, the batch and strides.
-template <typename Product>
-void set_geometry(Product& out, const MatmulPlan& p) {
-  out.trans_a = p.trans_a;
-  out.trans_b = p.trans_b;
-  out.m = p.m;
-  out.n = p.n;
-  out.k = p.k;
-  const Lead ld = leading_dims(p);
-  out.lda = ld.a;
-  out.ldb = ld.b;
-  out.ldd = ld.d;
-  if (p.batched) {
-    out.batch = p.batch;
-    out.stride_a = p.stride_a;
-    out.stride_b = p.stride_b;
-  }
-}
-
 LtKey lt_key(const GemmCall& g, bool tf32) {
+  const GemmArgs& s = g.args;
   LtKey k;
-  set_geometry(k, g.plan);
+  k.trans_a = s.trans_a, k.trans_b = s.trans_b;
+  k.batch = s.batch, k.m = s.m, k.n = s.n, k.k = s.k;
+  k.lda = s.lda, k.ldb = s.ldb, k.ldd = s.ldd, k.stride_a = s.stride_a, k.stride_b = s.stride_b;
   k.tf32 = tf32;
   k.accumulate = g.accumulate;
   k.epilogue = g.epilogue;
-  k.align_a = lt_alignment(g.a);
-  k.align_b = lt_alignment(g.b);
-  k.align_c = lt_alignment(g.accumulate ? g.c : g.d);
-  k.align_d = lt_alignment(g.d);
-  k.align_bias = lt_alignment(g.bias);
+  k.align_a = lt_alignment(s.a);
+  k.align_b = lt_alignment(s.b);
+  k.align_c = lt_alignment(g.accumulate ? s.c : s.d);
+  k.align_d = lt_alignment(s.d);
+  k.align_bias = lt_alignment(g.lt_bias());
   return k;
 }
 
@@ -197,61 +172,39 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   return h;
 }
 
-// Whether the call runs on the small-GEMM kernel (gemm_small.h) rather than cuBLASLt:
-// by the backend's options and the shape alone, so both executors on one backend choose alike.
+// Path 3 of gemm.h's table: the small-GEMM kernel.
 bool use_small(const GemmCall& g, const CudaBackendOptions& o) {
-  const MatmulPlan& p = g.plan;
+  const GemmArgs& p = g.args;
   return o.small_gemm && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
          (g.epilogue != LtEpilogue::bias_grad || p.batch == 1);
 }
 
-// The skinny kernels (gemm_small.h) where the small one does not fit, by shape alone.
+// Path 4 of gemm.h's table: the skinny kernels, where the small one does not fit.
 bool use_skinny(const GemmCall& g, const CudaBackendOptions& o) {
-  const MatmulPlan& p = g.plan;
+  const GemmArgs& p = g.args;
   const SkinnyGemm kind = skinny_gemm_kind(p.batch, p.m, p.n, p.k, p.trans_a);
   return o.small_gemm && o.skinny_gemm && kind != SkinnyGemm::none &&
          (g.epilogue != LtEpilogue::bias_grad || kind == SkinnyGemm::thin_n_trans_a);
 }
 
-SmallGemm small_of(const GemmCall& g) {
-  const MatmulPlan& p = g.plan;
-  SmallGemm s;
-  s.a = g.a;
-  s.b = g.b;
-  s.d = g.d;
-  s.c = g.accumulate ? g.c : nullptr;
-  set_geometry(s, p);
-  if (p.batched) s.stride_d = p.m * p.n;
-  switch (g.epilogue) {
-    case LtEpilogue::none: break;
-    case LtEpilogue::bias: s.bias = g.bias; break;
-    case LtEpilogue::bias_relu: s.bias = g.bias; s.act = SmallGemmAct::relu; break;
-    case LtEpilogue::bias_gelu: s.bias = g.bias; s.act = SmallGemmAct::gelu; break;
-    case LtEpilogue::bias_grad: s.bias_grad = const_cast<float*>(g.bias); break;  // matmul_bias_grad's out2
-  }
-  s.act_in = g.act_in;
-  s.act_grad = g.act_grad == Act::relu ? SmallGemmAct::relu : g.act_grad == Act::gelu ? SmallGemmAct::gelu : SmallGemmAct::none;
-  return s;
-}
-
 // matmul_act_grad after a product that did not apply it: relu_grad / gelu_grad in place,
 // the unfused op's kernel, so the bits are the unfused graph's.
-void apply_act_grad(const GemmCall& g, int64_t n, cudaStream_t s) {
+void apply_act_grad(const GemmArgs& g, int64_t n, cudaStream_t s) {
   if (g.act_grad == Act::relu) relu_grad(g.d, g.act_in, g.d, n, s);
   if (g.act_grad == Act::gelu) gelu_grad(g.d, g.act_in, g.d, n, s);
 }
 
 // The batch-invariant mode: the plain kernel summing over k in order, then the unfused
 // epilogue ops, so that fused and unfused graphs give the same bits there too.
-void gemm_invariant(const OpCall& c, const GemmCall& g, const CudaExecContext& ctx) {
+void gemm_invariant(const OpCall& c, const GemmCall& call, const CudaExecContext& ctx) {
   const cudaStream_t s = ctx.stream;
-  const MatmulPlan& p = g.plan;
-  matmul_invariant(p.trans_a, p.trans_b, p.batch, p.m, p.n, p.k, g.a, p.stride_a, g.b, p.stride_b, g.d, s);
-  const int64_t rows = p.batch * p.m, n = rows * p.n;
-  if (c.op == OpKind::linear || c.op == OpKind::linear_add) bias_add(g.d, g.bias, g.d, rows, p.n, s);
+  const GemmArgs& g = call.args;
+  matmul_invariant(g.trans_a, g.trans_b, g.batch, g.m, g.n, g.k, g.a, g.stride_a, g.b, g.stride_b, g.d, s);
+  const int64_t rows = g.batch * g.m, n = rows * g.n;
+  if (c.op == OpKind::linear || c.op == OpKind::linear_add) bias_add(g.d, g.bias, g.d, rows, g.n, s);
   if (c.op == OpKind::linear && c.attrs->act == Act::relu) relu(g.d, g.d, n, s);
   if (c.op == OpKind::linear && c.attrs->act == Act::gelu) gelu(g.d, g.d, n, s);
-  if (g.accumulate) add(g.c, g.d, g.d, n, s);
+  if (call.accumulate) add(g.c, g.d, g.d, n, s);
   apply_act_grad(g, n, s);
   if (c.op == OpKind::matmul_bias_grad)
     reduce_sum(c.in[1].data, c.out2.data, 1, c.in[1].shape[0], c.in[1].shape[1], ctx.scratch, ctx.scratch_bytes, s);
@@ -259,55 +212,25 @@ void gemm_invariant(const OpCall& c, const GemmCall& g, const CudaExecContext& c
 
 }  // namespace
 
-void sgemm(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t m, int64_t n,
-           int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // an empty sum: C = 0
-    if (ldc == n) return fill(c, 0.0f, m * n, s);
-    for (int64_t i = 0; i < m; ++i) fill(c + i * ldc, 0.0f, n, s);
-    return;
-  }
-  prepare(h, s, tf32);
-  const float one = 1.0f, zero = 0.0f;
-  TG_CUBLAS_CHECK(cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              blas_int(n, "n"), blas_int(m, "m"), blas_int(k, "k"), &one, b, blas_int(ldb, "ldb"), a,
-                              blas_int(lda, "lda"), &zero, c, blas_int(ldc, "ldc")));
-}
-
-void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t batch,
-                   int64_t m, int64_t n, int64_t k, const float* a, int64_t stride_a, const float* b,
-                   int64_t stride_b, float* c) {
-  if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0) return fill(c, 0.0f, batch * m * n, s);
-  prepare(h, s, tf32);
-  const int64_t lda = trans_a ? m : k;
-  const int64_t ldb = trans_b ? k : n;
-  const float one = 1.0f, zero = 0.0f;
-  TG_CUBLAS_CHECK(cublasSgemmStridedBatched(
-      h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, blas_int(n, "n"), blas_int(m, "m"),
-      blas_int(k, "k"), &one, b, blas_int(ldb, "ldb"), stride_b, a, blas_int(lda, "lda"), stride_a, &zero, c,
-      blas_int(n, "ldc"), m * n, blas_int(batch, "batch")));
-}
-
 void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   const GemmCall g = gemm_call(c);
   if (batch_invariant_matmul()) return gemm_invariant(c, g, ctx);
-  const MatmulPlan& p = g.plan;
+  const GemmArgs& p = g.args;
   if (p.batch == 0 || p.m == 0 || p.n == 0) return;
   if (p.k == 0) {  // an empty sum: only the plain product has a meaning for it (zeros)
     if (c.op != OpKind::matmul)
       throw std::invalid_argument(fmt::format("run_cuda {}: the product has k = 0; give it a non-empty inner dim",
                                               op_name(c.op)));
-    return fill(g.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
+    return fill(p.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
   }
-  if (use_small(g, ctx.options)) return small_gemm(small_of(g), ctx.stream);
-  if (use_skinny(g, ctx.options)) return skinny_gemm(small_of(g), ctx.stream);
+  if (use_small(g, ctx.options)) return small_gemm(p, ctx.stream);
+  if (use_skinny(g, ctx.options)) return skinny_gemm(p, ctx.stream);
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = prepare_cuda(c, ctx);
   void* ws = c.workspace ? c.workspace : ctx.workspace;
   const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
-  gemm->run(ctx.lt->handle(), g.a, g.b, g.c, g.d, g.bias, ws, ws_bytes, ctx.stream);
-  apply_act_grad(g, p.batch * p.m * p.n, ctx.stream);
+  gemm->run(ctx.lt->handle(), p.a, p.b, p.c, p.d, g.lt_bias(), ws, ws_bytes, ctx.stream);
+  apply_act_grad(p, p.batch * p.m * p.n, ctx.stream);
 }
 
 LtKey gemm_key(const OpCall& c, bool tf32) {
@@ -354,7 +277,8 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
     return &ctx.lt->get(h.key, ctx.stream);
   }
   const cuda::GemmCall g = cuda::gemm_call(c);
-  if (g.plan.m == 0 || g.plan.n == 0 || g.plan.k == 0 || g.plan.batch == 0 || cuda::use_small(g, ctx.options) ||
+  const cuda::GemmArgs& p = g.args;
+  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || cuda::use_small(g, ctx.options) ||
       cuda::use_skinny(g, ctx.options))
     return nullptr;
   return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);

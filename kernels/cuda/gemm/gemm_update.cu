@@ -33,10 +33,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm/gemm.h"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd_step.cuh"
-#include "kernels/cuda/gemm/gemm_simt.cuh"
 #include "kernels/gemm/gemm_update_shape.h"
 
 namespace tg::kernels::cuda {
