@@ -3,9 +3,9 @@
 // take (the last path of gemm.h's routing table) and matmul_heads' pointer-array GEMM.
 //
 // Why cuBLASLt: its epilogues fuse the bias, ReLU/GELU and the bias gradient into the
-// GEMM (docs/results/h200-probes/lt-epilogues-*.txt measured each on the H200), and one
-// API for the plain and the fused products keeps the kernels of an unfused static graph
-// and of the dynamic executor identical: both ask the same cache for the same key.
+// GEMM (docs/compiler.md), and one API for the plain and the fused products keeps the
+// kernels of an unfused static graph and of the dynamic executor identical: both ask the
+// same cache for the same key.
 //
 // Row-major problems map onto cuBLASLt's column-major ones as in gemm_router.cpp: the
 // row-major [m,n] D is the column-major [n,m] one, so D = op(A) op(B) is computed as

@@ -127,10 +127,9 @@ LtKey lt_key(const GemmCall& g, bool tf32) {
 // matmul_heads (graph/heads.h): a head view's matrix (b, h) starts at b*rows*ld + h*cols,
 // not an affine function of one batch index, so one strided-batched GEMM cannot walk it.
 // One pointer-array GEMM over all N matrices does (their addresses written by
-// heads_pointers on the device). H strided-batched GEMMs, one per head, were slower on an
-// H200 than the transposes they replace (docs/results/h200-probes/attention-heads-*.txt):
-// the attention's products per head are small, and 8 launches of a 32-matrix batch fill
-// the GPU worse than one launch of 256.
+// heads_pointers on the device). Not one strided-batched GEMM per head: an attention's
+// products per head are small, and H launches of a batch of N / H matrices fill the GPU
+// worse than one launch of N, enough to lose what removing the transposes gains.
 struct HeadsCall {
   HeadsGeometry g;
   LtKey key;

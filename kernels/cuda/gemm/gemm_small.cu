@@ -4,8 +4,8 @@
 //
 // Why: in an overhead-bound model (tg-train's MLP at batch 32, width 256) every GEMM is
 // 32 x 256 x 256, two million multiply-adds: a few microseconds of latency and nothing
-// else. cuBLASLt's kernels for it take 6-7 us each inside a CUDA Graph (its heuristic
-// offers one algorithm for the forward shape), more than the product needs. This kernel
+// else. cuBLASLt's kernels, built for throughput (and its heuristic offers one algorithm
+// for the forward shape), take longer than the product needs. This kernel
 // trades peak throughput for latency: 16 x 16 output tiles (32 blocks for 32 x 256), the
 // whole k extent of both operand tiles loaded at once (one memory latency, not one per k
 // slice), k split four ways inside the block, and the epilogue (bias, ReLU/GELU, the

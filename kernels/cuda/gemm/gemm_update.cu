@@ -76,10 +76,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     return static_cast<long long>(i0 + kRowApart * (r / 4) + row0 + r % 4) * n + j0 + 64 * h + col0;
   };
   // The block's tile from its linear index, in a loop of one pass. Written so, rather than
-  // as (blockIdx.y, blockIdx.x) directly, the kernel compiles to code that runs the three
-  // w4096 weights in 2.05-2.07 ms instead of 2.10-2.11 (same bits; same machine, three runs
-  // each of scripts/device/probes/gemm_update_runtime.cu): in the PTX the B stages get their
-  // own base register instead of an offset from A's. Keep the form unless a probe says otherwise.
+  // as (blockIdx.y, blockIdx.x) directly, the B stages get their own base register in the
+  // PTX instead of an offset from A's, which makes the kernel faster at the same bits. Keep
+  // the form unless scripts/device/probes/gemm_update_runtime.cu says otherwise.
   const int first = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
   for (int tile_at = first; tile_at < out_tiles; tile_at += out_tiles) {
     const int i0 = tile_at / col_tiles * kTile, j0 = tile_at % col_tiles * kTile;
