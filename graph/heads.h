@@ -11,7 +11,7 @@
 #include "graph/attrs.h"
 #include "graph/shape.h"
 
-// offset() also runs on the GPU (kernels/cuda/heads_pointers.cu writes the matrices'
+// offset() also runs on the GPU (kernels/cuda/gemm/gemm_heads_pointers.cu writes the matrices'
 // addresses for a pointer-array GEMM), so it is host and device code under nvcc.
 #if defined(__CUDACC__)
 #define TG_HEADS_HOST_DEVICE __host__ __device__

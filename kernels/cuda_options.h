@@ -19,10 +19,10 @@
 namespace tg {
 
 struct CudaBackendOptions {
-  // GEMMs small enough for the project's one-pass kernel (kernels/cuda/matmul_small.h) run
+  // GEMMs small enough for the project's one-pass kernel (kernels/cuda/gemm/gemm_small.h) run
   // there instead of through cuBLASLt.
   bool small_gemm = true;
-  // Thin GEMMs (k or n at most 16, kernels/cuda/matmul_skinny.cu) run on the skinny kernels
+  // Thin GEMMs (k or n at most 16, kernels/cuda/gemm/gemm_skinny.cu) run on the skinny kernels
   // where the small one does not fit; only with small_gemm.
   bool skinny_gemm = true;
   // matmul_sgd_momentum runs its stream-K form (one block a resident slot, each an equal
@@ -30,7 +30,7 @@ struct CudaBackendOptions {
   // first GEMM update; off: the tiled kernel, one tile a block.
   bool gemm_update_streamk = true;
   // The first request of a cuBLASLt GEMM shape times the heuristic's first candidates and
-  // keeps the fastest (kernels/cuda/matmul_lt.h): faster GEMMs, but results may differ in
+  // keeps the fastest (kernels/cuda/gemm/gemm_lt.h): faster GEMMs, but results may differ in
   // the last bits from one process to the next, so it is off by default.
   bool gemm_autotune = false;
   // Programmatic dependent launch where the device has it (compute capability >= 9.0).

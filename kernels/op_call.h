@@ -29,7 +29,7 @@ struct OpCall {
   // kMaxOpInputs.. are more[0..], in storage the caller keeps alive for the call.
   const TensorView* more = nullptr;
   // Backend state the static executor prepared for this call at compile time (the
-  // cuBLASLt algorithm of a GEMM, kernels/cuda/matmul_lt.h); null: chosen at run time.
+  // cuBLASLt algorithm of a GEMM, kernels/cuda/gemm/gemm_lt.h); null: chosen at run time.
   const void* prepared = nullptr;
   // Workspace for the call (the static executor's, in its arena); null: the backend's own.
   void* workspace = nullptr;

@@ -8,7 +8,7 @@
 #include "graph/builder.h"
 #include "graph/errors.h"
 #include "graph/validate.h"
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 
 namespace tg {
 
@@ -78,7 +78,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   PlanOptions po = opt.plan;
   po.workspace_bytes = gemm_workspace_bytes(graph, params->backend());
   // The lanes pass: which nodes run on a side stream. Not in the batch-invariant mode, whose
-  // GEMMs use the backend's one scratch buffer (kernels/matmul_mode.h).
+  // GEMMs use the backend's one scratch buffer (kernels/gemm/gemm_mode.h).
   if (opt.passes.has(PassId::lanes) && !kernels::batch_invariant_matmul()) {
     po.live_to_end = side_lane_nodes(graph, order, opt.pass_options);
     if (std::find(po.live_to_end.begin(), po.live_to_end.end(), true) == po.live_to_end.end()) po.live_to_end.clear();

@@ -1,4 +1,4 @@
-// The runtime's matmul_sgd_momentum (kernels/cuda/gemm_update.cu) on the w4096 MLP's three
+// The runtime's matmul_sgd_momentum (kernels/cuda/gemm/gemm_update.cu) on the w4096 MLP's three
 // 4096 x 4096 weight gradients (batch 1024), against what it replaces: cuBLASLt's weight
 // gradient and the runtime's sgd_momentum kernel. sgemm_update.cu chose the kernel with its
 // own copies of the candidates; this probe times the kernel the optimizer pass emits, with

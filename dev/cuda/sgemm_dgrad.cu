@@ -11,7 +11,7 @@
 // 16 columns of dZ's rows and of W's rows goes to shared memory k-major ([k][row], rows
 // padded by 4 floats against bank conflicts), one float per cp.async (4-byte copies, which
 // .ca allows), so that the main loop is the weight-gradient kernel's (simt_main_loop of
-// kernels/cuda/simt_gemm.cuh): 128 x 128 tiles, 128 threads of 16 x 8 results, double-buffered
+// kernels/cuda/gemm/gemm_simt.cuh): 128 x 128 tiles, 128 threads of 16 x 8 results, double-buffered
 // fragments, the stage switch inside the last k step, serpentine product order, each output
 // one chain of fused multiply-adds over k in order.
 // Epilogues: store dX; or relu_grad (dX = dZ W^T where y > 0, else 0, y the layer's ReLU output).
@@ -22,7 +22,7 @@
 // relu_grad kernel, and the own kernels.
 #include <type_traits>
 
-#include "kernels/cuda/simt_gemm.cuh"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
 #include "wgrad_common.cuh"
 
 namespace {
@@ -42,7 +42,7 @@ enum Order { kSerpentine, kSerpentineCols };
 //  kMapRowQuads: a warp copies 4 rows x 8 k (four 32-byte sectors); its stores fall on 32 banks.
 enum Map { kMapRowPairs, kMapRowQuads };
 
-using tg::kernels::cuda::cp_async4;  // the cp.async helpers of kernels/cuda/simt_gemm.cuh
+using tg::kernels::cuda::cp_async4;  // the cp.async helpers of kernels/cuda/gemm/gemm_simt.cuh
 using tg::kernels::cuda::cp_async_commit;
 
 template <int kOrder>

@@ -29,7 +29,7 @@
 // magnitude.
 #include <type_traits>
 
-#include "kernels/cuda/simt_gemm.cuh"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
 #include "wgrad_common.cuh"
 
 namespace {
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_at_b(const float* __restric
 // loads per 128 multiply-adds instead of 4 per 64; columns tx*4 + 64h + {0..3} (h < 2)
 // either way. kMinBlocks bounds the registers: 128 threads at 3 blocks an SM get 168, at 2
 // get 207.
-using tg::kernels::cuda::cp_async16;  // the cp.async helpers of kernels/cuda/simt_gemm.cuh
+using tg::kernels::cuda::cp_async16;  // the cp.async helpers of kernels/cuda/gemm/gemm_simt.cuh
 using tg::kernels::cuda::cp_async_commit;
 using tg::kernels::cuda::cp_async_wait;
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(kThreadCount, kMinBlocks) sgemm_at_b_pipelined
 }
 
 // The main loop as CUTLASS's multistage SIMT GEMM arranges it (simt_main_loop of
-// kernels/cuda/simt_gemm.cuh, which matmul_sgd_momentum's kernel runs too: two fragment
+// kernels/cuda/gemm/gemm_simt.cuh, which matmul_sgd_momentum's kernel runs too: two fragment
 // buffers, the stage switch inside the tile's last k step). The tiles, epilogues and
 // kOrder are sgemm_at_b_pipelined's, and so is the thread
 // layout unless kSquareWarps: then (128 threads, 128 x 128 tiles only) each warp computes a

@@ -1,4 +1,4 @@
-// The skinny-GEMM kernels (kernels/cuda/matmul_skinny.cu) on the three thin products of the
+// The skinny-GEMM kernels (kernels/cuda/gemm/gemm_skinny.cu) on the three thin products of the
 // w4096 MLP's last layer (batch 1024, 4096 -> 10), against cuBLAS's SGEMM on the same
 // operands, and against the bytes each must move:
 //  - forward: [1024, 4096] x [4096, 10] + bias (skinny_n; 16 MiB read);
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/gemm/gemm_small.h"
 #include "wgrad_common.cuh"  // CK, pseudo-random operands, max_rel_diff, median_us
 
 namespace cu = tg::kernels::cuda;
@@ -48,7 +48,7 @@ float graph_us(cudaStream_t s, Body&& body) {
 
 struct Product {
   const char* name;
-  cu::SmallGemm plain, step;  // step: with the step's epilogue
+  cu::GemmArgs plain, step;  // step: with the step's epilogue
   long out_elems;
   double bytes;  // what the step's kernel must move at least
 };
@@ -75,7 +75,7 @@ int main() {
   {  // forward: y = x w + bias
     Product& p = products[0];
     p.name = "forward [1024,4096]x[4096,10]";
-    cu::SmallGemm g;
+    cu::GemmArgs g;
     g.a = x, g.b = w, g.d = out_small, g.m = kBatch, g.n = kThin, g.k = kWide, g.lda = kWide, g.ldb = kThin, g.ldd = kThin;
     p.plain = g;
     g.bias = bias;
@@ -86,7 +86,7 @@ int main() {
   {  // weight gradient: dw = x^T dz, db = column sums of dz
     Product& p = products[1];
     p.name = "weight grad [4096,1024]x[1024,10]";
-    cu::SmallGemm g;
+    cu::GemmArgs g;
     g.a = x, g.b = dz, g.d = out_small, g.m = kWide, g.n = kThin, g.k = kBatch, g.lda = kWide, g.ldb = kThin, g.ldd = kThin;
     g.trans_a = true;
     p.plain = g;
@@ -98,19 +98,19 @@ int main() {
   {  // input gradient: dx = relu_grad(dz w^T, x)
     Product& p = products[2];
     p.name = "input grad [1024,10]x[10,4096]";
-    cu::SmallGemm g;
+    cu::GemmArgs g;
     g.a = dz, g.b = w, g.d = out_wide, g.m = kBatch, g.n = kWide, g.k = kThin, g.lda = kThin, g.ldb = kThin, g.ldd = kWide;
     g.trans_b = true;
     p.plain = g;
     g.act_in = x;
-    g.act_grad = cu::SmallGemmAct::relu;
+    g.act_grad = tg::Act::relu;
     p.step = g;
     p.out_elems = wide;
     p.bytes = 2 * wide * 4.0;
   }
   std::printf("%-36s %10s %9s %9s %9s %9s %7s\n", "product", "rel diff", "cublas", "skinny", "+epilog", "copy", "of copy");
   for (const Product& p : products) {
-    const cu::SmallGemm& g = p.plain;
+    const cu::GemmArgs& g = p.plain;
     float* ref = p.out_elems == wide ? ref_wide : out_ref;
     // cuBLAS on the same row-major operands: C[m,n] = op(A) op(B).
     auto cublas = [&] {

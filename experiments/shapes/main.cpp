@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "dynamic/trainer.h"
-#include "experiments/harness/harness.h"
 #include "experiments/harness/exec_common.h"
+#include "experiments/harness/harness.h"
 #include "graph/init.h"
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 #include "static/shape_strategy.h"
 
 namespace th = tg::harness;
@@ -139,7 +139,7 @@ struct DynamicAtLength {
 // Every strategy against dynamic over a short sequence with repeats, both from the
 // same initial parameters: per-step loss and, at the end, every parameter and
 // velocity, bit for bit. bucket twice: with the batch-invariant matmul
-// (kernels/matmul_mode.h, both executors) it must be exact too; with the vendor
+// (kernels/gemm/gemm_mode.h, both executors) it must be exact too; with the vendor
 // BLAS, which may round a row differently for another row count, to f32 rounding.
 void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const Model& m, FeedBank& bank) {
   TG_NVTX_RANGE("check_results");

@@ -17,7 +17,7 @@
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/harness/gpu_timing.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/matmul_lt.h"
+#include "kernels/cuda/gemm/gemm_lt.h"
 #endif
 
 namespace th = tg::harness;

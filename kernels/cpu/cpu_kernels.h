@@ -68,7 +68,7 @@ void cpu_gemm_op(const OpCall& c);
 // product (cpu_matmul), the result scattered when it is a head view: the bits of the
 // transposes and the batched matmul it replaces.
 void cpu_matmul_heads(const OpCall& c);
-// The batch-invariant product (kernels/matmul_mode.h) of one contiguous matrix pair:
+// The batch-invariant product (kernels/gemm/gemm_mode.h) of one contiguous matrix pair:
 // A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
 void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                         float* c);

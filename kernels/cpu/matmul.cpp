@@ -13,8 +13,8 @@
 #include "graph/errors.h"
 #include "graph/heads.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/matmul_mode.h"
-#include "kernels/matmul_plan.h"
+#include "kernels/gemm/gemm_mode.h"
+#include "kernels/gemm/gemm_plan.h"
 
 namespace tg::kernels {
 

@@ -1,7 +1,7 @@
-// The batch-invariant matmul of the CPU backend (kernels/matmul_mode.h): every
+// The batch-invariant matmul of the CPU backend (kernels/gemm/gemm_mode.h): every
 // element is sum_k a(i,k) * b(k,j) in order of k, each product and each sum rounded
 // on its own (this file is compiled with -ffp-contract=off, so no FMA either), the
-// same arithmetic as the CUDA kernel in kernels/cuda/matmul_invariant.cu. The loop
+// same arithmetic as the CUDA kernel in kernels/cuda/gemm/gemm_invariant.cu. The loop
 // runs i, k, j so that the j loop streams a row of B and vectorizes.
 #include <vector>
 

@@ -11,7 +11,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/matmul_lt.h"
+#include "kernels/cuda/gemm/gemm_lt.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg {
@@ -50,7 +50,8 @@ class CudaBackend : public Backend {
   // run_on's context, but for its stream: the same but for the scratch.
   const kernels::CudaExecContext& side_context() const { return side_ctx_; }
   // The cuBLASLt GEMM a call runs (the heuristic asked now, once per shape), or nothing
-  // for a call that is not a GEMM. The first matmul_sgd_momentum call prepared also allocates
+  // for a call that runs none (kernels/cuda/gemm/gemm.h routes many GEMMs to kernels of the
+  // project's own). The first matmul_sgd_momentum call prepared also allocates
   // the stream-K update's workspaces (ensure_update_workspace), before any capture.
   Prepared prepare(const kernels::OpCall& call) override;
 

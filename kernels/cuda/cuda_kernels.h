@@ -9,7 +9,9 @@
 //    fill, copy) are computed exactly as written, so they match the CPU bit for bit;
 //  - a label that is not an integer in [0, classes) cannot throw from a kernel: the
 //    loss becomes NaN and the gradient row NaN, so it shows up in the results.
-// Deterministic: no atomics; every reduction has a fixed order for a given device.
+// Deterministic: every reduction has a fixed order for a given device. Atomics only count or
+// flag finished partial results (reduce.cuh's last block, the stream-K GEMM update's split
+// tiles, kernels/cuda/gemm/gemm.h); no kernel adds values atomically.
 // Launchers never allocate (reduce_*, layernorm_grad_gamma* and mse_loss use ctx.scratch) and never
 // synchronize, so they can be captured into a CUDA Graph.
 #include <cublas_v2.h>
@@ -18,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/gemm/gemm.h"
 #include "kernels/cuda_options.h"
 #include "kernels/op_call.h"
 
@@ -35,7 +38,7 @@ struct CudaExecContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   bool tf32 = false;
-  // The GEMMs (kernels/cuda/matmul_lt.h) and the workspace they run with unless the call
+  // The cuBLASLt GEMMs (kernels/cuda/gemm/gemm_lt.h) and the workspace they run with unless the call
   // brings its own (OpCall::workspace, the static executor's arena).
   cuda::LtCache* lt = nullptr;
   void* workspace = nullptr;
@@ -56,32 +59,9 @@ struct CudaExecContext {
 // op and the tensor when the call is malformed, tg::CudaError when CUDA fails.
 void run_cuda(const OpCall& call, const CudaExecContext& ctx);
 
-// For the GEMM-family ops (matmul and the fused GEMMs): the cuBLASLt GEMM the call runs,
-// prepared now (the heuristic asked once); null for the other ops and in the
-// batch-invariant mode. The static executor keeps it in OpCall::prepared.
-const cuda::LtGemm* prepare_cuda(const OpCall& call, const CudaExecContext& ctx);
-
 namespace cuda {
 
-// ---- matmul (matmul.cpp: cuBLASLt for the ops, cuBLAS sgemm for tg-matmul) -----------
-// Row-major, as cpu_sgemm / cpu_sgemm_batched / cpu_matmul.
-void sgemm(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t m, int64_t n,
-           int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
-void sgemm_batched(cublasHandle_t h, cudaStream_t s, bool tf32, bool trans_a, bool trans_b, int64_t batch,
-                   int64_t m, int64_t n, int64_t k, const float* a, int64_t stride_a, const float* b,
-                   int64_t stride_b, float* c);
-// matmul, linear, linear_add, matmul_add, matmul_bias_grad: one cuBLASLt GEMM each
-// (matmul_lt.h), or the batch-invariant product and the unfused epilogue ops when
-// that mode is on.
-void gemm_op(const OpCall& c, const CudaExecContext& ctx);
-// matmul_heads (graph/heads.h): one cuBLASLt GEMM per head, batched over the heads' rows
-// of matrices (a head view's matrices of one head are evenly spaced; of all heads not).
-void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx);
-// The batch-invariant product (kernels/matmul_mode.h): `batch` contiguous matrix
-// pairs, A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n];
-// matmul() calls it when the mode is on.
-void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
-                      int64_t stride_a, const float* b, int64_t stride_b, float* c, cudaStream_t s);
+// ---- the GEMM family: kernels/cuda/gemm/gemm.h, included above ------------------------
 
 // ---- launching (launch.cu) --------------------------------------------------------
 // Programmatic dependent launch (kernels/cuda/pdl.cuh): used where the device has it
@@ -132,25 +112,6 @@ void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, 
 // launch per kMultiTensors groups, with sgd's and sgd_momentum's arithmetic.
 constexpr int kMultiTensors = 64;
 void multi_update(const OpCall& c, cudaStream_t s);
-// matmul_sgd_momentum (gemm_update.cu): sgd_momentum of p [m, n] and v with the gradient
-// a^T dz (a [rows, m], dz [rows, n], row-major), computed in the kernel and never stored.
-void matmul_sgd_momentum(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m, int64_t n,
-                         float lr, float momentum, cudaStream_t s);
-// matmul_sgd_momentum_streamk (gemm_update.cu): the same update with the product's k steps
-// split evenly over `blocks` persistent blocks (0: as many as the device holds at once), so
-// that the tiles' updates do not all fall at the end of a wave; a tile split between two
-// blocks sums its two parts (other bits than matmul_sgd_momentum's, fixed by the shape and
-// the block count). On unless the backend's options turn it off
-// (CudaBackendOptions::gemm_update_streamk): the CUDA backend then makes a workspace for each
-// of its streams when it prepares its first GEMM update (CudaExecContext::update_workspace)
-// and the op runs this form. workspace: at least
-// matmul_sgd_momentum_streamk_workspace(rows, m, n, blocks) bytes (m = n = 0: enough for any
-// shape), zeroed before the first call (its flags are zero again after each; std::invalid_argument
-// when it is too small); without one, or off the tiled shapes, it is matmul_sgd_momentum.
-size_t matmul_sgd_momentum_streamk_workspace(int64_t rows, int64_t m, int64_t n, int blocks);
-void matmul_sgd_momentum_streamk(float* p, const float* a, float* v, const float* dz, int64_t rows, int64_t m,
-                                 int64_t n, float lr, float momentum, void* workspace, size_t workspace_bytes,
-                                 int blocks, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
 // alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).

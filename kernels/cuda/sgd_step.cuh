@@ -2,7 +2,7 @@
 // One element of sgd_momentum (v = momentum v + g; p -= lr v), rounded as the CPU reference
 // (kernels/cpu/optimizer.cpp) computes it in plain float math: __fmul_rn/__fadd_rn keep
 // nvcc from contracting it into fused multiply-adds. Every CUDA kernel that applies the
-// update (optimizer.cu, gemm_update.cu) goes through it, so they give the same bits.
+// update (optimizer.cu, gemm/gemm_update.cu) goes through it, so they give the same bits.
 #include <cuda_runtime.h>
 
 namespace tg::kernels::cuda {

@@ -11,13 +11,13 @@
 // another op (not a matmul) stays for it. The products are the same; only their operands'
 // addresses and leading dimensions change, so the CPU gives the unfused graph's bits.
 //
-// On the GPU each matmul_heads is one pointer-array GEMM (kernels/cuda/matmul.cpp). It
+// On the GPU each matmul_heads is one pointer-array GEMM (kernels/cuda/gemm/gemm_router.cpp). It
 // leaves the graph as it is in the batch-invariant matmul mode, which has no head-view
 // kernel.
 #include <array>
 #include <vector>
 
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 #include "static/passes/pass.h"
 #include "static/passes/rewrite.h"
 

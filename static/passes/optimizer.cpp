@@ -14,7 +14,7 @@
 // (matmul(a, dz) with trans_a, or matmul_bias_grad's first result) read by nothing else
 // becomes one matmul_sgd_momentum: the gradient is computed inside the update's kernel
 // and never stored, so the update's reads of the gradient and its separate pass over the
-// parameter and velocity are gone (kernels/cuda/gemm_update.cu). matmul_bias_grad's bias
+// parameter and velocity are gone (kernels/cuda/gemm/gemm_update.cu). matmul_bias_grad's bias
 // gradient goes back to a reduce_sum of dz's rows. Only shapes of that kernel's tiles, with
 // enough tiles to fill the GPU (PassOptions::gemm_update_min_tiles), are fused;
 // PassOptions::gemm_updates turns it off.
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "graph/name_index.h"
-#include "kernels/gemm_update_shape.h"
+#include "kernels/gemm/gemm_update_shape.h"
 #include "static/passes/pass.h"
 #include "static/passes/rewrite.h"
 

@@ -1,4 +1,4 @@
-// matmul_sgd_momentum's CUDA kernels (kernels/cuda/gemm_update.cu): the tiled kernel at the
+// matmul_sgd_momentum's CUDA kernels (kernels/cuda/gemm/gemm_update.cu): the tiled kernel at the
 // edges of its pipeline (fewer k tiles than stages, one tile, many) and across tiles, the
 // plain kernel for other shapes, both against the CPU reference; and the tiled kernel
 // against the unfused form on the GPU (the cuBLASLt weight gradient, then sgd_momentum); the

@@ -1,6 +1,6 @@
 // The GEMM family against OpenBLAS: every transpose combination, rank-2, rank-3 with
 // shared B (folded and, with trans_a, batched), and batched B; fp32 and TF32; through
-// cuBLASLt and through the small-GEMM kernel (kernels/cuda/matmul_small.h), each alone, and
+// cuBLASLt and through the small-GEMM kernel (kernels/cuda/gemm/gemm_small.h), each alone, and
 // the skinny-GEMM kernels (thin k or thin n) on shapes the small one does not take.
 #include <doctest/doctest.h>
 
@@ -13,11 +13,11 @@
 
 #include "graph/heads.h"
 #include "graph/shape_inference.h"
-#include "kernels/cuda/heads_pointers.h"
-#include "kernels/cuda/matmul_lt.h"
-#include "kernels/cuda/matmul_small.h"
+#include "kernels/cuda/gemm/gemm_heads_pointers.h"
+#include "kernels/cuda/gemm/gemm_lt.h"
+#include "kernels/cuda/gemm/gemm_small.h"
 #include "kernels/cuda/raii.h"
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 #include "tests/common/op_samples.h"
 #include "tests/cuda/op_harness.h"
 #include "tests/gpu_skip.h"
@@ -31,7 +31,7 @@ struct MM {
   bool batched_b;
 };
 
-// invariant: the batch-invariant mode (kernels/matmul_mode.h) on both sides, which
+// invariant: the batch-invariant mode (kernels/gemm/gemm_mode.h) on both sides, which
 // must then agree bit for bit. o: the backend's GEMM kernels.
 void matmul_cases(bool tf32, bool invariant = false, const CudaBackendOptions& o = {}) {
   const std::vector<MM> sizes = {{0, 1, 1, 1, false},     {0, 7, 5, 3, false},     {0, 33, 65, 17, false},

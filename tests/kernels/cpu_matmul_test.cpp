@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 #include "tests/kernels/kernel_test_util.h"
 
 using namespace tg;

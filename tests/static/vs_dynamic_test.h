@@ -7,7 +7,7 @@
 
 #include "dynamic/trainer.h"
 #include "graph/init.h"
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 #include "static/compiler.h"
 #include "static/shape_strategy.h"
 #include "tests/static/static_test_util.h"
@@ -85,7 +85,7 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
 
 // Each shape strategy against the dynamic executor stepping at the real shapes, bit
 // for bit: every loss, the last prediction, every parameter and velocity. bucket runs
-// twice: with the batch-invariant matmul (kernels/matmul_mode.h) on both sides it is
+// twice: with the batch-invariant matmul (kernels/gemm/gemm_mode.h) on both sides it is
 // bitwise too (padded_mse_loss sees the real elements alone, see shape_strategy.h);
 // with the vendor BLAS, which may round a row differently for another row count, it
 // agrees to f32 rounding.

@@ -1,4 +1,4 @@
-#include "kernels/matmul_mode.h"
+#include "kernels/gemm/gemm_mode.h"
 
 #include <atomic>
 

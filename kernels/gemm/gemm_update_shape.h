@@ -1,5 +1,5 @@
 #pragma once
-// Which weight gradients matmul_sgd_momentum's tiled CUDA kernel (kernels/cuda/gemm_update.cu)
+// Which weight gradients matmul_sgd_momentum's tiled CUDA kernel (kernels/cuda/gemm/gemm_update.cu)
 // takes: the weight [m, n] a^T dz of a [rows, m] and dz [rows, n] in whole 128 x 128 tiles,
 // the rows (the product's k) in whole steps of 16. Other shapes run, correctly and slowly,
 // on a plain kernel; the optimizer pass (static/passes/optimizer.cpp) fuses only these.

@@ -1,6 +1,6 @@
 #pragma once
 // The device arrays of matrix addresses that matmul_heads' pointer-array GEMM reads
-// (LtKey::pointer_arrays, kernels/cuda/matmul.cpp). Matrix i of a head view starts at
+// (LtKey::pointer_arrays, kernels/cuda/gemm/gemm_router.cpp). Matrix i of a head view starts at
 // (i / H) * rows * ld + (i % H) * cols (graph/heads.h): not evenly spaced, so no strided
 // batch walks it, and cuBLASLt is given one address per matrix instead.
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-#include "kernels/cuda/matmul_lt.h"
+#include "kernels/cuda/gemm/gemm_lt.h"
 
 #include <fmt/format.h>
 

@@ -15,7 +15,7 @@
 //    in rows, so a k step of a tile is the outer product of two row segments;
 //  - 128 threads, each 16 x 8 results; operands copied global -> shared by cp.async through
 //    4 stages of 16 rows, the copies' addresses advanced tile by tile;
-//  - CUTLASS's multistage main loop (kernels/cuda/simt_gemm.cuh): two fragment buffers (the
+//  - CUTLASS's multistage main loop (kernels/cuda/gemm/gemm_simt.cuh): two fragment buffers (the
 //    next k step's shared loads issue before this step's products) and the stage switch
 //    inside the last k step;
 //  - a k step's products in serpentine order (odd rows right to left), which through the
@@ -33,11 +33,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm/gemm.h"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd_step.cuh"
-#include "kernels/cuda/simt_gemm.cuh"
-#include "kernels/gemm_update_shape.h"
+#include "kernels/gemm/gemm_update_shape.h"
 
 namespace tg::kernels::cuda {
 
@@ -76,10 +76,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     return static_cast<long long>(i0 + kRowApart * (r / 4) + row0 + r % 4) * n + j0 + 64 * h + col0;
   };
   // The block's tile from its linear index, in a loop of one pass. Written so, rather than
-  // as (blockIdx.y, blockIdx.x) directly, the kernel compiles to code that runs the three
-  // w4096 weights in 2.05-2.07 ms instead of 2.10-2.11 (same bits; same machine, three runs
-  // each of scripts/device/probes/gemm_update_runtime.cu): in the PTX the B stages get their
-  // own base register instead of an offset from A's. Keep the form unless a probe says otherwise.
+  // as (blockIdx.y, blockIdx.x) directly, the B stages get their own base register in the
+  // PTX instead of an offset from A's, which makes the kernel faster at the same bits. Keep
+  // the form unless scripts/device/probes/gemm_update_runtime.cu says otherwise.
   const int first = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
   for (int tile_at = first; tile_at < out_tiles; tile_at += out_tiles) {
     const int i0 = tile_at / col_tiles * kTile, j0 = tile_at % col_tiles * kTile;

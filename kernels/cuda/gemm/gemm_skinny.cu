@@ -1,5 +1,5 @@
 // The skinny-GEMM kernels of the CUDA backend: GEMM-family products with one thin side,
-// too large for the small-GEMM kernel (matmul_small.cu), that cuBLASLt's FP32 kernels tile
+// too large for the small-GEMM kernel (gemm_small.cu), that cuBLASLt's FP32 kernels tile
 // poorly because their tiles are wide in every dimension:
 //  - an inner dimension of at most 16 (skinny_k: an outer product of thin operands, e.g. the
 //    input gradient of a layer 10 wide, [1024, 10] x [10, 4096], 16 MB written);
@@ -28,7 +28,7 @@
 //  - skinny_nt: group q (of 32) chains k values q, q + 32, .. in order; the 4 groups of a warp
 //    are added by a butterfly, then the 8 warps' sums in warp order (the bias gradient's
 //    column sums the same way).
-// The epilogue is the small-GEMM kernel's (small_gemm_epilogue.cuh), so a fused GEMM gives
+// The epilogue is the small-GEMM kernel's (gemm_epilogue.cuh), so a fused GEMM gives
 // the bits of the kernel's plain product followed by the unfused ops, and both executors
 // route the same shapes here (gemm_op, by shape alone).
 #include <cuda_runtime.h>
@@ -37,9 +37,9 @@
 #include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/matmul_small.h"
-#include "kernels/cuda/simt_gemm.cuh"
-#include "kernels/cuda/small_gemm_epilogue.cuh"
+#include "kernels/cuda/gemm/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm/gemm_simt.cuh"
+#include "kernels/cuda/gemm/gemm_small.h"
 
 namespace tg::kernels::cuda {
 
@@ -59,9 +59,9 @@ constexpr int kTGroups = kThreads / (kTCols / 4);  // skinny_nt: k groups, 32
 constexpr int kTSteps = 8;      // skinny_nt: k values a thread takes from a slice, kTGroups apart
 constexpr int kTSlice = kTSteps * kTGroups;  // skinny_nt: k values a slice, 256
 
-// op(A)[i][kk] of a SmallGemm (batch 1), through the read-only cache.
+// op(A)[i][kk] of a GemmArgs (batch 1), through the read-only cache.
 template <bool kTrans>
-__device__ __forceinline__ float at_a(const SmallGemm& g, int64_t i, int64_t kk) {
+__device__ __forceinline__ float at_a(const GemmArgs& g, int64_t i, int64_t kk) {
   return __ldg(kTrans ? g.a + kk * g.lda + i : g.a + i * g.lda + kk);
 }
 
@@ -171,7 +171,7 @@ enum class ThinKEpilogue : uint8_t { plain, relu_grad, general };
 // products. A block inside the result (all but the last row and column of blocks) skips
 // the bounds tests. Two blocks fit an SM (but with the general epilogue).
 template <int kKK, ThinKEpilogue kEpilogue>
-__global__ void __launch_bounds__(kThreads, kEpilogue == ThinKEpilogue::general ? 1 : 2) skinny_k_kernel(SmallGemm g) {
+__global__ void __launch_bounds__(kThreads, kEpilogue == ThinKEpilogue::general ? 1 : 2) skinny_k_kernel(GemmArgs g) {
   __shared__ float4 as4[kKRows][kKK / 4];
   __shared__ float staged[kWarps][32 * kThin];  // a warp's 32 rows of B (trans_b, dense)
   pdl::prologue();
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, kEpilogue == ThinKEpilogue::general 
 // value read there serving all 8 rows. The next slice's values of A load before this
 // slice's products.
 template <bool kTransB, int kNT>
-__global__ void __launch_bounds__(kThreads) skinny_n_kernel(SmallGemm g) {
+__global__ void __launch_bounds__(kThreads) skinny_n_kernel(GemmArgs g) {
   extern __shared__ float4 skinny_smem[];  // two slices [kNSlice][n]; the warps' sums at the end
   float* const slices = reinterpret_cast<float*>(skinny_smem);
   constexpr int kSums = kNRows * kNT;  // a thread's sums, [row][column]
@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(kThreads) skinny_n_kernel(SmallGemm g) {
 // shared memory as skinny_n's do (a warp's 4 k groups read 4 rows: broadcasts). Block 0
 // also sums op(B)'s columns over k the same way (the bias gradient).
 template <bool kTransB, int kNT>
-__global__ void __launch_bounds__(kThreads) skinny_nt_kernel(SmallGemm g, bool vec4) {
+__global__ void __launch_bounds__(kThreads) skinny_nt_kernel(GemmArgs g, bool vec4) {
   __shared__ __align__(16) float slices[2][kTSlice * kNT];  // [kTSlice][n] each; the warps' sums at the end
   __shared__ float bias_sums[kWarps][kNT];
   pdl::prologue();
@@ -451,18 +451,18 @@ void launch_with_smem(detail::LaunchSite at, dim3 grid, size_t bytes, cudaStream
 }
 
 template <int kKK>
-void launch_skinny_k(const SmallGemm& g, cudaStream_t s) {
+void launch_skinny_k(const GemmArgs& g, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((g.n + kKCols - 1) / kKCols), static_cast<unsigned>((g.m + kKRows - 1) / kKRows));
-  const bool no_other = g.act == SmallGemmAct::none && !g.bias && !g.c;
+  const bool no_other = g.act == Act::none && !g.bias && !g.c;
   auto kernel = !no_other                             ? skinny_k_kernel<kKK, ThinKEpilogue::general>
-                : g.act_grad == SmallGemmAct::none ? skinny_k_kernel<kKK, ThinKEpilogue::plain>
-                : g.act_grad == SmallGemmAct::relu ? skinny_k_kernel<kKK, ThinKEpilogue::relu_grad>
+                : g.act_grad == Act::none ? skinny_k_kernel<kKK, ThinKEpilogue::plain>
+                : g.act_grad == Act::relu ? skinny_k_kernel<kKK, ThinKEpilogue::relu_grad>
                                                    : skinny_k_kernel<kKK, ThinKEpilogue::general>;
   detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kThreads), s, g);
 }
 
 template <int kNT>
-void launch_skinny_n(const SmallGemm& g, cudaStream_t s) {
+void launch_skinny_n(const GemmArgs& g, cudaStream_t s) {
   constexpr size_t kSmem = 2 * sizeof(float) * kNSlice * kNT;
   static_assert(kSmem >= sizeof(float) * kWarps * kNRows * kNT, "the warps' sums reuse the slice buffers");
   const dim3 grid(static_cast<unsigned>((g.m + kNRows - 1) / kNRows));
@@ -472,7 +472,7 @@ void launch_skinny_n(const SmallGemm& g, cudaStream_t s) {
 }
 
 template <int kNT>
-void launch_skinny_nt(const SmallGemm& g, cudaStream_t s) {
+void launch_skinny_nt(const GemmArgs& g, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((g.m + kTCols - 1) / kTCols));
   auto kernel = g.trans_b ? skinny_nt_kernel<true, kNT> : skinny_nt_kernel<false, kNT>;
   detail::launch(TG_LAUNCH_SITE, kernel, grid, dim3(kThreads), s, g, rows_aligned16(g.a, g.lda));
@@ -480,7 +480,7 @@ void launch_skinny_nt(const SmallGemm& g, cudaStream_t s) {
 
 // The kernel for a thin side of w values, w rounded up to a multiple of 4 (w <= 16).
 template <template <int> class Launch>
-void by_width(int64_t w, const SmallGemm& g, cudaStream_t s) {
+void by_width(int64_t w, const GemmArgs& g, cudaStream_t s) {
   switch ((w + 3) / 4) {
     case 1: return Launch<4>::run(g, s);
     case 2: return Launch<8>::run(g, s);
@@ -490,15 +490,15 @@ void by_width(int64_t w, const SmallGemm& g, cudaStream_t s) {
 }
 template <int kW>
 struct ThinK {
-  static void run(const SmallGemm& g, cudaStream_t s) { launch_skinny_k<kW>(g, s); }
+  static void run(const GemmArgs& g, cudaStream_t s) { launch_skinny_k<kW>(g, s); }
 };
 template <int kW>
 struct ThinN {
-  static void run(const SmallGemm& g, cudaStream_t s) { launch_skinny_n<kW>(g, s); }
+  static void run(const GemmArgs& g, cudaStream_t s) { launch_skinny_n<kW>(g, s); }
 };
 template <int kW>
 struct ThinNT {
-  static void run(const SmallGemm& g, cudaStream_t s) { launch_skinny_nt<kW>(g, s); }
+  static void run(const GemmArgs& g, cudaStream_t s) { launch_skinny_nt<kW>(g, s); }
 };
 
 }  // namespace
@@ -511,7 +511,7 @@ SkinnyGemm skinny_gemm_kind(int64_t batch, int64_t m, int64_t n, int64_t k, bool
   return SkinnyGemm::none;
 }
 
-void skinny_gemm(const SmallGemm& g, cudaStream_t s) {
+void skinny_gemm(const GemmArgs& g, cudaStream_t s) {
   switch (skinny_gemm_kind(g.batch, g.m, g.n, g.k, g.trans_a)) {
     case SkinnyGemm::thin_k: return by_width<ThinK>(g.k, g, s);
     case SkinnyGemm::thin_n: return by_width<ThinN>(g.n, g, s);

@@ -1,4 +1,4 @@
-// The batch-invariant matmul of the CUDA backend (kernels/matmul_mode.h). One
+// The batch-invariant matmul of the CUDA backend (kernels/gemm/gemm_mode.h). One
 // thread per output element, 16x16 tiles of A and B staged through shared memory;
 // the element is sum_k a(i,k) * b(k,j) in order of k with __fmul_rn/__fadd_rn, the
 // arithmetic of kernels/cpu/matmul_invariant.cpp, so both backends give the same bits
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm/gemm.h"
 
 namespace tg::kernels::cuda {
 
@@ -61,7 +61,7 @@ void matmul_invariant(bool trans_a, bool trans_b, int64_t batch, int64_t m, int6
   if (gy > 65535 || batch > 65535 || gx > 0x7fffffff)
     throw std::invalid_argument(fmt::format(
         "run_cuda matmul (batch-invariant): {} x {} x {} in a batch of {} is beyond this kernel's grid (at most "
-        "{} rows and 65535 matrices); turn the batch-invariant mode off (kernels/matmul_mode.h) for it",
+        "{} rows and 65535 matrices); turn the batch-invariant mode off (kernels/gemm/gemm_mode.h) for it",
         m, n, k, batch, 65535 * kTile));
   if (trans_a) {
     if (trans_b) launch_invariant<true, true>(a, b, c, batch, m, n, k, stride_a, stride_b, s);

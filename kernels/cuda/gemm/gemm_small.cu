@@ -1,10 +1,11 @@
 // The small-GEMM kernel of the CUDA backend: the GEMM family (matmul, linear, linear_add,
-// matmul_add, matmul_bias_grad) on products too small for cuBLASLt's kernels to pay off.
+// matmul_add, matmul_act_grad, matmul_bias_grad) on products too small for cuBLASLt's
+// kernels to pay off (path 3 of gemm.h's routing table).
 //
 // Why: in an overhead-bound model (tg-train's MLP at batch 32, width 256) every GEMM is
 // 32 x 256 x 256, two million multiply-adds: a few microseconds of latency and nothing
-// else. cuBLASLt's kernels for it take 6-7 us each inside a CUDA Graph (its heuristic
-// offers one algorithm for the forward shape), more than the product needs. This kernel
+// else. cuBLASLt's kernels, built for throughput (and its heuristic offers one algorithm
+// for the forward shape), take longer than the product needs. This kernel
 // trades peak throughput for latency: 16 x 16 output tiles (32 blocks for 32 x 256), the
 // whole k extent of both operand tiles loaded at once (one memory latency, not one per k
 // slice), k split four ways inside the block, and the epilogue (bias, ReLU/GELU, the
@@ -27,8 +28,8 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/matmul_small.h"
-#include "kernels/cuda/small_gemm_epilogue.cuh"
+#include "kernels/cuda/gemm/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm/gemm_small.h"
 
 namespace tg::kernels::cuda {
 
@@ -65,7 +66,7 @@ __device__ __forceinline__ void stage(const float* x, int64_t ld, int64_t r0, in
 }
 
 template <bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(kThreads) small_gemm_kernel(SmallGemm g) {
+__global__ void __launch_bounds__(kThreads) small_gemm_kernel(GemmArgs g) {
   __shared__ __align__(16) float as[kTile][kChunk + kPad];
   __shared__ __align__(16) float bs[kTile][kChunk + kPad];  // op(B) transposed: bs[column][k]
   __shared__ float part[kGroups][kTile][kTile + 1];
@@ -149,7 +150,7 @@ bool small_gemm_fits(int64_t batch, int64_t m, int64_t n, int64_t k) {
   return fmas <= static_cast<double>(int64_t{1} << 23);
 }
 
-void small_gemm(const SmallGemm& g, cudaStream_t s) {
+void small_gemm(const GemmArgs& g, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((g.n + kTile - 1) / kTile), static_cast<unsigned>((g.m + kTile - 1) / kTile),
                   static_cast<unsigned>(g.batch));
   auto k = g.trans_a ? (g.trans_b ? small_gemm_kernel<true, true> : small_gemm_kernel<true, false>)

@@ -1,6 +1,6 @@
 #pragma once
-// How one matmul node maps onto BLAS calls, shared by the CPU (OpenBLAS) and CUDA
-// (cuBLAS) backends so that both fold shapes the same way. A is [.., m, k] (or
+// How one matmul node maps onto GEMM calls, shared by the CPU (OpenBLAS) and CUDA
+// (kernels/cuda/gemm/) backends so that both fold shapes the same way. A is [.., m, k] (or
 // [.., k, m] with trans_a), B is [k, n] (or [n, k]) or [batch, k, n] with A
 // [batch, m, k]. Rows of an untransposed A are contiguous across its leading dims,
 // so those fold into m and the product is one GEMM; otherwise it is a strided batch

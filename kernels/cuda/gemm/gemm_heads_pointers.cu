@@ -3,7 +3,7 @@
 // addresses on the host instead would need a host-to-device copy per call, which a
 // CUDA Graph replays from fixed host memory, and the static plan's addresses of a
 // dynamic-shape graph are not known when it is captured.
-#include "kernels/cuda/heads_pointers.h"
+#include "kernels/cuda/gemm/gemm_heads_pointers.h"
 
 #include "kernels/cuda/common.cuh"
 

@@ -1,13 +1,13 @@
 #pragma once
-// GEMMs through cuBLASLt, for the plain matmul of both executors and the fused GEMMs of
-// the static compiler's passes (linear, linear_add, matmul_add, matmul_bias_grad).
+// GEMMs through cuBLASLt: the GEMM-family products that the project's own kernels do not
+// take (the last path of gemm.h's routing table) and matmul_heads' pointer-array GEMM.
 //
 // Why cuBLASLt: its epilogues fuse the bias, ReLU/GELU and the bias gradient into the
-// GEMM (docs/results/h200-probes/lt-epilogues-*.txt measured each on the H200), and one
-// API for the plain and the fused products keeps the kernels of an unfused static graph
-// and of the dynamic executor identical: both ask the same cache for the same shape.
+// GEMM (docs/compiler.md), and one API for the plain and the fused products keeps the
+// kernels of an unfused static graph and of the dynamic executor identical: both ask the
+// same cache for the same key.
 //
-// Row-major problems map onto cuBLASLt's column-major ones as in matmul.cpp: the
+// Row-major problems map onto cuBLASLt's column-major ones as in gemm_router.cpp: the
 // row-major [m,n] D is the column-major [n,m] one, so D = op(A) op(B) is computed as
 // D^T = op(B)^T op(A)^T with the operands swapped. A row-major bias over D's columns is
 // then a bias over the column-major D's rows, which is what cuBLASLt's BIAS adds, and
@@ -104,7 +104,7 @@ class LtGemm {
 // The alignment class of a pointer, for LtKey.
 uint16_t lt_alignment(const void* p);
 
-// The product a GEMM-family call computes, as an LtKey (matmul.cpp's folding): for
+// The product a GEMM-family call computes, as an LtKey (gemm_router.cpp's folding): for
 // reports that look at a schedule's GEMMs.
 LtKey gemm_key(const OpCall& c, bool tf32);
 
