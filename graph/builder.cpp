@@ -79,6 +79,8 @@ Value fill(Builder& b, Shape shape, float value) {
 }
 Value copy(Builder& b, Value x) { return apply1(b, OpKind::copy, {x}); }
 
+ParamInit optimizer_state_init() { return ParamInit{ParamInit::Kind::constant, 0.0f}; }
+
 // ---------------------------------------------------------------------------
 
 Value RecordingBuilder::handle(const Graph& g, int id) {
@@ -142,8 +144,7 @@ Value RecordingBuilder::optimizer_state(const Value& param, const std::string& n
   v.name = name;
   v.shape = param.shape;
   v.role = Role::optimizer_state;
-  v.init.kind = ParamInit::Kind::constant;
-  v.init.a = 0.0f;
+  v.init = optimizer_state_init();
   return handle(g_, g_.add_value(v));
 }
 
