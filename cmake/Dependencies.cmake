@@ -82,6 +82,18 @@ endif()
 set(TWOGRAPH_VERSION_DEFS TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV="${TWOGRAPH_GIT_REV}"
     TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
 
+# twograph_add_subfolders(): add_subdirectory for each subfolder of the current folder that
+# has a CMakeLists.txt, in name order: a new component or suite is a folder, not an edit here.
+function(twograph_add_subfolders)
+  file(GLOB subs LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT subs)
+  foreach(sub ${subs})
+    if(IS_DIRECTORY ${sub} AND EXISTS ${sub}/CMakeLists.txt)
+      add_subdirectory(${sub})
+    endif()
+  endforeach()
+endfunction()
+
 include(doctest)
 # twograph_add_test(NAME target LABEL cpu|gpu [TIMEOUT seconds] SOURCES ... LIBS ...)
 # GPU tests print "TG_SKIP" when there is no device; ctest shows them as skipped.
