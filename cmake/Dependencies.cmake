@@ -94,6 +94,32 @@ function(twograph_add_subfolders)
   endforeach()
 endfunction()
 
+# twograph_case_lines(FILE OUT): the lines of a test-case table, without its comments (#...)
+# and blank lines; a change to FILE reconfigures.
+function(twograph_case_lines file out)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+  file(STRINGS ${file} lines)
+  set(kept)
+  foreach(line IN LISTS lines)
+    if(NOT line MATCHES "^#" AND NOT line MATCHES "^[ \t]*$")
+      string(REPLACE ";" "\\;" line "${line}")  # a ';' in a line stays in it, as file(STRINGS) keeps it
+      list(APPEND kept "${line}")
+    endif()
+  endforeach()
+  set(${out} "${kept}" PARENT_SCOPE)
+endfunction()
+
+# twograph_split_row(ROW VAR...): the fields of a "a|b|c" row, in order, into the variables.
+function(twograph_split_row row)
+  string(REPLACE "|" ";" fields "${row}")
+  set(i 0)
+  foreach(var IN LISTS ARGN)
+    list(GET fields ${i} value)
+    set(${var} "${value}" PARENT_SCOPE)
+    math(EXPR i "${i} + 1")
+  endforeach()
+endfunction()
+
 include(doctest)
 # twograph_add_test(NAME target LABEL cpu|gpu [TIMEOUT seconds] SOURCES ... LIBS ...)
 # GPU tests print "TG_SKIP" when there is no device; ctest shows them as skipped.
