@@ -82,6 +82,44 @@ endif()
 set(TWOGRAPH_VERSION_DEFS TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV="${TWOGRAPH_GIT_REV}"
     TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
 
+# twograph_add_subfolders(): add_subdirectory for each subfolder of the current folder that
+# has a CMakeLists.txt, in name order: a new component or suite is a folder, not an edit here.
+function(twograph_add_subfolders)
+  file(GLOB subs LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT subs)
+  foreach(sub ${subs})
+    if(IS_DIRECTORY ${sub} AND EXISTS ${sub}/CMakeLists.txt)
+      add_subdirectory(${sub})
+    endif()
+  endforeach()
+endfunction()
+
+# twograph_case_lines(FILE OUT): the lines of a test-case table, without its comments (#...)
+# and blank lines; a change to FILE reconfigures.
+function(twograph_case_lines file out)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+  file(STRINGS ${file} lines)
+  set(kept)
+  foreach(line IN LISTS lines)
+    if(NOT line MATCHES "^#" AND NOT line MATCHES "^[ \t]*$")
+      string(REPLACE ";" "\\;" line "${line}")  # a ';' in a line stays in it, as file(STRINGS) keeps it
+      list(APPEND kept "${line}")
+    endif()
+  endforeach()
+  set(${out} "${kept}" PARENT_SCOPE)
+endfunction()
+
+# twograph_split_row(ROW VAR...): the fields of a "a|b|c" row, in order, into the variables.
+function(twograph_split_row row)
+  string(REPLACE "|" ";" fields "${row}")
+  set(i 0)
+  foreach(var IN LISTS ARGN)
+    list(GET fields ${i} value)
+    set(${var} "${value}" PARENT_SCOPE)
+    math(EXPR i "${i} + 1")
+  endforeach()
+endfunction()
+
 include(doctest)
 # twograph_add_test(NAME target LABEL cpu|gpu [TIMEOUT seconds] SOURCES ... LIBS ...)
 # GPU tests print "TG_SKIP" when there is no device; ctest shows them as skipped.

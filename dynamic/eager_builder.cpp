@@ -152,15 +152,24 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dty
   return handle(id);
 }
 
+// Models ask for their parameters and optimizer state in the same order every
+// iteration, so the entry after the last one asked for is usually the one wanted and
+// the map is the fallback; -1 when the name is new.
+int EagerBuilder::find_persistent(const std::string& name) const {
+  if (param_cursor_ < persistent_.size() && persistent_[param_cursor_].name == name)
+    return static_cast<int>(param_cursor_);
+  const auto it = persistent_by_name_.find(name);
+  return it == persistent_by_name_.end() ? -1 : it->second;
+}
+
+Value EagerBuilder::take_persistent(int idx) {
+  param_cursor_ = static_cast<size_t>(idx) + 1;
+  return handle(persistent_[static_cast<size_t>(idx)].id);
+}
+
 Value EagerBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init, DType dtype) {
   require_f32(name, dtype);
-  // Models ask for their parameters in the same order every iteration.
-  int idx = -1;
-  if (param_cursor_ < persistent_.size() && persistent_[param_cursor_].name == name) {
-    idx = static_cast<int>(param_cursor_);
-  } else if (auto it = persistent_by_name_.find(name); it != persistent_by_name_.end()) {
-    idx = it->second;
-  }
+  int idx = find_persistent(name);
   if (idx < 0) {
     int64_t n = 0;
     if (!numel_checked(shape, n) || n < 1)
@@ -171,26 +180,16 @@ Value EagerBuilder::parameter(const std::string& name, const Shape& shape, Param
     graph_error("parameter {} was {} in an earlier iteration and is {} now; parameters keep their shape",
                 quote_name(name), persistent_[static_cast<size_t>(idx)].shape.str(), shape.str());
   }
-  param_cursor_ = static_cast<size_t>(idx) + 1;
-  return handle(persistent_[static_cast<size_t>(idx)].id);
+  return take_persistent(idx);
 }
 
 Value EagerBuilder::optimizer_state(const Value& param, const std::string& name) {
-  int idx = -1;
-  if (param_cursor_ < persistent_.size() && persistent_[param_cursor_].name == name) {
-    idx = static_cast<int>(param_cursor_);
-  } else if (auto it = persistent_by_name_.find(name); it != persistent_by_name_.end()) {
-    idx = it->second;
-  }
+  int idx = find_persistent(name);
   if (idx < 0) {
-    ParamInit zero;
-    zero.kind = ParamInit::Kind::constant;
-    zero.a = 0.0f;
-    new_persistent(name, param.shape, Role::optimizer_state, zero);
+    new_persistent(name, param.shape, Role::optimizer_state, optimizer_state_init());
     idx = static_cast<int>(persistent_.size() - 1);
   }
-  param_cursor_ = static_cast<size_t>(idx) + 1;
-  return handle(persistent_[static_cast<size_t>(idx)].id);
+  return take_persistent(idx);
 }
 
 void EagerBuilder::mark_output(const Value& v) {

@@ -132,6 +132,8 @@ class EagerBuilder final : public Builder {
   Slot& live_slot(int id, OpKind op, int pos);
   int new_slot(const Shape& shape, Role role);
   int new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init);
+  int find_persistent(const std::string& name) const;  // index into persistent_, or -1
+  Value take_persistent(int idx);                       // its handle; moves param_cursor_ past it
   void alloc_slot(int id);
   void release(int id);
   void check_trace(const TraceOp& t);

@@ -13,6 +13,24 @@ namespace tg {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// One iteration of b around body(b), which returns what the iteration reads back; done(s)
+// gets the iteration's seconds. When body throws, the iteration is aborted (its tensors
+// freed, its partial trace kept from becoming the next iteration's plan).
+template <typename Body, typename Done>
+auto run_iteration(EagerBuilder& b, const Feeds& feeds, bool training, Body body, Done done) {
+  const Clock::time_point t0 = Clock::now();
+  b.begin_iteration(feeds, training);
+  try {
+    auto result = body(b);
+    b.end_iteration();
+    done(seconds(t0, Clock::now()));
+    return result;
+  } catch (...) {
+    b.abort_iteration();
+    throw;
+  }
+}
 }  // namespace
 
 DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::string& allocator, DynamicOptions opt)
@@ -35,10 +53,7 @@ DynamicTrainer::~DynamicTrainer() {
 float DynamicTrainer::step(const Feeds& feeds) {
   if (opt_.inference)
     throw std::logic_error("DynamicTrainer::step: this trainer was made with inference = true; use run_inference()");
-  const Clock::time_point t0 = Clock::now();
-  EagerBuilder& b = *builder_;
-  b.begin_iteration(feeds, /*training=*/true);
-  try {
+  const auto body = [this](EagerBuilder& b) {
     const ModelOutputs out = model_(b);
     if (!out.loss.valid())
       graph_error("DynamicTrainer::step: the model returned no loss; build it with with_loss = true");
@@ -70,32 +85,19 @@ float DynamicTrainer::step(const Feeds& feeds) {
         b.apply(OpKind::sgd, {wrt_[i], grads[i]}, at);
       }
     }
-    const float loss = b.read(out.loss)[0];
-    b.end_iteration();
-    finish(seconds(t0, Clock::now()));
-    return loss;
-  } catch (...) {
-    b.abort_iteration();
-    throw;
-  }
+    return b.read(out.loss)[0];
+  };
+  return run_iteration(*builder_, feeds, /*training=*/true, body, [this](double s) { finish(s); });
 }
 
 std::vector<float> DynamicTrainer::run_inference(const Feeds& feeds) {
-  const Clock::time_point t0 = Clock::now();
-  EagerBuilder& b = *builder_;
-  b.begin_iteration(feeds, /*training=*/false);
-  try {
+  const auto body = [this](EagerBuilder& b) {
     const ModelOutputs out = model_(b);
     if (!out.prediction.valid()) graph_error("DynamicTrainer::run_inference: the model returned no prediction");
     b.mark_output(out.prediction);
-    std::vector<float> pred = b.read(out.prediction);
-    b.end_iteration();
-    finish(seconds(t0, Clock::now()));
-    return pred;
-  } catch (...) {
-    b.abort_iteration();
-    throw;
-  }
+    return b.read(out.prediction);
+  };
+  return run_iteration(*builder_, feeds, /*training=*/false, body, [this](double s) { finish(s); });
 }
 
 void DynamicTrainer::finish(double total_s) {

@@ -85,6 +85,8 @@ Value cast(Builder& b, Value x, DType to) {
   return apply1(b, OpKind::cast, {x}, at);
 }
 
+ParamInit optimizer_state_init() { return ParamInit{ParamInit::Kind::constant, 0.0f}; }
+
 // ---------------------------------------------------------------------------
 
 Value RecordingBuilder::handle(const Graph& g, int id) {
@@ -150,8 +152,7 @@ Value RecordingBuilder::optimizer_state(const Value& param, const std::string& n
   v.name = name;
   v.shape = param.shape;
   v.role = Role::optimizer_state;
-  v.init.kind = ParamInit::Kind::constant;
-  v.init.a = 0.0f;
+  v.init = optimizer_state_init();
   return handle(g_, g_.add_value(v));
 }
 

@@ -43,6 +43,10 @@ class Builder {
   virtual Value optimizer_state(const Value& param, const std::string& name) = 0;
 };
 
+// The init every Builder gives optimizer state: zeros, so that the first update
+// starts with no momentum.
+ParamInit optimizer_state_init();
+
 // Typed helpers over Builder::apply.
 Value matmul(Builder& b, Value x, Value w, bool trans_a = false, bool trans_b = false);
 Value add(Builder& b, Value x, Value y);

@@ -102,4 +102,28 @@ std::string options_help(const std::vector<OptionField<S>>& fields) {
   return out;
 }
 
+// The text API of an options struct S, from its table and its name in messages: S derives
+// from TextOptions<S> and gives `static const std::vector<OptionField<S>>& fields()` and
+// `static constexpr const char* kKind` ("a pass option").
+template <typename S>
+struct TextOptions {
+  // base with "key=value,..." applied over it ("" changes nothing). Throws
+  // std::invalid_argument naming the bad item and listing the keys.
+  static S from_string(const std::string& text, const S& base) {
+    return options_from_string(text, base, S::fields(), S::kKind);
+  }
+  static S from_string(const std::string& text) { return from_string(text, S{}); }
+  // Every option, as from_string reads it: "key=1,key=512,...".
+  std::string str() const { return options_str(self(), S::fields()); }
+  // Every option and its value, in str()'s order: report columns.
+  std::vector<OptionValue> values() const { return options_values(self(), S::fields()); }
+  // One line per option: its default and what it does (for --help).
+  static std::string help() { return options_help(S::fields()); }
+  bool operator==(const S& o) const { return str() == o.str(); }
+  bool operator!=(const S& o) const { return !(*this == o); }
+
+ private:
+  const S& self() const { return static_cast<const S&>(*this); }
+};
+
 }  // namespace tg

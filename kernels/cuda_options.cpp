@@ -17,14 +17,4 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
   return f;
 }
 
-CudaBackendOptions CudaBackendOptions::from_string(const std::string& text, const CudaBackendOptions& base) {
-  return options_from_string(text, base, fields(), "a CUDA backend option");
-}
-
-std::string CudaBackendOptions::str() const { return options_str(*this, fields()); }
-
-std::vector<OptionValue> CudaBackendOptions::values() const { return options_values(*this, fields()); }
-
-std::string CudaBackendOptions::help() { return options_help(fields()); }
-
 }  // namespace tg

@@ -18,7 +18,7 @@
 
 namespace tg {
 
-struct CudaBackendOptions {
+struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // GEMMs small enough for the project's one-pass kernel (kernels/cuda/gemm/gemm_small.h) run
   // there instead of through cuBLASLt.
   bool small_gemm = true;
@@ -36,20 +36,8 @@ struct CudaBackendOptions {
   // Programmatic dependent launch where the device has it (compute capability >= 9.0).
   bool pdl = true;
 
-  // base with "key=value,..." applied over it ("" changes nothing). Throws
-  // std::invalid_argument naming the bad item and listing the keys.
-  static CudaBackendOptions from_string(const std::string& text, const CudaBackendOptions& base);
-  static CudaBackendOptions from_string(const std::string& text) { return from_string(text, CudaBackendOptions()); }
-  // Every option, as from_string reads it: "small_gemm=1,skinny_gemm=1,...".
-  std::string str() const;
-  // Every option and its value, in str()'s order: report columns.
-  std::vector<OptionValue> values() const;
-  // One line per option: its default and what it does (for --help).
-  static std::string help();
+  static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();
-
-  bool operator==(const CudaBackendOptions& o) const { return str() == o.str(); }
-  bool operator!=(const CudaBackendOptions& o) const { return !(*this == o); }
 };
 
 }  // namespace tg

@@ -32,6 +32,24 @@ double median_of(std::vector<double> v) { return th::summarize(std::move(v)).med
 // Compile repetitions: enough for a median, few because N = 10000 compiles take a while.
 int compile_reps(const th::Experiment& e) { return e.quick() ? 3 : 7; }
 
+// How the static executor compiles a chain point: training or inference, on `be`, with
+// or without a CUDA Graph, and the point's passes.
+CompileOptions chain_compile_options(const std::shared_ptr<Backend>& be, const ChainPoint& p, bool training,
+                                     bool graph) {
+  CompileOptions co;
+  co.training = training;
+  co.backend = be;
+  co.use_cuda_graph = graph;
+  co.passes = p.passes;
+  co.pass_options = p.pass_options;
+  return co;
+}
+
+// The report's launch param of a static run.
+std::string launch_name(const Backend& be, bool graph) {
+  return be.kind() == DeviceKind::cuda ? (graph ? "cuda_graph" : "plain") : "cpu_schedule";
+}
+
 // Keyed by chain_ops, not n_ops: compile cost is not a per-op launch cost, so the
 // per_op_cost figure leaves it out (docs/launch.md shows it as a table).
 void report_phases(th::Experiment& e, const std::vector<CompileTimings>& ts, const th::Params& base) {
@@ -122,13 +140,8 @@ StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& b
   const ModelFn model = chain_model(p, false);
   const Feeds feeds = bench::model_feeds(model, feed_seed(p));
   const bool cuda = be->kind() == DeviceKind::cuda;
-  const std::string launch = cuda ? (graph ? "cuda_graph" : "plain") : "cpu_schedule";
-  CompileOptions co;
-  co.training = false;
-  co.backend = be;
-  co.use_cuda_graph = graph;
-  co.passes = p.passes;
-  co.pass_options = p.pass_options;
+  const std::string launch = launch_name(*be, graph);
+  const CompileOptions co = chain_compile_options(be, p, /*training=*/false, graph);
   std::vector<CompileTimings> ts;
   CompiledPlan plan;
   for (int r = 0; r < compile_reps(e); ++r) {
@@ -177,15 +190,10 @@ StaticResult measure_static(th::Experiment& e, const std::shared_ptr<Backend>& b
 
 void measure_training_compile(th::Experiment& e, const std::shared_ptr<Backend>& be, const ChainPoint& p, bool graph) {
   TG_NVTX_RANGE("static_training_compile");
-  CompileOptions co;
-  co.training = true;
-  co.backend = be;
-  co.use_cuda_graph = graph;
-  co.passes = p.passes;
-  co.pass_options = p.pass_options;
+  const CompileOptions co = chain_compile_options(be, p, /*training=*/true, graph);
   std::vector<CompileTimings> ts;
   for (int r = 0; r < compile_reps(e); ++r) ts.push_back(compile(chain_model(p, true), co).timings);
-  const std::string launch = be->kind() == DeviceKind::cuda ? (graph ? "cuda_graph" : "plain") : "cpu_schedule";
+  const std::string launch = launch_name(*be, graph);
   report_phases(e, ts,
                 bench::with_passes({{"chain_ops", p.n_ops}, {"executor", "static"}, {"mode", "training"}, {"launch", launch}},
                                    p.passes));

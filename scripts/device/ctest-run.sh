@@ -20,7 +20,7 @@ say "ctest rc=$? in $((SECONDS - t0)) s: $(grep -E 'tests passed|tests failed' "
 grep -E "\(Failed\)|Timeout|\(Skipped\)" "$out/ctest.log" | tee -a "$summary"
 {
   echo "== formerly split GPU cases"
-  "$build/tests/cuda/tg_cuda_test" -s \
+  "$build/tests/kernels/tg_kernels_cuda_test" -s \
     -tc='cuda layernorm_grad_gamma_beta against the CPU*,cuda matmul_sgd_momentum_streamk: a tile a block*'
   echo "rc=$?"
   "$build/tests/dynamic/tg_dynamic_cuda_test" -s -tc='cuda: the raw allocator calls cudaMalloc for every tensor*'

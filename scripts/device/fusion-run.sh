@@ -20,7 +20,7 @@ grep -E "\(Failed\)|Timeout" "$res/ctest.log" | head -20 | tee -a "$summary"
 t0=$SECONDS
 # TG_FUSION_MEMCHECK=0 skips this memcheck (the kernels' one) when they have not changed since the last.
 [ "${TG_FUSION_MEMCHECK:-1}" = 0 ] || timeout "${TG_SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
-  "$build/tests/cuda/tg_cuda_test" \
+  "$build/tests/kernels/tg_kernels_cuda_test" \
   -tc='cuda fused*,cuda small GEMM*,cuda skinny*,cuda GEMM family*,cuda GEMM with*,cuda heads*,cuda sgd_multi*,cuda == cpu for every op*,cuda reduce*,cuda transpose*,cuda layernorm_grad_gamma*,cuda matmul*,cuda GEMM tuning*' \
   > "$res/memcheck.log" 2>&1
 say "memcheck rc=$? in $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)"

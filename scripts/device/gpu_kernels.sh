@@ -21,7 +21,7 @@ ctest --test-dir "$build" -L gpu --output-on-failure > "$out/ctest_gpu.log" 2>&1
 rc=$?; note "ctest rc=$rc"; tail -5 "$out/ctest_gpu.log" | tee -a "$out/summary.txt"
 [ $status -eq 0 ] && status=$rc
 
-bin="$build/tests/cuda/tg_cuda_test"
+bin="$build/tests/kernels/tg_kernels_cuda_test"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$bin" ] && [ -x "$sanitizer" ]; then
   note "compute-sanitizer memcheck $bin"

@@ -20,14 +20,14 @@ cases='transpose,transpose_heads,reduce_sum_rows,reduce_sum_cols,layernorm_grad_
 tests='cuda (reduce|transpose|layernorm_grad_gamma|broadcast|reductions are deterministic|== cpu for every op)'
 
 note "ctest: the kernels' own GPU tests"
-ctest --test-dir "$build" -L gpu -R "tg_cuda_test:$tests" --output-on-failure > "$out/kq-ctest-kernels.log" 2>&1
+ctest --test-dir "$build" -L gpu -R "tg_kernels_cuda_test:$tests" --output-on-failure > "$out/kq-ctest-kernels.log" 2>&1
 rc=$?; keep $rc; note "rc=$rc: $(grep -E 'tests passed|tests failed' "$out/kq-ctest-kernels.log" | tail -1)"
 
 note "ctest: every GPU test"
 ctest --test-dir "$build" -L gpu --output-on-failure > "$out/kq-ctest-gpu.log" 2>&1
 rc=$?; keep $rc; note "rc=$rc: $(grep -E 'tests passed|tests failed' "$out/kq-ctest-gpu.log" | tail -1)"
 
-bin="$build/tests/cuda/tg_cuda_test"
+bin="$build/tests/kernels/tg_kernels_cuda_test"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ "${KQ_MEMCHECK:-1}" != 0 ] && [ -x "$bin" ] && [ -x "$sanitizer" ]; then
   note "compute-sanitizer memcheck over the kernels' test cases"

@@ -21,21 +21,30 @@ namespace tg {
 
 namespace {
 
-constexpr OpKind kChainOps[] = {OpKind::add,  OpKind::sub,       OpKind::mul,  OpKind::scale,     OpKind::bias_add,
-                                 OpKind::relu, OpKind::relu_grad, OpKind::gelu, OpKind::gelu_grad, OpKind::copy};
-bool chain_op(OpKind op) { return std::find(std::begin(kChainOps), std::end(kChainOps), op) != std::end(kChainOps); }
+// The chain ops and the instruction each becomes (bias_add is an add whose b is the
+// [cols] row). copy is a chain op too, with no instruction: its result is its input.
+struct ChainOp {
+  OpKind op;
+  EwOp ew;
+};
+constexpr ChainOp kChainOps[] = {
+    {OpKind::add, EwOp::add},
+    {OpKind::bias_add, EwOp::add},
+    {OpKind::sub, EwOp::sub},
+    {OpKind::mul, EwOp::mul},
+    {OpKind::scale, EwOp::scale},
+    {OpKind::relu, EwOp::relu},
+    {OpKind::relu_grad, EwOp::relu_grad},
+    {OpKind::gelu, EwOp::gelu},
+    {OpKind::gelu_grad, EwOp::gelu_grad},
+};
 
-// The instruction of a chain op other than copy (bias_add is an add).
-EwOp ew_op_of(OpKind op) {
-  if (op == OpKind::sub) return EwOp::sub;
-  if (op == OpKind::mul) return EwOp::mul;
-  if (op == OpKind::scale) return EwOp::scale;
-  if (op == OpKind::relu) return EwOp::relu;
-  if (op == OpKind::relu_grad) return EwOp::relu_grad;
-  if (op == OpKind::gelu) return EwOp::gelu;
-  if (op == OpKind::gelu_grad) return EwOp::gelu_grad;
-  return EwOp::add;
+const ChainOp* chain_entry(OpKind op) {
+  const auto it = std::find_if(std::begin(kChainOps), std::end(kChainOps), [op](const ChainOp& c) { return c.op == op; });
+  return it == std::end(kChainOps) ? nullptr : it;
 }
+
+bool chain_op(OpKind op) { return op == OpKind::copy || chain_entry(op) != nullptr; }
 
 // A fused node being built: its inputs (source value ids), and its instructions with
 // operands as (is a result, index), numbered for the program once the inputs are known.
@@ -59,7 +68,7 @@ class Chain {
       return;
     }
     Step s;
-    s.op = ew_op_of(n.op);
+    s.op = chain_entry(n.op)->ew;  // n fits the chain, and is no copy
     s.alpha = n.attrs.alpha;
     s.a = operand_of(n.inputs[0], cur);
     if (n.inputs.size() > 1) s.b = operand_of(n.inputs[1], cur);

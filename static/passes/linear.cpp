@@ -125,13 +125,9 @@ Graph fuse_accumulations(const Graph& g) {
       const Node& prod = node_of(g, p);
       if (lin >= 0 && prod.attrs.act != Act::none) continue;  // the residual is added after the bias, not the activation
       Node f = prod;
-      f.name = ad.name;
-      f.outputs = ad.outputs;
       f.op = lin >= 0 ? OpKind::linear_add : OpKind::matmul_add;
       f.inputs.push_back(other);
-      rw.remove(p);
-      rw.remove(id);
-      rw.add_node(std::move(f), id);
+      rw.fuse_into_reader(p, id, std::move(f));
       break;
     }
   }
@@ -149,14 +145,10 @@ Graph fuse_act_grads(const Graph& g) {
     const int mm = rw.fusable_producer(ag.inputs[0], OpKind::matmul, id);
     if (mm < 0) continue;
     Node f = node_of(g, mm);
-    f.name = ag.name;
     f.op = OpKind::matmul_act_grad;
     f.attrs.act = ag.op == OpKind::relu_grad ? Act::relu : Act::gelu;
     f.inputs.push_back(ag.inputs[1]);
-    f.outputs = ag.outputs;
-    rw.remove(mm);
-    rw.remove(id);
-    rw.add_node(std::move(f), id);
+    rw.fuse_into_reader(mm, id, std::move(f));
   }
   return rw.finish();
 }

@@ -61,7 +61,7 @@ PassSet parse_passes(const std::string& text);
 // measurements favour (docs/compiler.md); the others are for A/B runs and tests.
 inline constexpr int64_t kGemmUpdateMinTiles = 512;
 inline constexpr int64_t kEarlyUpdateBytes = int64_t{4} << 20;
-struct PassOptions {
+struct PassOptions : TextOptions<PassOptions> {
   // The optimizer pass computes a large weight's gradient inside its update
   // (matmul_sgd_momentum) when the gradient is a weight-gradient GEMM of at least
   // gemm_update_min_tiles tiles of 128 x 128 that nothing else reads (optimizer.cpp).
@@ -79,22 +79,10 @@ struct PassOptions {
   // why); the tiled form gains from it, which is why it stays a choice.
   bool lanes_side_gemm_updates = false;
 
-  // base with "key=value,..." applied over it ("" changes nothing). Throws
-  // std::invalid_argument naming the bad item and listing the keys.
-  static PassOptions from_string(const std::string& text, const PassOptions& base);
-  static PassOptions from_string(const std::string& text) { return from_string(text, PassOptions()); }
-  // Every option, as from_string reads it: "gemm_updates=1,gemm_update_min_tiles=512,...".
-  std::string str() const;
-  // Every option and its value, in str()'s order: report columns.
-  std::vector<OptionValue> values() const;
-  // One line per option: its default and what it does (for --help).
-  static std::string help();
+  static constexpr const char* kKind = "a pass option";
   static const std::vector<OptionField<PassOptions>>& fields();
   // The threshold the optimizer pass fuses GEMM updates from: 0 (none) when they are off.
   int64_t gemm_update_threshold() const { return gemm_updates ? gemm_update_min_tiles : 0; }
-
-  bool operator==(const PassOptions& o) const { return str() == o.str(); }
-  bool operator!=(const PassOptions& o) const { return !(*this == o); }
 };
 
 // What one pass did, for reports: nodes before and after, and its time.

@@ -84,16 +84,6 @@ const std::vector<OptionField<PassOptions>>& PassOptions::fields() {
   return f;
 }
 
-PassOptions PassOptions::from_string(const std::string& text, const PassOptions& base) {
-  return options_from_string(text, base, fields(), "a pass option");
-}
-
-std::string PassOptions::str() const { return options_str(*this, fields()); }
-
-std::vector<OptionValue> PassOptions::values() const { return options_values(*this, fields()); }
-
-std::string PassOptions::help() { return options_help(fields()); }
-
 Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassStats>* stats) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < kNumPasses; ++i) {

@@ -38,6 +38,15 @@ int GraphRewrite::add_value(ValueInfo v) {
 
 void GraphRewrite::add_node(Node n, int anchor) { added_.push_back({std::move(n), anchor}); }
 
+void GraphRewrite::fuse_into_reader(int producer, int reader, Node fused) {
+  const Node& r = src_.nodes[static_cast<size_t>(reader)];
+  fused.name = r.name;
+  fused.outputs = r.outputs;
+  remove(producer);
+  remove(reader);
+  add_node(std::move(fused), reader);
+}
+
 Graph GraphRewrite::finish() const {
   const size_t nsrc = src_.values.size();
   const size_t nall = nsrc + new_values_.size();

@@ -42,6 +42,9 @@ class GraphRewrite {
   // A new node at `anchor`'s place; inputs and outputs are ids as above. Its outputs'
   // producer is set by finish().
   void add_node(Node n, int anchor);
+  // The commonest rewrite: `producer` folded into `reader`, the node that reads it. Both
+  // go; `fused` takes the reader's name, outputs and place.
+  void fuse_into_reader(int producer, int reader, Node fused);
 
   Graph finish() const;
 

@@ -29,19 +29,13 @@ Graph fold_scales(const Graph& g) {
       Node f = n;
       f.inputs = {sc.inputs[0]};
       f.attrs.alpha = sc.attrs.alpha;
-      rw.remove(s);
-      rw.remove(id);
-      rw.add_node(std::move(f), id);
+      rw.fuse_into_reader(s, id, std::move(f));
     } else if (n.op == OpKind::scale) {
       const int sg = rw.fusable_producer(n.inputs[0], OpKind::softmax_grad, id);
       if (sg < 0 || g.nodes[static_cast<size_t>(sg)].attrs.alpha != 1.0f) continue;
       Node f = g.nodes[static_cast<size_t>(sg)];
-      f.name = n.name;
-      f.outputs = n.outputs;
       f.attrs.alpha = n.attrs.alpha;
-      rw.remove(sg);
-      rw.remove(id);
-      rw.add_node(std::move(f), id);
+      rw.fuse_into_reader(sg, id, std::move(f));
     }
   }
   return rw.finish();

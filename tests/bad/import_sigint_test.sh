@@ -13,52 +13,19 @@ sig=${TG_SIGNAL:-INT}
 case $sig in INT) want=130 ;; TERM) want=143 ;; *) echo "TG_SIGNAL=$sig: use INT or TERM"; exit 1 ;; esac
 parent=$1 tool=$2 shim=$3 model=$4
 [ -f "$shim" ] || { echo "FAIL: $shim is missing: build the target tg_test_slow_fsync"; exit 1; }
-mkdir -p "$parent"
-dir=$(mktemp -d "$parent/import_sigint.XXXXXX") || exit 1
-out=$(mktemp "$parent/import_sigint_out.XXXXXX") err=$(mktemp "$parent/import_sigint_err.XXXXXX")
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-  rm -rf "$dir" "$out" "$err"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- stderr:"; cat "$err"
-  echo "--- stdout:"; cat "$out"
-  echo "--- left in $dir:"; ls -la "$dir"
-  exit 1
-}
-# Polls `cond` every 0.05 s for at most $1 seconds.
-wait_for() {
-  local limit=$(( $1 * 20 )) i=0
-  shift
-  until "$@"; do
-    i=$(( i + 1 ))
-    [ "$i" -ge "$limit" ] && return 1
-    sleep 0.05
-  done
-}
-writing() { compgen -G "$dir/*.tmp" >/dev/null || ! kill -0 "$pid" 2>/dev/null; }
-ended() { ! kill -0 "$pid" 2>/dev/null; }
+name=import_sigint
+# shellcheck source=tests/bad/signal_test_lib.sh
+. "$(dirname "$0")/signal_test_lib.sh"
+writing() { compgen -G "$dir/*.tmp" >/dev/null || ended; }
 
 stubborn=()
 [ -n "${TG_STUBBORN:-}" ] && stubborn=(TG_SLOW_FSYNC_STUBBORN=1)
 env LD_PRELOAD="$shim" TG_SLOW_FSYNC_S=60 "${stubborn[@]}" "$tool" import "$model" -o "$dir/g.json" >"$out" 2>"$err" &
 pid=$!
-wait_for 120 writing || fail "no temporary file within 120 s"
-kill -0 "$pid" 2>/dev/null || { wait "$pid"; fail "the import ended (exit $?) before it could be interrupted"; }
-t0=$(date +%s%N)
-kill -"$sig" "$pid"
+send_signal "the import" writing "no temporary file"
 wait_for 10 ended || fail "still running 10 s after SIG$sig"
-wait "$pid"
-rc=$?
-t1=$(date +%s%N)
-pid=
-[ "$rc" -eq "$want" ] || fail "exit code $rc, expected $want"
+reap
 grep -q "^tg-graph: interrupted (SIG$sig): nothing was written" "$err" || fail "no 'interrupted (SIG$sig)' message"
 [ ! -s "$out" ] || fail "printed on stdout"
-[ -z "$(ls -A "$dir")" ] || fail "files left behind"
-how=cooperatively
-grep -q "stopped by force" "$err" && how="by the watchdog"
-echo "ok: exit $rc $(( (t1 - t0) / 1000000 )) ms after SIG$sig, stopped $how, nothing left: $(tail -n 1 "$err")"
+left_nothing ""
+echo "ok: exit $rc $ms ms after SIG$sig, stopped $how, nothing left: $(tail -n 1 "$err")"

@@ -5,15 +5,9 @@
 #   output_paths_test.sh WORK_PARENT TG_NOOP TG_REPORT BASE_REPORT
 set -u
 parent=$1 noop=$2 report=$3 base=$4
-mkdir -p "$parent"
-d=$(mktemp -d "$parent/paths.XXXXXX") || exit 1
-trap 'rm -rf "$d"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  echo "--- stderr:"; cat "$d/err" 2>/dev/null
-  failures=$((failures + 1))
-}
+errname=err
+# shellcheck source=tests/bad/cases_lib.sh
+. "$(dirname "$0")/cases_lib.sh"
 # expect RC FRAGMENT CMD...: exit status RC within 60 s, FRAGMENT on stderr, nothing on stdout.
 expect() {
   local rc=$1 fragment=$2
@@ -95,5 +89,4 @@ truncate -s 300M "$d/huge.json"
 expect 2 "is 300.0 MiB, more than the 256.0 MiB a report may have here" "$report" compare "$base" "$d/huge.json"
 rm -f "$d/huge.json"
 
-[ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
-echo "OK"
+end_cases

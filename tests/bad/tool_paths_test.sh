@@ -9,15 +9,9 @@
 #   tool_paths_test.sh TG_GRAPH ONNX_DIR WORK_PARENT [import]   (import: the build reads ONNX)
 set -u
 tool=$1 onnx=$2 parent=$3 with_import=${4:-}
-mkdir -p "$parent"
-d=$(mktemp -d "$parent/paths.XXXXXX") || exit 1
-trap 'rm -rf "$d"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  echo "--- stderr:"; head -c 3000 "$d/.err"
-  failures=$((failures + 1))
-}
+errname=.err
+# shellcheck source=tests/bad/cases_lib.sh
+. "$(dirname "$0")/cases_lib.sh"
 listing() { (cd "$d" && ls -A | grep -v '^\.err$\|^\.out$' | sort | tr '\n' ' '); }
 # expect FRAGMENT ARGS...: exit 2, FRAGMENT on stderr, nothing on stdout, the files in $d
 # as they were (same names, same bytes).
@@ -80,5 +74,4 @@ if [ "$with_import" = import ]; then
   expect "--dim 'batch': $d/mlp.onnx has no input dim of that name" import "$d/mlp.onnx" -o "$d/out.json" --dim batch=4
 fi
 
-[ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
-echo "OK"
+end_cases

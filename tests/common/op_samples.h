@@ -1,7 +1,7 @@
 #pragma once
 // Small valid calls of every op, for the tests that loop over the op table rather
 // than list ops by hand: the CPU kernel coverage (tests/kernels/cpu_dispatch_test.cpp),
-// CUDA vs the CPU reference (tests/cuda/test_all_ops.cpp), the finite-difference
+// CUDA vs the CPU reference (tests/kernels/cuda_all_ops_test.cpp), the finite-difference
 // gradient check of every differentiable op (tests/autodiff/op_table_grad_test.cpp)
 // and the op-table checks (tests/graph/op_table_test.cpp).
 //

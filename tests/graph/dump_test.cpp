@@ -25,6 +25,17 @@ Graph brief_graph() {
   return g;
 }
 
+// Parameter `weight` [4] updated by sgd from input g [4], in a node named `node`: a node
+// with no output, whose edge from the parameter is the update's.
+Graph sgd_graph(const std::string& weight, const std::string& node) {
+  Graph g;
+  RecordingBuilder b(g);
+  const Value w = b.parameter(weight, {4});
+  const Value grad = b.input("g", {4});
+  b.apply(OpKind::sgd, {w, grad}, {}, node);
+  return g;
+}
+
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
@@ -39,11 +50,7 @@ TEST_CASE("text dump: one line per leaf and node") {
 }
 
 TEST_CASE("text dump: update ops and broken graphs do not crash it") {
-  Graph g;
-  RecordingBuilder b(g);
-  Value w = b.parameter("w", {4});
-  Value grad = b.input("g", {4});
-  b.apply(OpKind::sgd, {w, grad}, {}, "w.update");
+  Graph g = sgd_graph("w", "w.update");
   std::string t = text_dump(g);
   CHECK_MESSAGE(contains(t, "w.update: sgd(w[4], g[4]) {\"lr\":0.01} (updates in place)"), t);
   g.nodes[0].inputs[1] = 99;
@@ -79,12 +86,7 @@ TEST_CASE("text dump and dot: a value that is not f32 shows its dtype") {
 }
 
 TEST_CASE("dot: names are escaped and update edges dashed") {
-  Graph g;
-  RecordingBuilder b(g);
-  Value w = b.parameter("w\"odd\\", {4});
-  Value grad = b.input("g", {4});
-  b.apply(OpKind::sgd, {w, grad}, {}, "up");
-  const std::string d = graph_to_dot(g);
+  const std::string d = graph_to_dot(sgd_graph("w\"odd\\", "up"));
   // listed() quotes the odd name and escapes its backslash; DOT escapes both again.
   CHECK(contains(d, "label=\"'w\\\"odd\\\\\\\\'\\nparameter [4]\""));
   CHECK(contains(d, "v0 -> n0 [label=\"0\", style=dashed]"));

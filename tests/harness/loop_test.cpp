@@ -16,13 +16,9 @@ struct FakeBody {
     return seconds;
   }
 };
+// LoopOptions' first four fields, in their order; the rest at their defaults.
 LoopOptions opts(int warmup, int min_reps, double min_time, int max_reps) {
-  LoopOptions o;
-  o.warmup = warmup;
-  o.min_reps = min_reps;
-  o.min_time_s = min_time;
-  o.max_reps = max_reps;
-  return o;
+  return LoopOptions{warmup, min_reps, min_time, max_reps};
 }
 }  // namespace
 

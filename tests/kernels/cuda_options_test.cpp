@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cuda_options.h"
+#include "tests/common/option_refusals.h"
 
 namespace tg {
 
@@ -57,10 +58,7 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
 }
 
 TEST_CASE("cuda options: a bad item is refused with the item named, never read as the default") {
-  struct Bad {
-    const char* text;
-    const char* why;
-  } cases[] = {
+  testing::check_option_refusals<CudaBackendOptions>({
       {"small_gemm=yes", "small_gemm='yes': expected 1 (on) or 0 (off)"},
       {"pdl=2", "pdl='2': expected 1 (on) or 0 (off)"},
       {"pdl=", "pdl='': expected 1 (on) or 0 (off)"},
@@ -73,11 +71,7 @@ TEST_CASE("cuda options: a bad item is refused with the item named, never read a
       {"pdl=0,", "an empty item"},
       {"=1", "'' is not a CUDA backend option"},
       {"lanes_early_updates=0", "is not a CUDA backend option"},  // a pass option, not this struct's
-  };
-  for (const Bad& b : cases) {
-    CAPTURE(b.text);
-    CHECK_THROWS_WITH_AS(CudaBackendOptions::from_string(b.text), doctest::Contains(b.why), std::invalid_argument);
-  }
+  });
 }
 
 }  // namespace tg

@@ -9,6 +9,7 @@
 
 #include "graph/training.h"
 #include "tests/common/models.h"
+#include "tests/common/option_refusals.h"
 #include "tests/static/passes_test_util.h"
 
 namespace tg::testing {
@@ -39,10 +40,7 @@ TEST_CASE("pass options: the defaults are the measured choices, and str() reads 
 }
 
 TEST_CASE("pass options: a bad item is refused with the item named") {
-  struct Bad {
-    const char* text;
-    const char* why;
-  } cases[] = {
+  testing::check_option_refusals<PassOptions>({
       {"gemm_updates=2", "gemm_updates='2': expected 1 (on) or 0 (off)"},
       {"gemm_update_min_tiles=0", "gemm_update_min_tiles='0': expected an integer in [1, 1073741824]"},
       {"gemm_update_min_tiles=-1", "expected an integer in [1, "},
@@ -52,11 +50,7 @@ TEST_CASE("pass options: a bad item is refused with the item named") {
                         "lanes_early_updates, lanes_side_gemm_updates"},
       {"small_gemm=0", "is not a pass option"},  // a CUDA backend option, not this struct's
       {"lanes_early_updates=1,lanes_early_updates=0", "'lanes_early_updates' is given twice"},
-  };
-  for (const Bad& b : cases) {
-    CAPTURE(b.text);
-    CHECK_THROWS_WITH_AS(PassOptions::from_string(b.text), doctest::Contains(b.why), std::invalid_argument);
-  }
+  });
 }
 
 TEST_CASE("pass options: gemm_updates and its threshold reach the optimizer pass through compile") {

@@ -372,17 +372,17 @@ TEST_CASE("compare: 100,000 measurements against themselves all match (hash matc
 TEST_CASE("tg-report: another tool's report that matches nothing is exit 2, a closed or full stdout is handled") {
   TmpDir d;
   const auto a = d.write("a.json", to_json(make({{"op", around(2e-6, 0.02)}})));
-  Report other = make({{"other_op", around(2e-6, 0.02)}});
-  other.meta.tool = "tg-other";
-  const auto b = d.write("b.json", to_json(other));
-  Run r = tg_report("compare " + a + " " + b);
+  // A compared with a report of `tool` holding one row, `op`.
+  const auto compare_with = [&](const std::string& tool, const std::string& op, const std::string& file) {
+    Report b = make({{op, around(2e-6, 0.02)}});
+    b.meta.tool = tool;
+    return tg_report("compare " + a + " " + d.write(file, to_json(b)));
+  };
+  Run r = compare_with("tg-other", "other_op", "b.json");
   CHECK(r.status == 2);
   CHECK(r.out.find("compare two reports of the same tool") != std::string::npos);
   // Another tool's rows that do meet A's (tg-graph bench's and tg-train's) are compared.
-  Report bench = make({{"op", around(2e-6, 0.02)}});
-  bench.meta.tool = "tg-graph bench";
-  const auto c = d.write("c.json", to_json(bench));
-  Run rc = tg_report("compare " + a + " " + c);
+  Run rc = compare_with("tg-graph bench", "op", "c.json");
   CHECK(rc.status == 0);
   CHECK(rc.out.find("1 compared") != std::string::npos);
   // popen's 2>&1 would send the message to /dev/full too: stderr to a file instead.

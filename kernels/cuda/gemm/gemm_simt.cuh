@@ -1,7 +1,7 @@
 #pragma once
 // The main loop of the SIMT GEMMs that keep pace with cuBLASLt's FP32 kernel: matmul_sgd_momentum's
 // (kernels/cuda/gemm/gemm_update.cu) and the probes that chose it and try its next layouts
-// (scripts/device/probes/sgemm_update.cu, sgemm_dgrad.cu). Each output tile is kRows x kCols
+// (dev/cuda/sgemm_update.cu, sgemm_dgrad.cu). Each output tile is kRows x kCols
 // results a thread, accumulated over k steps of kStep rows copied global -> shared by cp.async
 // through kStages stages. The kernels differ in their copies, their fragment loads and the
 // order of a step's products, which they pass in; the loop is CUTLASS's multistage one:

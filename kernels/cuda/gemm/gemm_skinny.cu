@@ -17,7 +17,7 @@
 //  - skinny_k keeps its op(B) values in registers, 4 output columns a thread, and loads 8
 //    rows' activations (matmul_act_grad's operand) before their products; its common
 //    epilogue, relu_grad alone, has its own instantiation without the general tests.
-// tg-probe-skinny-gemm (scripts/device/probes/skinny_gemm.cu) times them against cuBLAS and a
+// tg-probe-skinny-gemm (dev/cuda/skinny_gemm.cu) times them against cuBLAS and a
 // copy of the same bytes; docs/compiler.md quotes it.
 //
 // Order of the sums, fixed by the shape alone:

@@ -7,7 +7,7 @@
 // velocity (five floats an element), and that kernel cannot run beside cuBLASLt's FP32 GEMMs.
 // Here the epilogue of each 128 x 128 tile applies the update while other tiles are still
 // multiplying. It pays only because the GEMM keeps pace with cuBLASLt's FP32 kernel
-// (CUTLASS's SIMT SGEMM) on the large weight gradients: scripts/device/probes/sgemm_update.cu
+// (CUTLASS's SIMT SGEMM) on the large weight gradients: dev/cuda/sgemm_update.cu
 // measures every choice below against it, and docs/compiler.md explains them.
 //
 // The kernel (fast path: k and n multiples of 128, rows of 16, 16-byte aligned rows):
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // The block's tile from its linear index, in a loop of one pass. Written so, rather than
   // as (blockIdx.y, blockIdx.x) directly, the B stages get their own base register in the
   // PTX instead of an offset from A's, which makes the kernel faster at the same bits. Keep
-  // the form unless scripts/device/probes/gemm_update_runtime.cu says otherwise.
+  // the form unless dev/cuda/gemm_update_runtime.cu says otherwise.
   const int first = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
   for (int tile_at = first; tile_at < out_tiles; tile_at += out_tiles) {
     const int i0 = tile_at / col_tiles * kTile, j0 = tile_at % col_tiles * kTile;

@@ -2,7 +2,7 @@
 // per lane, block per row with registers, the re-reading fallback beyond 8192).
 #include <doctest/doctest.h>
 
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {

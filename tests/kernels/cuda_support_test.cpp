@@ -11,7 +11,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/raii.h"
 #include "kernels/device_info.h"
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {
@@ -39,7 +39,7 @@ TEST_CASE("cuda check macros name file, line, call and error") {
   TG_REQUIRE_GPU();
   const int line = __LINE__ + 1;
   const std::string m = message_of([] { TG_CUDA_CHECK(cudaSetDevice(9999)); });
-  CHECK(contains(m, "test_support.cpp:" + std::to_string(line)));
+  CHECK(contains(m, "cuda_support_test.cpp:" + std::to_string(line)));
   CHECK(contains(m, "cudaSetDevice(9999)"));
   CHECK(contains(m, "cudaErrorInvalidDevice"));
   CHECK(contains(m, "on device"));
@@ -51,7 +51,7 @@ TEST_CASE("cuda check macros name file, line, call and error") {
 
   const std::string d = message_of([] { TG_CU_CHECK(CUDA_ERROR_INVALID_VALUE); });
   CHECK(contains(d, "CUDA_ERROR_INVALID_VALUE"));
-  CHECK(contains(d, "test_support.cpp:"));
+  CHECK(contains(d, "cuda_support_test.cpp:"));
 
   // A failed call leaves no error behind for the next launch check.
   CHECK_NOTHROW(TG_LAUNCH_CHECK());

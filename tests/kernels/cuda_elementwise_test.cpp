@@ -2,7 +2,7 @@
 // expected to match the CPU reference bit for bit; gelu (float vs double) within a tolerance.
 #include <doctest/doctest.h>
 
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {

@@ -11,7 +11,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/raii.h"
 #include "kernels/cuda/reduce.cuh"  // its host part: col_plan, col_tile_outputs
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {

@@ -11,7 +11,7 @@
 
 #include "graph/shape_inference.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {

@@ -1,4 +1,4 @@
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

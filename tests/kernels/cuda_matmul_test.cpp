@@ -19,7 +19,7 @@
 #include "kernels/cuda/raii.h"
 #include "kernels/gemm/gemm_mode.h"
 #include "tests/common/op_samples.h"
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {

@@ -7,7 +7,7 @@
 
 #include "graph/shape_inference.h"
 #include "tests/common/op_samples.h"
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {

@@ -3,14 +3,14 @@
 // run the functors of kernels/cuda/activation.cuh), over sizes, row lengths, alignment
 // and in place; sgd_multi and sgd_momentum_multi against one sgd / sgd_momentum per
 // tensor, over more tensors than one launch holds. (CUDA vs the CPU reference: the op
-// samples, in test_all_ops.cpp.)
+// samples, in cuda_all_ops_test.cpp.)
 #include <doctest/doctest.h>
 
 #include <memory>
 
 #include "graph/shape_inference.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "tests/cuda/op_harness.h"
+#include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {
