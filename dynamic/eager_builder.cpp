@@ -10,7 +10,9 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "graph/dtype_rules.h"
 #include "graph/errors.h"
+#include "graph/float_formats.h"
 #include "graph/init.h"
 #include "graph/shape_inference.h"
 
@@ -21,12 +23,32 @@ using Clock = std::chrono::steady_clock;
 int64_t ns(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
 }
-size_t bytes_of(const Shape& s) { return static_cast<size_t>(s.numel()) * sizeof(float); }
+size_t bytes_of(const Shape& s, DType dt) { return static_cast<size_t>(s.numel()) * static_cast<size_t>(dtype_size(dt)); }
 
-void require_f32(const std::string& name, DType dtype) {
-  if (dtype != DType::F32)
-    graph_error("the dynamic executor: value {} is {}, and it runs f32 values only so far; give the model f32 values",
-                quote_name(name), dtype_name(dtype));
+// The CUDA kernels run f32 only so far (but cast): refuse a tensor of another dtype there.
+void require_runnable(const Backend& be, const std::string& name, DType dt) {
+  if (dt != DType::F32 && be.kind() == DeviceKind::cuda)
+    graph_error("the dynamic executor on CUDA: value {} is {}, and the CUDA kernels run f32 values only so far; run "
+                "it on the CPU backend, or give the model f32 values", quote_name(name), dtype_name(dt));
+}
+
+// Host f32 values to a device tensor of `dt` (rounded on the host), and back (widened).
+void upload(Backend& be, void* dst, const std::vector<float>& host, DType dt) {
+  if (dt == DType::F32) return be.copy_to_device(dst, host.data(), host.size() * sizeof(float));
+  std::vector<uint16_t> bits(host.size());
+  store_as_dtype(host.data(), host.size(), dt, bits.data());
+  be.copy_to_device(dst, bits.data(), bits.size() * sizeof(uint16_t));
+}
+std::vector<float> download(Backend& be, const void* src, int64_t n, DType dt) {
+  std::vector<float> host(static_cast<size_t>(n));
+  if (dt == DType::F32) {
+    be.copy_to_host(host.data(), src, host.size() * sizeof(float));
+    return host;
+  }
+  std::vector<uint16_t> bits(host.size());
+  be.copy_to_host(bits.data(), src, bits.size() * sizeof(uint16_t));
+  load_from_dtype(bits.data(), bits.size(), dt, host.data());
+  return host;
 }
 }  // namespace
 
@@ -70,9 +92,10 @@ EagerBuilder::Slot& EagerBuilder::live_slot(int id, OpKind op, int pos) {
   return s;
 }
 
-int EagerBuilder::new_slot(const Shape& shape, Role role) {
+int EagerBuilder::new_slot(const Shape& shape, Role role, DType dtype) {
   Slot s;
   s.shape = shape;
+  s.dtype = dtype;
   s.role = role;
   slots_.push_back(s);
   return static_cast<int>(slots_.size() - 1);
@@ -80,7 +103,7 @@ int EagerBuilder::new_slot(const Shape& shape, Role role) {
 
 void EagerBuilder::alloc_slot(int id) {
   Slot& s = slot(id);
-  const size_t bytes = bytes_of(s.shape);
+  const size_t bytes = bytes_of(s.shape, s.dtype);
   s.block = alloc_.allocate(bytes);
   s.data = static_cast<float*>(s.block.ptr);
   s.owner = id;
@@ -103,10 +126,12 @@ void EagerBuilder::release(int id) {
   o.block = Block{};
 }
 
-int EagerBuilder::new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init) {
+int EagerBuilder::new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init,
+                                 DType dtype) {
   const int id = kPersistentBase + static_cast<int>(pslots_.size());
   Slot s;
   s.shape = shape;
+  s.dtype = dtype;
   s.role = role;
   pslots_.push_back(s);
   alloc_slot(id);
@@ -115,9 +140,9 @@ int EagerBuilder::new_persistent(const std::string& name, const Shape& shape, Ro
   info.shape = shape;
   info.role = role;
   info.init = init;
-  const std::vector<float> host = initial_values(info, opt_.seed);
-  backend_.copy_to_device(slot(id).data, host.data(), host.size() * sizeof(float));
-  persistent_.push_back(Persistent{name, shape, role, id});
+  info.dtype = dtype;
+  upload(backend_, slot(id).data, initial_values(info, opt_.seed), dtype);
+  persistent_.push_back(Persistent{name, shape, dtype, role, id});
   persistent_by_name_.emplace(name, static_cast<int>(persistent_.size() - 1));
   return id;
 }
@@ -128,6 +153,7 @@ Value EagerBuilder::handle(int id) const {
   Value v;
   v.id = id;
   v.shape = s.shape;
+  v.dtype = s.dtype;
   return v;
 }
 
@@ -135,7 +161,6 @@ Value EagerBuilder::handle(int id) const {
 
 Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dtype) {
   if (!in_iteration_) throw std::logic_error("EagerBuilder::input called outside begin_iteration()/end_iteration()");
-  require_f32(name, dtype);
   auto it = feeds_->find(name);
   if (it == feeds_->end())
     throw std::invalid_argument(fmt::format("input {} {} was not fed; add feeds[\"{}\"] with {} floats", quote_name(name),
@@ -146,9 +171,10 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dty
   if (it->second.size() != static_cast<size_t>(n))
     throw std::invalid_argument(fmt::format("input {} has shape {} ({} floats) but its feed holds {} floats", quote_name(name),
                                             shape.str(), n, it->second.size()));
-  const int id = new_slot(shape, Role::input);
+  require_runnable(backend_, name, dtype);
+  const int id = new_slot(shape, Role::input, dtype);
   alloc_slot(id);
-  backend_.copy_to_device(slot(id).data, it->second.data(), it->second.size() * sizeof(float));
+  upload(backend_, slot(id).data, it->second, dtype);
   return handle(id);
 }
 
@@ -168,17 +194,20 @@ Value EagerBuilder::take_persistent(int idx) {
 }
 
 Value EagerBuilder::parameter(const std::string& name, const Shape& shape, ParamInit init, DType dtype) {
-  require_f32(name, dtype);
   int idx = find_persistent(name);
   if (idx < 0) {
     int64_t n = 0;
     if (!numel_checked(shape, n) || n < 1)
       graph_error("parameter {}: shape {} has a dim < 1 or too many elements", quote_name(name), shape.str());
-    new_persistent(name, shape, Role::parameter, init);
+    require_runnable(backend_, name, dtype);
+    new_persistent(name, shape, Role::parameter, init, dtype);
     idx = static_cast<int>(persistent_.size() - 1);
   } else if (persistent_[static_cast<size_t>(idx)].shape != shape) {
     graph_error("parameter {} was {} in an earlier iteration and is {} now; parameters keep their shape",
                 quote_name(name), persistent_[static_cast<size_t>(idx)].shape.str(), shape.str());
+  } else if (persistent_[static_cast<size_t>(idx)].dtype != dtype) {
+    graph_error("parameter {} was {} in an earlier iteration and is {} now; parameters keep their dtype",
+                quote_name(name), dtype_name(persistent_[static_cast<size_t>(idx)].dtype), dtype_name(dtype));
   }
   return take_persistent(idx);
 }
@@ -186,7 +215,7 @@ Value EagerBuilder::parameter(const std::string& name, const Shape& shape, Param
 Value EagerBuilder::optimizer_state(const Value& param, const std::string& name) {
   int idx = find_persistent(name);
   if (idx < 0) {
-    new_persistent(name, param.shape, Role::optimizer_state, optimizer_state_init());
+    new_persistent(name, param.shape, Role::optimizer_state, optimizer_state_init(), param.dtype);
     idx = static_cast<int>(persistent_.size() - 1);
   }
   return take_persistent(idx);
@@ -215,11 +244,13 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   call.num_inputs = nin;
   TraceOp tr{op, nin, {-1, -1, -1, -1}, -1};
   shapes_.clear();
+  bool all_f32 = op != OpKind::cast;
   for (int i = 0; i < nin; ++i) {
     const int id = inputs[static_cast<size_t>(i)].id;
     Slot& s = live_slot(id, op, i);
     shapes_.push_back(s.shape);
-    call.in[static_cast<size_t>(i)] = kernels::TensorView{s.data, s.shape};
+    all_f32 = all_f32 && s.dtype == DType::F32;
+    call.in[static_cast<size_t>(i)] = kernels::TensorView{s.data, s.shape, s.dtype};
     tr.in[i] = id;
   }
   const std::string* nm = &name;
@@ -236,7 +267,13 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     // inference again, with the name as every message shows it.
     out_shape = infer_shape(op, shapes_, attrs, quote_name(*nm));
   }
-  if (op == OpKind::cast) require_f32(*nm, attrs.to);  // every other op keeps its inputs' f32
+  DType out_dtype = DType::F32;
+  if (!all_f32) {  // the dtype rule; f32 in, f32 out for every op but cast
+    dtypes_.clear();
+    for (int i = 0; i < nin; ++i) dtypes_.push_back(call.in[static_cast<size_t>(i)].dtype);
+    out_dtype = infer_dtype(op, dtypes_, attrs, quote_name(*nm));
+    require_runnable(backend_, *nm, out_dtype);
+  }
 
   // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.
   Value out;
@@ -244,8 +281,9 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   if (!op_is_update(op)) {
     const bool alias_ok = nin > 0 && tr.in[0] < kPersistentBase && slots_[static_cast<size_t>(tr.in[0])].role != Role::input;
     const bool alias = op_is_view(op) || (op == OpKind::relu && (attrs.in_place || opt_.in_place_relu) && alias_ok);
-    out.id = new_slot(out_shape, role_);
+    out.id = new_slot(out_shape, role_, out_dtype);
     out.shape = out_shape;
+    out.dtype = out_dtype;
     tr.out = out.id;
     Slot& o = slots_.back();
     if (alias) {
@@ -268,7 +306,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   if (timed) t2 = Clock::now();
   if (out.valid() && !op_is_view(op)) {
     const Slot& o = slots_[static_cast<size_t>(out.id)];
-    call.out = kernels::TensorView{o.data, o.shape};
+    call.out = kernels::TensorView{o.data, o.shape, o.dtype};
   }
   if (!op_is_view(op)) {
     try {
@@ -408,12 +446,12 @@ void EagerBuilder::replay_role_peaks() {
     label[s] = r;
   }
   std::array<int64_t, 8> live{};
-  for (const Slot& p : pslots_) live[static_cast<size_t>(p.role)] += static_cast<int64_t>(bytes_of(p.shape));
+  for (const Slot& p : pslots_) live[static_cast<size_t>(p.role)] += static_cast<int64_t>(bytes_of(p.shape, p.dtype));
   for (size_t r = 0; r < live.size(); ++r) role_peak_[r] = std::max(role_peak_[r], live[r]);
   for (int e : role_events_) {
     const size_t s = static_cast<size_t>(e >= 0 ? e : ~e);
     const size_t r = static_cast<size_t>(label[s]);
-    const auto bytes = static_cast<int64_t>(bytes_of(slots_[s].shape));
+    const auto bytes = static_cast<int64_t>(bytes_of(slots_[s].shape, slots_[s].dtype));
     live[r] += e >= 0 ? bytes : -bytes;
     role_peak_[r] = std::max(role_peak_[r], live[r]);
   }
@@ -422,10 +460,8 @@ void EagerBuilder::replay_role_peaks() {
 // ---- data and reports -----------------------------------------------------------
 
 std::vector<float> EagerBuilder::read(const Value& v) {
-  Slot& s = live_slot(v.id, OpKind::copy, 0);
-  std::vector<float> host(static_cast<size_t>(s.shape.numel()));
-  backend_.copy_to_host(host.data(), s.data, host.size() * sizeof(float));
-  return host;
+  const Slot& s = live_slot(v.id, OpKind::copy, 0);
+  return download(backend_, s.data, s.shape.numel(), s.dtype);
 }
 
 void EagerBuilder::write(const Value& v, const std::vector<float>& host) {
@@ -433,7 +469,7 @@ void EagerBuilder::write(const Value& v, const std::vector<float>& host) {
   if (host.size() != static_cast<size_t>(s.shape.numel()))
     throw std::invalid_argument(fmt::format("write: value {} has shape {} ({} floats) but {} floats were given",
                                             v.id, s.shape.str(), s.shape.numel(), host.size()));
-  backend_.copy_to_device(s.data, host.data(), host.size() * sizeof(float));
+  upload(backend_, s.data, host, s.dtype);
 }
 
 PhaseTimes EagerBuilder::phase_times() const {

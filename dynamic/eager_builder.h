@@ -49,7 +49,6 @@ class EagerBuilder final : public Builder {
   EagerBuilder& operator=(const EagerBuilder&) = delete;
 
   // ---- Builder ----
-  // Both refuse a dtype other than f32: the dynamic executor runs f32 values only so far.
   Value input(const std::string& name, const Shape& shape, DType dtype = DType::F32) override;
   Value parameter(const std::string& name, const Shape& shape, ParamInit init = {},
                   DType dtype = DType::F32) override;
@@ -78,6 +77,7 @@ class EagerBuilder final : public Builder {
   struct Persistent {
     std::string name;
     Shape shape;
+    DType dtype = DType::F32;
     Role role = Role::parameter;
     int id = -1;  // Value id
   };
@@ -115,6 +115,7 @@ class EagerBuilder final : public Builder {
   struct Slot {
     float* data = nullptr;
     Shape shape;
+    DType dtype = DType::F32;
     Block block;        // owned memory (owner slots only)
     int owner = -1;     // slot whose block this one uses (itself, or the base of a view)
     int aliases = 0;    // on the owner: live slots using the block
@@ -130,8 +131,8 @@ class EagerBuilder final : public Builder {
   };
   Slot& slot(int id);
   Slot& live_slot(int id, OpKind op, int pos);
-  int new_slot(const Shape& shape, Role role);
-  int new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init);
+  int new_slot(const Shape& shape, Role role, DType dtype);
+  int new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init, DType dtype);
   int find_persistent(const std::string& name) const;  // index into persistent_, or -1
   Value take_persistent(int idx);                       // its handle; moves param_cursor_ past it
   void alloc_slot(int id);
@@ -157,6 +158,7 @@ class EagerBuilder final : public Builder {
 
   std::vector<TapeEntry> tape_;
   std::vector<Shape> shapes_;     // reused per op: shape inference's input list
+  std::vector<DType> dtypes_;     // reused per op: the dtype rule's input list
   std::string node_name_;
 
   // Last-use plan learned from the previous iteration of the same kind (training

@@ -34,7 +34,8 @@ auto run_iteration(EagerBuilder& b, const Feeds& feeds, bool training, Body body
 }  // namespace
 
 DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::string& allocator, DynamicOptions opt)
-    : model_(std::move(model)), backend_(backend), opt_(opt), alloc_(make_allocator(allocator, backend)) {
+    : model_(with_precision(std::move(model), opt.precision)), backend_(backend), opt_(opt),
+      alloc_(make_allocator(allocator, backend)) {
   if (!model_) throw std::invalid_argument("DynamicTrainer: the model function is empty");
   EagerOptions eo;
   eo.record_tape = !opt_.inference;

@@ -10,6 +10,7 @@
 #include "dynamic/allocator.h"
 #include "dynamic/eager_builder.h"
 #include "graph/models.h"
+#include "graph/precision.h"
 #include "kernels/backend.h"
 
 namespace tg {
@@ -24,6 +25,7 @@ struct DynamicOptions {
   Timing timing = Timing::off; // per-op host time breakdown (sampled is cheap enough to leave on)
   int sample_period = 16;
   uint64_t seed = 0;           // initial_values seed: use the interpreter's to start bit-identical
+  Precision precision = Precision::fp32;  // as CompileOptions::precision (graph/precision.h)
 };
 
 // Host time of the last iteration. build + alloc + launch are apply()'s phases

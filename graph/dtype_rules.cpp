@@ -4,7 +4,7 @@
 
 namespace tg {
 
-std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
+DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] != DType::F32 && in[i] != DType::BF16 && in[i] != DType::F16)
@@ -27,7 +27,11 @@ std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const A
         graph_error("{} {}: input {} is {} but input 0 is {}; every input of {} has one dtype: give them the same",
                     name, node, i, dtype_name(in[i]), dtype_name(out), name);
   }
-  return std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), out);
+  return out;
+}
+
+std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
+  return std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), infer_dtype(op, in, at, node));
 }
 
 }  // namespace tg

@@ -14,5 +14,7 @@ namespace tg {
 // how to fix it. Call it after the shape rule, which checks the arity.
 std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& inputs, const Attrs& attrs,
                                 const std::string& node_name);
+// The dtype every output of the op has (one per op; f32 for updates, which have none).
+DType infer_dtype(OpKind op, const std::vector<DType>& inputs, const Attrs& attrs, const std::string& node_name);
 
 }  // namespace tg

@@ -54,7 +54,7 @@ std::unique_ptr<Backend> make_cpu_backend();
 // for the CPU backend. A GPU ordinal in a build without CUDA is a logic error: the
 // harness refuses it first. `cuda`: a CUDA backend's kernel choices (ignored for the
 // CPU). (kernels/make_backend.cpp)
-std::shared_ptr<Backend> make_backend(int device, const CudaBackendOptions& cuda = {});
+std::shared_ptr<Backend> make_backend(int device, const CudaBackendOptions& cuda = {}, bool tf32 = false);
 // The stream a backend enqueues on, for CUDA event timing; nullptr on the CPU.
 void* backend_stream(Backend& b);
 

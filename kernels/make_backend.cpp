@@ -9,11 +9,12 @@
 
 namespace tg {
 
-std::shared_ptr<Backend> make_backend(int device, const CudaBackendOptions& cuda) {
+std::shared_ptr<Backend> make_backend(int device, const CudaBackendOptions& cuda, bool tf32) {
 #ifdef TWOGRAPH_HAVE_CUDA
-  if (device >= 0) return std::shared_ptr<Backend>(make_cuda_backend(device, false, cuda));
+  if (device >= 0) return std::shared_ptr<Backend>(make_cuda_backend(device, tf32, cuda));
 #else
   (void)cuda;
+  (void)tf32;
 #endif
   if (device >= 0) throw std::logic_error("a GPU was selected but this build has no CUDA backend");
   return std::shared_ptr<Backend>(make_cpu_backend());

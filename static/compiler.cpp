@@ -7,6 +7,7 @@
 
 #include "graph/builder.h"
 #include "graph/errors.h"
+#include "graph/precision.h"
 #include "graph/validate.h"
 #include "kernels/gemm/gemm_mode.h"
 
@@ -23,8 +24,9 @@ std::string CompileTimings::str() const {
                      record, autodiff, passes, validate, plan, schedule, capture, instantiate, total());
 }
 
-CompiledPlan compile(const ModelFn& model, const CompileOptions& opt) {
-  if (!model) throw std::invalid_argument("compile: the model function is empty");
+CompiledPlan compile(const ModelFn& model_as_written, const CompileOptions& opt) {
+  if (!model_as_written) throw std::invalid_argument("compile: the model function is empty");
+  const ModelFn model = with_precision(model_as_written, opt.precision);
   CompileTimings t;
   // The forward recording alone, timed on its own: build_training_graph records
   // it again inside, and the difference is charged to autodiff.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/models.h"
+#include "graph/precision.h"
 #include "graph/training.h"
 #include "kernels/backend.h"
 #include "static/executable.h"
@@ -18,6 +19,9 @@ namespace tg {
 struct CompileOptions {
   bool training = true;           // false: the inference graph (forward, prediction only)
   TrainOptions train;
+  // The precision policy (graph/precision.h): bf16 and fp16 autocast the model as it is
+  // recorded; tf32 is the CUDA backend's choice (kernels/cuda_options.h) and records f32.
+  Precision precision = Precision::fp32;
   // The graph passes between autodiff and planning (static/passes/pass.h). none: the
   // graph autodiff made, which runs the same kernels as the dynamic executor.
   PassSet passes = PassSet::none();

@@ -113,20 +113,39 @@ int main(int argc, char** argv) {
                 "none (skip them), or one set such as all or linear,rows (measured against none)");
   std::string pass_options;
   bench::add_pass_options_flag(ex, pass_options);
+  std::string precision_text = "fp32";
+  ex.add_option("--precision", precision_text,
+                "Both executors' precision: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), bf16 or fp16 "
+                "(autocast: GEMMs in the low type, softmax, layernorm, reductions and losses in f32, f32 master weights; "
+                "the CPU backend runs them, the CUDA kernels not yet). Rows other than fp32 carry a precision parameter");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
                 "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const PassOptions po = bench::resolve_pass_options(e, pass_options);
-    auto be = make_backend(e.device(), e.cuda_options());
+    Precision precision = Precision::fp32;
+    if (!parse_precision(precision_text, precision))
+      throw th::UsageError(fmt::format("--precision: {} is not a precision; use fp32, tf32, bf16 or fp16",
+                                       quote_name(precision_text)));
+    const bool on_gpu = e.device() >= 0;
+    if (precision == Precision::tf32 && !on_gpu)
+      throw th::UsageError("--precision tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there");
+    if (precision_dtype(precision) != DType::F32 && on_gpu)
+      throw th::UsageError(fmt::format("--precision {}: the CUDA kernels run f32 only so far; use --device cpu, or "
+                                       "fp32 or tf32 on the GPU", precision_name(precision)));
+    auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
     }
     const std::vector<PassSet> sets = pass_sets(passes);  // a bad set is refused before anything runs
-    const std::vector<train::Config> cs = configs(e.quick(), gpu, max_rows, e.report());
+    std::vector<train::Config> cs = configs(e.quick(), gpu, max_rows, e.report());
+    for (train::Config& c : cs) {
+      c.precision = precision;
+      if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
+    }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");
     for (const train::Config& c : cs) {

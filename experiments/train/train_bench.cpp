@@ -13,6 +13,13 @@ namespace th = tg::harness;
 
 namespace tg::train {
 
+DynamicOptions dynamic_options(const Config& c, bool inference) {
+  DynamicOptions o;
+  o.precision = c.precision;
+  o.inference = inference;
+  return o;
+}
+
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth) {
   MlpConfig m;
   m.batch = batch;
@@ -68,6 +75,7 @@ CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bo
   co.backend = be;
   co.use_cuda_graph = graph;
   co.feed_copy = feed_copy;
+  co.precision = c.precision;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 
@@ -105,7 +113,7 @@ void measure_feed(th::Experiment& e, const std::shared_ptr<Backend>& be, const C
 void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, bool graph, int steps) {
   TG_NVTX_RANGE("loss_curves");
   CompiledPlan p = compile_for(c, be, true, graph);
-  DynamicTrainer dyn(c.fn, *be, "caching", DynamicOptions{});
+  DynamicTrainer dyn(c.fn, *be, "caching", dynamic_options(c));
   std::vector<double> ls, ld;
   for (int i = 0; i < steps; ++i) {
     const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, c.classes);
@@ -154,16 +162,14 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
       record(e, c, "static_plain", "train", th::time_host(e.loop(), [&] { plain.step(feeds); }, sync),
              plain.timings.total() * 1e-3);
     }
-    DynamicTrainer dyn(c.fn, *be, "caching", DynamicOptions{});
+    DynamicTrainer dyn(c.fn, *be, "caching", dynamic_options(c));
     r.dynamic_train_s = record(e, c, "dynamic", "train", th::time_host(e.loop(), [&] { dyn.step(feeds); }, sync));
   }
   {
     TG_NVTX_RANGE("inference");
     const Feeds infeeds = bench::model_feeds(c.infer_fn, 43, c.classes);
     CompiledPlan p = compile_for(c, be, false, gpu);
-    DynamicOptions dopt;
-    dopt.inference = true;
-    DynamicTrainer dyn(c.infer_fn, *be, "caching", dopt);
+    DynamicTrainer dyn(c.infer_fn, *be, "caching", dynamic_options(c, true));
     p.run(infeeds);
     const std::string d = bench::bitwise_diff(p.read(p.prediction), dyn.run_inference(infeeds));
     if (!d.empty())

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "dynamic/trainer.h"
+#include "graph/precision.h"
 #include "experiments/harness/harness.h"
 #include "graph/models.h"
 #include "kernels/backend.h"
@@ -24,7 +26,11 @@ struct Config {
   int64_t rows = 0;  // rows of its GEMMs: batch (mlp), batch * seq (transformer)
   bool train = true;     // false: inference only (a graph file without a loss, tg-graph bench)
   int64_t classes = 10;  // labels are class indices in [0, classes)
+  Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
 };
+
+// The dynamic executor's options for c: its precision, inference or training.
+DynamicOptions dynamic_options(const Config& c, bool inference = false);
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
 Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads);

@@ -35,7 +35,8 @@ inline std::map<std::string, Shape> input_shapes_of(const Graph& g) {
 // Inference, then 5 training steps with new feeds each, both executors; every
 // loss, the prediction and every parameter / velocity compared bit for bit.
 inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>()>& make_backend, const ModelFn& model,
-                                    const char* what, bool use_cuda_graph, int64_t classes = 0) {
+                                    const char* what, bool use_cuda_graph, int64_t classes = 0,
+                                    Precision precision = Precision::fp32) {
   auto be_static = make_backend();
   auto be_dynamic = make_backend();
   {
@@ -43,9 +44,11 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
     co.backend = be_static;
     co.training = false;
     co.use_cuda_graph = use_cuda_graph;
+    co.precision = precision;
     CompiledPlan p = compile(model, co);
     DynamicOptions dopt;
     dopt.inference = true;
+    dopt.precision = precision;
     DynamicTrainer dyn(model, *be_dynamic, "caching", dopt);
     // The model's inputs (the inference graph pruned the loss's target, which
     // the dynamic executor still wants fed: the static plan accepts and ignores it).
@@ -64,8 +67,11 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
   CompileOptions co;
   co.backend = be_static;
   co.use_cuda_graph = use_cuda_graph;
+  co.precision = precision;
   CompiledPlan p = compile(model, co);
-  DynamicTrainer dyn(model, *be_dynamic, "caching", DynamicOptions{});
+  DynamicOptions dopt;
+  dopt.precision = precision;
+  DynamicTrainer dyn(model, *be_dynamic, "caching", dopt);
   for (uint64_t i = 0; i < 5; ++i) {
     const Feeds f = random_feeds(input_shapes_of(*p.graph), 90 + i * 17, classes);
     const float ls = p.step(f);
