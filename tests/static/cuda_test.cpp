@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "graph/errors.h"
 #include "graph/init.h"
 #include "kernels/interpreter.h"
 #include "kernels/parallel_memcpy.h"
@@ -187,6 +188,28 @@ TEST_CASE("static == dynamic bitwise on CUDA (graph replay and plain launches): 
   for (bool graph : {true, false}) {
     testing::check_static_vs_dynamic(gpu, mlp_fn(32), "mlp", graph);
     testing::check_static_vs_dynamic(gpu, transformer, "transformer", graph);
+  }
+}
+
+TEST_CASE("bf16 and fp16 on CUDA: both executors refuse with the reason until the kernels implement them") {
+  TG_REQUIRE_GPU();
+  const ModelFn model = testing::mlp_model(testing::mlp_config(8, 16, 16, 2, 4));
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    CompileOptions co;
+    co.backend = gpu();
+    co.precision = p;
+    CHECK_THROWS_WITH_AS(compile(model, co), doctest::Contains("the static executor on CUDA: value"), GraphError);
+    DynamicOptions d;
+    d.precision = p;
+    auto be = gpu();
+    DynamicTrainer dyn(model, *be, "caching", d);
+    Graph fwd;
+    {
+      RecordingBuilder rb(fwd);
+      model(rb);
+    }
+    const Feeds f = testing::random_feeds(testing::input_shapes_of(fwd), 3);
+    CHECK_THROWS_WITH_AS(dyn.step(f), doctest::Contains("the dynamic executor on CUDA: value"), GraphError);
   }
 }
 
