@@ -293,7 +293,7 @@ def fig_memory(tool, ms, r=None):
         if r not in roles:
             roles.append(r)
         value[(c, r)] += m["median"]
-    fig, ax = new_fig(f"{tool}: memory by role", w=max(7.5, 0.9 * len(configs) + 3))
+    fig, ax = new_fig(f"{tool}: memory by role (naive: the roles' sum, no reuse)", w=max(7.5, 0.9 * len(configs) + 3))
     bottom = [0.0] * len(configs)
     for r in roles:
         ys = [value[(c, r)] / 2**20 for c in configs]
@@ -301,7 +301,7 @@ def fig_memory(tool, ms, r=None):
         bottom = [b + y for b, y in zip(bottom, ys)]
     ax.set_xticks(range(len(configs)))
     ax.set_xticklabels(configs, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("MiB")
+    ax.set_ylabel("MiB, each role stacked (no buffer shared)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return [("memory_by_role", fig)]
