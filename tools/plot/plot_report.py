@@ -100,6 +100,21 @@ def label_of(m, skip=()):
     return f'{m["name"]} {ps}'.strip()
 
 
+def short_labels(ms):
+    """{label: measurement} with the parameters every measurement shares left out of the labels
+    (they go in the title instead), so a bar's label names only what tells it apart."""
+    shared = {k: v for k, v in ms[0]["params"].items() if all(m["params"].get(k) == v for m in ms)} if ms else {}
+    names = {m["name"] for m in ms}
+    out = {}
+    for m in ms:
+        label = label_of(m, skip=shared)
+        if len(names) == 1:
+            label = label[len(m["name"]):].strip() or m["name"]
+        out[label] = m
+    common = " ".join(f"{k}={v}" for k, v in sorted(shared.items()))
+    return out, (f"{next(iter(names))} " if len(names) == 1 else "") + common
+
+
 def with_params(tool, ms, needed):
     """The measurements that have every needed parameter; says how many were left out."""
     ok = [m for m in ms if all(k in m["params"] for k in needed)]
@@ -293,15 +308,30 @@ def fig_memory(tool, ms, r=None):
         if r not in roles:
             roles.append(r)
         value[(c, r)] += m["median"]
-    fig, ax = new_fig(f"{tool}: memory by role (naive: the roles' sum, no reuse)", w=max(7.5, 0.9 * len(configs) + 3))
+    title = f"{tool}: memory by role (naive: the roles' sum, no reuse)"
+    standing = upright(configs, 0.9)
+    if standing:
+        fig, ax = new_fig(title, w=max(7.5, 0.9 * len(configs) + 3))
+    else:
+        fig, ax = new_fig(title, w=10, h=1.5 + 0.28 * len(configs))
     bottom = [0.0] * len(configs)
     for r in roles:
         ys = [value[(c, r)] / 2**20 for c in configs]
-        ax.bar(range(len(configs)), ys, bottom=bottom, label=r)
+        if standing:
+            ax.bar(range(len(configs)), ys, bottom=bottom, label=r)
+        else:
+            ax.barh(range(len(configs)), ys, left=bottom, label=r)
         bottom = [b + y for b, y in zip(bottom, ys)]
-    ax.set_xticks(range(len(configs)))
-    ax.set_xticklabels(configs, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("MiB, each role stacked (no buffer shared)")
+    value_label = "MiB, each role stacked (no buffer shared)"
+    if standing:
+        ax.set_xticks(range(len(configs)))
+        ax.set_xticklabels(configs, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(value_label)
+    else:
+        ax.set_yticks(range(len(configs)))
+        ax.set_yticklabels(configs, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(value_label)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return [("memory_by_role", fig)]
@@ -391,17 +421,34 @@ def fig_train(tool, ms, r=None):
     return [("iterations_per_s", fig)]
 
 
+def upright(labels, inch_per_bar):
+    """Whether a bar chart stands up. It turns on its side when standing it would be wider than a
+    screen (16 in at 120 dpi) or its labels are long (parameter lists): on its side the labels run
+    along the y axis, where a long one costs width once instead of a rotated label per bar, and
+    the figure grows downwards, which a page scrolls, instead of sideways past the screen."""
+    return inch_per_bar * len(labels) + 3 <= 16 and max(map(len, labels), default=0) <= 40
+
+
 def bars(tool, title, groups, ylabel, fname):
     """groups: {label: measurement}; bars of the median with p10..p90 whiskers."""
     labels = list(groups)
     ms = [groups[k] for k in labels]
     scale = 1e3 if all(m["unit"] == "s" for m in ms) else 1.0
     ys, e = err(ms, lambda m, t: t * scale)
-    fig, ax = new_fig(f"{tool}: {title}", w=max(7.5, 0.6 * len(labels) + 3))
-    ax.bar(range(len(labels)), ys, yerr=e, capsize=3)
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(("ms " if scale == 1e3 else "") + ylabel)
+    value_label = ("ms " if scale == 1e3 else "") + ylabel
+    if not upright(labels, 0.6):
+        fig, ax = new_fig(f"{tool}: {title}", w=10, h=1.5 + 0.28 * len(labels))
+        ax.barh(range(len(labels)), ys, xerr=e, capsize=2)
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(value_label)
+    else:
+        fig, ax = new_fig(f"{tool}: {title}", w=max(7.5, 0.6 * len(labels) + 3))
+        ax.bar(range(len(labels)), ys, yerr=e, capsize=3)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(value_label)
     fig.tight_layout()
     return [(fname, fig)]
 
@@ -410,15 +457,18 @@ def fig_shapes(tool, ms, r=None):
     ms = [m for m in with_params(tool, ms, ["strategy"]) if m["unit"] == "s"]
     if not ms:
         return []
-    return bars(tool, "time per iteration by strategy", {label_of(m): m for m in ms}, "(median, p10..p90)",
-                "time_per_strategy")
+    groups, common = short_labels(ms)
+    return bars(tool, "time per iteration by strategy" + (f"\n{common}" if common else ""), groups,
+                "(median, p10..p90)", "time_per_strategy")
 
 
 def fig_pipeline(tool, ms, r=None):
     ms = [m for m in with_params(tool, ms, ["stage"]) if m["unit"] == "s"]
     if not ms:
         return []
-    return bars(tool, "time per stage", {label_of(m): m for m in ms}, "(median, p10..p90)", "per_stage")
+    groups, common = short_labels(ms)
+    return bars(tool, "time per stage" + (f"\n{common}" if common else ""), groups, "(median, p10..p90)",
+                "per_stage")
 
 
 def fig_generic(tool, ms, r=None):
