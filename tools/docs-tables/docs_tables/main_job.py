@@ -36,7 +36,8 @@ def draw(out_dir, plotters):
     pr, drawn = common.PR, {}
     pr.matplotlib.rcParams["svg.hashsalt"] = "twograph"
     pr.STDOUT["closed"] = True  # plot_report lists what it writes; the caller lists every file once
-    present = {p.stem for p in common.RESULTS.glob("*.json") if pr.usable(pr.load(str(p)))}
+    present = {stem for stem, _, _ in EXPERIMENTS if (common.RESULTS / f"{stem}.json").exists()
+               and pr.usable(pr.load(str(common.RESULTS / f"{stem}.json")))}
     files = lambda: set(common.PLOTS.iterdir())
     for stem, fn in plotters.items():
         if stem != "regimes" and stem not in present:
