@@ -46,10 +46,12 @@ def draw(out_dir, plotters):
         try:
             fn()
             drawn[stem] = sorted(map(str, files() - before))
-        except Missing as e:
+        except (Missing, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
+            # A chapter's figure is written for the chapter's full run; a quick or CPU run may lack a
+            # row or a field it reads. The report still gets its tool's figure, and the reason is said.
             if stem in present:
-                print(f"docs-tables: {stem}.json: its chapter's figure needs what this run did not measure ({e}); "
-                      f"drawn with the standard figure of its tool", file=sys.stderr)
+                print(f"docs-tables: {stem}.json: its chapter's figure needs what this run did not measure "
+                      f"({type(e).__name__}: {e}); drawn with the standard figure of its tool", file=sys.stderr)
         finally:
             pr.plt.close("all")
     for stem in sorted(present - set(drawn)):
