@@ -50,9 +50,9 @@ for x in r["measurements"]:
 json.dump(r, open(os.path.join(d, "launch-noparams.json"), "w"))
 PY
 mkdir -p "$out/fallback"
-"$py" "$script" --out "$out/png" "$out"/in/tg-*.json 2>"$out/png.log"
+"$py" "$script" --verbose --out "$out/png" "$out"/in/tg-*.json 2>"$out/png.log"
 grep -q "feed not in the iterations/s figure" "$out/png.log" || { echo "FAIL: the feed row was not left out of the train figure"; cat "$out/png.log"; exit 1; }
-"$py" "$script" --out "$out/fallback" "$out/in/launch-noparams.json" 2>"$out/fallback.log"
+"$py" "$script" --verbose --out "$out/fallback" "$out/in/launch-noparams.json" 2>"$out/fallback.log"
 grep -q "lack one of n_ops" "$out/fallback.log" || { echo "FAIL: no message for the missing n_ops"; cat "$out/fallback.log"; exit 1; }
 expect=(tg-transfer_bandwidth tg-launch_per_op_cost tg-memory_memory_by_role tg-matmul_matmul
         tg-train_iterations_per_s tg-shapes_time_per_strategy tg-pipeline_per_stage tg-noop_medians_s
@@ -85,4 +85,43 @@ rc=0
 "$py" "$script" --out "$one" "$one" 2>"$out/outfile.log" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "is a file, not a folder" "$out/outfile.log" || { echo "FAIL: --out a file"; cat "$out/outfile.log"; exit 1; }
 if ls "$out"/*/*.tmp 2>/dev/null | grep -v blocked; then echo "FAIL: .tmp files left"; exit 1; fi
-echo "OK: ${#expect[@]} figure kinds as PNG and SVG, fallback for missing parameters, checked writes"
+# Without --verbose, what a figure leaves out on purpose is not said: it reads like an error.
+"$py" "$script" --out "$out/quiet" "$out/in/tg-transfer.json" "$out/in/tg-train.json" 2>"$out/quiet.log"
+[ ! -s "$out/quiet.log" ] || { echo "FAIL: stderr without --verbose:"; cat "$out/quiet.log"; exit 1; }
+# Two reports of one tool: each keeps its figure, named by what tells the files apart.
+mkdir -p "$out/in/a" "$out/in/b"
+cp "$out/in/tg-launch.json" "$out/in/a/launch.json"
+cp "$out/in/tg-launch.json" "$out/in/b/launch.json"
+"$py" "$script" --out "$out/two" "$out/in/a/launch.json" "$out/in/b/launch.json" >"$out/two.txt"
+for f in tg-launch_per_op_cost.a-launch tg-launch_per_op_cost.b-launch; do
+  [ -s "$out/two/$f.png" ] || { echo "FAIL: two reports of one tool: $f.png missing"; ls "$out/two"; exit 1; }
+done
+rc=0
+"$py" "$script" --out "$out/twice" "$one" "$one" 2>"$out/twice.log" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "given twice" "$out/twice.log" || { echo "FAIL: one report given twice"; cat "$out/twice.log"; exit 1; }
+# --compare A B: one figure of B's medians over A's; reports of two tools are refused.
+"$py" - "$out/in" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+r = json.load(open(os.path.join(d, "tg-launch.json")))
+for i, m in enumerate(r["measurements"]):
+    for k in ("min", "p10", "median", "p90", "max", "mean"):
+        m[k] *= 0.5 if i % 2 else 1.5
+json.dump(r, open(os.path.join(d, "b", "launch.json"), "w"))
+PY
+"$py" "$script" --out "$out/ab" --compare "$out/in/a/launch.json" "$out/in/b/launch.json" >"$out/ab.txt"
+[ -s "$out/ab/tg-launch_compare.png" ] && [ -s "$out/ab/tg-launch_compare.svg" ] \
+  || { echo "FAIL: --compare wrote no tg-launch_compare"; ls "$out/ab"; exit 1; }
+rc=0
+"$py" "$script" --out "$out/ab" --compare "$out/in/a/launch.json" "$out/in/tg-noop.json" 2>"$out/ab-bad.log" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "compare two reports of one tool" "$out/ab-bad.log" \
+  || { echo "FAIL: --compare across tools: exit $rc"; cat "$out/ab-bad.log"; exit 1; }
+# Without matplotlib: what to install, exit 2, no traceback.
+rc=0
+"$py" -c "import runpy, sys; sys.modules['matplotlib'] = None; sys.argv = ['plot_report.py', '$one']
+runpy.run_path('$script', run_name='__main__')" 2>"$out/nompl.log" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "matplotlib is missing: install it (apt-get install python3-matplotlib" "$out/nompl.log" \
+  && ! grep -q Traceback "$out/nompl.log" || { echo "FAIL: without matplotlib: exit $rc"; cat "$out/nompl.log"; exit 1; }
+# Every figure legible at screen size.
+"$py" "$(dirname "$0")/figure_width_check.py" "$out/png" "$out/ab" "$out/two"
+echo "OK: ${#expect[@]} figure kinds as PNG and SVG, fallback for missing parameters, checked writes, two reports of one tool, --compare, no matplotlib, widths"

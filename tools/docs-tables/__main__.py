@@ -5,6 +5,8 @@
     python3 tools/docs-tables --check    # exit 1 if a doc's table is out of date
     python3 tools/docs-tables --print memory-roles   # one table on stdout
     python3 tools/docs-tables --no-plots             # tables only (no matplotlib needed)
+    python3 tools/docs-tables --results report --plots-to report/plots   # the main job's figures
+    python3 tools/docs-tables --results report --main-job-summary        # the head of its summary.md
 
 A table lives in a doc (README.md, docs/*.md) between two marker comments:
 
@@ -36,7 +38,7 @@ from pathlib import Path
 # The builders live in docs_tables/ beside this file (one module per chapter); this file is
 # only the command line. Python runs a folder's __main__.py with the folder first on sys.path,
 # so `python3 tools/docs-tables` is the whole command and docs_tables imports from here.
-from docs_tables import PLOTTERS, TABLES, VALUES, common, prose
+from docs_tables import PLOTTERS, TABLES, VALUES, common, main_job, prose
 from docs_tables.common import PLOTS, ROOT, Missing, update_doc
 
 
@@ -50,9 +52,27 @@ def main():
     ap.add_argument("--list-results", action="store_true",
                     help="print the saved results by role (docs/results/manifest.json: key, file, what)")
     ap.add_argument("--results", metavar="DIR", help="read the reports from DIR instead of docs/results")
+    ap.add_argument("--plots-to", metavar="DIR",
+                    help="draw the figures of --results's reports into DIR, as the docs draw them, and change no doc")
+    ap.add_argument("--main-job-summary", action="store_true",
+                    help="print the head of the main job's summary.md for --results (figures in its plots/)")
     a = ap.parse_args()
     if a.results:
         common.RESULTS = Path(a.results).resolve()
+    if (a.plots_to or a.main_job_summary) and not a.results:
+        ap.error("--plots-to and --main-job-summary read a main job's folder: give it with --results DIR")
+    if a.plots_to:
+        common.PR = common.import_plot_report(True)
+        for w in sorted(p for ws in main_job.draw(a.plots_to, PLOTTERS).values() for p in ws):
+            print(w)
+        return 0
+    if a.main_job_summary:
+        common.PR = common.import_plot_report(False)
+        # Links a reader can follow: relative inside this checkout (report/ -> ../docs), else absolute.
+        inside = common.RESULTS.is_relative_to(common.ROOT)
+        docs = os.path.relpath(common.DOCS, common.RESULTS) if inside else str(common.DOCS)
+        print(main_job.summary_head(docs, "plots"))
+        return 0
     plots = not (a.no_plots or a.check or a.print or a.list_values or a.list_results)
     common.PR = common.import_plot_report(plots)
     if a.print:

@@ -2,11 +2,17 @@
 """Renders a twograph report's standard figures as PNG and SVG.
 
     plot_report.py --out report/plots report/tg-transfer.json [more.json ...]
+    plot_report.py --out ab --compare before/train.json after/train.json
 
 The figure is chosen by the report's tool name (tool.name); the parameter names each
 figure reads are listed in docs/report-format.md ("Figures"). Measurements that lack
-a parameter are skipped with a message; a report whose measurements fit no figure
-gets the generic median-by-measurement bar chart. Each file is written atomically
+a parameter are left out (--verbose says how many); a report whose measurements fit no figure
+gets the generic median-by-measurement bar chart. Files are named TOOL_FIGURE.png/.svg;
+when several reports of one tool are given, each name ends with what tells the reports
+apart (TOOL_FIGURE.before.png), so no report's figure replaces another's.
+--compare A B draws A and B side by side, one pair of bars per measurement both reports
+have (the measurements tg-report compare pairs), most changed first: the picture of a
+tg-report compare. Each file is written atomically
 (FILE.tmp, then renamed), so Ctrl-C or a full disk leaves no half-written figure.
 Exit 0 when every report was plotted, 1 when a figure or stdout could not be written
 (a closed stdout pipe only stops the listing), 2 for bad usage or an unreadable report,
@@ -20,14 +26,28 @@ import signal
 import sys
 from collections import defaultdict
 
-import matplotlib
-
+try:
+    import matplotlib
+except ImportError:
+    print("plot: error: the python3 module matplotlib is missing: install it (apt-get install python3-matplotlib, as "
+          "scripts/bootstrap.sh does, or pip install matplotlib) or run this with a python3 that has it", file=sys.stderr)
+    sys.exit(2)
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def say(msg):
     print(f"plot: {msg}", file=sys.stderr)
+
+
+VERBOSE = {"on": False}
+
+
+def note(msg):
+    """What a figure leaves out on purpose (rows of other kinds): with --verbose only, since
+    on every run it reads like an error and is none."""
+    if VERBOSE["on"]:
+        say(msg)
 
 
 class WriteError(Exception):
@@ -80,12 +100,27 @@ def label_of(m, skip=()):
     return f'{m["name"]} {ps}'.strip()
 
 
+def short_labels(ms):
+    """{label: measurement} with the parameters every measurement shares left out of the labels
+    (they go in the title instead), so a bar's label names only what tells it apart."""
+    shared = {k: v for k, v in ms[0]["params"].items() if all(m["params"].get(k) == v for m in ms)} if ms else {}
+    names = {m["name"] for m in ms}
+    out = {}
+    for m in ms:
+        label = label_of(m, skip=shared)
+        if len(names) == 1:
+            label = label[len(m["name"]):].strip() or m["name"]
+        out[label] = m
+    common = " ".join(f"{k}={v}" for k, v in sorted(shared.items()))
+    return out, (f"{next(iter(names))} " if len(names) == 1 else "") + common
+
+
 def with_params(tool, ms, needed):
     """The measurements that have every needed parameter; says how many were left out."""
     ok = [m for m in ms if all(k in m["params"] for k in needed)]
     left = len(ms) - len(ok)
     if left:
-        say(f"{tool}: {left} of {len(ms)} measurements lack one of {', '.join(needed)}; not in this figure")
+        note(f"{tool}: {left} of {len(ms)} measurements lack one of {', '.join(needed)}; not in this figure")
     return ok
 
 
@@ -273,15 +308,30 @@ def fig_memory(tool, ms, r=None):
         if r not in roles:
             roles.append(r)
         value[(c, r)] += m["median"]
-    fig, ax = new_fig(f"{tool}: memory by role", w=max(7.5, 0.9 * len(configs) + 3))
+    title = f"{tool}: memory by role (naive: the roles' sum, no reuse)"
+    standing = upright(configs, 0.9)
+    if standing:
+        fig, ax = new_fig(title, w=max(7.5, 0.9 * len(configs) + 3))
+    else:
+        fig, ax = new_fig(title, w=10, h=1.5 + 0.28 * len(configs))
     bottom = [0.0] * len(configs)
     for r in roles:
         ys = [value[(c, r)] / 2**20 for c in configs]
-        ax.bar(range(len(configs)), ys, bottom=bottom, label=r)
+        if standing:
+            ax.bar(range(len(configs)), ys, bottom=bottom, label=r)
+        else:
+            ax.barh(range(len(configs)), ys, left=bottom, label=r)
         bottom = [b + y for b, y in zip(bottom, ys)]
-    ax.set_xticks(range(len(configs)))
-    ax.set_xticklabels(configs, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("MiB")
+    value_label = "MiB, each role stacked (no buffer shared)"
+    if standing:
+        ax.set_xticks(range(len(configs)))
+        ax.set_xticklabels(configs, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(value_label)
+    else:
+        ax.set_yticks(range(len(configs)))
+        ax.set_yticklabels(configs, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(value_label)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return [("memory_by_role", fig)]
@@ -340,7 +390,7 @@ def fig_train(tool, ms, r=None):
     kinds = ("iteration", "replay")
     left = sorted({m["name"] for m in ms if m["name"] not in kinds})
     if left:
-        say(f"{tool}: {', '.join(left)} not in the iterations/s figure (not whole iterations)")
+        note(f"{tool}: {', '.join(left)} not in the iterations/s figure (not whole iterations)")
     ms = [m for m in ms if m["name"] in kinds and m["unit"] == "s"]
     if not ms:
         return []
@@ -371,17 +421,34 @@ def fig_train(tool, ms, r=None):
     return [("iterations_per_s", fig)]
 
 
+def upright(labels, inch_per_bar):
+    """Whether a bar chart stands up. It turns on its side when standing it would be wider than a
+    screen (16 in at 120 dpi) or its labels are long (parameter lists): on its side the labels run
+    along the y axis, where a long one costs width once instead of a rotated label per bar, and
+    the figure grows downwards, which a page scrolls, instead of sideways past the screen."""
+    return inch_per_bar * len(labels) + 3 <= 16 and max(map(len, labels), default=0) <= 40
+
+
 def bars(tool, title, groups, ylabel, fname):
     """groups: {label: measurement}; bars of the median with p10..p90 whiskers."""
     labels = list(groups)
     ms = [groups[k] for k in labels]
     scale = 1e3 if all(m["unit"] == "s" for m in ms) else 1.0
     ys, e = err(ms, lambda m, t: t * scale)
-    fig, ax = new_fig(f"{tool}: {title}", w=max(7.5, 0.6 * len(labels) + 3))
-    ax.bar(range(len(labels)), ys, yerr=e, capsize=3)
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(("ms " if scale == 1e3 else "") + ylabel)
+    value_label = ("ms " if scale == 1e3 else "") + ylabel
+    if not upright(labels, 0.6):
+        fig, ax = new_fig(f"{tool}: {title}", w=10, h=1.5 + 0.28 * len(labels))
+        ax.barh(range(len(labels)), ys, xerr=e, capsize=2)
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(value_label)
+    else:
+        fig, ax = new_fig(f"{tool}: {title}", w=max(7.5, 0.6 * len(labels) + 3))
+        ax.bar(range(len(labels)), ys, yerr=e, capsize=3)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(value_label)
     fig.tight_layout()
     return [(fname, fig)]
 
@@ -390,15 +457,18 @@ def fig_shapes(tool, ms, r=None):
     ms = [m for m in with_params(tool, ms, ["strategy"]) if m["unit"] == "s"]
     if not ms:
         return []
-    return bars(tool, "time per iteration by strategy", {label_of(m): m for m in ms}, "(median, p10..p90)",
-                "time_per_strategy")
+    groups, common = short_labels(ms)
+    return bars(tool, "time per iteration by strategy" + (f"\n{common}" if common else ""), groups,
+                "(median, p10..p90)", "time_per_strategy")
 
 
 def fig_pipeline(tool, ms, r=None):
     ms = [m for m in with_params(tool, ms, ["stage"]) if m["unit"] == "s"]
     if not ms:
         return []
-    return bars(tool, "time per stage", {label_of(m): m for m in ms}, "(median, p10..p90)", "per_stage")
+    groups, common = short_labels(ms)
+    return bars(tool, "time per stage" + (f"\n{common}" if common else ""), groups, "(median, p10..p90)",
+                "per_stage")
 
 
 def fig_generic(tool, ms, r=None):
@@ -440,38 +510,131 @@ def load(path):
     return r
 
 
-def plot(path, out_dir):
-    r = load(path)
-    tool = r["tool"]["name"]
+def usable(r):
+    """The measurements a figure can read, with the optional fields filled in."""
     ms = [m for m in r["measurements"] if all(isinstance(m.get(k), (int, float)) for k in ("median", "p10", "p90"))
           and isinstance(m.get("params"), dict)]
     for m in ms:
         m.setdefault("extra", {})
         m.setdefault("unit", "s")
-    figs = FIGURES.get(tool, fig_generic)(tool, ms, r)
-    if not figs and tool in FIGURES:
-        say(f"{tool}: no measurement has the parameters its standard figure needs; drawing the generic chart")
-        figs = fig_generic(tool, ms)
+    return ms
+
+
+def write_figs(figs, out_dir, stem, suffix=""):
     written = []
     for name, fig in figs:
-        base = os.path.join(out_dir, f"{tool}_{name}")
+        base = os.path.join(out_dir, f"{stem}_{name}{suffix}")
         try:
             save_atomic(fig, base + ".png", "png", dpi=120, bbox_inches="tight")
             save_atomic(fig, base + ".svg", "svg", bbox_inches="tight")
         finally:
             plt.close(fig)
         written += [base + ".png", base + ".svg"]
+    return written
+
+
+def plot(path, out_dir, suffix=""):
+    r = load(path)
+    tool = r["tool"]["name"]
+    ms = usable(r)
+    figs = FIGURES.get(tool, fig_generic)(tool, ms, r)
+    if not figs and tool in FIGURES:
+        say(f"{tool}: no measurement has the parameters its standard figure needs; drawing the generic chart")
+        figs = fig_generic(tool, ms)
+    written = write_figs(figs, out_dir, tool, suffix)
     if not figs:
         say(f"{path}: no measurements to plot")
     for w in written:
         out(w)
 
 
+def suffixes(paths, tools):
+    """'' for a report whose tool no other report shares; else '.' + the shortest tail of its
+    path (folders and file name, without .json) that no other report of that tool has."""
+    out = {}
+    for p, tool in zip(paths, tools):
+        peers = [q for q, t in zip(paths, tools) if t == tool]
+        if len(peers) == 1:
+            out[p] = ""
+            continue
+        parts = {q: os.path.splitext(os.path.abspath(q))[0].split(os.sep) for q in peers}
+        for n in range(1, len(parts[p]) + 1):
+            tail = lambda q: "-".join(parts[q][-n:])
+            if all(tail(q) != tail(p) for q in peers if q != p):
+                break
+        out[p] = "." + "".join(c if c.isalnum() or c in "-_" else "_" for c in tail(p))
+    return out
+
+
+def key_of(m):
+    return (m["name"], tuple(sorted((k, str(v)) for k, v in m["params"].items())))
+
+
+COMPARE_ROWS = 30  # the most changed pairs; more would not read at screen size
+
+
+def fig_compare(a_path, b_path, a, b):
+    """B's median over A's, one horizontal bar per measurement both reports have, most changed
+    first, on a log axis centred on 1 (no change). The labels run along the y axis and name only
+    the parameters that differ between the rows drawn, so a long parameter list widens nothing."""
+    bm = {key_of(m): m for m in usable(b)}
+    pairs = [(m, bm[key_of(m)]) for m in usable(a) if key_of(m) in bm and m["unit"] == bm[key_of(m)]["unit"]]
+    pairs = [p for p in pairs if p[0]["median"] > 0 and p[1]["median"] > 0]  # a ratio needs both
+    if not pairs:
+        raise SystemExit(f"plot: error: --compare {a_path} {b_path}: no measurement (name and parameters) with a "
+                         "positive median is in both")
+    ratio = lambda p: p[1]["median"] / p[0]["median"]
+    pairs.sort(key=lambda p: -abs(math.log(ratio(p))))
+    if len(pairs) > COMPARE_ROWS:
+        say(f"--compare: the {COMPARE_ROWS} most changed of {len(pairs)} paired measurements drawn "
+            "(tg-report compare lists them all)")
+        pairs = pairs[:COMPARE_ROWS]
+    shared = {k: v for k, v in pairs[0][0]["params"].items() if all(p[0]["params"].get(k) == v for p in pairs)}
+    fig, ax = plt.subplots(figsize=(13, 1.6 + 0.3 * len(pairs)))
+    ys = list(range(len(pairs)))
+    lower = [p[0].get("better", "lower") != "higher" for p in pairs]
+    colors = ["#2ca02c" if (ratio(p) < 1) == lo else "#d62728" for p, lo in zip(pairs, lower)]
+    ax.barh(ys, [ratio(p) - 1 for p in pairs], left=1, color=colors)
+    ax.axvline(1, color="black", linewidth=1)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([label_of(p[0], skip=shared) for p in pairs], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    span = max(max(ratio(p), 1 / ratio(p)) for p in pairs) * 1.15
+    ax.set_xlim(1 / span, span)  # centred on 1: a halving and a doubling look alike
+    from matplotlib.ticker import FuncFormatter  # here: tools/docs-tables loads this file with a stub matplotlib
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}x"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:.2g}x"))
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    ax.set_xlabel("B's median / A's (log scale; green: B better, red: B worse)")
+    name = lambda q: os.path.basename(os.path.dirname(os.path.abspath(q))) + "/" + os.path.basename(q)
+    common_params = " ".join(f"{k}={v}" for k, v in sorted(shared.items()))
+    ax.set_title(f"{a['tool']['name']}: A = {name(a_path)}, B = {name(b_path)}"
+                 + (f"\nall rows: {common_params}" if common_params else ""), fontsize=9)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    return [("compare", fig)]
+
+
+def compare(a_path, b_path, out_dir):
+    a, b = load(a_path), load(b_path)
+    if a["tool"]["name"] != b["tool"]["name"]:
+        raise SystemExit(f"plot: error: --compare: {a_path} is {a['tool']['name']}, {b_path} is {b['tool']['name']}; "
+                         "compare two reports of one tool")
+    for w in write_figs(fig_compare(a_path, b_path, a, b), out_dir, a["tool"]["name"]):
+        out(w)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("reports", nargs="+", help="report JSON files")
+    ap.add_argument("reports", nargs="*", help="report JSON files")
     ap.add_argument("--out", default="plots", help="folder for the PNG and SVG files (created)")
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="draw report B against report A (one tool)")
+    ap.add_argument("--verbose", action="store_true", help="say which measurements each figure leaves out")
     a = ap.parse_args()
+    VERBOSE["on"] = a.verbose
+    if not a.reports and not a.compare:
+        raise SystemExit("plot: error: no report given: pass report JSON files, or --compare A.json B.json")
     if not a.out:
         raise SystemExit("plot: error: --out '': give a folder")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
@@ -482,8 +645,16 @@ def main():
         raise SystemExit(f"plot: error: --out {a.out}: cannot create the folder: {e.strerror or e}")
     if not os.access(a.out, os.W_OK):
         raise SystemExit(f"plot: error: --out {a.out}: the folder is not writable")
+    if a.compare:
+        compare(a.compare[0], a.compare[1], a.out)
+    real = [os.path.realpath(p) for p in a.reports]
+    twice = sorted({p for p, rp in zip(a.reports, real) if real.count(rp) > 1})
+    if twice:
+        raise SystemExit(f"plot: error: {', '.join(twice)}: given twice; give each report once")
+    tools = [load(p)["tool"]["name"] for p in a.reports]
+    sfx = suffixes(a.reports, tools)
     for p in a.reports:
-        plot(p, a.out)
+        plot(p, a.out, sfx[p])
 
 
 class Interrupted(Exception):

@@ -91,11 +91,18 @@ def tab_pipeline_work():
 
 def plots_pipeline():
     r = report("pipeline")
-    stages = ["host", "h2d", "compute", "d2h", "total"]
-    val = lambda st, mode: tuple(pipe(r, mode, st)[k] * 1e3 for k in ("median", "p10", "p90"))
-    figs = grouped_bars("tg-pipeline", f"time per batch by stage (--work {pipe_works(r)[0]})", stages,
-                        ["serialized", "overlapped"], val, "ms per batch (median, p10..p90; log scale)", "per_stage",
-                        log=True)
+    # A CPU run has no copies and no overlap: its bars are the stages and modes it measured.
+    present = r.all("pipeline_stage")
+    stages = [s for s in ("host", "h2d", "compute", "d2h", "total") if any(m["params"]["stage"] == s for m in present)]
+    modes = [s for s in ("serialized", "overlapped") if any(m["params"]["mode"] == s for m in present)]
+
+    def val(st, mode):
+        try:
+            return tuple(pipe(r, mode, st)[k] * 1e3 for k in ("median", "p10", "p90"))
+        except Missing:
+            return None
+    figs = grouped_bars("tg-pipeline", f"time per batch by stage (--work {pipe_works(r)[0]})", stages, modes, val,
+                        "ms per batch (median, p10..p90; log scale)", "per_stage", log=True)
     works = pipe_works(r)
     if len(works) > 1:
         fig, (ax1, ax2) = common.PR.plt.subplots(1, 2, figsize=(11, 4.5))
