@@ -553,6 +553,13 @@ def ctest():
     return res, total
 
 
+def ctest_gpu():
+    """The card of CTEST_LOG's run, from the line scripts/device/ctest-run.sh writes first:
+    '# ctest-run at REV, CARD, DATE'."""
+    path, text = result(common.saved(CTEST_LOG))
+    return search(r"^# ctest-run at [^,]+, ([^,]+), ", text, path, "its first line naming the card", re.M).group(1)
+
+
 def ctest_counts(prefixes=None):
     res, total = ctest()
     picked = {k: v for k, v in res.items() if prefixes is None or k.startswith(prefixes)}
@@ -669,6 +676,7 @@ VALUES = {
     "reliability.graph_depth": lambda: str(cpp_constant("graph/json_io.h", "kMaxGraphJsonDepth")),
     # The H200's ctest.
     "reliability.ctest_log": lambda: str(_rel(common.RESULTS / common.saved(CTEST_LOG))),
+    "reliability.ctest_gpu": ctest_gpu,
     "reliability.ctest_all": lambda: passed_of(),
     "reliability.ctest_bad": lambda: passed_of(BAD_TESTS),
     "reliability.ctest_child_tests": lambda: passed_of(("tg_reliability_report_error_test",
