@@ -41,7 +41,10 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::matmul_add:
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad:
-    case OpKind::matmul_heads: return AutocastRule::low;
+    case OpKind::matmul_heads:
+    // A GEMM's bias: in the low type like the product it is added to, as the fused linear
+    // op (and torch.autocast's linear) computes it; the bias is cast once a step.
+    case OpKind::bias_add: return AutocastRule::low;
     // Exponentials, normalizations and sums lose range or accuracy in 16 bits; the
     // losses and updates take f32 by the op table's dtype column anyway.
     case OpKind::softmax:
@@ -67,7 +70,6 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::sub:
     case OpKind::mul:
     case OpKind::scale:
-    case OpKind::bias_add:
     case OpKind::relu:
     case OpKind::relu_grad:
     case OpKind::gelu:

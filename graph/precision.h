@@ -2,13 +2,13 @@
 // The precision policy: one choice for both executors, applied to the model as it is
 // built. fp32 builds the model as written. bf16 and fp16 are autocast, as PyTorch's
 // torch.autocast does it: the parameters stay f32 (the master weights the optimizer
-// updates), each GEMM casts its operands to the low type and gives a low-type result
-// (the tensor cores accumulate in f32), the ops that need range or accuracy (softmax,
-// layernorm, reductions, losses) cast their inputs to f32, and every other op runs in
-// its inputs' dtype, the widest of them when they differ. The casts are ordinary
-// `cast` nodes, so autodiff sends each gradient back through them to f32, and the
+// updates); each GEMM, and the bias_add after it, casts its operands to the low type and
+// gives a low-type result (the tensor cores accumulate in f32); the ops that need range
+// or accuracy (softmax, layernorm, reductions, losses) cast their inputs to f32; every
+// other op runs in its inputs' dtype, the widest of them when they differ. The casts are
+// ordinary `cast` nodes, so autodiff sends each gradient back through them to f32, and the
 // static and the dynamic executor run the same ops. tf32 keeps the graph f32 and is a
-// choice of the CUDA backend's GEMMs (kernels/cuda_options.h).
+// choice of the CUDA backend's GEMMs (make_backend's tf32).
 #include <string>
 #include <unordered_map>
 
@@ -27,7 +27,7 @@ DType precision_dtype(Precision p);
 
 // What autocast does with an op's float inputs.
 enum class AutocastRule : uint8_t {
-  low,   // cast to the low type (the GEMMs)
+  low,   // cast to the low type (the GEMMs and their bias_add)
   f32,   // cast to f32 (softmax, layernorm, reductions, losses, updates)
   keep,  // leave as they are; cast to the widest when they differ (elementwise, layout)
 };

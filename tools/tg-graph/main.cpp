@@ -15,10 +15,11 @@
 #include "graph/errors.h"
 #include "graph/graph_model.h"
 #include "graph/json_io.h"
+#include "graph/precision.h"
 #include "graph/quote.h"
 #include "graph/text_dump.h"
-#include "graph/validate.h"
 #include "graph/training.h"
+#include "graph/validate.h"
 #include "kernels/interpreter.h"
 #include "static/passes/pass.h"
 #include "tools/tg-graph/commands.h"
@@ -137,7 +138,7 @@ std::string cmd_run(const std::string& path, uint64_t seed, double max_mib) {
 // prefix of the pipeline (none, rows, rows,linear, ...) gives the graph before and after
 // each pass (docs/compiler.md).
 tg::Graph shown_graph(const std::string& path, bool training, const std::string& passes_text,
-                      const tg::PassOptions& pass_options) {
+                      const tg::PassOptions& pass_options, tg::Precision precision) {
   tg::Graph g = load_checked(path);
   if (training) {
     const tg::GraphModel m = tg::graph_model(std::move(g));
@@ -145,7 +146,9 @@ tg::Graph shown_graph(const std::string& path, bool training, const std::string&
       tg::graph_error("{}: --training needs a loss among the graph's outputs (mse_loss, padded_mse_loss or cross_entropy); the graph "
                       "has none: add one, or leave out --training to see the graph as it is",
                       shown_path(path));
-    g = tg::build_training_graph(m.fn);
+    g = tg::build_training_graph(tg::with_precision(m.fn, precision));
+  } else if (tg::precision_dtype(precision) != tg::DType::F32) {
+    g = tg::build_inference_graph(tg::with_precision(tg::graph_model(std::move(g)).infer_fn, precision));
   }
   if (passes_text.empty()) return g;
   const tg::PassSet passes = tg::parse_passes(passes_text);  // checked before the file was read
@@ -199,8 +202,17 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
   bool training = false;
-  std::string passes_text, pass_options_text;
+  std::string passes_text, pass_options_text, precision_text = "fp32";
   for (CLI::App* sub : {dot, print}) {
+    sub->add_option("--precision", precision_text,
+                    "Show the graph the precision policy records: fp32 (as written), bf16 or fp16 (autocast: casts "
+                    "around the GEMMs, f32 for softmax, layernorm, reductions and losses; without --training the "
+                    "prediction and what it needs)")
+        ->check(CLI::Validator([](std::string& v) {
+          tg::Precision p{};
+          if (tg::parse_precision(v, p) && p != tg::Precision::tf32) return std::string();
+          return "'" + v + "' is not a graph precision; use fp32, bf16 or fp16 (tf32 is a mode of the CUDA GEMMs)";
+        }, "PRECISION"));
     sub->add_flag("--training", training,
                   "Show the training step the static compiler builds (backward and SGD-momentum updates); the file "
                   "must have a loss output");
@@ -263,7 +275,10 @@ int main(int argc, char** argv) {
       gt::parse_mib(max_mib_text, max_mib);
       out = cmd_run(file, seed, max_mib);
     } else {
-      const tg::Graph g = shown_graph(file, training, passes_text, tg::PassOptions::from_string(pass_options_text));
+      tg::Precision precision = tg::Precision::fp32;
+      tg::parse_precision(precision_text, precision);  // checked by CLI11 above
+      const tg::Graph g =
+          shown_graph(file, training, passes_text, tg::PassOptions::from_string(pass_options_text), precision);
       out = dot->parsed() ? tg::graph_to_dot(g, file) : tg::text_dump(g);
     }
     gt::write_stdout(out);
