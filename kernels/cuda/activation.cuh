@@ -29,22 +29,35 @@ struct GeluGradF {
   }
 };
 
+// The arithmetic around the math library calls is written with the _rn intrinsics, which
+// the compiler never contracts into an fma with the functor before or after: a fused
+// chain (elementwise.cu) then rounds exactly as these ops run one by one.
 struct TanhF { __device__ float operator()(float x, float) const { return tanhf(x); } };
-struct TanhGradF { __device__ float operator()(float dy, float y) const { return dy * (1.0f - y * y); } };
-struct SigmoidF { __device__ float operator()(float x, float) const { return 1.0f / (1.0f + expf(-x)); } };
-struct SigmoidGradF { __device__ float operator()(float dy, float y) const { return dy * y * (1.0f - y); } };
+struct TanhGradF {
+  __device__ float operator()(float dy, float y) const { return __fmul_rn(dy, __fsub_rn(1.0f, __fmul_rn(y, y))); }
+};
+struct SigmoidF {
+  __device__ float operator()(float x, float) const { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
+};
+struct SigmoidGradF {
+  __device__ float operator()(float dy, float y) const { return __fmul_rn(__fmul_rn(dy, y), __fsub_rn(1.0f, y)); }
+};
 struct ExpF { __device__ float operator()(float x, float) const { return expf(x); } };
 struct LogF { __device__ float operator()(float x, float) const { return logf(x); } };
-struct LogGradF { __device__ float operator()(float dy, float x) const { return dy / x; } };
+struct LogGradF { __device__ float operator()(float dy, float x) const { return __fdiv_rn(dy, x); } };
 
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 struct GeluErfF {
-  __device__ float operator()(float x, float) const { return 0.5f * x * (1.0f + erff(x * kInvSqrt2)); }
+  __device__ float operator()(float x, float) const {
+    return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.0f, erff(__fmul_rn(x, kInvSqrt2))));
+  }
 };
 struct GeluErfGradF {
   __device__ float operator()(float dy, float x) const {
-    return dy * (0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * expf(-0.5f * x * x));
+    const float cdf = __fmul_rn(0.5f, __fadd_rn(1.0f, erff(__fmul_rn(x, kInvSqrt2))));
+    const float pdf = __fmul_rn(kInvSqrt2Pi, expf(__fmul_rn(__fmul_rn(-0.5f, x), x)));
+    return __fmul_rn(dy, __fadd_rn(cdf, __fmul_rn(x, pdf)));
   }
 };
 
