@@ -1,6 +1,7 @@
 // The unary transcendentals and their gradients: relu, gelu (the tanh approximation, as
 // in GPT-2 and PyTorch's approximate="tanh"), gelu_erf (the exact form, PyTorch's
-// default), tanh, sigmoid, exp, log. Each is evaluated in double and rounded once.
+// default), tanh, sigmoid, exp, log. The transcendentals and their gradients are
+// evaluated in double and rounded once.
 #include <cmath>
 
 #include "kernels/cpu/cpu_kernels.h"
