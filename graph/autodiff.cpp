@@ -116,6 +116,22 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::gelu:
       if (need(0)) g[0] = b.apply(OpKind::gelu_grad, {dy, x});
       break;
+    // tanh, sigmoid and exp read their output, so that an in-place forward keeps its gradient.
+    case OpKind::tanh:
+      if (need(0)) g[0] = b.apply(OpKind::tanh_grad, {dy, e.output});
+      break;
+    case OpKind::sigmoid:
+      if (need(0)) g[0] = b.apply(OpKind::sigmoid_grad, {dy, e.output});
+      break;
+    case OpKind::exp:
+      if (need(0)) g[0] = mul(b, dy, e.output);
+      break;
+    case OpKind::log:
+      if (need(0)) g[0] = b.apply(OpKind::log_grad, {dy, x});
+      break;
+    case OpKind::gelu_erf:
+      if (need(0)) g[0] = b.apply(OpKind::gelu_erf_grad, {dy, x});
+      break;
     case OpKind::softmax:  // of softmax(alpha x): alpha softmax_grad, one op
       if (need(0)) {
         Attrs at;
@@ -182,6 +198,10 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     // No gradient rule (the table's grad column is kNone): refused above.
     case OpKind::relu_grad:
     case OpKind::gelu_grad:
+    case OpKind::tanh_grad:
+    case OpKind::sigmoid_grad:
+    case OpKind::log_grad:
+    case OpKind::gelu_erf_grad:
     case OpKind::softmax_grad:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_gamma:

@@ -14,6 +14,15 @@ const char* ew_op_name(EwOp op) {
     case EwOp::relu_grad: return "relu_grad";
     case EwOp::gelu: return "gelu";
     case EwOp::gelu_grad: return "gelu_grad";
+    case EwOp::tanh: return "tanh";
+    case EwOp::tanh_grad: return "tanh_grad";
+    case EwOp::sigmoid: return "sigmoid";
+    case EwOp::sigmoid_grad: return "sigmoid_grad";
+    case EwOp::exp: return "exp";
+    case EwOp::log: return "log";
+    case EwOp::log_grad: return "log_grad";
+    case EwOp::gelu_erf: return "gelu_erf";
+    case EwOp::gelu_erf_grad: return "gelu_erf_grad";
   }
   return "?";
 }
@@ -33,10 +42,19 @@ bool ew_op_binary(EwOp op) {
     case EwOp::sub:
     case EwOp::mul:
     case EwOp::relu_grad:
-    case EwOp::gelu_grad: return true;
+    case EwOp::gelu_grad:
+    case EwOp::tanh_grad:
+    case EwOp::sigmoid_grad:
+    case EwOp::log_grad:
+    case EwOp::gelu_erf_grad: return true;
     case EwOp::scale:
     case EwOp::relu:
-    case EwOp::gelu: return false;
+    case EwOp::gelu:
+    case EwOp::tanh:
+    case EwOp::sigmoid:
+    case EwOp::exp:
+    case EwOp::log:
+    case EwOp::gelu_erf: return false;
   }
   return false;
 }
@@ -48,6 +66,14 @@ bool EwInstr::operator==(const EwInstr& o) const {
   return op != EwOp::scale || alpha == o.alpha;
 }
 
+namespace {
+std::string known_ops() {
+  std::string s;
+  for (int i = 0; i < kNumEwOps; ++i) s += (i ? ", " : "") + std::string(ew_op_name(static_cast<EwOp>(i)));
+  return s;
+}
+}  // namespace
+
 std::string ew_program_error(const EwProgram& p, int inputs) {
   if (inputs < 1 || inputs > kMaxEwInputs)
     return fmt::format("has {} inputs; a fused program reads 1 to {} (split the chain)", inputs, kMaxEwInputs);
@@ -57,8 +83,8 @@ std::string ew_program_error(const EwProgram& p, int inputs) {
   for (int k = 0; k < p.size(); ++k) {
     const EwInstr& in = p.code[static_cast<size_t>(k)];
     if (static_cast<int>(in.op) >= kNumEwOps)
-      return fmt::format("instruction {}: opcode {} is not an op; known: add, sub, mul, scale, relu, relu_grad, gelu, "
-                         "gelu_grad", k, static_cast<int>(in.op));
+      return fmt::format("instruction {}: opcode {} is not an op; known: {}", k, static_cast<int>(in.op),
+                         known_ops());
     const int nops = ew_op_binary(in.op) ? 2 : 1;
     const int operands[2] = {in.a, in.b};
     int reads_previous = 0;

@@ -26,8 +26,17 @@ enum class EwOp : uint8_t {
   relu_grad,  // b > 0 ? a : 0   (a = dy, b = relu's output)
   gelu,       // the tanh approximation of gelu(a)
   gelu_grad,  // a * gelu'(b)    (a = dy, b = gelu's input)
+  tanh,          // tanh(a)
+  tanh_grad,     // a (1 - b^2)    (a = dy, b = tanh's output)
+  sigmoid,       // 1 / (1 + exp(-a))
+  sigmoid_grad,  // a b (1 - b)     (a = dy, b = sigmoid's output)
+  exp,           // exp(a)
+  log,           // log(a)
+  log_grad,      // a / b           (a = dy, b = log's input)
+  gelu_erf,      // the exact gelu(a): 0.5 a (1 + erf(a / sqrt 2))
+  gelu_erf_grad, // a * gelu_erf'(b) (a = dy, b = gelu_erf's input)
 };
-constexpr int kNumEwOps = 8;
+constexpr int kNumEwOps = 17;
 const char* ew_op_name(EwOp op);
 bool parse_ew_op(const std::string& name, EwOp& out);
 // Binary ops read operand b.

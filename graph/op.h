@@ -70,6 +70,15 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(relu_grad,            2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, y) -> dx */ \
   X(gelu,                 1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* tanh approximation */ \
   X(gelu_grad,            2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, x) -> dx */ \
+  X(tanh,                 1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* y = tanh(x) */ \
+  X(tanh_grad,            2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, y) -> dy (1 - y^2); y: tanh's output */ \
+  X(sigmoid,              1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* y = 1 / (1 + exp(-x)) */ \
+  X(sigmoid_grad,         2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, y) -> dy y (1 - y); y: sigmoid's output */ \
+  X(exp,                  1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* y = exp(x); its gradient is mul(dy, y) */ \
+  X(log,                  1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* y = log(x), natural, x > 0 */ \
+  X(log_grad,             2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, x) -> dy / x; x: log's input */ \
+  X(gelu_erf,             1, 1, kIn0,             kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* exact GELU: 0.5 x (1 + erf(x / sqrt 2)) */ \
+  X(gelu_erf_grad,        2, 1, kNone,            kAll,       0,                      kInPlace|kSameShape,       kTypeSame, activation) /* (dy, x) -> dx; x: gelu_erf's input */ \
   X(softmax,              1, 1, kIn0,             kAll,       kAxis|kAlpha,           kPlain,                    kTypeSame, softmax) /* softmax(alpha x), last axis */ \
   X(softmax_grad,         2, 1, kNone,            kAll,       kAlpha,                 kSameShape,                kTypeSame, softmax) /* (dy, y) -> alpha dx */ \
   X(layernorm,            3, 1, kIn0|kIn1|kIn2,   kAll,       kEps,                   kPlain,                    kTypeSame, layernorm) /* (x, gamma, beta), last axis */ \
@@ -117,7 +126,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 42, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 51, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.

@@ -49,6 +49,9 @@ AutocastRule autocast_rule(OpKind op) {
     // losses and updates take f32 by the op table's dtype column anyway.
     case OpKind::softmax:
     case OpKind::softmax_grad:
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::log_grad:
     case OpKind::layernorm:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_gamma:
@@ -74,6 +77,12 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::relu_grad:
     case OpKind::gelu:
     case OpKind::gelu_grad:
+    case OpKind::gelu_erf:
+    case OpKind::gelu_erf_grad:
+    case OpKind::tanh:
+    case OpKind::tanh_grad:
+    case OpKind::sigmoid:
+    case OpKind::sigmoid_grad:
     case OpKind::broadcast:
     case OpKind::transpose:
     case OpKind::reshape:

@@ -99,6 +99,25 @@ void cpu_relu(const float* x, float* y, int64_t n);
 void cpu_relu_grad(const float* dy, const float* y, float* dx, int64_t n);
 void cpu_gelu(const float* x, float* y, int64_t n);
 void cpu_gelu_grad(const float* dy, const float* x, float* dx, int64_t n);
+// tanh:          y = tanh(x)
+// tanh_grad:     dx = dy (1 - y^2)          (y is tanh's output)
+// sigmoid:       y = 1 / (1 + exp(-x))
+// sigmoid_grad:  dx = dy y (1 - y)           (y is sigmoid's output)
+// exp:           y = exp(x)                  (its gradient is mul(dy, y))
+// log:           y = log(x)                  (natural; NaN for x < 0, -inf at 0)
+// log_grad:      dx = dy / x                 (x is log's input)
+// gelu_erf:      y = 0.5 x (1 + erf(x / sqrt(2)))
+// gelu_erf_grad: dx = dy (0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi))
+// The gradients too are computed in double and rounded once.
+void cpu_tanh(const float* x, float* y, int64_t n);
+void cpu_tanh_grad(const float* dy, const float* y, float* dx, int64_t n);
+void cpu_sigmoid(const float* x, float* y, int64_t n);
+void cpu_sigmoid_grad(const float* dy, const float* y, float* dx, int64_t n);
+void cpu_exp(const float* x, float* y, int64_t n);
+void cpu_log(const float* x, float* y, int64_t n);
+void cpu_log_grad(const float* dy, const float* x, float* dx, int64_t n);
+void cpu_gelu_erf(const float* x, float* y, int64_t n);
+void cpu_gelu_erf_grad(const float* dy, const float* x, float* dx, int64_t n);
 
 // ---- softmax over the last axis (softmax.cpp) ----------------------------------
 // softmax:      y[j] = exp(a x[j] - max) / sum_k exp(a x[k] - max)   (a = alpha, 1 by default)

@@ -30,6 +30,15 @@ void run_cpu(const OpCall& c) {
     case OpKind::scale: return cpu_scale(x.data, c.attrs->alpha, out, n);
     case OpKind::relu: return cpu_relu(x.data, out, n);
     case OpKind::gelu: return cpu_gelu(x.data, out, n);
+    case OpKind::tanh: return cpu_tanh(x.data, out, n);
+    case OpKind::tanh_grad: return cpu_tanh_grad(x.data, y.data, out, n);
+    case OpKind::sigmoid: return cpu_sigmoid(x.data, out, n);
+    case OpKind::sigmoid_grad: return cpu_sigmoid_grad(x.data, y.data, out, n);
+    case OpKind::exp: return cpu_exp(x.data, out, n);
+    case OpKind::log: return cpu_log(x.data, out, n);
+    case OpKind::log_grad: return cpu_log_grad(x.data, y.data, out, n);
+    case OpKind::gelu_erf: return cpu_gelu_erf(x.data, out, n);
+    case OpKind::gelu_erf_grad: return cpu_gelu_erf_grad(x.data, y.data, out, n);
     case OpKind::softmax: return cpu_softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha);
     case OpKind::copy:
     case OpKind::cast: return cpu_copy(x.data, out, n);  // other dtypes went through run_cpu_widened

@@ -69,6 +69,15 @@ void cpu_fused_elementwise(const OpCall& c) {
         case EwOp::relu_grad: cpu_relu_grad(a, b, y, len); break;
         case EwOp::gelu: cpu_gelu(a, y, len); break;
         case EwOp::gelu_grad: cpu_gelu_grad(a, b, y, len); break;
+        case EwOp::tanh: cpu_tanh(a, y, len); break;
+        case EwOp::tanh_grad: cpu_tanh_grad(a, b, y, len); break;
+        case EwOp::sigmoid: cpu_sigmoid(a, y, len); break;
+        case EwOp::sigmoid_grad: cpu_sigmoid_grad(a, b, y, len); break;
+        case EwOp::exp: cpu_exp(a, y, len); break;
+        case EwOp::log: cpu_log(a, y, len); break;
+        case EwOp::log_grad: cpu_log_grad(a, b, y, len); break;
+        case EwOp::gelu_erf: cpu_gelu_erf(a, y, len); break;
+        case EwOp::gelu_erf_grad: cpu_gelu_erf_grad(a, b, y, len); break;
       }
       operand[nin + k] = y;
     }

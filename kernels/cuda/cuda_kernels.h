@@ -101,6 +101,17 @@ void relu(const float* x, float* y, int64_t n, cudaStream_t s);
 void relu_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
 void gelu(const float* x, float* y, int64_t n, cudaStream_t s);
 void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
+// The formulas of kernels/cpu/cpu_kernels.h in float math. tanh, exp and log carry _op:
+// a function of this namespace named exp would hide ::exp from the kernels in it.
+void tanh_op(const float* x, float* y, int64_t n, cudaStream_t s);
+void tanh_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
+void sigmoid(const float* x, float* y, int64_t n, cudaStream_t s);
+void sigmoid_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
+void exp_op(const float* x, float* y, int64_t n, cudaStream_t s);
+void log_op(const float* x, float* y, int64_t n, cudaStream_t s);
+void log_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
+void gelu_erf(const float* x, float* y, int64_t n, cudaStream_t s);
+void gelu_erf_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
 
 // ---- bias (bias.cu) -------------------------------------------------------------------
 void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s);

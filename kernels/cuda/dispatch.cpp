@@ -38,6 +38,15 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::scale: return cuda::scale(x.data, c.attrs->alpha, out, n, s);
     case OpKind::relu: return cuda::relu(x.data, out, n, s);
     case OpKind::gelu: return cuda::gelu(x.data, out, n, s);
+    case OpKind::tanh: return cuda::tanh_op(x.data, out, n, s);
+    case OpKind::tanh_grad: return cuda::tanh_grad(x.data, y.data, out, n, s);
+    case OpKind::sigmoid: return cuda::sigmoid(x.data, out, n, s);
+    case OpKind::sigmoid_grad: return cuda::sigmoid_grad(x.data, y.data, out, n, s);
+    case OpKind::exp: return cuda::exp_op(x.data, out, n, s);
+    case OpKind::log: return cuda::log_op(x.data, out, n, s);
+    case OpKind::log_grad: return cuda::log_grad(x.data, y.data, out, n, s);
+    case OpKind::gelu_erf: return cuda::gelu_erf(x.data, out, n, s);
+    case OpKind::gelu_erf_grad: return cuda::gelu_erf_grad(x.data, y.data, out, n, s);
     case OpKind::softmax: return cuda::softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha, s);
     case OpKind::copy:
     case OpKind::reshape: return cuda::copy(x.data, out, n, s);

@@ -105,6 +105,15 @@ __device__ __forceinline__ T ew_apply(const EwStep& s, T a, T b) {
     case EwOp::relu_grad: return map(detail::ReluGradF{}, a, b);
     case EwOp::gelu: return map(detail::GeluF{}, a, a);
     case EwOp::gelu_grad: return map(detail::GeluGradF{}, a, b);
+    case EwOp::tanh: return map(detail::TanhF{}, a, a);
+    case EwOp::tanh_grad: return map(detail::TanhGradF{}, a, b);
+    case EwOp::sigmoid: return map(detail::SigmoidF{}, a, a);
+    case EwOp::sigmoid_grad: return map(detail::SigmoidGradF{}, a, b);
+    case EwOp::exp: return map(detail::ExpF{}, a, a);
+    case EwOp::log: return map(detail::LogF{}, a, a);
+    case EwOp::log_grad: return map(detail::LogGradF{}, a, b);
+    case EwOp::gelu_erf: return map(detail::GeluErfF{}, a, a);
+    case EwOp::gelu_erf_grad: return map(detail::GeluErfGradF{}, a, b);
   }
   return a;
 }

@@ -6,7 +6,8 @@
 // bits on every backend.
 //
 // The chain ops: add, sub, mul, scale, bias_add (an add whose bias input is a [cols] row),
-// relu, relu_grad, gelu, gelu_grad, and copy (no instruction: its result is its input).
+// relu, relu_grad, gelu, gelu_grad, tanh, sigmoid, exp, log, gelu_erf and their
+// gradients, and copy (no instruction: its result is its input).
 // Chains are found in schedule order from their first op; one fused node holds at most
 // kMaxEwInstrs instructions and kMaxEwInputs distinct inputs, and a longer chain goes on
 // in the next node. Every value of a chain has the chain's output shape.
@@ -37,6 +38,15 @@ constexpr ChainOp kChainOps[] = {
     {OpKind::relu_grad, EwOp::relu_grad},
     {OpKind::gelu, EwOp::gelu},
     {OpKind::gelu_grad, EwOp::gelu_grad},
+    {OpKind::tanh, EwOp::tanh},
+    {OpKind::tanh_grad, EwOp::tanh_grad},
+    {OpKind::sigmoid, EwOp::sigmoid},
+    {OpKind::sigmoid_grad, EwOp::sigmoid_grad},
+    {OpKind::exp, EwOp::exp},
+    {OpKind::log, EwOp::log},
+    {OpKind::log_grad, EwOp::log_grad},
+    {OpKind::gelu_erf, EwOp::gelu_erf},
+    {OpKind::gelu_erf_grad, EwOp::gelu_erf_grad},
 };
 
 const ChainOp* chain_entry(OpKind op) {

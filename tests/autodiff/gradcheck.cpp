@@ -20,6 +20,10 @@ GradCheckResult check_graph_gradients(const Graph& g, const std::vector<int>& wr
     for (int w : wrt)
       if (g.values[static_cast<size_t>(w)].role == Role::input)
         for (float& x : values[static_cast<size_t>(w)]) x = std::copysign(0.25f + 0.75f * std::fabs(x), x);
+  if (opt.positive)
+    for (int w : wrt)
+      if (g.values[static_cast<size_t>(w)].role == Role::input)
+        for (float& x : values[static_cast<size_t>(w)]) x = 0.25f + 0.75f * std::fabs(x);
   interpret(g, values);
 
   GradCheckResult r;

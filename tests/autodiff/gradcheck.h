@@ -23,6 +23,9 @@ struct GradCheckOptions {
   // Moves every wrt value of role input to |x| in [0.25, 1) keeping its sign,
   // so that relu's kink at 0 is out of reach of the perturbation.
   bool away_from_zero = false;
+  // Moves every wrt value of role input to [0.25, 1), the domain of log (the ops whose
+  // samples have positive inputs take a gradient only for those).
+  bool positive = false;
 };
 
 struct GradCheckResult {

@@ -30,6 +30,8 @@ struct OpSample {
   float count = 0;
   // relu's kink at 0: finite differences need the inputs away from it.
   bool away_from_zero = false;
+  // Inputs (a mask of positions) drawn in [0.25, 1): log's domain, and log_grad's divisor.
+  unsigned positive_inputs = 0;
   // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
   double cuda_atol = 0, cuda_rtol = 0;
 };
@@ -73,6 +75,22 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     }
     case OpKind::gelu: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5)};
     case OpKind::gelu_grad: return {tol(sample("[3,4]", {m, m}), 2e-6, 2e-5)};
+    // The float math of the CUDA kernels (tanhf, expf, logf, erff, a rounding per step)
+    // against the CPU's double, rounded once: a few ulp.
+    case OpKind::tanh:
+    case OpKind::sigmoid:
+    case OpKind::exp:
+    case OpKind::gelu_erf: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5)};
+    case OpKind::tanh_grad:
+    case OpKind::sigmoid_grad:
+    case OpKind::gelu_erf_grad: return {tol(sample("[3,4]", {m, m}), 2e-6, 2e-5)};
+    case OpKind::log:
+    case OpKind::log_grad: {
+      OpSample s = tol(sample("[3,4], x in [0.25, 1)", op == OpKind::log ? std::vector<Shape>{m} : std::vector<Shape>{m, m}),
+                       2e-6, 2e-5);
+      s.positive_inputs = op == OpKind::log ? 1u : 2u;  // log's x; log_grad's (dy, x)
+      return {s};
+    }
     case OpKind::softmax:
       return {tol(sample("[3,5]", {{3, 5}}), 2e-6, 2e-5),
               tol(with(sample("alpha 0.125", {{3, 5}}), [](Attrs& t) { t.alpha = 0.125f; }), 2e-6, 2e-5)};
@@ -212,7 +230,13 @@ inline std::vector<OpSample> op_samples(OpKind op) {
   return {};
 }
 
-// Fresh input data for a sample: uniform in [-1, 1), but the labels and the count.
+// |x| in [0.25, 1) for x in [-1, 1): the data of a positive input.
+inline void make_positive(std::vector<float>& v) {
+  for (float& x : v) x = 0.25f + 0.75f * (x < 0 ? -x : x);
+}
+
+// Fresh input data for a sample: uniform in [-1, 1), but the labels, the count and the
+// positive inputs.
 inline std::vector<std::vector<float>> sample_data(const OpSample& s, uint64_t seed) {
   std::vector<std::vector<float>> data;
   for (size_t i = 0; i < s.in.size(); ++i) {
@@ -221,6 +245,7 @@ inline std::vector<std::vector<float>> sample_data(const OpSample& s, uint64_t s
     if (static_cast<int>(i) == s.labels_input) random_labels(v, vs, s.classes);
     else if (static_cast<int>(i) == s.count_input) v.assign(v.size(), s.count);
     else random_fill(v, vs);
+    if ((s.positive_inputs >> i) & 1u) make_positive(v);
     data.push_back(std::move(v));
   }
   return data;

@@ -105,3 +105,62 @@ TEST_CASE("gelu_grad matches a central difference of gelu") {
   }
   check_close(dx.data, want, 1e-6, 1e-5, "gelu_grad");
 }
+
+TEST_CASE("tanh, sigmoid, exp, log, gelu_erf: known points") {
+  auto at = [](OpKind op, std::vector<float> x) {
+    const auto n = static_cast<int64_t>(x.size());
+    return run_op(op, {tensor({n}, x)}).data;
+  };
+  check_close(at(OpKind::tanh, {0.0f, 0.5f, -1.0f}), std::vector<double>{0.0, 0.46211715726000974, -0.7615941559557649},
+              0.0, 1e-7, "tanh");
+  check_close(at(OpKind::sigmoid, {0.0f, 2.0f, -2.0f}), std::vector<double>{0.5, 0.8807970779778823, 0.11920292202211755},
+              0.0, 1e-7, "sigmoid");
+  check_close(at(OpKind::exp, {0.0f, 1.0f, -2.0f}), std::vector<double>{1.0, 2.718281828459045, 0.1353352832366127}, 0.0,
+              1e-7, "exp");
+  check_close(at(OpKind::log, {1.0f, 2.0f, 0.5f}), std::vector<double>{0.0, 0.6931471805599453, -0.6931471805599453},
+              0.0, 1e-7, "log");
+  // 0.5 x (1 + erf(x / sqrt 2)): x times the normal CDF, not the tanh approximation.
+  check_close(at(OpKind::gelu_erf, {0.0f, 1.0f, -1.0f, 2.0f, 0.5f}),
+              std::vector<double>{0.0, 0.8413447460685429, -0.15865525393145707, 1.9544997361036416, 0.34573123063700656},
+              0.0, 1e-7, "gelu_erf");
+  // The domain's edges and the tails: log(0) = -inf, log(-1) NaN, sigmoid saturates.
+  const std::vector<float> edges = at(OpKind::log, {0.0f, -1.0f});
+  CHECK(std::isinf(edges[0]));
+  CHECK(edges[0] < 0);
+  CHECK(std::isnan(edges[1]));
+  const std::vector<float> tails = at(OpKind::sigmoid, {100.0f, -100.0f});
+  CHECK(tails[0] == 1.0f);
+  CHECK((tails[1] > 0.0f && tails[1] < 1e-43f));  // exp(-100), a subnormal
+  CHECK(at(OpKind::gelu_erf, {20.0f})[0] == 20.0f);
+}
+
+TEST_CASE("tanh_grad, sigmoid_grad, log_grad, gelu_erf_grad match a central difference of the forward") {
+  struct Case {
+    OpKind grad;
+    double (*f)(double);
+    bool reads_output;  // the backward op takes the forward's output y, not x
+    float lo, hi;
+  };
+  const Case cases[] = {
+      {OpKind::tanh_grad, [](double v) { return std::tanh(v); }, true, -4.0f, 4.0f},
+      {OpKind::sigmoid_grad, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, true, -6.0f, 6.0f},
+      {OpKind::log_grad, [](double v) { return std::log(v); }, false, 0.1f, 4.0f},
+      {OpKind::gelu_erf_grad, [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }, false, -4.0f, 4.0f},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(op_name(c.grad));
+    const Tensor x = random_tensor({257}, 11, c.lo, c.hi);
+    const Tensor dy = random_tensor({257}, 12);
+    Tensor second = x;
+    if (c.reads_output)
+      for (float& v : second.data) v = static_cast<float>(c.f(v));
+    const Tensor dx = run_op(c.grad, {dy, second});
+    std::vector<double> want(x.data.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double h = 1e-5;
+      want[i] = dy.data[i] * (c.f(x.data[i] + h) - c.f(x.data[i] - h)) / (2 * h);
+    }
+    // Through y rounded to float, tanh_grad and sigmoid_grad see a relative error of ~1e-7 in y.
+    check_close(dx.data, want, 1e-6, 1e-5, op_name(c.grad));
+  }
+}

@@ -14,7 +14,12 @@ namespace {
 // x, y [rows, cols] and b [cols] through kChain; the same chain op by op.
 const std::vector<EwInstr> kChain = {{EwOp::mul, 0, 1},       {EwOp::add, 3, 2},         {EwOp::gelu, 4},
                                      {EwOp::relu_grad, 0, 5}, {EwOp::gelu_grad, 6, 1},   {EwOp::sub, 7, 0},
-                                     {EwOp::scale, 8, 0, 0.3f}, {EwOp::relu, 9}};
+                                     {EwOp::scale, 8, 0, 0.3f}, {EwOp::relu, 9},
+    // Every transcendental after the relu (>= 0): log reads sigmoid's output (> 0) and
+    // log_grad divides by log's result (in [log 0.5, log 0.73), away from 0).
+    {EwOp::tanh, 10},          {EwOp::sigmoid, 11},          {EwOp::log, 12},         {EwOp::log_grad, 0, 13},
+    {EwOp::exp, 14},           {EwOp::sigmoid_grad, 15, 1},  {EwOp::tanh_grad, 16, 0}, {EwOp::gelu_erf, 17},
+    {EwOp::gelu_erf_grad, 18, 1}};
 
 Tensor chain_op_by_op(const Tensor& x, const Tensor& y, const Tensor& b) {
   Attrs sc;
@@ -26,7 +31,16 @@ Tensor chain_op_by_op(const Tensor& x, const Tensor& y, const Tensor& b) {
   v = run_op(OpKind::gelu_grad, {v, y});
   v = run_op(OpKind::sub, {v, x});
   v = run_op(OpKind::scale, {v}, sc);
-  return run_op(OpKind::relu, {v});
+  v = run_op(OpKind::relu, {v});
+  v = run_op(OpKind::tanh, {v});
+  v = run_op(OpKind::sigmoid, {v});
+  v = run_op(OpKind::log, {v});
+  v = run_op(OpKind::log_grad, {x, v});
+  v = run_op(OpKind::exp, {v});
+  v = run_op(OpKind::sigmoid_grad, {v, y});
+  v = run_op(OpKind::tanh_grad, {v, x});
+  v = run_op(OpKind::gelu_erf, {v});
+  return run_op(OpKind::gelu_erf_grad, {v, y});
 }
 
 Attrs chain_attrs() {

@@ -1,5 +1,6 @@
 // Elementwise ops, bias_add and the optimizer updates: plain float arithmetic is
-// expected to match the CPU reference bit for bit; gelu (float vs double) within a tolerance.
+// expected to match the CPU reference bit for bit; the transcendentals (gelu, tanh, ...:
+// float vs double) within a tolerance.
 #include <doctest/doctest.h>
 
 #include "tests/kernels/cuda_op_harness.h"
@@ -10,10 +11,10 @@ namespace tg::testing {
 namespace {
 
 constexpr Tol kExact{0, 0};
-constexpr Tol kGelu{2e-6, 2e-5};
+constexpr Tol kGelu{2e-6, 2e-5};  // the transcendentals' too: a few ulp
 
 // Every size, aligned and unaligned, plus an in-place run where the op allows it.
-void elementwise_cases(OpKind op, int nin, Tol tol, bool in_place) {
+void elementwise_cases(OpKind op, int nin, Tol tol, bool in_place, unsigned positive_inputs = 0) {
   uint64_t seed = 1;
   for (int64_t n : kSizes)
     for (bool unaligned : {false, true}) {
@@ -27,6 +28,7 @@ void elementwise_cases(OpKind op, int nin, Tol tol, bool in_place) {
       c.tol = tol;
       c.unaligned = unaligned;
       c.seed = seed++;
+      c.positive_inputs = positive_inputs;
       TG_CHECK_CASE(c);
       if (in_place && !op_is_update(op)) {
         c.alias_input = 0;
@@ -45,6 +47,13 @@ TEST_CASE("cuda relu (and in place)") { TG_REQUIRE_GPU(); elementwise_cases(OpKi
 TEST_CASE("cuda relu_grad") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::relu_grad, 2, kExact, true); }
 TEST_CASE("cuda gelu") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::gelu, 1, kGelu, true); }
 TEST_CASE("cuda gelu_grad") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::gelu_grad, 2, kGelu, true); }
+TEST_CASE("cuda tanh, sigmoid, exp, log, gelu_erf and their gradients") {
+  TG_REQUIRE_GPU();
+  for (OpKind op : {OpKind::tanh, OpKind::sigmoid, OpKind::exp, OpKind::gelu_erf}) elementwise_cases(op, 1, kGelu, true);
+  for (OpKind op : {OpKind::tanh_grad, OpKind::sigmoid_grad, OpKind::gelu_erf_grad}) elementwise_cases(op, 2, kGelu, true);
+  elementwise_cases(OpKind::log, 1, kGelu, true, 1u);       // x in [0.25, 1)
+  elementwise_cases(OpKind::log_grad, 2, kGelu, true, 2u);  // (dy, x), x in [0.25, 1)
+}
 TEST_CASE("cuda copy") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::copy, 1, kExact, false); }
 TEST_CASE("cuda sgd") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::sgd, 2, kExact, false); }
 TEST_CASE("cuda sgd_momentum") { TG_REQUIRE_GPU(); elementwise_cases(OpKind::sgd_momentum, 3, kExact, false); }

@@ -19,9 +19,16 @@ namespace {
 
 // x [rows, cols], y [rows, cols], b [cols]: every op of a program, a bias row and gelu.
 //   mul(x, y) + b -> gelu -> relu_grad(x, .) -> gelu_grad(., y) -> - x -> * 0.3 -> relu
+//   -> tanh -> sigmoid -> log -> log_grad(x, .) -> exp -> sigmoid_grad(., y) -> tanh_grad(., x)
+//   -> gelu_erf -> gelu_erf_grad(., y)
 const std::vector<EwInstr> kChain = {{EwOp::mul, 0, 1},       {EwOp::add, 3, 2},         {EwOp::gelu, 4},
                                      {EwOp::relu_grad, 0, 5}, {EwOp::gelu_grad, 6, 1},   {EwOp::sub, 7, 0},
-                                     {EwOp::scale, 8, 0, 0.3f}, {EwOp::relu, 9}};
+                                     {EwOp::scale, 8, 0, 0.3f}, {EwOp::relu, 9},
+    // Every transcendental after the relu (>= 0): log reads sigmoid's output (> 0) and
+    // log_grad divides by log's result (in [log 0.5, log 0.73), away from 0).
+    {EwOp::tanh, 10},          {EwOp::sigmoid, 11},          {EwOp::log, 12},         {EwOp::log_grad, 0, 13},
+    {EwOp::exp, 14},           {EwOp::sigmoid_grad, 15, 1},  {EwOp::tanh_grad, 16, 0}, {EwOp::gelu_erf, 17},
+    {EwOp::gelu_erf_grad, 18, 1}};
 
 // The chain op by op, each into its own buffer.
 std::vector<float> unfused_chain(const DevTensor& x, const DevTensor& y, const DevTensor& b, const Shape& s, bool unaligned) {
@@ -48,6 +55,15 @@ std::vector<float> unfused_chain(const DevTensor& x, const DevTensor& y, const D
   step(OpKind::sub, {v, X});
   step(OpKind::scale, {v}, sc);
   step(OpKind::relu, {v});
+  step(OpKind::tanh, {v});
+  step(OpKind::sigmoid, {v});
+  step(OpKind::log, {v});
+  step(OpKind::log_grad, {X, v});
+  step(OpKind::exp, {v});
+  step(OpKind::sigmoid_grad, {v, Y});
+  step(OpKind::tanh_grad, {v, X});
+  step(OpKind::gelu_erf, {v});
+  step(OpKind::gelu_erf_grad, {v, Y});
   return t.back()->download();
 }
 

@@ -127,6 +127,7 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed) {
   c.labels_classes = s.classes;
   c.count_input = s.count_input;
   c.count_value = s.count;
+  c.positive_inputs = s.positive_inputs;
   c.seed = seed;
   return c;
 }
@@ -171,6 +172,7 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
       for (auto& x : h) x = static_cast<float>(d(rng));
     } else {
       h = random_vector(n, c.seed * 31 + static_cast<uint64_t>(i));
+      if ((c.positive_inputs >> i) & 1u) make_positive(h);
     }
     dev.push_back(std::make_unique<DevTensor>(n, c.unaligned));
     dev.back()->upload(h);

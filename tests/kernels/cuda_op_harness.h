@@ -34,6 +34,7 @@ struct OpCase {
   int alias_input = -1;    // the output is this input's buffer (in-place run)
   int count_input = -1;    // this [1] input holds count_value (padded_mse_loss's count)
   float count_value = 0;
+  unsigned positive_inputs = 0;  // a mask: these inputs are drawn in [0.25, 1) (log's domain)
   uint64_t seed = 1;
 };
 

@@ -316,7 +316,91 @@ TEST_CASE("onnx mapping: the tanh GELU formula fuses to one gelu in each order o
     CHECK(g.nodes[0].op == OpKind::gelu);
     check_close(run(g, {{"x", x}}, "y"), want, 1e-4);
   }
-  CHECK(refusal(formula(0, true)).find("the IR has no tanh") != std::string::npos);
+  // An intermediate read outside: the formula is not closed, and imports op by op (tanh too).
+  const Graph leaked = formula(0, true).import();
+  CHECK(leaked.nodes.size() > 1);
+  check_close(run(leaked, {{"x", x}}, "y"), want, 1e-4);
+}
+
+TEST_CASE("onnx mapping: the exact GELU formula fuses to one gelu_erf, dividing by sqrt 2 or multiplying by its inverse, only when closed") {
+  // x * 0.5 * (1 + erf(x / sqrt(2))): PyTorch's export of nn.GELU() before opset 20.
+  auto formula = [](int order, bool mul_form, bool leak) {
+    ModelBuilder mb;
+    mb.input("x", {2, 3});
+    mb.init("s2", {}, {1.4142135f}).init("r2", {}, {0.70710678f}).init("one", {}, {1.0f}).init("half", {}, {0.5f});
+    if (mul_form) mb.node("Mul", {"r2", "x"}, {"u"});
+    else mb.node("Div", {"x", "s2"}, {"u"});
+    mb.node("Erf", {"u"}, {"e"}).node("Add", {"e", "one"}, {"onee"});
+    if (order == 0) mb.node("Mul", {"x", "onee"}, {"p"}).node("Mul", {"p", "half"}, {"y"});
+    if (order == 1) mb.node("Mul", {"x", "half"}, {"h"}).node("Mul", {"h", "onee"}, {"y"});
+    if (order == 2) mb.node("Mul", {"onee", "half"}, {"q"}).node("Mul", {"q", "x"}, {"y"});
+    mb.output("y");
+    if (leak) mb.output("e");
+    return mb;
+  };
+  const std::vector<float> x = seq(6, 0.4f, -2.0f);
+  std::vector<float> want;
+  for (float v : x) want.push_back(static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))));
+  for (bool mul_form : {false, true})
+    for (int order = 0; order < 3; ++order) {
+      CAPTURE(mul_form);
+      CAPTURE(order);
+      const Graph g = formula(order, mul_form, false).import();
+      REQUIRE(g.nodes.size() == 1);
+      CHECK(g.nodes[0].op == OpKind::gelu_erf);
+      check_close(run(g, {{"x", x}}, "y"), want, 1e-5);
+    }
+  // Not closed: the Erf is left standing, and the IR has no erf.
+  CHECK(refusal(formula(0, false, true)).find("the IR has no erf") != std::string::npos);
+}
+
+TEST_CASE("onnx mapping: Tanh, Sigmoid, Exp, Log and Gelu in both forms against their definitions") {
+  const std::vector<float> x = seq(6, 0.3f, -1.2f);
+  struct Case {
+    const char* op;
+    OpKind kind;
+    double (*f)(double);
+    float shift;  // added to x: Log reads positive inputs
+  };
+  const Case cases[] = {
+      {"Tanh", OpKind::tanh, [](double v) { return std::tanh(v); }, 0.0f},
+      {"Sigmoid", OpKind::sigmoid, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, 0.0f},
+      {"Exp", OpKind::exp, [](double v) { return std::exp(v); }, 0.0f},
+      {"Log", OpKind::log, [](double v) { return std::log(v); }, 1.5f},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.op);
+    ModelBuilder mb;
+    mb.input("x", {2, 3}).node(c.op, {"x"}, {"y"}).output("y");
+    const Graph g = mb.import();
+    REQUIRE(g.nodes.size() == 1);
+    CHECK(g.nodes[0].op == c.kind);
+    std::vector<float> in, want;
+    for (float v : x) {
+      in.push_back(v + c.shift);
+      want.push_back(static_cast<float>(c.f(in.back())));
+    }
+    check_close(run(g, {{"x", in}}, "y"), want, 1e-6);
+    // A constant operand folds at import: y = op(k) + x, one add of a constant.
+    ModelBuilder folded;
+    folded.input("x", {2, 3}).init("k", {2, 3}, in).node(c.op, {"k"}, {"ok"}).node("Add", {"ok", "x"}, {"y"}).output("y");
+    std::vector<float> want_folded;
+    for (size_t i = 0; i < x.size(); ++i) want_folded.push_back(want[i] + x[i]);
+    check_close(run(folded.import(), {{"x", x}}, "y"), want_folded, 1e-6);
+  }
+  // Gelu: "none" (the default and opset 20's nn.GELU()) is the exact form; "tanh" the approximation.
+  for (int explicit_none = 0; explicit_none < 2; ++explicit_none) {
+    ModelBuilder mb(20);
+    std::map<std::string, Attribute> attrs;
+    if (explicit_none) attrs["approximate"] = as("none");
+    mb.input("x", {2, 3}).node("Gelu", {"x"}, {"y"}, attrs).output("y");
+    const Graph g = mb.import();
+    REQUIRE(g.nodes.size() == 1);
+    CHECK(g.nodes[0].op == OpKind::gelu_erf);
+    std::vector<float> want;
+    for (float v : x) want.push_back(static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))));
+    check_close(run(g, {{"x", x}}, "y"), want, 1e-6);
+  }
 }
 
 TEST_CASE("onnx mapping: the LayerNorm formula of older opsets fuses to one layernorm") {
@@ -427,8 +511,11 @@ TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the 
   CHECK(one("Conv").find("node 'n0' (Conv): op Conv is not supported") != std::string::npos);
   CHECK(one("Div").find("divides two tensors") != std::string::npos);
   ModelBuilder gelu;
-  gelu.input("x", {2, 3}).node("Gelu", {"x"}, {"y"}).output("y");
-  CHECK(refusal(gelu).find("exact (erf) GELU") != std::string::npos);
+  gelu.input("x", {2, 3}).node("Gelu", {"x"}, {"y"}, {{"approximate", as("fast")}}).output("y");
+  CHECK(refusal(gelu).find("has approximate=\"fast\"; ONNX defines \"none\"") != std::string::npos);
+  ModelBuilder erf;
+  erf.input("x", {2, 3}).node("Erf", {"x"}, {"y"}).output("y");
+  CHECK(refusal(erf).find("the IR has no erf") != std::string::npos);
   ModelBuilder pow;
   pow.input("x", {2, 3}).init("h", {}, {0.5f}).node("Pow", {"x", "h"}, {"y"}).output("y");
   CHECK(refusal(pow).find("power other than the constants 1, 2 or 3") != std::string::npos);

@@ -140,6 +140,25 @@ TEST_CASE("elementwise pass: bias rows of a rank-3 value, gelu and its gradient,
   CHECK(count(pass_elementwise(copies), OpKind::copy) == 2);
 }
 
+TEST_CASE("elementwise pass: tanh, sigmoid, exp, log, gelu_erf and their gradients join one chain") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {2, 3, 8});
+    const Value dy = b.input("dy", {2, 3, 8});
+    Value h = x;
+    // sigmoid first: log reads a positive value.
+    for (OpKind op : {OpKind::sigmoid, OpKind::log, OpKind::exp, OpKind::tanh, OpKind::gelu_erf}) h = b.apply(op, {h});
+    h = mul(b, dy, h);
+    for (OpKind op : {OpKind::log_grad, OpKind::sigmoid_grad, OpKind::tanh_grad, OpKind::gelu_erf_grad})
+      h = b.apply(op, {h, x});
+    b.mark_output(h);
+  });
+  const Graph f = check_same_graph(g, kElementwise);
+  const Node& n = only_fused(f);
+  CHECK(f.nodes.size() == 1);
+  CHECK(n.attrs.program.size() == 10);
+  CHECK(n.inputs.size() == 2);
+}
+
 TEST_CASE("elementwise pass: a long chain is split where it would pass the instructions or the inputs a node holds") {
   const int n_ops = 3 * kMaxEwInstrs + 5;
   const Graph g = recorded([&](RecordingBuilder& b) {

@@ -24,7 +24,7 @@ const std::map<std::string, OpSpec>& op_specs() {
     std::map<std::string, OpSpec> s;
     const OpSpec unary{1, 1, 1, 1, 0, 0, {}};
     const OpSpec binary{2, 2, 1, 1, 0, 0, {}};
-    for (const char* op : {"Relu", "Neg", "Sqrt", "Reciprocal", "Tanh", "Erf", "Identity"}) s[op] = unary;
+    for (const char* op : {"Relu", "Neg", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Exp", "Log", "Erf", "Identity"}) s[op] = unary;
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Expand"}) s[op] = binary;
     s["Gelu"] = {1, 1, 1, 1, 0, 0, {{"approximate", Kind::s, false}}};
     s["Gather"] = {2, 2, 1, 1, 0, 0, {{"axis", Kind::i, false}}};

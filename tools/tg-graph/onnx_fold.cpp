@@ -154,6 +154,9 @@ Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& whe
     else if (op == "Reciprocal") x = 1.0f / x;
     else if (op == "Tanh") x = std::tanh(x);
     else if (op == "Erf") x = std::erf(x);
+    else if (op == "Sigmoid") x = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x))));
+    else if (op == "Exp") x = std::exp(x);
+    else if (op == "Log") x = std::log(x);
     else graph_error("{}: cannot fold {}", where, op);
   }
   return r;

@@ -526,16 +526,24 @@ void unary_const_or(Importer& im, const std::string& op, const char* why) {
   im.refuse(why);
 }
 
+// An op the IR has: a constant folds (as the other constant arithmetic does), a tensor maps.
+void unary_op(Importer& im, const std::string& op, OpKind k) {
+  if (im.in(0).constant) return im.set_const(fold_unary(op, im.in(0).c, im.where()));
+  im.set(im.apply(k, {im.value(0)}, {}, im.out_name()), im.in(0).dims);
+}
+
 }  // namespace
 
 void add_elementwise_handlers(std::map<std::string, Handler>& h) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) h[op] = [op](Importer& im) { binary(im, op); };
   h["Relu"] = [](Importer& im) { im.set(im.apply(OpKind::relu, {im.value(0)}, {}, im.out_name()), im.in(0).dims); };
+  // approximate="none" (the default, PyTorch's nn.GELU()) is the exact erf form.
   h["Gelu"] = [](Importer& im) {
-    if (im.attr_s("approximate", "none") != "tanh")
-      im.refuse("is the exact (erf) GELU; the IR's gelu is the tanh approximation: use "
-                "nn.GELU(approximate='tanh') / F.gelu(x, approximate='tanh') in the model");
-    im.set(im.apply(OpKind::gelu, {im.value(0)}, {}, im.out_name()), im.in(0).dims);
+    const std::string form = im.attr_s("approximate", "none");
+    if (form != "none" && form != "tanh")
+      im.refuse("has approximate=\"" + form + "\"; ONNX defines \"none\" (the exact erf form) and \"tanh\"");
+    im.set(im.apply(form == "tanh" ? OpKind::gelu : OpKind::gelu_erf, {im.value(0)}, {}, im.out_name()),
+           im.in(0).dims);
   };
   h["Neg"] = [](Importer& im) {
     if (im.in(0).constant) return im.set_const(fold_unary("Neg", im.in(0).c, im.where()));
@@ -558,13 +566,13 @@ void add_elementwise_handlers(std::map<std::string, Handler>& h) {
                                "imports only as the whole formula: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div)");
   };
   h["Reciprocal"] = [](Importer& im) { unary_const_or(im, "Reciprocal", "the IR has no reciprocal of a tensor"); };
-  h["Tanh"] = [](Importer& im) {
-    unary_const_or(im, "Tanh", "the IR has no tanh; the tanh formula of GELU imports only whole (0.5 * x * (1 + "
-                               "tanh(sqrt(2/pi) * (x + 0.044715 * x^3))))");
-  };
+  h["Tanh"] = [](Importer& im) { unary_op(im, "Tanh", OpKind::tanh); };
+  h["Sigmoid"] = [](Importer& im) { unary_op(im, "Sigmoid", OpKind::sigmoid); };
+  h["Exp"] = [](Importer& im) { unary_op(im, "Exp", OpKind::exp); };
+  h["Log"] = [](Importer& im) { unary_op(im, "Log", OpKind::log); };
   h["Erf"] = [](Importer& im) {
-    unary_const_or(im, "Erf", "is part of the exact (erf) GELU; the IR's gelu is the tanh approximation: use "
-                              "nn.GELU(approximate='tanh') in the model");
+    unary_const_or(im, "Erf", "the IR has no erf; the exact GELU formula x * 0.5 * (1 + erf(x / sqrt(2))) imports "
+                              "only whole, as gelu_erf (or export nn.GELU() at opset 20, as one Gelu node)");
   };
 }
 

@@ -62,7 +62,7 @@ const std::vector<View::Reader>& View::readers(int v) const {
 bool View::usable(int i) const {
   const Node& n = node(i);
   if (n.outputs.empty()) return false;
-  const bool unary = n.op_type == "Tanh" || n.op_type == "Sqrt" || n.op_type == "ReduceMean";
+  const bool unary = n.op_type == "Tanh" || n.op_type == "Erf" || n.op_type == "Sqrt" || n.op_type == "ReduceMean";
   return n.inputs.size() >= (n.op_type == "Constant" ? 0u : unary ? 1u : 2u);
 }
 

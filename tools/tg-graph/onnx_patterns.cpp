@@ -1,7 +1,9 @@
 // Formula rewrites before the mapping (onnx_import.h, fuse_patterns). The IR has
-// no tanh, sqrt or tensor division, so the formulas that the TorchScript exporter
-// writes for GELU (tanh form) and, before opset 17, for LayerNorm can only be
-// imported whole, as the ops they compute.
+// no erf, sqrt or tensor division, so the formulas that the TorchScript exporter
+// writes for the exact GELU (before opset 20) and, before opset 17, for LayerNorm can
+// only be imported whole, as the ops they compute. The tanh GELU's formula would
+// import op by op (the IR has tanh), but as one gelu it is one kernel, and the one op
+// the linear pass fuses into a GEMM.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,6 +38,43 @@ std::set<int> cube_of(const View& v, const std::string& cube, const std::string&
   return {m, s};
 }
 
+// The end both GELU formulas share, from their Tanh or Erf `t` on: 0.5 * x * (1 + t) in
+// each order of its factors. Adds its nodes to m.inner and sets m.last; false if absent.
+bool gelu_tail(const View& v, int t, const std::string& x, Match& m) {
+  const int one = v.only_consumer(t, "Add");
+  if (one < 0 || !v.is_scalar(v.other(one, v.node(t).outputs[0]), 1.0)) return false;
+  m.inner.insert(one);
+  const int prod = v.only_consumer(one, "Mul");
+  if (prod < 0) return false;
+  const std::string o = v.other(prod, v.node(one).outputs[0]);
+  if (o == x) {  // (x * (1 + t)) * 0.5
+    const int half = v.only_consumer(prod, "Mul");
+    if (half < 0 || !v.is_scalar(v.other(half, v.node(prod).outputs[0]), 0.5)) return false;
+    m.inner.insert(prod);
+    m.last = half;
+  } else if (int h = v.prod(o, "Mul"); h >= 0 && v.operand_beside_scalar(h, 0.5) == x) {  // (0.5 * x) * (1 + t)
+    m.inner.insert(h);
+    m.last = prod;
+  } else if (v.is_scalar(o, 0.5)) {  // x * ((1 + t) * 0.5)
+    const int xm = v.only_consumer(prod, "Mul");
+    if (xm < 0 || v.other(xm, v.node(prod).outputs[0]) != x) return false;
+    m.inner.insert(prod);
+    m.last = xm;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The one Gelu node a formula becomes.
+Match gelu_node(Match m, const std::string& x, const char* approximate) {
+  m.fused.op_type = "Gelu";
+  m.fused.inputs = {x};
+  m.fused.attrs["approximate"].kind = Attribute::Kind::s;
+  m.fused.attrs["approximate"].s = approximate;
+  return m;
+}
+
 // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), anchored at the Tanh.
 std::optional<Match> gelu_tanh(const View& v, int t) {
   const double k0 = std::sqrt(2.0 / 3.14159265358979323846);
@@ -59,34 +98,28 @@ std::optional<Match> gelu_tanh(const View& v, int t) {
   }
   if (x.empty()) return std::nullopt;
   m.inner.insert({scale, add, t});
-  const int one = v.only_consumer(t, "Add");
-  if (one < 0 || !v.is_scalar(v.other(one, v.node(t).outputs[0]), 1.0)) return std::nullopt;
-  m.inner.insert(one);
-  const int prod = v.only_consumer(one, "Mul");
-  if (prod < 0) return std::nullopt;
-  const std::string o = v.other(prod, v.node(one).outputs[0]);
-  if (o == x) {  // (x * (1 + t)) * 0.5
-    const int half = v.only_consumer(prod, "Mul");
-    if (half < 0 || !v.is_scalar(v.other(half, v.node(prod).outputs[0]), 0.5)) return std::nullopt;
-    m.inner.insert(prod);
-    m.last = half;
-  } else if (int h = v.prod(o, "Mul"); h >= 0 && v.operand_beside_scalar(h, 0.5) == x) {  // (0.5 * x) * (1 + t)
-    m.inner.insert(h);
-    m.last = prod;
-  } else if (v.is_scalar(o, 0.5)) {  // x * ((1 + t) * 0.5)
-    const int xm = v.only_consumer(prod, "Mul");
-    if (xm < 0 || v.other(xm, v.node(prod).outputs[0]) != x) return std::nullopt;
-    m.inner.insert(prod);
-    m.last = xm;
-  } else {
-    return std::nullopt;
+  if (!gelu_tail(v, t, x, m) || !v.closed(m.inner, m.last)) return std::nullopt;
+  return gelu_node(m, x, "tanh");
+}
+
+// x * 0.5 * (1 + erf(x / sqrt(2))) (x / sqrt(2) also as x * (1 / sqrt(2))), anchored at
+// the Erf: PyTorch's export of nn.GELU() before opset 20.
+std::optional<Match> gelu_erf(const View& v, int e) {
+  const double sqrt2 = std::sqrt(2.0);
+  const std::string& in = v.node(e).inputs[0];
+  std::string x;
+  int scale = v.prod(in, "Div");
+  if (scale >= 0) {
+    const Node& d = v.node(scale);
+    if (d.inputs.size() == 2 && v.is_scalar(d.inputs[1], sqrt2)) x = d.inputs[0];
+  } else if ((scale = v.prod(in, "Mul")) >= 0) {
+    x = v.operand_beside_scalar(scale, 1.0 / sqrt2);
   }
-  if (!v.closed(m.inner, m.last)) return std::nullopt;
-  m.fused.op_type = "Gelu";
-  m.fused.inputs = {x};
-  m.fused.attrs["approximate"].kind = Attribute::Kind::s;
-  m.fused.attrs["approximate"].s = "tanh";
-  return m;
+  if (x.empty()) return std::nullopt;
+  Match m;
+  m.inner = {scale, e};
+  if (!gelu_tail(v, e, x, m) || !v.closed(m.inner, m.last)) return std::nullopt;
+  return gelu_node(m, x, "none");
 }
 
 // ReduceMean's axes (attribute, or constant input from opset 18) when it is one
@@ -172,19 +205,24 @@ std::optional<Match> match_at(const View& v, const Model& model, int i) {
   const Node& n = v.node(i);
   if (!n.domain.empty() || !v.usable(i)) return std::nullopt;
   if (n.op_type == "Tanh") return gelu_tanh(v, i);
+  if (n.op_type == "Erf") return gelu_erf(v, i);
   if (n.op_type == "Div") return layernorm_formula(v, model, i);
   return std::nullopt;
 }
 
-bool is_anchor(const Node& n) { return n.domain.empty() && (n.op_type == "Tanh" || n.op_type == "Div"); }
+bool is_anchor(const Node& n) {
+  return n.domain.empty() && (n.op_type == "Tanh" || n.op_type == "Erf" || n.op_type == "Div");
+}
 
 // The note a rewrite leaves: the formula's first and last nodes, and what it became.
 void note_match(const Model& model, const Match& m, std::vector<std::string>& notes) {
   const bool gelu = m.fused.op_type == "Gelu";
+  const bool exact = gelu && m.fused.attrs.at("approximate").s == "none";
   notes.push_back(fmt::format("nodes {}..{}: the {} formula ({} nodes) imported as one {}",
                               model.nodes[static_cast<size_t>(*m.inner.begin())].name,
-                              model.nodes[static_cast<size_t>(m.last)].name, gelu ? "tanh GELU" : "LayerNorm",
-                              m.inner.size() + 1, gelu ? "gelu" : "layernorm"));
+                              model.nodes[static_cast<size_t>(m.last)].name,
+                              !gelu ? "LayerNorm" : exact ? "exact GELU" : "tanh GELU", m.inner.size() + 1,
+                              !gelu ? "layernorm" : exact ? "gelu_erf" : "gelu"));
 }
 
 // The fused node takes the name and first output of the node it replaces.
