@@ -176,12 +176,32 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
+    case OpKind::conv2d: {
+      Attrs at;
+      at.conv = e.attrs.conv;
+      const Value& w = e.inputs[1];
+      if (need(0)) g[0] = b.apply(OpKind::conv2d_grad_input, {dy, w, x}, at);
+      if (need(1)) g[1] = b.apply(OpKind::conv2d_grad_weight, {dy, x, w}, at);
+      break;
+    }
+    case OpKind::max_pool2d:
+    case OpKind::avg_pool2d:
+      if (need(0)) {
+        Attrs at;
+        at.conv = e.attrs.conv;
+        g[0] = b.apply(e.op == OpKind::max_pool2d ? OpKind::max_pool2d_grad : OpKind::avg_pool2d_grad, {dy, x}, at);
+      }
+      break;
     case OpKind::cast:  // the gradient goes back to the input's dtype
       if (need(0)) g[0] = cast(b, dy, x.dtype);
       break;
     // No gradient rule (the table's grad column is kNone): refused above.
     case OpKind::relu_grad:
     case OpKind::gelu_grad:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight:
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d_grad:
     case OpKind::softmax_grad:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_gamma:

@@ -73,6 +73,14 @@ Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);
 // x in dtype `to`: rounded to nearest even when it narrows (graph/float_formats.h).
 Value cast(Builder& b, Value x, DType to);
+// Convolutional networks, NCHW (graph/conv.h). conv2d_bias adds a per-channel bias [K] to
+// conv2d's output through broadcast and add, so its gradient is reduce_sum's and no op of
+// its own; global_avg_pool is [N,C,H,W] -> [N,C,1,1] as two reduce_means.
+Value conv2d(Builder& b, Value x, Value w, const ConvAttr& conv);
+Value conv2d_bias(Builder& b, Value x, Value w, Value bias, const ConvAttr& conv);
+Value max_pool2d(Builder& b, Value x, const ConvAttr& window);
+Value avg_pool2d(Builder& b, Value x, const ConvAttr& window);
+Value global_avg_pool(Builder& b, Value x);
 
 // Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
 // (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name

@@ -28,7 +28,8 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kAxis = attr_bit(AttrId::axis), kSize = attr_bit(AttrId::size), kEps = attr_bit(AttrId::eps),
                    kAlpha = attr_bit(AttrId::alpha), kValue = attr_bit(AttrId::value), kLr = attr_bit(AttrId::lr),
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
-                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to);
+                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
+                   kConv = attr_bit(AttrId::conv);
 // Flags.
 constexpr uint8_t kPlain = 0;
 constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
@@ -89,6 +90,13 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
   X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \
+  X(conv2d,               2, 1, kIn0|kIn1,        kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (x[N,C,H,W], w[K,C/groups,R,S]) -> [N,K,P,Q]; attrs.conv */ \
+  X(conv2d_grad_input,    3, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, w, x) -> dx; x gives only its shape */ \
+  X(conv2d_grad_weight,   3, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x, w) -> dw; w gives only its shape */ \
+  X(max_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* [N,C,H,W] -> [N,C,P,Q]; window attrs.conv.kernel */ \
+  X(max_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx: dy to each window's first maximum */ \
+  X(avg_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* padding not counted */ \
+  X(avg_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx; x gives only its shape */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kPlain,                    kTypeF32,  optimizer) /* (param, grad): param -= lr*grad, in place */ \
   X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kPlain,                    kTypeF32,  optimizer) /* (param, grad, velocity), in place */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
@@ -117,7 +125,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 42, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 49, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.

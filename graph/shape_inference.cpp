@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "graph/conv.h"
 #include "graph/errors.h"
 #include "graph/heads.h"
 
@@ -169,8 +170,15 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     for (size_t i = 1; i < in.size(); ++i) require_same(name, node, in[0], in[i]);
     return in[0];
   }
-  // The ops of the table's kSameShape flag were handled above; every other op has a case
-  // here, which tests/graph/op_table_test.cpp checks by running every op's samples.
+  if (op_in_family(op, "conv")) {
+    ConvGeometry g;
+    Shape out;
+    std::string why;
+    if (!conv_op_geometry(op, in.data(), at.conv, g, out, &why)) graph_error("{} {}: {}", name, node, why);
+    return out;
+  }
+  // The ops of the table's kSameShape flag and the conv family (graph/conv.h) were handled
+  // above; every other op has a case here, which tests/graph/op_table_test.cpp checks by running every op's samples.
   switch (op) {
     case OpKind::matmul: return matmul_shape(in, at, node);
     case OpKind::softmax:

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/conv.h"
 #include "graph/heads.h"
 
 namespace tg::kernels {
@@ -183,7 +184,17 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     k.numel("output", c.out.shape, g.n);
     return g;
   }
-  // The ops of the table's kSameShape flag were checked above; every other op has a case.
+  if (op_in_family(c.op, "conv")) {
+    Shape out;
+    std::string why;
+    const Shape in[3] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}};
+    if (!conv_op_geometry(c.op, in, k.attrs().conv, g.conv, out, &why)) k.fail("{}", why);
+    k.numel("output", c.out.shape, out.numel());
+    g.n = out.numel();
+    return g;
+  }
+  // The ops of the table's kSameShape flag and the conv family were checked above; every
+  // other op has a case.
   switch (c.op) {
     case OpKind::matmul: check_matmul(k, c); break;
     case OpKind::softmax:

@@ -6,6 +6,7 @@
 // call the CPU backend accepts is exactly a call the CUDA backend accepts.
 #include <cstdint>
 
+#include "graph/conv.h"
 #include "kernels/op_call.h"
 
 namespace tg::kernels {
@@ -15,6 +16,7 @@ struct CallGeometry {
   int64_t n = 0;                          // elements of input 0 (of the output for fill)
   int64_t rows = 0, cols = 0;             // row ops: rows x the last dim
   int64_t outer = 0, len = 0, inner = 0;  // reduce: [outer, len, inner]; broadcast: len = size
+  ConvGeometry conv;                      // the conv family (graph/conv.h); n: output elements
 };
 
 // Throws std::invalid_argument "<backend> <op>: <what is wrong>[; <how to fix it>]",

@@ -27,6 +27,7 @@
 //    integer class in [0, classes) are rejected with std::invalid_argument.
 #include <cstdint>
 
+#include "graph/conv.h"
 #include "kernels/op_call.h"
 
 namespace tg::kernels {
@@ -68,6 +69,9 @@ void cpu_gemm_op(const OpCall& c);
 // product (cpu_matmul), the result scattered when it is a head view: the bits of the
 // transposes and the batched matmul it replaces.
 void cpu_matmul_heads(const OpCall& c);
+// conv2d, its backward ops and the pools (kernels/cpu/conv.cpp): every output element by
+// its element function of graph/conv.h, which the CUDA kernels share.
+void cpu_conv_op(const OpCall& c, const ConvGeometry& g);
 // The batch-invariant product (kernels/gemm/gemm_mode.h) of one contiguous matrix pair:
 // A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
 void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,

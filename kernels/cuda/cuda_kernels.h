@@ -22,6 +22,7 @@
 
 #include "kernels/cuda/gemm/gemm.h"
 #include "kernels/cuda_options.h"
+#include "graph/conv.h"
 #include "kernels/op_call.h"
 
 namespace tg::kernels {
@@ -174,6 +175,9 @@ void cross_entropy_grad(const float* logits, const float* labels, const float* d
 
 // ---- layout (layout.cu) -----------------------------------------------------------
 void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y, cudaStream_t s);
+// conv2d, its backward ops and the pools (kernels/cuda/conv.cu): direct kernels, one thread per
+// output element through the element functions of graph/conv.h that the CPU reference runs.
+void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 
 }  // namespace cuda
 }  // namespace tg::kernels

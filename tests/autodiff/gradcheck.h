@@ -23,6 +23,10 @@ struct GradCheckOptions {
   // Moves every wrt value of role input to |x| in [0.25, 1) keeping its sign,
   // so that relu's kink at 0 is out of reach of the perturbation.
   bool away_from_zero = false;
+  // Gives every wrt value of role input a distinct value, 5 eps from its neighbours (in the
+  // order of the random draw), so that no perturbation changes which element is a
+  // window's maximum (max_pool2d).
+  bool distinct = false;
 };
 
 struct GradCheckResult {
