@@ -45,7 +45,8 @@ struct Attrs {
   bool trans_a = false;            // matmul: use A^T
   bool trans_b = false;            // matmul: use B^T
   int axis = -1;                   // reduce_*, broadcast, softmax (last only)
-  int64_t size = 0;                // broadcast: extent of the inserted axis
+  int64_t size = 0;                // broadcast: extent of the inserted axis; slice: extent taken
+  int64_t start = 0;               // slice: the first index taken along attrs.axis
   float eps = 1e-5f;               // layernorm
   float alpha = 1.0f;              // scale factor
   float value = 0.0f;              // fill value
@@ -67,9 +68,9 @@ struct Attrs {
 // the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
-                             program, heads, to, conv };
-constexpr int kNumAttrs = 17;
-static_assert(static_cast<int>(AttrId::conv) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             program, heads, to, conv, start };
+constexpr int kNumAttrs = 18;
+static_assert(static_cast<int>(AttrId::start) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint32_t;
 static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

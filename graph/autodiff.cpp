@@ -176,6 +176,16 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
+    case OpKind::concat: {
+      const int axis = normalize_axis(e.attrs.axis, x.shape.rank);
+      int64_t start = 0;
+      for (size_t i = 0; i < e.inputs.size(); ++i) {
+        const int64_t len = e.inputs[i].shape[axis];
+        if (need(i)) g[i] = slice(b, dy, axis, start, len);
+        start += len;
+      }
+      break;
+    }
     case OpKind::conv2d: {
       Attrs at;
       at.conv = e.attrs.conv;
@@ -198,6 +208,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     // No gradient rule (the table's grad column is kNone): refused above.
     case OpKind::relu_grad:
     case OpKind::gelu_grad:
+    case OpKind::slice:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
     case OpKind::max_pool2d_grad:

@@ -239,4 +239,18 @@ Value global_avg_pool(Builder& b, Value x) {
   return reshape(b, m, Shape{x.shape[0], x.shape[1], 1, 1});
 }
 
+Value concat(Builder& b, const std::vector<Value>& xs, int axis) {
+  Attrs at;
+  at.axis = axis;
+  return b.apply(OpKind::concat, xs, at);
+}
+
+Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size) {
+  Attrs at;
+  at.axis = axis;
+  at.start = start;
+  at.size = size;
+  return b.apply(OpKind::slice, {x}, at);
+}
+
 }  // namespace tg

@@ -81,6 +81,10 @@ Value conv2d_bias(Builder& b, Value x, Value w, Value bias, const ConvAttr& conv
 Value max_pool2d(Builder& b, Value x, const ConvAttr& window);
 Value avg_pool2d(Builder& b, Value x, const ConvAttr& window);
 Value global_avg_pool(Builder& b, Value x);
+// Joins the values along `axis` (every other dim equal): channels are axis 1 of NCHW.
+Value concat(Builder& b, const std::vector<Value>& xs, int axis);
+// x[.., start : start + size, ..] along `axis`. No gradient rule yet: it is concat's gradient.
+Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size);
 
 // Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
 // (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name

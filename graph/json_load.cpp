@@ -359,6 +359,7 @@ class Loader {
         case AttrId::heads: at.heads = get_heads(v, p); break;
         case AttrId::to: at.to = get_dtype(v, p); break;
         case AttrId::conv: at.conv = get_conv(v, p); break;
+        case AttrId::start: at.start = get_int(v, p, 0, std::numeric_limits<int64_t>::max()); break;
       }
     }
   }

@@ -96,6 +96,7 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::program: j[key] = program_json(at.program); break;
       case AttrId::to: j[key] = dtype_name(at.to); break;
       case AttrId::conv: j[key] = conv_json(at.conv, n.op); break;
+      case AttrId::start: j[key] = at.start; break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

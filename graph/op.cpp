@@ -57,6 +57,7 @@ const char* attr_name(AttrId a) {
     case AttrId::heads: return "heads";
     case AttrId::to: return "to";
     case AttrId::conv: return "conv";
+    case AttrId::start: return "start";
   }
   return "?";
 }

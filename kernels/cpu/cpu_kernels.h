@@ -29,6 +29,7 @@
 
 #include "graph/conv.h"
 #include "kernels/op_call.h"
+#include "kernels/op_call_check.h"
 
 namespace tg::kernels {
 
@@ -146,6 +147,9 @@ void cpu_broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_
 // reshape: a view; when y != x (an executor that gave it its own memory) it copies.
 void cpu_transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y);
 void cpu_reshape(const float* x, float* y, int64_t n);
+// concat (each input's block into its place along the axis) and slice (kernels/block_copy.h).
+void cpu_concat(const OpCall& c, const CallGeometry& g);
+void cpu_slice(const OpCall& c, const CallGeometry& g);
 
 // ---- losses (loss.cpp) -------------------------------------------------------------
 // mse_loss:           loss[0] = sum (p - t)^2 / n

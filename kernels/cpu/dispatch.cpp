@@ -64,6 +64,8 @@ void run_cpu(const OpCall& c) {
     case OpKind::layernorm_grad_params:
       return cpu_layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps);
     case OpKind::fused_elementwise: return cpu_fused_elementwise(c);
+    case OpKind::concat: return cpu_concat(c, g);
+    case OpKind::slice: return cpu_slice(c, g);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:

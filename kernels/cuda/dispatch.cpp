@@ -29,6 +29,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad: return cuda::gemm_op(c, ctx);
     case OpKind::matmul_heads: return cuda::gemm_heads_op(c, ctx);
+    case OpKind::concat: return cuda::concat(c, g, s);
+    case OpKind::slice: return cuda::slice(c, g, s);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:

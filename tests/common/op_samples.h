@@ -195,6 +195,26 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       })};
     case OpKind::copy: return {sample("[3,4]", {m})};
     case OpKind::cast: return {sample("[3,4] to f32", {m})};
+    case OpKind::concat: {
+      auto along = [](int axis) { return [axis](Attrs& t) { t.axis = axis; }; };
+      return {with(sample("channels of NCHW, 3 + 1", {{2, 3, 2, 2}, {2, 1, 2, 2}}), along(1)),
+              with(sample("axis 0, three inputs", {{1, 4}, {2, 4}, {3, 4}}), along(0)),
+              with(sample("last axis, six inputs (past the fixed input slots)", {m, {3, 1}, {3, 2}, m, {3, 1}, {3, 3}}),
+                   along(-1)),
+              with(sample("one input", {m}), along(0))};
+    }
+    case OpKind::slice: {
+      auto take = [](int axis, int64_t start, int64_t size) {
+        return [=](Attrs& t) {
+          t.axis = axis;
+          t.start = start;
+          t.size = size;
+        };
+      };
+      return {with(sample("channels 1..2 of NCHW", {{2, 4, 2, 3}}), take(1, 1, 2)),
+              with(sample("the first row", {m}), take(0, 0, 1)),
+              with(sample("the last 2 of the last axis", {m}), take(-1, 2, 2))};
+    }
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
