@@ -26,6 +26,13 @@ Value sum_rows(Builder& b, const Value& dy) {
   return reduce_sum(b, reshape(b, dy, Shape{-1, dy.shape.last()}), 0);
 }
 
+// Sum of dy over every axis but 1: the gradient of a [C] vector applied to every channel of
+// an [N, C, ...] tensor (batch_norm's beta).
+Value sum_but_channels(Builder& b, Value dy) {
+  for (int axis = dy.shape.rank - 1; axis >= 2; --axis) dy = reduce_sum(b, dy, axis);
+  return reduce_sum(b, dy, 0);
+}
+
 struct MatmulGrads {
   Value da, db;
 };
@@ -176,6 +183,14 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
+    case OpKind::batch_norm: {
+      Attrs at;
+      at.eps = e.attrs.eps;
+      if (need(0)) g[0] = b.apply(OpKind::batch_norm_grad_x, {dy, x, e.inputs[1]}, at);
+      if (need(1)) g[1] = b.apply(OpKind::batch_norm_grad_gamma, {dy, x}, at);
+      if (need(2)) g[2] = sum_but_channels(b, dy);
+      break;
+    }
     case OpKind::concat: {
       const int axis = normalize_axis(e.attrs.axis, x.shape.rank);
       int64_t start = 0;
@@ -209,6 +224,9 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::relu_grad:
     case OpKind::gelu_grad:
     case OpKind::slice:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
     case OpKind::max_pool2d_grad:

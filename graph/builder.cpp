@@ -253,4 +253,16 @@ Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size) {
   return b.apply(OpKind::slice, {x}, at);
 }
 
+Value batch_norm(Builder& b, Value x, Value gamma, Value beta, float eps) {
+  Attrs at;
+  at.eps = eps;
+  return b.apply(OpKind::batch_norm, {x, gamma, beta}, at);
+}
+
+Value batch_norm_inference(Builder& b, Value x, Value gamma, Value beta, Value stats, float eps) {
+  Attrs at;
+  at.eps = eps;
+  return b.apply(OpKind::batch_norm_inference, {x, gamma, beta, stats}, at);
+}
+
 }  // namespace tg

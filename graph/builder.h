@@ -81,6 +81,10 @@ Value conv2d_bias(Builder& b, Value x, Value w, Value bias, const ConvAttr& conv
 Value max_pool2d(Builder& b, Value x, const ConvAttr& window);
 Value avg_pool2d(Builder& b, Value x, const ConvAttr& window);
 Value global_avg_pool(Builder& b, Value x);
+// Batch normalization of [N, C, ...] per channel: with the batch's statistics (training), or
+// with stats [2, C] (the running mean, then the running variance: inference).
+Value batch_norm(Builder& b, Value x, Value gamma, Value beta, float eps = 1e-5f);
+Value batch_norm_inference(Builder& b, Value x, Value gamma, Value beta, Value stats, float eps = 1e-5f);
 // Joins the values along `axis` (every other dim equal): channels are axis 1 of NCHW.
 Value concat(Builder& b, const std::vector<Value>& xs, int axis);
 // x[.., start : start + size, ..] along `axis`. No gradient rule yet: it is concat's gradient.

@@ -97,6 +97,10 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(max_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx: dy to each window's first maximum */ \
   X(avg_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* padding not counted */ \
   X(avg_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx; x gives only its shape */ \
+  X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
+  X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
+  X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
+  X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
   X(slice,                1, 1, kNone,            kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient) */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kPlain,                    kTypeF32,  optimizer) /* (param, grad): param -= lr*grad, in place */ \
@@ -127,7 +131,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 51, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 55, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "graph/batch_norm.h"
 #include "graph/conv.h"
 #include "graph/errors.h"
 #include "graph/heads.h"
@@ -170,6 +171,13 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     for (size_t i = 1; i < in.size(); ++i) require_same(name, node, in[0], in[i]);
     return in[0];
   }
+  if (op_in_family(op, "batchnorm")) {
+    BatchNormGeometry g;
+    Shape out;
+    std::string why;
+    if (!batch_norm_geometry(op, in.data(), at.eps, g, out, &why)) graph_error("{} {}: {}", name, node, why);
+    return out;
+  }
   if (op_in_family(op, "conv")) {
     ConvGeometry g;
     Shape out;
@@ -177,7 +185,7 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     if (!conv_op_geometry(op, in.data(), at.conv, g, out, &why)) graph_error("{} {}: {}", name, node, why);
     return out;
   }
-  // The ops of the table's kSameShape flag and the conv family (graph/conv.h) were handled
+  // The ops of the table's kSameShape flag and the conv and batchnorm families were handled
   // above; every other op has a case here, which tests/graph/op_table_test.cpp checks by running every op's samples.
   switch (op) {
     case OpKind::matmul: return matmul_shape(in, at, node);

@@ -184,6 +184,14 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     k.numel("output", c.out.shape, g.n);
     return g;
   }
+  if (op_in_family(c.op, "batchnorm")) {
+    Shape out;
+    std::string why;
+    const Shape in[4] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}, c.num_inputs > 3 ? c.in[3].shape : Shape{}};
+    if (!batch_norm_geometry(c.op, in, k.attrs().eps, g.bn, out, &why)) k.fail("{}", why);
+    k.numel("output", c.out.shape, out.numel());
+    return g;
+  }
   if (op_in_family(c.op, "conv")) {
     Shape out;
     std::string why;
@@ -193,7 +201,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     g.n = out.numel();
     return g;
   }
-  // The ops of the table's kSameShape flag and the conv family were checked above; every
+  // The ops of the table's kSameShape flag and the conv and batchnorm families were checked above; every
   // other op has a case.
   switch (c.op) {
     case OpKind::matmul: check_matmul(k, c); break;

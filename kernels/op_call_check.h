@@ -6,6 +6,7 @@
 // call the CPU backend accepts is exactly a call the CUDA backend accepts.
 #include <cstdint>
 
+#include "graph/batch_norm.h"
 #include "graph/conv.h"
 #include "kernels/op_call.h"
 
@@ -19,6 +20,7 @@ struct CallGeometry {
                                           // concat: len = the output's extent; slice: len = size
   int axis = 0;                           // concat, slice: attrs.axis, normalized
   ConvGeometry conv;                      // the conv family (graph/conv.h); n: output elements
+  BatchNormGeometry bn;                   // the batchnorm family (graph/batch_norm.h)
 };
 
 // Throws std::invalid_argument "<backend> <op>: <what is wrong>[; <how to fix it>]",

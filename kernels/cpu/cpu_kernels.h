@@ -73,6 +73,8 @@ void cpu_matmul_heads(const OpCall& c);
 // conv2d, its backward ops and the pools (kernels/cpu/conv.cpp): every output element by
 // its element function of graph/conv.h, which the CUDA kernels share.
 void cpu_conv_op(const OpCall& c, const ConvGeometry& g);
+// The batchnorm family (kernels/cpu/batchnorm.cpp): statistics per channel in double.
+void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g);
 // The batch-invariant product (kernels/gemm/gemm_mode.h) of one contiguous matrix pair:
 // A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
 void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,

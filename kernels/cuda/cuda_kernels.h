@@ -179,6 +179,8 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
 // conv2d, its backward ops and the pools (kernels/cuda/conv.cu): direct kernels, one thread per
 // output element through the element functions of graph/conv.h that the CPU reference runs.
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
+// The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
+void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);
 // concat (one launch per input) and slice (kernels/block_copy.h), in kernels/cuda/layout.cu.
 void concat(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 void slice(const OpCall& c, const CallGeometry& g, cudaStream_t s);

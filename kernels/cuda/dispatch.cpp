@@ -30,6 +30,10 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::matmul_bias_grad: return cuda::gemm_op(c, ctx);
     case OpKind::matmul_heads: return cuda::gemm_heads_op(c, ctx);
     case OpKind::concat: return cuda::concat(c, g, s);
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference: return cuda::batch_norm_op(c, g.bn, s);
     case OpKind::slice: return cuda::slice(c, g, s);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:

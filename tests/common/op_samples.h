@@ -195,6 +195,32 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       })};
     case OpKind::copy: return {sample("[3,4]", {m})};
     case OpKind::cast: return {sample("[3,4] to f32", {m})};
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference: {
+      // x [N, C, ...] with C = 3; the CUDA blocks sum in another order than the CPU loop.
+      auto inputs = [op](Shape x) {
+        const Shape ch{x[1]};
+        switch (op) {
+          case OpKind::batch_norm: return std::vector<Shape>{x, ch, ch};
+          case OpKind::batch_norm_grad_x: return std::vector<Shape>{x, x, ch};
+          case OpKind::batch_norm_grad_gamma: return std::vector<Shape>{x, x};
+          default: return std::vector<Shape>{x, ch, ch, {2, x[1]}};
+        }
+      };
+      std::vector<OpSample> v = {tol(sample("NCHW [2,3,4,5]", inputs({2, 3, 4, 5})), 1e-5, 1e-5),
+                                 tol(sample("[4,3]", inputs({4, 3})), 1e-5, 1e-5),
+                                 tol(with(sample("NCHW, eps 0.1", inputs({3, 3, 2, 2})), [](Attrs& t) { t.eps = 0.1f; }),
+                                     1e-5, 1e-5)};
+      // The running variance must be >= 0: the sample's stats come from a fill of 0.5.
+      if (op == OpKind::batch_norm_inference)
+        for (OpSample& s : v) {
+          s.count_input = 3;
+          s.count = 0.5f;
+        }
+      return v;
+    }
     case OpKind::concat: {
       auto along = [](int axis) { return [axis](Attrs& t) { t.axis = axis; }; };
       return {with(sample("channels of NCHW, 3 + 1", {{2, 3, 2, 2}, {2, 1, 2, 2}}), along(1)),
