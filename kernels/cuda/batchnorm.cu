@@ -12,14 +12,15 @@ namespace {
 
 constexpr int kBnBlock = 256;
 
-__device__ double channel_sum(const float* x, const float* w, double shift, double scale, const BatchNormGeometry& g,
-                              int64_t ch, double* smem) {
-  // sum over the channel of (x - shift) * scale, times w where w is given, squared where w == x.
+// The sum over channel ch of d = (x - shift) * scale: of d itself, of d * d (square), or of
+// d * w (w given; a flag rather than a pointer test, since dy and x may be one buffer).
+__device__ double channel_sum(const float* x, const float* w, bool square, double shift, double scale,
+                              const BatchNormGeometry& g, int64_t ch, double* smem) {
   double s = 0.0;
   for (int64_t e = threadIdx.x; e < g.count(); e += blockDim.x) {
     const int64_t i = g.index(ch, e);
     const double d = (static_cast<double>(x[i]) - shift) * scale;
-    s += w == x ? d * d : w ? d * static_cast<double>(w[i]) : d;
+    s += square ? d * d : w ? d * static_cast<double>(w[i]) : d;
   }
   return detail::block_reduce<double, false>(s, smem);
 }
@@ -38,8 +39,8 @@ __global__ void __launch_bounds__(kBnBlock) batch_norm_kernel(OpKind op, const f
     mean = stats[ch];
     rstd = 1.0 / sqrt(static_cast<double>(stats[g.c + ch]) + eps);
   } else {
-    mean = channel_sum(x, nullptr, 0.0, 1.0, g, ch, smem) * inv;
-    rstd = 1.0 / sqrt(channel_sum(x, x, mean, 1.0, g, ch, smem) * inv + eps);
+    mean = channel_sum(x, nullptr, false, 0.0, 1.0, g, ch, smem) * inv;
+    rstd = 1.0 / sqrt(channel_sum(x, nullptr, true, mean, 1.0, g, ch, smem) * inv + eps);
   }
   if (op == OpKind::batch_norm || op == OpKind::batch_norm_inference) {
     const double gamma = b[ch], beta = c3[ch];
@@ -49,8 +50,8 @@ __global__ void __launch_bounds__(kBnBlock) batch_norm_kernel(OpKind op, const f
     }
     return;
   }
-  const double sum_dy = channel_sum(a, nullptr, 0.0, 1.0, g, ch, smem);
-  const double sum_dy_xhat = channel_sum(x, a, mean, rstd, g, ch, smem);
+  const double sum_dy = channel_sum(a, nullptr, false, 0.0, 1.0, g, ch, smem);
+  const double sum_dy_xhat = channel_sum(x, a, false, mean, rstd, g, ch, smem);
   if (op == OpKind::batch_norm_grad_gamma) {
     if (threadIdx.x == 0) y[ch] = static_cast<float>(sum_dy_xhat);
     return;
