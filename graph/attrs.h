@@ -24,11 +24,29 @@ struct HeadView {
   bool operator==(const HeadView& o) const { return count == o.count && a == o.a && b == o.b && out == o.out; }
 };
 
+// conv2d, its backward ops and the pools: the window's geometry over the two spatial dims
+// (H, W) of an NCHW tensor, as ONNX's Conv and MaxPool attributes give it. pads are
+// {top, left, bottom, right} (ONNX's begin-then-end order). conv2d takes its window
+// from the weight's shape, so `kernel` is the pools' only.
+struct ConvAttr {
+  std::array<int, 2> kernel{{0, 0}};
+  std::array<int, 2> stride{{1, 1}};
+  std::array<int, 4> pads{{0, 0, 0, 0}};
+  std::array<int, 2> dilation{{1, 1}};
+  int groups = 1;
+  bool ceil_mode = false;  // pools: the output extent rounds up (a last, partial window)
+  bool operator==(const ConvAttr& o) const {
+    return kernel == o.kernel && stride == o.stride && pads == o.pads && dilation == o.dilation &&
+           groups == o.groups && ceil_mode == o.ceil_mode;
+  }
+};
+
 struct Attrs {
   bool trans_a = false;            // matmul: use A^T
   bool trans_b = false;            // matmul: use B^T
   int axis = -1;                   // reduce_*, broadcast, softmax (last only)
-  int64_t size = 0;                // broadcast: extent of the inserted axis
+  int64_t size = 0;                // broadcast: extent of the inserted axis; slice: extent taken
+  int64_t start = 0;               // slice: the first index taken along attrs.axis
   float eps = 1e-5f;               // layernorm
   float alpha = 1.0f;              // scale factor
   float value = 0.0f;              // fill value
@@ -41,6 +59,7 @@ struct Attrs {
   EwProgram program;               // fused_elementwise: the chain it runs (graph/ew_program.h)
   HeadView heads;                  // matmul_heads: the head count and which operands are head views
   DType to = DType::F32;           // cast: the output's dtype
+  ConvAttr conv;                   // conv2d and the pools: stride, pads, dilation, groups, window
 
   bool operator==(const Attrs& o) const;
 };
@@ -49,11 +68,11 @@ struct Attrs {
 // the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
-                             program, heads, to };
-constexpr int kNumAttrs = 16;
-static_assert(static_cast<int>(AttrId::to) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
-using AttrMask = uint16_t;
-static_assert(kNumAttrs <= 16, "AttrMask holds one bit per attribute");
+                             program, heads, to, conv, start };
+constexpr int kNumAttrs = 18;
+static_assert(static_cast<int>(AttrId::start) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+using AttrMask = uint32_t;
+static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }
 // The graph-file key of an attribute ("trans_a", ...).
 const char* attr_name(AttrId a);

@@ -26,6 +26,13 @@ Value sum_rows(Builder& b, const Value& dy) {
   return reduce_sum(b, reshape(b, dy, Shape{-1, dy.shape.last()}), 0);
 }
 
+// Sum of dy over every axis but 1: the gradient of a [C] vector applied to every channel of
+// an [N, C, ...] tensor (batch_norm's beta).
+Value sum_but_channels(Builder& b, Value dy) {
+  for (int axis = dy.shape.rank - 1; axis >= 2; --axis) dy = reduce_sum(b, dy, axis);
+  return reduce_sum(b, dy, 0);
+}
+
 struct MatmulGrads {
   Value da, db;
 };
@@ -192,6 +199,40 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
+    case OpKind::batch_norm: {
+      Attrs at;
+      at.eps = e.attrs.eps;
+      if (need(0)) g[0] = b.apply(OpKind::batch_norm_grad_x, {dy, x, e.inputs[1]}, at);
+      if (need(1)) g[1] = b.apply(OpKind::batch_norm_grad_gamma, {dy, x}, at);
+      if (need(2)) g[2] = sum_but_channels(b, dy);
+      break;
+    }
+    case OpKind::concat: {
+      const int axis = normalize_axis(e.attrs.axis, x.shape.rank);
+      int64_t start = 0;
+      for (size_t i = 0; i < e.inputs.size(); ++i) {
+        const int64_t len = e.inputs[i].shape[axis];
+        if (need(i)) g[i] = slice(b, dy, axis, start, len);
+        start += len;
+      }
+      break;
+    }
+    case OpKind::conv2d: {
+      Attrs at;
+      at.conv = e.attrs.conv;
+      const Value& w = e.inputs[1];
+      if (need(0)) g[0] = b.apply(OpKind::conv2d_grad_input, {dy, w, x}, at);
+      if (need(1)) g[1] = b.apply(OpKind::conv2d_grad_weight, {dy, x, w}, at);
+      break;
+    }
+    case OpKind::max_pool2d:
+    case OpKind::avg_pool2d:
+      if (need(0)) {
+        Attrs at;
+        at.conv = e.attrs.conv;
+        g[0] = b.apply(e.op == OpKind::max_pool2d ? OpKind::max_pool2d_grad : OpKind::avg_pool2d_grad, {dy, x}, at);
+      }
+      break;
     case OpKind::cast:  // the gradient goes back to the input's dtype
       if (need(0)) g[0] = cast(b, dy, x.dtype);
       break;
@@ -202,6 +243,14 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::sigmoid_grad:
     case OpKind::log_grad:
     case OpKind::gelu_erf_grad:
+    case OpKind::slice:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight:
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d_grad:
     case OpKind::softmax_grad:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_gamma:

@@ -210,4 +210,59 @@ void RecordingBuilder::mark_output(const Value& v) {
   if (info.role == Role::temporary || info.role == Role::activation) info.role = Role::output;
 }
 
+namespace {
+Value conv_apply(Builder& b, OpKind op, std::vector<Value> in, const ConvAttr& conv) {
+  Attrs at;
+  at.conv = conv;
+  return b.apply(op, std::move(in), at);
+}
+}  // namespace
+
+Value conv2d(Builder& b, Value x, Value w, const ConvAttr& conv) { return conv_apply(b, OpKind::conv2d, {x, w}, conv); }
+
+Value conv2d_bias(Builder& b, Value x, Value w, Value bias, const ConvAttr& conv) {
+  const Value y = conv2d(b, x, w, conv);
+  if (bias.shape.rank != 1 || bias.shape[0] != y.shape[1])
+    graph_error("conv2d_bias: bias {} does not match the {} output channels of {}; the bias must be [{}]",
+                bias.shape.str(), y.shape[1], y.shape.str(), y.shape[1]);
+  // [K] -> [K, P] -> [K, P, Q] -> [N, K, P, Q]
+  const Value plane = broadcast(b, broadcast(b, bias, 1, y.shape[2]), 2, y.shape[3]);
+  return add(b, y, broadcast(b, plane, 0, y.shape[0]));
+}
+
+Value max_pool2d(Builder& b, Value x, const ConvAttr& window) { return conv_apply(b, OpKind::max_pool2d, {x}, window); }
+Value avg_pool2d(Builder& b, Value x, const ConvAttr& window) { return conv_apply(b, OpKind::avg_pool2d, {x}, window); }
+
+Value global_avg_pool(Builder& b, Value x) {
+  if (x.shape.rank != 4) graph_error("global_avg_pool: x is {}; it must be NCHW [N, C, H, W]", x.shape.str());
+  const Value m = reduce_mean(b, reduce_mean(b, x, 3), 2);
+  return reshape(b, m, Shape{x.shape[0], x.shape[1], 1, 1});
+}
+
+Value concat(Builder& b, const std::vector<Value>& xs, int axis) {
+  Attrs at;
+  at.axis = axis;
+  return b.apply(OpKind::concat, xs, at);
+}
+
+Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size) {
+  Attrs at;
+  at.axis = axis;
+  at.start = start;
+  at.size = size;
+  return b.apply(OpKind::slice, {x}, at);
+}
+
+Value batch_norm(Builder& b, Value x, Value gamma, Value beta, float eps) {
+  Attrs at;
+  at.eps = eps;
+  return b.apply(OpKind::batch_norm, {x, gamma, beta}, at);
+}
+
+Value batch_norm_inference(Builder& b, Value x, Value gamma, Value beta, Value stats, float eps) {
+  Attrs at;
+  at.eps = eps;
+  return b.apply(OpKind::batch_norm_inference, {x, gamma, beta, stats}, at);
+}
+
 }  // namespace tg

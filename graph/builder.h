@@ -73,6 +73,22 @@ Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);
 // x in dtype `to`: rounded to nearest even when it narrows (graph/float_formats.h).
 Value cast(Builder& b, Value x, DType to);
+// Convolutional networks, NCHW (graph/conv.h). conv2d_bias adds a per-channel bias [K] to
+// conv2d's output through broadcast and add, so its gradient is reduce_sum's and no op of
+// its own; global_avg_pool is [N,C,H,W] -> [N,C,1,1] as two reduce_means.
+Value conv2d(Builder& b, Value x, Value w, const ConvAttr& conv);
+Value conv2d_bias(Builder& b, Value x, Value w, Value bias, const ConvAttr& conv);
+Value max_pool2d(Builder& b, Value x, const ConvAttr& window);
+Value avg_pool2d(Builder& b, Value x, const ConvAttr& window);
+Value global_avg_pool(Builder& b, Value x);
+// Batch normalization of [N, C, ...] per channel: with the batch's statistics (training), or
+// with stats [2, C] (the running mean, then the running variance: inference).
+Value batch_norm(Builder& b, Value x, Value gamma, Value beta, float eps = 1e-5f);
+Value batch_norm_inference(Builder& b, Value x, Value gamma, Value beta, Value stats, float eps = 1e-5f);
+// Joins the values along `axis` (every other dim equal): channels are axis 1 of NCHW.
+Value concat(Builder& b, const std::vector<Value>& xs, int axis);
+// x[.., start : start + size, ..] along `axis`. No gradient rule yet: it is concat's gradient.
+Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size);
 
 // Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
 // (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name

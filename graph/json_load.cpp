@@ -358,8 +358,43 @@ class Loader {
         case AttrId::program: at.program = get_program(v, p); break;
         case AttrId::heads: at.heads = get_heads(v, p); break;
         case AttrId::to: at.to = get_dtype(v, p); break;
+        case AttrId::conv: at.conv = get_conv(v, p); break;
+        case AttrId::start: at.start = get_int(v, p, 0, std::numeric_limits<int64_t>::max()); break;
       }
     }
+  }
+
+  // {"kernel": [r, s], "stride": [..], "pads": [top, left, bottom, right], "dilation": [..],
+  // "groups": g, "ceil_mode": bool}, every key optional (ONNX's defaults); whether the
+  // window fits the input is the shape rule's to check.
+  ConvAttr get_conv(const json& j, const std::string& path) const {
+    if (!j.is_object())
+      fail(path, "must be an object like {\"stride\": [2, 2], \"pads\": [1, 1, 1, 1]}, got " + describe(j));
+    const int64_t int_max = std::numeric_limits<int>::max();
+    ConvAttr c;
+    auto ints = [&](const json& v, const std::string& p, int* out, size_t n, int64_t lo) {
+      if (!v.is_array() || v.size() != n) fail(p, fmt::format("must be an array of {} integers, got {}", n, shown(v)));
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<int>(get_int(v[i], fmt::format("{}[{}]", p, i), lo, int_max));
+    };
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string p = path + "." + it.key();
+      const json& v = it.value();
+      if (it.key() == "kernel")
+        ints(v, p, c.kernel.data(), 2, 1);
+      else if (it.key() == "stride")
+        ints(v, p, c.stride.data(), 2, 1);
+      else if (it.key() == "pads")
+        ints(v, p, c.pads.data(), 4, 0);
+      else if (it.key() == "dilation")
+        ints(v, p, c.dilation.data(), 2, 1);
+      else if (it.key() == "groups")
+        c.groups = static_cast<int>(get_int(v, p, 1, int_max));
+      else if (it.key() == "ceil_mode")
+        c.ceil_mode = get_bool(v, p);
+      else
+        fail(p, "is not a key of conv; give kernel, stride, pads, dilation, groups and ceil_mode");
+    }
+    return c;
   }
 
   // {"count": heads, "a": bool, "b": bool, "out": bool}; whether the shapes fit is the

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/conv.h"
 #include "graph/errors.h"
 #include "graph/json_io.h"
 
@@ -47,6 +48,19 @@ ojson program_json(const EwProgram& p) {
   return code;
 }
 
+// Every field, so that a file says the whole window; conv2d's comes from its weight, so
+// conv2d and its backward ops have no kernel key.
+ojson conv_json(const ConvAttr& c, OpKind op) {
+  ojson j = ojson::object();
+  if (!conv_window_from_weight(op)) j["kernel"] = ojson::array({c.kernel[0], c.kernel[1]});
+  j["stride"] = ojson::array({c.stride[0], c.stride[1]});
+  j["pads"] = ojson::array({c.pads[0], c.pads[1], c.pads[2], c.pads[3]});
+  j["dilation"] = ojson::array({c.dilation[0], c.dilation[1]});
+  j["groups"] = c.groups;
+  j["ceil_mode"] = c.ceil_mode;
+  return j;
+}
+
 ojson attrs_to_json(const Node& n, int input_rank) {
   const Attrs& at = n.attrs;
   const Attrs def;
@@ -81,6 +95,8 @@ ojson attrs_to_json(const Node& n, int input_rank) {
         break;
       case AttrId::program: j[key] = program_json(at.program); break;
       case AttrId::to: j[key] = dtype_name(at.to); break;
+      case AttrId::conv: j[key] = conv_json(at.conv, n.op); break;
+      case AttrId::start: j[key] = at.start; break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

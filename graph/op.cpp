@@ -56,6 +56,8 @@ const char* attr_name(AttrId a) {
     case AttrId::program: return "program";
     case AttrId::heads: return "heads";
     case AttrId::to: return "to";
+    case AttrId::conv: return "conv";
+    case AttrId::start: return "start";
   }
   return "?";
 }

@@ -28,7 +28,8 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kAxis = attr_bit(AttrId::axis), kSize = attr_bit(AttrId::size), kEps = attr_bit(AttrId::eps),
                    kAlpha = attr_bit(AttrId::alpha), kValue = attr_bit(AttrId::value), kLr = attr_bit(AttrId::lr),
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
-                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to);
+                   kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
+                   kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start);
 // Flags.
 constexpr uint8_t kPlain = 0;
 constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
@@ -98,6 +99,19 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
   X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \
+  X(conv2d,               2, 1, kIn0|kIn1,        kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (x[N,C,H,W], w[K,C/groups,R,S]) -> [N,K,P,Q]; attrs.conv */ \
+  X(conv2d_grad_input,    3, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, w, x) -> dx; x gives only its shape */ \
+  X(conv2d_grad_weight,   3, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x, w) -> dw; w gives only its shape */ \
+  X(max_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* [N,C,H,W] -> [N,C,P,Q]; window attrs.conv.kernel */ \
+  X(max_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx: dy to each window's first maximum */ \
+  X(avg_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* padding not counted */ \
+  X(avg_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx; x gives only its shape */ \
+  X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
+  X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
+  X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
+  X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
+  X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
+  X(slice,                1, 1, kNone,            kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient) */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kPlain,                    kTypeF32,  optimizer) /* (param, grad): param -= lr*grad, in place */ \
   X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kPlain,                    kTypeF32,  optimizer) /* (param, grad, velocity), in place */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
@@ -126,7 +140,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 51, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 64, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.
@@ -206,7 +220,11 @@ inline bool op_is_update(OpKind op) { return op_traits(op).outputs == 0; }
 inline bool op_is_view(OpKind op) { return (op_traits(op).flags & op_table::kView) != 0; }
 // Ops with a gradient rule.
 inline bool op_is_differentiable(OpKind op) { return op_traits(op).grad_inputs != 0; }
-inline bool op_has_gradient_for(OpKind op, int input) { return (op_traits(op).grad_inputs >> input) & 1; }
+// Of a variadic op: whether that position of its group has one.
+inline bool op_has_gradient_for(OpKind op, int input) {
+  const int pos = (op_traits(op).flags & op_table::kVariadic) ? input % op_traits(op).inputs : input;
+  return (op_traits(op).grad_inputs >> pos) & 1;
+}
 // Ops the static planner may run in place over input 0.
 inline bool op_can_run_in_place(OpKind op) { return (op_traits(op).flags & op_table::kInPlace) != 0; }
 // Whether the output may share memory with input `input` (of a variadic op: with

@@ -42,6 +42,9 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad:
     case OpKind::matmul_heads:
+    case OpKind::conv2d:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight:
     // A GEMM's bias: in the low type like the product it is added to, as the fused linear
     // op (and torch.autocast's linear) computes it; the bias is cast once a step.
     case OpKind::bias_add: return AutocastRule::low;
@@ -52,6 +55,10 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::exp:
     case OpKind::log:
     case OpKind::log_grad:
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference:
     case OpKind::layernorm:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_gamma:
@@ -89,6 +96,12 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::fill:
     case OpKind::copy:
     case OpKind::cast:
+    case OpKind::max_pool2d:
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d:
+    case OpKind::avg_pool2d_grad:
+    case OpKind::concat:
+    case OpKind::slice:
     case OpKind::fused_elementwise: return AutocastRule::keep;
   }
   return AutocastRule::keep;

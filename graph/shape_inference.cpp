@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "graph/batch_norm.h"
+#include "graph/conv.h"
 #include "graph/errors.h"
 #include "graph/heads.h"
 
@@ -169,8 +171,22 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     for (size_t i = 1; i < in.size(); ++i) require_same(name, node, in[0], in[i]);
     return in[0];
   }
-  // The ops of the table's kSameShape flag were handled above; every other op has a case
-  // here, which tests/graph/op_table_test.cpp checks by running every op's samples.
+  if (op_in_family(op, "batchnorm")) {
+    BatchNormGeometry g;
+    Shape out;
+    std::string why;
+    if (!batch_norm_geometry(op, in.data(), at.eps, g, out, &why)) graph_error("{} {}: {}", name, node, why);
+    return out;
+  }
+  if (op_in_family(op, "conv")) {
+    ConvGeometry g;
+    Shape out;
+    std::string why;
+    if (!conv_op_geometry(op, in.data(), at.conv, g, out, &why)) graph_error("{} {}: {}", name, node, why);
+    return out;
+  }
+  // The ops of the table's kSameShape flag and the conv and batchnorm families were handled
+  // above; every other op has a case here, which tests/graph/op_table_test.cpp checks by running every op's samples.
   switch (op) {
     case OpKind::matmul: return matmul_shape(in, at, node);
     case OpKind::softmax:
@@ -220,6 +236,30 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       const int axis = normalize_axis(name, node, at.axis, in[0].rank + 1);
       Shape out;
       for (int d = 0, s = 0; d <= in[0].rank; ++d) out[out.rank++] = d == axis ? at.size : in[0][s++];
+      return out;
+    }
+    case OpKind::concat: {
+      if (in[0].rank == 0) graph_error("concat {}: input 0 is a scalar; concat needs at least one dim", node);
+      const int axis = normalize_axis(name, node, at.axis, in[0].rank);
+      Shape out = in[0];
+      for (size_t i = 1; i < in.size(); ++i) {
+        bool fits = in[i].rank == in[0].rank;
+        for (int d = 0; fits && d < in[0].rank; ++d) fits = d == axis || in[i][d] == in[0][d];
+        if (!fits)
+          graph_error("concat {}: input {} is {} but input 0 is {}; every input must have input 0's dims but "
+                      "along axis {}", node, i, in[i].str(), in[0].str(), axis);
+        out[axis] += in[i][axis];
+      }
+      return out;
+    }
+    case OpKind::slice: {
+      if (in[0].rank == 0) graph_error("slice {}: input is a scalar; slice needs at least one dim", node);
+      const int axis = normalize_axis(name, node, at.axis, in[0].rank);
+      if (at.start < 0 || at.size < 1 || at.size > in[0][axis] || at.start > in[0][axis] - at.size)
+        graph_error("slice {}: start {} and size {} do not fit axis {} of {} (extent {}); take start >= 0, size >= 1 "
+                    "and start + size <= {}", node, at.start, at.size, axis, in[0].str(), in[0][axis], in[0][axis]);
+      Shape out = in[0];
+      out[axis] = at.size;
       return out;
     }
     case OpKind::transpose: {

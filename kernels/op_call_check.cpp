@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/conv.h"
 #include "graph/heads.h"
 
 namespace tg::kernels {
@@ -183,7 +184,25 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     k.numel("output", c.out.shape, g.n);
     return g;
   }
-  // The ops of the table's kSameShape flag were checked above; every other op has a case.
+  if (op_in_family(c.op, "batchnorm")) {
+    Shape out;
+    std::string why;
+    const Shape in[4] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}, c.num_inputs > 3 ? c.in[3].shape : Shape{}};
+    if (!batch_norm_geometry(c.op, in, k.attrs().eps, g.bn, out, &why)) k.fail("{}", why);
+    k.numel("output", c.out.shape, out.numel());
+    return g;
+  }
+  if (op_in_family(c.op, "conv")) {
+    Shape out;
+    std::string why;
+    const Shape in[3] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}};
+    if (!conv_op_geometry(c.op, in, k.attrs().conv, g.conv, out, &why)) k.fail("{}", why);
+    k.numel("output", c.out.shape, out.numel());
+    g.n = out.numel();
+    return g;
+  }
+  // The ops of the table's kSameShape flag and the conv and batchnorm families were checked above; every
+  // other op has a case.
   switch (c.op) {
     case OpKind::matmul: check_matmul(k, c); break;
     case OpKind::softmax:
@@ -229,6 +248,32 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       break;
     }
     case OpKind::transpose: check_transpose(k, c); break;
+    case OpKind::concat: {
+      const int a = g.axis = k.axis(k.attrs().axis, x.rank);
+      g.outer = prod(x, 0, a);
+      g.inner = prod(x, a + 1, x.rank);
+      g.len = 0;
+      for (int i = 0; i < c.num_inputs; ++i) {
+        const Shape& s = c.input(i).shape;
+        bool fits = s.rank == x.rank;
+        for (int d = 0; fits && d < x.rank; ++d) fits = d == a || s[d] == x[d];
+        if (!fits) k.fail("input {} is {} but input 0 is {}; they may differ along axis {} only", i, s.str(), x.str(), a);
+        g.len += s[a];
+      }
+      k.numel("output", c.out.shape, g.outer * g.len * g.inner);
+      break;
+    }
+    case OpKind::slice: {
+      const Attrs& at = k.attrs();
+      const int a = g.axis = k.axis(at.axis, x.rank);
+      if (at.start < 0 || at.size < 1 || at.size > x[a] || at.start > x[a] - at.size)
+        k.fail("start {} and size {} do not fit axis {} of {}", at.start, at.size, a, x.str());
+      g.outer = prod(x, 0, a);
+      g.len = at.size;
+      g.inner = prod(x, a + 1, x.rank);
+      k.numel("output", c.out.shape, g.outer * g.len * g.inner);
+      break;
+    }
     case OpKind::mse_loss:
       k.numel("target", y, g.n);
       k.numel("output", c.out.shape, 1);

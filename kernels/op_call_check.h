@@ -6,6 +6,8 @@
 // call the CPU backend accepts is exactly a call the CUDA backend accepts.
 #include <cstdint>
 
+#include "graph/batch_norm.h"
+#include "graph/conv.h"
 #include "kernels/op_call.h"
 
 namespace tg::kernels {
@@ -14,7 +16,11 @@ namespace tg::kernels {
 struct CallGeometry {
   int64_t n = 0;                          // elements of input 0 (of the output for fill)
   int64_t rows = 0, cols = 0;             // row ops: rows x the last dim
-  int64_t outer = 0, len = 0, inner = 0;  // reduce: [outer, len, inner]; broadcast: len = size
+  int64_t outer = 0, len = 0, inner = 0;  // reduce: [outer, len, inner]; broadcast: len = size;
+                                          // concat: len = the output's extent; slice: len = size
+  int axis = 0;                           // concat, slice: attrs.axis, normalized
+  ConvGeometry conv;                      // the conv family (graph/conv.h); n: output elements
+  BatchNormGeometry bn;                   // the batchnorm family (graph/batch_norm.h)
 };
 
 // Throws std::invalid_argument "<backend> <op>: <what is wrong>[; <how to fix it>]",

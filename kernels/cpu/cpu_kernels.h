@@ -27,7 +27,9 @@
 //    integer class in [0, classes) are rejected with std::invalid_argument.
 #include <cstdint>
 
+#include "graph/conv.h"
 #include "kernels/op_call.h"
+#include "kernels/op_call_check.h"
 
 namespace tg::kernels {
 
@@ -68,6 +70,11 @@ void cpu_gemm_op(const OpCall& c);
 // product (cpu_matmul), the result scattered when it is a head view: the bits of the
 // transposes and the batched matmul it replaces.
 void cpu_matmul_heads(const OpCall& c);
+// conv2d, its backward ops and the pools (kernels/cpu/conv.cpp): every output element by
+// its element function of graph/conv.h, which the CUDA kernels share.
+void cpu_conv_op(const OpCall& c, const ConvGeometry& g);
+// The batchnorm family (kernels/cpu/batchnorm.cpp): statistics per channel in double.
+void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g);
 // The batch-invariant product (kernels/gemm/gemm_mode.h) of one contiguous matrix pair:
 // A [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b), C [m, n].
 void cpu_gemm_invariant(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
@@ -161,6 +168,9 @@ void cpu_broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_
 // reshape: a view; when y != x (an executor that gave it its own memory) it copies.
 void cpu_transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y);
 void cpu_reshape(const float* x, float* y, int64_t n);
+// concat (each input's block into its place along the axis) and slice (kernels/block_copy.h).
+void cpu_concat(const OpCall& c, const CallGeometry& g);
+void cpu_slice(const OpCall& c, const CallGeometry& g);
 
 // ---- losses (loss.cpp) -------------------------------------------------------------
 // mse_loss:           loss[0] = sum (p - t)^2 / n

@@ -73,6 +73,19 @@ void run_cpu(const OpCall& c) {
     case OpKind::layernorm_grad_params:
       return cpu_layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps);
     case OpKind::fused_elementwise: return cpu_fused_elementwise(c);
+    case OpKind::concat: return cpu_concat(c, g);
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference: return cpu_batch_norm_op(c, g.bn);
+    case OpKind::slice: return cpu_slice(c, g);
+    case OpKind::conv2d:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight:
+    case OpKind::max_pool2d:
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d:
+    case OpKind::avg_pool2d_grad: return cpu_conv_op(c, g.conv);
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: return cpu_multi_update(c);
   }

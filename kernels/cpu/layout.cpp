@@ -1,6 +1,7 @@
-// transpose (any permutation of up to 4 dims) and reshape (a view).
+// transpose (any permutation of up to 4 dims), reshape (a view), concat and slice.
 #include <cstring>
 
+#include "kernels/block_copy.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace tg::kernels {
@@ -34,5 +35,17 @@ void cpu_reshape(const float* x, float* y, int64_t n) {
   // An executor that aliases the output (the usual case) pays nothing.
   if (x != y && n > 0) std::memmove(y, x, static_cast<size_t>(n) * sizeof(float));
 }
+
+namespace {
+void copy_block(const float* src, float* dst, const BlockCopy& b) {
+  for (int64_t e = 0; e < b.count(); ++e) dst[b.dst(e)] = src[b.src(e)];
+}
+}  // namespace
+
+void cpu_concat(const OpCall& c, const CallGeometry& g) {
+  for (int i = 0; i < c.num_inputs; ++i) copy_block(c.input(i).data, c.out.data, concat_block(c, g, i));
+}
+
+void cpu_slice(const OpCall& c, const CallGeometry& g) { copy_block(c.in[0].data, c.out.data, slice_block(c, g)); }
 
 }  // namespace tg::kernels

@@ -22,7 +22,9 @@
 
 #include "kernels/cuda/gemm/gemm.h"
 #include "kernels/cuda_options.h"
+#include "graph/conv.h"
 #include "kernels/op_call.h"
+#include "kernels/op_call_check.h"
 
 namespace tg::kernels {
 
@@ -185,6 +187,14 @@ void cross_entropy_grad(const float* logits, const float* labels, const float* d
 
 // ---- layout (layout.cu) -----------------------------------------------------------
 void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y, cudaStream_t s);
+// conv2d, its backward ops and the pools (kernels/cuda/conv.cu): direct kernels, one thread per
+// output element through the element functions of graph/conv.h that the CPU reference runs.
+void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
+// The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
+void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);
+// concat (one launch per input) and slice (kernels/block_copy.h), in kernels/cuda/layout.cu.
+void concat(const OpCall& c, const CallGeometry& g, cudaStream_t s);
+void slice(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 
 }  // namespace cuda
 }  // namespace tg::kernels

@@ -29,6 +29,19 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad: return cuda::gemm_op(c, ctx);
     case OpKind::matmul_heads: return cuda::gemm_heads_op(c, ctx);
+    case OpKind::concat: return cuda::concat(c, g, s);
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference: return cuda::batch_norm_op(c, g.bn, s);
+    case OpKind::slice: return cuda::slice(c, g, s);
+    case OpKind::conv2d:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight:
+    case OpKind::max_pool2d:
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d:
+    case OpKind::avg_pool2d_grad: return cuda::conv_op(c, g.conv, s);
     case OpKind::add: return cuda::add(x.data, y.data, out, n, s);
     case OpKind::sub: return cuda::sub(x.data, y.data, out, n, s);
     case OpKind::mul: return cuda::mul(x.data, y.data, out, n, s);

@@ -20,6 +20,7 @@
 
 #include <type_traits>
 
+#include "kernels/block_copy.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -306,6 +307,31 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
     d4.st[pad + d] = ist[r.perm[d]];
   }
   detail::launch(TG_LAUNCH_SITE, transpose_gather_kernel, grid_for(total), kBlock, s, x, y, d4, total);
+}
+
+// ---- concat and slice: blocks along one axis (kernels/block_copy.h) ------------------
+
+__global__ void copy_block_kernel(const float* src, float* dst, BlockCopy b, int64_t count) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += stride)
+    dst[b.dst(e)] = src[b.src(e)];
+}
+
+namespace {
+void copy_block(const float* src, float* dst, const BlockCopy& b, cudaStream_t s) {
+  const int64_t count = b.count();
+  detail::launch(TG_LAUNCH_SITE, copy_block_kernel, detail::grid_for(count), detail::kBlock, s, src, dst, b, count);
+}
+}  // namespace
+
+void concat(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
+  for (int i = 0; i < c.num_inputs; ++i)
+    copy_block(static_cast<const float*>(c.input(i).data), c.out.data, concat_block(c, g, i), s);
+}
+
+void slice(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
+  copy_block(static_cast<const float*>(c.in[0].data), c.out.data, slice_block(c, g), s);
 }
 
 }  // namespace tg::kernels::cuda

@@ -24,6 +24,16 @@ GradCheckResult check_graph_gradients(const Graph& g, const std::vector<int>& wr
     for (int w : wrt)
       if (g.values[static_cast<size_t>(w)].role == Role::input)
         for (float& x : values[static_cast<size_t>(w)]) x = 0.25f + 0.75f * std::fabs(x);
+  if (opt.distinct)
+    for (int w : wrt)
+      if (g.values[static_cast<size_t>(w)].role == Role::input) {
+        std::vector<float>& x = values[static_cast<size_t>(w)];
+        std::vector<size_t> order(x.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+        for (size_t rank = 0; rank < order.size(); ++rank)
+          x[order[rank]] = 5.0f * opt.eps * (static_cast<float>(rank) - 0.5f * static_cast<float>(order.size()));
+      }
   interpret(g, values);
 
   GradCheckResult r;

@@ -26,6 +26,10 @@ struct GradCheckOptions {
   // Moves every wrt value of role input to [0.25, 1), the domain of log (the ops whose
   // samples have positive inputs take a gradient only for those).
   bool positive = false;
+  // Gives every wrt value of role input a distinct value, 5 eps from its neighbours (in the
+  // order of the random draw), so that no perturbation changes which element is a
+  // window's maximum (max_pool2d).
+  bool distinct = false;
 };
 
 struct GradCheckResult {

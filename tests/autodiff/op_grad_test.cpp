@@ -28,6 +28,20 @@ TEST_CASE("grad add") {
   check_binary({3, 4}, {3, 4}, [](Builder& b, Value x, Value y) { return add(b, x, y); });
 }
 
+TEST_CASE("grad conv2d_bias and global_avg_pool: the builder helpers over broadcast and reduce_mean") {
+  ConvAttr a;
+  a.pads = {1, 1, 1, 1};
+  a.stride = {2, 1};
+  check_op_gradients([&](Builder& b, std::vector<Value>& wrt) {
+    const Value x = wrt_input(b, wrt, "x", {2, 3, 5, 4});
+    const Value w = wrt_input(b, wrt, "w", {4, 3, 3, 3});
+    const Value y = conv2d_bias(b, x, w, wrt_input(b, wrt, "bias", {4}), a);
+    const Value pooled = global_avg_pool(b, y);
+    CHECK(pooled.shape == Shape{2, 4, 1, 1});
+    return pooled;
+  });
+}
+
 TEST_CASE("grad sub") {
   check_binary({3, 4}, {3, 4}, [](Builder& b, Value x, Value y) { return sub(b, x, y); });
 }

@@ -25,6 +25,7 @@ TEST_CASE("gradcheck: every differentiable op of the table, every sample") {
       GradCheckOptions opt;
       opt.away_from_zero = s.away_from_zero;
       opt.positive = s.positive_inputs != 0;
+      opt.distinct = s.distinct;
       // A rule that throws (vjp() refuses one that leaves out an input of the grad
       // column) fails this sample; the loop goes on to the next sample and op.
       try {

@@ -8,10 +8,12 @@
 // op_samples() is a switch over OpKind with no default: a new op does not compile
 // until it has samples here, and then every one of those suites runs it.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "graph/attrs.h"
+#include "graph/conv.h"
 #include "graph/init.h"
 #include "graph/op.h"
 #include "graph/shape.h"
@@ -32,9 +34,80 @@ struct OpSample {
   bool away_from_zero = false;
   // Inputs (a mask of positions) drawn in [0.25, 1): log's domain, and log_grad's divisor.
   unsigned positive_inputs = 0;
+  // max_pool2d's maximum: finite differences need distinct values, far apart.
+  bool distinct = false;
   // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
   double cuda_atol = 0, cuda_rtol = 0;
 };
+
+// The conv family: each case once as the forward op (x, and the weight of conv2d) and once as
+// each backward op, with dy of the forward output's shape. The CUDA kernels run the CPU's
+// element functions (graph/conv.h); only the contraction of a double multiply-add may differ.
+inline std::vector<OpSample> conv_samples(OpKind op) {
+  struct Case {
+    std::string what;
+    Shape x, w;
+    ConvAttr a;
+  };
+  auto window = [](std::array<int, 2> kernel, std::array<int, 2> stride, std::array<int, 4> pads,
+                   std::array<int, 2> dilation, int groups, bool ceil_mode) {
+    ConvAttr a;
+    a.kernel = kernel;
+    a.stride = stride;
+    a.pads = pads;
+    a.dilation = dilation;
+    a.groups = groups;
+    a.ceil_mode = ceil_mode;
+    return a;
+  };
+  auto conv = [&](std::array<int, 2> stride, std::array<int, 4> pads, std::array<int, 2> dilation, int groups) {
+    return window({0, 0}, stride, pads, dilation, groups, false);
+  };
+  auto pool = [&](std::array<int, 2> kernel, std::array<int, 2> stride, std::array<int, 4> pads, bool ceil_mode) {
+    return window(kernel, stride, pads, {1, 1}, 1, ceil_mode);
+  };
+  const bool is_conv = conv_window_from_weight(op);
+  std::vector<Case> cases;
+  if (is_conv)
+    cases = {{"3x3, pads 1", {2, 3, 5, 5}, {4, 3, 3, 3}, conv({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)},
+             {"3x2, stride 2, pads top 1 right 1", {1, 2, 6, 7}, {3, 2, 3, 2}, conv({2, 2}, {1, 0, 0, 1}, {1, 1}, 1)},
+             {"dilation 2", {1, 2, 7, 7}, {2, 2, 3, 3}, conv({1, 1}, {0, 0, 0, 0}, {2, 2}, 1)},
+             {"groups 2", {1, 4, 5, 5}, {6, 2, 3, 3}, conv({1, 1}, {0, 0, 0, 0}, {1, 1}, 2)},
+             {"depthwise, stride 2, pads 1", {2, 3, 4, 4}, {3, 1, 3, 3}, conv({2, 2}, {1, 1, 1, 1}, {1, 1}, 3)}};
+  else
+    cases = {{"2x2, stride 2", {2, 3, 4, 4}, {}, pool({2, 2}, {2, 2}, {0, 0, 0, 0}, false)},
+             {"3x3, stride 2, pads 1", {1, 2, 5, 5}, {}, pool({3, 3}, {2, 2}, {1, 1, 1, 1}, false)},
+             {"3x2, stride 1x2, pads bottom 1", {1, 2, 5, 6}, {}, pool({3, 2}, {1, 2}, {0, 0, 1, 0}, false)},
+             {"ceil mode, a partial last window", {1, 2, 5, 6}, {}, pool({2, 2}, {2, 2}, {0, 0, 0, 0}, true)},
+             {"ceil mode, a window in the padding dropped", {1, 1, 5, 5}, {}, pool({2, 2}, {2, 2}, {1, 1, 1, 1}, true)}};
+  std::vector<OpSample> out;
+  for (const Case& c : cases) {
+    const OpKind fwd = is_conv ? OpKind::conv2d : op == OpKind::max_pool2d_grad ? OpKind::max_pool2d
+                                                : op == OpKind::avg_pool2d_grad ? OpKind::avg_pool2d
+                                                                                : op;
+    const Shape fwd_in[3] = {c.x, c.w, {}};
+    ConvGeometry g;
+    Shape y;
+    std::string why;
+    if (!conv_op_geometry(fwd, fwd_in, c.a, g, y, &why)) throw std::logic_error("conv sample " + c.what + ": " + why);
+    OpSample s;
+    s.what = c.what;
+    s.attrs.conv = c.a;
+    switch (op) {
+      case OpKind::conv2d: s.in = {c.x, c.w}; break;
+      case OpKind::conv2d_grad_input: s.in = {y, c.w, c.x}; break;
+      case OpKind::conv2d_grad_weight: s.in = {y, c.x, c.w}; break;
+      case OpKind::max_pool2d_grad:
+      case OpKind::avg_pool2d_grad: s.in = {y, c.x}; break;
+      default: s.in = {c.x}; break;
+    }
+    s.cuda_atol = 1e-6;
+    s.cuda_rtol = 1e-6;
+    s.distinct = op == OpKind::max_pool2d;
+    out.push_back(s);
+  }
+  return out;
+}
 
 inline std::vector<OpSample> op_samples(OpKind op) {
   auto sample = [](std::string what, std::vector<Shape> in) {
@@ -140,6 +213,59 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       })};
     case OpKind::copy: return {sample("[3,4]", {m})};
     case OpKind::cast: return {sample("[3,4] to f32", {m})};
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_inference: {
+      // x [N, C, ...] with C = 3; the CUDA blocks sum in another order than the CPU loop.
+      auto inputs = [op](Shape x) {
+        const Shape ch{x[1]};
+        switch (op) {
+          case OpKind::batch_norm: return std::vector<Shape>{x, ch, ch};
+          case OpKind::batch_norm_grad_x: return std::vector<Shape>{x, x, ch};
+          case OpKind::batch_norm_grad_gamma: return std::vector<Shape>{x, x};
+          default: return std::vector<Shape>{x, ch, ch, {2, x[1]}};
+        }
+      };
+      std::vector<OpSample> v = {tol(sample("NCHW [2,3,4,5]", inputs({2, 3, 4, 5})), 1e-5, 1e-5),
+                                 tol(sample("[4,3]", inputs({4, 3})), 1e-5, 1e-5),
+                                 tol(with(sample("NCHW, eps 0.1", inputs({3, 3, 2, 2})), [](Attrs& t) { t.eps = 0.1f; }),
+                                     1e-5, 1e-5)};
+      // The running variance must be >= 0: the sample's stats come from a fill of 0.5.
+      if (op == OpKind::batch_norm_inference)
+        for (OpSample& s : v) {
+          s.count_input = 3;
+          s.count = 0.5f;
+        }
+      return v;
+    }
+    case OpKind::concat: {
+      auto along = [](int axis) { return [axis](Attrs& t) { t.axis = axis; }; };
+      return {with(sample("channels of NCHW, 3 + 1", {{2, 3, 2, 2}, {2, 1, 2, 2}}), along(1)),
+              with(sample("axis 0, three inputs", {{1, 4}, {2, 4}, {3, 4}}), along(0)),
+              with(sample("last axis, six inputs (past the fixed input slots)", {m, {3, 1}, {3, 2}, m, {3, 1}, {3, 3}}),
+                   along(-1)),
+              with(sample("one input", {m}), along(0))};
+    }
+    case OpKind::slice: {
+      auto take = [](int axis, int64_t start, int64_t size) {
+        return [=](Attrs& t) {
+          t.axis = axis;
+          t.start = start;
+          t.size = size;
+        };
+      };
+      return {with(sample("channels 1..2 of NCHW", {{2, 4, 2, 3}}), take(1, 1, 2)),
+              with(sample("the first row", {m}), take(0, 0, 1)),
+              with(sample("the last 2 of the last axis", {m}), take(-1, 2, 2))};
+    }
+    case OpKind::conv2d:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight:
+    case OpKind::max_pool2d:
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d:
+    case OpKind::avg_pool2d_grad: return conv_samples(op);
     case OpKind::sgd: return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; })};
     case OpKind::sgd_momentum:
       return {with(sample("[3,4]", {m, m, m}), [](Attrs& t) {

@@ -157,6 +157,16 @@ TEST_CASE("json: attribute values are type- and range-checked") {
   CHECK_LOAD_ERROR(heads(R"({"heads": {"count": 3, "a": true, "b": true}, "trans_b": true})"),
                    "last dim is not a multiple of 3");
   CHECK(load_error(heads(R"({"heads": {"count": 2, "a": true, "b": true}, "trans_b": true})")) == "");
+  auto pool = [](const std::string& attrs) {
+    return "{" + kHead + R"("inputs": [{"name": "x", "shape": [1, 2, 5, 5]}], "nodes": [{"name": "p", "op": "max_pool2d", "inputs": ["x"], "attrs": )" +
+           attrs + "}], \"outputs\": []}";
+  };
+  CHECK_LOAD_ERROR(pool(R"({"conv": [2, 2]})"), "nodes[0].attrs.conv: must be an object like");
+  CHECK_LOAD_ERROR(pool(R"({"conv": {"kernel": [2]}})"), "nodes[0].attrs.conv.kernel: must be an array of 2 integers");
+  CHECK_LOAD_ERROR(pool(R"({"conv": {"kernel": [2, 2], "stride": [0, 1]}})"), "nodes[0].attrs.conv.stride[0]:");
+  CHECK_LOAD_ERROR(pool(R"({"conv": {"kernel": [2, 2], "pad": [1, 1, 1, 1]}})"), "nodes[0].attrs.conv.pad: is not a key of conv");
+  CHECK_LOAD_ERROR(pool(R"({"conv": {"stride": [2, 2]}})"), "a pool needs its window");
+  CHECK(load_error(pool(R"({"conv": {"kernel": [3, 3], "stride": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": true}})")) == "");
 }
 
 TEST_CASE("json: names, ops, arity and outputs") {

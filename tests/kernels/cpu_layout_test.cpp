@@ -1,4 +1,4 @@
-// Reductions, broadcast, transpose and reshape.
+// Reductions, broadcast, transpose, reshape, concat and slice.
 #include <algorithm>
 #include <array>
 
@@ -155,4 +155,27 @@ TEST_CASE("reduce_sum: zero rows appended to the reduced axis leave every output
     CHECK(bitwise_equal(run_op(OpKind::reduce_sum, {xp}, axis_attrs(c.axis)).data,
                         run_op(OpKind::reduce_sum, {x}, axis_attrs(c.axis)).data));
   }
+}
+
+TEST_CASE("concat and slice: hand-computed along the middle axis, and slice undoes concat") {
+  const Tensor a = tensor({2, 1, 2}, {1, 2, 3, 4});
+  const Tensor b = tensor({2, 2, 2}, {5, 6, 7, 8, 9, 10, 11, 12});
+  const Tensor y = run_op(OpKind::concat, {a, b}, axis_attrs(1));
+  CHECK(y.shape == Shape{2, 3, 2});
+  CHECK(y.data == std::vector<float>{1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12});
+  Attrs at = axis_attrs(1, 2);
+  at.start = 1;
+  const Tensor back = run_op(OpKind::slice, {y}, at);
+  CHECK(back.shape == b.shape);
+  CHECK(back.data == b.data);
+}
+
+TEST_CASE("concat and slice refuse shapes that do not fit, naming the input and the axis") {
+  auto message = [](OpKind op, std::vector<Shape> in, const Attrs& at) { return shape_rule_message(op, in, at, "'j'"); };
+  CHECK(message(OpKind::concat, {{2, 3}, {3, 3}}, axis_attrs(1)) ==
+        "concat 'j': input 1 is [3,3] but input 0 is [2,3]; every input must have input 0's dims but along axis 1");
+  Attrs at = axis_attrs(0, 2);
+  at.start = 2;
+  CHECK(message(OpKind::slice, {{3, 4}}, at).find("start 2 and size 2 do not fit axis 0 of [3,4] (extent 3)") !=
+        std::string::npos);
 }

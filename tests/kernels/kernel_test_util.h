@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/errors.h"
 #include "graph/init.h"
 #include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -43,6 +44,16 @@ inline void set_inputs(kernels::OpCall& c, std::vector<Tensor>& ins, std::vector
     else more.push_back(v);
   }
   c.more = more.empty() ? nullptr : more.data();
+}
+
+// The shape rule's message for a call it refuses, "accepted" for one it takes.
+inline std::string shape_rule_message(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  try {
+    infer_shape(op, in, at, node);
+  } catch (const GraphError& e) {
+    return e.what();
+  }
+  return "accepted";
 }
 
 // Runs `op` on copies of the inputs; the output starts as NaN so that an element

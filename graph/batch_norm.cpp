@@ -1,0 +1,52 @@
+#include "graph/batch_norm.h"
+
+#include <fmt/format.h>
+
+namespace tg {
+
+namespace {
+bool fail(std::string* why, std::string msg) {
+  if (why) *why = std::move(msg);
+  return false;
+}
+}  // namespace
+
+bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why) {
+  // x, and the inputs that must be [C] or x's shape.
+  const bool grad = op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad_gamma;
+  const Shape& x = grad ? in[1] : in[0];
+  if (x.rank < 2)
+    return fail(why, fmt::format("x is {} of rank {}; it must be [N, C, ...] (NCHW, or [N, C])", x.str(), x.rank));
+  if (!(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
+  g.n = x[0];
+  g.c = x[1];
+  g.inner = 1;
+  for (int d = 2; d < x.rank; ++d) g.inner *= x[d];
+  const Shape channels{g.c};
+  auto per_channel = [&](const Shape& s, const char* what) {
+    return s == channels ? true
+                         : fail(why, fmt::format("{} is {} but x {} has {} channels (dim 1); it must be [{}]", what,
+                                                 s.str(), x.str(), g.c, g.c));
+  };
+  if (grad && in[0] != x)
+    return fail(why, fmt::format("dy is {} but x is {}; dy must have x's shape", in[0].str(), x.str()));
+  switch (op) {
+    case OpKind::batch_norm:
+      if (!per_channel(in[1], "gamma") || !per_channel(in[2], "beta")) return false;
+      break;
+    case OpKind::batch_norm_grad_x:
+      if (!per_channel(in[2], "gamma")) return false;
+      break;
+    case OpKind::batch_norm_inference:
+      if (!per_channel(in[1], "gamma") || !per_channel(in[2], "beta")) return false;
+      if (in[3] != Shape{2, g.c})
+        return fail(why, fmt::format("stats is {}; it must be [2, {}]: the running mean, then the running variance",
+                                     in[3].str(), g.c));
+      break;
+    default: break;
+  }
+  out = op == OpKind::batch_norm_grad_gamma ? channels : x;
+  return true;
+}
+
+}  // namespace tg

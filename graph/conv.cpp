@@ -1,0 +1,121 @@
+#include "graph/conv.h"
+
+#include <fmt/format.h>
+
+namespace tg {
+
+namespace {
+
+bool fail(std::string* why, std::string msg) {
+  if (why) *why = std::move(msg);
+  return false;
+}
+
+// The input, the strides, pads and dilation, and the output extents from the window.
+bool spatial(const Shape& x, const ConvAttr& a, bool ceil_mode, ConvGeometry& g, std::string* why) {
+  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
+  g.n = x[0];
+  g.c = x[1];
+  g.h = x[2];
+  g.w = x[3];
+  for (int d = 0; d < 2; ++d) {
+    if (a.stride[d] < 1) return fail(why, fmt::format("stride[{}] = {} must be >= 1", d, a.stride[d]));
+    if (a.dilation[d] < 1) return fail(why, fmt::format("dilation[{}] = {} must be >= 1", d, a.dilation[d]));
+  }
+  for (int d = 0; d < 4; ++d)
+    if (a.pads[d] < 0) return fail(why, fmt::format("pads[{}] = {} must be >= 0", d, a.pads[d]));
+  g.sh = a.stride[0];
+  g.sw = a.stride[1];
+  g.ph = a.pads[0];
+  g.pw = a.pads[1];
+  g.dh = a.dilation[0];
+  g.dw = a.dilation[1];
+  const int64_t in[2] = {g.h, g.w}, win[2] = {g.r, g.s};
+  int64_t out[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t span = static_cast<int64_t>(a.dilation[d]) * (win[d] - 1) + 1;
+    const int64_t padded = in[d] + a.pads[d] + a.pads[d + 2];
+    if (span > padded)
+      return fail(why, fmt::format("the window spans {} along {} (dilation {} x (window {} - 1) + 1) but the padded "
+                                   "input has {} ({} + pads {} and {}); use a smaller window or dilation, or more padding",
+                                   span, d == 0 ? "H (dim 2)" : "W (dim 3)", a.dilation[d], win[d], padded, in[d],
+                                   a.pads[d], a.pads[d + 2]));
+    const int64_t room = padded - span;
+    out[d] = (ceil_mode ? (room + a.stride[d] - 1) / a.stride[d] : room / a.stride[d]) + 1;
+    // ONNX's ceil mode: a last window that would start in the end padding is dropped.
+    if (ceil_mode && (out[d] - 1) * a.stride[d] >= in[d] + a.pads[d]) --out[d];
+  }
+  g.p = out[0];
+  g.q = out[1];
+  return true;
+}
+
+}  // namespace
+
+bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why) {
+  if (w.rank != 4)
+    return fail(why, fmt::format("weight is {} of rank {}; it must be [K, C/groups, R, S]", w.str(), w.rank));
+  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
+  if (a.groups < 1) return fail(why, fmt::format("groups = {} must be >= 1", a.groups));
+  if (a.ceil_mode) return fail(why, "ceil_mode is the pools' attribute; conv2d takes none");
+  if (a.kernel[0] != 0 || a.kernel[1] != 0)
+    return fail(why, fmt::format("kernel = [{}, {}] is the pools' attribute; conv2d's window is its weight's [R, S], "
+                                 "so leave kernel out", a.kernel[0], a.kernel[1]));
+  g.groups = a.groups;
+  g.k = w[0];
+  g.r = w[2];
+  g.s = w[3];
+  if (x[1] % a.groups != 0)
+    return fail(why, fmt::format("x {} has C = {} channels (dim 1), not a multiple of groups = {}", x.str(), x[1],
+                                 a.groups));
+  if (g.k % a.groups != 0)
+    return fail(why, fmt::format("weight {} has K = {} output channels (dim 0), not a multiple of groups = {}", w.str(),
+                                 g.k, a.groups));
+  if (w[1] != x[1] / a.groups)
+    return fail(why, fmt::format("weight {} has {} input channels (dim 1) but x {} has C / groups = {} / {} = {}; "
+                                 "the weight must be [K, C/groups, R, S]",
+                                 w.str(), w[1], x.str(), x[1], a.groups, x[1] / a.groups));
+  return spatial(x, a, false, g, why);
+}
+
+bool pool_geometry(const Shape& x, const ConvAttr& a, ConvGeometry& g, std::string* why) {
+  if (a.kernel[0] < 1 || a.kernel[1] < 1)
+    return fail(why, fmt::format("kernel = [{}, {}]; a pool needs its window, both extents >= 1", a.kernel[0],
+                                 a.kernel[1]));
+  if (a.groups != 1) return fail(why, fmt::format("groups = {}; a pool takes none (it must be 1)", a.groups));
+  if (a.dilation[0] != 1 || a.dilation[1] != 1)
+    return fail(why, fmt::format("dilation = [{}, {}]; pools support dilation 1 only", a.dilation[0], a.dilation[1]));
+  for (int d = 0; d < 4; ++d)
+    if (a.pads[d] >= a.kernel[d % 2])
+      return fail(why, fmt::format("pads[{}] = {} is not smaller than the window's {}; a window must hold an input "
+                                   "element, so use pads < kernel",
+                                   d, a.pads[d], a.kernel[d % 2]));
+  g.r = a.kernel[0];
+  g.s = a.kernel[1];
+  if (!spatial(x, a, a.ceil_mode, g, why)) return false;
+  g.k = g.c;
+  return true;
+}
+
+bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometry& g, Shape& out, std::string* why) {
+  // The forward op's operands: x and the weight (conv) or x alone (pools), and dy for a gradient.
+  const Shape* x = &in[0];
+  const Shape* w = nullptr;
+  const Shape* dy = nullptr;
+  switch (op) {
+    case OpKind::conv2d: w = &in[1]; break;
+    case OpKind::conv2d_grad_input: dy = &in[0], w = &in[1], x = &in[2]; break;
+    case OpKind::conv2d_grad_weight: dy = &in[0], x = &in[1], w = &in[2]; break;
+    case OpKind::max_pool2d_grad:
+    case OpKind::avg_pool2d_grad: dy = &in[0], x = &in[1]; break;
+    default: break;
+  }
+  if (!(w ? conv_geometry(*x, *w, a, g, why) : pool_geometry(*x, a, g, why))) return false;
+  if (dy && *dy != g.out_shape())
+    return fail(why, fmt::format("dy is {} but the forward output of x {}{}{} is {}; dy must have that shape", dy->str(),
+                                 x->str(), w ? " and weight " : "", w ? w->str() : "", g.out_shape().str()));
+  out = op == OpKind::conv2d_grad_weight ? *w : dy ? *x : g.out_shape();
+  return true;
+}
+
+}  // namespace tg

@@ -1,0 +1,188 @@
+#pragma once
+// The geometry of conv2d, its backward ops and the pools (graph/op.h) over NCHW tensors,
+// and the value of one output element of each: one definition for the shape rule, the
+// kernel entry check and both backends' kernels (kernels/cpu/conv.cpp and
+// kernels/cuda/conv.cu run the same element functions, one element per loop iteration or
+// thread, each summing in double in the same order, so the two backends agree and every
+// element is computed alone: deterministic, and no atomics).
+#include <cstdint>
+#include <string>
+
+#include "graph/attrs.h"
+#include "graph/float_formats.h"
+#include "graph/op.h"
+#include "graph/shape.h"
+
+namespace tg {
+
+// Whether the op takes its window from a weight (conv2d and its backward ops) rather than
+// from attrs.conv.kernel (the pools).
+inline bool conv_window_from_weight(OpKind op) {
+  return op == OpKind::conv2d || op == OpKind::conv2d_grad_input || op == OpKind::conv2d_grad_weight;
+}
+
+struct ConvGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // the input x [N, C, H, W]
+  int64_t k = 0, p = 0, q = 0;         // the output [N, K, P, Q] (pools: K = C)
+  int64_t r = 0, s = 0;                // the window (conv2d: the weight [K, C/groups, R, S])
+  int64_t groups = 1;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;  // stride, leading (top, left) pads, dilation
+  Shape out_shape() const { return Shape{n, k, p, q}; }
+  Shape weight_shape() const { return Shape{k, c / groups, r, s}; }
+};
+
+// conv2d: x [N, C, H, W] and w [K, C/groups, R, S]. False with the reason in *why when the
+// shapes or attributes do not fit (the message names the bad dim and the fix).
+bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why);
+// max_pool2d and avg_pool2d: x [N, C, H, W], the window attrs.conv.kernel.
+bool pool_geometry(const Shape& x, const ConvAttr& a, ConvGeometry& g, std::string* why);
+
+// Any op of the conv family (conv_window_from_weight, or a pool and its gradient) on its
+// inputs `in` (the node's order): the geometry, and the output's shape in *out. Checks that
+// a gradient's dy has the forward output's shape.
+bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometry& g, Shape& out, std::string* why);
+
+// ---- the elements, host and device -------------------------------------------------------
+// Flat NCHW indices; i is the element's flat index in the tensor it belongs to.
+
+// conv2d: y[n, k, p, q] = sum over the group's channels c and the window (r, s) of
+// x[n, c, p*sh - ph + r*dh, q*sw - pw + s*dw] w[k, c - group start, r, s].
+TG_HOST_DEVICE inline float conv2d_element(const float* x, const float* wt, const ConvGeometry& g, int64_t i) {
+  const int64_t q = i % g.q, p = (i / g.q) % g.p, k = (i / (g.q * g.p)) % g.k, n = i / (g.q * g.p * g.k);
+  const int64_t cg = g.c / g.groups, c0 = k / (g.k / g.groups) * cg;
+  double acc = 0;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t r = 0; r < g.r; ++r) {
+      const int64_t hi = p * g.sh - g.ph + r * g.dh;
+      if (hi < 0 || hi >= g.h) continue;
+      for (int64_t s = 0; s < g.s; ++s) {
+        const int64_t wi = q * g.sw - g.pw + s * g.dw;
+        if (wi < 0 || wi >= g.w) continue;
+        acc += static_cast<double>(x[((n * g.c + c0 + c) * g.h + hi) * g.w + wi]) *
+               static_cast<double>(wt[((k * cg + c) * g.r + r) * g.s + s]);
+      }
+    }
+  return static_cast<float>(acc);
+}
+
+// The output position that reads input position `in` through window tap `t` along one
+// axis, or -1 when none does (strided windows skip it, or it lies past the output).
+TG_HOST_DEVICE inline int64_t conv_out_pos(int64_t in, int64_t t, int64_t stride, int64_t pad, int64_t dil,
+                                           int64_t out_len) {
+  const int64_t u = in + pad - t * dil;
+  if (u < 0 || u % stride != 0 || u / stride >= out_len) return -1;
+  return u / stride;
+}
+
+// conv2d_grad_input: dx[n, c, h, w] = sum over the group's output channels k and the taps
+// (r, s) that read (h, w) of dy[n, k, p, q] w[k, c - group start, r, s].
+TG_HOST_DEVICE inline float conv2d_grad_input_element(const float* dy, const float* wt, const ConvGeometry& g,
+                                                      int64_t i) {
+  const int64_t wi = i % g.w, hi = (i / g.w) % g.h, ci = (i / (g.w * g.h)) % g.c, n = i / (g.w * g.h * g.c);
+  const int64_t cg = g.c / g.groups, kg = g.k / g.groups, grp = ci / cg, c = ci % cg;
+  double acc = 0;
+  for (int64_t k = grp * kg; k < (grp + 1) * kg; ++k)
+    for (int64_t r = 0; r < g.r; ++r) {
+      const int64_t p = conv_out_pos(hi, r, g.sh, g.ph, g.dh, g.p);
+      if (p < 0) continue;
+      for (int64_t s = 0; s < g.s; ++s) {
+        const int64_t q = conv_out_pos(wi, s, g.sw, g.pw, g.dw, g.q);
+        if (q < 0) continue;
+        acc += static_cast<double>(dy[((n * g.k + k) * g.p + p) * g.q + q]) *
+               static_cast<double>(wt[((k * cg + c) * g.r + r) * g.s + s]);
+      }
+    }
+  return static_cast<float>(acc);
+}
+
+// conv2d_grad_weight: dw[k, c, r, s] = sum over n, p, q of dy[n, k, p, q] x[n, group start + c,
+// p*sh - ph + r*dh, q*sw - pw + s*dw].
+TG_HOST_DEVICE inline float conv2d_grad_weight_element(const float* dy, const float* x, const ConvGeometry& g,
+                                                       int64_t i) {
+  const int64_t cg = g.c / g.groups;
+  const int64_t s = i % g.s, r = (i / g.s) % g.r, c = (i / (g.s * g.r)) % cg, k = i / (g.s * g.r * cg);
+  const int64_t ci = k / (g.k / g.groups) * cg + c;
+  double acc = 0;
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t p = 0; p < g.p; ++p) {
+      const int64_t hi = p * g.sh - g.ph + r * g.dh;
+      if (hi < 0 || hi >= g.h) continue;
+      for (int64_t q = 0; q < g.q; ++q) {
+        const int64_t wi = q * g.sw - g.pw + s * g.dw;
+        if (wi < 0 || wi >= g.w) continue;
+        acc += static_cast<double>(dy[((n * g.k + k) * g.p + p) * g.q + q]) *
+               static_cast<double>(x[((n * g.c + ci) * g.h + hi) * g.w + wi]);
+      }
+    }
+  return static_cast<float>(acc);
+}
+
+// The window of output (p, q) clipped to the input: rows [h0, h1), columns [w0, w1). The
+// pools have dilation 1 and pads smaller than the window, so it is never empty.
+struct PoolWindow {
+  int64_t h0, h1, w0, w1;
+};
+TG_HOST_DEVICE inline PoolWindow pool_window(const ConvGeometry& g, int64_t p, int64_t q) {
+  const int64_t hs = p * g.sh - g.ph, ws = q * g.sw - g.pw;
+  PoolWindow b;
+  b.h0 = hs < 0 ? 0 : hs;
+  b.h1 = hs + g.r < g.h ? hs + g.r : g.h;
+  b.w0 = ws < 0 ? 0 : ws;
+  b.w1 = ws + g.s < g.w ? ws + g.s : g.w;
+  return b;
+}
+
+// The flat index within the plane of window (p, q)'s maximum: the first in row-major
+// order among equals (padding is never the maximum).
+TG_HOST_DEVICE inline int64_t max_pool_argmax(const float* plane, const ConvGeometry& g, int64_t p, int64_t q) {
+  const PoolWindow b = pool_window(g, p, q);
+  int64_t best = b.h0 * g.w + b.w0;
+  for (int64_t h = b.h0; h < b.h1; ++h)
+    for (int64_t w = b.w0; w < b.w1; ++w)
+      if (plane[h * g.w + w] > plane[best]) best = h * g.w + w;
+  return best;
+}
+
+TG_HOST_DEVICE inline float max_pool2d_element(const float* x, const ConvGeometry& g, int64_t i) {
+  const int64_t q = i % g.q, p = (i / g.q) % g.p, nc = i / (g.q * g.p);
+  const float* plane = x + nc * g.h * g.w;
+  return plane[max_pool_argmax(plane, g, p, q)];
+}
+
+// avg_pool2d: the mean over the window's input elements; padding is not counted (ONNX's
+// count_include_pad = 0).
+TG_HOST_DEVICE inline float avg_pool2d_element(const float* x, const ConvGeometry& g, int64_t i) {
+  const int64_t q = i % g.q, p = (i / g.q) % g.p, nc = i / (g.q * g.p);
+  const float* plane = x + nc * g.h * g.w;
+  const PoolWindow b = pool_window(g, p, q);
+  double acc = 0;
+  for (int64_t h = b.h0; h < b.h1; ++h)
+    for (int64_t w = b.w0; w < b.w1; ++w) acc += plane[h * g.w + w];
+  return static_cast<float>(acc / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0)));
+}
+
+// The pools' gradients: dx[n, c, h, w] sums dy over the windows that hold (h, w), in
+// one fixed order: the windows whose maximum it is (max_pool2d_grad, x given) or
+// each divided by its element count (avg_pool2d_grad, x null).
+TG_HOST_DEVICE inline float pool2d_grad_element(const float* dy, const float* x, const ConvGeometry& g, int64_t i) {
+  const int64_t wi = i % g.w, hi = (i / g.w) % g.h, nc = i / (g.w * g.h);
+  const float* dplane = dy + nc * g.p * g.q;
+  double acc = 0;
+  for (int64_t r = 0; r < g.r; ++r) {
+    const int64_t p = conv_out_pos(hi, r, g.sh, g.ph, 1, g.p);
+    if (p < 0) continue;
+    for (int64_t s = 0; s < g.s; ++s) {
+      const int64_t q = conv_out_pos(wi, s, g.sw, g.pw, 1, g.q);
+      if (q < 0) continue;
+      if (x) {
+        if (max_pool_argmax(x + nc * g.h * g.w, g, p, q) == hi * g.w + wi) acc += dplane[p * g.q + q];
+      } else {
+        const PoolWindow b = pool_window(g, p, q);
+        acc += static_cast<double>(dplane[p * g.q + q]) / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0));
+      }
+    }
+  }
+  return static_cast<float>(acc);
+}
+
+}  // namespace tg

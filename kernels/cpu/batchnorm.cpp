@@ -1,0 +1,79 @@
+// Batch normalization per channel of [N, C, ...] and its gradients. Channel statistics are
+// two-pass in double (the mean, then the mean of squared deviations), as layernorm's rows.
+#include <cmath>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace tg::kernels {
+
+namespace {
+
+struct ChannelStats {
+  double mean, rstd;
+};
+
+ChannelStats channel_stats(const float* x, const BatchNormGeometry& g, int64_t ch, double eps) {
+  const int64_t count = g.count();
+  double s = 0.0;
+  for (int64_t e = 0; e < count; ++e) s += x[g.index(ch, e)];
+  const double mean = s / static_cast<double>(count);
+  double v = 0.0;
+  for (int64_t e = 0; e < count; ++e) {
+    const double d = x[g.index(ch, e)] - mean;
+    v += d * d;
+  }
+  return {mean, 1.0 / std::sqrt(v / static_cast<double>(count) + eps)};
+}
+
+// y = (x - mean) rstd gamma + beta over channel ch.
+void normalize(const float* x, const float* gamma, const float* beta, float* y, const BatchNormGeometry& g, int64_t ch,
+               ChannelStats st) {
+  for (int64_t e = 0; e < g.count(); ++e) {
+    const int64_t i = g.index(ch, e);
+    y[i] = static_cast<float>((x[i] - st.mean) * st.rstd * gamma[ch] + beta[ch]);
+  }
+}
+
+}  // namespace
+
+void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
+  const double eps = c.attrs->eps;
+  const float* a = c.in[0].data;
+  const float* b = c.in[1].data;
+  float* out = c.out.data;
+  for (int64_t ch = 0; ch < g.c; ++ch) {
+    switch (c.op) {
+      case OpKind::batch_norm: normalize(a, b, c.in[2].data, out, g, ch, channel_stats(a, g, ch, eps)); break;
+      case OpKind::batch_norm_inference: {
+        const float* stats = c.in[3].data;
+        normalize(a, b, c.in[2].data, out, g, ch, {stats[ch], 1.0 / std::sqrt(static_cast<double>(stats[g.c + ch]) + eps)});
+        break;
+      }
+      case OpKind::batch_norm_grad_x:
+      case OpKind::batch_norm_grad_gamma: {
+        // a = dy, b = x. dgamma = sum dy xhat; dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
+        const ChannelStats st = channel_stats(b, g, ch, eps);
+        double sum_dy = 0.0, sum_dy_xhat = 0.0;
+        for (int64_t e = 0; e < g.count(); ++e) {
+          const int64_t i = g.index(ch, e);
+          sum_dy += a[i];
+          sum_dy_xhat += a[i] * ((b[i] - st.mean) * st.rstd);
+        }
+        if (c.op == OpKind::batch_norm_grad_gamma) {
+          out[ch] = static_cast<float>(sum_dy_xhat);
+          break;
+        }
+        const double inv = 1.0 / static_cast<double>(g.count()), gamma = c.in[2].data[ch];
+        for (int64_t e = 0; e < g.count(); ++e) {
+          const int64_t i = g.index(ch, e);
+          const double xhat = (b[i] - st.mean) * st.rstd;
+          out[i] = static_cast<float>(gamma * st.rstd * (a[i] - sum_dy * inv - xhat * sum_dy_xhat * inv));
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+}  // namespace tg::kernels

@@ -1,0 +1,49 @@
+// batch_norm and batch_norm_inference against their definitions: per channel, over N and the
+// dims after C.
+#include <cmath>
+
+#include "tests/kernels/kernel_test_util.h"
+
+using namespace tg;
+using namespace tg::testing;
+
+TEST_CASE("batch_norm: every channel of the output has mean beta and standard deviation gamma") {
+  const Shape s{3, 2, 4, 5};
+  const Tensor x = random_tensor(s, 11, -2.0f, 5.0f);
+  const Tensor y = run_op(OpKind::batch_norm, {x, tensor({2}, {1.5f, 0.5f}), tensor({2}, {0.25f, -1.0f})});
+  const float gamma[2] = {1.5f, 0.5f}, beta[2] = {0.25f, -1.0f};
+  for (int64_t c = 0; c < 2; ++c) {
+    double sum = 0, sq = 0;
+    int64_t n = 0;
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t i = 0; i < 20; ++i, ++n) sum += y.data[static_cast<size_t>((b * 2 + c) * 20 + i)];
+    const double mean = sum / static_cast<double>(n);
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t i = 0; i < 20; ++i) {
+        const double d = y.data[static_cast<size_t>((b * 2 + c) * 20 + i)] - mean;
+        sq += d * d;
+      }
+    CHECK(mean == doctest::Approx(beta[c]).epsilon(1e-5));
+    // The variance of the normalized values is var / (var + eps), a hair under 1.
+    CHECK(std::sqrt(sq / static_cast<double>(n)) == doctest::Approx(gamma[c]).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("batch_norm_inference: hand-computed with the running statistics") {
+  Attrs at;
+  at.eps = 0.0625f;
+  // Channel 0: mean 1, var 4 - 0.0625 so that sqrt(var + eps) = 2; channel 1: mean -1, var 1 - 0.0625.
+  const Tensor stats = tensor({2, 2}, {1.0f, -1.0f, 4.0f - 0.0625f, 1.0f - 0.0625f});
+  const Tensor x = tensor({1, 2, 1, 2}, {3, 5, 0, 1});
+  const Tensor y = run_op(OpKind::batch_norm_inference, {x, tensor({2}, {1, 2}), tensor({2}, {0, 10}), stats}, at);
+  CHECK(y.data == std::vector<float>{1, 2, 12, 14});
+}
+
+TEST_CASE("the batch_norm shape rules name the input and the fix") {
+  CHECK(shape_rule_message(OpKind::batch_norm, {{2, 3, 4, 4}, {4}, {3}}, {}, "'bn'") ==
+        "batch_norm 'bn': gamma is [4] but x [2,3,4,4] has 3 channels (dim 1); it must be [3]");
+  CHECK(shape_rule_message(OpKind::batch_norm_inference, {{2, 3}, {3}, {3}, {3}}, {}, "'bn'")
+            .find("stats is [3]; it must be [2, 3]: the running mean, then the running variance") != std::string::npos);
+  CHECK(shape_rule_message(OpKind::batch_norm, {{5}, {5}, {5}}, {}, "'bn'").find("must be [N, C, ...]") !=
+        std::string::npos);
+}
