@@ -39,16 +39,15 @@ Value layernorm(Builder& b, Value x, Value gamma, Value beta, float eps) {
   at.eps = eps;
   return apply1(b, OpKind::layernorm, {x, gamma, beta}, at);
 }
-Value reduce_sum(Builder& b, Value x, int axis) {
+namespace {
+Value reduce_over(Builder& b, OpKind op, Value x, int axis) {
   Attrs at;
   at.axis = axis;
-  return apply1(b, OpKind::reduce_sum, {x}, at);
+  return apply1(b, op, {x}, at);
 }
-Value reduce_mean(Builder& b, Value x, int axis) {
-  Attrs at;
-  at.axis = axis;
-  return apply1(b, OpKind::reduce_mean, {x}, at);
-}
+}  // namespace
+Value reduce_sum(Builder& b, Value x, int axis) { return reduce_over(b, OpKind::reduce_sum, x, axis); }
+Value reduce_mean(Builder& b, Value x, int axis) { return reduce_over(b, OpKind::reduce_mean, x, axis); }
 Value broadcast(Builder& b, Value x, int axis, int64_t size) {
   Attrs at;
   at.axis = axis;

@@ -93,28 +93,15 @@ TG_HOST_DEVICE inline float round_to_dtype(float f, DType dt) {
 // n values stored as `dt` at dst (dtype_size(dt) bytes each), rounded as above; and
 // back, widened exactly. For host buffers: graph files, feeds, read-backs, the CPU kernels.
 inline void store_as_dtype(const float* src, size_t n, DType dt, void* dst) {
+  if (dt == DType::F32) return static_cast<void>(std::memcpy(dst, src, n * sizeof(float)));
   auto* bits = static_cast<uint16_t*>(dst);
-  switch (dt) {
-    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) bits[i] = bf16_from_f32(src[i]);
-      return;
-    case DType::F16:
-      for (size_t i = 0; i < n; ++i) bits[i] = f16_from_f32(src[i]);
-      return;
-  }
+  const bool bf16 = dt == DType::BF16;
+  for (size_t i = 0; i < n; ++i) bits[i] = bf16 ? bf16_from_f32(src[i]) : f16_from_f32(src[i]);
 }
 inline void load_from_dtype(const void* src, size_t n, DType dt, float* dst) {
+  if (dt == DType::F32) return static_cast<void>(std::memcpy(dst, src, n * sizeof(float)));
   const auto* bits = static_cast<const uint16_t*>(src);
-  switch (dt) {
-    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) dst[i] = f32_from_bf16(bits[i]);
-      return;
-    case DType::F16:
-      for (size_t i = 0; i < n; ++i) dst[i] = f32_from_f16(bits[i]);
-      return;
-  }
+  for (size_t i = 0; i < n; ++i) dst[i] = dt == DType::BF16 ? f32_from_bf16(bits[i]) : f32_from_f16(bits[i]);
 }
 
 }  // namespace tg

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "graph/enum_names.h"
+
 namespace tg {
 
 bool parse_op(const std::string& name, OpKind& out) {
@@ -20,23 +22,12 @@ std::string op_arity_text(OpKind op) {
   return fmt::format("{} input{}", k, k == 1 ? "" : "s");
 }
 
-const char* act_name(Act a) {
-  switch (a) {
-    case Act::none: return "none";
-    case Act::relu: return "relu";
-    case Act::gelu: return "gelu";
-  }
-  return "?";
-}
+namespace {
+constexpr const char* kActNames[] = {"none", "relu", "gelu"};  // in Act's order
+}  // namespace
 
-bool parse_act(const std::string& s, Act& out) {
-  for (Act a : {Act::none, Act::relu, Act::gelu})
-    if (s == act_name(a)) {
-      out = a;
-      return true;
-    }
-  return false;
-}
+const char* act_name(Act a) { return enum_name(kActNames, a); }
+bool parse_act(const std::string& s, Act& out) { return parse_enum(kActNames, s, out); }
 
 const char* attr_name(AttrId a) {
   switch (a) {

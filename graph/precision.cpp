@@ -2,109 +2,47 @@
 
 #include <utility>
 
+#include "graph/enum_names.h"
+
 namespace tg {
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-  }
-  return "?";
-}
+namespace {
+constexpr const char* kPrecisionNames[] = {"fp32", "tf32", "bf16", "fp16"};  // in Precision's order
+}  // namespace
 
-bool parse_precision(const std::string& s, Precision& out) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
-    if (s == precision_name(p)) {
-      out = p;
-      return true;
-    }
-  return false;
-}
+const char* precision_name(Precision p) { return enum_name(kPrecisionNames, p); }
+bool parse_precision(const std::string& s, Precision& out) { return parse_enum(kPrecisionNames, s, out); }
 
 DType precision_dtype(Precision p) {
-  switch (p) {
-    case Precision::bf16: return DType::BF16;
-    case Precision::fp16: return DType::F16;
-    case Precision::fp32:
-    case Precision::tf32: return DType::F32;
-  }
+  if (p == Precision::bf16) return DType::BF16;
+  if (p == Precision::fp16) return DType::F16;
   return DType::F32;
 }
 
+// Ops not named here keep their inputs' dtype, as the ops on neither of torch.autocast's
+// lists do: elementwise and layout ops, pooling, concat, cast itself.
 AutocastRule autocast_rule(OpKind op) {
+  // The GEMMs (their kernel family) and convolutions in the low type, and a GEMM's bias
+  // with them, as the fused linear op (and torch.autocast's linear) computes it; the
+  // bias is cast once a step.
+  if (op_in_family(op, "matmul")) return AutocastRule::low;
+  // Exponentials, normalizations and sums lose range or accuracy in 16 bits; the losses
+  // and updates take f32 by the op table's dtype column anyway.
+  if (op_is_f32_only(op) || op_in_family(op, "softmax") || op_in_family(op, "layernorm") ||
+      op_in_family(op, "batchnorm"))
+    return AutocastRule::f32;
   switch (op) {
-    case OpKind::matmul:
-    case OpKind::linear:
-    case OpKind::linear_add:
-    case OpKind::matmul_add:
-    case OpKind::matmul_act_grad:
-    case OpKind::matmul_bias_grad:
-    case OpKind::matmul_heads:
+    case OpKind::bias_add:
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
-    case OpKind::conv2d_grad_weight:
-    // A GEMM's bias: in the low type like the product it is added to, as the fused linear
-    // op (and torch.autocast's linear) computes it; the bias is cast once a step.
-    case OpKind::bias_add: return AutocastRule::low;
-    // Exponentials, normalizations and sums lose range or accuracy in 16 bits; the
-    // losses and updates take f32 by the op table's dtype column anyway.
-    case OpKind::softmax:
-    case OpKind::softmax_grad:
-    case OpKind::exp:
-    case OpKind::log:
-    case OpKind::log_grad:
-    case OpKind::batch_norm:
-    case OpKind::batch_norm_grad_x:
-    case OpKind::batch_norm_grad_gamma:
-    case OpKind::batch_norm_inference:
-    case OpKind::layernorm:
-    case OpKind::layernorm_grad_x:
-    case OpKind::layernorm_grad_gamma:
-    case OpKind::layernorm_grad_params:
+    case OpKind::conv2d_grad_weight: return AutocastRule::low;
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
-    case OpKind::mse_loss:
-    case OpKind::mse_loss_grad:
-    case OpKind::padded_mse_loss:
-    case OpKind::padded_mse_loss_grad:
-    case OpKind::cross_entropy:
-    case OpKind::cross_entropy_grad:
-    case OpKind::sgd:
-    case OpKind::sgd_momentum:
-    case OpKind::sgd_multi:
-    case OpKind::sgd_momentum_multi:
-    case OpKind::matmul_sgd_momentum: return AutocastRule::f32;
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::scale:
-    case OpKind::relu:
-    case OpKind::relu_grad:
-    case OpKind::gelu:
-    case OpKind::gelu_grad:
-    case OpKind::gelu_erf:
-    case OpKind::gelu_erf_grad:
-    case OpKind::tanh:
-    case OpKind::tanh_grad:
-    case OpKind::sigmoid:
-    case OpKind::sigmoid_grad:
-    case OpKind::broadcast:
-    case OpKind::transpose:
-    case OpKind::reshape:
-    case OpKind::fill:
-    case OpKind::copy:
-    case OpKind::cast:
-    case OpKind::max_pool2d:
-    case OpKind::max_pool2d_grad:
-    case OpKind::avg_pool2d:
-    case OpKind::avg_pool2d_grad:
-    case OpKind::concat:
-    case OpKind::slice:
-    case OpKind::fused_elementwise: return AutocastRule::keep;
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::log_grad: return AutocastRule::f32;
+    default: return AutocastRule::keep;
   }
-  return AutocastRule::keep;
 }
 
 Value AutocastBuilder::cast_to(const Value& v, DType dt) {

@@ -3,27 +3,21 @@
 #include <limits>
 #include <stdexcept>
 
+#include "graph/enum_names.h"
+
 namespace tg {
 
-const char* dtype_name(DType dt) {
-  switch (dt) {
-    case DType::F32: return "f32";
-    case DType::BF16: return "bf16";
-    case DType::F16: return "f16";
-  }
-  return "?";
-}
+namespace {
+constexpr const char* kDtypeNames[] = {"f32", "bf16", "f16"};  // in DType's order
+}  // namespace
+
+const char* dtype_name(DType dt) { return enum_name(kDtypeNames, dt); }
 
 std::string dtype_suffix(DType dt) { return dt == DType::F32 ? "" : std::string(" ") + dtype_name(dt); }
 
 int dtype_size(DType dt) { return dt == DType::F32 ? 4 : 2; }
 
-bool parse_dtype(const std::string& s, DType& out) {
-  if (s == "f32") { out = DType::F32; return true; }
-  if (s == "bf16") { out = DType::BF16; return true; }
-  if (s == "f16") { out = DType::F16; return true; }
-  return false;
-}
+bool parse_dtype(const std::string& s, DType& out) { return parse_enum(kDtypeNames, s, out); }
 
 Shape::Shape(std::initializer_list<int64_t> d) {
   if (d.size() > static_cast<size_t>(kMaxRank)) throw std::invalid_argument("Shape: more than 4 dims");

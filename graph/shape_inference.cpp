@@ -171,18 +171,17 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     for (size_t i = 1; i < in.size(); ++i) require_same(name, node, in[0], in[i]);
     return in[0];
   }
-  if (op_in_family(op, "batchnorm")) {
-    BatchNormGeometry g;
+  // The conv and batchnorm families: their geometry functions (graph/conv.h) say the shape
+  // or why there is none.
+  const bool conv = op_in_family(op, "conv");
+  if (conv || op_in_family(op, "batchnorm")) {
+    ConvGeometry cg;
+    BatchNormGeometry bg;
     Shape out;
     std::string why;
-    if (!batch_norm_geometry(op, in.data(), at.eps, g, out, &why)) graph_error("{} {}: {}", name, node, why);
-    return out;
-  }
-  if (op_in_family(op, "conv")) {
-    ConvGeometry g;
-    Shape out;
-    std::string why;
-    if (!conv_op_geometry(op, in.data(), at.conv, g, out, &why)) graph_error("{} {}: {}", name, node, why);
+    const bool ok = conv ? conv_op_geometry(op, in.data(), at.conv, cg, out, &why)
+                         : batch_norm_geometry(op, in.data(), at.eps, bg, out, &why);
+    if (!ok) graph_error("{} {}: {}", name, node, why);
     return out;
   }
   // The ops of the table's kSameShape flag and the conv and batchnorm families were handled

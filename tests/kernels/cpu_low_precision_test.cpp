@@ -3,6 +3,7 @@
 // on the widened inputs rounded once per output element (kernels/cpu/widen.cpp). Calls
 // that break the dtype rule are refused, naming the view.
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,17 @@ struct LowBuffer {
     return v;
   }
 };
+
+// A call of `op` over `ins`, writing `out`, with the attributes at their defaults.
+kernels::OpCall call_of(OpKind op, std::initializer_list<kernels::TensorView> ins, kernels::TensorView out) {
+  static const Attrs defaults;
+  kernels::OpCall c;
+  c.op = op;
+  c.attrs = &defaults;
+  for (const kernels::TensorView& v : ins) c.in[static_cast<size_t>(c.num_inputs++)] = v;
+  c.out = out;
+  return c;
+}
 
 std::vector<float> rounded(const std::vector<float>& v, DType dt) {
   std::vector<float> r;
@@ -162,14 +174,7 @@ TEST_CASE("run_cpu casts between every pair of dtypes, rounding to nearest even,
 TEST_CASE("run_cpu runs a bf16 op in place, over its own input") {
   const std::vector<float> x = {-1.5f, 0.3f, 2.0f, -0.0f, 7.7f, -3.1f};
   LowBuffer buf(x, Shape{2, 3}, DType::BF16);
-  kernels::OpCall c;
-  c.op = OpKind::relu;
-  const Attrs at;
-  c.attrs = &at;
-  c.num_inputs = 1;
-  c.in[0] = buf.view(DType::BF16);
-  c.out = buf.view(DType::BF16);
-  kernels::run_cpu(c);
+  kernels::run_cpu(call_of(OpKind::relu, {buf.view(DType::BF16)}, buf.view(DType::BF16)));
   const std::vector<float> got = buf.values(DType::BF16);
   for (size_t i = 0; i < x.size(); ++i) CHECK(got[i] == round_to_dtype(std::max(x[i], 0.0f), DType::BF16));
   CHECK(buf.guard_intact());
@@ -178,26 +183,14 @@ TEST_CASE("run_cpu runs a bf16 op in place, over its own input") {
 TEST_CASE("run_cpu refuses views that break the op's dtype rule, naming the view") {
   std::vector<float> a(4, 1.0f), out(4);
   LowBuffer low(a, Shape{4}, DType::BF16);
-  kernels::OpCall c;
-  c.op = OpKind::add;
-  const Attrs at;
-  c.attrs = &at;
-  c.num_inputs = 2;
-  c.in[0] = low.view(DType::BF16);
-  c.in[1] = {a.data(), Shape{4}};
-  c.out = {out.data(), Shape{4}};
+  kernels::OpCall c = call_of(OpKind::add, {low.view(DType::BF16), {a.data(), Shape{4}}}, {out.data(), Shape{4}});
   CHECK_THROWS_WITH_AS(kernels::run_cpu(c), doctest::Contains("run_cpu add: input 1 is f32 but the op needs bf16 there"),
                        std::invalid_argument);
   c.in[1] = low.view(DType::BF16);
   CHECK_THROWS_WITH_AS(kernels::run_cpu(c), doctest::Contains("the output is f32 but the op needs bf16"),
                        std::invalid_argument);
-  kernels::OpCall loss;
-  loss.op = OpKind::mse_loss;
-  loss.attrs = &at;
-  loss.num_inputs = 2;
-  loss.in[0] = low.view(DType::BF16);
-  loss.in[1] = low.view(DType::BF16);
-  loss.out = {out.data(), Shape{1}};
+  const kernels::OpCall loss =
+      call_of(OpKind::mse_loss, {low.view(DType::BF16), low.view(DType::BF16)}, {out.data(), Shape{1}});
   CHECK_THROWS_WITH_AS(kernels::run_cpu(loss), doctest::Contains("input 0 is bf16 but the op needs f32 there (it runs in f32 only)"),
                        std::invalid_argument);
 }

@@ -39,17 +39,24 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
                                     Precision precision = Precision::fp32) {
   auto be_static = make_backend();
   auto be_dynamic = make_backend();
-  {
+  // The same choices for both executors, in training or inference.
+  auto static_options = [&](bool training) {
     CompileOptions co;
     co.backend = be_static;
-    co.training = false;
+    co.training = training;
     co.use_cuda_graph = use_cuda_graph;
     co.precision = precision;
-    CompiledPlan p = compile(model, co);
-    DynamicOptions dopt;
-    dopt.inference = true;
-    dopt.precision = precision;
-    DynamicTrainer dyn(model, *be_dynamic, "caching", dopt);
+    return co;
+  };
+  auto dynamic_options = [&](bool training) {
+    DynamicOptions d;
+    d.inference = !training;
+    d.precision = precision;
+    return d;
+  };
+  {
+    CompiledPlan p = compile(model, static_options(false));
+    DynamicTrainer dyn(model, *be_dynamic, "caching", dynamic_options(false));
     // The model's inputs (the inference graph pruned the loss's target, which
     // the dynamic executor still wants fed: the static plan accepts and ignores it).
     Graph fwd;
@@ -64,14 +71,8 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
       CHECK(bitwise_diff(p.read(p.prediction), dyn.run_inference(f)) == "");
     }
   }
-  CompileOptions co;
-  co.backend = be_static;
-  co.use_cuda_graph = use_cuda_graph;
-  co.precision = precision;
-  CompiledPlan p = compile(model, co);
-  DynamicOptions dopt;
-  dopt.precision = precision;
-  DynamicTrainer dyn(model, *be_dynamic, "caching", dopt);
+  CompiledPlan p = compile(model, static_options(true));
+  DynamicTrainer dyn(model, *be_dynamic, "caching", dynamic_options(true));
   for (uint64_t i = 0; i < 5; ++i) {
     const Feeds f = random_feeds(input_shapes_of(*p.graph), 90 + i * 17, classes);
     const float ls = p.step(f);
