@@ -12,9 +12,9 @@
 
 #include "graph/dtype_rules.h"
 #include "graph/errors.h"
-#include "graph/float_formats.h"
 #include "graph/init.h"
 #include "graph/shape_inference.h"
+#include "kernels/dtype_copy.h"
 
 namespace tg {
 
@@ -32,24 +32,6 @@ void require_runnable(const Backend& be, const std::string& name, DType dt) {
                 "it on the CPU backend, or give the model f32 values", quote_name(name), dtype_name(dt));
 }
 
-// Host f32 values to a device tensor of `dt` (rounded on the host), and back (widened).
-void upload(Backend& be, void* dst, const std::vector<float>& host, DType dt) {
-  if (dt == DType::F32) return be.copy_to_device(dst, host.data(), host.size() * sizeof(float));
-  std::vector<uint16_t> bits(host.size());
-  store_as_dtype(host.data(), host.size(), dt, bits.data());
-  be.copy_to_device(dst, bits.data(), bits.size() * sizeof(uint16_t));
-}
-std::vector<float> download(Backend& be, const void* src, int64_t n, DType dt) {
-  std::vector<float> host(static_cast<size_t>(n));
-  if (dt == DType::F32) {
-    be.copy_to_host(host.data(), src, host.size() * sizeof(float));
-    return host;
-  }
-  std::vector<uint16_t> bits(host.size());
-  be.copy_to_host(bits.data(), src, bits.size() * sizeof(uint16_t));
-  load_from_dtype(bits.data(), bits.size(), dt, host.data());
-  return host;
-}
 }  // namespace
 
 EagerBuilder::EagerBuilder(Backend& backend, Allocator& allocator, EagerOptions opt)
@@ -141,7 +123,7 @@ int EagerBuilder::new_persistent(const std::string& name, const Shape& shape, Ro
   info.role = role;
   info.init = init;
   info.dtype = dtype;
-  upload(backend_, slot(id).data, initial_values(info, opt_.seed), dtype);
+  copy_to_device_as(backend_, slot(id).data, initial_values(info, opt_.seed), dtype);
   persistent_.push_back(Persistent{name, shape, dtype, role, id});
   persistent_by_name_.emplace(name, static_cast<int>(persistent_.size() - 1));
   return id;
@@ -174,7 +156,7 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dty
   require_runnable(backend_, name, dtype);
   const int id = new_slot(shape, Role::input, dtype);
   alloc_slot(id);
-  upload(backend_, slot(id).data, it->second, dtype);
+  copy_to_device_as(backend_, slot(id).data, it->second, dtype);
   return handle(id);
 }
 
@@ -461,7 +443,7 @@ void EagerBuilder::replay_role_peaks() {
 
 std::vector<float> EagerBuilder::read(const Value& v) {
   const Slot& s = live_slot(v.id, OpKind::copy, 0);
-  return download(backend_, s.data, s.shape.numel(), s.dtype);
+  return copy_to_host_from(backend_, s.data, s.shape.numel(), s.dtype);
 }
 
 void EagerBuilder::write(const Value& v, const std::vector<float>& host) {
@@ -469,7 +451,7 @@ void EagerBuilder::write(const Value& v, const std::vector<float>& host) {
   if (host.size() != static_cast<size_t>(s.shape.numel()))
     throw std::invalid_argument(fmt::format("write: value {} has shape {} ({} floats) but {} floats were given",
                                             v.id, s.shape.str(), s.shape.numel(), host.size()));
-  upload(backend_, s.data, host, s.dtype);
+  copy_to_device_as(backend_, s.data, host, s.dtype);
 }
 
 PhaseTimes EagerBuilder::phase_times() const {

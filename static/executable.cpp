@@ -10,6 +10,7 @@
 #include "graph/errors.h"
 #include "graph/float_formats.h"
 #include "graph/validate.h"
+#include "kernels/dtype_copy.h"
 #include "kernels/out_of_memory.h"
 #include "kernels/parallel_memcpy.h"
 
@@ -302,16 +303,8 @@ std::vector<float> StaticExecutable::read(int value) const {
   const ValueInfo& v = graph_->values[static_cast<size_t>(value)];
   if (!p)
     throw std::invalid_argument(fmt::format("value {} has no storage: no node writes it and it is not an input", quote_name(v.name)));
-  std::vector<float> out(static_cast<size_t>(v.shape.numel()));
   if (runner_) runner_->synchronize();
-  if (v.dtype == DType::F32) {
-    backend().copy_to_host(out.data(), p, out.size() * sizeof(float));
-    return out;
-  }
-  std::vector<uint16_t> bits(out.size());
-  backend().copy_to_host(bits.data(), p, bits.size() * sizeof(uint16_t));
-  load_from_dtype(bits.data(), bits.size(), v.dtype, out.data());
-  return out;
+  return copy_to_host_from(backend(), p, v.shape.numel(), v.dtype);
 }
 
 std::vector<float> StaticExecutable::read(const std::string& name) const {

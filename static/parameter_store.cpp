@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "graph/errors.h"
-#include "graph/float_formats.h"
 #include "graph/init.h"
+#include "kernels/dtype_copy.h"
 #include "kernels/out_of_memory.h"
 
 namespace tg {
@@ -41,13 +41,7 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
     init = initial_values(v, seed_);
     if (static_cast<int64_t>(init.size()) != v.shape.numel())
       graph_error("parameter {}: initial_values gave {} floats for shape {}", quote_name(v.name), init.size(), v.shape.str());
-    if (v.dtype == DType::F32) {
-      backend_->copy_to_device(p, init.data(), bytes);
-    } else {  // rounded on the host, as a kernel storing in that dtype would
-      std::vector<uint16_t> bits(init.size());
-      store_as_dtype(init.data(), init.size(), v.dtype, bits.data());
-      backend_->copy_to_device(p, bits.data(), bytes);
-    }
+    copy_to_device_as(*backend_, p, init, v.dtype);  // rounded as a kernel storing in that dtype would
   } catch (...) {
     backend_->raw_free(p);
     throw;
