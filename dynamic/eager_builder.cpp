@@ -25,11 +25,12 @@ int64_t ns(Clock::time_point a, Clock::time_point b) {
 }
 size_t bytes_of(const Shape& s, DType dt) { return static_cast<size_t>(s.numel()) * static_cast<size_t>(dtype_size(dt)); }
 
-// The CUDA kernels run f32 only so far (but cast): refuse a tensor of another dtype there.
-void require_runnable(const Backend& be, const std::string& name, DType dt) {
-  if (dt != DType::F32 && be.kind() == DeviceKind::cuda)
-    graph_error("the dynamic executor on CUDA: value {} is {}, and the CUDA kernels run f32 values only so far; run "
-                "it on the CPU backend, or give the model f32 values", quote_name(name), dtype_name(dt));
+// Refused before the op runs: an op the backend has no kernel for in this dtype (Backend::runs).
+void require_runnable(const Backend& be, const std::string& name, OpKind op, DType dt) {
+  if (!be.runs(op, dt))
+    graph_error("the dynamic executor on {}: node {} ({}) computes in {}, and this backend has no {} kernel for {}; "
+                "run the model on the CPU backend, or in a precision whose kernels it has (--precision fp32)",
+                be.name(), quote_name(name), op_name(op), dtype_name(dt), dtype_name(dt), op_name(op));
 }
 
 }  // namespace
@@ -153,7 +154,6 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dty
   if (it->second.size() != static_cast<size_t>(n))
     throw std::invalid_argument(fmt::format("input {} has shape {} ({} floats) but its feed holds {} floats", quote_name(name),
                                             shape.str(), n, it->second.size()));
-  require_runnable(backend_, name, dtype);
   const int id = new_slot(shape, Role::input, dtype);
   alloc_slot(id);
   copy_to_device_as(backend_, slot(id).data, it->second, dtype);
@@ -181,7 +181,6 @@ Value EagerBuilder::parameter(const std::string& name, const Shape& shape, Param
     int64_t n = 0;
     if (!numel_checked(shape, n) || n < 1)
       graph_error("parameter {}: shape {} has a dim < 1 or too many elements", quote_name(name), shape.str());
-    require_runnable(backend_, name, dtype);
     new_persistent(name, shape, Role::parameter, init, dtype);
     idx = static_cast<int>(persistent_.size() - 1);
   } else if (persistent_[static_cast<size_t>(idx)].shape != shape) {
@@ -254,7 +253,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     dtypes_.clear();
     for (int i = 0; i < nin; ++i) dtypes_.push_back(call.in[static_cast<size_t>(i)].dtype);
     out_dtype = infer_dtype(op, dtypes_, attrs, quote_name(*nm));
-    require_runnable(backend_, *nm, out_dtype);
+    require_runnable(backend_, *nm, op, nin > 0 ? dtypes_[0] : out_dtype);
   }
 
   // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.

@@ -10,8 +10,8 @@ namespace tg {
 constexpr int kMaxRank = 4;
 
 // The element types of the IR. Every value carries one; the op table's dtype column
-// (graph/op.h) says which combinations an op accepts. The kernels implement f32 only so
-// far: graph/validate.h's require_f32_values is the executors' gate.
+// (graph/op.h) says which combinations an op accepts; which of them a backend has kernels
+// for is Backend::runs (kernels/backend.h), asked by both executors before they run.
 enum class DType : uint8_t { F32, BF16, F16 };
 
 const char* dtype_name(DType dt);

@@ -46,6 +46,15 @@ class Backend {
     (void)call;
     return {};
   }
+
+  // Whether the backend has a kernel for `op` on tensors of dtype `dt` (kernels::call_dtype:
+  // the dtype of the op's first input, or of its output when it has none). The CPU backend
+  // runs every op in every dtype. The executors ask for each node before they run any.
+  virtual bool runs(OpKind op, DType dt) const {
+    (void)op;
+    (void)dt;
+    return true;
+  }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

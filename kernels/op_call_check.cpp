@@ -159,6 +159,8 @@ bool call_is_f32(const OpCall& c) {
   return c.out.dtype == DType::F32 && c.out2.dtype == DType::F32;
 }
 
+DType call_dtype(const OpCall& c) { return c.num_inputs > 0 ? c.input(0).dtype : c.out.dtype; }
+
 CallGeometry check_op_call(const OpCall& c, const char* backend) {
   const Checker k(c, backend);
   if (!op_arity_ok(c.op, c.num_inputs)) k.fail("takes {}, the call has {}", op_arity_text(c.op), c.num_inputs);

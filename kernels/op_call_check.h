@@ -30,5 +30,8 @@ CallGeometry check_op_call(const OpCall& c, const char* backend);
 // Whether every view of the call is f32 (the kernels' own dtype; the CPU backend runs
 // the others through f32, graph/float_formats.h).
 bool call_is_f32(const OpCall& c);
+// The dtype a call computes in, as Backend::runs takes it: its first input's, or its output's
+// when it has no inputs.
+DType call_dtype(const OpCall& c);
 
 }  // namespace tg::kernels

@@ -18,6 +18,20 @@ namespace tg {
 
 namespace {
 constexpr size_t kStagingAlign = 256;
+
+// Refused before anything is allocated: a node whose op the backend has no kernel for in
+// its dtype (Backend::runs), named with what to do instead.
+void require_kernels(const Graph& g, const Backend& be) {
+  for (const Node& node : g.nodes) {
+    const int v = node.inputs.empty() ? (node.outputs.empty() ? -1 : node.outputs[0]) : node.inputs[0];
+    if (v < 0) continue;
+    const DType dt = g.values[static_cast<size_t>(v)].dtype;
+    if (!be.runs(node.op, dt))
+      graph_error("the static executor on {}: node {} ({}) computes in {}, and this backend has no {} kernel for {}; "
+                  "run the model on the CPU backend, or in a precision whose kernels it has (--precision fp32)",
+                  be.name(), quote_name(node.name), op_name(node.op), dtype_name(dt), dtype_name(dt), op_name(node.op));
+  }
+}
 }  // namespace
 
 StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vector<int> order, MemoryPlan plan,
@@ -28,7 +42,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
   if (!graph_ || !params_) throw std::invalid_argument("StaticExecutable: graph and parameter store are required");
   if (plan_.offset.size() != graph_->values.size())
     throw std::invalid_argument("StaticExecutable: the memory plan was made for another graph");
-  if (backend().kind() == DeviceKind::cuda) require_f32_values(*graph_, "the static executor on CUDA");
+  require_kernels(*graph_, backend());
   try {
     allocate();
     build_schedule();

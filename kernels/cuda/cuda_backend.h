@@ -11,6 +11,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/dtype_support.h"
 #include "kernels/cuda/gemm/gemm_lt.h"
 #include "kernels/cuda/raii.h"
 
@@ -54,6 +55,7 @@ class CudaBackend : public Backend {
   // project's own). The first matmul_sgd_momentum call prepared also allocates
   // the stream-K update's workspaces (ensure_update_workspace), before any capture.
   Prepared prepare(const kernels::OpCall& call) override;
+  bool runs(OpKind op, DType dt) const override { return kernels::cuda::has_kernel(op, dt); }
 
  private:
   // The stream-K GEMM update's workspaces, one a stream (about 17 MiB each on an H200): made

@@ -5,15 +5,16 @@
 #include <string>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/dtype_support.h"
 #include "kernels/op_call_check.h"
 
 namespace tg::kernels {
 
 void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
   const CallGeometry g = check_op_call(c, "run_cuda");
-  if (!call_is_f32(c) && c.op != OpKind::cast)
-    throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) +
-                                ": the CUDA kernels implement f32 only so far; run bf16 and f16 on the CPU backend");
+  if (!cuda::has_kernel(c.op, call_dtype(c)))
+    throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) + ": no CUDA kernel for " +
+                                dtype_name(call_dtype(c)) + " tensors; run it on the CPU backend or in f32");
   const cuda::LaunchScope launches(ctx.options.pdl);
   const cudaStream_t s = ctx.stream;
   const TensorView& x = c.in[0];

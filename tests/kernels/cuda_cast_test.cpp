@@ -1,6 +1,7 @@
 // cast on CUDA against the CPU reference, bit for bit, between every pair of dtypes: random
 // values across the exponent range, the ties of both 16-bit formats, infinities, NaN,
-// subnormals and f16's overflow edge; and the CUDA entry's refusal of other ops on 16-bit views.
+// subnormals and f16's overflow edge; and the CUDA entry's refusal of the ops that have no
+// 16-bit kernel (Backend::runs).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,8 +14,10 @@
 #include <vector>
 
 #include "graph/float_formats.h"
+#include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/common/op_samples.h"
 #include "tests/gpu_skip.h"
 
 namespace tg::testing {
@@ -88,20 +91,40 @@ TEST_CASE("cuda cast between every pair of dtypes equals the CPU reference bitwi
   }
 }
 
-TEST_CASE("cuda refuses ops other than cast on bf16 and f16 views, naming the op") {
+TEST_CASE("cuda refuses a 16-bit call to an op without a 16-bit kernel, naming the op and the dtype") {
   TG_REQUIRE_GPU();
   auto gpu = make_cuda_backend(0);
-  void* d = gpu->raw_alloc(64);
-  kernels::OpCall c;
-  c.op = OpKind::relu;
-  const Attrs at;
-  c.attrs = &at;
-  c.num_inputs = 1;
-  c.in[0] = {static_cast<float*>(d), Shape{8}, DType::BF16};
-  c.out = {static_cast<float*>(d), Shape{8}, DType::BF16};
-  CHECK_THROWS_WITH_AS(gpu->run(c), doctest::Contains("run_cuda relu: the CUDA kernels implement f32 only so far"),
-                       std::invalid_argument);
-  gpu->raw_free(d);
+  int refused = 0, with_kernel = 0;
+  for (int k = 0; k < kNumOps; ++k) {
+    const auto op = static_cast<OpKind>(k);
+    if (op_is_f32_only(op) || op == OpKind::cast) continue;
+    for (DType dt : {DType::BF16, DType::F16}) {
+      if (gpu->runs(op, dt)) {
+        ++with_kernel;
+        continue;
+      }
+      const OpSample s = op_samples(op).front();
+      const Shape out_shape = infer_shape(op, s.in, s.attrs, "sample");
+      std::vector<cuda::DeviceBuffer> bufs;
+      bufs.reserve(static_cast<size_t>(kMaxOpInputs) + 1);
+      kernels::OpCall c;
+      c.op = op;
+      c.attrs = &s.attrs;
+      c.num_inputs = static_cast<int>(s.in.size());
+      REQUIRE(c.num_inputs <= kMaxOpInputs);
+      for (int i = 0; i < c.num_inputs; ++i) {
+        bufs.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(s.in[static_cast<size_t>(i)].numel()) * 2));
+        c.in[static_cast<size_t>(i)] = {static_cast<float*>(bufs.back().get()), s.in[static_cast<size_t>(i)], dt};
+      }
+      bufs.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(out_shape.numel()) * 2));
+      c.out = {static_cast<float*>(bufs.back().get()), out_shape, dt};
+      const std::string want = std::string("run_cuda ") + op_name(op) + ": no CUDA kernel for " + dtype_name(dt);
+      CHECK_THROWS_WITH_AS(gpu->run(c), doctest::Contains(want.c_str()), std::invalid_argument);
+      ++refused;
+    }
+  }
+  MESSAGE(refused, " op-dtype pairs refused, ", with_kernel, " with a 16-bit kernel");
+  CHECK(refused + with_kernel > 0);
 }
 
 }  // namespace tg::testing

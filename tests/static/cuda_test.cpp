@@ -198,7 +198,7 @@ TEST_CASE("bf16 and fp16 on CUDA: both executors refuse with the reason until th
     CompileOptions co;
     co.backend = gpu();
     co.precision = p;
-    CHECK_THROWS_WITH_AS(compile(model, co), doctest::Contains("the static executor on CUDA: value"), GraphError);
+    CHECK_THROWS_WITH_AS(compile(model, co), doctest::Contains("kernel for"), GraphError);
     DynamicOptions d;
     d.precision = p;
     auto be = gpu();
@@ -209,7 +209,7 @@ TEST_CASE("bf16 and fp16 on CUDA: both executors refuse with the reason until th
       model(rb);
     }
     const Feeds f = testing::random_feeds(testing::input_shapes_of(fwd), 3);
-    CHECK_THROWS_WITH_AS(dyn.step(f), doctest::Contains("the dynamic executor on CUDA: value"), GraphError);
+    CHECK_THROWS_WITH_AS(dyn.step(f), doctest::Contains("kernel for"), GraphError);
   }
 }
 
