@@ -124,6 +124,8 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
   for (size_t i = 0; i < values.size(); ++i)
     if (g.values[i].producer < 0) round_value(static_cast<int>(i));
 
+  Attrs f32_cast;  // every view is f32 here: a cast is a copy, rounded after the node
+  f32_cast.to = DType::F32;
   for (int node_id : g.topo_order()) {
     const Node& n = g.nodes[static_cast<size_t>(node_id)];
     const int arity = static_cast<int>(n.inputs.size());
@@ -133,8 +135,6 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
                   quote_name(n.name), n.inputs.size(), n.outputs.size(), op_arity_text(n.op), nout);
     kernels::OpCall call;
     call.op = n.op;
-    Attrs f32_cast = n.attrs;  // every view is f32 here: a cast is a copy, rounded after the node
-    f32_cast.to = DType::F32;
     call.attrs = n.op == OpKind::cast ? &f32_cast : &n.attrs;
     call.num_inputs = arity;
     std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
