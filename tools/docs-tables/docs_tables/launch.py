@@ -23,7 +23,12 @@ def tab_launch_summary():
     r = report("launch")
     c, raw, pool = phases("caching"), phases("raw", "_raw"), phases("pool", "_pool")
     rows = [
-        ["raw CUDA: empty kernel, eager, back to back", f"{num(per('raw_eager', 'us_per_kernel', kernel='empty', pdl=0))} us"],
+        ["raw CUDA: empty kernel, eager, back to back",
+         f"{num(per('raw_eager', 'us_per_kernel', kernel='empty', pdl=0))} us; with PDL "
+         f"{num(per('raw_eager', 'us_per_kernel', kernel='empty', pdl=1))}"],
+        ["raw CUDA: 'touch' kernel (reads what the last wrote), eager, back to back",
+         f"{num(per('raw_eager', 'us_per_kernel', kernel='touch', pdl=0))} us; with PDL "
+         f"{num(per('raw_eager', 'us_per_kernel', kernel='touch', pdl=1))}"],
         ["raw CUDA: empty kernel, then a synchronize (N = 1)", t(r.one("raw_eager_sync", n_ops=1)["median"])],
         ["raw CUDA: 1000 empty kernels as one CUDA Graph",
          f"{num(per('raw_graph_gpu', 'us_per_node', kernel='empty', pdl=0))} us per node (with PDL "
@@ -46,6 +51,34 @@ def tab_launch_summary():
     return (table(["what (N = 1000 unless said)", "per op / node"], rows) +
             "\n\nThe phases are sampled in the same iterations as the total, but a median of parts is not the part "
             "of a median: the phase medians need not add up to the iteration's.\n\n" + r.source_line())
+
+
+def tab_launch_costs():
+    """Every "launch cost" the chapters quote, what each one measures and where it comes from."""
+    from . import regimes
+    r = report("launch")
+    rows = [
+        ["host enqueue rate, PDL off: 1000 empty kernels back to back, one sync at the end",
+         f"{num(per('raw_eager', 'us_per_kernel', kernel='empty', pdl=0))} us",
+         "tg-launch `raw_eager` (kernel=empty, pdl=0)", "the throughput of eager launches without PDL"],
+        ["host enqueue rate, PDL on (how both executors launch)",
+         f"{num(per('raw_eager', 'us_per_kernel', kernel='empty', pdl=1))} us",
+         "tg-launch `raw_eager` (kernel=empty, pdl=1)", "the floor under the dynamic executor's launch phase"],
+        ["one launch and the trip back: an empty kernel, then a synchronize",
+         t(r.one("raw_eager_sync", n_ops=1)["median"]), "tg-launch `raw_eager_sync`",
+         "what an op costs when the host waits for each one (`.item()` after every op)"],
+        ["one small kernel timed alone with CUDA events around it", t(regimes.floor_s()),
+         "tg-kernels `d2d_copy`, smallest size, `--plain-timing`",
+         "the regimes' launch floor: the events and the launch, seen from the stream"],
+        ["one node of a CUDA Graph replay (empty kernel; with PDL)",
+         f"{num(per('raw_graph_gpu', 'us_per_node', kernel='empty', pdl=0))} us "
+         f"({num(per('raw_graph_gpu', 'us_per_node', kernel='empty', pdl=1))})",
+         "tg-launch `raw_graph_gpu`", "what a static replay pays per op at the least"],
+        ["the dynamic executor's launch phase, per op", f"{num(phases('caching')['launch'])} us",
+         "tg-launch `dynamic_launch` (N = 1000)", "`Backend::run`: the enqueue of a real kernel, with PDL"],
+    ]
+    return (table(["launch cost", "value", "measured by", "what it is"], rows, ["---", "---:", "---", "---"]) +
+            "\n\n" + sources_line("launch", "kernels"))
 
 
 def tab_launch_compile():
@@ -126,7 +159,10 @@ VALUES = {
     "launch.dyn_launch": lambda: num(phases("caching")["launch"]),
     "launch.dyn_added": lambda: num(phases("caching")["build"] + phases("caching")["alloc"]),
     "launch.dyn_earlier_us": earlier_dyn_us,
-    "launch.eager_floor": lambda: num(per("raw_eager", "us_per_kernel", kernel="empty", pdl=0)),
+    "launch.eager_floor_pdl": lambda: num(per("raw_eager", "us_per_kernel", kernel="empty", pdl=1)),
+    "launch.eager_touch_pdl": lambda: num(per("raw_eager", "us_per_kernel", kernel="touch", pdl=1)),
+    "launch.dyn_launch_over_floor": lambda: num(phases("caching")["launch"]
+                                                - per("raw_eager", "us_per_kernel", kernel="touch", pdl=1)),
     "launch.graph_empty": lambda: num(per("raw_graph_gpu", "us_per_node", kernel="empty", pdl=0)),
     "launch.graph_empty_pdl": lambda: num(per("raw_graph_gpu", "us_per_node", kernel="empty", pdl=1)),
     "launch.graph_touch": lambda: num(per("raw_graph_gpu", "us_per_node", kernel="touch", pdl=0)),
@@ -156,6 +192,6 @@ VALUES = {
     "launch.free_range": lambda: cuda_malloc_range("cudaFree"),
 }
 
-TABLES = {"launch-summary": tab_launch_summary, "launch-compile": tab_launch_compile,
+TABLES = {"launch-summary": tab_launch_summary, "launch-costs": tab_launch_costs, "launch-compile": tab_launch_compile,
           "launch-cold-start": tab_launch_cold_start}
 PLOTTERS = {"launch": plots_launch}
