@@ -23,8 +23,14 @@ LinkRates link_rates(const harness::Metadata::Gpu& gpu);
 //   sync: cudaMemcpy, steady_clock with a device synchronize around it (what the caller waits);
 //   async: cudaMemcpyAsync on a non-blocking stream, CUDA-event time; extra host_call_s is
 //   how long the call itself held the host (the whole copy, for pageable memory).
+// `name` and `extra` label the rows: image_batch_copy rows carry the batch's shape and dtype.
 void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,
-                           const LinkRates& rates);
+                           const LinkRates& rates, const char* name = "copy", const harness::Params& extra = {});
+
+// image_batch_copy [... batch=NxHxWxC dtype=f32|u8]: the data path of an image batch, the
+// second seed's (32, 224, 224, 3), copied host to device as float32 and as uint8 with every
+// copy case of `copy`, so the seed's PCIe estimate can be set beside a measurement.
+void measure_image_batch(harness::Report& r, const harness::LoopOptions& opt, const LinkRates& rates);
 
 // alloc [size_bytes api=cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost], steady_clock.
 void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes);

@@ -104,7 +104,7 @@ void verify_case(Buffers& B, const CopyCase& c, cudaStream_t s, uint64_t seed) {
 }  // namespace
 
 void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes,
-                           const LinkRates& rates) {
+                           const LinkRates& rates, const char* name, const harness::Params& extra) {
   static const CopyCase cases[] = {
       {"h2d", "pageable", "sync"}, {"h2d", "pageable", "async"}, {"h2d", "pinned", "sync"}, {"h2d", "pinned", "async"},
       {"d2h", "pageable", "sync"}, {"d2h", "pageable", "async"}, {"d2h", "pinned", "sync"}, {"d2h", "pinned", "async"},
@@ -140,7 +140,8 @@ void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, 
       }
       harness::Params p{{"size_bytes", bytes}, {"direction", c.direction}, {"memory", c.host_memory},
                         {"mode", c.mode}};
-      auto& m = r.add_time("copy", p, std::move(samples), timer);
+      p.insert(extra.begin(), extra.end());
+      auto& m = r.add_time(name, p, std::move(samples), timer);
       const double gbps = static_cast<double>(bytes) / m.stats.median / 1e9;
       m.extra["GB/s"] = gbps;
       if (!call_s.empty()) m.extra["host_call_s"] = harness::summarize(call_s).median;
@@ -174,6 +175,13 @@ std::pair<std::vector<double>, std::vector<double>> time_alloc_free(const harnes
   return {std::move(allocated), std::move(freed)};
 }
 }  // namespace
+
+void measure_image_batch(harness::Report& r, const harness::LoopOptions& opt, const LinkRates& rates) {
+  constexpr size_t kElements = size_t{32} * 224 * 224 * 3;
+  measure_device_copies(r, opt, {kElements * sizeof(float)}, rates, "image_batch_copy",
+                        {{"batch", "32x224x224x3"}, {"dtype", "f32"}});
+  measure_device_copies(r, opt, {kElements}, rates, "image_batch_copy", {{"batch", "32x224x224x3"}, {"dtype", "u8"}});
+}
 
 void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes) {
   for (size_t bytes : sizes) {

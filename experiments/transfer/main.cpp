@@ -27,6 +27,7 @@ std::vector<size_t> filter_sizes(std::vector<size_t> sizes, size_t max_bytes) {
 
 void skip_gpu_parts(th::Report& r, const std::string& why) {
   r.skip("copy h2d/d2h/d2d (pageable, pinned; sync, async)", why);
+  r.skip("image_batch_copy (32x224x224x3 as f32 and u8)", why);
   r.skip("alloc cudaMalloc/cudaFree/cudaMallocHost/cudaFreeHost", why);
   r.skip("copy mode=staged (pageable through pinned chunks)", why);
   r.skip("cold_start (first CUDA calls of a fresh process)", why);
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
     {
       TG_NVTX_RANGE("device_copies");
       tt::measure_device_copies(r, ex.loop(), sizes, rates);
+      tt::measure_image_batch(r, ex.loop(), rates);
       bar.tick("device copies");
     }
     {
