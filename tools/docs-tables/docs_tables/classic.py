@@ -114,7 +114,35 @@ def tab_classic_cold_start():
     return cold_table(["transfer", "launch"])
 
 
-TABLES = {"classic-memcpy": tab_classic_memcpy, "classic-malloc": tab_classic_malloc,
+# One image batch, (32, 224, 224, 3), over PCIe: the estimate people make at a Gen3 x16 link's
+# 15.75 GB/s (8 GT/s x 16 lanes x 128/130 / 8), with 8 bytes per float as it is often done, with
+# the 4 bytes of float32 and with the 1 byte of uint8, beside tg-transfer's measurement.
+IMAGE_ELEMENTS = 32 * 224 * 224 * 3
+GEN3_X16 = 15.75e9
+
+
+def tab_classic_image_batch():
+    r = report("transfer")
+    if not r.all("image_batch_copy"):
+        return ("> Not measured yet: the saved report predates the `image_batch_copy` rows. "
+                "`tg-transfer --device 0 --json docs/results/transfer.json` on a GPU, then `python3 tools/docs-tables`.")
+
+    def cell(dtype, memory, mode):
+        m = r.one("image_batch_copy", dtype=dtype, direction="h2d", memory=memory, mode=mode)
+        return f"{t(m['median'])} ({num(m['extra']['GB/s'])} GB/s)"
+
+    rows = [["float64-sized floats (8 bytes each, the common slip)", f"{IMAGE_ELEMENTS * 8 / 1e6:.1f} MB",
+             t(IMAGE_ELEMENTS * 8 / GEN3_X16), "-", "-", "-"]]
+    for dtype, label, size in (("f32", "float32 (4 bytes)", 4), ("u8", "uint8 (1 byte), as images are stored", 1)):
+        rows.append([label, f"{IMAGE_ELEMENTS * size / 1e6:.1f} MB", t(IMAGE_ELEMENTS * size / GEN3_X16),
+                     cell(dtype, "pageable", "sync"), cell(dtype, "pinned", "sync"), cell(dtype, "pinned", "async")])
+    return (table(["(32, 224, 224, 3) as", "bytes", "at 15.75 GB/s (PCIe 3.0 x16)", "measured: pageable",
+                   "pinned", "pinned, async (CUDA events)"], rows, ["---", "---:", "---:", "---:", "---:", "---:"]) +
+            "\n\nHost to device, `cudaMemcpy` (sync: host clock around the call and a synchronize) and "
+            "`cudaMemcpyAsync` (async).\n\n" + r.source_line())
+
+
+TABLES = {"classic-memcpy": tab_classic_memcpy, "classic-image-batch": tab_classic_image_batch, "classic-malloc": tab_classic_malloc,
           "classic-matmul": tab_classic_matmul, "classic-effects": tab_classic_effects,
           "classic-cold-start": tab_classic_cold_start}
 PLOTTERS = {}

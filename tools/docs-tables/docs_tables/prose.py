@@ -31,6 +31,7 @@ NOT_CHECKED = {}
 DEFINITIONS = [
     ("docs/transfer.md", "1 GB/s", "the unit: 1 GB/s = 10^9 bytes/s"),
     ("docs/classic.md", "1 GB/s", "the same unit"),
+    ("docs/classic.md", "15.75 GB/s", "PCIe 3.0 x16 in theory: 8 GT/s x 16 lanes x 128/130 / 8, the estimate's link"),
     ("docs/README.md", "1 GB/s", "the same unit, quoted as an example of a definition"),
     ("README.md", "5%", "tg-report compare's default threshold"),
     ("docs/train.md", "1.1x", "the speedup below which compute_bound_batch calls a batch compute-bound"),
@@ -45,6 +46,7 @@ DEFINITIONS = [
 # Numbers with a unit in the generator's own string literals that are definitions or run
 # parameters, not measurements: (module, exact text, why).
 CAPTION_DEFINITIONS = [
+    ("classic.py", "15.75 GB/s", "PCIe 3.0 x16 in theory, the link of the image batch's estimate"),
     ("compiler.py", "100%", "the device-to-device copy is the 100% the kernel table measures against"),
     ("memory_measured.py", "3 iterations", "how many iterations the allocator comparison runs"),
     ("shapes.py", "1x", "the break-even ratio of a strategy against dynamic"),
