@@ -32,6 +32,14 @@ void measure_device_copies(harness::Report& r, const harness::LoopOptions& opt, 
 // copy case of `copy`, so the seed's PCIe estimate can be set beside a measurement.
 void measure_image_batch(harness::Report& r, const harness::LoopOptions& opt, const LinkRates& rates);
 
+// alloc_sequence [size_bytes=1024 api=cudaMalloc|cudaFree index=1..4]: four 1 KiB cudaMalloc in a
+// row, then the four cudaFree in the same order, each call timed (steady_clock) and the device's
+// free memory read (cudaMemGetInfo, outside the timed call) after it: extra device_bytes_taken is
+// how much the call took from the device (negative: gave back). It shows how the runtime serves
+// small allocations from a larger chunk, which is what separates a process's first and second
+// cudaMalloc, and its first and last cudaFree.
+void measure_alloc_sequence(harness::Report& r, const harness::LoopOptions& opt);
+
 // alloc [size_bytes api=cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost], steady_clock.
 void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes);
 

@@ -183,6 +183,46 @@ void measure_image_batch(harness::Report& r, const harness::LoopOptions& opt, co
   measure_device_copies(r, opt, {kElements}, rates, "image_batch_copy", {{"batch", "32x224x224x3"}, {"dtype", "u8"}});
 }
 
+void measure_alloc_sequence(harness::Report& r, const harness::LoopOptions& opt) {
+  constexpr int kCalls = 4;
+  constexpr size_t kBytes = 1024;
+  auto free_bytes = [] {
+    size_t free = 0, total = 0;
+    TG_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return static_cast<double>(free);
+  };
+  std::vector<double> time_s[2][kCalls], taken[2][kCalls];
+  // One sample is the whole sequence; run_loop's own samples only say how many were kept
+  // after the warm-up.
+  const size_t kept = harness::run_loop(opt, [&] {
+    void* p[kCalls] = {};
+    double before = free_bytes();
+    for (int api = 0; api < 2; ++api)
+      for (int i = 0; i < kCalls; ++i) {
+        const auto t0 = Clock::now();
+        if (api == 0) {
+          TG_CUDA_CHECK(cudaMalloc(&p[i], kBytes));
+        } else {
+          TG_CUDA_CHECK(cudaFree(p[i]));
+        }
+        time_s[api][i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        const double after = free_bytes();
+        taken[api][i].push_back(before - after);
+        before = after;
+      }
+    return time_s[1][kCalls - 1].back();
+  }).size();
+  const char* apis[] = {"cudaMalloc", "cudaFree"};
+  for (int api = 0; api < 2; ++api)
+    for (int i = 0; i < kCalls; ++i) {
+      keep_last(time_s[api][i], kept);
+      keep_last(taken[api][i], kept);
+      auto& m = r.add_time("alloc_sequence", {{"size_bytes", kBytes}, {"api", apis[api]}, {"index", i + 1}},
+                           time_s[api][i]);
+      m.extra["device_bytes_taken"] = harness::summarize(taken[api][i]).median;
+    }
+}
+
 void measure_device_alloc(harness::Report& r, const harness::LoopOptions& opt, const std::vector<size_t>& sizes) {
   for (size_t bytes : sizes) {
     auto [dmalloc, dfree] = time_alloc_free(

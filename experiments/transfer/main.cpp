@@ -29,6 +29,7 @@ void skip_gpu_parts(th::Report& r, const std::string& why) {
   r.skip("copy h2d/d2h/d2d (pageable, pinned; sync, async)", why);
   r.skip("image_batch_copy (32x224x224x3 as f32 and u8)", why);
   r.skip("alloc cudaMalloc/cudaFree/cudaMallocHost/cudaFreeHost", why);
+  r.skip("alloc_sequence (four 1 KiB cudaMalloc, then four cudaFree)", why);
   r.skip("copy mode=staged (pageable through pinned chunks)", why);
   r.skip("cold_start (first CUDA calls of a fresh process)", why);
 }
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     {
       TG_NVTX_RANGE("device_alloc");
       tt::measure_device_alloc(r, ex.loop(), sizes);
+      tt::measure_alloc_sequence(r, ex.loop());
       bar.tick("device alloc");
     }
     {
