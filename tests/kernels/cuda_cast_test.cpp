@@ -118,6 +118,11 @@ TEST_CASE("cuda refuses a 16-bit call to an op without a 16-bit kernel, naming t
       }
       bufs.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(out_shape.numel()) * 2));
       c.out = {static_cast<float*>(bufs.back().get()), out_shape, dt};
+      if (op_num_outputs(op) == 2) {
+        const Shape s2 = infer_shapes(op, s.in, s.attrs, "sample").at(1);
+        bufs.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(s2.numel()) * 2));
+        c.out2 = {static_cast<float*>(bufs.back().get()), s2, dt};
+      }
       const std::string want = std::string("run_cuda ") + op_name(op) + ": no CUDA kernel for " + dtype_name(dt);
       CHECK_THROWS_WITH_AS(gpu->run(c), doctest::Contains(want.c_str()), std::invalid_argument);
       ++refused;

@@ -151,4 +151,33 @@ VALUES = {
     "transfer.free_512m": lambda: t(alloc_m(2**29, "cudaFree")["median"]),
 }
 
-TABLES.update({"transfer-chunks": tab_transfer_chunks, "transfer-cold-start": tab_transfer_cold_start})
+def seq_m(api, index):
+    return report("transfer").one("alloc_sequence", api=api, index=index)
+
+
+def tab_transfer_alloc_sequence():
+    r = report("transfer")
+    if not r.all("alloc_sequence"):
+        return ("> Not measured yet: the saved report predates the `alloc_sequence` rows. "
+                "`tg-transfer --device 0 --json docs/results/transfer.json` on a GPU, then `python3 tools/docs-tables`.")
+    mib = lambda b: f"{num(b / 2**20)} MiB" if b else "0"
+    rows = []
+    for i in range(1, 5):
+        a, f = seq_m("cudaMalloc", i), seq_m("cudaFree", i)
+        rows.append([i, t(a["median"]), mib(a["extra"]["device_bytes_taken"]), t(f["median"]),
+                     mib(-f["extra"]["device_bytes_taken"])])
+    return (table(["call in the sequence", "`cudaMalloc` 1 KiB", "device memory it took", "`cudaFree`",
+                   "device memory it gave back"], rows, ["---:", "---:", "---:", "---:", "---:"]) +
+            "\n\nMedians over the repeated sequence; the memory from `cudaMemGetInfo` after each call.\n\n" +
+            r.source_line())
+
+
+TABLES.update({"transfer-chunks": tab_transfer_chunks, "transfer-cold-start": tab_transfer_cold_start,
+               "transfer-alloc-sequence": tab_transfer_alloc_sequence})
+VALUES.update({
+    "transfer.seq_first_malloc": lambda: t(seq_m("cudaMalloc", 1)["median"]),
+    "transfer.seq_next_malloc": lambda: t(seq_m("cudaMalloc", 2)["median"]),
+    "transfer.seq_last_free": lambda: t(seq_m("cudaFree", 4)["median"]),
+    "transfer.seq_other_free": lambda: t(seq_m("cudaFree", 1)["median"]),
+    "transfer.seq_chunk": lambda: f"{num(seq_m('cudaMalloc', 1)['extra']['device_bytes_taken'] / 2**20)} MiB",
+})
