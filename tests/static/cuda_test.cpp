@@ -191,28 +191,6 @@ TEST_CASE("static == dynamic bitwise on CUDA (graph replay and plain launches): 
   }
 }
 
-TEST_CASE("bf16 and fp16 on CUDA: both executors refuse with the reason until the kernels implement them") {
-  TG_REQUIRE_GPU();
-  const ModelFn model = testing::mlp_model(testing::mlp_config(8, 16, 16, 2, 4));
-  for (Precision p : {Precision::bf16, Precision::fp16}) {
-    CompileOptions co;
-    co.backend = gpu();
-    co.precision = p;
-    CHECK_THROWS_WITH_AS(compile(model, co), doctest::Contains("kernel for"), GraphError);
-    DynamicOptions d;
-    d.precision = p;
-    auto be = gpu();
-    DynamicTrainer dyn(model, *be, "caching", d);
-    Graph fwd;
-    {
-      RecordingBuilder rb(fwd);
-      model(rb);
-    }
-    const Feeds f = testing::random_feeds(testing::input_shapes_of(fwd), 3);
-    CHECK_THROWS_WITH_AS(dyn.step(f), doctest::Contains("kernel for"), GraphError);
-  }
-}
-
 TEST_CASE("shape strategies == dynamic bitwise at every shape on CUDA: mlp, transformer_block (variable batch)") {
   TG_REQUIRE_GPU();
   testing::check_strategies_vs_dynamic(gpu, [](int64_t b) { return mlp_fn(b); }, "mlp", {8, 16, 5, 12, 16, 12, 1},
