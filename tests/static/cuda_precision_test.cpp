@@ -17,20 +17,6 @@ namespace {
 
 std::shared_ptr<Backend> gpu() { return std::shared_ptr<Backend>(make_cuda_backend(0, false)); }
 
-std::vector<float> train_losses(const ModelFn& model, std::shared_ptr<Backend> be, Precision p, PassSet passes,
-                                int steps) {
-  CompileOptions co;
-  co.backend = std::move(be);
-  co.precision = p;
-  co.passes = passes;
-  co.train.lr = 0.05f;
-  CompiledPlan plan = compile(model, co);
-  const Feeds f = testing::random_feeds(testing::input_shapes_of(*plan.graph), 11);
-  std::vector<float> losses;
-  for (int i = 0; i < steps; ++i) losses.push_back(plan.step(f));
-  return losses;
-}
-
 double worst_relative(const std::vector<float>& got, const std::vector<float>& want) {
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i)
@@ -64,8 +50,8 @@ TEST_CASE("precision on CUDA: bf16 and fp16 learn, near the CPU's curve of the s
   for (Precision p : {Precision::bf16, Precision::fp16}) {
     const std::string label = precision_name(p);
     CAPTURE(label);
-    const std::vector<float> ref = train_losses(model, cpu, p, PassSet::none(), 40);
-    const std::vector<float> got = train_losses(model, gpu(), p, PassSet::none(), 40);
+    const std::vector<float> ref = testing::train_losses(model, p, PassSet::none(), 40, cpu);
+    const std::vector<float> got = testing::train_losses(model, p, PassSet::none(), 40, gpu());
     CHECK(got.back() < 0.5f * got.front());
     // The same ops and roundings; the GEMMs sum in another order (cuBLASLt's tiles against
     // OpenBLAS) before the one rounding to the low type, so a product can land one unit of
@@ -83,8 +69,8 @@ TEST_CASE("precision on CUDA: every graph pass on a bf16 and an fp16 autocast gr
     CAPTURE(label);
     for (const ModelFn& model : {testing::mlp_model(testing::mlp_config(8, 24, 32, 3, 6)),
                                  testing::transformer_model(testing::transformer_config(2, 16, 32, 2))}) {
-      const std::vector<float> plain = train_losses(model, gpu(), p, PassSet::none(), 6);
-      const std::vector<float> fused = train_losses(model, gpu(), p, PassSet::all(), 6);
+      const std::vector<float> plain = testing::train_losses(model, p, PassSet::none(), 6, gpu());
+      const std::vector<float> fused = testing::train_losses(model, p, PassSet::all(), 6, gpu());
       for (size_t i = 0; i < plain.size(); ++i) {
         CAPTURE(i);
         // A fused chain rounds once where the unfused ops round after each: half a unit of

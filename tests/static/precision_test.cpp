@@ -23,19 +23,6 @@ int count_op(const Graph& g, OpKind op) {
   return n;
 }
 
-// Mean loss of `steps` training steps on fixed feeds, static executor.
-std::vector<float> train_losses(const ModelFn& model, Precision p, PassSet passes, int steps) {
-  CompileOptions co;
-  co.precision = p;
-  co.passes = passes;
-  co.train.lr = 0.05f;
-  CompiledPlan plan = compile(model, co);
-  const Feeds f = testing::random_feeds(testing::input_shapes_of(*plan.graph), 11);
-  std::vector<float> losses;
-  for (int i = 0; i < steps; ++i) losses.push_back(plan.step(f));
-  return losses;
-}
-
 }  // namespace
 
 TEST_CASE("precision: names parse back, and each gives its GEMM dtype") {
@@ -98,12 +85,12 @@ TEST_CASE("precision: static == dynamic bitwise on the CPU in bf16 and fp16: mlp
 
 TEST_CASE("precision: bf16 and fp16 training learns, and stays near fp32's loss curve") {
   const ModelFn model = testing::mlp_model(testing::mlp_config(16, 24, 32, 3, 6));
-  const std::vector<float> ref = train_losses(model, Precision::fp32, PassSet::none(), 40);
+  const std::vector<float> ref = testing::train_losses(model, Precision::fp32, PassSet::none(), 40);
   REQUIRE(ref.back() < 0.5f * ref.front());
   for (Precision p : {Precision::bf16, Precision::fp16}) {
     const std::string label = precision_name(p);
     CAPTURE(label);
-    const std::vector<float> low = train_losses(model, p, PassSet::none(), 40);
+    const std::vector<float> low = testing::train_losses(model, p, PassSet::none(), 40);
     CHECK(low.back() < 0.5f * low.front());
     double worst = 0;
     for (size_t i = 0; i < low.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(low[i]) - ref[i]) / ref[i]);
@@ -116,8 +103,8 @@ TEST_CASE("precision: bf16 and fp16 training learns, and stays near fp32's loss 
 TEST_CASE("precision: every graph pass on a bf16 autocast graph tracks the unfused graph") {
   for (const ModelFn& model : {testing::mlp_model(testing::mlp_config(8, 24, 32, 3, 6)),
                                testing::transformer_model(testing::transformer_config(2, 8, 16, 2))}) {
-    const std::vector<float> plain = train_losses(model, Precision::bf16, PassSet::none(), 6);
-    const std::vector<float> fused = train_losses(model, Precision::bf16, PassSet::all(), 6);
+    const std::vector<float> plain = testing::train_losses(model, Precision::bf16, PassSet::none(), 6);
+    const std::vector<float> fused = testing::train_losses(model, Precision::bf16, PassSet::all(), 6);
     for (size_t i = 0; i < plain.size(); ++i) {
       CAPTURE(i);
       // A fused chain rounds once where the unfused ops round after each: bf16's half ulp.

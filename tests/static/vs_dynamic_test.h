@@ -32,6 +32,22 @@ inline std::map<std::string, Shape> input_shapes_of(const Graph& g) {
   return m;
 }
 
+// The loss of each of `steps` training steps on fixed feeds, static executor, under a
+// precision policy; `be` null: the CPU backend.
+inline std::vector<float> train_losses(const ModelFn& model, Precision p, PassSet passes, int steps,
+                                       std::shared_ptr<Backend> be = nullptr) {
+  CompileOptions co;
+  co.backend = std::move(be);
+  co.precision = p;
+  co.passes = passes;
+  co.train.lr = 0.05f;
+  CompiledPlan plan = compile(model, co);
+  const Feeds f = random_feeds(input_shapes_of(*plan.graph), 11);
+  std::vector<float> losses;
+  for (int i = 0; i < steps; ++i) losses.push_back(plan.step(f));
+  return losses;
+}
+
 // Inference, then 5 training steps with new feeds each, both executors; every
 // loss, the prediction and every parameter / velocity compared bit for bit.
 inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>()>& make_backend, const ModelFn& model,
