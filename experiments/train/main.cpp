@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
   std::string precision_text = "fp32";
   ex.add_option("--precision", precision_text,
                 "Both executors' precision: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), bf16 or fp16 "
-                "(autocast: GEMMs in the low type, softmax, layernorm, reductions and losses in f32, f32 master weights; "
-                "the CPU backend runs them, the CUDA kernels not yet). Rows other than fp32 carry a precision parameter");
+                "(autocast: GEMMs in the low type on the tensor cores, softmax, layernorm, reductions and losses in f32, f32 "
+                "master weights). Rows other than fp32 carry a precision parameter");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -131,9 +131,6 @@ int main(int argc, char** argv) {
     const bool on_gpu = e.device() >= 0;
     if (precision == Precision::tf32 && !on_gpu)
       throw th::UsageError("--precision tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there");
-    if (precision_dtype(precision) != DType::F32 && on_gpu)
-      throw th::UsageError(fmt::format("--precision {}: the CUDA kernels run f32 only so far; use --device cpu, or "
-                                       "fp32 or tf32 on the GPU", precision_name(precision)));
     auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {
