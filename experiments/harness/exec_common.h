@@ -69,6 +69,21 @@ inline PassSet parse_passes_flag(const std::string& text, const char* flag = "--
   }
 }
 
+// A --precision value (graph/precision.h) for a run on the GPU or the CPU; bad usage
+// (exit 2), named with the flag, when it is no precision or the device cannot run it:
+// tf32 is a mode of the CUDA GEMMs. Whether a 16-bit graph runs on the GPU is the
+// executors' to say (Backend::runs, node by node).
+inline Precision precision_option(const std::string& text, bool on_gpu, const char* flag = "--precision") {
+  Precision p = Precision::fp32;
+  if (!parse_precision(text, p))
+    throw harness::UsageError(
+        fmt::format("{}: {} is not a precision; use fp32, tf32, bf16 or fp16", flag, quote_name(text)));
+  if (p == Precision::tf32 && !on_gpu)
+    throw harness::UsageError(
+        fmt::format("{} tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there", flag));
+  return p;
+}
+
 // The --pass-options flag of the experiments that compile with passes (tg-train, tg-launch,
 // tg-shapes): add it before Experiment::run, resolve it in the body.
 inline void add_pass_options_flag(harness::Experiment& e, std::string& text) {

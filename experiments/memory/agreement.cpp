@@ -8,16 +8,22 @@ namespace tg::memory {
 
 namespace th = tg::harness;
 
+namespace {
+// |measured/predicted - 1|. A role that exists in neither (inference gradients) agrees;
+// one measured but predicted absent is off by all of its bytes: 1 (finite, for the report).
+double relative_error(int64_t predicted, int64_t measured) {
+  return predicted > 0 ? std::fabs(static_cast<double>(measured) / static_cast<double>(predicted) - 1)
+                       : (measured == 0 ? 0.0 : 1.0);
+}
+}  // namespace
+
 void Agreement::role(th::Report& r, const std::string& model, int64_t batch, const std::string& mode,
                      const std::string& source, MemRole role, int64_t predicted, int64_t measured, bool checked) {
   const bool planner = source == "planner";
   if (planner && predicted == 0 && measured == 0) return;  // role_bytes keeps its old rows (docs-tables)
   const std::string label = fmt::format("{} b{} {}", model, batch, mode);
   const th::Params base{{"model", model}, {"batch", batch}, {"mode", mode}, {"role", mem_role_name(role)}};
-  // A role that exists in neither (inference gradients) agrees; one measured but
-  // predicted absent is off by all of its bytes: 100% (finite, for the report).
-  const double err = predicted > 0 ? std::fabs(static_cast<double>(measured) / static_cast<double>(predicted) - 1)
-                                   : (measured == 0 ? 0.0 : 1.0);
+  const double err = relative_error(predicted, measured);
   th::Params p = base;
   p.emplace("source", source);
   p.emplace("config", label + " " + source);
@@ -36,12 +42,16 @@ void Agreement::role(th::Report& r, const std::string& model, int64_t batch, con
                                          : err * 100;
   }
   if (predicted > 0) m->extra["measured/predicted"] = static_cast<double>(measured) / static_cast<double>(predicted);
-  if (!checked) return;
+  if (checked) check(source, fmt::format("{} {}", label, mem_role_name(role)), predicted, measured);
+}
+
+void Agreement::check(const std::string& source, const std::string& where, int64_t predicted, int64_t measured) {
+  const double err = relative_error(predicted, measured);
   Worst& w = by_source_[source];
   ++w.checked;
   if (w.where.empty() || err > w.err) {
     w.err = err;
-    w.where = fmt::format("{} {}: predicted {} B, measured {} B", label, mem_role_name(role), predicted, measured);
+    w.where = fmt::format("{}: predicted {} B, measured {} B", where, predicted, measured);
   }
 }
 
@@ -71,7 +81,7 @@ bool Agreement::finish(th::Report& r) const {
                 {{"source", source}, {"verdict", pass ? "pass" : "fail"}, {"target_pct", kTargetPct},
                  {"roles_checked", w.checked}},
                 pct, "%");
-    fmt::print(stderr, "tg-memory: {:<16} worst role {:.2f}% over {} roles ({}): {}\n", source, pct, w.checked,
+    fmt::print(stderr, "tg-memory: {:<26} worst role {:.2f}% over {} roles ({}): {}\n", source, pct, w.checked,
                w.where.empty() ? "-" : w.where, pass ? "PASS (<= 5%)" : "FAIL (> 5%)");
     if (!pass) r.skip("agreement (" + source + ")", fmt::format("a role is off by {:.1f}% (> 5%): {}", pct, w.where));
   };

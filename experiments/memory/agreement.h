@@ -28,6 +28,9 @@ class Agreement {
   void roles(harness::Report& r, const std::string& model, int64_t batch, const std::string& mode,
              const std::string& source, const RoleBytes& predicted, const RoleBytes& measured,
              unsigned checked_mask = 0x3f);
+  // One checked comparison outside the six roles (the precision rows): folds
+  // |measured/predicted - 1| into `source`'s worst, `where` naming it.
+  void check(const std::string& source, const std::string& where, int64_t predicted, int64_t measured);
   // role_agreement_worst_pct per source and for all of them, each with verdict
   // pass | fail; a note per failing source. Prints the summary on stderr.
   // Returns true when every checked role is within kTargetPct.

@@ -3,11 +3,13 @@
 // planner's count of the graph's values, and from real allocations (measure.h)
 // of the dynamic executor (per-role peaks) and of the static executor (its
 // device buffers and arena), plus the allocators' peaks and (GPU) the
-// cudaMemGetInfo delta of compiling a plan. agreement.h judges every role
-// against the 5% target.
+// cudaMemGetInfo delta of compiling a plan. Per precision (--precision), the same
+// comparisons by role and dtype at the main batches (precision_roles.h).
+// agreement.h judges every role against the 5% target.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -18,6 +20,7 @@
 #include "experiments/memory/agreement.h"
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"
+#include "experiments/memory/precision_roles.h"
 #include "graph/training.h"
 #include "kernels/out_of_memory.h"
 
@@ -33,16 +36,21 @@ struct Case {
   ModelFn fn;        // with its loss: training
   ModelFn infer_fn;  // without: what inference runs (no target is fed)
   Predicted train_mom, train_sgd, infer;
+  std::function<PrecisionPredicted(Precision, bool training, bool momentum)> predict_precision;
 };
 
-// One case of either model: `build` records it (mlp or transformer_block) and
-// `predict` is its closed formula (predict_mlp or predict_transformer).
-template <typename Config, typename BuildFn, typename PredictFn>
-Case make_case(const char* model, Config c, BuildFn build, PredictFn predict) {
+// One case of either model: `build` records it (mlp or transformer_block), `predict`
+// is its closed formula (predict_mlp or predict_transformer) and `predict_precision`
+// the formula by role and dtype (predict_mlp_precision or predict_transformer_precision).
+template <typename Config, typename BuildFn, typename PredictFn, typename PrecisionFn>
+Case make_case(const char* model, Config c, BuildFn build, PredictFn predict, PrecisionFn predict_precision) {
   Case k;
   k.model = model;
   k.batch = c.batch;
   k.fn = [c, build](Builder& b) { return build(b, c); };
+  k.predict_precision = [c, predict_precision](Precision p, bool training, bool momentum) {
+    return predict_precision(c, p, training, momentum);
+  };
   k.train_mom = predict(c, true, true);
   k.train_sgd = predict(c, true, false);
   c.with_loss = false;
@@ -51,11 +59,12 @@ Case make_case(const char* model, Config c, BuildFn build, PredictFn predict) {
   return k;
 }
 Case mlp_case(const MlpConfig& c) {
-  return make_case("mlp", c, [](Builder& b, const MlpConfig& m) { return mlp(b, m); }, predict_mlp);
+  return make_case("mlp", c, [](Builder& b, const MlpConfig& m) { return mlp(b, m); }, predict_mlp,
+                   predict_mlp_precision);
 }
 Case transformer_case(const TransformerConfig& c) {
   return make_case("transformer", c, [](Builder& b, const TransformerConfig& t) { return transformer_block(b, t); },
-                   predict_transformer);
+                   predict_transformer, predict_transformer_precision);
 }
 
 // The three modes every case can run in.
@@ -70,24 +79,27 @@ const Predicted& predicted(const Case& k, const Mode& m) {
   return !m.training ? k.infer : m.momentum ? k.train_mom : k.train_sgd;
 }
 const ModelFn& fn_of(const Case& k, const Mode& m) { return m.training ? k.fn : k.infer_fn; }
-Graph graph_of(const Case& k, const Mode& m) {
-  if (!m.training) return build_inference_graph(k.infer_fn);
+// The graph both executors run under precision p (what compile() records).
+Graph graph_of(const Case& k, const Mode& m, Precision p = Precision::fp32) {
+  if (!m.training) return build_inference_graph(with_precision(k.infer_fn, p));
   TrainOptions t;
   t.use_momentum = m.momentum;
-  return build_training_graph(k.fn, t);
+  return build_training_graph(with_precision(k.fn, p), t);
 }
-DynamicOptions dynamic_options(const Mode& m, bool free_early) {
+DynamicOptions dynamic_options(const Mode& m, bool free_early, Precision p = Precision::fp32) {
   DynamicOptions o;
   o.use_momentum = m.momentum;
   o.inference = !m.training;
   o.free_early = free_early;
+  o.precision = p;
   return o;
 }
-CompileOptions compile_options(const Mode& m, PlanMode pm) {
+CompileOptions compile_options(const Mode& m, PlanMode pm, Precision p = Precision::fp32) {
   CompileOptions co;
   co.training = m.training;
   co.train.use_momentum = m.momentum;
   co.plan.mode = pm;
+  co.precision = p;
   return co;
 }
 
@@ -111,8 +123,8 @@ void explain(const Graph& g, const MemoryPlan& p, const std::string& what) {
   for (size_t v = 0; v < g.values.size(); ++v) {
     const ValueInfo& vi = g.values[v];
     const bool root = p.storage[v] == static_cast<int>(v) && p.placement[v] != Placement::unused;
-    text += fmt::format("  {:4} {:<11} {:>10} B {:<5} {}\n", v, role_name(vi.role), vi.bytes(), root ? "own" : "-",
-                        vi.name);
+    text += fmt::format("  {:4} {:<11} {:<4} {:>10} B {:<5} {}\n", v, role_name(vi.role), dtype_name(vi.dtype),
+                        vi.bytes(), root ? "own" : "-", vi.name);
   }
   th::print_stdout(text);
 }
@@ -187,6 +199,101 @@ void planned_arena(Ctx& c, const Case& k, const Mode& m) {
   a.extra["unattributed_B"] = static_cast<double>(s.unattributed_B);
 }
 
+constexpr int kSteps = 3;  // the first learns the free plan; the later ones use it
+
+// Per precision (graph/precision.h), at the main batch of each model: bytes by role and
+// dtype from the formula, the planner (naive: the sum of the values) and the static
+// executor's allocations; the dynamic executor's per-role peaks with nothing freed early
+// (weight copies under the graph role they take) and its allocator's peaks, with and
+// without early frees; the planned arena. tf32 records the f32 graph: its bytes are fp32's.
+void precision_point(Ctx& c, const Case& k, const Mode& m, Precision p) {
+  const PrecisionPredicted pred = k.predict_precision(p, m.training, m.momentum);
+  const Graph g = graph_of(k, m, p);
+  const MemoryPlan naive = plan(g, PlanMode::naive);
+  const std::string label = fmt::format("{} b{} {} {}", k.model, k.batch, m.name, precision_name(p));
+  if (c.explain_values) explain(g, naive, label);
+  const DtypeRoleBytes planner = plan_dtype_role_bytes(g, naive);
+  const Feeds feeds = bench::model_feeds(fn_of(k, m), 17, 10);
+  const StaticMeasured st = measure_static(fn_of(k, m), compile_options(m, PlanMode::naive, p), c.be, *c.log, feeds);
+  th::Params base = where(k, m);
+  base.emplace("precision", precision_name(p));
+  for (int r = 0; r < kNumPrecRoles; ++r)
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+      const PrecRole role = static_cast<PrecRole>(r);
+      const int64_t want = pred.bytes.at(role, dt);
+      if (want == 0 && planner.at(role, dt) == 0 && st.by_dtype.at(role, dt) == 0) continue;
+      th::Params q = base;
+      q.emplace("role", prec_role_name(role));
+      q.emplace("dtype", dtype_name(dt));
+      q.emplace("source", "predicted");
+      c.e.report().add_value("precision_role_bytes", q, static_cast<double>(want), "B");
+      const std::string at = fmt::format("{} {} {}", label, prec_role_name(role), dtype_name(dt));
+      for (const auto& [source, got] : {std::pair<const char*, int64_t>{"planner", planner.at(role, dt)},
+                                        {"static", st.by_dtype.at(role, dt)}}) {
+        q.erase("source");
+        q.emplace("source", source);
+        auto& row = c.e.report().add_value("precision_role_bytes", q, static_cast<double>(got), "B");
+        row.extra["predicted_B"] = static_cast<double>(want);
+        c.agree.check(std::string("precision_") + source, at, want, got);
+      }
+    }
+
+  // The dynamic executor labels tensors by the graph's roles only (a weight copy is an
+  // activation when backward reads it): checked per role against graph_roles, and its
+  // allocator's peak with nothing freed early against the formula's total.
+  const DynamicMeasured keep = measure_dynamic(fn_of(k, m), *c.be, "caching", dynamic_options(m, false, p), 1, feeds);
+  for (int r = 0; r < kNumMemRoles; ++r) {
+    const MemRole role = static_cast<MemRole>(r);
+    th::Params q = base;
+    q.emplace("role", mem_role_name(role));
+    q.emplace("source", "dynamic_keep_all");
+    const int64_t want = pred.graph_roles.at(role), got = keep.role_peak[static_cast<size_t>(r)];
+    auto& row = c.e.report().add_value("precision_dynamic_role_bytes", q, static_cast<double>(got), "B");
+    row.extra["predicted_B"] = static_cast<double>(want);
+    c.agree.check("precision_dynamic_keep_all", fmt::format("{} {}", label, mem_role_name(role)), want, got);
+  }
+  const DynamicMeasured early = measure_dynamic(fn_of(k, m), *c.be, "caching", dynamic_options(m, true, p), kSteps, feeds);
+  for (const auto& [free_early, d] : {std::pair<bool, const DynamicMeasured*>{false, &keep}, {true, &early}}) {
+    th::Params q = base;
+    q.emplace("free_early", free_early);
+    auto& row = c.e.report().add_value("precision_allocator_peak", q, static_cast<double>(d->stats.peak), "B");
+    row.extra["peak_reserved_B"] = static_cast<double>(d->stats.peak_reserved);
+    if (free_early) continue;
+    row.extra["predicted_B"] = static_cast<double>(pred.bytes.total());
+    c.agree.check("precision_dynamic_keep_all", label + " allocator peak", pred.bytes.total(), d->stats.peak);
+  }
+  const MemoryPlan planned = plan(g, PlanMode::planned);
+  auto& a = c.e.report().add_value("precision_arena_bytes", base, static_cast<double>(planned.arena_bytes), "B");
+  a.extra["lower_bound_B"] = static_cast<double>(planned.lower_bound);
+  a.extra["external_B"] = static_cast<double>(planned.external_bytes);
+  a.extra["naive_arena_B"] = static_cast<double>(naive.arena_bytes);
+}
+
+// --precision: "all" (every precision this device runs) or a comma list, each checked
+// as tg-train checks its one (bench::precision_option).
+std::vector<Precision> precision_list(const std::string& text, bool on_gpu) {
+  std::vector<Precision> out;
+  if (text == "all") {
+    for (const char* name : {"fp32", "tf32", "bf16", "fp16"}) {
+      try {
+        out.push_back(bench::precision_option(name, on_gpu));
+      } catch (const th::UsageError&) {  // not on this device
+      }
+    }
+    return out;
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const Precision p = bench::precision_option(text.substr(start, comma - start), on_gpu);
+    if (std::find(out.begin(), out.end(), p) != out.end())
+      throw th::UsageError(fmt::format("--precision: {} is listed twice", precision_name(p)));
+    out.push_back(p);
+    start = comma + 1;
+  }
+  return out;
+}
+
 void add_stats(th::Experiment& e, th::Params p, const AllocatorStats& s) {
   auto& m = e.report().add_value("allocator_peak", p, static_cast<double>(s.peak), "B");
   m.extra["raw_allocs"] = static_cast<double>(s.raw_allocs);
@@ -194,7 +301,6 @@ void add_stats(th::Experiment& e, th::Params p, const AllocatorStats& s) {
   e.report().add_value("allocator_peak_reserved", p, static_cast<double>(s.peak_reserved), "B");
 }
 
-constexpr int kSteps = 3;  // the first learns the free plan; the later ones use it
 constexpr unsigned kAllButWorkspace = 0x3fu & ~(1u << static_cast<int>(MemRole::workspace));
 
 // Dynamic executor with early frees (steady state): the allocators' peaks, and
@@ -275,8 +381,15 @@ int main(int argc, char** argv) {
                     "executors' allocations, allocators, device",
                     "tg-memory --device auto --quick --json docs/results/memory.json");
   bool explain_values = false;
-  ex.add_flag("--explain", explain_values, "Print every value of each graph at the main batch (role, bytes, owns storage)");
+  ex.add_flag("--explain", explain_values,
+              "Print every value of each graph at the main batch (role, dtype, bytes, owns storage)");
+  std::string precision_text = "all";
+  ex.add_option("--precision", precision_text,
+                "The precisions of the per-precision rows (bytes by role and dtype at the main batch of each model): "
+                "all (every precision this device runs: fp32, bf16 and fp16 on the CPU; fp32, tf32, bf16 and fp16 on "
+                "the GPU) or a comma list of fp32, tf32, bf16, fp16. The other rows are fp32");
   return ex.run(argc, argv, [&](th::Experiment& e) {
+    const std::vector<Precision> precisions = precision_list(precision_text, e.device() >= 0);
     const bool q = e.quick();
     MlpConfig mc;
     mc.batch = q ? 32 : 256;
@@ -317,6 +430,8 @@ int main(int argc, char** argv) {
           planned_arena(c, k, m);
         }
         if (e.on_gpu()) meminfo_part(c, k);
+        for (Precision p : precisions)
+          for (const Mode& m : {kTrainMomentum, kInference}) precision_point(c, k, m, p);
       }
       bar.tick(k.model);
     }

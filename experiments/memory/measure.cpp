@@ -99,10 +99,11 @@ StaticMeasured measure_static(const ModelFn& fn, CompileOptions co, const std::s
       throw std::runtime_error(fmt::format("tg-memory: value '{}' ({}, {} B) is in no device allocation that compiling "
                                            "and running the plan made: its bytes cannot be attributed",
                                            vi.name, role_name(vi.role), vi.bytes()));
-    if (pl == Placement::external) {
-      at(m.roles, mem_role_of(vi.role)) += static_cast<int64_t>(it->second);  // its own buffer, as allocated
-    } else {
-      at(m.roles, mem_role_of(vi.role)) += vi.bytes();  // its share of the arena, by the plan
+    // An external value's bytes are its own buffer, as allocated; an arena value's its share of the arena, by the plan.
+    const int64_t bytes = pl == Placement::external ? static_cast<int64_t>(it->second) : vi.bytes();
+    at(m.roles, mem_role_of(vi.role)) += bytes;
+    m.by_dtype.at(prec_role_of(g, static_cast<int>(v)), vi.dtype) += bytes;
+    if (pl != Placement::external) {
       if (arena && arena != it->first)
         throw std::runtime_error(fmt::format("tg-memory: the plan's arena values lie in two allocations ('{}')", vi.name));
       arena = it->first;

@@ -15,6 +15,7 @@
 #include "dynamic/eager_builder.h"
 #include "dynamic/trainer.h"
 #include "experiments/memory/formulas.h"
+#include "experiments/memory/precision_roles.h"
 #include "experiments/memory/recording_backend.h"
 #include "graph/graph.h"
 #include "graph/models.h"
@@ -45,6 +46,7 @@ struct StaticMeasured {
   // Naive plans only: bytes of the device allocations holding parameters,
   // optimizer state and inputs, and of the arena's values by their role.
   RoleBytes roles{};
+  DtypeRoleBytes by_dtype;      // the same bytes by (role, dtype), weight copies apart (precision_roles.h)
   int64_t arena_alloc_B = 0;    // size of the device allocation that holds the arena
   int64_t planner_arena_B = 0;  // the plan's arena_bytes: what the planner predicted
   int64_t new_allocs_B = 0;     // everything compiling and one step took from the device

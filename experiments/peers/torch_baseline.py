@@ -10,7 +10,8 @@ sweeps of experiments/train/main.cpp and experiments/launch/main.cpp, --quick
 included): the same models (experiments/peers/torch_models.py: graph/models.cpp's MLP,
 pre-LN transformer block and chain of tiny ops), the same initial weights and data
 (twograph's generators, so the loss curves are comparable), mse loss, SGD with
-momentum 0.9 and lr 0.01, fp32 with TF32 off. Each is run four ways (`executor`):
+momentum 0.9 and lr 0.01, fp32 with TF32 off unless --precision says otherwise. Each
+is run four ways (`executor`):
 
   torch_eager       eager, inputs already on the device
   torch_eager_h2d   eager, inputs copied from pageable host memory every step (what
@@ -21,6 +22,23 @@ momentum 0.9 and lr 0.01, fp32 with TF32 off. Each is run four ways (`executor`)
   torch_compile     torch.compile(mode="reduce-overhead") (Inductor + CUDA Graphs),
                     inputs copied from the host; its compile time is extra compile_ms
                     and, for the chain, a compile_total row
+
+--precision (tg-train's option; a comma list here, or all) runs tg-train's workloads in
+each precision named, as their own rows with a `precision` parameter (none for fp32, as
+tg-train's rows), so that tg-report compare pairs tg-train --precision P with them:
+
+  fp32   as above
+  tf32   fp32 with torch.backends.cuda.matmul.allow_tf32 (and cuDNN's) on: the tensor
+         cores on fp32 inputs (GPU only)
+  bf16   torch.autocast(dtype=torch.bfloat16) around the forward and the loss; fp32
+         master weights, no loss scaling
+  fp16   torch.autocast(dtype=torch.float16) with torch.amp.GradScaler (dynamic loss
+         scaling: the step is skipped on inf/nan); the loss curve's row counts the skipped
+         steps (extra scaler_skipped_steps). torch_cuda_graph captures the forward and the
+         scaled backward and runs the scaler's step and update eagerly after each replay
+         (they read the inf check on the host, which a capture cannot)
+
+tg-launch's chain runs in fp32 only.
 
 Every iteration ends with the loss (training) or the prediction (inference) read
 back to the host, as twograph's iterations do. Rows carry tg-train's and tg-launch's
@@ -44,6 +62,41 @@ except ImportError as e:  # said in main(), as a skip, like a missing torch
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LR, MOMENTUM, CLASSES = 0.01, 0.9, 10
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # graph/precision.h's, in its order
+INIT_SCALE = 2.0 ** 16  # fp16's first loss scale (GradScaler's default)
+
+
+def parse_precisions(text):
+    """--precision: all, or a comma list of PRECISIONS (each once). Returns the list, or
+    raises ValueError naming what was wrong."""
+    if text == "all":
+        return list(PRECISIONS)
+    out = []
+    for p in text.split(","):
+        if p not in PRECISIONS:
+            raise ValueError(f"'{p}' is not a precision; use fp32, tf32, bf16 or fp16 (or all)")
+        if p in out:
+            raise ValueError(f"{p} is listed twice")
+        out.append(p)
+    return out
+
+
+@contextlib.contextmanager
+def matmul_precision(torch, precision):
+    """tf32: the fp32 GEMMs and convolutions on the tensor cores; every other precision
+    keeps them exact fp32 (bf16 and fp16 reach the tensor cores through autocast). The
+    switches are process-wide: set for one way of running, restored after it."""
+    tf32 = precision == "tf32"
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+             torch.get_float32_matmul_precision())
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 # ---- the workloads, as tg-train and tg-launch sweep them ---------------------------------
@@ -93,13 +146,20 @@ class Runner:
     """Builds one model on the device with twograph's initial weights and runs it
     one way. step(feeds) runs one iteration and returns what it read back."""
 
-    def __init__(self, torch, dev, config, executor, training):
+    def __init__(self, torch, dev, config, executor, training, precision="fp32"):
         from torch.nn import functional as F
 
         self.torch, self.dev, self.executor, self.training = torch, dev, executor, training
         self.model = config["build"]().to(dev)
         tm.load_twograph_init(self.model, cache=config.setdefault("init_cache", {}))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM) if training else None
+        # Autocast's low type (None: fp32 and tf32 run the model as written). Its weight-cast
+        # cache must be off under a CUDA Graph capture (the cached casts would be freed
+        # outside the graph's memory pool), as the CUDA Graphs notes ask.
+        self.low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        self.cast_cache = executor != "torch_cuda_graph"
+        self.scaler = torch.amp.GradScaler(dev.type, init_scale=INIT_SCALE) if training and precision == "fp16" else None
+        self.count_skips, self.skipped = False, 0
         self.names = [n for n, _ in config["inputs"]] if training else ["x"]
         self.mse = F.mse_loss
         self.graph = None
@@ -112,14 +172,42 @@ class Runner:
     def host(self, feeds):
         return [self.torch.from_numpy(feeds[n]) for n in self.names]
 
-    def _forward_loss(self, x, target):
-        return self.mse(self.model(x), target)
+    def _autocast(self):
+        if self.low is None:
+            return contextlib.nullcontext()
+        return self.torch.autocast(device_type=self.dev.type, dtype=self.low, cache_enabled=self.cast_cache)
 
-    def _train(self, x, target):
+    def _forward_loss(self, x, target):
+        with self._autocast():  # mse_loss runs in fp32 under autocast, as twograph's losses do
+            return self.mse(self.model(x), target)
+
+    def _infer(self, x):
+        with self._autocast():
+            return self.model(x)
+
+    def _backward(self, x, target):
+        """Gradients set to None, forward, backward (of the scaled loss with a GradScaler):
+        all of it capturable."""
         self.opt.zero_grad(set_to_none=True)
         loss = self._forward_loss(x, target)
-        loss.backward()
-        self.opt.step()
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
+        return loss
+
+    def _update(self):
+        """The optimizer's step; with a GradScaler its unscale, inf/nan check (the step is
+        skipped on one) and scale update, which read the check on the host."""
+        if self.scaler is None:
+            self.opt.step()
+            return
+        before = self.scaler.get_scale() if self.count_skips else None
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        if before is not None and self.scaler.get_scale() < before:  # backed off: this step was skipped
+            self.skipped += 1
+
+    def _train(self, x, target):
+        loss = self._backward(x, target)
+        self._update()
         return loss
 
     def _capture(self, config):
@@ -136,16 +224,17 @@ class Runner:
                     self._train(*self.static)
                 else:
                     with torch.no_grad():
-                        self.model(*self.static)
+                        self._infer(*self.static)
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         if self.training:
             self.opt.zero_grad(set_to_none=True)
+            # With a GradScaler the graph stops after the backward: step() runs _update after each replay.
             with torch.cuda.graph(self.graph):
-                self.out = self._train(*self.static)
+                self.out = self._backward(*self.static) if self.scaler else self._train(*self.static)
         else:
             with torch.no_grad(), torch.cuda.graph(self.graph):
-                self.out = self.model(*self.static)
+                self.out = self._infer(*self.static)
         torch.cuda.synchronize()
         self.setup_s = time.perf_counter() - t0
         with torch.no_grad():  # the warm-up stepped: back to the initial weights, momentum 0
@@ -155,13 +244,15 @@ class Runner:
                 for state in self.opt.state.values():
                     if state.get("momentum_buffer") is not None:
                         state["momentum_buffer"].zero_()
+        if self.scaler:  # and the scale to its start, in place: the graph reads that tensor
+            self.scaler.update(INIT_SCALE)
 
     def _compile(self, config):
         torch = self.torch
         # A fresh compile each time: dynamo caches per code object, and past its recompile
         # limit it would run later models eagerly without a word.
         torch._dynamo.reset()
-        target = self._forward_loss if self.training else self.model
+        target = self._forward_loss if self.training else self._infer
         self.compiled = torch.compile(target, mode="reduce-overhead")
         dev = [t.to(self.dev) for t in self.host(tm.model_feeds(config["inputs"], 42, CLASSES))]
         t0 = time.perf_counter()
@@ -171,7 +262,8 @@ class Runner:
                 # Gradients set to None first: accumulating into the last iteration's .grad would
                 # read a CUDA Graph output that this iteration's replay has overwritten.
                 self.opt.zero_grad(set_to_none=True)
-                self.compiled(*dev).backward()
+                loss = self.compiled(*dev)
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
             else:
                 with torch.no_grad():
                     self.compiled(*dev)
@@ -200,6 +292,8 @@ class Runner:
             for s, h in zip(self.static, self.host(feeds)):
                 s.copy_(h)
             self.graph.replay()
+            if self.training and self.scaler:
+                self._update()
             return self.out.item() if self.training else self.out.cpu()
         xs = inputs if inputs is not None else [h.to(self.dev) for h in self.host(feeds)]
         if self.executor == "torch_compile":
@@ -207,15 +301,15 @@ class Runner:
             if self.training:
                 self.opt.zero_grad(set_to_none=True)
                 loss = self.compiled(*xs)
-                loss.backward()
-                self.opt.step()
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
+                self._update()
                 return loss.item()
             with torch.no_grad():
                 return self.compiled(*xs).cpu()
         if self.training:
             return self._train(*xs).item()
         with torch.no_grad():
-            return self.model(*xs).cpu()
+            return self._infer(*xs).cpu()
 
 
 def executors(gpu, compile_here):
@@ -244,23 +338,31 @@ def recorded_failure(rep, executor, params):
         FAILED.append(f"{label}: {type(e).__name__}: {e}")
 
 
-def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here):
+def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here, precisions):
     feeds = tm.model_feeds(c["inputs"], 42, CLASSES)
-    for mode in ("train", "inference"):
-        for executor in executors(dev.type == "cuda", compile_here):
-            params = dict(c["params"], executor=executor, mode=mode)
-            with recorded_failure(rep, executor, params):
-                measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds)
+    for precision in precisions:
+        # tg-train's rows: a precision parameter on every row but fp32's
+        base = dict(c["params"], precision=precision) if precision != "fp32" else c["params"]
+        for mode in ("train", "inference"):
+            for executor in executors(dev.type == "cuda", compile_here):
+                params = dict(base, executor=executor, mode=mode)
+                with recorded_failure(rep, executor, params), matmul_precision(torch, precision):
+                    measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precision)
 
 
-def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds):
+def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precision):
     gpu, executor, training = dev.type == "cuda", params["executor"], params["mode"] == "train"
     if gpu:
         torch.cuda.reset_peak_memory_stats(dev)
-    r = Runner(torch, dev, c, executor, training)
+    r = Runner(torch, dev, c, executor, training, precision)
     if training:  # the loss curve first, from the initial weights, with tg-train's batches
+        r.count_skips = True
         curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, CLASSES)) for i in range(loss_steps)]
-        rep.add("loss_curve", params, curve, unit="loss", timer="value", extra={"steps": loss_steps})
+        r.count_skips = False
+        extra = {"steps": loss_steps}
+        if r.scaler:
+            extra["scaler_skipped_steps"] = r.skipped
+        rep.add("loss_curve", params, curve, unit="loss", timer="value", extra=extra)
     inputs = r.resident(feeds) if executor == "torch_eager" else None
     samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
     med = tr.summarize(samples)["median"]
@@ -290,7 +392,7 @@ def run_train(rep, torch, dev, args, loop):
                                                "and the transformer (a compile takes tens of seconds); run without "
                                                "--quick for every configuration")
         print(f"torch-baseline: [{i + 1}/{len(configs)}] {label}", file=sys.stderr, flush=True)
-        measure_train_config(rep, torch, dev, c, loop, args.loss_steps, compile_here)
+        measure_train_config(rep, torch, dev, c, loop, args.loss_steps, compile_here, args.precisions)
 
 
 # ---- tg-launch's chain ----------------------------------------------------------------------
@@ -369,6 +471,9 @@ def parse_args(argv):
     ap.add_argument("--max-rows", type=int, default=0,
                     help="leave out the configurations whose GEMMs have more rows (batch, or batch*seq), as tg-train's")
     ap.add_argument("--no-compile", action="store_true", help="leave out torch.compile (it needs seconds a model)")
+    ap.add_argument("--precision", default="fp32",
+                    help="tg-train's workloads in these precisions, each its own rows: a comma list of fp32, tf32 "
+                         "(GPU only), bf16, fp16 (autocast; fp16 with GradScaler), or all (every one the device runs)")
     ap.add_argument("--repetitions", type=int, help="minimum timed repetitions per measurement")
     ap.add_argument("--warmup", type=int, help="untimed calls before timing")
     ap.add_argument("--min-time", type=float, help="minimum timed seconds per measurement")
@@ -389,6 +494,10 @@ def parse_args(argv):
         ap.error(f"--min-time {args.min_time}: must be a number of seconds >= 0")
     if args.ops and min(args.ops) < 1:
         ap.error("--ops: chain lengths must be >= 1")
+    try:
+        args.precisions = parse_precisions(args.precision)
+    except ValueError as e:
+        ap.error(f"--precision: {e}")
     return args
 
 
@@ -432,7 +541,14 @@ def main(argv):
         print(f"torch-baseline: error: --device {args.device}: torch sees {torch.cuda.device_count()} GPU(s); give "
               "auto, cpu or an ordinal below that", file=sys.stderr)
         return 2
-    # fp32 as twograph computes it: no TF32 in matmuls or convolutions
+    no_tf32 = dev.type != "cuda" and "tf32" in args.precisions
+    if no_tf32 and args.precision != "all":
+        print("torch-baseline: error: --precision tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use "
+              "fp32 there", file=sys.stderr)
+        return 2
+    if no_tf32:
+        args.precisions.remove("tf32")
+    # fp32 as twograph computes it: no TF32 in matmuls or convolutions (--precision tf32 turns it on for its rows)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
@@ -444,11 +560,15 @@ def main(argv):
     if dev.type != "cuda":
         rep.skip("torch_eager_h2d", "CPU: the inputs are already in host memory (no copy to make)")
         rep.skip("torch_cuda_graph", "CPU: CUDA Graphs need a GPU")
+    if no_tf32:
+        rep.skip("precision=tf32", "CPU: tf32 is a mode of the CUDA GEMMs (--precision all runs fp32, bf16, fp16 here)")
     print(f"torch-baseline: torch {torch.__version__} on {name}", file=sys.stderr, flush=True)
     workloads = args.workloads.split(",")
     if "train" in workloads:
         run_train(rep, torch, dev, args, loop)
     if "launch" in workloads:
+        if args.precisions != ["fp32"]:
+            rep.skip("launch precision", "tg-launch's chain runs in fp32 only: its rows are fp32's whatever --precision")
         run_launch(rep, torch, dev, args, loop)
     print(rep.table())
     if args.json:

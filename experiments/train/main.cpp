@@ -124,13 +124,7 @@ int main(int argc, char** argv) {
                 "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const PassOptions po = bench::resolve_pass_options(e, pass_options);
-    Precision precision = Precision::fp32;
-    if (!parse_precision(precision_text, precision))
-      throw th::UsageError(fmt::format("--precision: {} is not a precision; use fp32, tf32, bf16 or fp16",
-                                       quote_name(precision_text)));
-    const bool on_gpu = e.device() >= 0;
-    if (precision == Precision::tf32 && !on_gpu)
-      throw th::UsageError("--precision tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there");
+    const Precision precision = bench::precision_option(precision_text, e.device() >= 0);
     auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {

@@ -3,14 +3,18 @@
 // (device -1: the CPU backend). Shared by the cpu and gpu suites.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "experiments/harness/exec_common.h"
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"
+#include "experiments/memory/precision_roles.h"
 #include "experiments/memory/recording_backend.h"
+#include "graph/training.h"
 #include "tests/common/models.h"
 
 namespace tg::testing {
@@ -100,6 +104,95 @@ inline void check_roles_on(int device) {
       }
     }
   // Everything the executors allocated went back to the device.
+  CHECK(log->live().empty());
+}
+
+struct PrecisionCase {
+  std::string name;
+  ModelFn train, infer;
+  std::function<memory::PrecisionPredicted(Precision, bool, bool)> predict;
+};
+
+inline std::vector<PrecisionCase> precision_cases() {
+  const MlpConfig m = mlp_config(6, 12, 20, 3, 5);
+  const MlpConfig one = mlp_config(4, 7, 9, 1, 3);  // one layer: no hidden activation, no saved weight copy
+  const TransformerConfig t = transformer_config(2, 8, 16, 2);
+  auto mlp_case = [](const char* name, const MlpConfig& c) {
+    return PrecisionCase{name, mlp_model(c), mlp_model(without_loss(c)), [c](Precision p, bool tr, bool mom) {
+                           return memory::predict_mlp_precision(c, p, tr, mom);
+                         }};
+  };
+  return {mlp_case("mlp", m), mlp_case("mlp depth 1", one),
+          {"transformer", transformer_model(t), transformer_model(without_loss(t)),
+           [t](Precision p, bool tr, bool mom) { return memory::predict_transformer_precision(t, p, tr, mom); }}};
+}
+
+inline void check_dtype_roles(const memory::DtypeRoleBytes& got, const memory::DtypeRoleBytes& want) {
+  for (int r = 0; r < memory::kNumPrecRoles; ++r)
+    for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+      INFO("role " << memory::prec_role_name(static_cast<memory::PrecRole>(r)) << " " << dtype_name(d));
+      CHECK(got.at(static_cast<memory::PrecRole>(r), d) == want.at(static_cast<memory::PrecRole>(r), d));
+    }
+}
+
+// Per precision, the same small models in every mode: the bytes by role and dtype of the
+// naive planner and of the static executor's allocations, and the dynamic executor's
+// per-role peaks (nothing freed early), against the autocast formulas.
+inline void check_precision_roles_on(int device, const std::vector<Precision>& precisions) {
+  auto log = std::make_shared<memory::AllocationLog>();
+  const std::shared_ptr<Backend> be = memory::make_recording_backend(device, log);
+  for (Precision p : precisions)
+    for (const PrecisionCase& k : precision_cases())
+      for (const MemMode& m : kMemModes) {
+        INFO(k.name << " " << m.name << " " << precision_name(p));
+        const ModelFn& fn = m.training ? k.train : k.infer;
+        const Feeds feeds = bench::model_feeds(fn, 3, 5);
+        const memory::PrecisionPredicted want = k.predict(p, m.training, m.momentum);
+
+        TrainOptions to;
+        to.use_momentum = m.momentum;
+        const Graph g = m.training ? build_training_graph(with_precision(fn, p), to)
+                                   : build_inference_graph(with_precision(fn, p));
+        std::vector<int> order(g.nodes.size());
+        std::iota(order.begin(), order.end(), 0);
+        PlanOptions po;
+        po.mode = PlanMode::naive;
+        check_dtype_roles(memory::plan_dtype_role_bytes(g, plan_memory(g, order, po)), want.bytes);
+
+        CompileOptions co;
+        co.training = m.training;
+        co.train.use_momentum = m.momentum;
+        co.plan.mode = PlanMode::naive;
+        co.precision = p;
+        const memory::StaticMeasured s = memory::measure_static(fn, co, be, *log, feeds);
+        check_dtype_roles(s.by_dtype, want.bytes);
+        check_role_bytes(s.roles, want.graph_roles);
+        CHECK(s.unattributed_B == 0);
+
+        DynamicOptions o;
+        o.use_momentum = m.momentum;
+        o.inference = !m.training;
+        o.free_early = false;
+        o.precision = p;
+        const memory::DynamicMeasured keep = memory::measure_dynamic(fn, *be, "caching", o, 1, feeds);
+        check_role_bytes(keep.role_peak, want.graph_roles);
+        CHECK(keep.stats.peak == want.bytes.total());
+
+        // What the policy promises, read from the measurement: the master weights, their
+        // gradients and momentum stay f32; under autocast every weight copy is low and
+        // some activations are stored low (none at all in inference).
+        const DType low = precision_dtype(p);
+        using memory::PrecRole;
+        for (PrecRole r : {PrecRole::parameters, PrecRole::gradients, PrecRole::momentum})
+          CHECK(s.by_dtype.role(r) == s.by_dtype.at(r, DType::F32));
+        if (low == DType::F32) {
+          CHECK(s.by_dtype.role(PrecRole::weight_copies) == 0);
+        } else {
+          CHECK(s.by_dtype.at(PrecRole::weight_copies, low) > 0);
+          CHECK(s.by_dtype.role(PrecRole::weight_copies) == s.by_dtype.at(PrecRole::weight_copies, low));
+          CHECK((s.by_dtype.at(PrecRole::activations, low) > 0) == m.training);
+        }
+      }
   CHECK(log->live().empty());
 }
 

@@ -2,13 +2,16 @@
 // allocations (dynamic executor's per-role peaks, static executor's device
 // buffers and arena) equal the closed formulas for a small MLP and transformer;
 // inference has no gradient, momentum or activation bytes; the agreement check
-// passes at 4% and fails at 6%.
+// passes at 4% and fails at 6%. Per precision (fp32, bf16, fp16), the bytes by role
+// and dtype of the planner, the static executor's allocations and the dynamic
+// executor's per-role peaks equal the autocast formulas.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
 
 #include "dynamic/trainer.h"
 #include "experiments/memory/agreement.h"
+#include "experiments/memory/precision_roles.h"
 #include "tests/experiments/memory_checks.h"
 
 namespace tg {
@@ -77,6 +80,31 @@ TEST_CASE("tg-memory agreement: within 5% passes, beyond fails, a role measured 
     CHECK_FALSE(a.finish(r));
     CHECK(verdict(r, "static") == "fail");
   }
+}
+
+}  // namespace tg
+
+namespace tg {
+using namespace tg::testing;
+
+TEST_CASE("tg-memory per precision: bytes by role and dtype equal the autocast formulas on the CPU backend") {
+  check_precision_roles_on(-1, {Precision::fp32, Precision::bf16, Precision::fp16});
+}
+
+TEST_CASE("tg-memory per precision: tf32 records the f32 graph, so its formula is fp32's") {
+  const MlpConfig m = mlp_config(6, 12, 20, 3, 5);
+  const TransformerConfig t = transformer_config(2, 8, 16, 2);
+  for (bool training : {true, false}) {
+    CHECK(memory::predict_mlp_precision(m, Precision::tf32, training, true).bytes.bytes ==
+          memory::predict_mlp_precision(m, Precision::fp32, training, true).bytes.bytes);
+    CHECK(memory::predict_transformer_precision(t, Precision::tf32, training, true).bytes.total() ==
+          memory::predict_transformer(t, training, true).total());
+  }
+  // bf16 and fp16 are both 2 bytes: the same bytes, in another dtype.
+  const auto b = memory::predict_transformer_precision(t, Precision::bf16, true, true).bytes;
+  const auto h = memory::predict_transformer_precision(t, Precision::fp16, true, true).bytes;
+  CHECK(b.total() == h.total());
+  CHECK(b.at(memory::PrecRole::activations, DType::BF16) == h.at(memory::PrecRole::activations, DType::F16));
 }
 
 }  // namespace tg

@@ -27,7 +27,13 @@ if [ "$mode" = without-torch ]; then
   grep -Eq "SKIPPED: (torch|numpy) is not installed" "$dir/stderr"
   grep -q '"torch_baseline"' "$dir/torch.json"
   validate "$dir/torch.json"
-  echo "without torch: exit 0, SKIPPED said, the report records it"
+  # --precision is checked before torch is looked for: a word that is no precision is bad usage.
+  rc=0
+  python3 "$script" --precision bf16,fp8 2> "$dir/stderr_precision" || rc=$?
+  [ "$rc" -eq 2 ] && grep -q "'fp8' is not a precision" "$dir/stderr_precision"
+  PYTHONPATH="$dir/hide" python3 "$script" --device cpu --quick --precision all --json "$dir/torch_all.json" 2> /dev/null
+  validate "$dir/torch_all.json"
+  echo "without torch: exit 0, SKIPPED said, the report records it; a bad --precision exits 2"
   exit 0
 fi
 
