@@ -3,9 +3,11 @@
 // dtype (f32, or the 16 bits of bf16 and f16), widened to f32 on load, computed on in f32
 // registers with exactly the f32 kernel's arithmetic, and rounded once, to nearest even,
 // on store: what the CPU reference does for 16-bit views (kernels/cpu/widen.cpp). The
-// conversions are graph/float_formats.h's, the CPU's own code, so wherever the f32 kernel
-// gives the CPU's bits the 16-bit kernel does too, NaN payloads included.
+// conversions give graph/float_formats.h's bits, the CPU's (bf16 by its own code, f16
+// below), so wherever the f32 kernel gives the CPU's bits the 16-bit kernel does too, NaN
+// payloads included.
 // A pack is one 16-byte load or store: 4 f32 or 8 16-bit elements.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -30,11 +32,28 @@ struct Elem<DType::BF16> {
   static __device__ __forceinline__ float wide(uint16_t v) { return f32_from_bf16(v); }
   static __device__ __forceinline__ uint16_t narrow(float v) { return bf16_from_f32(v); }
 };
+// f16 through the conversion instructions where they are graph/float_formats.h's function:
+// both are IEEE conversions, exact widening and round-to-nearest-even narrowing with
+// gradual underflow and overflow to infinity, so they differ only in the NaNs (and
+// infinities, widening), which take float_formats.h's bit formulas here. The software
+// forms cost ~12 and ~20 branchy instructions per element, enough to make a memory-bound
+// f16 kernel compute-bound; tests/kernels/cuda_cast_test.cpp checks every 16-bit pattern
+// and a sweep of f32 patterns against float_formats.h bit for bit.
 template <>
 struct Elem<DType::F16> {
   using T = uint16_t;
-  static __device__ __forceinline__ float wide(uint16_t v) { return f32_from_f16(v); }
-  static __device__ __forceinline__ uint16_t narrow(float v) { return f16_from_f32(v); }
+  static __device__ __forceinline__ float wide(uint16_t v) {
+    if ((v & 0x7C00u) == 0x7C00u)  // inf or NaN, payload kept: f32_from_f16's formula
+      return __uint_as_float((static_cast<uint32_t>(v & 0x8000u) << 16) | 0x7F800000u |
+                             (static_cast<uint32_t>(v & 0x3FFu) << 13));
+    return __half2float(__ushort_as_half(v));
+  }
+  static __device__ __forceinline__ uint16_t narrow(float v) {
+    const uint32_t u = __float_as_uint(v);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u)  // NaN, quieted: f16_from_f32's formula
+      return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
+    return __half_as_ushort(__float2half_rn(v));
+  }
 };
 template <DType D>
 using Store = typename Elem<D>::T;

@@ -6,7 +6,6 @@
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
-#include "graph/float_formats.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
@@ -35,28 +34,14 @@ struct ScaleF {
   float alpha;
   __device__ float operator()(float a, float) const { return __fmul_rn(alpha, a); }
 };
-__device__ float load_f32(const void* p, int64_t i, DType dt) {
-  switch (dt) {
-    case DType::F32: return static_cast<const float*>(p)[i];
-    case DType::BF16: return f32_from_bf16(static_cast<const uint16_t*>(p)[i]);
-    case DType::F16: return f32_from_f16(static_cast<const uint16_t*>(p)[i]);
-  }
-  return 0.0f;
-}
-__device__ void store_f32(void* p, int64_t i, float v, DType dt) {
-  switch (dt) {
-    case DType::F32: static_cast<float*>(p)[i] = v; return;
-    case DType::BF16: static_cast<uint16_t*>(p)[i] = bf16_from_f32(v); return;
-    case DType::F16: static_cast<uint16_t*>(p)[i] = f16_from_f32(v); return;
-  }
-}
-// The conversions are graph/float_formats.h's, the CPU reference's own code, so the
-// bits agree by construction (NaN payloads included), not by the hardware's rounding.
-__global__ void cast_kernel(const void* x, DType from, void* y, DType to, int64_t n) {
+// The conversions are dtype.cuh's, which give graph/float_formats.h's bits (NaN payloads
+// included), the CPU reference's.
+template <DType From, DType To>
+__global__ void cast_kernel(const Store<From>* x, Store<To>* y, int64_t n) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    store_f32(y, i, load_f32(x, i, from), to);
+    store<To>(y, i, load<From>(x, i));
 }
 __global__ void fill_kernel(float* y, float value, int64_t n) {
   pdl::prologue();
@@ -254,8 +239,15 @@ void cast(const TensorView& x, const TensorView& y, cudaStream_t s) {
                                   cudaMemcpyDeviceToDevice, s));
     return;
   }
-  detail::launch(TG_LAUNCH_SITE, cast_kernel, grid_for(n), kBlock, s, static_cast<const void*>(x.data), x.dtype,
-                 static_cast<void*>(y.data), y.dtype, n);
+  const void* in = x.data;
+  void* out = y.data;
+  detail::with_dtype(x.dtype, [&](auto from) {
+    detail::with_dtype(y.dtype, [&](auto to) {
+      constexpr DType F = decltype(from)::value, T = decltype(to)::value;
+      detail::launch(TG_LAUNCH_SITE, cast_kernel<F, T>, grid_for(n), kBlock, s, static_cast<const Store<F>*>(in),
+                     static_cast<Store<T>*>(out), n);
+    });
+  });
 }
 void fill(float* y, float value, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
