@@ -102,8 +102,10 @@ __device__ __forceinline__ void store_pack(Store<D>* p, int64_t i, const float* 
   } else {
     uint32_t w[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      w[k] = static_cast<uint32_t>(Elem<D>::narrow(v[2 * k])) | static_cast<uint32_t>(Elem<D>::narrow(v[2 * k + 1])) << 16;
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t lo = Elem<D>::narrow(v[2 * k]), hi = Elem<D>::narrow(v[2 * k + 1]);
+      w[k] = lo | hi << 16;
+    }
     reinterpret_cast<uint4*>(p)[i] = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }

@@ -1,13 +1,14 @@
 // transpose of up to 4 dims, broadcast, concat and slice (kernels/cpu/layout.cpp,
 // kernels/cpu/reduce.cpp): moves, so every dtype runs as its bits; the figures below are f32's.
-// transpose: the permutation is first reduced: size-1 dims dropped, input dims that stay neighbours in the output merged. Then:
+// transpose: the permutation is first reduced: size-1 dims dropped, input dims that stay
+// neighbours in the output merged. Then:
 //  - identity: a copy;
 //  - the last dim stays last (e.g. [B, S, H, dh] -> [B, H, S, dh], the transformer's head
 //    split and merge): every output row of L = (merged last dim) elements is a contiguous
 //    input run, so the kernel is a gather of runs, 16-byte vectors when a run is whole
 //    vectors (L % 4 == 0 in f32, % 8 in 16 bits) and both pointers are aligned, written
-//    in output order. Bytes: read + write 8n, like a copy,
-//    and both sides move whole 256-byte rows for dh = 64: expected ~90-95% of copy.
+//    in output order. Bytes: read + write 8n, like a copy, and both sides move whole
+//    256-byte rows for dh = 64: expected ~90-95% of copy.
 //  - the last dim moves: 64 x 64 tiles through shared memory (four 32 x 33 sub-tiles),
 //    between X (the input's last dim, contiguous in x) and Y (the input dim that becomes
 //    the output's last, contiguous in y); other dims are a batch. A warp reads 4 rows x
