@@ -1,9 +1,10 @@
-// bias_add (kernels/cpu/bias.cpp).
+// bias_add (kernels/cpu/bias.cpp), in every dtype of dtype.cuh.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/dtype.cuh"
 #include "kernels/cuda/elementwise.cuh"
 
 namespace tg::kernels::cuda {
@@ -13,36 +14,49 @@ namespace {
 using detail::aligned16;
 using detail::grid_for;
 using detail::kBlock;
+using detail::kPack;
+using detail::Store;
 
-// bias_add: each thread walks whole float4s of a row-major [rows, cols] tensor; the
-// vector path needs cols % 4 == 0 so that a float4 never straddles two rows.
-__global__ void bias_vec_kernel(const float* x, const float* bias, float* y, int64_t n4, int64_t cols4) {
+// bias_add: each thread walks whole packs of a row-major [rows, cols] tensor; the
+// vector path needs cols % kPack == 0 so that a pack never straddles two rows.
+template <DType D>
+__global__ void bias_vec_kernel(const Store<D>* x, const Store<D>* bias, Store<D>* y, int64_t nv, int64_t cols_v) {
   pdl::prologue();
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-  const float4* b4 = reinterpret_cast<const float4*>(bias);
-  float4* y4 = reinterpret_cast<float4*>(y);
+  constexpr int W = kPack<D>;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
-    const float4 u = x4[i], v = b4[i % cols4];
-    y4[i] = make_float4(__fadd_rn(u.x, v.x), __fadd_rn(u.y, v.y), __fadd_rn(u.z, v.z), __fadd_rn(u.w, v.w));
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += stride) {
+    float u[W], v[W];
+    detail::load_pack<D>(x, i, u);
+    detail::load_pack<D>(bias, i % cols_v, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) u[k] = __fadd_rn(u[k], v[k]);
+    detail::store_pack<D>(y, i, u);
   }
 }
-__global__ void bias_scalar_kernel(const float* x, const float* bias, float* y, int64_t n, int64_t cols) {
+template <DType D>
+__global__ void bias_scalar_kernel(const Store<D>* x, const Store<D>* bias, Store<D>* y, int64_t n, int64_t cols) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    y[i] = __fadd_rn(x[i], bias[i % cols]);
+    detail::store<D>(y, i, __fadd_rn(detail::load<D>(x, i), detail::load<D>(bias, i % cols)));
 }
 
 }  // namespace
 
-void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
+void bias_add(const void* x, const void* bias, void* y, int64_t rows, int64_t cols, cudaStream_t s, DType dt) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
-  if (cols % 4 == 0 && aligned16(x) && aligned16(bias) && aligned16(y))
-    detail::launch(TG_LAUNCH_SITE, bias_vec_kernel, grid_for(n / 4), kBlock, s, x, bias, y, n / 4, cols / 4);
-  else
-    detail::launch(TG_LAUNCH_SITE, bias_scalar_kernel, grid_for(n), kBlock, s, x, bias, y, n, cols);
+  detail::with_dtype(dt, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    constexpr int W = kPack<D>;
+    const auto* xs = static_cast<const Store<D>*>(x);
+    const auto* bs = static_cast<const Store<D>*>(bias);
+    auto* ys = static_cast<Store<D>*>(y);
+    if (cols % W == 0 && aligned16(x) && aligned16(bias) && aligned16(y))
+      detail::launch(TG_LAUNCH_SITE, bias_vec_kernel<D>, grid_for(n / W), kBlock, s, xs, bs, ys, n / W, cols / W);
+    else
+      detail::launch(TG_LAUNCH_SITE, bias_scalar_kernel<D>, grid_for(n), kBlock, s, xs, bs, ys, n, cols);
+  });
 }
 
 }  // namespace tg::kernels::cuda

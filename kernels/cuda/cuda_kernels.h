@@ -85,38 +85,44 @@ class LaunchScope {
 bool pdl_active();  // for the current device, in this thread's LaunchScope
 
 // ---- elementwise (elementwise.cu), n elements -------------------------------------
-void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
-void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
-void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s);
-void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s);
+// The elementwise, activation, bias and layout launchers take their tensors' dtype `dt`
+// (every tensor of the call has it; f32 when left out) and run it as kernels/cuda/dtype.cuh
+// says: f32 arithmetic, one rounding per store.
+void add(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void sub(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void mul(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void scale(const void* x, float alpha, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
 void fill(float* y, float value, int64_t n, cudaStream_t s);
-void copy(const float* x, float* y, int64_t n, cudaStream_t s);  // exact alias is a no-op
+// An exact alias is a no-op.
+void copy(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
 // y = x in y's dtype, each element rounded as graph/float_formats.h rounds (a copy when the
 // dtypes agree); x and y do not overlap.
 void cast(const TensorView& x, const TensorView& y, cudaStream_t s);
 // attrs.program (graph/ew_program.h) over the call's inputs in one kernel: a [cols] input
-// is read at every row; each step rounds as its unfused op's kernel does.
+// is read at every row; each step rounds as its unfused op's kernel does (16-bit: the chain
+// in f32 registers, the store rounded once).
 void fused_elementwise(const OpCall& c, cudaStream_t s);
 
 // ---- activations (activation.cu) ----------------------------------------------------
-void relu(const float* x, float* y, int64_t n, cudaStream_t s);
-void relu_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
-void gelu(const float* x, float* y, int64_t n, cudaStream_t s);
-void gelu_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
+void relu(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void relu_grad(const void* dy, const void* y, void* dx, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void gelu(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void gelu_grad(const void* dy, const void* x, void* dx, int64_t n, cudaStream_t s, DType dt = DType::F32);
 // The formulas of kernels/cpu/cpu_kernels.h in float math. tanh, exp and log carry _op:
 // a function of this namespace named exp would hide ::exp from the kernels in it.
-void tanh_op(const float* x, float* y, int64_t n, cudaStream_t s);
-void tanh_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
-void sigmoid(const float* x, float* y, int64_t n, cudaStream_t s);
-void sigmoid_grad(const float* dy, const float* y, float* dx, int64_t n, cudaStream_t s);
-void exp_op(const float* x, float* y, int64_t n, cudaStream_t s);
-void log_op(const float* x, float* y, int64_t n, cudaStream_t s);
-void log_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
-void gelu_erf(const float* x, float* y, int64_t n, cudaStream_t s);
-void gelu_erf_grad(const float* dy, const float* x, float* dx, int64_t n, cudaStream_t s);
+void tanh_op(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void tanh_grad(const void* dy, const void* y, void* dx, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void sigmoid(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void sigmoid_grad(const void* dy, const void* y, void* dx, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void exp_op(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void log_op(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void log_grad(const void* dy, const void* x, void* dx, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void gelu_erf(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
+void gelu_erf_grad(const void* dy, const void* x, void* dx, int64_t n, cudaStream_t s, DType dt = DType::F32);
 
 // ---- bias (bias.cu) -------------------------------------------------------------------
-void bias_add(const float* x, const float* bias, float* y, int64_t rows, int64_t cols, cudaStream_t s);
+void bias_add(const void* x, const void* bias, void* y, int64_t rows, int64_t cols, cudaStream_t s,
+              DType dt = DType::F32);
 
 // ---- optimizer updates (optimizer.cu), in place -----------------------------------------
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
@@ -163,7 +169,6 @@ void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t in
                 size_t scratch_bytes, cudaStream_t s);
 void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
                  size_t scratch_bytes, cudaStream_t s);
-void broadcast(const float* x, float* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s);
 
 // ---- losses (loss.cu) -----------------------------------------------------------------
 // scratch (optional, 8 bytes per chunk of 16384 elements): lets many blocks share the
@@ -185,14 +190,19 @@ void cross_entropy(const float* logits, const float* labels, float* loss, int64_
 void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
                         int64_t cols, cudaStream_t s);
 
-// ---- layout (layout.cu) -----------------------------------------------------------
-void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y, cudaStream_t s);
+// ---- layout (layout.cu): moves of elements, never arithmetic, so any dtype is its bits --
+void transpose(const void* x, const int64_t* in_dims, int rank, const int* perm, void* y, cudaStream_t s,
+               DType dt = DType::F32);
+// x [outer, inner] repeated `size` times along a new middle axis: y [outer, size, inner].
+void broadcast(const void* x, void* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s,
+               DType dt = DType::F32);
 // conv2d, its backward ops and the pools (kernels/cuda/conv.cu): direct kernels, one thread per
 // output element through the element functions of graph/conv.h that the CPU reference runs.
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 // The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);
-// concat (one launch per input) and slice (kernels/block_copy.h), in kernels/cuda/layout.cu.
+// concat (one launch per input) and slice (kernels/block_copy.h), in kernels/cuda/layout.cu,
+// in the output's dtype.
 void concat(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 void slice(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 

@@ -22,6 +22,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
   const float* z = c.in[2].data;
   float* out = c.out.data;
   const int64_t n = g.n;
+  const DType dt = call_dtype(c);
   switch (c.op) {
     case OpKind::matmul:
     case OpKind::linear:
@@ -43,29 +44,29 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d:
     case OpKind::avg_pool2d_grad: return cuda::conv_op(c, g.conv, s);
-    case OpKind::add: return cuda::add(x.data, y.data, out, n, s);
-    case OpKind::sub: return cuda::sub(x.data, y.data, out, n, s);
-    case OpKind::mul: return cuda::mul(x.data, y.data, out, n, s);
-    case OpKind::relu_grad: return cuda::relu_grad(x.data, y.data, out, n, s);
-    case OpKind::gelu_grad: return cuda::gelu_grad(x.data, y.data, out, n, s);
+    case OpKind::add: return cuda::add(x.data, y.data, out, n, s, dt);
+    case OpKind::sub: return cuda::sub(x.data, y.data, out, n, s, dt);
+    case OpKind::mul: return cuda::mul(x.data, y.data, out, n, s, dt);
+    case OpKind::relu_grad: return cuda::relu_grad(x.data, y.data, out, n, s, dt);
+    case OpKind::gelu_grad: return cuda::gelu_grad(x.data, y.data, out, n, s, dt);
     case OpKind::softmax_grad: return cuda::softmax_grad_rows(x.data, y.data, out, g.rows, g.cols, c.attrs->alpha, s);
-    case OpKind::scale: return cuda::scale(x.data, c.attrs->alpha, out, n, s);
-    case OpKind::relu: return cuda::relu(x.data, out, n, s);
-    case OpKind::gelu: return cuda::gelu(x.data, out, n, s);
-    case OpKind::tanh: return cuda::tanh_op(x.data, out, n, s);
-    case OpKind::tanh_grad: return cuda::tanh_grad(x.data, y.data, out, n, s);
-    case OpKind::sigmoid: return cuda::sigmoid(x.data, out, n, s);
-    case OpKind::sigmoid_grad: return cuda::sigmoid_grad(x.data, y.data, out, n, s);
-    case OpKind::exp: return cuda::exp_op(x.data, out, n, s);
-    case OpKind::log: return cuda::log_op(x.data, out, n, s);
-    case OpKind::log_grad: return cuda::log_grad(x.data, y.data, out, n, s);
-    case OpKind::gelu_erf: return cuda::gelu_erf(x.data, out, n, s);
-    case OpKind::gelu_erf_grad: return cuda::gelu_erf_grad(x.data, y.data, out, n, s);
+    case OpKind::scale: return cuda::scale(x.data, c.attrs->alpha, out, n, s, dt);
+    case OpKind::relu: return cuda::relu(x.data, out, n, s, dt);
+    case OpKind::gelu: return cuda::gelu(x.data, out, n, s, dt);
+    case OpKind::tanh: return cuda::tanh_op(x.data, out, n, s, dt);
+    case OpKind::tanh_grad: return cuda::tanh_grad(x.data, y.data, out, n, s, dt);
+    case OpKind::sigmoid: return cuda::sigmoid(x.data, out, n, s, dt);
+    case OpKind::sigmoid_grad: return cuda::sigmoid_grad(x.data, y.data, out, n, s, dt);
+    case OpKind::exp: return cuda::exp_op(x.data, out, n, s, dt);
+    case OpKind::log: return cuda::log_op(x.data, out, n, s, dt);
+    case OpKind::log_grad: return cuda::log_grad(x.data, y.data, out, n, s, dt);
+    case OpKind::gelu_erf: return cuda::gelu_erf(x.data, out, n, s, dt);
+    case OpKind::gelu_erf_grad: return cuda::gelu_erf_grad(x.data, y.data, out, n, s, dt);
     case OpKind::softmax: return cuda::softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha, s);
     case OpKind::copy:
-    case OpKind::reshape: return cuda::copy(x.data, out, n, s);
+    case OpKind::reshape: return cuda::copy(x.data, out, n, s, dt);
     case OpKind::cast: return cuda::cast(x, c.out, s);  // reshape given its own memory copies
-    case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s);
+    case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s, dt);
     case OpKind::layernorm: return cuda::layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps, s);
     case OpKind::layernorm_grad_x:
       return cuda::layernorm_grad_x_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps, s);
@@ -76,9 +77,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
       return cuda::reduce_sum(x.data, out, g.outer, g.len, g.inner, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::reduce_mean:
       return cuda::reduce_mean(x.data, out, g.outer, g.len, g.inner, ctx.scratch, ctx.scratch_bytes, s);
-    case OpKind::broadcast: return cuda::broadcast(x.data, out, g.outer, g.len, g.inner, s);
+    case OpKind::broadcast: return cuda::broadcast(x.data, out, g.outer, g.len, g.inner, s, dt);
     case OpKind::transpose:
-      return cuda::transpose(x.data, x.shape.dims.data(), x.shape.rank, c.attrs->perm.data(), out, s);
+      return cuda::transpose(x.data, x.shape.dims.data(), x.shape.rank, c.attrs->perm.data(), out, s, dt);
     case OpKind::mse_loss: return cuda::mse_loss(x.data, y.data, out, n, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::mse_loss_grad: return cuda::mse_loss_grad(x.data, y.data, z, out, n, s);
     case OpKind::padded_mse_loss:

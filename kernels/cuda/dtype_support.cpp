@@ -6,7 +6,33 @@ namespace {
 
 bool has_16bit_kernel(OpKind op) {
   switch (op) {
-    case OpKind::cast: return true;
+    case OpKind::cast:
+    // elementwise.cu, activation.cu, bias.cu, layout.cu: f32 arithmetic, one rounding per store
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::scale:
+    case OpKind::copy:
+    case OpKind::reshape:
+    case OpKind::relu:
+    case OpKind::relu_grad:
+    case OpKind::gelu:
+    case OpKind::gelu_grad:
+    case OpKind::tanh:
+    case OpKind::tanh_grad:
+    case OpKind::sigmoid:
+    case OpKind::sigmoid_grad:
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::log_grad:
+    case OpKind::gelu_erf:
+    case OpKind::gelu_erf_grad:
+    case OpKind::fused_elementwise:
+    case OpKind::bias_add:
+    case OpKind::transpose:
+    case OpKind::broadcast:
+    case OpKind::concat:
+    case OpKind::slice: return true;
     default: return false;
   }
 }

@@ -1,11 +1,11 @@
 // add, sub, mul, scale, fill, copy and cast (kernels/cpu/elementwise.cpp), on the frame of
 // elementwise.cuh, and fused_elementwise: a chain of those and the activations in one
-// kernel, each step by the functor the unfused op runs.
+// kernel, each step by the functor the unfused op runs. All but fill (f32) and cast run
+// in every dtype of dtype.cuh.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
-#include "graph/float_formats.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
@@ -17,7 +17,15 @@ namespace {
 using detail::aligned16;
 using detail::grid_for;
 using detail::kBlock;
+using detail::kPack;
 using detail::launch_ew;
+using detail::Lanes;
+using detail::load;
+using detail::load_pack;
+using detail::map;
+using detail::store;
+using detail::store_pack;
+using detail::Store;
 
 struct AddF { __device__ float operator()(float a, float b) const { return __fadd_rn(a, b); } };
 struct SubF { __device__ float operator()(float a, float b) const { return __fsub_rn(a, b); } };
@@ -26,28 +34,14 @@ struct ScaleF {
   float alpha;
   __device__ float operator()(float a, float) const { return __fmul_rn(alpha, a); }
 };
-__device__ float load_f32(const void* p, int64_t i, DType dt) {
-  switch (dt) {
-    case DType::F32: return static_cast<const float*>(p)[i];
-    case DType::BF16: return f32_from_bf16(static_cast<const uint16_t*>(p)[i]);
-    case DType::F16: return f32_from_f16(static_cast<const uint16_t*>(p)[i]);
-  }
-  return 0.0f;
-}
-__device__ void store_f32(void* p, int64_t i, float v, DType dt) {
-  switch (dt) {
-    case DType::F32: static_cast<float*>(p)[i] = v; return;
-    case DType::BF16: static_cast<uint16_t*>(p)[i] = bf16_from_f32(v); return;
-    case DType::F16: static_cast<uint16_t*>(p)[i] = f16_from_f32(v); return;
-  }
-}
-// The conversions are graph/float_formats.h's, the CPU reference's own code, so the
-// bits agree by construction (NaN payloads included), not by the hardware's rounding.
-__global__ void cast_kernel(const void* x, DType from, void* y, DType to, int64_t n) {
+// The conversions are dtype.cuh's, which give graph/float_formats.h's bits (NaN payloads
+// included), the CPU reference's.
+template <DType From, DType To>
+__global__ void cast_kernel(const Store<From>* x, Store<To>* y, int64_t n) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    store_f32(y, i, load_f32(x, i, from), to);
+    store<To>(y, i, load<From>(x, i));
 }
 __global__ void fill_kernel(float* y, float value, int64_t n) {
   pdl::prologue();
@@ -66,36 +60,24 @@ __global__ void fill_kernel(float* y, float value, int64_t n) {
 // ---- fused_elementwise ----------------------------------------------------------------
 // The program is a launch parameter, the same for every thread, so the loop over it and
 // the switch on each opcode take one path across the grid. A chain needs one running
-// value (acc); operands are that value or an input, loaded where it is read.
+// value (acc); operands are that value or an input, loaded where it is read. Every input
+// and the output have the call's dtype: the chain runs in f32 registers and the store
+// rounds once, as the CPU reference (the f32 chain on the widened inputs) does.
 struct EwStep {
   uint8_t op, a, b, binary;
   float alpha;
 };
 struct EwArgs {
-  const float* in[kMaxEwInputs];
-  float* out;
+  const void* in[kMaxEwInputs];
+  void* out;
   EwStep code[kMaxEwInstrs];
   int size, inputs;
   unsigned row_inputs;  // bit j: input j is a [cols] row, read at i % cols
   int64_t n, cols;
 };
 
-// One element, a float4, or two float4s a grid stride apart (two loads in flight per
-// input, as the frame of elementwise.cuh has).
-struct Float4x2 {
-  float4 u, v;
-};
-template <typename F>
-__device__ __forceinline__ float map(F f, float a, float b) { return f(a, b); }
-template <typename F>
-__device__ __forceinline__ float4 map(F f, float4 a, float4 b) {
-  return make_float4(f(a.x, b.x), f(a.y, b.y), f(a.z, b.z), f(a.w, b.w));
-}
-template <typename F>
-__device__ __forceinline__ Float4x2 map(F f, Float4x2 a, Float4x2 b) { return {map(f, a.u, b.u), map(f, a.v, b.v)}; }
-
-template <typename T>
-__device__ __forceinline__ T ew_apply(const EwStep& s, T a, T b) {
+template <int N>
+__device__ __forceinline__ Lanes<N> ew_apply(const EwStep& s, const Lanes<N>& a, const Lanes<N>& b) {
   switch (static_cast<EwOp>(s.op)) {
     case EwOp::add: return map(AddF{}, a, b);
     case EwOp::sub: return map(SubF{}, a, b);
@@ -118,31 +100,33 @@ __device__ __forceinline__ T ew_apply(const EwStep& s, T a, T b) {
   return a;
 }
 
-// Where the elements are: index i (in floats or float4s) and its column `col` (the index
-// into a row input); the second pair for Float4x2.
+// Where the elements are: index i (in elements, or in packs for N > 1) and its column
+// `col` (the index into a row input); the second pair for two packs (N = 2 kPack).
 struct At {
   int64_t i, col, i2 = 0, col2 = 0;
 };
 __device__ __forceinline__ bool is_row(const EwArgs& p, int j) { return (p.row_inputs >> j) & 1u; }
-__device__ __forceinline__ float ew_load(const EwArgs& p, int j, const At& at, float) {
-  return p.in[j][is_row(p, j) ? at.col : at.i];
-}
-__device__ __forceinline__ float4 ew_load(const EwArgs& p, int j, const At& at, float4) {
-  return reinterpret_cast<const float4*>(p.in[j])[is_row(p, j) ? at.col : at.i];
-}
-__device__ __forceinline__ Float4x2 ew_load(const EwArgs& p, int j, const At& at, Float4x2) {
-  const float4* in = reinterpret_cast<const float4*>(p.in[j]);
+template <DType D, int N>
+__device__ __forceinline__ Lanes<N> ew_load(const EwArgs& p, int j, const At& at) {
+  const Store<D>* in = static_cast<const Store<D>*>(p.in[j]);
   const bool row = is_row(p, j);
-  return {in[row ? at.col : at.i], in[row ? at.col2 : at.i2]};
+  Lanes<N> r;
+  if constexpr (N == 1) {
+    r.v[0] = load<D>(in, row ? at.col : at.i);
+  } else {
+    load_pack<D>(in, row ? at.col : at.i, r.v);
+    if constexpr (N == 2 * kPack<D>) load_pack<D>(in, row ? at.col2 : at.i2, r.v + kPack<D>);
+  }
+  return r;
 }
 
-template <typename T>
-__device__ __forceinline__ T ew_run(const EwArgs& p, const At& at) {
-  T acc{};
+template <DType D, int N>
+__device__ __forceinline__ Lanes<N> ew_run(const EwArgs& p, const At& at) {
+  Lanes<N> acc{};
   for (int k = 0; k < p.size; ++k) {
     const EwStep s = p.code[k];
-    const T a = s.a < p.inputs ? ew_load(p, s.a, at, T{}) : acc;
-    const T b = !s.binary ? a : s.b < p.inputs ? ew_load(p, s.b, at, T{}) : acc;
+    const Lanes<N> a = s.a < p.inputs ? ew_load<D, N>(p, s.a, at) : acc;
+    const Lanes<N> b = !s.binary ? a : s.b < p.inputs ? ew_load<D, N>(p, s.b, at) : acc;
     acc = ew_apply(s, a, b);
   }
   return acc;
@@ -162,32 +146,37 @@ __device__ __forceinline__ Column first_column(const EwArgs& p, int64_t start, i
   return {start % cols, stride % cols, cols};
 }
 
-// float4 of every input and the output; the row inputs then need cols % 4 == 0.
-__global__ void fused_ew_vec_kernel(const __grid_constant__ EwArgs p, int64_t n4) {
+// Packs of every input and the output; the row inputs then need cols % kPack == 0.
+template <DType D>
+__global__ void fused_ew_vec_kernel(const __grid_constant__ EwArgs p, int64_t nv) {
   pdl::prologue();
-  float4* out4 = reinterpret_cast<float4*>(p.out);
+  constexpr int W = kPack<D>;
+  Store<D>* out = static_cast<Store<D>*>(p.out);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  Column c = first_column(p, tid, stride, p.cols / 4);
+  Column c = first_column(p, tid, stride, p.cols / W);
   int64_t i = tid;
-  for (; i + stride < n4; i += 2 * stride) {
+  for (; i + stride < nv; i += 2 * stride) {
     const int64_t col2 = c.next(c.col);
-    const Float4x2 r = ew_run<Float4x2>(p, At{i, c.col, i + stride, col2});
-    out4[i] = r.u;
-    out4[i + stride] = r.v;
+    const Lanes<2 * W> r = ew_run<D, 2 * W>(p, At{i, c.col, i + stride, col2});
+    store_pack<D>(out, i, r.v);
+    store_pack<D>(out, i + stride, r.v + W);
     c.col = c.next(col2);
   }
-  if (i < n4) out4[i] = ew_run<float4>(p, At{i, c.col});
-  const int64_t t = 4 * n4 + tid;  // the n % 4 tail, by the first threads
-  if (t < p.n) p.out[t] = ew_run<float>(p, At{t, p.row_inputs ? t % p.cols : 0});
+  if (i < nv) store_pack<D>(out, i, ew_run<D, W>(p, At{i, c.col}).v);
+  const int64_t t = W * nv + tid;  // the tail of fewer than a pack, by the first threads
+  if (t < p.n) store<D>(out, t, ew_run<D, 1>(p, At{t, p.row_inputs ? t % p.cols : 0}).v[0]);
 }
 
+template <DType D>
 __global__ void fused_ew_scalar_kernel(const __grid_constant__ EwArgs p) {
   pdl::prologue();
+  Store<D>* out = static_cast<Store<D>*>(p.out);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   Column c = first_column(p, tid, stride, p.cols);
-  for (int64_t i = tid; i < p.n; i += stride, c.col = c.next(c.col)) p.out[i] = ew_run<float>(p, At{i, c.col});
+  for (int64_t i = tid; i < p.n; i += stride, c.col = c.next(c.col))
+    store<D>(out, i, ew_run<D, 1>(p, At{i, c.col}).v[0]);
 }
 
 }  // namespace
@@ -200,38 +189,47 @@ void fused_elementwise(const OpCall& c, cudaStream_t s) {
   p.cols = c.out.shape.last();
   p.size = prog.size();
   p.inputs = c.num_inputs;
-  bool vec = aligned16(p.out);
+  bool aligned = aligned16(p.out);
   for (int j = 0; j < c.num_inputs; ++j) {
     p.in[j] = c.input(j).data;
     if (c.input(j).shape.numel() != p.n) p.row_inputs |= 1u << j;
-    vec = vec && aligned16(p.in[j]);
+    aligned = aligned && aligned16(p.in[j]);
   }
   for (int k = 0; k < prog.size(); ++k) {
     const EwInstr& in = prog.code[static_cast<size_t>(k)];
     p.code[k] = {static_cast<uint8_t>(in.op), in.a, in.b, static_cast<uint8_t>(ew_op_binary(in.op)), in.alpha};
   }
   if (p.n <= 0) return;
-  vec = vec && p.n > detail::kSmallElements && (p.row_inputs == 0 || p.cols % 4 == 0);
-  if (vec) {
-    const int64_t n4 = p.n / 4;
-    const int64_t work = n4 > (p.n - 4 * n4) ? n4 : (p.n - 4 * n4);
-    const int block = detail::block_for(work);
-    detail::launch(TG_LAUNCH_SITE, fused_ew_vec_kernel, grid_for(work, block), block, s, p, n4);
-  } else {
-    const int block = detail::block_for(p.n);
-    detail::launch(TG_LAUNCH_SITE, fused_ew_scalar_kernel, grid_for(p.n, block), block, s, p);
-  }
+  detail::with_dtype(c.out.dtype, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    constexpr int W = detail::kPack<D>;
+    if (aligned && p.n > detail::kSmallElements && (p.row_inputs == 0 || p.cols % W == 0)) {
+      const int64_t nv = p.n / W;
+      const int64_t work = nv > (p.n - W * nv) ? nv : (p.n - W * nv);
+      const int block = detail::block_for(work);
+      detail::launch(TG_LAUNCH_SITE, fused_ew_vec_kernel<D>, grid_for(work, block), block, s, p, nv);
+    } else {
+      const int block = detail::block_for(p.n);
+      detail::launch(TG_LAUNCH_SITE, fused_ew_scalar_kernel<D>, grid_for(p.n, block), block, s, p);
+    }
+  });
 }
 
-void add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(AddF{}, a, b, y, n, s); }
-void sub(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(SubF{}, a, b, y, n, s); }
-void mul(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) { launch_ew<true>(MulF{}, a, b, y, n, s); }
-void scale(const float* x, float alpha, float* y, int64_t n, cudaStream_t s) {
-  launch_ew<false>(ScaleF{alpha}, x, nullptr, y, n, s);
+void add(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt) {
+  launch_ew<true>(AddF{}, a, b, y, n, dt, s);
 }
-void copy(const float* x, float* y, int64_t n, cudaStream_t s) {
+void sub(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt) {
+  launch_ew<true>(SubF{}, a, b, y, n, dt, s);
+}
+void mul(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt) {
+  launch_ew<true>(MulF{}, a, b, y, n, dt, s);
+}
+void scale(const void* x, float alpha, void* y, int64_t n, cudaStream_t s, DType dt) {
+  launch_ew<false>(ScaleF{alpha}, x, nullptr, y, n, dt, s);
+}
+void copy(const void* x, void* y, int64_t n, cudaStream_t s, DType dt) {
   if (x == y || n <= 0) return;
-  TG_CUDA_CHECK(cudaMemcpyAsync(y, x, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, s));
+  TG_CUDA_CHECK(cudaMemcpyAsync(y, x, static_cast<size_t>(n) * dtype_size(dt), cudaMemcpyDeviceToDevice, s));
 }
 void cast(const TensorView& x, const TensorView& y, cudaStream_t s) {
   const int64_t n = x.shape.numel();
@@ -241,8 +239,15 @@ void cast(const TensorView& x, const TensorView& y, cudaStream_t s) {
                                   cudaMemcpyDeviceToDevice, s));
     return;
   }
-  detail::launch(TG_LAUNCH_SITE, cast_kernel, grid_for(n), kBlock, s, static_cast<const void*>(x.data), x.dtype,
-                 static_cast<void*>(y.data), y.dtype, n);
+  const void* in = x.data;
+  void* out = y.data;
+  detail::with_dtype(x.dtype, [&](auto from) {
+    detail::with_dtype(y.dtype, [&](auto to) {
+      constexpr DType F = decltype(from)::value, T = decltype(to)::value;
+      detail::launch(TG_LAUNCH_SITE, cast_kernel<F, T>, grid_for(n), kBlock, s, static_cast<const Store<F>*>(in),
+                     static_cast<Store<T>*>(out), n);
+    });
+  });
 }
 void fill(float* y, float value, int64_t n, cudaStream_t s) {
   if (n <= 0) return;

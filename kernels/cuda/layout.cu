@@ -1,11 +1,14 @@
-// transpose of up to 4 dims (kernels/cpu/layout.cpp). The permutation is first reduced:
-// size-1 dims dropped, input dims that stay neighbours in the output merged. Then:
+// transpose of up to 4 dims, broadcast, concat and slice (kernels/cpu/layout.cpp,
+// kernels/cpu/reduce.cpp): moves, so every dtype runs as its bits; the figures below are f32's.
+// transpose: the permutation is first reduced: size-1 dims dropped, input dims that stay
+// neighbours in the output merged. Then:
 //  - identity: a copy;
 //  - the last dim stays last (e.g. [B, S, H, dh] -> [B, H, S, dh], the transformer's head
-//    split and merge): every output row of L = (merged last dim) floats is a contiguous
-//    input run, so the kernel is a gather of runs, float4 when L % 4 == 0 and both
-//    pointers are aligned, written in output order. Bytes: read + write 8n, like a copy,
-//    and both sides move whole 256-byte rows for dh = 64: expected ~90-95% of copy.
+//    split and merge): every output row of L = (merged last dim) elements is a contiguous
+//    input run, so the kernel is a gather of runs, 16-byte vectors when a run is whole
+//    vectors (L % 4 == 0 in f32, % 8 in 16 bits) and both pointers are aligned, written
+//    in output order. Bytes: read + write 8n, like a copy, and both sides move whole
+//    256-byte rows for dh = 64: expected ~90-95% of copy.
 //  - the last dim moves: 64 x 64 tiles through shared memory (four 32 x 33 sub-tiles),
 //    between X (the input's last dim, contiguous in x) and Y (the input dim that becomes
 //    the output's last, contiguous in y); other dims are a batch. A warp reads 4 rows x
@@ -50,7 +53,8 @@ struct Dims4 {
   int64_t st[kMaxRank];  // input stride of each output dim
 };
 
-__global__ void transpose_gather_kernel(const float* x, float* y, Dims4 d, int64_t total) {
+template <typename E>
+__global__ void transpose_gather_kernel(const E* x, E* y, Dims4 d, int64_t total) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
@@ -69,18 +73,18 @@ __global__ void transpose_gather_kernel(const float* x, float* y, Dims4 d, int64
 struct RunArgs {
   int nd;             // outer output dims, at most 3; od[nd - 1] varies fastest
   FastDiv od[3];
-  int64_t ist[3];     // input stride (floats) of each
+  int64_t ist[3];     // input stride (elements) of each
   FastDiv run;        // vectors per run (L / W)
   uint32_t total;     // vectors in the tensor
 };
 
-// W floats per vector; 4 vectors per thread per step, their loads issued together.
-template <int W>
-__global__ void __launch_bounds__(256) transpose_runs_kernel(const float* x, float* y, RunArgs a) {
+// V: a vector of W elements (16 bytes, or one element); 4 vectors per thread per step,
+// their loads issued together.
+template <typename V, int W>
+__global__ void __launch_bounds__(256) transpose_runs_kernel(const void* x, void* y, RunArgs a) {
   pdl::prologue();
-  using V = std::conditional_t<W == 4, float4, float>;
-  const V* xv = reinterpret_cast<const V*>(x);
-  V* yv = reinterpret_cast<V*>(y);
+  const V* xv = static_cast<const V*>(x);
+  V* yv = static_cast<V*>(y);
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < a.total; i0 += 4 * stride) {
     V v[4];
@@ -119,15 +123,21 @@ struct TileArgs {
   uint32_t tiles;
 };
 
+// Four consecutive elements in one load: a float4 of f32, 8 bytes of a 16-bit dtype.
+template <typename E>
+using Quad = std::conditional_t<sizeof(E) == 4, float4, uint2>;
+
 // Thread t: c4 = t % 8 picks a float4 column of a 32-wide sub-tile row, rr = t / 8 the
 // row (0..31). Loading, a warp covers rows rr of 4 consecutive values and all 8 float4
 // columns: smem banks (rr + 4 c4 + i) % 32, all different. Storing, the roles swap
 // (rr is the output row, i.e. the X index) and tile[4 c4 + i][rr] hits banks
 // (4 c4 + i + rr) % 32, all different again.
-template <bool kVec>
-__global__ void __launch_bounds__(256) transpose_tile_kernel(const float* x, float* y, TileArgs a) {
+// 16-bit elements take the same tiles (in their own type, so the shared memory holds half
+// the bytes and its banks see other strides); the loads and stores carry 8 bytes.
+template <typename E, bool kVec>
+__global__ void __launch_bounds__(256) transpose_tile_kernel(const E* x, E* y, TileArgs a) {
   pdl::prologue();
-  __shared__ float tile[4][32][33];
+  __shared__ E tile[4][32][33];
   const int c4 = threadIdx.x & 7, rr = threadIdx.x >> 3;
   for (uint32_t b = blockIdx.x; b < a.tiles; b += gridDim.x) {
     const uint32_t q1 = a.ntx.div(b), q2 = a.nty.div(q1);
@@ -143,18 +153,18 @@ __global__ void __launch_bounds__(256) transpose_tile_kernel(const float* x, flo
       out_off += i * a.bout[k];
       rest = q;
     }
-    float v[4][4];
+    E v[4][4];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int64_t yy = y0 + 32 * (s >> 1) + rr, xx = x0 + 32 * (s & 1) + 4 * c4;
-      const float* src = x + in_off + yy * a.sy_in + xx;
+      const E* src = x + in_off + yy * a.sy_in + xx;
       if constexpr (kVec) {
-        float4 q = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (yy < a.ny && xx < a.nx) q = *reinterpret_cast<const float4*>(src);
-        v[s][0] = q.x, v[s][1] = q.y, v[s][2] = q.z, v[s][3] = q.w;
+        Quad<E> q{};
+        if (yy < a.ny && xx < a.nx) q = *reinterpret_cast<const Quad<E>*>(src);
+        memcpy(v[s], &q, sizeof q);
       } else {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[s][i] = yy < a.ny && xx + i < a.nx ? src[i] : 0.0f;
+        for (int i = 0; i < 4; ++i) v[s][i] = yy < a.ny && xx + i < a.nx ? src[i] : E{};
       }
     }
 #pragma unroll
@@ -164,24 +174,25 @@ __global__ void __launch_bounds__(256) transpose_tile_kernel(const float* x, flo
     __syncthreads();
     // All four smem reads first: with the stores interleaved, ptxas split two of the
     // four float4 stores into scalar ones.
-    float4 w[4];
+    E w[4][4];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      const float* col = &tile[s][4 * c4][rr];
-      w[s] = make_float4(col[0], col[33], col[66], col[99]);
+      const E* col = &tile[s][4 * c4][rr];
+      w[s][0] = col[0], w[s][1] = col[33], w[s][2] = col[66], w[s][3] = col[99];
     }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int64_t xx = x0 + 32 * (s & 1) + rr, yy = y0 + 32 * (s >> 1) + 4 * c4;
       if (xx >= a.nx) continue;
-      float* dst = y + out_off + xx * a.sx_out + yy;
+      E* dst = y + out_off + xx * a.sx_out + yy;
       if constexpr (kVec) {
-        if (yy < a.ny) __stcs(reinterpret_cast<float4*>(dst), w[s]);
+        Quad<E> q;
+        memcpy(&q, w[s], sizeof q);
+        if (yy < a.ny) __stcs(reinterpret_cast<Quad<E>*>(dst), q);
       } else {
-        const float wv[4] = {w[s].x, w[s].y, w[s].z, w[s].w};
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          if (yy + i < a.ny) dst[i] = wv[i];
+          if (yy + i < a.ny) dst[i] = w[s][i];
       }
     }
     __syncthreads();
@@ -228,16 +239,17 @@ Reduced reduce_perm(const int64_t* in_dims, int rank, const int* perm) {
   return r;
 }
 
-}  // namespace
-
-void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y, cudaStream_t s) {
+// E: the element, by its size (float for f32, uint16_t for bf16 and f16): a move needs
+// only the bits.
+template <typename E>
+void transpose_as(const E* x, const int64_t* in_dims, int rank, const int* perm, E* y, DType dt, cudaStream_t s) {
   int64_t total = 1;
   for (int d = 0; d < rank; ++d) total *= in_dims[d];
   if (total <= 0) return;
   const Reduced r = reduce_perm(in_dims, rank, perm);
   bool identity = true;
   for (int d = 0; d < r.rank; ++d) identity = identity && r.perm[d] == d;
-  if (identity) return copy(x, y, total, s);
+  if (identity) return copy(x, y, total, s, dt);
 
   int64_t ist[kMaxRank], ost[kMaxRank];  // input strides by input dim, output strides by output position
   for (int64_t d = r.rank - 1, st = 1; d >= 0; --d) {
@@ -250,8 +262,9 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
   }
   const int last = r.rank - 1;
   if (r.perm[last] == last && total < kMax32) {
+    constexpr int kW = static_cast<int>(16 / sizeof(E));  // elements per 16-byte vector
     const int64_t L = r.in[last];
-    const int w = L % 4 == 0 && detail::aligned16(x) && detail::aligned16(y) ? 4 : 1;
+    const int w = L % kW == 0 && detail::aligned16(x) && detail::aligned16(y) ? kW : 1;
     RunArgs a{};
     a.nd = last;
     for (int d = 0; d < last; ++d) {
@@ -261,10 +274,10 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
     a.run = FastDiv(static_cast<uint32_t>(L / w));
     a.total = static_cast<uint32_t>(total / w);
     const int grid = grid_for((a.total + 3) / 4);
-    if (w == 4)
-      detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<4>, grid, kBlock, s, x, y, a);
+    if (w == kW)
+      detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<uint4, kW>, grid, kBlock, s, x, y, a);
     else
-      detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<1>, grid, kBlock, s, x, y, a);
+      detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<E, 1>, grid, kBlock, s, x, y, a);
     return;
   }
   if (r.perm[last] != last) {
@@ -293,9 +306,9 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
       const bool vec = a.nx % 4 == 0 && a.ny % 4 == 0 && detail::aligned16(x) && detail::aligned16(y);
       const int grid = static_cast<int>(tiles < 0x7fffffff ? tiles : 0x7fffffff);
       if (vec)
-        detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<true>, grid, kBlock, s, x, y, a);
+        detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<E, true>, grid, kBlock, s, x, y, a);
       else
-        detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<false>, grid, kBlock, s, x, y, a);
+        detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<E, false>, grid, kBlock, s, x, y, a);
       return;
     }
   }
@@ -306,32 +319,76 @@ void transpose(const float* x, const int64_t* in_dims, int rank, const int* perm
     d4.od[pad + d] = r.in[r.perm[d]];
     d4.st[pad + d] = ist[r.perm[d]];
   }
-  detail::launch(TG_LAUNCH_SITE, transpose_gather_kernel, grid_for(total), kBlock, s, x, y, d4, total);
+  detail::launch(TG_LAUNCH_SITE, transpose_gather_kernel<E>, grid_for(total), kBlock, s, x, y, d4, total);
+}
+
+// fn(E{}) with E the element of dt's size.
+template <typename Fn>
+void with_element(DType dt, Fn&& fn) {
+  if (dtype_size(dt) == 4) return fn(float{});
+  return fn(uint16_t{});
+}
+
+// ---- broadcast: y[o, j, i] = x[o, i] ------------------------------------------------
+// U: an element, or a 16-byte vector when the rows of x are whole vectors.
+template <typename U>
+__global__ void broadcast_kernel(const U* x, U* y, int64_t total, int64_t size, int64_t inner) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
+    const int64_t o = idx / (size * inner), i = idx % inner;
+    y[idx] = x[o * inner + i];
+  }
 }
 
 // ---- concat and slice: blocks along one axis (kernels/block_copy.h) ------------------
-
-__global__ void copy_block_kernel(const float* src, float* dst, BlockCopy b, int64_t count) {
+template <typename E>
+__global__ void copy_block_kernel(const E* src, E* dst, BlockCopy b, int64_t count) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += stride)
     dst[b.dst(e)] = src[b.src(e)];
 }
 
-namespace {
-void copy_block(const float* src, float* dst, const BlockCopy& b, cudaStream_t s) {
+void copy_block(const void* src, void* dst, DType dt, const BlockCopy& b, cudaStream_t s) {
   const int64_t count = b.count();
-  detail::launch(TG_LAUNCH_SITE, copy_block_kernel, detail::grid_for(count), detail::kBlock, s, src, dst, b, count);
+  with_element(dt, [&](auto e) {
+    using E = decltype(e);
+    detail::launch(TG_LAUNCH_SITE, copy_block_kernel<E>, detail::grid_for(count), detail::kBlock, s,
+                   static_cast<const E*>(src), static_cast<E*>(dst), b, count);
+  });
 }
+
 }  // namespace
 
+void transpose(const void* x, const int64_t* in_dims, int rank, const int* perm, void* y, cudaStream_t s, DType dt) {
+  with_element(dt, [&](auto e) {
+    using E = decltype(e);
+    transpose_as(static_cast<const E*>(x), in_dims, rank, perm, static_cast<E*>(y), dt, s);
+  });
+}
+
+void broadcast(const void* x, void* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s, DType dt) {
+  const int64_t total = outer * size * inner;
+  if (total <= 0) return;
+  with_element(dt, [&](auto e) {
+    using E = decltype(e);
+    constexpr int64_t kW = 16 / sizeof(E);
+    if (inner % kW == 0 && detail::aligned16(x) && detail::aligned16(y))
+      detail::launch(TG_LAUNCH_SITE, broadcast_kernel<uint4>, grid_for(total / kW), kBlock, s,
+                     static_cast<const uint4*>(x), static_cast<uint4*>(y), total / kW, size, inner / kW);
+    else
+      detail::launch(TG_LAUNCH_SITE, broadcast_kernel<E>, grid_for(total), kBlock, s, static_cast<const E*>(x),
+                     static_cast<E*>(y), total, size, inner);
+  });
+}
+
 void concat(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
-  for (int i = 0; i < c.num_inputs; ++i)
-    copy_block(static_cast<const float*>(c.input(i).data), c.out.data, concat_block(c, g, i), s);
+  for (int i = 0; i < c.num_inputs; ++i) copy_block(c.input(i).data, c.out.data, c.out.dtype, concat_block(c, g, i), s);
 }
 
 void slice(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
-  copy_block(static_cast<const float*>(c.in[0].data), c.out.data, slice_block(c, g), s);
+  copy_block(c.in[0].data, c.out.data, c.out.dtype, slice_block(c, g), s);
 }
 
 }  // namespace tg::kernels::cuda

@@ -38,6 +38,9 @@ struct OpSample {
   bool distinct = false;
   // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
   double cuda_atol = 0, cuda_rtol = 0;
+  // The same in bf16 and f16, where the kernel's 16-bit form needs its own; negative: derived
+  // from the f32 tolerance (low_precision_tol, tests/kernels/cuda_op_harness.h).
+  double cuda_atol16 = -1, cuda_rtol16 = -1;
 };
 
 // The conv family: each case once as the forward op (x, and the weight of conv2d) and once as

@@ -1,7 +1,8 @@
 // cast on CUDA against the CPU reference, bit for bit, between every pair of dtypes: random
 // values across the exponent range, the ties of both 16-bit formats, infinities, NaN,
-// subnormals and f16's overflow edge; and the CUDA entry's refusal of the ops that have no
-// 16-bit kernel (Backend::runs).
+// subnormals and f16's overflow edge; every 16-bit pattern and a sweep of f32 patterns
+// (the conversions every 16-bit kernel loads and stores with); and the CUDA entry's refusal
+// of the ops that have no 16-bit kernel (Backend::runs).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -45,6 +46,45 @@ std::vector<char> bytes_of(const std::vector<float>& values, DType dt) {
   return b;
 }
 
+// n elements of dtype `from` (the bytes `in`) cast to `to` on the CPU reference, and on the
+// GPU into an output poisoned with 0x5a bytes.
+std::vector<char> cast_bytes(Backend* gpu, const std::vector<char>& in, DType from, DType to, size_t n) {
+  const Shape s{static_cast<int64_t>(n)};
+  Attrs at;
+  at.to = to;
+  std::vector<char> in_copy = in, out(n * static_cast<size_t>(dtype_size(to)), 0x5a);
+  kernels::OpCall c;
+  c.op = OpKind::cast;
+  c.attrs = &at;
+  c.num_inputs = 1;
+  if (!gpu) {
+    c.in[0] = {reinterpret_cast<float*>(in_copy.data()), s, from};
+    c.out = {reinterpret_cast<float*>(out.data()), s, to};
+    kernels::run_cpu(c);
+    return out;
+  }
+  void* din = gpu->raw_alloc(in.size());
+  void* dout = gpu->raw_alloc(out.size());
+  gpu->copy_to_device(din, in.data(), in.size());
+  gpu->copy_to_device(dout, out.data(), out.size());
+  c.in[0] = {static_cast<float*>(din), s, from};
+  c.out = {static_cast<float*>(dout), s, to};
+  gpu->run(c);
+  gpu->synchronize();
+  gpu->copy_to_host(out.data(), dout, out.size());
+  gpu->raw_free(din);
+  gpu->raw_free(dout);
+  return out;
+}
+
+// The first byte where the GPU's cast differs from the CPU's, or the size when none does.
+size_t first_difference(Backend& gpu, const std::vector<char>& in, DType from, DType to, size_t n) {
+  const std::vector<char> want = cast_bytes(nullptr, in, from, to, n), got = cast_bytes(&gpu, in, from, to, n);
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) return i;
+  return got.size();
+}
+
 }  // namespace
 
 TEST_CASE("cuda cast between every pair of dtypes equals the CPU reference bitwise") {
@@ -53,41 +93,53 @@ TEST_CASE("cuda cast between every pair of dtypes equals the CPU reference bitwi
   const DType all[] = {DType::F32, DType::BF16, DType::F16};
   for (size_t n : {size_t{18}, size_t{1000}, size_t{4099}, size_t{1} << 20}) {
     const std::vector<float> values = cast_inputs(n);
-    const Shape s{static_cast<int64_t>(n)};
     for (DType from : all)
       for (DType to : all) {
         CAPTURE(n);
         CAPTURE(static_cast<int>(from));
         CAPTURE(static_cast<int>(to));
-        Attrs at;
-        at.to = to;
-        const std::vector<char> in = bytes_of(values, from);
-        std::vector<char> want(n * static_cast<size_t>(dtype_size(to)), 0x5a), got(want.size(), 0x5a);
-        std::vector<char> in_host = in;
-        kernels::OpCall c;
-        c.op = OpKind::cast;
-        c.attrs = &at;
-        c.num_inputs = 1;
-        c.in[0] = {reinterpret_cast<float*>(in_host.data()), s, from};
-        c.out = {reinterpret_cast<float*>(want.data()), s, to};
-        kernels::run_cpu(c);
-
-        void* din = gpu->raw_alloc(in.size());
-        void* dout = gpu->raw_alloc(got.size());
-        gpu->copy_to_device(din, in.data(), in.size());
-        gpu->copy_to_device(dout, got.data(), got.size());  // the poison: 0x5a bytes
-        c.in[0] = {static_cast<float*>(din), s, from};
-        c.out = {static_cast<float*>(dout), s, to};
-        gpu->run(c);
-        gpu->synchronize();
-        gpu->copy_to_host(got.data(), dout, got.size());
-        gpu->raw_free(din);
-        gpu->raw_free(dout);
-        size_t first = got.size();
-        for (size_t i = 0; i < got.size() && first == got.size(); ++i)
-          if (got[i] != want[i]) first = i;
-        CHECK_MESSAGE(first == got.size(), "first differing byte ", first, " of ", got.size());
+        const size_t bytes = n * static_cast<size_t>(dtype_size(to));
+        const size_t first = first_difference(*gpu, bytes_of(values, from), from, to, n);
+        CHECK_MESSAGE(first == bytes, "first differing byte ", first, " of ", bytes);
       }
+  }
+}
+
+// The kernels' conversions (kernels/cuda/dtype.cuh: f16 by the conversion instructions) give
+// graph/float_formats.h's bits: every 16-bit pattern widened (and narrowed to the other
+// 16-bit dtype), and f32 patterns narrowed: every upper half, each with the lower halves
+// at and around the rounding points of bf16 (0x8000) and f16 (0x1000, and the subnormals'
+// points above), and a few random ones.
+TEST_CASE("cuda cast: every 16-bit pattern and a sweep of f32 patterns, bitwise as graph/float_formats.h") {
+  TG_REQUIRE_GPU();
+  auto gpu = make_cuda_backend(0);
+  std::vector<char> all16(size_t{2} << 16);
+  for (uint32_t h = 0; h < (1u << 16); ++h) std::memcpy(&all16[2 * h], &h, 2);  // little endian, as the GPU
+  for (DType from : {DType::BF16, DType::F16})
+    for (DType to : {DType::F32, DType::BF16, DType::F16}) {
+      if (to == from) continue;
+      CAPTURE(static_cast<int>(from));
+      CAPTURE(static_cast<int>(to));
+      const size_t bytes = (size_t{1} << 16) * static_cast<size_t>(dtype_size(to));
+      const size_t first = first_difference(*gpu, all16, from, to, size_t{1} << 16);
+      CHECK_MESSAGE(first == bytes, "first differing byte ", first, " of ", bytes);
+    }
+  std::vector<uint32_t> lows = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x3000,
+                                0x4000, 0x6000, 0x7FFF, 0x8000, 0x8001, 0xC000, 0xFFFF};
+  std::mt19937 rng(11);
+  std::vector<char> f32s;
+  for (uint32_t hi = 0; hi < (1u << 16); ++hi)
+    for (size_t k = 0; k < lows.size() + 3; ++k) {
+      const uint32_t lo = k < lows.size() ? lows[k] : rng() & 0xFFFFu;
+      const uint32_t u = hi << 16 | lo;
+      const char* b = reinterpret_cast<const char*>(&u);
+      f32s.insert(f32s.end(), b, b + 4);
+    }
+  const size_t n = f32s.size() / 4;
+  for (DType to : {DType::BF16, DType::F16}) {
+    CAPTURE(static_cast<int>(to));
+    const size_t first = first_difference(*gpu, f32s, DType::F32, to, n);
+    CHECK_MESSAGE(first == 2 * n, "first differing byte ", first, " of ", 2 * n);
   }
 }
 

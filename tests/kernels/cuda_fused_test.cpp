@@ -3,7 +3,7 @@
 // run the functors of kernels/cuda/activation.cuh), over sizes, row lengths, alignment
 // and in place; sgd_multi and sgd_momentum_multi against one sgd / sgd_momentum per
 // tensor, over more tensors than one launch holds. (CUDA vs the CPU reference: the op
-// samples, in cuda_all_ops_test.cpp.)
+// samples, in cuda_all_ops_test.cpp.) In bf16 and f16: against the f32 kernel rounded once.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -97,6 +97,37 @@ TEST_CASE("cuda fused_elementwise == its chain op by op, bitwise: sizes, row len
         ++cases;
       }
   CHECK(cases == 32);
+}
+
+// In bf16 and f16 the chain runs in f32 registers and rounds once at the store, so the
+// 16-bit kernel is the f32 kernel on the widened inputs, rounded once: bitwise, the whole
+// chain of transcendentals included; and the CPU reference's bits on a chain of plain
+// float math. Row lengths around the 8-element packs, sizes with every kind of tail.
+TEST_CASE("cuda fused_elementwise in bf16 and f16 == the f32 kernel rounded once, and the CPU reference's bits") {
+  TG_REQUIRE_GPU();
+  const std::vector<EwInstr> plain = {{EwOp::mul, 0, 1}, {EwOp::add, 3, 2}, {EwOp::relu, 4}, {EwOp::scale, 5, 0, 0.5f}};
+  uint64_t seed = 950;
+  int cases = 0;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int64_t cols : {1, 4, 8, 12, 1024})
+      for (int64_t rows : {1, 3, 129, 4099})
+        for (bool unaligned : {false, true})
+          for (int alias : {-1, 0}) {
+            OpCase c;
+            c.op = OpKind::fused_elementwise;
+            c.in = {Shape{rows, cols}, Shape{rows, cols}, Shape{cols}};
+            c.out = Shape{rows, cols};
+            c.dtype = dt;
+            c.unaligned = unaligned;
+            c.alias_input = alias;
+            c.seed = seed++;
+            c.attrs.program.code = kChain;
+            CHECK(run_case_vs_f32(c) == 0);
+            c.attrs.program.code = plain;
+            TG_CHECK_CASE(c);
+            ++cases;
+          }
+  CHECK(cases == 160);
 }
 
 TEST_CASE("cuda sgd_multi and sgd_momentum_multi == one update per tensor, bitwise, over two launches") {

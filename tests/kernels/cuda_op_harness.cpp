@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+#include "graph/dtype_rules.h"
+#include "graph/float_formats.h"
 #include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -107,6 +109,7 @@ std::string describe(const OpCase& c) {
   for (size_t i = 0; i < c.in.size(); ++i) s += (i ? ", " : "") + c.in[i].str();
   s += ")";
   if (!op_is_update(c.op)) s += " -> " + c.out.str();
+  if (c.dtype != DType::F32) s += std::string(" in ") + dtype_name(c.dtype);
   if (c.unaligned) s += " unaligned";
   if (c.alias_input >= 0) s += fmt::format(" in place (out = input {})", c.alias_input);
   return s;
@@ -116,13 +119,22 @@ std::string describe(const OpCase& c) {
 
 int64_t run_case(const OpCase& c) { return run_case_on(backend(), c); }
 
-OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed) {
+Tol low_precision_tol(Tol f32, DType dt) {
+  if (dt == DType::F32 || (f32.atol == 0 && f32.rtol == 0)) return f32;
+  const bool f16 = dt == DType::F16;
+  return {f32.atol + (f16 ? std::ldexp(1.0, -24) : 0.0), f32.rtol + std::ldexp(1.0, f16 ? -10 : -7)};
+}
+
+OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed, DType dt) {
   OpCase c;
   c.op = op;
   c.attrs = s.attrs;
   c.in = s.in;
   if (!op_is_update(op)) c.out = infer_shape(op, s.in, s.attrs, "sample");
   c.tol = Tol{s.cuda_atol, s.cuda_rtol};
+  if (dt != DType::F32)
+    c.tol = s.cuda_atol16 >= 0 ? Tol{s.cuda_atol16, s.cuda_rtol16} : low_precision_tol(c.tol, dt);
+  c.dtype = dt;
   c.labels_input = s.labels_input;
   c.labels_classes = s.classes;
   c.count_input = s.count_input;
@@ -155,14 +167,35 @@ void run_op_on(CudaBackend& b, OpKind op, const std::vector<kernels::TensorView>
   b.synchronize();
 }
 
-int64_t run_case_on(CudaBackend& b, const OpCase& c) {
-  const int nin = static_cast<int>(c.in.size());
-  REQUIRE(op_arity_ok(c.op, nin));
-  std::vector<std::vector<float>> host(static_cast<size_t>(nin));
-  std::vector<std::unique_ptr<DevTensor>> dev;
-  for (int i = 0; i < nin; ++i) {
-    const int64_t n = c.in[static_cast<size_t>(i)].numel();
-    auto& h = host[static_cast<size_t>(i)];
+namespace {
+
+// The host side's tensor, with DevTensor's interface: the CPU reference's buffers.
+struct HostTensor {
+  std::vector<char> bytes;
+  float* ptr = nullptr;
+  int64_t n = 0;
+  DType dt = DType::F32;
+  HostTensor(int64_t count, bool, DType dtype) : n(count), dt(dtype) {
+    bytes.resize(static_cast<size_t>(count) * static_cast<size_t>(dtype_size(dt)));
+    ptr = reinterpret_cast<float*>(bytes.data());
+  }
+  void upload(const std::vector<float>& h) { store_as_dtype(h.data(), h.size(), dt, bytes.data()); }
+  void poison() { std::memset(bytes.data(), 0xFF, bytes.size()); }
+  std::vector<float> download() const {
+    std::vector<float> h(static_cast<size_t>(n));
+    load_from_dtype(bytes.data(), h.size(), dt, h.data());
+    return h;
+  }
+};
+
+// The case's input values: random (but the labels, the count and the positive inputs),
+// rounded to the case's dtype, so that an f32 run on them sees what a 16-bit run loads.
+std::vector<std::vector<float>> case_inputs(const OpCase& c) {
+  std::vector<std::vector<float>> host;
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    const int i = static_cast<int>(k);
+    const int64_t n = c.in[k].numel();
+    std::vector<float> h;
     if (i == c.count_input) {
       h.assign(static_cast<size_t>(n), c.count_value);
     } else if (i == c.labels_input) {
@@ -174,81 +207,124 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
       h = random_vector(n, c.seed * 31 + static_cast<uint64_t>(i));
       if ((c.positive_inputs >> i) & 1u) make_positive(h);
     }
-    dev.push_back(std::make_unique<DevTensor>(n, c.unaligned));
-    dev.back()->upload(h);
+    for (float& x : h) x = round_to_dtype(x, c.dtype);
+    host.push_back(std::move(h));
   }
-  const bool update = op_is_update(c.op);
-  std::vector<float> cpu_out, cpu_out2;
-  std::unique_ptr<DevTensor> dev_out, dev_out2;
-  kernels::OpCall cc, gc;
-  cc.op = gc.op = c.op;
-  cc.attrs = gc.attrs = &c.attrs;
-  cc.num_inputs = gc.num_inputs = nin;
-  std::vector<kernels::TensorView> cmore, gmore;  // a variadic op's inputs past kMaxOpInputs
+  return host;
+}
+
+// The outputs a case compares, in order: every updated parameter (and velocity) of an
+// update op, or the output (input alias_input's buffer when in place), then the second
+// output; with their names.
+struct Outputs {
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> values;
+};
+
+// Runs case c in dtype dt on one side: T is DevTensor (run: the GPU backend) or HostTensor
+// (run: run_cpu), holding `inputs` rounded to dt.
+template <typename T, typename Run>
+Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>>& inputs, Run run) {
+  const int nin = static_cast<int>(c.in.size());
+  const std::vector<DType> in_dt(c.in.size(), dt);
+  std::vector<std::unique_ptr<T>> ins;
+  kernels::OpCall call;
+  call.op = c.op;
+  call.attrs = &c.attrs;
+  call.num_inputs = nin;
+  std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
   for (int i = 0; i < nin; ++i) {
     const auto k = static_cast<size_t>(i);
-    const kernels::TensorView hv{host[k].data(), c.in[k]}, dv{dev[k]->ptr, c.in[k]};
-    if (i < kMaxOpInputs) {
-      cc.in[k] = hv;
-      gc.in[k] = dv;
-    } else {
-      cmore.push_back(hv);
-      gmore.push_back(dv);
-    }
+    ins.push_back(std::make_unique<T>(c.in[k].numel(), c.unaligned, dt));
+    ins.back()->upload(inputs[k]);
+    const kernels::TensorView v{ins.back()->ptr, c.in[k], dt};
+    if (i < kMaxOpInputs) call.in[k] = v;
+    else more.push_back(v);
   }
-  cc.more = cmore.empty() ? nullptr : cmore.data();
-  gc.more = gmore.empty() ? nullptr : gmore.data();
-  // The second output of the fused ops that have one: its shape from the shape rule.
-  if (op_num_outputs(c.op) == 2) {
-    const Shape s2 = infer_shapes(c.op, c.in, c.attrs, "case").at(1);
-    cpu_out2.assign(static_cast<size_t>(s2.numel()), NAN);
-    dev_out2 = std::make_unique<DevTensor>(s2.numel(), c.unaligned);
-    dev_out2->poison();
-    cc.out2 = {cpu_out2.data(), s2};
-    gc.out2 = {dev_out2->ptr, s2};
-  }
+  call.more = more.empty() ? nullptr : more.data();
+  const bool update = op_is_update(c.op);
+  std::unique_ptr<T> out, out2;
   if (!update) {
+    const std::vector<DType> out_dt = infer_dtypes(c.op, in_dt, c.attrs, "case");
     if (c.alias_input >= 0) {
-      const auto k = static_cast<size_t>(c.alias_input);
-      cc.out = {host[k].data(), c.out};
-      gc.out = {dev[k]->ptr, c.out};
+      call.out = {ins[static_cast<size_t>(c.alias_input)]->ptr, c.out, out_dt.at(0)};
     } else {
-      cpu_out.assign(static_cast<size_t>(c.out.numel()), NAN);
-      dev_out = std::make_unique<DevTensor>(c.out.numel(), c.unaligned);
-      dev_out->poison();
-      cc.out = {cpu_out.data(), c.out};
-      gc.out = {dev_out->ptr, c.out};
+      out = std::make_unique<T>(c.out.numel(), c.unaligned, out_dt.at(0));
+      out->poison();
+      call.out = {out->ptr, c.out, out_dt.at(0)};
+    }
+    // The second output of the fused ops that have one: its shape from the shape rule.
+    if (op_num_outputs(c.op) == 2) {
+      const Shape s2 = infer_shapes(c.op, c.in, c.attrs, "case").at(1);
+      out2 = std::make_unique<T>(s2.numel(), c.unaligned, out_dt.at(1));
+      out2->poison();
+      call.out2 = {out2->ptr, s2, out_dt.at(1)};
     }
   }
-  kernels::run_cpu(cc);
-  // The uploads and the poisoning ran on the legacy default stream (cudaMemset is
-  // asynchronous) while the backend's stream is non-blocking: without this wait the
-  // kernel can run before the poison lands and the NaN overwrites its output. Seen on
-  // the H200 with several test processes sharing the GPU.
-  TG_CUDA_CHECK(cudaDeviceSynchronize());
-  b.run(gc);
-  b.synchronize();
-
-  const std::string name = describe(c);
-  int64_t bad = 0;
+  run(call);
+  Outputs r;
   if (update) {
-    // Every group's parameter, and its velocity where there is one.
     const int group = op_num_inputs(c.op);
     for (int i = 0; i < nin; i += group) {
-      const auto k = static_cast<size_t>(i);
-      bad += compare(fmt::format("{} param (input {})", name, i), dev[k]->download(), host[k], c.tol);
-      if (op_update_has_velocity(c.op))
-        bad += compare(fmt::format("{} velocity (input {})", name, i + 2), dev[k + 2]->download(), host[k + 2], c.tol);
+      r.names.push_back(fmt::format("param (input {})", i));
+      r.values.push_back(ins[static_cast<size_t>(i)]->download());
+      if (op_update_has_velocity(c.op)) {
+        r.names.push_back(fmt::format("velocity (input {})", i + 2));
+        r.values.push_back(ins[static_cast<size_t>(i) + 2]->download());
+      }
     }
-  } else if (c.alias_input >= 0) {
-    const auto k = static_cast<size_t>(c.alias_input);
-    bad += compare(name, dev[k]->download(), host[k], c.tol);
   } else {
-    bad += compare(name, dev_out->download(), cpu_out, c.tol);
+    r.names.push_back("");
+    r.values.push_back(out ? out->download() : ins[static_cast<size_t>(c.alias_input)]->download());
+    if (out2) {
+      r.names.push_back("second output");
+      r.values.push_back(out2->download());
+    }
   }
-  if (dev_out2) bad += compare(name + " second output", dev_out2->download(), cpu_out2, c.tol);
+  return r;
+}
+
+Outputs gpu_side(CudaBackend& b, const OpCase& c, DType dt, const std::vector<std::vector<float>>& inputs) {
+  return run_side<DevTensor>(c, dt, inputs, [&](const kernels::OpCall& call) {
+    // The uploads and the poisoning ran on the legacy default stream (cudaMemset is
+    // asynchronous) while the backend's stream is non-blocking: without this wait the
+    // kernel can run before the poison lands and the NaN overwrites its output. Seen on
+    // the H200 with several test processes sharing the GPU.
+    TG_CUDA_CHECK(cudaDeviceSynchronize());
+    b.run(call);
+    b.synchronize();
+  });
+}
+
+int64_t compare_outputs(const OpCase& c, const Outputs& got, const Outputs& want, Tol tol) {
+  const std::string name = describe(c);
+  int64_t bad = 0;
+  for (size_t k = 0; k < got.values.size(); ++k) {
+    const std::string what = got.names[k].empty() ? name : name + " " + got.names[k];
+    bad += compare(what, got.values[k], want.values[k], tol);
+  }
   if (bad) std::printf("FAILED case: %s\n", name.c_str());
   return bad;
+}
+
+}  // namespace
+
+int64_t run_case_on(CudaBackend& b, const OpCase& c) {
+  REQUIRE(op_arity_ok(c.op, static_cast<int>(c.in.size())));
+  const std::vector<std::vector<float>> inputs = case_inputs(c);
+  const Outputs want =
+      run_side<HostTensor>(c, c.dtype, inputs, [](const kernels::OpCall& call) { kernels::run_cpu(call); });
+  return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, c.tol);
+}
+
+int64_t run_case_vs_f32(const OpCase& c) {
+  REQUIRE(op_arity_ok(c.op, static_cast<int>(c.in.size())));
+  REQUIRE(c.dtype != DType::F32);
+  const std::vector<std::vector<float>> inputs = case_inputs(c);
+  Outputs want = gpu_side(backend(), c, DType::F32, inputs);
+  for (std::vector<float>& v : want.values)
+    for (float& x : v) x = round_to_dtype(x, c.dtype);
+  return compare_outputs(c, gpu_side(backend(), c, c.dtype, inputs), want, Tol{});
 }
 
 }  // namespace tg::testing

@@ -1,4 +1,4 @@
-// Reductions, broadcast, layernorm_grad_gamma and mse_loss, plus the
+// Reductions, layernorm_grad_gamma and mse_loss, plus the
 // determinism the executors rely on: the same launch twice gives the same bits. The
 // column reductions against the CPU within the tolerance, and their looped and split
 // launches (kernels/cuda/reduce.cuh) to the same bits.
@@ -58,28 +58,6 @@ TEST_CASE("cuda reduce_sum") {
 TEST_CASE("cuda reduce_mean") {
   TG_REQUIRE_GPU();
   reduce_cases(OpKind::reduce_mean);
-}
-
-TEST_CASE("cuda broadcast") {
-  TG_REQUIRE_GPU();
-  uint64_t seed = 6000;
-  const std::vector<Shape> shapes = {Shape{1}, Shape{7}, Shape{1023}, Shape{3, 8}, Shape{5, 7}, Shape{2, 3, 4}};
-  for (const Shape& s : shapes)
-    for (int axis = 0; axis <= s.rank; ++axis)
-      for (int64_t size : {int64_t{1}, int64_t{3}, int64_t{33}})
-        for (bool unaligned : {false, true}) {
-          OpCase c;
-          c.op = OpKind::broadcast;
-          c.attrs.axis = axis;
-          c.attrs.size = size;
-          c.in = {s};
-          Shape o;
-          for (int d = 0, k = 0; d <= s.rank; ++d) o.dims[static_cast<size_t>(o.rank++)] = d == axis ? size : s[k++];
-          c.out = o;
-          c.unaligned = unaligned;
-          c.seed = seed++;
-          TG_CHECK_CASE(c);
-        }
 }
 
 TEST_CASE("cuda layernorm_grad_gamma") {

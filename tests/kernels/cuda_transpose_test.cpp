@@ -2,10 +2,12 @@
 // identity (after dropping size-1 dims and merging neighbours), runs that keep the last
 // dim (float4 when it is a multiple of 4, the transformer's head split), 64 x 64 tiles
 // when the last dim moves (full and partial tiles, up to two batch dims, float4 or
-// scalar), each aligned and one float off.
+// scalar), each aligned and one element off; in f32 and in the 16-bit dtypes, whose
+// vectors hold 8 elements (runs) or 4 in 8 bytes (tiles).
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
@@ -16,7 +18,7 @@ namespace {
 
 using Perm = std::array<int, kMaxRank>;
 
-void check_transpose(const Shape& s, const Perm& perm, uint64_t& seed) {
+void check_transpose(const Shape& s, const Perm& perm, uint64_t& seed, DType dt = DType::F32) {
   for (bool unaligned : {false, true}) {
     OpCase c;
     c.op = OpKind::transpose;
@@ -25,6 +27,7 @@ void check_transpose(const Shape& s, const Perm& perm, uint64_t& seed) {
     Shape o = s;
     for (int d = 0; d < s.rank; ++d) o.dims[static_cast<size_t>(d)] = s[perm[static_cast<size_t>(d)]];
     c.out = o;
+    c.dtype = dt;
     c.unaligned = unaligned;
     c.seed = seed++;
     TG_CHECK_CASE(c);
@@ -56,7 +59,11 @@ TEST_CASE("cuda transpose: chosen shapes of every class") {
       // the identity
       {Shape{1023}, {{0, 1, 2, 3}}}, {Shape{4, 9}, {{0, 1, 2, 3}}}, {Shape{2, 3, 4, 5}, {{0, 1, 2, 3}}}};
   uint64_t seed = 7000;
-  for (const T& t : cases) check_transpose(t.s, t.perm, seed);
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    const std::string dtype_label = dtype_name(dt);
+    CAPTURE(dtype_label);
+    for (const T& t : cases) check_transpose(t.s, t.perm, seed, dt);
+  }
 }
 
 TEST_CASE("cuda transpose: every permutation of rank-3 and rank-4 shapes") {
@@ -65,7 +72,7 @@ TEST_CASE("cuda transpose: every permutation of rank-3 and rank-4 shapes") {
   for (const Shape& s : {Shape{3, 4, 5, 8}, Shape{2, 3, 64, 33}, Shape{1, 4, 68, 3}, Shape{9, 65, 4, 1}}) {
     Perm p{{0, 1, 2, 3}};
     do {
-      check_transpose(s, p, seed);
+      for (DType dt : {DType::F32, DType::BF16}) check_transpose(s, p, seed, dt);
     } while (std::next_permutation(p.begin(), p.end()));
   }
   for (const Shape& s : {Shape{33, 65, 4}, Shape{5, 1, 130}}) {
