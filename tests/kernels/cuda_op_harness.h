@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/attrs.h"
+#include "graph/float_formats.h"
 #include "graph/op.h"
 #include "graph/shape.h"
 #include "kernels/cuda/check.h"
@@ -38,30 +39,39 @@ struct OpCase {
   uint64_t seed = 1;
 };
 
-// A device copy of a host vector, optionally offset by one float from a 256-byte
-// aligned allocation so that the kernels take their unaligned paths. The copies run on
-// the legacy default stream: call cudaDeviceSynchronize() before a kernel on another
-// stream reads them (run_case does).
+// A device copy of a host vector, optionally offset by one element from a 256-byte
+// aligned allocation so that the kernels take their unaligned paths. Elements of dtype
+// (f32 by default): upload rounds the host floats into it, download widens them back
+// (graph/float_formats.h). The copies run on the legacy default stream: call
+// cudaDeviceSynchronize() before a kernel on another stream reads them (run_case does).
 struct DevTensor {
   cuda::DeviceBuffer buf;
-  float* ptr = nullptr;
+  float* ptr = nullptr;  // as TensorView::data: dtype's elements behind a float pointer
   int64_t n = 0;
-  DevTensor(int64_t count, bool unaligned) : n(count) {
-    buf = cuda::DeviceBuffer::allocate(static_cast<size_t>(count + 1) * sizeof(float));
-    ptr = buf.as<float>() + (unaligned ? 1 : 0);
+  DType dtype = DType::F32;
+  DevTensor(int64_t count, bool unaligned, DType dt = DType::F32) : n(count), dtype(dt) {
+    buf = cuda::DeviceBuffer::allocate(static_cast<size_t>(count + 1) * elem());
+    ptr = reinterpret_cast<float*>(buf.as<char>() + (unaligned ? elem() : 0));
   }
-  DevTensor(const std::vector<float>& h, bool unaligned) : DevTensor(static_cast<int64_t>(h.size()), unaligned) {
+  DevTensor(const std::vector<float>& h, bool unaligned, DType dt = DType::F32)
+      : DevTensor(static_cast<int64_t>(h.size()), unaligned, dt) {
     upload(h);
   }
+  size_t elem() const { return static_cast<size_t>(dtype_size(dtype)); }
   void upload(const std::vector<float>& h) {
-    TG_CUDA_CHECK(cudaMemcpy(ptr, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+    std::vector<char> bytes(h.size() * elem());
+    store_as_dtype(h.data(), h.size(), dtype, bytes.data());
+    TG_CUDA_CHECK(cudaMemcpy(ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   }
-  void poison() { TG_CUDA_CHECK(cudaMemset(ptr, 0xFF, static_cast<size_t>(n) * sizeof(float))); }  // NaN
+  void poison() { TG_CUDA_CHECK(cudaMemset(ptr, 0xFF, static_cast<size_t>(n) * elem())); }  // NaN in every dtype
   std::vector<float> download() const {
+    std::vector<char> bytes(static_cast<size_t>(n) * elem());
+    TG_CUDA_CHECK(cudaMemcpy(bytes.data(), ptr, bytes.size(), cudaMemcpyDeviceToHost));
     std::vector<float> h(static_cast<size_t>(n));
-    TG_CUDA_CHECK(cudaMemcpy(h.data(), ptr, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    load_from_dtype(bytes.data(), h.size(), dtype, h.data());
     return h;
   }
+  kernels::TensorView view(const Shape& s) const { return {ptr, s, dtype}; }
 };
 
 // The shared CUDA backend of the test binary (device 0, the default options), made on
