@@ -369,7 +369,7 @@ def fig_matmul(tool, ms, r=None):
     gpu = device_gpu(r)
     # bf16 and fp16 share one peak: one ceiling, where the report has either's rows.
     low = [p for p in ("bf16", "fp16") if any(m["params"].get("precision") == p for m in ms)]
-    ceilings = [("fp32", "fp32"), ("tf32", "TF32 Tensor Core")] + [(low[0], "bf16/fp16 Tensor Core")] * bool(low)
+    ceilings = [("fp32", "fp32"), ("tf32", "TF32 Tensor Core")] + [(p, "bf16/fp16 Tensor Core") for p in low[:1]]
     for prec, label in ceilings:
         peak = peak_flops(gpu, prec)
         if peak:
