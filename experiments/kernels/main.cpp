@@ -2,7 +2,8 @@
 // Per op and tensor size: median GPU time (CUDA events), GB/s of the bytes it must
 // move (read + written), and that as a percent of a device-to-device copy of the
 // same size measured in the same run. matmul: TFLOP/s of run_cuda against cuBLAS
-// called directly at n = 5000 (the entry layer should cost nothing: within 5%).
+// called directly at n = 5000 (the entry layer should cost nothing: within 5%), in fp32,
+// tf32, bf16 and fp16 (each row records its precision).
 //
 // Each memory row is timed twice, as nvbench times a kernel both cold and in a batch:
 // one launch per sample (the row's median), and kBackToBack launches per sample (the
@@ -120,37 +121,64 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
   }
 }
 
+// A precision of the matmul rows: the operands' dtype, and TF32 for f32 operands.
+struct MatmulPrecision {
+  const char* name;
+  tg::DType dtype;
+  bool tf32;
+};
+
+cudaDataType_t cuda_type(tg::DType dt) {
+  return dt == tg::DType::BF16 ? CUDA_R_16BF : dt == tg::DType::F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
 void bench_matmul(th::Experiment& ex, int device, const std::vector<int64_t>& ns, const th::LoopOptions& loop) {
-  for (bool tf32 : {false, true}) {
-    tg::CudaBackend be(device, tf32, ex.cuda_options());
+  const MatmulPrecision precisions[] = {{"fp32", tg::DType::F32, false},
+                                        {"tf32", tg::DType::F32, true},
+                                        {"bf16", tg::DType::BF16, false},
+                                        {"fp16", tg::DType::F16, false}};
+  for (const MatmulPrecision& p : precisions) {
+    tg::CudaBackend be(device, p.tf32, ex.cuda_options());
     for (int64_t n : ns) {
       TG_NVTX_RANGE("matmul");
-      const size_t bytes = static_cast<size_t>(n * n) * sizeof(float);
+      const size_t count = static_cast<size_t>(n * n);
+      const size_t bytes = count * static_cast<size_t>(tg::dtype_size(p.dtype));
       auto a = tg::cuda::DeviceBuffer::allocate(bytes), b = tg::cuda::DeviceBuffer::allocate(bytes),
            c = tg::cuda::DeviceBuffer::allocate(bytes);
-      tg::kernels::cuda::fill(a.as<float>(), 0.5f, n * n, be.stream());
-      tg::kernels::cuda::fill(b.as<float>(), 0.25f, n * n, be.stream());
+      // Constant operands (0.5 and 0.25 in f32; 16-bit runs cast them, exactly).
+      auto a32 = tg::cuda::DeviceBuffer::allocate(count * sizeof(float)),
+           b32 = tg::cuda::DeviceBuffer::allocate(count * sizeof(float));
+      tg::kernels::cuda::fill(a32.as<float>(), 0.5f, n * n, be.stream());
+      tg::kernels::cuda::fill(b32.as<float>(), 0.25f, n * n, be.stream());
+      const tg::Shape nn{n, n};
+      tg::kernels::cuda::cast({a32.as<float>(), nn}, {a.as<float>(), nn, p.dtype}, be.stream());
+      tg::kernels::cuda::cast({b32.as<float>(), nn}, {b.as<float>(), nn, p.dtype}, be.stream());
       tg::Attrs at;
       tg::kernels::OpCall call;
       call.op = tg::OpKind::matmul;
       call.attrs = &at;
-      call.in[0] = {a.as<float>(), tg::Shape{n, n}};
-      call.in[1] = {b.as<float>(), tg::Shape{n, n}};
+      call.in[0] = {a.as<float>(), nn, p.dtype};
+      call.in[1] = {b.as<float>(), nn, p.dtype};
       call.num_inputs = 2;
-      call.out = {c.as<float>(), tg::Shape{n, n}};
+      call.out = {c.as<float>(), nn, p.dtype};
       const double flop = 2.0 * static_cast<double>(n) * n * n;
-      const char* prec = tf32 ? "tf32" : "fp32";
       const auto ours = th::time_gpu(loop, [&](void*) { be.run(call); }, be.stream());
-      auto& mo = ex.report().add_time("matmul", {{"n", n}, {"precision", prec}, {"path", "run_cuda"}}, ours, "gpu");
+      auto& mo = ex.report().add_time("matmul", {{"n", n}, {"precision", p.name}, {"path", "run_cuda"}}, ours, "gpu");
       mo.extra["TFLOP/s"] = flop / mo.stats.median / 1e12;
-      // cuBLAS directly, same handle settings, same stream.
+      // cuBLAS directly, same handle settings, same stream: SGEMM for f32, GemmEx with f32
+      // accumulation for the 16-bit types.
       const float one = 1.0f, zero = 0.0f;
       const int ni = static_cast<int>(n);
+      const cudaDataType_t ct = cuda_type(p.dtype);
       const auto direct = th::time_gpu(loop, [&](void*) {
-        TG_CUBLAS_CHECK(cublasSgemm(be.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b.as<float>(), ni,
-                                    a.as<float>(), ni, &zero, c.as<float>(), ni));
+        if (p.dtype == tg::DType::F32)
+          TG_CUBLAS_CHECK(cublasSgemm(be.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b.as<float>(), ni,
+                                      a.as<float>(), ni, &zero, c.as<float>(), ni));
+        else
+          TG_CUBLAS_CHECK(cublasGemmEx(be.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b.get(), ct, ni, a.get(),
+                                       ct, ni, &zero, c.get(), ct, ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       }, be.stream());
-      auto& md = ex.report().add_time("matmul", {{"n", n}, {"precision", prec}, {"path", "cublas_direct"}}, direct,
+      auto& md = ex.report().add_time("matmul", {{"n", n}, {"precision", p.name}, {"path", "cublas_direct"}}, direct,
                                       "gpu");
       md.extra["TFLOP/s"] = flop / md.stats.median / 1e12;
       mo.extra["pct_of_cublas"] = 100.0 * md.stats.median / mo.stats.median;

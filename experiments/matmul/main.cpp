@@ -1,15 +1,18 @@
 // tg-matmul: when does the GPU win? Square sgemm C = A B for n = 0..5000 on the CPU
-// (OpenBLAS, all cores) and on the GPU (cuBLAS fp32 and TF32), the GPU with and
-// without the transfers of A, B and C, and the crossover n where the GPU first wins.
+// (OpenBLAS, all cores) and on the GPU (cuBLAS fp32 and TF32; bf16 and fp16 through cuBLASLt
+// on the tensor cores, as the backend runs them), the GPU with and without the transfers of
+// A, B and C, and the crossover n where the GPU first wins.
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "experiments/harness/harness.h"
 #include "experiments/matmul/matrices.h"
+#include "graph/float_formats.h"
 #include "kernels/cpu/cpu_kernels.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/matmul/gpu_gemm.h"
@@ -41,6 +44,50 @@ void report_crossover(th::Report& r, const Series& cpu, const Series& gpu, const
   r.skip(label, "the GPU never beat the CPU in this sweep (the crossover, if any, lies above the largest n)");
 }
 
+// One precision of the sweep: its name in the rows, and how the GPU computes it.
+struct Precision {
+  std::string name;
+  tgm::GemmType type;
+};
+const Precision kPrecisions[] = {{"fp32", {tg::DType::F32, false}},
+                                 {"tf32", {tg::DType::F32, true}},
+                                 {"bf16", {tg::DType::BF16, false}},
+                                 {"fp16", {tg::DType::F16, false}}};
+
+// --precision: a comma-separated list of distinct precisions.
+std::vector<Precision> parse_precisions(const std::string& text) {
+  std::vector<Precision> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const auto known = std::find_if(std::begin(kPrecisions), std::end(kPrecisions),
+                                    [&](const Precision& p) { return p.name == item; });
+    if (known == std::end(kPrecisions))
+      throw th::UsageError(fmt::format("--precision: '{}' is not a precision; give a comma-separated list of fp32, "
+                                       "tf32, bf16 and fp16", item));
+    if (std::any_of(out.begin(), out.end(), [&](const Precision& p) { return p.name == item; }))
+      throw th::UsageError(fmt::format("--precision: {} is given twice; name each precision once", item));
+    out.push_back(*known);
+    at = end + 1;
+  }
+  return out;
+}
+
+// The names of ps, joined by ", ".
+std::string names_of(const std::vector<Precision>& ps) {
+  std::string s;
+  for (const Precision& p : ps) s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+
+// x rounded to dt (a 16-bit precision's inputs, as the GPU receives them) and back to f32.
+std::vector<float> rounded(const std::vector<float>& x, tg::DType dt) {
+  std::vector<float> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = tg::round_to_dtype(x[i], dt);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,6 +98,13 @@ int main(int argc, char** argv) {
   int64_t max_n = 5000, step = 500;
   experiment.add_option("--max-n", max_n, "Largest n", 0, 20000);
   experiment.add_option("--step", step, "Step of n (not in --quick, which runs 0, 500, 1000, 2000, 5000)", 1, 20000);
+  std::string precision_text = "fp32,tf32,bf16,fp16";
+  experiment.add_option("--precision", precision_text,
+                        "The GPU's precisions, comma-separated: fp32 (cuBLAS SGEMM), tf32 (the same on the tensor "
+                        "cores), bf16 and fp16 (cuBLASLt on the tensor cores: 16-bit A, B and C, f32 accumulation, "
+                        "as the backend runs them). Each row records its precision; the CPU runs fp32");
+  std::vector<Precision> precisions;
+  experiment.check_flags([&] { precisions = parse_precisions(precision_text); });
   return experiment.run(argc, argv, [&](th::Experiment& ex) {
     th::Report& r = ex.report();
     std::vector<int64_t> sizes;
@@ -65,14 +119,21 @@ int main(int argc, char** argv) {
     r.add_value("cpu_threads", {{"backend", "cpu"}}, cpu_threads, "threads", "higher");
     r.skip("TFLOP/s and result check at n=0", "n = 0 is an empty product, a defined no-op: its rows time "
                                               "the call alone and report 0 TFLOP/s");
+    std::vector<Precision> low;
+    for (const Precision& p : precisions)
+      if (p.type.dtype != tg::DType::F32) low.push_back(p);
+    if (!low.empty())
+      r.skip(fmt::format("matmul backend=cpu precision={}", names_of(low)),
+             "the CPU backend computes 16-bit products by widening them to f32 (kernels/cpu/widen.cpp): the fp32 "
+             "row's time and the conversions, no 16-bit kernel of its own to measure");
+    const std::string gpu_rows =
+        fmt::format("matmul backend=gpu ({}; with and without transfers) and crossover_n", names_of(precisions));
 #ifdef TWOGRAPH_HAVE_CUDA
     std::unique_ptr<tgm::GpuGemm> gpu;
     if (ex.on_gpu()) gpu = std::make_unique<tgm::GpuGemm>(sizes.empty() ? 0 : sizes.back());
-    else r.skip("matmul backend=gpu (fp32, tf32; with and without transfers) and crossover_n",
-                "no GPU selected (--device cpu, or --device auto found no CUDA device)");
+    else r.skip(gpu_rows, "no GPU selected (--device cpu, or --device auto found no CUDA device)");
 #else
-    r.skip("matmul backend=gpu (fp32, tf32; with and without transfers) and crossover_n",
-           "built without CUDA (TWOGRAPH_CUDA=OFF or no nvcc found)");
+    r.skip(gpu_rows, "built without CUDA (TWOGRAPH_CUDA=OFF or no nvcc found)");
 #endif
     Series cpu_med;
     std::map<std::pair<std::string, bool>, Series> gpu_med;
@@ -96,22 +157,36 @@ int main(int argc, char** argv) {
       }
 #ifdef TWOGRAPH_HAVE_CUDA
       if (gpu) {
-        std::memcpy(gpu->host_a(), a.data(), count * sizeof(float));
-        std::memcpy(gpu->host_b(), b.data(), count * sizeof(float));
-        for (const bool tf32 : {false, true}) {
-          const std::string precision = tf32 ? "tf32" : "fp32";
+        // The CPU's f32 product of the inputs rounded to each 16-bit dtype: what a GPU that
+        // accumulates in f32 and rounds once must match.
+        std::map<tg::DType, std::vector<float>> refs;
+        for (const Precision& prec : precisions) {
+          const std::string& precision = prec.name;
+          const tgm::GemmType p = prec.type;
+          const tg::DType dt = p.dtype;
+          const std::vector<float>* ref = &c;
+          if (dt != tg::DType::F32) {
+            std::vector<float>& rc = refs[dt];
+            if (rc.empty()) {
+              const std::vector<float> ar = rounded(a, dt), br = rounded(b, dt);
+              rc.assign(count, 0.0f);
+              tg::kernels::cpu_sgemm(false, false, n, n, n, ar.data(), n, br.data(), n, rc.data(), n);
+            }
+            ref = &rc;
+          }
           // Check first: poisoned C on both sides, one full run, every element against the CPU.
-          tgm::poison_nan(gpu->host_c(), count);
-          gpu->poison_device_c(n);
-          gpu->run_with_transfers(n, tf32);
-          const auto cmp = tgm::compare(c.data(), gpu->host_c(), n, tgm::tolerance(precision, n));
+          gpu->load_host(a.data(), b.data(), n, p);
+          gpu->poison_c(n);
+          gpu->run_with_transfers(n, p);
+          const std::vector<float> got = gpu->host_result(n, p);
+          const auto cmp = tgm::compare(ref->data(), got.data(), n, tgm::tolerance(precision, n));
           if (cmp.mismatches)
             throw std::runtime_error(fmt::format("cuBLAS {} n={}: {} of {} elements differ from the CPU beyond "
                                                  "the tolerance; first:\n{}", precision, n, cmp.mismatches, count,
                                                  cmp.first));
           for (const bool with_transfers : {false, true}) {
-            auto samples = with_transfers ? gpu->time_with_transfers(ex.loop(), n, tf32)
-                                          : gpu->time_compute(ex.loop(), n, tf32);
+            auto samples = with_transfers ? gpu->time_with_transfers(ex.loop(), n, p)
+                                          : gpu->time_compute(ex.loop(), n, p);
             auto& m = r.add_time("matmul", {{"n", n}, {"backend", "gpu"}, {"precision", precision},
                                             {"transfers", with_transfers}},
                                  std::move(samples), with_transfers ? "host" : "gpu");

@@ -35,6 +35,11 @@ Tolerance tolerance(const std::string& precision, int64_t k) {
   // Entries of A B have |ref| ~ sqrt(k)/3; these bounds are ~10x the rms error seen
   // in practice, so a real bug (a wrong index, a missing tile) fails by orders of magnitude.
   if (precision == "tf32") return {3e-3 * s, 1e-2};
+  // bf16 and fp16: against the CPU's f32 product of the same rounded inputs; both sum in f32
+  // (fp32's bound) and the GPU rounds each result once, at most one ulp: 2^-7 (bf16) or
+  // 2^-10 (fp16) of |ref|, with half again as margin.
+  if (precision == "bf16") return {5e-5 * s, 1.5 / 128};
+  if (precision == "fp16") return {5e-5 * s, 1.5 / 1024};
   return {5e-5 * s, 1e-4};
 }
 

@@ -4,7 +4,15 @@
 #include <cstdint>
 #include <string>
 
+#include "graph/shape.h"
+
 namespace tg::matmul {
+
+// A product's precision on the GPU: the operands' dtype, and TF32 for f32 operands.
+struct GemmType {
+  DType dtype = DType::F32;
+  bool tf32 = false;
+};
 
 // Uniform in [-1, 1) from a counter-based generator (so any seed gives the same
 // matrix on every machine); never zeros, which would hide a kernel that writes nothing.
@@ -14,6 +22,8 @@ void poison_nan(float* x, size_t count);  // quiet NaN: an element never written
 // The tolerance of one element of an n x n x k product: atol + rtol * |ref|. Rounding
 // errors of a length-k dot product grow like sqrt(k) for random signs; TF32 rounds
 // the inputs to 10 mantissa bits (relative error ~2^-11 per input) against fp32's 23.
+// precision: fp32, tf32, bf16 or fp16 (the last two against the f32 product of the same
+// 16-bit inputs, their result rounded once).
 struct Tolerance {
   double atol = 0, rtol = 0;
 };

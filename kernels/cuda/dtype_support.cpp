@@ -33,6 +33,14 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::broadcast:
     case OpKind::concat:
     case OpKind::slice: return true;
+    // The GEMM family on the tensor cores through cuBLASLt (kernels/cuda/gemm/gemm.h).
+    case OpKind::matmul:
+    case OpKind::linear:
+    case OpKind::linear_add:
+    case OpKind::matmul_add:
+    case OpKind::matmul_act_grad:
+    case OpKind::matmul_bias_grad:
+    case OpKind::matmul_heads: return true;
     default: return false;
   }
 }

@@ -328,28 +328,32 @@ TEST_CASE("cuda heads_pointers: the matrices' addresses of head views and packed
   // A head view (rows 5, cols 3, 4 heads: ld 12), a packed operand, and a view of another
   // shape; 300 matrices take more than one block of the kernel.
   const HeadsMatrix ga{true, 5, 3, 12}, gb{false, 3, 7, 7}, gd{true, 5, 7, 28};
-  for (int64_t batch : {int64_t{8}, int64_t{300}}) {
-    CAPTURE(batch);
-    const int64_t heads = 4;
-    tg::cuda::DeviceBuffer arrays = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(3 * batch) * sizeof(void*));
-    // Fake bases: the kernel only adds offsets, it never dereferences them.
-    const float* a = reinterpret_cast<const float*>(uintptr_t{1} << 20);
-    const float* b = reinterpret_cast<const float*>(uintptr_t{2} << 20);
-    float* d = reinterpret_cast<float*>(uintptr_t{3} << 20);
-    kernels::cuda::heads_pointers(a, ga, b, gb, d, gd, heads, batch, static_cast<void**>(arrays.get()), stream.get());
-    std::vector<const float*> got(static_cast<size_t>(3 * batch));
-    TG_CUDA_CHECK(cudaMemcpyAsync(got.data(), arrays.get(), got.size() * sizeof(void*), cudaMemcpyDeviceToHost,
-                                  stream.get()));
-    TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    int bad = 0;
-    for (int64_t i = 0; i < batch; ++i) {
-      const size_t u = static_cast<size_t>(i), n = static_cast<size_t>(batch);
-      const bool ok = got[u] == a + ga.offset(i, heads) && got[n + u] == b + gb.offset(i, heads) &&
-                      got[2 * n + u] == d + gd.offset(i, heads);
-      if (!ok && bad++ < 5) MESSAGE("matrix " << i << ": wrong address in one of the three arrays");
+  // Element sizes 4 (f32) and 2 (bf16, f16): the offsets are in elements.
+  for (int64_t batch : {int64_t{8}, int64_t{300}})
+    for (int size : {4, 2}) {
+      CAPTURE(batch);
+      CAPTURE(size);
+      const int64_t heads = 4;
+      tg::cuda::DeviceBuffer arrays = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(3 * batch) * sizeof(void*));
+      // Fake bases: the kernel only adds offsets, it never dereferences them.
+      const char* a = reinterpret_cast<const char*>(uintptr_t{1} << 20);
+      const char* b = reinterpret_cast<const char*>(uintptr_t{2} << 20);
+      char* d = reinterpret_cast<char*>(uintptr_t{3} << 20);
+      kernels::cuda::heads_pointers(a, ga, b, gb, d, gd, heads, batch, size, static_cast<void**>(arrays.get()),
+                                    stream.get());
+      std::vector<const char*> got(static_cast<size_t>(3 * batch));
+      TG_CUDA_CHECK(cudaMemcpyAsync(got.data(), arrays.get(), got.size() * sizeof(void*), cudaMemcpyDeviceToHost,
+                                    stream.get()));
+      TG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+      int bad = 0;
+      for (int64_t i = 0; i < batch; ++i) {
+        const size_t u = static_cast<size_t>(i), n = static_cast<size_t>(batch);
+        const bool ok = got[u] == a + ga.offset(i, heads) * size && got[n + u] == b + gb.offset(i, heads) * size &&
+                        got[2 * n + u] == d + gd.offset(i, heads) * size;
+        if (!ok && bad++ < 5) MESSAGE("matrix " << i << ": wrong address in one of the three arrays");
+      }
+      CHECK(bad == 0);
     }
-    CHECK(bad == 0);
-  }
 }
 
 TEST_CASE("cuda GEMM with pointer arrays: LtOperands' arrays, LtTuner::best and run compute every matrix") {

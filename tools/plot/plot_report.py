@@ -190,7 +190,8 @@ def hbm_GBps(gpu):
 
 # Dense FLOP per clock per SM by compute capability (fp32 lanes x 2; Tensor Core TF32 without
 # sparsity). Only the architectures whose figures are certain; others draw no peak.
-FLOP_PER_CLOCK_SM = {"8.0": {"fp32": 128, "tf32": 1024}, "9.0": {"fp32": 256, "tf32": 2048}}
+FLOP_PER_CLOCK_SM = {"8.0": {"fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
+                     "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096}}
 
 
 def peak_flops(gpu, precision):
@@ -366,7 +367,10 @@ def fig_matmul(tool, ms, r=None):
         g = [m for m in g if float(m["params"]["n"]) > 0]  # the empty product does no FLOP
         ax2.plot([float(m["params"]["n"]) for m in g], [tflops(m) for m in g], label=label, **st)
     gpu = device_gpu(r)
-    for prec, label in (("fp32", "fp32"), ("tf32", "TF32 Tensor Core")):
+    # bf16 and fp16 share one peak: one ceiling, where the report has either's rows.
+    low = [p for p in ("bf16", "fp16") if any(m["params"].get("precision") == p for m in ms)]
+    ceilings = [("fp32", "fp32"), ("tf32", "TF32 Tensor Core")] + [(p, "bf16/fp16 Tensor Core") for p in low[:1]]
+    for prec, label in ceilings:
         peak = peak_flops(gpu, prec)
         if peak:
             ceiling(ax2, peak / 1e12, f"{label} peak: {peak / 1e12:.0f} TFLOP/s (at {gpu['sm_clock_khz'] / 1e3:.0f} MHz)")

@@ -52,6 +52,22 @@
 //    multiply-adds over the rows in order, to the same bits; stream-K adds the two parts of
 //    a tile split between blocks, one more rounding, fixed by the shape and the block count.
 //
+// bf16 and f16 (every entry but matmul_sgd_momentum, which is f32 by the op table): the
+// operands, C, D and the bias share the call's dtype; the products run on the tensor cores
+// through cuBLASLt with f32 accumulation and one rounding into the dtype on the store (split-K
+// partial sums reduced in f32, never in 16 bits), which is what the CPU reference computes
+// (kernels/cpu/widen.cpp) up to the order of the sums. Paths 3 and 4 are f32 kernels, so every
+// 16-bit call with k > 0 takes path 5 (or matmul_heads' GEMM); path 1 refuses 16-bit calls
+// with std::invalid_argument; path 2 writes 16-bit zeros. The key carries the dtype, and tf32
+// off whatever the backend's setting (tf32 is a mode of f32 inputs). Epilogues: bias,
+// ReLU/GELU and the accumulated term are cuBLASLt's, in f32 before the one rounding, as for
+// f32; matmul_act_grad's gradient is a kernel after the product (gemm_epilogue16.cu), the
+// unfused relu_grad/gelu_grad's functor on the rounded product, so the fused op rounds twice
+// as the unfused graph does; matmul_bias_grad's bias gradient is cuBLASLt's BGRADA epilogue
+// where cuBLASLt offers it for the key, else the plain product followed by a column-sum
+// kernel (gemm_epilogue16.cu; f32 sums in an order fixed by the shape, one rounding), chosen
+// once per key (LtCache::find remembers a refusal).
+//
 // Atomics: stream-K's blocks hand a split tile's first part to the next block through a flag
 // set and polled atomically; no path adds values atomically, so no result depends on timing.
 #include <cublas_v2.h>

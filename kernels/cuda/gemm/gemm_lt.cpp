@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "graph/float_formats.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/raii.h"
 
@@ -37,12 +38,22 @@ const char* epilogue_name(LtEpilogue e) {
   return "?";
 }
 
-// A column-major layout of `rows` x `cols` with leading dim `ld`, batched when batch > 1:
-// by `stride`, or through pointer arrays.
-cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride,
+cudaDataType_t lt_data_type(DType dt) {
+  switch (dt) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::F16: return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
+}
+
+// A column-major layout of `rows` x `cols` elements of `dt` with leading dim `ld`, batched
+// when batch > 1: by `stride`, or through pointer arrays.
+cublasLtMatrixLayout_t layout(DType dt, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride,
                               bool pointer_arrays) {
   cublasLtMatrixLayout_t l = nullptr;
-  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, lt_data_type(dt), static_cast<uint64_t>(rows),
+                                             static_cast<uint64_t>(cols), ld));
   if (batch > 1 || pointer_arrays) {
     const int32_t count = static_cast<int32_t>(batch);
     TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
@@ -85,6 +96,13 @@ cublasLtMatmulPreference_t make_preference(const LtKey& key, size_t max_workspac
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b, sizeof b);
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &c, sizeof c);
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d, sizeof d);
+  if (key.dtype != DType::F32) {
+    // A split-K product reduced in place or in the output type would round its partial
+    // sums to 16 bits; reduced in f32 (or not split) it rounds once, on the store, as the
+    // CPU reference (kernels/cpu/widen.cpp) does.
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    set(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes);
+  }
   return pref;
 }
 
@@ -99,16 +117,17 @@ uint16_t lt_alignment(const void* p) {
 
 bool LtKey::operator==(const LtKey& o) const {
   return trans_a == o.trans_a && trans_b == o.trans_b && tf32 == o.tf32 && accumulate == o.accumulate &&
-         epilogue == o.epilogue && batch == o.batch && m == o.m && n == o.n && k == o.k && lda == o.lda &&
+         dtype == o.dtype && epilogue == o.epilogue && batch == o.batch && m == o.m && n == o.n && k == o.k && lda == o.lda &&
          ldb == o.ldb && ldd == o.ldd && stride_a == o.stride_a && stride_b == o.stride_b && pointer_arrays == o.pointer_arrays &&
          align_a == o.align_a &&
          align_b == o.align_b && align_c == o.align_c && align_d == o.align_d && align_bias == o.align_bias;
 }
 
 std::string LtKey::str() const {
-  return fmt::format("{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, ld {} {} {}, {}, alignments A {} B {} "
+  return fmt::format("{}{}[{} x ({}x{}) {}x{}{}] epilogue {}{}{}, ld {} {} {}, {}, alignments A {} B {} "
                      "C {} D {} bias {}",
-                     batch > 1 ? "batched " : "", batch, m, k, trans_a ? "^T" : "", n, trans_b ? "^T" : "",
+                     dtype_name(dtype), batch > 1 ? " batched " : " ", batch, m, k, trans_a ? "^T" : "", n,
+                     trans_b ? "^T" : "",
                      epilogue_name(epilogue), accumulate ? " + C" : "", tf32 ? " tf32" : "", lda, ldb, ldd,
                      pointer_arrays ? std::string("pointer arrays")
                                     : fmt::format("strides {} {} {}", stride_a, stride_b, m * ldd),
@@ -123,7 +142,8 @@ size_t LtKeyHash::operator()(const LtKey& k) const {
   size_t h = 0;
   auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   mix((k.trans_a ? 1 : 0) | (k.trans_b ? 2 : 0) | (k.tf32 ? 4 : 0) | (k.accumulate ? 8 : 0) |
-      (static_cast<int>(k.epilogue) << 4) | (k.pointer_arrays ? 1 << 8 : 0));
+      (static_cast<int>(k.epilogue) << 4) | (k.pointer_arrays ? 1 << 8 : 0) |
+      (static_cast<int>(k.dtype) << 9));
   for (int64_t v : {k.batch, k.m, k.n, k.k, k.lda, k.ldb, k.ldd, k.stride_a, k.stride_b}) mix(v);
   mix((int64_t{k.align_a} << 48) | (int64_t{k.align_b} << 36) | (int64_t{k.align_c} << 24) | (k.align_d << 12) |
       k.align_bias);
@@ -131,7 +151,12 @@ size_t LtKeyHash::operator()(const LtKey& k) const {
 }
 
 LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key_(key) {
+  if (key.tf32 && key.dtype != DType::F32)
+    throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: tf32 is a mode of f32 operands; a {} GEMM computes "
+                                            "in f32 from its own inputs, give it a key with tf32 off",
+                                            key.str(), dtype_name(key.dtype)));
   try {
+    // The scale type (alpha, beta) is f32 for every dtype: 16-bit operands accumulate in f32.
     TG_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                                              CUDA_R_32F));
     // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's A is our B, its B our A.
@@ -146,11 +171,12 @@ LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key
       throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: pointer arrays take no C and no epilogue here",
                                               key.str()));
     const bool pa = key.pointer_arrays;
-    la_ = key.trans_b ? layout(key.k, key.n, key.ldb, key.batch, key.stride_b, pa)
-                      : layout(key.n, key.k, key.ldb, key.batch, key.stride_b, pa);
-    lb_ = key.trans_a ? layout(key.m, key.k, key.lda, key.batch, key.stride_a, pa)
-                      : layout(key.k, key.m, key.lda, key.batch, key.stride_a, pa);
-    ld_ = layout(key.n, key.m, key.ldd, key.batch, key.m * key.ldd, pa);
+    const DType dt = key.dtype;
+    la_ = key.trans_b ? layout(dt, key.k, key.n, key.ldb, key.batch, key.stride_b, pa)
+                      : layout(dt, key.n, key.k, key.ldb, key.batch, key.stride_b, pa);
+    lb_ = key.trans_a ? layout(dt, key.m, key.k, key.lda, key.batch, key.stride_a, pa)
+                      : layout(dt, key.k, key.m, key.lda, key.batch, key.stride_a, pa);
+    ld_ = layout(dt, key.n, key.m, key.ldd, key.batch, key.m * key.ldd, pa);
     if (key.epilogue != LtEpilogue::none) {
       // The heuristic reads the bias pointer's value for its alignment: a stand-in of the
       // same alignment (run() sets the real one).
@@ -164,7 +190,7 @@ LtGemm::LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace) : key
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op_, la_, lb_, ld_, ld_, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found < 1)
-      throw CudaError(fmt::format("cuBLASLt offers no algorithm for {} (status {}, {} found, workspace limit {} "
+      throw LtNoAlgorithm(fmt::format("cuBLASLt offers no algorithm for {} (status {}, {} found, workspace limit {} "
                                   "bytes); this GEMM cannot run on this device through cuBLASLt",
                                   key.str(), static_cast<int>(st), found, limit));
     algo_ = result.algo;
@@ -186,7 +212,7 @@ void LtGemm::destroy() noexcept {
   op_ = nullptr;
 }
 
-void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float* c, float* d, const float* bias,
+void LtGemm::run(cublasLtHandle_t h, const void* a, const void* b, const void* c, void* d, const void* bias,
                  void* ws, size_t ws_bytes, cudaStream_t s) const {
   if (ws_bytes < workspace_)
     throw std::invalid_argument(fmt::format("cuBLASLt GEMM {}: needs {} bytes of workspace, the call has {}",
@@ -198,20 +224,21 @@ void LtGemm::run(cublasLtHandle_t h, const float* a, const float* b, const float
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   }
   const float one = 1.0f, zero = 0.0f;
-  const float* cc = key_.accumulate ? c : d;
+  const void* cc = key_.accumulate ? c : d;
   TG_CUBLAS_CHECK(cublasLtMatmul(h, op_, &one, b, la_, a, lb_, key_.accumulate ? &one : &zero, cc, ld_, d, ld_, &algo_,
                                  ws, workspace_, s));
 }
 
 namespace {
 
-// A pseudo-random pattern of floats in [-1, 1) (a fixed LCG, so every run times the same
-// data), kPatternFloats long, tiled over a buffer.
-constexpr size_t kPatternFloats = size_t{1} << 20;
+// A pseudo-random pattern of values in [-1, 1) (a fixed LCG, so every run times the same
+// data), kPatternValues long, stored as `dt` (16-bit values rounded from the same floats, so
+// that no bit pattern of a 16-bit operand is a NaN or an infinity), tiled over a buffer.
+constexpr size_t kPatternValues = size_t{1} << 20;
 
-const std::vector<float>& random_pattern() {
-  static const std::vector<float> pattern = [] {
-    std::vector<float> v(kPatternFloats);
+const std::vector<char>& random_pattern(DType dt) {
+  static const std::vector<float> values = [] {
+    std::vector<float> v(kPatternValues);
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (float& f : v) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -219,16 +246,24 @@ const std::vector<float>& random_pattern() {
     }
     return v;
   }();
-  return pattern;
+  static std::mutex mu;
+  static std::vector<char> stored[3];
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<char>& p = stored[static_cast<int>(dt)];
+  if (p.empty()) {
+    p.resize(kPatternValues * static_cast<size_t>(dtype_size(dt)));
+    store_as_dtype(values.data(), kPatternValues, dt, p.data());
+  }
+  return p;
 }
 
-void fill_operands(void* p, size_t bytes, LtOperandFill fill, cudaStream_t s) {
+void fill_operands(void* p, size_t bytes, DType dt, LtOperandFill fill, cudaStream_t s) {
   if (fill == LtOperandFill::constant) {
     TG_CUDA_CHECK(cudaMemsetAsync(p, 0x3c, bytes, s));
     return;
   }
-  const std::vector<float>& pat = random_pattern();
-  const size_t first = std::min(bytes, pat.size() * sizeof(float));
+  const std::vector<char>& pat = random_pattern(dt);
+  const size_t first = std::min(bytes, pat.size());
   char* base = static_cast<char*>(p);
   // Pageable source: cudaMemcpyAsync returns once the bytes are staged, so the vector may
   // be read by the next call at once.
@@ -243,12 +278,13 @@ void fill_operands(void* p, size_t bytes, LtOperandFill fill, cudaStream_t s) {
 }  // namespace
 
 LtOperands::LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, cudaStream_t s) {
-  auto up = [](int64_t floats) { return (floats * 4 + 255) / 256 * 256; };
+  const int64_t size = dtype_size(key.dtype);
+  auto up = [&](int64_t elems) { return (elems * size + 255) / 256 * 256; };  // bytes
   // Leading dimensions may exceed the extents: size each operand by its stored span.
   // Pointer-array keys get their matrices back to back (each rows x ld, 256-byte aligned)
   // and the arrays.
   const int64_t rows_a = key.trans_a ? key.k : key.m, rows_b = key.trans_b ? key.n : key.k;
-  auto step = [&](int64_t floats) { return key.pointer_arrays ? (floats + 63) / 64 * 64 : floats; };  // 256 B
+  auto step = [&](int64_t elems) { return key.pointer_arrays ? up(elems) / size : elems; };
   const int64_t step_a = key.pointer_arrays ? step(rows_a * key.lda) : key.stride_a;
   const int64_t step_b = key.pointer_arrays ? step(rows_b * key.ldb) : key.stride_b;
   const int64_t step_d = step(key.m * key.ldd);
@@ -265,15 +301,15 @@ LtOperands::LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, c
   bias = reinterpret_cast<float*>(base + a_b + b_b + 2 * d_b);
   ws = base + data + arrays;
   ws_bytes = workspace;
-  fill_operands(base, data, fill, s);
+  fill_operands(base, data, key.dtype, fill, s);
   if (key.pointer_arrays) {  // a, b and d become the arrays of their matrices' addresses
     const size_t n = static_cast<size_t>(key.batch);
-    std::vector<const float*> table(3 * n);
+    std::vector<const char*> table(3 * n);
     for (size_t i = 0; i < n; ++i) {
-      const int64_t j = static_cast<int64_t>(i);
-      table[i] = a + j * step_a;
-      table[n + i] = b + j * step_b;
-      table[2 * n + i] = d + j * step_d;
+      const int64_t j = static_cast<int64_t>(i) * size;
+      table[i] = reinterpret_cast<const char*>(a) + j * step_a;
+      table[n + i] = reinterpret_cast<const char*>(b) + j * step_b;
+      table[2 * n + i] = reinterpret_cast<const char*>(d) + j * step_d;
     }
     auto** dev = reinterpret_cast<const float**>(base + data);
     // Pageable source: the copy has staged the table when the call returns.
@@ -385,12 +421,25 @@ double lt_best_seconds(cublasLtHandle_t h, const LtKey& key, size_t max_workspac
 }
 
 const LtGemm& LtCache::get(const LtKey& key, cudaStream_t s) {
+  if (const LtGemm* g = find(key, s)) return *g;
+  std::lock_guard<std::mutex> lock(mu_);
+  throw LtNoAlgorithm(refused_.at(key));
+}
+
+const LtGemm* LtCache::find(const LtKey& key, cudaStream_t s) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = gemms_.find(key);
-  if (it != gemms_.end()) return *it->second;
-  auto g = std::make_unique<LtGemm>(h_, key, max_workspace_);
+  if (it != gemms_.end()) return it->second.get();
+  if (refused_.count(key)) return nullptr;
+  std::unique_ptr<LtGemm> g;
+  try {
+    g = std::make_unique<LtGemm>(h_, key, max_workspace_);
+  } catch (const LtNoAlgorithm& e) {
+    refused_.emplace(key, e.what());
+    return nullptr;
+  }
   if (tune_) LtTuner::tune(h_, *g, max_workspace_, s);
-  const LtGemm& ref = *g;
+  const LtGemm* ref = g.get();
   gemms_.emplace(key, std::move(g));
   return ref;
 }

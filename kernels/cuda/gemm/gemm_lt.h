@@ -31,6 +31,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/shape.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/raii.h"
 #include "kernels/op_call.h"
 
@@ -46,11 +48,15 @@ enum class LtEpilogue : uint8_t {
 
 // One GEMM in row-major terms: D[b] (m x n) = op(A[b]) (m x k) op(B[b]) (k x n) [+ C[b]],
 // leading dims of the stored operands, batch strides in elements (stride_b 0: one B).
+// dtype is that of A, B, C, D and the bias alike (the GEMM ops are kTypeSame): bf16 and f16
+// run on the tensor cores with f32 accumulation, f32 scale factors and one rounding into
+// dtype on the store; tf32 (f32 inputs rounded to tf32 inside the product) is for f32 only.
 // The alignments are of the pointers the GEMM runs on (bytes, a power of two, at most 256;
 // a null pointer counts as 256): an algorithm chosen for 256-byte-aligned operands must
 // not be given others (cuBLASLt refuses the call), so they are part of the key.
 struct LtKey {
   bool trans_a = false, trans_b = false, tf32 = false, accumulate = false;
+  DType dtype = DType::F32;
   LtEpilogue epilogue = LtEpilogue::none;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldd = 0, stride_a = 0, stride_b = 0;
@@ -72,9 +78,15 @@ struct LtKeyHash {
 // Descriptors and the chosen algorithm of one LtKey.
 class LtTuner;
 
+// cuBLASLt's heuristic offers no algorithm for a key (a CudaError: the GEMM cannot run).
+class LtNoAlgorithm : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
 class LtGemm {
  public:
-  // Throws CudaError when cuBLASLt offers no algorithm for the key within max_workspace.
+  // Throws LtNoAlgorithm when cuBLASLt offers no algorithm for the key within max_workspace.
   LtGemm(cublasLtHandle_t h, const LtKey& key, size_t max_workspace);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
@@ -88,8 +100,9 @@ class LtGemm {
   // c: the accumulated term (key.accumulate), may equal d. bias: the bias vector, or the
   // bias gradient's output (bias_grad). ws: the algorithm's workspace, past the pointer
   // arrays when the key has them (a, b and d are then the arrays' device addresses).
-  void run(cublasLtHandle_t h, const float* a, const float* b, const float* c, float* d, const float* bias,
-           void* ws, size_t ws_bytes, cudaStream_t s) const;
+  // The operands are of key().dtype.
+  void run(cublasLtHandle_t h, const void* a, const void* b, const void* c, void* d, const void* bias, void* ws,
+           size_t ws_bytes, cudaStream_t s) const;
 
  private:
   friend class LtTuner;
@@ -112,14 +125,15 @@ LtKey gemm_key(const OpCall& c, bool tf32);
 // a constant fill than on varied data (fewer bits toggle, so the GPU draws less power and
 // holds a higher clock), so timings meant to stand for a model's GEMMs use `random`.
 enum class LtOperandFill : uint8_t {
-  random,    // pseudo-random floats in [-1, 1), the same every run
-  constant,  // every byte 0x3c (each float ~0.0115)
+  random,    // pseudo-random values in [-1, 1) of the key's dtype, the same every run
+  constant,  // every byte 0x3c (each float ~0.0115, each bf16 ~0.0115, each f16 ~1.06)
 };
 
 // Scratch operands for one key: A, B, C, D and the bias (256-byte aligned, which every
 // alignment class of a key allows) and `workspace` bytes, filled as asked on stream s.
 // For a pointer-array key, a, b and c = d are the device arrays of the matrices' addresses
-// (LtGemm::run's arguments for it).
+// (LtGemm::run's arguments for it). The operands hold elements of key.dtype (behind float
+// pointers, as TensorView's data).
 class LtOperands {
  public:
   LtOperands(const LtKey& key, size_t workspace, LtOperandFill fill, cudaStream_t s);
@@ -166,6 +180,9 @@ class LtCache {
       : h_(h), max_workspace_(max_workspace), tune_(tune) {}
   // A new key's algorithm is tuned on stream s when tuning is on (and s is not capturing).
   const LtGemm& get(const LtKey& key, cudaStream_t s);
+  // The same, or null when cuBLASLt offers no algorithm for the key (remembered: the
+  // heuristic is asked once per key).
+  const LtGemm* find(const LtKey& key, cudaStream_t s);
   cublasLtHandle_t handle() const { return h_; }
   size_t max_workspace() const { return max_workspace_; }
   bool tunes() const { return tune_; }
@@ -176,6 +193,7 @@ class LtCache {
   bool tune_;
   std::mutex mu_;
   std::unordered_map<LtKey, std::unique_ptr<LtGemm>, LtKeyHash> gemms_;
+  std::unordered_map<LtKey, std::string, LtKeyHash> refused_;  // the heuristic's refusals
 };
 
 }  // namespace tg::kernels::cuda

@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm/gemm.h"
 #include "kernels/cuda/gemm/gemm_args.h"
+#include "kernels/cuda/gemm/gemm_epilogue16.h"
 #include "kernels/cuda/gemm/gemm_heads_pointers.h"
 #include "kernels/cuda/gemm/gemm_lt.h"
 #include "kernels/cuda/gemm/gemm_small.h"
@@ -28,7 +29,8 @@ namespace {
 // every path: cuBLASLt's DRELU/DGELU epilogues need a mask saved by the forward GEMM, which
 // the graph does not have, so on that path it is a kernel after the product.
 struct GemmCall {
-  GemmArgs args;
+  GemmArgs args;  // its pointers are the views' (of dtype's elements)
+  DType dtype = DType::F32;
   LtEpilogue epilogue = LtEpilogue::none;
   bool accumulate = false;
   // cuBLASLt's bias operand: the bias, or the bias gradient's output.
@@ -76,6 +78,7 @@ GemmCall gemm_call(const OpCall& c) {
   s.a = x.data;
   s.b = w.data;
   s.d = c.out.data;
+  g.dtype = x.dtype;
   const int64_t* xd = x.shape.dims.data();
   const int64_t* wd = w.shape.dims.data();
   MatmulPlan p;
@@ -107,13 +110,18 @@ GemmCall gemm_call(const OpCall& c) {
   return g;
 }
 
+// tf32 rounds f32 inputs inside the product; 16-bit inputs have fewer bits already and
+// are multiplied exactly, so their keys carry tf32 off whatever the backend's setting.
+bool tf32_for(bool tf32, DType dt) { return tf32 && dt == DType::F32; }
+
 LtKey lt_key(const GemmCall& g, bool tf32) {
   const GemmArgs& s = g.args;
   LtKey k;
   k.trans_a = s.trans_a, k.trans_b = s.trans_b;
   k.batch = s.batch, k.m = s.m, k.n = s.n, k.k = s.k;
   k.lda = s.lda, k.ldb = s.ldb, k.ldd = s.ldd, k.stride_a = s.stride_a, k.stride_b = s.stride_b;
-  k.tf32 = tf32;
+  k.dtype = g.dtype;
+  k.tf32 = tf32_for(tf32, g.dtype);
   k.accumulate = g.accumulate;
   k.epilogue = g.epilogue;
   k.align_a = lt_alignment(s.a);
@@ -144,7 +152,8 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   LtKey& k = h.key;
   k.trans_a = c.attrs->trans_a;
   k.trans_b = c.attrs->trans_b;
-  k.tf32 = tf32;
+  k.dtype = c.in[0].dtype;
+  k.tf32 = tf32_for(tf32, k.dtype);
   k.m = g.m;
   k.n = g.n;
   k.k = g.k;
@@ -156,10 +165,11 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   // The alignment class of every matrix: that of the base and of the two steps between
   // matrices (a sum is at least as aligned as its least aligned term). Integer arithmetic:
   // the pointers are null when only the workspace is asked for.
+  const auto size = static_cast<uintptr_t>(dtype_size(k.dtype));
   auto align = [&](const float* base, const HeadsMatrix& x) {
     uint16_t a = lt_alignment(base);
-    auto with_step = [&](int64_t floats) {
-      if (floats > 0) a = std::min(a, lt_alignment(reinterpret_cast<const void*>(static_cast<uintptr_t>(floats) * 4)));
+    auto with_step = [&](int64_t elems) {
+      if (elems > 0) a = std::min(a, lt_alignment(reinterpret_cast<const void*>(static_cast<uintptr_t>(elems) * size)));
     };
     if (g.batch > 1) with_step(x.offset(1, g.heads));
     if (g.batch > g.heads) with_step(x.offset(g.heads, g.heads));
@@ -171,10 +181,10 @@ HeadsCall heads_call(const OpCall& c, bool tf32) {
   return h;
 }
 
-// Path 3 of gemm.h's table: the small-GEMM kernel.
+// Path 3 of gemm.h's table: the small-GEMM kernel (f32 only, as the skinny ones).
 bool use_small(const GemmCall& g, const CudaBackendOptions& o) {
   const GemmArgs& p = g.args;
-  return o.small_gemm && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
+  return g.dtype == DType::F32 && o.small_gemm && small_gemm_fits(p.batch, p.m, p.n, p.k) &&
          (g.epilogue != LtEpilogue::bias_grad || p.batch == 1);
 }
 
@@ -182,20 +192,44 @@ bool use_small(const GemmCall& g, const CudaBackendOptions& o) {
 bool use_skinny(const GemmCall& g, const CudaBackendOptions& o) {
   const GemmArgs& p = g.args;
   const SkinnyGemm kind = skinny_gemm_kind(p.batch, p.m, p.n, p.k, p.trans_a);
-  return o.small_gemm && o.skinny_gemm && kind != SkinnyGemm::none &&
+  return g.dtype == DType::F32 && o.small_gemm && o.skinny_gemm && kind != SkinnyGemm::none &&
          (g.epilogue != LtEpilogue::bias_grad || kind == SkinnyGemm::thin_n_trans_a);
 }
 
 // matmul_act_grad after a product that did not apply it: relu_grad / gelu_grad in place,
-// the unfused op's kernel, so the bits are the unfused graph's.
-void apply_act_grad(const GemmArgs& g, int64_t n, cudaStream_t s) {
+// the unfused op's kernel (f32) or functor (16-bit), so the bits are the unfused graph's.
+void apply_act_grad(const GemmCall& call, int64_t n, cudaStream_t s) {
+  const GemmArgs& g = call.args;
+  if (call.dtype != DType::F32) return act_grad_16bit(call.dtype, g.act_grad, g.d, g.act_in, n, s);
   if (g.act_grad == Act::relu) relu_grad(g.d, g.act_in, g.d, n, s);
   if (g.act_grad == Act::gelu) gelu_grad(g.d, g.act_in, g.d, n, s);
+}
+
+// An empty sum's zeros: f32 by the fill kernel; 16-bit zeros are all-zero bits.
+void zero_fill(float* d, DType dt, int64_t n, cudaStream_t s) {
+  if (dt == DType::F32) return fill(d, 0.0f, n, s);
+  TG_CUDA_CHECK(cudaMemsetAsync(d, 0, static_cast<size_t>(n) * static_cast<size_t>(dtype_size(dt)), s));
+}
+
+// The cuBLASLt GEMM of a call on path 5: its key's, or, for a 16-bit bias gradient that
+// cuBLASLt offers no epilogue for, the plain product's (gemm_op then sums the columns).
+const LtGemm& lt_gemm(const GemmCall& g, const CudaExecContext& ctx) {
+  const LtKey key = lt_key(g, ctx.tf32);
+  if (g.epilogue != LtEpilogue::bias_grad || g.dtype == DType::F32) return ctx.lt->get(key, ctx.stream);
+  if (const LtGemm* fused = ctx.lt->find(key, ctx.stream)) return *fused;
+  LtKey plain = key;
+  plain.epilogue = LtEpilogue::none;
+  plain.align_bias = 256;
+  return ctx.lt->get(plain, ctx.stream);
 }
 
 // The batch-invariant mode: the plain kernel summing over k in order, then the unfused
 // epilogue ops, so that fused and unfused graphs give the same bits there too.
 void gemm_invariant(const OpCall& c, const GemmCall& call, const CudaExecContext& ctx) {
+  if (call.dtype != DType::F32)
+    throw std::invalid_argument(fmt::format("run_cuda {}: the batch-invariant matmul mode has f32 kernels only, and "
+                                            "this call is {}; run it in f32 (--precision fp32) or on the CPU backend",
+                                            op_name(c.op), dtype_name(call.dtype)));
   const cudaStream_t s = ctx.stream;
   const GemmArgs& g = call.args;
   matmul_invariant(g.trans_a, g.trans_b, g.batch, g.m, g.n, g.k, g.a, g.stride_a, g.b, g.stride_b, g.d, s);
@@ -204,7 +238,7 @@ void gemm_invariant(const OpCall& c, const GemmCall& call, const CudaExecContext
   if (c.op == OpKind::linear && c.attrs->act == Act::relu) relu(g.d, g.d, n, s);
   if (c.op == OpKind::linear && c.attrs->act == Act::gelu) gelu(g.d, g.d, n, s);
   if (call.accumulate) add(g.c, g.d, g.d, n, s);
-  apply_act_grad(g, n, s);
+  apply_act_grad(call, n, s);
   if (c.op == OpKind::matmul_bias_grad)
     reduce_sum(c.in[1].data, c.out2.data, 1, c.in[1].shape[0], c.in[1].shape[1], ctx.scratch, ctx.scratch_bytes, s);
 }
@@ -220,7 +254,7 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
     if (c.op != OpKind::matmul)
       throw std::invalid_argument(fmt::format("run_cuda {}: the product has k = 0; give it a non-empty inner dim",
                                               op_name(c.op)));
-    return fill(p.d, 0.0f, p.batch * p.m * p.n, ctx.stream);
+    return zero_fill(p.d, g.dtype, p.batch * p.m * p.n, ctx.stream);
   }
   if (use_small(g, ctx.options)) return small_gemm(p, ctx.stream);
   if (use_skinny(g, ctx.options)) return skinny_gemm(p, ctx.stream);
@@ -228,8 +262,10 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   if (!gemm) gemm = prepare_cuda(c, ctx);
   void* ws = c.workspace ? c.workspace : ctx.workspace;
   const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
-  gemm->run(ctx.lt->handle(), p.a, p.b, p.c, p.d, g.lt_bias(), ws, ws_bytes, ctx.stream);
-  apply_act_grad(p, p.batch * p.m * p.n, ctx.stream);
+  const bool fused = gemm->key().epilogue == g.epilogue;
+  gemm->run(ctx.lt->handle(), p.a, p.b, p.c, p.d, fused ? g.lt_bias() : nullptr, ws, ws_bytes, ctx.stream);
+  if (!fused) column_sums_16bit(g.dtype, c.in[1].data, p.bias_grad, c.in[1].shape[0], c.in[1].shape[1], ctx.stream);
+  apply_act_grad(g, p.batch * p.m * p.n, ctx.stream);
 }
 
 LtKey gemm_key(const OpCall& c, bool tf32) {
@@ -244,7 +280,7 @@ void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx) {
   if (!ctx.lt) throw std::invalid_argument("run_cuda matmul_heads: no cuBLASLt cache; pass CudaExecContext::lt");
   const HeadsCall h = heads_call(c, ctx.tf32);
   if (h.g.batch == 0 || h.g.m == 0 || h.g.n == 0) return;
-  if (h.g.k == 0) return fill(c.out.data, 0.0f, c.out.shape.numel(), ctx.stream);  // an empty sum
+  if (h.g.k == 0) return zero_fill(c.out.data, c.out.dtype, c.out.shape.numel(), ctx.stream);  // an empty sum
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = &ctx.lt->get(h.key, ctx.stream);
   char* ws = static_cast<char*>(c.workspace ? c.workspace : ctx.workspace);
@@ -255,10 +291,11 @@ void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx) {
                                             gemm->workspace_bytes(), ws_bytes));
   const HeadsGeometry& g = h.g;
   void** arrays = reinterpret_cast<void**>(ws);
-  heads_pointers(c.in[0].data, g.a, c.in[1].data, g.b, c.out.data, g.out, g.heads, g.batch, arrays, ctx.stream);
+  heads_pointers(c.in[0].data, g.a, c.in[1].data, g.b, c.out.data, g.out, g.heads, g.batch, dtype_size(h.key.dtype),
+                 arrays, ctx.stream);
   const size_t room = h.key.pointer_array_bytes();
-  gemm->run(ctx.lt->handle(), reinterpret_cast<const float*>(arrays), reinterpret_cast<const float*>(arrays + g.batch),
-            nullptr, reinterpret_cast<float*>(arrays + 2 * g.batch), nullptr, ws + room, ws_bytes - room, ctx.stream);
+  gemm->run(ctx.lt->handle(), arrays, arrays + g.batch, nullptr, arrays + 2 * g.batch, nullptr, ws + room,
+            ws_bytes - room, ctx.stream);
 }
 
 }  // namespace tg::kernels::cuda
@@ -280,7 +317,7 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
   if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || cuda::use_small(g, ctx.options) ||
       cuda::use_skinny(g, ctx.options))
     return nullptr;
-  return &ctx.lt->get(cuda::lt_key(g, ctx.tf32), ctx.stream);
+  return &cuda::lt_gemm(g, ctx);
 }
 
 }  // namespace tg::kernels

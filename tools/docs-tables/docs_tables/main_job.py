@@ -205,7 +205,9 @@ def head_matmul(rs, gpu):
     n = big["params"]["n"]
     tf = lambda m: m["extra"].get("TFLOP/s") or 2 * m["params"]["n"] ** 3 / m["median"] / 1e12
     found = f"CPU (OpenBLAS) at n = {n}: {t(big['median'])}, {num(tf(big))} TFLOP/s"
-    g = [m for m in r.all("matmul", backend="gpu", n=n) if m["params"].get("transfers") is False]
+    # fp32 inputs, as the CPU's: the 16-bit rows multiply other (rounded) matrices.
+    g = [m for m in r.all("matmul", backend="gpu", n=n)
+         if m["params"].get("transfers") is False and m["params"].get("precision") in ("fp32", "tf32")]
     if g:
         best = max(g, key=tf)
         found += f"; GPU at n = {n}: {t(best['median'])}, {num(tf(best))} TFLOP/s"

@@ -14,6 +14,9 @@ def tab_matmul_sweep():
     r = report("matmul")
     ns, cpu = matmul_rows(r)
     series = [("fp32", False), ("fp32", True), ("tf32", False), ("tf32", True)]
+    # bf16 and fp16 (without transfers) where the report has them.
+    low = [p for p in ("bf16", "fp16") if r.all("matmul", backend="gpu", precision=p)]
+    series += [(p, False) for p in low]
     rows = []
     for n in ns:
         unit = " TFLOP/s" if n == min(k for k in ns if k) else ""
@@ -22,7 +25,8 @@ def tab_matmul_sweep():
             m = r.one("matmul", backend="gpu", n=n, precision=prec, transfers=tr)
             row.append(t(m["median"]) + (f" ({num(m['extra']['TFLOP/s'])})" if n else ""))
         rows.append(row)
-    return table(["n", "CPU fp32", "GPU fp32", "GPU fp32 + transfers", "GPU TF32", "GPU TF32 + transfers"], rows)
+    return table(["n", "CPU fp32", "GPU fp32", "GPU fp32 + transfers", "GPU TF32", "GPU TF32 + transfers"]
+                 + [f"GPU {p}" for p in low], rows)
 
 
 def plots_matmul():

@@ -1,0 +1,89 @@
+#include "kernels/cuda/gemm/gemm_epilogue16.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "graph/float_formats.h"
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/launch.cuh"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+// The two 16-bit formats, converted by graph/float_formats.h's code (the CPU reference's).
+struct Bf16 {
+  __device__ static float load(const uint16_t* p, int64_t i) { return f32_from_bf16(p[i]); }
+  __device__ static void store(uint16_t* p, int64_t i, float v) { p[i] = bf16_from_f32(v); }
+};
+struct F16 {
+  __device__ static float load(const uint16_t* p, int64_t i) { return f32_from_f16(p[i]); }
+  __device__ static void store(uint16_t* p, int64_t i, float v) { p[i] = f16_from_f32(v); }
+};
+
+template <typename Fmt, typename Grad>
+__global__ void act_grad_kernel(uint16_t* d, const uint16_t* act_in, int64_t n) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    Fmt::store(d, i, Grad()(Fmt::load(d, i), Fmt::load(act_in, i)));
+}
+
+template <typename Fmt, typename Grad>
+void launch_act_grad(void* d, const void* act_in, int64_t n, cudaStream_t s) {
+  detail::launch(TG_LAUNCH_SITE, act_grad_kernel<Fmt, Grad>, dim3(static_cast<unsigned>(detail::grid_for(n))),
+                 dim3(detail::kBlock), s, static_cast<uint16_t*>(d), static_cast<const uint16_t*>(act_in), n);
+}
+
+// A block of kColumns x kLanes threads per kColumns adjacent columns: lane l sums rows l,
+// l + kLanes, ... (a warp reads 32 adjacent values of a row), then lane 0 adds the lanes'
+// sums in lane order.
+constexpr int kColumns = 32, kLanes = 8;
+
+template <typename Fmt>
+__global__ void column_sums_kernel(const uint16_t* dz, uint16_t* out, int64_t rows, int64_t cols) {
+  pdl::prologue();
+  __shared__ float part[kLanes][kColumns];
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
+  float sum = 0.0f;
+  if (j < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += kLanes) sum += Fmt::load(dz, r * cols + j);
+  part[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= cols) return;
+  float total = part[0][threadIdx.x];
+  for (int l = 1; l < kLanes; ++l) total += part[l][threadIdx.x];
+  Fmt::store(out, j, total);
+}
+
+template <typename Fmt>
+void launch_column_sums(const void* dz, void* out, int64_t rows, int64_t cols, cudaStream_t s) {
+  const int64_t blocks = (cols + kColumns - 1) / kColumns;
+  detail::launch(TG_LAUNCH_SITE, column_sums_kernel<Fmt>, dim3(static_cast<unsigned>(blocks)), dim3(kColumns, kLanes),
+                 s, static_cast<const uint16_t*>(dz), static_cast<uint16_t*>(out), rows, cols);
+}
+
+void require_16bit(DType dt, const char* what) {
+  if (dt == DType::F32) throw std::logic_error(std::string(what) + ": takes bf16 or f16 tensors, not f32");
+}
+
+}  // namespace
+
+void act_grad_16bit(DType dt, Act act, void* d, const void* act_in, int64_t n, cudaStream_t s) {
+  require_16bit(dt, "act_grad_16bit");
+  if (act == Act::none || n <= 0) return;
+  const bool bf16 = dt == DType::BF16;
+  if (act == Act::relu)
+    return bf16 ? launch_act_grad<Bf16, detail::ReluGradF>(d, act_in, n, s)
+                : launch_act_grad<F16, detail::ReluGradF>(d, act_in, n, s);
+  bf16 ? launch_act_grad<Bf16, detail::GeluGradF>(d, act_in, n, s)
+       : launch_act_grad<F16, detail::GeluGradF>(d, act_in, n, s);
+}
+
+void column_sums_16bit(DType dt, const void* dz, void* out, int64_t rows, int64_t cols, cudaStream_t s) {
+  require_16bit(dt, "column_sums_16bit");
+  if (cols <= 0) return;
+  dt == DType::BF16 ? launch_column_sums<Bf16>(dz, out, rows, cols, s) : launch_column_sums<F16>(dz, out, rows, cols, s);
+}
+
+}  // namespace tg::kernels::cuda

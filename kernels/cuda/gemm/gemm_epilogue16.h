@@ -1,0 +1,24 @@
+#pragma once
+// The parts of a bf16/f16 GEMM-family op that cuBLASLt does not compute in its epilogue
+// (gemm_router.cpp), as kernels after the product: each loads 16-bit values, computes in
+// f32 and rounds once on its store (graph/float_formats.h), as the unfused op does.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "graph/attrs.h"
+#include "graph/shape.h"
+
+namespace tg::kernels::cuda {
+
+// matmul_act_grad's gradient in place over the product d (n elements of dt): d = relu_grad(d,
+// y) or gelu_grad(d, x) with act_in as y or x, the unfused op's functor. cuBLASLt's
+// DRELU/DGELU epilogues need a mask saved by the forward GEMM, which the graph does not have.
+void act_grad_16bit(DType dt, Act act, void* d, const void* act_in, int64_t n, cudaStream_t s);
+
+// matmul_bias_grad's bias gradient where cuBLASLt offers no bias-gradient epilogue for the
+// key: out[j] = sum over the rows of dz[rows, cols] (row-major, dt), summed in f32 in a
+// fixed order (the shape alone sets it), rounded once.
+void column_sums_16bit(DType dt, const void* dz, void* out, int64_t rows, int64_t cols, cudaStream_t s);
+
+}  // namespace tg::kernels::cuda
