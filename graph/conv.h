@@ -7,6 +7,7 @@
 // element is computed alone: deterministic, and no atomics).
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "graph/attrs.h"
 #include "graph/float_formats.h"
@@ -43,11 +44,15 @@ bool pool_geometry(const Shape& x, const ConvAttr& a, ConvGeometry& g, std::stri
 bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometry& g, Shape& out, std::string* why);
 
 // ---- the elements, host and device -------------------------------------------------------
-// Flat NCHW indices; i is the element's flat index in the tensor it belongs to.
+// Flat NCHW indices; i is the element's flat index in the tensor it belongs to. T is the
+// element type the tensors are read as: float (the CPU, f32 on CUDA) or a 16-bit element
+// that converts to float (kernels/cuda/storage.h), so every dtype sums the same values in
+// the same order.
 
 // conv2d: y[n, k, p, q] = sum over the group's channels c and the window (r, s) of
 // x[n, c, p*sh - ph + r*dh, q*sw - pw + s*dw] w[k, c - group start, r, s].
-TG_HOST_DEVICE inline float conv2d_element(const float* x, const float* wt, const ConvGeometry& g, int64_t i) {
+template <typename T>
+TG_HOST_DEVICE inline float conv2d_element(const T* x, const T* wt, const ConvGeometry& g, int64_t i) {
   const int64_t q = i % g.q, p = (i / g.q) % g.p, k = (i / (g.q * g.p)) % g.k, n = i / (g.q * g.p * g.k);
   const int64_t cg = g.c / g.groups, c0 = k / (g.k / g.groups) * cg;
   double acc = 0;
@@ -76,7 +81,8 @@ TG_HOST_DEVICE inline int64_t conv_out_pos(int64_t in, int64_t t, int64_t stride
 
 // conv2d_grad_input: dx[n, c, h, w] = sum over the group's output channels k and the taps
 // (r, s) that read (h, w) of dy[n, k, p, q] w[k, c - group start, r, s].
-TG_HOST_DEVICE inline float conv2d_grad_input_element(const float* dy, const float* wt, const ConvGeometry& g,
+template <typename T>
+TG_HOST_DEVICE inline float conv2d_grad_input_element(const T* dy, const T* wt, const ConvGeometry& g,
                                                       int64_t i) {
   const int64_t wi = i % g.w, hi = (i / g.w) % g.h, ci = (i / (g.w * g.h)) % g.c, n = i / (g.w * g.h * g.c);
   const int64_t cg = g.c / g.groups, kg = g.k / g.groups, grp = ci / cg, c = ci % cg;
@@ -97,7 +103,8 @@ TG_HOST_DEVICE inline float conv2d_grad_input_element(const float* dy, const flo
 
 // conv2d_grad_weight: dw[k, c, r, s] = sum over n, p, q of dy[n, k, p, q] x[n, group start + c,
 // p*sh - ph + r*dh, q*sw - pw + s*dw].
-TG_HOST_DEVICE inline float conv2d_grad_weight_element(const float* dy, const float* x, const ConvGeometry& g,
+template <typename T>
+TG_HOST_DEVICE inline float conv2d_grad_weight_element(const T* dy, const T* x, const ConvGeometry& g,
                                                        int64_t i) {
   const int64_t cg = g.c / g.groups;
   const int64_t s = i % g.s, r = (i / g.s) % g.r, c = (i / (g.s * g.r)) % cg, k = i / (g.s * g.r * cg);
@@ -134,39 +141,44 @@ TG_HOST_DEVICE inline PoolWindow pool_window(const ConvGeometry& g, int64_t p, i
 
 // The flat index within the plane of window (p, q)'s maximum: the first in row-major
 // order among equals (padding is never the maximum).
-TG_HOST_DEVICE inline int64_t max_pool_argmax(const float* plane, const ConvGeometry& g, int64_t p, int64_t q) {
+template <typename T>
+TG_HOST_DEVICE inline int64_t max_pool_argmax(const T* plane, const ConvGeometry& g, int64_t p, int64_t q) {
   const PoolWindow b = pool_window(g, p, q);
   int64_t best = b.h0 * g.w + b.w0;
   for (int64_t h = b.h0; h < b.h1; ++h)
     for (int64_t w = b.w0; w < b.w1; ++w)
-      if (plane[h * g.w + w] > plane[best]) best = h * g.w + w;
+      if (static_cast<float>(plane[h * g.w + w]) > static_cast<float>(plane[best])) best = h * g.w + w;
   return best;
 }
 
-TG_HOST_DEVICE inline float max_pool2d_element(const float* x, const ConvGeometry& g, int64_t i) {
+template <typename T>
+TG_HOST_DEVICE inline float max_pool2d_element(const T* x, const ConvGeometry& g, int64_t i) {
   const int64_t q = i % g.q, p = (i / g.q) % g.p, nc = i / (g.q * g.p);
-  const float* plane = x + nc * g.h * g.w;
+  const T* plane = x + nc * g.h * g.w;
   return plane[max_pool_argmax(plane, g, p, q)];
 }
 
 // avg_pool2d: the mean over the window's input elements; padding is not counted (ONNX's
 // count_include_pad = 0).
-TG_HOST_DEVICE inline float avg_pool2d_element(const float* x, const ConvGeometry& g, int64_t i) {
+template <typename T>
+TG_HOST_DEVICE inline float avg_pool2d_element(const T* x, const ConvGeometry& g, int64_t i) {
   const int64_t q = i % g.q, p = (i / g.q) % g.p, nc = i / (g.q * g.p);
-  const float* plane = x + nc * g.h * g.w;
+  const T* plane = x + nc * g.h * g.w;
   const PoolWindow b = pool_window(g, p, q);
   double acc = 0;
   for (int64_t h = b.h0; h < b.h1; ++h)
-    for (int64_t w = b.w0; w < b.w1; ++w) acc += plane[h * g.w + w];
+    for (int64_t w = b.w0; w < b.w1; ++w) acc += static_cast<float>(plane[h * g.w + w]);
   return static_cast<float>(acc / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0)));
 }
 
 // The pools' gradients: dx[n, c, h, w] sums dy over the windows that hold (h, w), in
 // one fixed order: the windows whose maximum it is (max_pool2d_grad, x given) or
-// each divided by its element count (avg_pool2d_grad, x null).
-TG_HOST_DEVICE inline float pool2d_grad_element(const float* dy, const float* x, const ConvGeometry& g, int64_t i) {
+// each divided by its element count (avg_pool2d_grad, x null; x takes T from dy).
+template <typename T>
+TG_HOST_DEVICE inline float pool2d_grad_element(const T* dy, const typename std::remove_cv<T>::type* x,
+                                                const ConvGeometry& g, int64_t i) {
   const int64_t wi = i % g.w, hi = (i / g.w) % g.h, nc = i / (g.w * g.h);
-  const float* dplane = dy + nc * g.p * g.q;
+  const T* dplane = dy + nc * g.p * g.q;
   double acc = 0;
   for (int64_t r = 0; r < g.r; ++r) {
     const int64_t p = conv_out_pos(hi, r, g.sh, g.ph, 1, g.p);
@@ -175,7 +187,7 @@ TG_HOST_DEVICE inline float pool2d_grad_element(const float* dy, const float* x,
       const int64_t q = conv_out_pos(wi, s, g.sw, g.pw, 1, g.q);
       if (q < 0) continue;
       if (x) {
-        if (max_pool_argmax(x + nc * g.h * g.w, g, p, q) == hi * g.w + wi) acc += dplane[p * g.q + q];
+        if (max_pool_argmax(x + nc * g.h * g.w, g, p, q) == hi * g.w + wi) acc += static_cast<float>(dplane[p * g.q + q]);
       } else {
         const PoolWindow b = pool_window(g, p, q);
         acc += static_cast<double>(dplane[p * g.q + q]) / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0));

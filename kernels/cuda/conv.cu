@@ -2,19 +2,22 @@
 // (grid-stride), each running the element function of graph/conv.h that the CPU reference
 // runs: the same double sums in the same order, so the results match the CPU's, and no
 // atomics. Correct and deterministic first; a cuDNN path is for the convolutions that
-// matter for time.
+// matter for time. Every float dtype: T is the element type (storage.h); an element sums
+// as in f32 and is rounded once to T.
 #include <cuda_runtime.h>
 
 
 #include "graph/conv.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/storage.h"
 
 namespace tg::kernels::cuda {
 
 namespace {
 
-__global__ void conv_family_kernel(OpKind op, const float* a, const float* b, float* y, ConvGeometry g, int64_t n) {
+template <typename T>
+__global__ void conv_family_kernel(OpKind op, const T* a, const T* b, T* y, ConvGeometry g, int64_t n) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -29,7 +32,7 @@ __global__ void conv_family_kernel(OpKind op, const float* a, const float* b, fl
       case OpKind::avg_pool2d_grad: v = pool2d_grad_element(a, nullptr, g, i); break;
       default: break;
     }
-    y[i] = v;
+    y[i] = narrow<T>(v);
   }
 }
 
@@ -39,8 +42,11 @@ void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
   const int64_t n = c.out.shape.numel();
   using detail::grid_for;
   using detail::kBlock;
-  detail::launch(TG_LAUNCH_SITE, conv_family_kernel, grid_for(n), kBlock, s, c.op,
-                 static_cast<const float*>(c.in[0].data), static_cast<const float*>(c.in[1].data), c.out.data, g, n);
+  with_element_type(c.out.dtype, [&](auto e) {
+    using T = decltype(e);
+    detail::launch(TG_LAUNCH_SITE, conv_family_kernel<T>, grid_for(n), kBlock, s, c.op, elements<const T>(c.in[0].data),
+                   elements<const T>(c.in[1].data), elements<T>(c.out.data), g, n);
+  });
 }
 
 }  // namespace tg::kernels::cuda

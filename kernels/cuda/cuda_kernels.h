@@ -137,6 +137,9 @@ void multi_update(const OpCall& c, cudaStream_t s);
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, float alpha, cudaStream_t s);
 void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows, int64_t cols, float alpha,
                        cudaStream_t s);
+// softmax or softmax_grad in the call's dtype (f32, bf16, f16): f32's arithmetic and
+// order, each output rounded once (the launchers above are its f32 form).
+void softmax_op(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 
 // ---- layernorm over the last axis (layernorm.cu) ----------------------------------------
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
@@ -156,8 +159,15 @@ void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_
 // dgamma as layernorm_grad_gamma and dbeta = the sum of dy's rows (layernorm_grad_params).
 void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
                            float eps, float* scratch, size_t scratch_bytes, cudaStream_t s);
-// Per row: stats[2r] = mean, stats[2r+1] = rstd, as layernorm computes them.
-void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
+// Per row: stats[2r] = mean, stats[2r+1] = rstd, as layernorm computes them; T is float,
+// or a 16-bit element type of kernels/cuda/storage.h.
+template <typename T>
+void layernorm_row_stats(const T* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s);
+// The layernorm family in the call's dtype (f32, bf16, f16), f32's arithmetic and order,
+// each output rounded once: layernorm and layernorm_grad_x (layernorm.cu);
+// layernorm_grad_gamma and layernorm_grad_params (layernorm_params.cu, with ctx.scratch).
+void layernorm_op(const OpCall& c, const CallGeometry& g, cudaStream_t s);
+void layernorm_params_op(const OpCall& c, const CallGeometry& g, const CudaExecContext& ctx);
 
 // ---- reductions over one axis (reduce.cu) ---------------------------------------------
 // The sum's order depends only on positions along the axis (reduce.cuh): zero rows
@@ -169,6 +179,9 @@ void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t in
                 size_t scratch_bytes, cudaStream_t s);
 void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
                  size_t scratch_bytes, cudaStream_t s);
+// reduce_sum or reduce_mean in the call's dtype (f32, bf16, f16), with ctx.scratch: the
+// sums of the f32 launchers above, in their order, each output rounded once.
+void reduce_op(const OpCall& c, const CallGeometry& g, const CudaExecContext& ctx);
 
 // ---- losses (loss.cu) -----------------------------------------------------------------
 // scratch (optional, 8 bytes per chunk of 16384 elements): lets many blocks share the
@@ -197,7 +210,8 @@ void transpose(const void* x, const int64_t* in_dims, int rank, const int* perm,
 void broadcast(const void* x, void* y, int64_t outer, int64_t size, int64_t inner, cudaStream_t s,
                DType dt = DType::F32);
 // conv2d, its backward ops and the pools (kernels/cuda/conv.cu): direct kernels, one thread per
-// output element through the element functions of graph/conv.h that the CPU reference runs.
+// output element through the element functions of graph/conv.h that the CPU reference runs;
+// in the call's dtype (f32, bf16, f16), as is the batchnorm family.
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 // The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);

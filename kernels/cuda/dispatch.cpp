@@ -49,7 +49,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::mul: return cuda::mul(x.data, y.data, out, n, s, dt);
     case OpKind::relu_grad: return cuda::relu_grad(x.data, y.data, out, n, s, dt);
     case OpKind::gelu_grad: return cuda::gelu_grad(x.data, y.data, out, n, s, dt);
-    case OpKind::softmax_grad: return cuda::softmax_grad_rows(x.data, y.data, out, g.rows, g.cols, c.attrs->alpha, s);
+    case OpKind::softmax_grad: return cuda::softmax_op(c, g, s);
     case OpKind::scale: return cuda::scale(x.data, c.attrs->alpha, out, n, s, dt);
     case OpKind::relu: return cuda::relu(x.data, out, n, s, dt);
     case OpKind::gelu: return cuda::gelu(x.data, out, n, s, dt);
@@ -62,21 +62,16 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::log_grad: return cuda::log_grad(x.data, y.data, out, n, s, dt);
     case OpKind::gelu_erf: return cuda::gelu_erf(x.data, out, n, s, dt);
     case OpKind::gelu_erf_grad: return cuda::gelu_erf_grad(x.data, y.data, out, n, s, dt);
-    case OpKind::softmax: return cuda::softmax_rows(x.data, out, g.rows, g.cols, c.attrs->alpha, s);
+    case OpKind::softmax: return cuda::softmax_op(c, g, s);
     case OpKind::copy:
     case OpKind::reshape: return cuda::copy(x.data, out, n, s, dt);
     case OpKind::cast: return cuda::cast(x, c.out, s);  // reshape given its own memory copies
     case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s, dt);
-    case OpKind::layernorm: return cuda::layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps, s);
-    case OpKind::layernorm_grad_x:
-      return cuda::layernorm_grad_x_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps, s);
-    case OpKind::layernorm_grad_gamma:
-      return cuda::layernorm_grad_gamma(x.data, y.data, out, g.rows, g.cols, c.attrs->eps, ctx.scratch,
-                                        ctx.scratch_bytes, s);
+    case OpKind::layernorm:
+    case OpKind::layernorm_grad_x: return cuda::layernorm_op(c, g, s);
+    case OpKind::layernorm_grad_gamma: return cuda::layernorm_params_op(c, g, ctx);
     case OpKind::reduce_sum:
-      return cuda::reduce_sum(x.data, out, g.outer, g.len, g.inner, ctx.scratch, ctx.scratch_bytes, s);
-    case OpKind::reduce_mean:
-      return cuda::reduce_mean(x.data, out, g.outer, g.len, g.inner, ctx.scratch, ctx.scratch_bytes, s);
+    case OpKind::reduce_mean: return cuda::reduce_op(c, g, ctx);
     case OpKind::broadcast: return cuda::broadcast(x.data, out, g.outer, g.len, g.inner, s, dt);
     case OpKind::transpose:
       return cuda::transpose(x.data, x.shape.dims.data(), x.shape.rank, c.attrs->perm.data(), out, s, dt);
@@ -98,9 +93,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
                                                  ctx.update_workspace_bytes, 0, s);
       return cuda::matmul_sgd_momentum(x.data, y.data, c.in[2].data, c.in[3].data, g.rows, y.shape.last(), x.shape.last(),
                                        c.attrs->lr, c.attrs->momentum, s);
-    case OpKind::layernorm_grad_params:
-      return cuda::layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps, ctx.scratch,
-                                         ctx.scratch_bytes, s);
+    case OpKind::layernorm_grad_params: return cuda::layernorm_params_op(c, g, ctx);
     case OpKind::fused_elementwise: return cuda::fused_elementwise(c, s);
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: return cuda::multi_update(c, s);

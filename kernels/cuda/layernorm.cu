@@ -3,8 +3,9 @@
 // pass (the parameter gradients are in layernorm_params.cu).
 // One row per thread group (rows.cuh). Every pass that writes the output comes after
 // the last read of the inputs by the same thread, so out == in (exactly) is safe.
-// Bytes-moved floor, n = rows * cols floats: layernorm 8n, layernorm_grad_x 12n,
-// layernorm_row_stats 4n (+8 B/row).
+// Every float dtype: T is the element type (storage.h), the arithmetic is f32's; the row
+// statistics stay f32. Bytes-moved floor, n = rows * cols elements of b bytes: layernorm
+// 2bn, layernorm_grad_x 3bn, layernorm_row_stats bn (+8 B/row).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -18,8 +19,8 @@ namespace {
 using namespace detail;
 
 // Two-pass mean and biased variance, like the CPU reference; the cache keeps x.
-template <int G, int VPT>
-__device__ __forceinline__ void mean_rstd(const float* x, int64_t cols, float eps, int t, float* smem,
+template <int G, int VPT, typename T>
+__device__ __forceinline__ void mean_rstd(const T* x, int64_t cols, float eps, int t, float* smem,
                                           RowCache<VPT>& c, float& mean, float& rstd) {
   float s = 0.0f;
   TG_ROW_LOOP(k, j) {
@@ -59,21 +60,22 @@ __device__ __forceinline__ void mean_rstd4(const float (&v)[NV][4], int t, int n
   rstd = 1.0f / sqrtf(var + eps);
 }
 
+template <typename T>
 struct LayernormOp {
-  const float* x;
-  const float* gamma;
-  const float* beta;
-  float* y;
+  const T* x;
+  const T* gamma;
+  const T* beta;
+  T* y;
   int64_t cols;
   float eps;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
-    const float* xr = x + row * cols;
-    float* yr = y + row * cols;
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
     RowCache<VPT> c;
     float mean, rstd;
     mean_rstd<G, VPT>(xr, cols, eps, t, smem, c, mean, rstd);
-    TG_ROW_LOOP(k, j) { yr[j] = (c.get(k, xr, j) - mean) * rstd * gamma[j] + beta[j]; }
+    TG_ROW_LOOP(k, j) { yr[j] = narrow<T>((c.get(k, xr, j) - mean) * rstd * gamma[j] + beta[j]); }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
@@ -93,24 +95,25 @@ struct LayernormOp {
   }
 };
 
+template <typename T>
 struct LayernormGradXOp {
-  const float* dy;
-  const float* x;
-  const float* gamma;
-  float* dx;
+  const T* dy;
+  const T* x;
+  const T* gamma;
+  T* dx;
   int64_t cols;
   float eps;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
-    const float* dyr = dy + row * cols;
-    const float* xr = x + row * cols;
-    float* dxr = dx + row * cols;
+    const T* dyr = dy + row * cols;
+    const T* xr = x + row * cols;
+    T* dxr = dx + row * cols;
     RowCache<VPT> cx, cg;
     float mean, rstd;
     mean_rstd<G, VPT>(xr, cols, eps, t, smem, cx, mean, rstd);
     float sg = 0.0f, sgx = 0.0f;
     TG_ROW_LOOP(k, j) {
-      const float g = dyr[j] * gamma[j];
+      const float g = static_cast<float>(dyr[j]) * gamma[j];
       cg.put(k, g);
       sg += g;
       sgx += g * ((cx.get(k, xr, j) - mean) * rstd);
@@ -119,9 +122,9 @@ struct LayernormGradXOp {
     const float mean_g = group_sum<G>(sg, smem) * inv_cols;
     const float mean_gx = group_sum<G>(sgx, smem) * inv_cols;
     TG_ROW_LOOP(k, j) {
-      const float g = VPT > 0 ? cg.get(k, dyr, j) : dyr[j] * gamma[j];
+      const float g = VPT > 0 ? cg.get(k, dyr, j) : static_cast<float>(dyr[j]) * gamma[j];
       const float xhat = (cx.get(k, xr, j) - mean) * rstd;
-      dxr[j] = rstd * (g - mean_g - xhat * mean_gx);
+      dxr[j] = narrow<T>(rstd * (g - mean_g - xhat * mean_gx));
     }
   }
   // Both input rows are loaded up front (twice the bytes in flight of a mean-first
@@ -158,8 +161,9 @@ struct LayernormGradXOp {
   }
 };
 
+template <typename T>
 struct RowStatsOp {
-  const float* x;
+  const T* x;
   float* stats;
   int64_t cols;
   float eps;
@@ -186,26 +190,56 @@ struct RowStatsOp {
   }
 };
 
+template <typename T>
+void layernorm_rows_of(const T* x, const T* gamma, const T* beta, T* y, int64_t rows, int64_t cols, float eps,
+                       cudaStream_t s) {
+  launch_rows(LayernormOp<T>{x, gamma, beta, y, cols, eps}, rows, cols,
+              aligned4(x) && aligned4(gamma) && aligned4(beta) && aligned4(y), s);
+}
+template <typename T>
+void layernorm_grad_x_rows_of(const T* dy, const T* x, const T* gamma, T* dx, int64_t rows, int64_t cols, float eps,
+                              cudaStream_t s) {
+  launch_rows(LayernormGradXOp<T>{dy, x, gamma, dx, cols, eps}, rows, cols,
+              aligned4(dy) && aligned4(x) && aligned4(gamma) && aligned4(dx), s);
+}
+
 }  // namespace
 
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
                     float eps, cudaStream_t s) {
-  launch_rows(LayernormOp{x, gamma, beta, y, cols, eps}, rows, cols,
-              aligned16(x) && aligned16(gamma) && aligned16(beta) && aligned16(y), s);
+  layernorm_rows_of(x, gamma, beta, y, rows, cols, eps, s);
 }
 void layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                            int64_t cols, float eps, cudaStream_t s) {
-  launch_rows(LayernormGradXOp{dy, x, gamma, dx, cols, eps}, rows, cols,
-              aligned16(dy) && aligned16(x) && aligned16(gamma) && aligned16(dx), s);
+  layernorm_grad_x_rows_of(dy, x, gamma, dx, rows, cols, eps, s);
 }
-void layernorm_row_stats(const float* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
-  launch_rows(RowStatsOp{x, stats, cols, eps}, rows, cols, aligned16(x), s);
+template <typename T>
+void layernorm_row_stats(const T* x, float* stats, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
+  launch_rows(RowStatsOp<T>{x, stats, cols, eps}, rows, cols, aligned4(x), s);
 }
+template void layernorm_row_stats(const float*, float*, int64_t, int64_t, float, cudaStream_t);
+template void layernorm_row_stats(const Bf16*, float*, int64_t, int64_t, float, cudaStream_t);
+template void layernorm_row_stats(const F16*, float*, int64_t, int64_t, float, cudaStream_t);
 
 // The two parameter gradients of a layernorm in one pass over dy and x.
 void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
                            float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
   layernorm_grad_gamma_beta(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
+}
+
+// layernorm and layernorm_grad_x in the call's dtype; the parameter gradients
+// (layernorm_params.cu) through layernorm_params_op.
+void layernorm_op(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
+  with_element_type(c.out.dtype, [&](auto e) {
+    using T = decltype(e);
+    const T* a = elements<const T>(c.in[0].data);
+    const T* b = elements<const T>(c.in[1].data);
+    const T* z = elements<const T>(c.in[2].data);
+    if (c.op == OpKind::layernorm)
+      layernorm_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
+    else
+      layernorm_grad_x_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
+  });
 }
 
 }  // namespace tg::kernels::cuda

@@ -33,6 +33,8 @@
 //    with a few lanes loading and 32 serial shuffles.
 // CHANGELOG.md has the measurements; dev/cuda/colreduce_variants.cu keeps the simpler
 // loops this one replaced and checks that all give the same bits.
+// Every float dtype: E is the element type of dy, x and the outputs (storage.h); the
+// sums are f32's and each output rounds once from the float that f32 would store.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -50,11 +52,12 @@ using namespace detail;
 
 constexpr int64_t kLnMaxCols = 4096;
 
+template <typename E>
 struct LnArgs {
-  const float* dy;
-  const float* x;
-  float* dgamma;
-  float* dbeta;   // null: dgamma only
+  const E* dy;
+  const E* x;
+  E* dgamma;
+  E* dbeta;       // null: dgamma only
   double* part;   // null: one group, the block writes the outputs
   int64_t rows, cols;
   float eps, inv_cols;
@@ -96,8 +99,8 @@ __device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
 // before the current step is computed. A slot's row sums are added by one lane per row
 // of the step and passed to the others by shuffle. Group sums go to part group-major
 // (part[g * outputs + k]), which ln_finish_kernel reads.
-template <int T, int NV, bool kVec>
-__global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
+template <int T, int NV, bool kVec, typename E>
+__global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs<E> a) {
   pdl::prologue();
   constexpr int RT = 8 / NV;
   constexpr int RS = RT / 2;  // rows per step
@@ -133,15 +136,15 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
 #pragma unroll
     for (int ri = 0; ri < RS; ++ri) {
       const bool rok = rb + ri < a.rows;
-      const float* xr = a.x + (rb + ri) * a.cols;
-      const float* gr = a.dy + (rb + ri) * a.cols;
+      const E* xr = a.x + (rb + ri) * a.cols;
+      const E* gr = a.dy + (rb + ri) * a.cols;
 #pragma unroll
       for (int m = 0; m < NV; ++m) {
         if constexpr (kVec) {
           float4 u = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v = u;
           if (rok && cv[m][0]) {
-            u = *reinterpret_cast<const float4*>(xr + c0[m]);
-            v = *reinterpret_cast<const float4*>(gr + c0[m]);
+            u = load4_wide(xr + c0[m]);
+            v = load4_wide(gr + c0[m]);
           }
           xv[ri][m][0] = u.x, xv[ri][m][1] = u.y, xv[ri][m][2] = u.z, xv[ri][m][3] = u.w;
           gv[ri][m][0] = v.x, gv[ri][m][1] = v.y, gv[ri][m][2] = v.z, gv[ri][m][3] = v.w;
@@ -149,8 +152,8 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const bool ok = rok && cv[m][i];
-            xv[ri][m][i] = ok ? xr[c0[m] + i] : 0.0f;
-            gv[ri][m][i] = ok ? gr[c0[m] + i] : 0.0f;
+            xv[ri][m][i] = ok ? static_cast<float>(xr[c0[m] + i]) : 0.0f;
+            gv[ri][m][i] = ok ? static_cast<float>(gr[c0[m] + i]) : 0.0f;
           }
         }
       }
@@ -265,49 +268,68 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs a) {
         pg[c] = ag[m][i];
         if (beta) pg[a.cols + c] = ab[m][i];
       } else {
-        a.dgamma[c] = static_cast<float>(ag[m][i]);
-        if (beta) a.dbeta[c] = static_cast<float>(ab[m][i]);
+        a.dgamma[c] = narrow<E>(static_cast<float>(ag[m][i]));
+        if (beta) a.dbeta[c] = narrow<E>(static_cast<float>(ab[m][i]));
       }
     }
 }
 
 // layernorm_grad_gamma's wide rows: dy * xhat with the row's (mean, rstd) from the stats pass.
+template <typename E>
 struct DyXhatLoad {
-  const float* dy;
-  const float* x;
+  const E* dy;
+  const E* x;
   const float* stats;  // indexed by the row
-  __device__ float at(int64_t i, int64_t r) const { return dy[i] * ((x[i] - stats[2 * r]) * stats[2 * r + 1]); }
+  __device__ float at(int64_t i, int64_t r) const {
+    return static_cast<float>(dy[i]) * ((static_cast<float>(x[i]) - stats[2 * r]) * stats[2 * r + 1]);
+  }
   __device__ float4 at4(int64_t i, int64_t r) const {
-    const float4 d = *reinterpret_cast<const float4*>(dy + i), v = *reinterpret_cast<const float4*>(x + i);
+    const float4 d = load4_wide(dy + i), v = load4_wide(x + i);
     const float m = stats[2 * r], s = stats[2 * r + 1];
     return make_float4(d.x * ((v.x - m) * s), d.y * ((v.y - m) * s), d.z * ((v.z - m) * s), d.w * ((v.w - m) * s));
   }
 };
 
-void grad_params_wide(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
-                      float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
-  const int64_t chunk = static_cast<int64_t>(scratch_bytes / (2 * sizeof(float)));
+// Rows in chunks whose statistics fit the scratch (1M rows per 8 MiB); later chunks add
+// onto dgamma. Chunk boundaries are multiples of `chunk`, so padding stays exact. A 16-bit
+// dgamma over several chunks adds them in f32 at the head of the scratch instead, rounded
+// once at the end by a cast; its chunks are then shorter than f32's, so only there its sums
+// differ from f32's in order (within f32's tolerance).
+template <typename E>
+void grad_params_wide(const E* dy, const E* x, E* dgamma, E* dbeta, int64_t rows, int64_t cols, float eps,
+                      float* scratch, size_t scratch_bytes, cudaStream_t s) {
+  const bool acc = !std::is_same_v<E, float> && rows > static_cast<int64_t>(scratch_bytes / (2 * sizeof(float)));
+  const size_t acc_bytes = acc ? static_cast<size_t>((cols + 3) / 4 * 4) * sizeof(float) : 0;  // 16-byte multiple
+  const int64_t chunk =
+      scratch_bytes > acc_bytes ? static_cast<int64_t>((scratch_bytes - acc_bytes) / (2 * sizeof(float))) : 0;
   if (!scratch || chunk < 1)
     throw std::invalid_argument(fmt::format(
         "run_cuda layernorm_grad_gamma: rows of {} columns need a scratch buffer of at least 8 bytes per row "
-        "({} rows); pass CudaExecContext::scratch (the CUDA backend provides one)", cols, rows));
-  const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
-  if (dbeta) launch_reduce_cols(PlainLoad{dy}, cols % 4 == 0 && aligned16(dy), dbeta, 1, rows, cols, 1.0, false,
+        "({} rows){}; pass CudaExecContext::scratch (the CUDA backend provides one)", cols, rows,
+        acc ? fmt::format(" plus {} bytes for a 16-bit dgamma's f32 sums", acc_bytes) : std::string()));
+  const bool vec = cols % 4 == 0 && aligned4(dy) && aligned4(x);
+  if (dbeta) launch_reduce_cols(PlainLoadOf<E>{dy}, cols % 4 == 0 && aligned4(dy), dbeta, 1, rows, cols, 1.0, false,
                                 scratch, scratch_bytes, s);
-  // Rows in chunks whose stats fit the scratch (1M rows per 8 MiB); later chunks add onto
-  // dgamma. Chunk boundaries are multiples of `chunk`, so padding stays exact.
+  float* stats = scratch + acc_bytes / sizeof(float);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
-    layernorm_row_stats(x + r0 * cols, scratch, n, cols, eps, s);
-    launch_reduce_cols(DyXhatLoad{dy + r0 * cols, x + r0 * cols, scratch}, vec, dgamma, 1, n, cols, 1.0, r0 > 0,
-                       nullptr, 0, s);
+    layernorm_row_stats(x + r0 * cols, stats, n, cols, eps, s);
+    const DyXhatLoad<E> load{dy + r0 * cols, x + r0 * cols, stats};
+    if (acc)
+      launch_reduce_cols(load, vec, scratch, 1, n, cols, 1.0, r0 > 0, nullptr, 0, s);
+    else
+      launch_reduce_cols(load, vec, dgamma, 1, n, cols, 1.0, r0 > 0, nullptr, 0, s);
   }
+  if (acc)
+    cast(TensorView{scratch, Shape{cols}, DType::F32},
+         TensorView{reinterpret_cast<float*>(dgamma), Shape{cols}, dtype_of<E>()}, s);
 }
 
+template <typename E>
 auto ln_kernel(int threads, int nv, bool vec) {
-  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true> : ln_params_kernel<512, 2, false>)
-         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true> : ln_params_kernel<256, 1, false>)
-                        : (vec ? ln_params_kernel<256, 2, true> : ln_params_kernel<256, 2, false>);
+  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, E> : ln_params_kernel<512, 2, false, E>)
+         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, E> : ln_params_kernel<256, 1, false, E>)
+                        : (vec ? ln_params_kernel<256, 2, true, E> : ln_params_kernel<256, 2, false, E>);
 }
 
 // The finish over part[g * n + k] (ln_params_kernel's group-major sums), in
@@ -319,8 +341,9 @@ auto ln_kernel(int threads, int nv, bool vec) {
 // -0.0, so stopping at nruns keeps the bits.
 constexpr int kFinOutputs = 32;
 constexpr int kFinRuns = 256 / kRun;  // at most 256 groups
+template <typename E>
 __global__ void __launch_bounds__(kFinRuns * kFinOutputs) ln_finish_kernel(const double* part, int ng, int64_t n,
-                                                                           float* y0, int64_t n0, float* y1) {
+                                                                           E* y0, int64_t n0, E* y1) {
   pdl::prologue();
   __shared__ double runs[kFinRuns][kFinOutputs];
   const int o = threadIdx.x % kFinOutputs, s = threadIdx.x / kFinOutputs;
@@ -342,8 +365,7 @@ __global__ void __launch_bounds__(kFinRuns * kFinOutputs) ln_finish_kernel(const
   for (int j = 0; j < nruns; ++j) total += runs[j][o];
   // `+ 0.0f` as finish_kernel's (accumulate false): a tiny negative total rounds to -0.0f,
   // which it turns into +0.0f.
-  float* dst = k < n0 ? y0 + k : y1 + (k - n0);
-  *dst = static_cast<float>(total) + 0.0f;
+  store_sum(k < n0 ? y0 + k : y1 + (k - n0), total, 1.0, false);
 }
 
 int pow2_at_least(int64_t v) {
@@ -352,14 +374,18 @@ int pow2_at_least(int64_t v) {
   return p;
 }
 
-}  // namespace
-
-void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
-                               int64_t cols, float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
+template <typename E>
+void layernorm_grad_gamma_beta_of(const E* dy, const E* x, E* dgamma, E* dbeta, int64_t rows, int64_t cols, float eps,
+                                  float* scratch, size_t scratch_bytes, cudaStream_t s) {
   if (cols <= 0) return;
   if (rows <= 0) {
-    fill(dgamma, 0.0f, cols, s);
-    if (dbeta) fill(dbeta, 0.0f, cols, s);
+    if constexpr (std::is_same_v<E, float>) {
+      fill(dgamma, 0.0f, cols, s);
+      if (dbeta) fill(dbeta, 0.0f, cols, s);
+    } else {  // +0.0 is all zero bits in both 16-bit formats
+      TG_CUDA_CHECK(cudaMemsetAsync(dgamma, 0, static_cast<size_t>(cols) * sizeof(E), s));
+      if (dbeta) TG_CUDA_CHECK(cudaMemsetAsync(dbeta, 0, static_cast<size_t>(cols) * sizeof(E), s));
+    }
     return;
   }
   if (cols > kLnMaxCols) return grad_params_wide(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
@@ -369,8 +395,8 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
   const int threads = nq <= 512 ? 256 : 512;
   const int nv = nq <= 256 ? 1 : 2;
   const int groups = threads == 256 ? 256 : 128;
-  LnArgs a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, 1.0f / static_cast<float>(cols), static_cast<int>(nq), 0,
-           0, 0};
+  LnArgs<E> a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, 1.0f / static_cast<float>(cols), static_cast<int>(nq),
+              0, 0, 0};
   a.G = nv == 2 ? threads : pow2_at_least(nq < 32 ? 32 : nq);
   a.tl = (threads / a.G) * (8 / nv);
   const int64_t tiles = (rows + a.tl - 1) / a.tl;
@@ -385,17 +411,34 @@ void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, f
           rows, cols, need, scratch ? scratch_bytes : 0));
     a.part = reinterpret_cast<double*>(scratch);
   }
-  const bool vec = cols % 4 == 0 && aligned16(dy) && aligned16(x);
-  launch(TG_LAUNCH_SITE, ln_kernel(threads, nv, vec), a.ng, threads, s, a);
+  const bool vec = cols % 4 == 0 && aligned4(dy) && aligned4(x);
+  launch(TG_LAUNCH_SITE, ln_kernel<E>(threads, nv, vec), a.ng, threads, s, a);
   if (a.part)
-    launch(TG_LAUNCH_SITE, ln_finish_kernel, static_cast<int>((outputs + kFinOutputs - 1) / kFinOutputs),
+    launch(TG_LAUNCH_SITE, ln_finish_kernel<E>, static_cast<int>((outputs + kFinOutputs - 1) / kFinOutputs),
            kFinOutputs * ((a.ng + kRun - 1) / kRun), s, static_cast<const double*>(a.part), a.ng, outputs, dgamma, cols,
            dbeta);
+}
+
+}  // namespace
+
+void layernorm_grad_gamma_beta(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
+                               int64_t cols, float eps, float* scratch, size_t scratch_bytes, cudaStream_t s) {
+  layernorm_grad_gamma_beta_of(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
 }
 
 void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_t rows, int64_t cols, float eps,
                           float* scratch, size_t scratch_bytes, cudaStream_t s) {
   layernorm_grad_gamma_beta(dy, x, dgamma, nullptr, rows, cols, eps, scratch, scratch_bytes, s);
+}
+
+void layernorm_params_op(const OpCall& c, const CallGeometry& g, const CudaExecContext& ctx) {
+  with_element_type(c.out.dtype, [&](auto e) {
+    using E = decltype(e);
+    E* dbeta = c.op == OpKind::layernorm_grad_params ? elements<E>(c.out2.data) : nullptr;
+    layernorm_grad_gamma_beta_of(elements<const E>(c.in[0].data), elements<const E>(c.in[1].data),
+                                 elements<E>(c.out.data), dbeta, g.rows, g.cols, c.attrs->eps, ctx.scratch,
+                                 ctx.scratch_bytes, ctx.stream);
+  });
 }
 
 }  // namespace tg::kernels::cuda

@@ -14,6 +14,8 @@
 //    back to back with programmatic dependent launch, as in a graph replay, the next
 //    grid is already resident when this one ends.
 // CHANGELOG.md has the measurements behind these choices and the loops that lost.
+// reduce_sum and reduce_mean run in every float dtype (reduce_op): 16-bit elements load
+// 4 to 8 bytes where f32 loads 16, the sums are f32's, the outputs round once.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -37,8 +39,9 @@ std::atomic<unsigned> g_done_next{0};
 
 // A warp per output: lane s sums run s of the current 32 runs (its 32 loads in flight at
 // once), then every lane adds the 32 run sums in lane order.
-__global__ void __launch_bounds__(256) finish_kernel(const double* part, int64_t nparts, int64_t n, float* y0,
-                                                     int64_t n0, float* y1, double scale, bool accumulate) {
+template <typename Y>
+__global__ void __launch_bounds__(256) finish_kernel(const double* part, int64_t nparts, int64_t n, Y* y0,
+                                                     int64_t n0, Y* y1, double scale, bool accumulate) {
   pdl::prologue();
   const int lane = threadIdx.x & 31;
   const int64_t k = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
@@ -56,33 +59,30 @@ __global__ void __launch_bounds__(256) finish_kernel(const double* part, int64_t
 #pragma unroll
     for (int j = 0; j < 32; ++j) total += __shfl_sync(0xffffffffu, run, j);
   }
-  if (lane == 0) {
-    float* dst = k < n0 ? y0 + k : y1 + (k - n0);
-    *dst = static_cast<float>(total * scale) + (accumulate ? *dst : 0.0f);
-  }
+  if (lane == 0) store_sum(k < n0 ? y0 + k : y1 + (k - n0), total, scale, accumulate);
 }
 
 // Values k0 + 128u + 4 lane + i (u < 8, i < 4) of a row; kFull: all before `end`,
 // loaded without predicates so the 8 loads issue back to back. Absent values are 0.
-template <bool kVec, bool kFull>
-__device__ __forceinline__ void load_row_block(const float* xr, int64_t k0, int64_t end, int lane, float4 (&v)[8]) {
+template <bool kVec, bool kFull, typename T>
+__device__ __forceinline__ void load_row_block(const T* xr, int64_t k0, int64_t end, int lane, float4 (&v)[8]) {
 #pragma unroll
   for (int u = 0; u < 8; ++u) {
     const int64_t e = k0 + 128 * u + 4 * lane;
     if (kVec && (kFull || e + 3 < end)) {
-      v[u] = *reinterpret_cast<const float4*>(xr + e);
+      v[u] = load4_wide(xr + e);
     } else {
       const bool ok[4] = {kFull || e < end, kFull || e + 1 < end, kFull || e + 2 < end, kFull || e + 3 < end};
-      v[u] = gather4(ok, [&](int i) { return xr[e + i]; });
+      v[u] = gather4(ok, [&](int i) -> float { return xr[e + i]; });
     }
   }
 }
 
 // The sum of chunk c of one row (reduce.cuh: lane t, component i over 128k + 4t + i).
-// kVec: the row starts 16-byte aligned; a float4 that runs past the end (len % 4 != 0,
+// kVec: the row starts aligned4; a group of 4 that runs past the end (len % 4 != 0,
 // possible for a single row) is read element by element.
-template <bool kVec>
-__device__ __forceinline__ double chunk_sum(const float* xr, int64_t len, int64_t c, int lane) {
+template <bool kVec, typename T>
+__device__ __forceinline__ double chunk_sum(const T* xr, int64_t len, int64_t c, int lane) {
   const int64_t start = c * kRowChunk;
   const int64_t end = len - start < kRowChunk ? len : start + kRowChunk;
   double a[4] = {0.0, 0.0, 0.0, 0.0};
@@ -100,8 +100,8 @@ __device__ __forceinline__ double chunk_sum(const float* xr, int64_t len, int64_
 
 // Direct (part == nullptr): warp per row, chunks added in runs of 32 as finish_kernel
 // does. Split: warp per (row, chunk), the chunk sum to part[row * nc + chunk].
-template <bool kVec>
-__global__ void __launch_bounds__(256, 4) reduce_rows_kernel(const float* x, float* y, double* part, int64_t outer,
+template <bool kVec, typename T>
+__global__ void __launch_bounds__(256, 4) reduce_rows_kernel(const T* x, T* y, double* part, int64_t outer,
                                                           int64_t len, int64_t nc, double scale) {
   pdl::prologue();
   const int lane = threadIdx.x & 31;
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(256, 4) reduce_rows_kernel(const float* x, flo
     return;
   }
   if (item >= outer) return;
-  const float* xr = x + item * len;
+  const T* xr = x + item * len;
   double total = 0.0, run = 0.0;
   for (int64_t c = 0; c < nc; ++c) {
     run += chunk_sum<kVec>(xr, len, c, lane);
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(256, 4) reduce_rows_kernel(const float* x, flo
       run = 0.0;
     }
   }
-  if (lane == 0) y[item] = static_cast<float>(total * scale);
+  if (lane == 0) y[item] = narrow<T>(static_cast<float>(total * scale));
 }
 
 int blocks_of_8_warps(int64_t warps) { return static_cast<int>((warps + 7) / 8); }
@@ -172,17 +172,19 @@ unsigned* col_done_slots(int64_t n) {
   return reinterpret_cast<unsigned*>(base) + first;
 }
 
-void launch_finish(const double* part, int64_t nparts, int64_t n, float* y0, int64_t n0, float* y1, double scale,
-                   bool accumulate, cudaStream_t s) {
+template <typename Y>
+void launch_finish(const double* part, int64_t nparts, int64_t n, Y* y0, int64_t n0,
+                   typename std::remove_const<Y>::type* y1, double scale, bool accumulate, cudaStream_t s) {
   if (n <= 0) return;
-  launch(TG_LAUNCH_SITE, finish_kernel, blocks_of_8_warps(n), kBlock, s, part, nparts, n, y0, n0, y1, scale,
+  launch(TG_LAUNCH_SITE, finish_kernel<Y>, blocks_of_8_warps(n), kBlock, s, part, nparts, n, y0, n0, y1, scale,
          accumulate);
 }
 
-void launch_reduce_rows(const float* x, bool vec, float* y, int64_t outer, int64_t len, double scale, void* scratch,
+template <typename T>
+void launch_reduce_rows(const T* x, bool vec, T* y, int64_t outer, int64_t len, double scale, void* scratch,
                         size_t scratch_bytes, cudaStream_t s) {
   const int64_t nc = len <= kRowChunk ? 1 : (len + kRowChunk - 1) / kRowChunk;
-  auto k = vec ? reduce_rows_kernel<true> : reduce_rows_kernel<false>;
+  auto k = vec ? reduce_rows_kernel<true, T> : reduce_rows_kernel<false, T>;
   // Rows in slices whose chunk sums fit the scratch; a warp per chunk only when there are
   // too few rows (2 blocks per SM) to fill the GPU with a warp per row.
   const int64_t fit = scratch ? static_cast<int64_t>(scratch_bytes / sizeof(double)) / nc : 0;
@@ -203,6 +205,14 @@ void launch_reduce_rows(const float* x, bool vec, float* y, int64_t outer, int64
   }
 }
 
+#define TG_REDUCE_INSTANCES(T)                                                                                   \
+  template void launch_finish(const double*, int64_t, int64_t, T*, int64_t, T*, double, bool, cudaStream_t); \
+  template void launch_reduce_rows(const T*, bool, T*, int64_t, int64_t, double, void*, size_t, cudaStream_t);
+TG_REDUCE_INSTANCES(float)
+TG_REDUCE_INSTANCES(Bf16)
+TG_REDUCE_INSTANCES(F16)
+#undef TG_REDUCE_INSTANCES
+
 }  // namespace detail
 
 namespace {
@@ -211,16 +221,17 @@ using detail::aligned16;
 using detail::grid_for;
 using detail::kBlock;
 
-void reduce(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, double scale, void* scratch,
+template <typename T>
+void reduce(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, double scale, void* scratch,
             size_t scratch_bytes, cudaStream_t s) {
   if (outer <= 0 || inner <= 0) return;
   if (inner == 1) {
-    // Every row starts aligned when x does and rows are whole float4s (or there is one row).
-    const bool vec = aligned16(x) && (len % 4 == 0 || outer == 1);
+    // Every row starts aligned when x does and rows are whole groups of 4 (or there is one row).
+    const bool vec = aligned4(x) && (len % 4 == 0 || outer == 1);
     return detail::launch_reduce_rows(x, vec, y, outer, len, scale, scratch, scratch_bytes, s);
   }
-  detail::launch_reduce_cols(detail::PlainLoad{x}, inner % 4 == 0 && aligned16(x), y, outer, len, inner, scale, false,
-                             scratch, scratch_bytes, s);
+  detail::launch_reduce_cols(detail::PlainLoadOf<T>{x}, inner % 4 == 0 && aligned4(x), y, outer, len, inner, scale,
+                             false, scratch, scratch_bytes, s);
 }
 
 }  // namespace
@@ -232,6 +243,15 @@ void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t in
 void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
                  size_t scratch_bytes, cudaStream_t s) {
   reduce(x, y, outer, len, inner, 1.0 / static_cast<double>(len), scratch, scratch_bytes, s);
+}
+
+void reduce_op(const OpCall& c, const CallGeometry& g, const CudaExecContext& ctx) {
+  const double scale = c.op == OpKind::reduce_mean ? 1.0 / static_cast<double>(g.len) : 1.0;
+  with_element_type(c.out.dtype, [&](auto e) {
+    using T = decltype(e);
+    reduce(elements<const T>(c.in[0].data), elements<T>(c.out.data), g.outer, g.len, g.inner, scale, ctx.scratch,
+           ctx.scratch_bytes, ctx.stream);
+  });
 }
 
 }  // namespace tg::kernels::cuda

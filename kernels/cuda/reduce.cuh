@@ -94,22 +94,39 @@ inline void col_tile_outputs(int64_t n_ct, int64_t inner, int64_t t0, int64_t n,
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/storage.h"
 
 namespace tg::kernels::cuda::detail {
 
-// A Load gives the value at flat index i, at position a along the reduced axis:
-// float at(int64_t i, int64_t a) and float4 at4(int64_t i, int64_t a) (i % 4 == 0, 16-byte aligned).
-struct PlainLoad {
-  const float* x;
+// A Load gives the value at flat index i, at position a along the reduced axis, widened
+// to float: float at(int64_t i, int64_t a) and float4 at4(int64_t i, int64_t a) (i % 4 == 0,
+// aligned4). The sums are the same for every element type: only the loads widen, and the
+// outputs (Y: float, Bf16 or F16) round once, from the float that f32 would store.
+template <typename T>
+struct PlainLoadOf {
+  const T* x;
   __device__ float at(int64_t i, int64_t) const { return x[i]; }
-  __device__ float4 at4(int64_t i, int64_t) const { return *reinterpret_cast<const float4*>(x + i); }
+  __device__ float4 at4(int64_t i, int64_t) const { return load4_wide(x + i); }
 };
+using PlainLoad = PlainLoadOf<float>;
+template <typename Load>
+constexpr bool kIsPlainLoad = false;
+template <typename T>
+constexpr bool kIsPlainLoad<PlainLoadOf<T>> = true;
+
+// An output of the frame: scale * total (+ the value there with `accumulate`), rounded to
+// float as f32 stores it, then to Y.
+template <typename Y>
+__device__ __forceinline__ void store_sum(Y* dst, double total, double scale, bool accumulate) {
+  *dst = narrow<Y>(static_cast<float>(total * scale) + (accumulate ? static_cast<float>(*dst) : 0.0f));
+}
 
 // ---- finish: out[k] (+)= scale * the ordered sum of part[k * nparts ...] ---------------
 // Outputs k < n0 go to y0[k], the others to y1[k - n0] (layernorm's dgamma and dbeta in
-// one launch). Defined in reduce.cu.
-void launch_finish(const double* part, int64_t nparts, int64_t n, float* y0, int64_t n0, float* y1, double scale,
-                   bool accumulate, cudaStream_t s);
+// one launch). Defined in reduce.cu for Y float, Bf16 and F16.
+template <typename Y>
+void launch_finish(const double* part, int64_t nparts, int64_t n, Y* y0, int64_t n0,
+                   typename std::remove_const<Y>::type* y1, double scale, bool accumulate, cudaStream_t s);
 
 // ---- columns (inner > 1) --------------------------------------------------------------
 struct ColShape {
@@ -216,8 +233,8 @@ __device__ __forceinline__ void tile_columns(const ColShape& sh, int64_t tile, i
 // partials, a thread per column, in the order finish_kernel does (one ordered sum:
 // nb <= 32), so the bits are finish_kernel's, whichever block comes last. It then sets
 // the counter back to 0, so each launch finds its counters at 0 (col_done_slots).
-template <int kWidth>
-__device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, int64_t c0, float* y, const double* part,
+template <int kWidth, typename Y>
+__device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, int64_t c0, Y* y, const double* part,
                                                 int64_t out0, unsigned* done, double scale, bool accumulate) {
   __shared__ bool last;
   if (threadIdx.x == 0) {
@@ -236,8 +253,7 @@ __device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, i
     double total = 0.0;
 #pragma unroll
     for (int k = 0; k < kColParts; ++k) total += v[k];
-    float* dst = y + o * sh.inner + c;
-    *dst = static_cast<float>(total * scale) + (accumulate ? *dst : 0.0f);
+    store_sum(y + o * sh.inner + c, total, scale, accumulate);
   }
   if (threadIdx.x == 0) done[blockIdx.x] = 0;
 }
@@ -245,8 +261,8 @@ __device__ __forceinline__ void finish_col_tile(const ColShape& sh, int64_t o, i
 // The looped launch: one block of 8 warps per (outer index, 128-column tile); the block
 // computes block partials b = 0..nb-1 in turn (warp w group 8b + w), adds each
 // partial's warps in order, and writes y.
-template <bool kVec, typename Load>
-__global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape sh, float* y, double scale,
+template <bool kVec, typename Load, typename Y>
+__global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape sh, Y* y, double scale,
                                                           bool accumulate) {
   pdl::prologue();
   __shared__ double wsum[kColWarps][4][32];
@@ -276,10 +292,7 @@ __global__ void __launch_bounds__(256, 2) reduce_cols_kernel(Load load, ColShape
   if (w == 0) {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      if (ok[i]) {
-        float* dst = y + o * sh.inner + col[i];
-        *dst = static_cast<float>(total[i] * scale) + (accumulate ? *dst : 0.0f);
-      }
+      if (ok[i]) store_sum(y + o * sh.inner + col[i], total[i], scale, accumulate);
   }
 }
 
@@ -333,8 +346,8 @@ __device__ __forceinline__ void narrow_group_sum(const Load& load, int64_t base,
 // warp w sums group 8b + w of its lane's column, the block adds its warps in order and
 // writes part[(out - out0) * nb + b]; the tile's last partial to finish adds the nb
 // partials (finish_col_tile).
-template <typename Load>
-__global__ void __launch_bounds__(kColWarps * 32, 4) reduce_cols_narrow_kernel(Load load, ColShape sh, float* y,
+template <typename Load, typename Y>
+__global__ void __launch_bounds__(kColWarps * 32, 4) reduce_cols_narrow_kernel(Load load, ColShape sh, Y* y,
                                                                              double* part, int64_t out0, unsigned* done,
                                                                              double scale, bool accumulate) {
   pdl::prologue();
@@ -361,15 +374,15 @@ __global__ void __launch_bounds__(kColWarps * 32, 4) reduce_cols_narrow_kernel(L
 }
 
 // y[o, i] (+)= scale * sum over the axis. `vec`: inner % 4 == 0 and every pointer the
-// load reads is 16-byte aligned. With scratch (8 bytes per output and block partial)
+// load reads is aligned4. With scratch (8 bytes per output and block partial)
 // and few column tiles, the block partials run as separate blocks and their tile's last
 // block adds them; otherwise each block loops over its partials. Same bits either way.
 // Only plain loads split: the other load (layernorm's dy * xhat) comes without scratch,
 // which holds its rows' statistics, so the split kernel is not built for it.
-template <typename Load>
-void launch_reduce_cols(const Load& load, bool vec, float* y, int64_t outer, int64_t len, int64_t inner, double scale,
+template <typename Load, typename Y>
+void launch_reduce_cols(const Load& load, bool vec, Y* y, int64_t outer, int64_t len, int64_t inner, double scale,
                         bool accumulate, void* scratch, size_t scratch_bytes, cudaStream_t s) {
-  constexpr bool kPlain = std::is_same_v<Load, PlainLoad>;
+  constexpr bool kPlain = kIsPlainLoad<Load>;
   const ColPlan p = col_plan(outer, len, inner, kPlain && scratch ? scratch_bytes : 0, sm_count());
   ColShape sh{outer, len, inner, p.n_ct, 0, p.nb};
   const int64_t tiles = outer * p.n_ct;
@@ -380,20 +393,21 @@ void launch_reduce_cols(const Load& load, bool vec, float* y, int64_t outer, int
       if (p.split) {
         int64_t out0 = 0, out1 = 0;
         col_tile_outputs(p.n_ct, inner, t0, n, p.width, out0, out1);
-        launch(TG_LAUNCH_SITE, reduce_cols_narrow_kernel<Load>, dim3(static_cast<unsigned>(n), static_cast<unsigned>(p.nb)),
+        launch(TG_LAUNCH_SITE, reduce_cols_narrow_kernel<Load, Y>, dim3(static_cast<unsigned>(n), static_cast<unsigned>(p.nb)),
                kBlock, s, load, sh, y, static_cast<double*>(scratch), out0, col_done_slots(n), scale, accumulate);
         continue;
       }
     }
-    launch(TG_LAUNCH_SITE, vec ? reduce_cols_kernel<true, Load> : reduce_cols_kernel<false, Load>,
+    launch(TG_LAUNCH_SITE, vec ? reduce_cols_kernel<true, Load, Y> : reduce_cols_kernel<false, Load, Y>,
            dim3(static_cast<unsigned>(n)), kBlock, s, load, sh, y, scale, accumulate);
   }
 }
 
 // ---- rows (inner == 1) ------------------------------------------------------------------
 // y[o] = scale * sum of x[o * len ...]; scratch, when given, lets a few long rows spread
-// over many warps. `vec`: every row starts 16-byte aligned.
-void launch_reduce_rows(const float* x, bool vec, float* y, int64_t outer, int64_t len, double scale, void* scratch,
+// over many warps. `vec`: every row starts aligned4. T: float, Bf16 or F16 (reduce.cu).
+template <typename T>
+void launch_reduce_rows(const T* x, bool vec, T* y, int64_t outer, int64_t len, double scale, void* scratch,
                         size_t scratch_bytes, cudaStream_t s);
 
 }  // namespace tg::kernels::cuda::detail

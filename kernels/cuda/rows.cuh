@@ -7,6 +7,7 @@
 // read from memory once; VPT == 0 is the fallback for very long rows that re-reads it.
 // All reductions are fixed-order trees: the same inputs give the same bits.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/storage.h"
 
 namespace tg::kernels::cuda::detail {
 
@@ -41,7 +42,8 @@ struct RowCache {
   __device__ __forceinline__ void put(int k, float x) {
     if constexpr (VPT > 0) v[k] = x;
   }
-  __device__ __forceinline__ float get(int k, const float* src, int64_t j) const {
+  template <typename T>
+  __device__ __forceinline__ float get(int k, const T* src, int64_t j) const {
     if constexpr (VPT > 0) {
       return v[k];
     } else {
@@ -76,7 +78,7 @@ void launch_rows_as(const Op& op, int64_t rows, cudaStream_t s) {
 }
 
 // ---- The float4 frame: rows of at most 1024 columns with cols % 4 == 0 and every row
-// pointer 16-byte aligned. A warp per row; lane t owns the float4 chunks q = t + 32k
+// pointer 16-byte aligned (8-byte for 16-bit elements: aligned4, storage.h, 4 per load). A warp per row; lane t owns the float4 chunks q = t + 32k
 // (k < NV), columns 4q..4q+3, so one warp instruction moves 512 contiguous bytes and a
 // lane has all NV loads of its row in flight before the first reduction. Compared with
 // the scalar frame above this needs a quarter of the memory instructions and far fewer
@@ -92,8 +94,9 @@ void launch_rows_as(const Op& op, int64_t rows, cudaStream_t s) {
 // The first column of chunk k of lane t.
 __device__ __forceinline__ int chunk_col(int t, int k) { return 4 * (t + 32 * k); }
 
-__device__ __forceinline__ void load4(const float* p, float (&o)[4]) {
-  const float4 a = *reinterpret_cast<const float4*>(p);
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, float (&o)[4]) {
+  const float4 a = load4_wide(p);
   o[0] = a.x;
   o[1] = a.y;
   o[2] = a.z;
@@ -101,16 +104,16 @@ __device__ __forceinline__ void load4(const float* p, float (&o)[4]) {
 }
 
 // All loads of the row are issued here, before anything uses them.
-template <int NV>
-__device__ __forceinline__ void load_row4(const float* r, int t, int nq, float (&v)[NV][4]) {
+template <int NV, typename T>
+__device__ __forceinline__ void load_row4(const T* r, int t, int nq, float (&v)[NV][4]) {
   TG_CHUNK_LOOP(k) load4(r + chunk_col(t, k), v[k]);
 }
 
 // Outputs are written once and not read again by this kernel: streaming stores
 // (evict-first) keep them from pushing the inputs still being read out of L2.
-template <int NV>
-__device__ __forceinline__ void store_row4(float* r, int t, int nq, const float (&v)[NV][4]) {
-  TG_CHUNK_LOOP(k) __stcs(reinterpret_cast<float4*>(r + chunk_col(t, k)), make_float4(v[k][0], v[k][1], v[k][2], v[k][3]));
+template <int NV, typename T>
+__device__ __forceinline__ void store_row4(T* r, int t, int nq, const float (&v)[NV][4]) {
+  TG_CHUNK_LOOP(k) store4_streaming(r + chunk_col(t, k), make_float4(v[k][0], v[k][1], v[k][2], v[k][3]));
 }
 
 // Four independent accumulators (one per float4 lane) shorten the dependent add chain;
@@ -147,7 +150,8 @@ void launch_rows4_as(const Op& op, int64_t rows, int64_t cols, cudaStream_t s) {
 }
 
 // Picks the group size and the register count from the row length. `vec_ok`: every
-// row pointer of the op is 16-byte aligned (then cols % 4 == 0 makes every row so).
+// row pointer of the op is aligned4 (then cols % 4 == 0 makes every row so). The choice
+// does not depend on the element type, so a 16-bit row sums in its f32 form's order.
 template <typename Op>
 void launch_rows(const Op& op, int64_t rows, int64_t cols, bool vec_ok, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;

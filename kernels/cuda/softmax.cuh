@@ -8,8 +8,8 @@ namespace tg::kernels::cuda::detail {
 
 // Row max and sum of exp(a - max) over a = alpha * x (rounded as the scale op rounds it;
 // alpha 1 is exact); the cache ends up holding exp(a - max).
-template <int G, int VPT>
-__device__ __forceinline__ void exp_sum(const float* x, int64_t cols, int t, float* smem, RowCache<VPT>& c,
+template <int G, int VPT, typename T>
+__device__ __forceinline__ void exp_sum(const T* x, int64_t cols, int t, float* smem, RowCache<VPT>& c,
                                         float& m, float& s, float alpha = 1.0f) {
   m = -INFINITY;
   TG_ROW_LOOP(k, j) {
@@ -27,8 +27,8 @@ __device__ __forceinline__ void exp_sum(const float* x, int64_t cols, int t, flo
   s = group_sum<G>(s, smem);
 }
 
-template <int VPT>
-__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const float* x, int64_t j, float m,
+template <int VPT, typename T>
+__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const T* x, int64_t j, float m,
                                             float alpha = 1.0f) {
   if constexpr (VPT > 0) {
     return c.v[k];

@@ -1,0 +1,81 @@
+// conv2d, its backward ops, the pools and the batchnorm family in bf16 and f16
+// (tests/kernels/cuda_low_precision.h): the op samples' windows (strides, asymmetric pads,
+// dilation, groups, depthwise, ceil mode) and a larger grouped, dilated, padded convolution.
+// The pools compare values only (no products, so no multiply-add to contract): they equal
+// the CPU reference bit for bit.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "graph/conv.h"
+#include "tests/common/op_samples.h"
+#include "tests/gpu_skip.h"
+#include "tests/kernels/cuda_low_precision.h"
+
+namespace tg::testing {
+
+namespace {
+
+bool is_pool(OpKind op) {
+  return op == OpKind::max_pool2d || op == OpKind::max_pool2d_grad || op == OpKind::avg_pool2d ||
+         op == OpKind::avg_pool2d_grad;
+}
+
+LowCase from_sample(OpKind op, const OpSample& s) {
+  LowCase c{s.what, op, s.attrs, s.in, Tol{s.cuda_atol, s.cuda_rtol}};
+  c.positive_inputs = s.positive_inputs;
+  if (s.count_input >= 0) c.positive_inputs |= 1u << s.count_input;  // batch_norm_inference's variance
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("cuda conv2d, its gradients and the pools in bf16 and f16: groups, dilation, padding, strides") {
+  TG_REQUIRE_GPU();
+  for (OpKind op : {OpKind::conv2d, OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::max_pool2d,
+                    OpKind::max_pool2d_grad, OpKind::avg_pool2d, OpKind::avg_pool2d_grad})
+    for (const OpSample& s : conv_samples(op)) {
+      LowCase c = from_sample(op, s);
+      if (is_pool(op)) c.f32_tol = Tol{};
+      CHECK(check_low_both(c) == 0);
+    }
+  // x [2, 8, 12, 12], w [16, 4, 3, 3]: 2 groups, dilation 2, pads 2 1 1 2, stride 1 x 2.
+  ConvAttr a;
+  a.kernel = {3, 3};
+  a.stride = {1, 2};
+  a.pads = {2, 1, 1, 2};
+  a.dilation = {2, 2};
+  a.groups = 2;
+  const Shape x{2, 8, 12, 12}, w{16, 4, 3, 3};
+  ConvGeometry g;
+  Shape y;
+  std::string why;
+  REQUIRE_MESSAGE(conv_op_geometry(OpKind::conv2d, std::vector<Shape>{x, w}.data(), a, g, y, &why), why);
+  Attrs at;
+  at.conv = a;
+  const Tol tol{1e-6, 1e-6};
+  CHECK(check_low_both(LowCase{"large grouped dilated", OpKind::conv2d, at, {x, w}, tol}) == 0);
+  CHECK(check_low_both(LowCase{"large grouped dilated", OpKind::conv2d_grad_input, at, {y, w, x}, tol}) == 0);
+  CHECK(check_low_both(LowCase{"large grouped dilated", OpKind::conv2d_grad_weight, at, {y, x, w}, tol}) == 0);
+}
+
+TEST_CASE("cuda batch_norm and its gradients in bf16 and f16") {
+  TG_REQUIRE_GPU();
+  for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
+                    OpKind::batch_norm_inference}) {
+    for (const OpSample& s : op_samples(op)) CHECK(check_low_both(from_sample(op, s)) == 0);
+    // 16 channels of 8 x 10 x 10: several passes of a block over each channel.
+    const Shape x{8, 16, 10, 10}, ch{16};
+    std::vector<Shape> in = op == OpKind::batch_norm            ? std::vector<Shape>{x, ch, ch}
+                            : op == OpKind::batch_norm_grad_x     ? std::vector<Shape>{x, x, ch}
+                            : op == OpKind::batch_norm_grad_gamma ? std::vector<Shape>{x, x}
+                                                                  : std::vector<Shape>{x, ch, ch, {2, 16}};
+    LowCase c{"[8,16,10,10]", op, {}, in, Tol{1e-5, 1e-5}};
+    if (op == OpKind::batch_norm_inference) c.positive_inputs = 1u << 3;
+    CHECK(check_low_both(c) == 0);
+    c.unaligned = true;
+    CHECK(check_low_both(c) == 0);
+  }
+}
+
+}  // namespace tg::testing
