@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "experiments/harness/harness.h"
@@ -118,6 +119,11 @@ int main(int argc, char** argv) {
                 "Both executors' precision: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), bf16 or fp16 "
                 "(autocast: GEMMs in the low type, softmax, layernorm, reductions and losses in f32, f32 master weights; "
                 "the CPU backend runs them, the CUDA kernels not yet). Rows other than fp32 carry a precision parameter");
+  std::string loss_scale_text = "auto";
+  ex.add_option("--loss-scale", loss_scale_text,
+                "Dynamic loss scaling (skip a step whose gradients hold an inf or a nan, grow or back off the scale, as "
+                "torch.amp.GradScaler): auto (on for fp16 only), on or off. Its loss_curve rows give skipped_steps and "
+                "the final loss_scale; on or off adds a loss_scale parameter to every row");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -128,6 +134,11 @@ int main(int argc, char** argv) {
     if (!parse_precision(precision_text, precision))
       throw th::UsageError(fmt::format("--precision: {} is not a precision; use fp32, tf32, bf16 or fp16",
                                        quote_name(precision_text)));
+    std::optional<bool> loss_scale;
+    if (loss_scale_text == "on") loss_scale = true;
+    else if (loss_scale_text == "off") loss_scale = false;
+    else if (loss_scale_text != "auto")
+      throw th::UsageError(fmt::format("--loss-scale: {} is not a choice; use auto, on or off", quote_name(loss_scale_text)));
     const bool on_gpu = e.device() >= 0;
     if (precision == Precision::tf32 && !on_gpu)
       throw th::UsageError("--precision tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there");
@@ -145,6 +156,8 @@ int main(int argc, char** argv) {
     for (train::Config& c : cs) {
       c.precision = precision;
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
+      c.loss_scale.enabled = loss_scale;
+      if (loss_scale) c.params.emplace("loss_scale", *loss_scale ? "on" : "off");
     }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");
