@@ -136,6 +136,33 @@ TEST_CASE("loss scaling: a step whose gradients overflow f16 is skipped, in both
   CHECK(moved);
 }
 
+TEST_CASE("loss scaling: every graph pass on an fp16 loss-scaled step tracks the unfused one") {
+  for (const ModelFn& model : {small_mlp(), testing::transformer_model(testing::transformer_config(2, 8, 16, 2))}) {
+    std::vector<float> losses[2];
+    LossScaleStatus status[2];
+    const PassSet sets[2] = {PassSet::none(), PassSet::all()};
+    for (int k = 0; k < 2; ++k) {
+      CompileOptions co;
+      co.precision = Precision::fp16;
+      co.passes = sets[k];
+      co.train.loss_scale.init_scale = 256.0f;
+      co.train.loss_scale.growth_interval = 4;
+      CompiledPlan plan = compile(model, co);
+      for (uint64_t i = 0; i < 6; ++i) losses[k].push_back(plan.step(testing::feeds_of(plan, 700 + i)));
+      status[k] = loss_scale_status(plan.read(kLossScalerName));
+    }
+    // The same steps skipped (none) and grown; a fused chain rounds once where the unfused
+    // ops round after each, f16's half ulp.
+    CHECK(status[1].skipped_steps == status[0].skipped_steps);
+    CHECK(status[1].scale == status[0].scale);
+    CHECK(status[0].scale == 512.0f);
+    for (size_t i = 0; i < losses[0].size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::fabs(losses[1][i] - losses[0][i]) <= 0.01f * std::fabs(losses[0][i]) + 1e-3f);
+    }
+  }
+}
+
 TEST_CASE("loss scaling: the scale doubles after growth_interval clean steps, and is forced on in fp32") {
   LossScaleOptions ls;
   ls.enabled = true;
