@@ -202,6 +202,15 @@ Value EagerBuilder::optimizer_state(const Value& param, const std::string& name)
   return take_persistent(idx);
 }
 
+Value EagerBuilder::training_state(const std::string& name, const Shape& shape, ParamInit init) {
+  int idx = find_persistent(name);
+  if (idx < 0) {
+    new_persistent(name, shape, Role::optimizer_state, std::move(init), DType::F32);
+    idx = static_cast<int>(persistent_.size() - 1);
+  }
+  return take_persistent(idx);
+}
+
 void EagerBuilder::mark_output(const Value& v) {
   if (v.id >= kPersistentBase) return;
   live_slot(v.id, OpKind::copy, 0).pinned = true;

@@ -56,6 +56,7 @@ class EagerBuilder final : public Builder {
               const std::string& name = "") override;
   void mark_output(const Value& v) override;
   Value optimizer_state(const Value& param, const std::string& name) override;
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init) override;
 
   // ---- iteration control ----
   // Starts an iteration: `feeds` must outlive it. `training` records the tape.

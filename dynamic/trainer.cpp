@@ -35,7 +35,7 @@ auto run_iteration(EagerBuilder& b, const Feeds& feeds, bool training, Body body
 
 DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::string& allocator, DynamicOptions opt)
     : model_(with_precision(std::move(model), opt.precision)), backend_(backend), opt_(opt),
-      alloc_(make_allocator(allocator, backend)) {
+      alloc_(make_allocator(allocator, backend)), loss_scaled_(loss_scale_enabled(opt.loss_scale, opt.precision)) {
   if (!model_) throw std::invalid_argument("DynamicTrainer: the model function is empty");
   EagerOptions eo;
   eo.record_tape = !opt_.inference;
@@ -66,8 +66,11 @@ float DynamicTrainer::step(const Feeds& feeds) {
     for (const EagerBuilder::Persistent& p : b.persistent())
       if (p.role == Role::parameter) wrt_.push_back(b.handle(p.id));
 
+    // Loss scaling's ops in build_training_graph's order, so the two executors run the same ones.
+    LossScaling ls;
+    const Value target = loss_scaled_ ? scale_loss(b, out.loss, opt_.loss_scale, ls) : out.loss;
     b.set_taping(false, Role::gradient);
-    const std::vector<Value> grads = backward(b, b.tape(), out.loss, wrt_);
+    std::vector<Value> grads = backward(b, b.tape(), target, wrt_);
     if (velocity_names_.size() != wrt_.size()) {
       velocity_names_.clear();
       for (const Value& w : wrt_) velocity_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name + ".velocity");
@@ -75,17 +78,18 @@ float DynamicTrainer::step(const Feeds& feeds) {
     Attrs at;
     at.lr = opt_.lr;
     at.momentum = opt_.momentum;
-    for (size_t i = 0; i < wrt_.size(); ++i) {
+    for (size_t i = 0; i < wrt_.size(); ++i)
       if (!grads[i].valid())
         graph_error("DynamicTrainer::step: parameter {} does not influence the loss; remove it or use it",
                     quote_name(velocity_names_[i].substr(0, velocity_names_[i].size() - 9)));
-      if (opt_.use_momentum) {
-        const Value v = b.optimizer_state(wrt_[i], velocity_names_[i]);
-        b.apply(OpKind::sgd_momentum, {wrt_[i], grads[i], v}, at);
-      } else {
-        b.apply(OpKind::sgd, {wrt_[i], grads[i]}, at);
-      }
+    if (loss_scaled_) grads = unscale_gradients(b, grads, ls);
+    for (size_t i = 0; i < wrt_.size(); ++i) {
+      std::vector<Value> in = {wrt_[i], grads[i]};
+      if (opt_.use_momentum) in.push_back(b.optimizer_state(wrt_[i], velocity_names_[i]));
+      if (loss_scaled_) in.push_back(ls.found);
+      b.apply(opt_.use_momentum ? OpKind::sgd_momentum : OpKind::sgd, in, at);
     }
+    if (loss_scaled_) update_loss_scale(b, ls, opt_.loss_scale);
     return b.read(out.loss)[0];
   };
   return run_iteration(*builder_, feeds, /*training=*/true, body, [this](double s) { finish(s); });

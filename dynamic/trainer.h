@@ -9,6 +9,7 @@
 
 #include "dynamic/allocator.h"
 #include "dynamic/eager_builder.h"
+#include "graph/loss_scale.h"
 #include "graph/models.h"
 #include "graph/precision.h"
 #include "kernels/backend.h"
@@ -26,6 +27,7 @@ struct DynamicOptions {
   int sample_period = 16;
   uint64_t seed = 0;           // initial_values seed: use the interpreter's to start bit-identical
   Precision precision = Precision::fp32;  // as CompileOptions::precision (graph/precision.h)
+  LossScaleOptions loss_scale;            // as TrainOptions::loss_scale; unset: on for fp16 only
 };
 
 // Host time of the last iteration. build + alloc + launch are apply()'s phases
@@ -70,6 +72,7 @@ class DynamicTrainer {
   std::unique_ptr<EagerBuilder> builder_;
   std::vector<std::string> velocity_names_;
   std::vector<Value> wrt_;
+  bool loss_scaled_ = false;  // loss_scale_enabled(opt.loss_scale, opt.precision)
   IterationBreakdown last_;
 };
 

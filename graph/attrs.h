@@ -60,6 +60,9 @@ struct Attrs {
   HeadView heads;                  // matmul_heads: the head count and which operands are head views
   DType to = DType::F32;           // cast: the output's dtype
   ConvAttr conv;                   // conv2d and the pools: stride, pads, dilation, groups, window
+  float growth_factor = 2.0f;      // update_scale: the scale's factor after growth_interval clean steps
+  float backoff_factor = 0.5f;     // update_scale: the scale's factor after a step with an inf or a nan
+  int64_t growth_interval = 2000;  // update_scale: clean steps in a row before the scale grows
 
   bool operator==(const Attrs& o) const;
 };
@@ -68,9 +71,9 @@ struct Attrs {
 // the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
-                             program, heads, to, conv, start };
-constexpr int kNumAttrs = 18;
-static_assert(static_cast<int>(AttrId::start) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             program, heads, to, conv, start, growth_factor, backoff_factor, growth_interval };
+constexpr int kNumAttrs = 21;
+static_assert(static_cast<int>(AttrId::growth_interval) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint32_t;
 static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

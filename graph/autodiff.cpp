@@ -260,6 +260,9 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::fill:
     case OpKind::sgd:
     case OpKind::sgd_momentum:
+    case OpKind::unscale:
+    case OpKind::found_inf:
+    case OpKind::update_scale:
     case OpKind::linear:
     case OpKind::linear_add:
     case OpKind::matmul_add:

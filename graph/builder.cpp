@@ -144,14 +144,18 @@ Value RecordingBuilder::parameter(const std::string& name, const Shape& shape, P
 }
 
 Value RecordingBuilder::optimizer_state(const Value& param, const std::string& name) {
+  return training_state(name, param.shape, optimizer_state_init());
+}
+
+Value RecordingBuilder::training_state(const std::string& name, const Shape& shape, ParamInit init) {
   names_.sync();
   const int existing = names_.find_value(name);
   if (existing >= 0) return handle(g_, existing);
   ValueInfo v;
   v.name = name;
-  v.shape = param.shape;
+  v.shape = shape;
   v.role = Role::optimizer_state;
-  v.init = optimizer_state_init();
+  v.init = std::move(init);
   return handle(g_, g_.add_value(v));
 }
 

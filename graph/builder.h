@@ -41,6 +41,9 @@ class Builder {
   // The persistent optimizer-state buffer (momentum) for a parameter, created on
   // first use with zeros.
   virtual Value optimizer_state(const Value& param, const std::string& name) = 0;
+  // Persistent optimizer state of its own shape, not a parameter's (the loss scaler's,
+  // graph/loss_scale.h), created on first use with `init`.
+  virtual Value training_state(const std::string& name, const Shape& shape, ParamInit init) = 0;
 };
 
 // The init every Builder gives optimizer state: zeros, so that the first update
@@ -103,6 +106,7 @@ class RecordingBuilder : public Builder {
               const std::string& name = "") override;
   void mark_output(const Value& v) override;
   Value optimizer_state(const Value& param, const std::string& name) override;
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init) override;
 
   // The role given to values created by apply() (the autodiff switches this to
   // gradient/temporary while it records the backward pass).

@@ -84,7 +84,7 @@ std::string graph_to_dot(const Graph& g, const std::string& title) {
       const std::string from = v.producer >= 0 ? fmt::format("n{}", v.producer) : fmt::format("v{}", in);
       // Update ops write their param (and velocity) in place: dashed edges.
       out += fmt::format("  {} -> n{} [label=\"{}\"{}];\n", from, i, k,
-                         op_update_writes(n.op, static_cast<int>(k)) ? ", style=dashed" : "");
+                         op_update_writes(n.op, static_cast<int>(k), static_cast<int>(n.inputs.size())) ? ", style=dashed" : "");
     }
   }
   return out + "}\n";

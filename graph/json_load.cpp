@@ -360,6 +360,9 @@ class Loader {
         case AttrId::to: at.to = get_dtype(v, p); break;
         case AttrId::conv: at.conv = get_conv(v, p); break;
         case AttrId::start: at.start = get_int(v, p, 0, std::numeric_limits<int64_t>::max()); break;
+        case AttrId::growth_factor: at.growth_factor = get_float(v, p); break;
+        case AttrId::backoff_factor: at.backoff_factor = get_float(v, p); break;
+        case AttrId::growth_interval: at.growth_interval = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
       }
     }
   }

@@ -97,6 +97,9 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::to: j[key] = dtype_name(at.to); break;
       case AttrId::conv: j[key] = conv_json(at.conv, n.op); break;
       case AttrId::start: j[key] = at.start; break;
+      case AttrId::growth_factor: j[key] = at.growth_factor; break;
+      case AttrId::backoff_factor: j[key] = at.backoff_factor; break;
+      case AttrId::growth_interval: j[key] = at.growth_interval; break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

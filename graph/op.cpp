@@ -18,8 +18,9 @@ bool parse_op(const std::string& name, OpKind& out) {
 
 std::string op_arity_text(OpKind op) {
   const int k = op_num_inputs(op);
-  if (op_is_variadic(op)) return k == 1 ? "one or more inputs" : fmt::format("a multiple of {} inputs", k);
-  return fmt::format("{} input{}", k, k == 1 ? "" : "s");
+  const char* flag = op_can_be_guarded(op) ? " (and one more, last: the found-inf flag)" : "";
+  if (op_is_variadic(op)) return k == 1 ? "one or more inputs" : fmt::format("a multiple of {} inputs{}", k, flag);
+  return fmt::format("{} input{}{}", k, k == 1 ? "" : "s", flag);
 }
 
 namespace {
@@ -49,6 +50,9 @@ const char* attr_name(AttrId a) {
     case AttrId::to: return "to";
     case AttrId::conv: return "conv";
     case AttrId::start: return "start";
+    case AttrId::growth_factor: return "growth_factor";
+    case AttrId::backoff_factor: return "backoff_factor";
+    case AttrId::growth_interval: return "growth_interval";
   }
   return "?";
 }

@@ -30,6 +30,8 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
                    kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
                    kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start);
+constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
+                             attr_bit(AttrId::growth_interval);
 // Flags.
 constexpr uint8_t kPlain = 0;
 constexpr uint8_t kInPlace = 1;  // the planner may give the output input 0's memory (it takes attrs.in_place too)
@@ -38,6 +40,8 @@ constexpr uint8_t kVariadic = 4; // the inputs repeat in groups of `inputs` (any
 constexpr uint8_t kFused = 8;    // made by a graph pass (static/passes) from other ops; models never apply it
 constexpr uint8_t kSameShape = 16;  // every input and the output have input 0's shape: no case of its own in
                                     // graph/shape_inference.cpp or kernels/op_call_check.cpp
+constexpr uint8_t kGuarded = 32;    // an update that may take one more input, last: loss scaling's found-inf
+                                    // flag [1] (graph/loss_scale.h); when it is nonzero the update writes nothing
 // The dtype column.
 constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype)
 constexpr uint8_t kTypeF32 = 1;   // every input and every output are f32 (losses, with class indices and
@@ -55,7 +59,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //   alias            the inputs the output may share memory with: each element is read
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
-//   flags            kInPlace, kView, kVariadic, kFused, kSameShape
+//   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded
 //   dtype            kTypeSame, kTypeF32 or kTypeCast: the dtype rule (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
@@ -112,8 +116,11 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
   X(slice,                1, 1, kNone,            kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient) */ \
-  X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kPlain,                    kTypeF32,  optimizer) /* (param, grad): param -= lr*grad, in place */ \
-  X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kPlain,                    kTypeF32,  optimizer) /* (param, grad, velocity), in place */ \
+  X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kGuarded,                  kTypeF32,  optimizer) /* (param, grad[, found]): param -= lr*grad, in place */ \
+  X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kGuarded,                  kTypeF32,  optimizer) /* (param, grad, velocity[, found]), in place */ \
+  X(unscale,              2, 1, kNone,            kIn0,       0,                      kInPlace,                  kTypeF32,  loss_scale) /* (grad, scale[1]) -> grad * (1 / scale) */ \
+  X(found_inf,            2, 1, kNone,            kNone,      0,                      kPlain,                    kTypeF32,  loss_scale) /* (x, found[1]) -> [1]: 1 if found != 0 or x holds an inf or a nan, else 0 */ \
+  X(update_scale,         2, 0, kNone,            kNone,      kScaler,                kPlain,                    kTypeF32,  loss_scale) /* (scaler[3]: scale, growth tracker, skipped steps; found[1]), in place */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
   X(linear,               3, 1, kNone,            kNone,      kTransB|kAct,           kFused,                    kTypeSame, matmul) /* act(x op(w) + b): a GEMM with its epilogue */ \
   X(linear_add,           4, 1, kNone,            kNone,      kTransB,                kFused,                    kTypeSame, matmul) /* x op(w) + b + r: a residual in the GEMM */ \
@@ -123,8 +130,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(matmul_heads,         2, 1, kNone,            kNone,      kTransA|kTransB|kHeads, kFused,                    kTypeSame, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
   X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
   X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeSame, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
-  X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic,          kTypeF32,  optimizer) /* (param, grad) groups: every sgd of a step in one launch */ \
-  X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic,          kTypeF32,  optimizer) /* (param, grad, velocity) groups */ \
+  X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
+  X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
   X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */
 // clang-format on
 
@@ -140,7 +147,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 64, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 67, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
 // (kVariadic) take any multiple of their group, past this count too.
@@ -183,6 +190,8 @@ constexpr bool rows_consistent() {
     if (t.inputs == 0 && ((t.flags & kSameShape) || t.dtype_rule != kTypeF32)) return false;
     if (t.dtype_rule == kTypeCast && (t.inputs != 1 || !(t.attrs & kTo))) return false;
     if ((t.flags & kSameShape) && t.outputs != 1) return false;
+    // The flag is told apart from the groups by the input count: one more than a multiple.
+    if ((t.flags & kGuarded) && (t.outputs != 0 || t.inputs < 2)) return false;
   }
   return true;
 }
@@ -198,11 +207,20 @@ inline int op_num_outputs(OpKind op) { return op_traits(op).outputs; }
 bool parse_op(const std::string& name, OpKind& out);
 
 inline bool op_is_variadic(OpKind op) { return (op_traits(op).flags & op_table::kVariadic) != 0; }
+// Whether the update may take loss scaling's found-inf flag as its last input (kGuarded).
+inline bool op_can_be_guarded(OpKind op) { return (op_traits(op).flags & op_table::kGuarded) != 0; }
+// Whether a node of `op` with `n` inputs has the found-inf flag (its last input).
+inline bool op_update_guarded(OpKind op, int n) {
+  return op_can_be_guarded(op) && n > op_num_inputs(op) && n % op_num_inputs(op) == 1;
+}
 // Whether a node of `op` may have `n` inputs.
 inline bool op_arity_ok(OpKind op, int n) {
   const int k = op_num_inputs(op);
-  return op_is_variadic(op) ? n >= k && n % k == 0 : n == k;
+  const int groups = op_update_guarded(op, n) ? n - 1 : n;
+  return op_is_variadic(op) ? groups >= k && groups % k == 0 : groups == k;
 }
+// The inputs of a node of `op` with `n` inputs that are its groups: all but the found-inf flag.
+inline int op_group_inputs(OpKind op, int n) { return op_update_guarded(op, n) ? n - 1 : n; }
 // "2 inputs", "a multiple of 3 inputs": for messages.
 std::string op_arity_text(OpKind op);
 // Whether op's kernels are of `family` (the table's last column: "matmul" for the GEMMs).
@@ -234,11 +252,12 @@ inline bool op_output_may_alias(OpKind op, int input) {
   return (op_traits(op).alias_inputs >> pos) & 1;
 }
 inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & attr_bit(a)) != 0; }
-// Whether an update writes input `input` in place: every update writes the parameter, at
-// position 0 of its group, and one with momentum the velocity, at position 2; the other
-// inputs (the gradient, or what matmul_sgd_momentum makes it from) are only read.
-inline bool op_update_writes(OpKind op, int input) {
-  if (!op_is_update(op)) return false;
+// Whether an update of `num_inputs` inputs writes input `input` in place: every update
+// writes the parameter (update_scale: its state), at position 0 of its group, and one with
+// momentum the velocity, at position 2; the other inputs (the gradient, or what
+// matmul_sgd_momentum makes it from, and the found-inf flag) are only read.
+inline bool op_update_writes(OpKind op, int input, int num_inputs) {
+  if (!op_is_update(op) || input >= op_group_inputs(op, num_inputs)) return false;
   const int pos = input % op_traits(op).inputs;
   return pos == 0 || (pos == 2 && op_reads_attr(op, AttrId::momentum));
 }

@@ -150,11 +150,24 @@ void require_rates(OpKind op, const Attrs& at, const std::string& node) {
     graph_error("{} {}: momentum = {} must be in [0, 1)", name, node, at.momentum);
 }
 
+// Loss scaling's one-element values: a scale, a found-inf flag (graph/loss_scale.h).
+void require_one(const char* op, const std::string& node, const Shape& s, const char* what) {
+  if (s != Shape{1}) graph_error("{} {}: {} {} must be [1]", op, node, what, s.str());
+}
+
+// A guarded update's last input, the found-inf flag.
+void require_guard(OpKind op, const std::vector<Shape>& in, const std::string& node) {
+  if (op_update_guarded(op, static_cast<int>(in.size())))
+    require_one(op_name(op), node, in.back(), "found-inf flag (the last input)");
+}
+
 // sgd's and sgd_momentum's rules on every group.
 Shape multi_update_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   const size_t k = static_cast<size_t>(op_num_inputs(op));
-  for (size_t i = 0; i < in.size(); i += k)
+  require_guard(op, in, node);
+  const size_t groups = static_cast<size_t>(op_group_inputs(op, static_cast<int>(in.size())));
+  for (size_t i = 0; i < groups; i += k)
     for (size_t j = 1; j < k; ++j)
       if (in[i + j] != in[i])
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
@@ -340,13 +353,28 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       return at.shape;
     }
     case OpKind::sgd:
-      require_same(name, node, in[0], in[1]);
-      require_rates(op, at, node);
-      return Shape{};
     case OpKind::sgd_momentum:
       require_same(name, node, in[0], in[1]);
-      require_same(name, node, in[0], in[2]);
+      if (op == OpKind::sgd_momentum) require_same(name, node, in[0], in[2]);
+      require_guard(op, in, node);
       require_rates(op, at, node);
+      return Shape{};
+    case OpKind::unscale:
+      require_one(name, node, in[1], "scale");
+      return in[0];
+    case OpKind::found_inf:
+      require_one(name, node, in[1], "found");
+      return Shape{1};
+    case OpKind::update_scale:
+      if (in[0] != Shape{3})
+        graph_error("update_scale {}: scaler {} must be [3] (the scale, the growth tracker, the skipped steps)", node,
+                    in[0].str());
+      require_one(name, node, in[1], "found");
+      if (!(at.growth_factor >= 1.0f) || !(at.backoff_factor > 0.0f && at.backoff_factor <= 1.0f) ||
+          at.growth_interval < 1)
+        graph_error("update_scale {}: growth_factor = {} must be >= 1, backoff_factor = {} in (0, 1] and "
+                    "growth_interval = {} >= 1 (2, 0.5 and 2000 are usual)", node, at.growth_factor, at.backoff_factor,
+                    at.growth_interval);
       return Shape{};
     case OpKind::matmul_sgd_momentum: {
       // (param[k,n], a[r,k], velocity[k,n], dz[r,n]): the gradient a^T dz is param's shape.

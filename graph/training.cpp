@@ -68,8 +68,11 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
   if (params.empty())
     graph_error("build_training_graph: the model has no parameters; create them with Builder::parameter");
 
+  const bool scaled = opt.loss_scale.enabled.value_or(false);
+  LossScaling ls;
+  const Value target = scaled ? scale_loss(b, out.loss, opt.loss_scale, ls) : out.loss;
   b.set_default_role(Role::temporary);
-  const std::vector<Value> grads = backward(b, tape_from_graph(g), out.loss, params);
+  std::vector<Value> grads = backward(b, tape_from_graph(g), target, params);
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& name = g.values[static_cast<size_t>(params[i].id)].name;
     if (!grads[i].valid())
@@ -77,19 +80,22 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
                   "use it in the forward pass or do not create it", quote_name(name));
     if (grads[i].id >= fwd_values) g.values[static_cast<size_t>(grads[i].id)].role = Role::gradient;
   }
+  if (scaled) {
+    grads = unscale_gradients(b, grads, ls);
+    for (const Value& u : grads) g.values[static_cast<size_t>(u.id)].role = Role::gradient;
+  }
 
   Attrs at;
   at.lr = opt.lr;
   at.momentum = opt.momentum;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string name = g.values[static_cast<size_t>(params[i].id)].name;
-    if (opt.use_momentum) {
-      const Value vel = b.optimizer_state(params[i], name + ".velocity");
-      b.apply(OpKind::sgd_momentum, {params[i], grads[i], vel}, at, name + ".update");
-    } else {
-      b.apply(OpKind::sgd, {params[i], grads[i]}, at, name + ".update");
-    }
+    std::vector<Value> in = {params[i], grads[i]};
+    if (opt.use_momentum) in.push_back(b.optimizer_state(params[i], name + ".velocity"));
+    if (scaled) in.push_back(ls.found);
+    b.apply(opt.use_momentum ? OpKind::sgd_momentum : OpKind::sgd, in, at, name + ".update");
   }
+  if (scaled) update_loss_scale(b, ls, opt.loss_scale);
 
   for (size_t n = fwd_nodes; n < g.nodes.size(); ++n)
     for (int in : g.nodes[n].inputs)

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "graph/autodiff.h"
+#include "graph/loss_scale.h"
 #include "graph/models.h"
 
 namespace tg {
@@ -11,6 +12,9 @@ struct TrainOptions {
   float lr = 0.01f;
   float momentum = 0.9f;
   bool use_momentum = true;  // sgd_momentum with a "<param>.velocity" state, else plain sgd
+  // Dynamic loss scaling (graph/loss_scale.h). build_training_graph scales when `enabled`
+  // is set and true; compile() sets it from the precision when it is unset.
+  LossScaleOptions loss_scale;
 };
 
 // The forward only, with the prediction marked output. Nodes and values that
@@ -22,7 +26,9 @@ Graph build_inference_graph(const ModelFn& model);
 // tape_from_graph with the same builder: parameter gradients get
 // Role::gradient, other backward values Role::temporary), then one update per
 // parameter (sgd_momentum with b.optimizer_state(param, name + ".velocity"), or
-// sgd), named "<param>.update". Forward values that a backward node reads get
+// sgd), named "<param>.update". With loss scaling (opt.loss_scale.enabled), backward
+// differentiates loss * scale, each gradient is unscaled and checked, every update takes
+// the found-inf flag, and update_scale closes the step (graph/loss_scale.h). Forward values that a backward node reads get
 // Role::activation; the loss and the prediction are marked outputs (the loss
 // first). Throws GraphError when the model has no loss or a parameter does not
 // influence it.

@@ -244,11 +244,21 @@ class Checker {
   // Per group of an update (one for sgd, sgd_momentum and matmul_sgd_momentum, many for
   // the multi ops): the parameter, and the velocity where there is one (op_update_writes).
   // A multi op writes its groups in parallel, so nothing it writes may appear twice in it.
+  // update_scale writes the loss scaler's state, which is optimizer state.
   void check_update_roles(const Node& n) {
     if (!op_is_update(n.op)) return;
+    const int num_inputs = static_cast<int>(n.inputs.size());
     const size_t k = static_cast<size_t>(op_num_inputs(n.op));
+    const size_t groups = static_cast<size_t>(op_group_inputs(n.op, num_inputs));
     const bool velocity = op_update_has_velocity(n.op);
-    for (size_t i = 0; i < n.inputs.size(); i += k) {
+    if (n.op == OpKind::update_scale) {
+      const ValueInfo& s = val(n.inputs[0]);
+      if (s.role != Role::optimizer_state)
+        err("update_scale {}: scaler {} is {}, not optimizer_state; declare it under \"optimizer_state\"",
+            quote_name(n.name), quote_name(s.name), valid_role(s.role) ? role_name(s.role) : "?");
+      return;
+    }
+    for (size_t i = 0; i < groups; i += k) {
       const ValueInfo& p = val(n.inputs[i]);
       if (p.role != Role::parameter)
         err("{} {}: updates {}, which is {}, not a parameter; an optimizer update writes a parameter in place: "
@@ -261,16 +271,16 @@ class Checker {
             "(zeros at the start) and pass it as input {}", op_name(n.op), quote_name(n.name), quote_name(v.name),
             valid_role(v.role) ? role_name(v.role) : "?", i + 2);
     }
-    if (n.inputs.size() <= k) return;
+    if (groups <= k) return;
     std::unordered_map<int, size_t> written;  // value -> the input that writes it
     for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (!op_update_writes(n.op, static_cast<int>(i))) continue;  // gradients are read only
+      if (!op_update_writes(n.op, static_cast<int>(i), num_inputs)) continue;  // gradients are read only
       auto [it, fresh] = written.emplace(n.inputs[i], i);
       if (!fresh)
         err("{} {}: {} is written by inputs {} and {}; each parameter and velocity may appear in one group only",
             op_name(n.op), quote_name(n.name), quote_name(val(n.inputs[i]).name), it->second, i);
     }
-    for (size_t i = 1; i < n.inputs.size(); i += k) {
+    for (size_t i = 1; i < groups; i += k) {
       auto it = written.find(n.inputs[i]);
       if (it != written.end())
         err("{} {}: gradient {} (input {}) is also written by input {}; the groups run in parallel, so a gradient "

@@ -107,7 +107,7 @@ void check_fused_elementwise(const Checker& k, const OpCall& c, CallGeometry& g)
 // An update's written inputs (op_update_writes) share no buffer with any other input.
 void check_written_apart(const Checker& k, const OpCall& c) {
   for (int i = 0; i < c.num_inputs; ++i) {
-    if (!op_update_writes(c.op, i)) continue;
+    if (!op_update_writes(c.op, i, c.num_inputs)) continue;
     for (int j = 0; j < c.num_inputs; ++j)
       if (j != i && c.input(j).data == c.input(i).data)
         k.fail("inputs {} and {} share a buffer, and input {} is written; give every parameter and velocity its own",
@@ -115,11 +115,17 @@ void check_written_apart(const Checker& k, const OpCall& c) {
   }
 }
 
+// A guarded update's found-inf flag (its last input) is one element.
+void check_guard(const Checker& k, const OpCall& c) {
+  if (op_update_guarded(c.op, c.num_inputs)) k.numel("found-inf flag", c.input(c.num_inputs - 1).shape, 1);
+}
+
 // Every group has the parameter's element count; nothing written appears twice and no
 // gradient is written (the groups run in parallel).
 void check_multi_update(const Checker& k, const OpCall& c) {
   const int group = op_num_inputs(c.op);
-  for (int i = 0; i < c.num_inputs; i += group) {
+  check_guard(k, c);
+  for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += group) {
     const int64_t n = c.input(i).shape.numel();
     for (int j = 1; j < group; ++j)
       if (c.input(i + j).shape.numel() != n)
@@ -314,10 +320,25 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       break;
     case OpKind::sgd:
       k.numel("grad", y, g.n);
+      check_guard(k, c);
       break;
     case OpKind::sgd_momentum:
       k.numel("grad", y, g.n);
       k.numel("velocity", c.in[2].shape, g.n);
+      check_guard(k, c);
+      break;
+    case OpKind::unscale:
+      k.numel("scale", y, 1);
+      k.numel("output", c.out.shape, g.n);
+      break;
+    case OpKind::found_inf:
+      k.numel("found", y, 1);
+      k.numel("output", c.out.shape, 1);
+      break;
+    case OpKind::update_scale:
+      k.numel("scaler", x, 3);
+      k.numel("found", y, 1);
+      check_written_apart(k, c);
       break;
     case OpKind::linear:
     case OpKind::linear_add: {

@@ -38,7 +38,9 @@ CompiledPlan compile(const ModelFn& model_as_written, const CompileOptions& opt)
   }
   t.record = ms_since(t0);
   t0 = Clock::now();
-  Graph g = opt.training ? build_training_graph(model, opt.train) : build_inference_graph(model);
+  TrainOptions train = opt.train;
+  train.loss_scale.enabled = loss_scale_enabled(train.loss_scale, opt.precision);
+  Graph g = opt.training ? build_training_graph(model, train) : build_inference_graph(model);
   const double build = ms_since(t0);
   if (opt.training) t.autodiff = std::max(0.0, build - t.record);
   else t.record = build;

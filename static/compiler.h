@@ -21,6 +21,7 @@ struct CompileOptions {
   TrainOptions train;
   // The precision policy (graph/precision.h): bf16 and fp16 autocast the model as it is
   // recorded; tf32 is the CUDA backend's choice (kernels/cuda_options.h) and records f32.
+  // fp16 turns train.loss_scale on unless it is set (graph/loss_scale.h).
   Precision precision = Precision::fp32;
   // The graph passes between autodiff and planning (static/passes/pass.h). none: the
   // graph autodiff made, which runs the same kernels as the dynamic executor.

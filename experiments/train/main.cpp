@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "experiments/harness/harness.h"
@@ -118,6 +119,11 @@ int main(int argc, char** argv) {
                 "Both executors' precision: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), bf16 or fp16 "
                 "(autocast: GEMMs in the low type on the tensor cores, softmax, layernorm, reductions and losses in f32, f32 "
                 "master weights). Rows other than fp32 carry a precision parameter");
+  std::string loss_scale_text = "auto";
+  ex.add_option("--loss-scale", loss_scale_text,
+                "Dynamic loss scaling (skip a step whose gradients hold an inf or a nan, grow or back off the scale, as "
+                "torch.amp.GradScaler): auto (on for fp16 only), on or off. Its loss_curve rows give skipped_steps and "
+                "the final loss_scale; on or off adds a loss_scale parameter to every row");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -125,6 +131,11 @@ int main(int argc, char** argv) {
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const PassOptions po = bench::resolve_pass_options(e, pass_options);
     const Precision precision = bench::precision_option(precision_text, e.device() >= 0);
+    std::optional<bool> loss_scale;
+    if (loss_scale_text == "on") loss_scale = true;
+    else if (loss_scale_text == "off") loss_scale = false;
+    else if (loss_scale_text != "auto")
+      throw th::UsageError(fmt::format("--loss-scale: {} is not a choice; use auto, on or off", quote_name(loss_scale_text)));
     auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {
@@ -136,6 +147,8 @@ int main(int argc, char** argv) {
     for (train::Config& c : cs) {
       c.precision = precision;
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
+      c.loss_scale.enabled = loss_scale;
+      if (loss_scale) c.params.emplace("loss_scale", *loss_scale ? "on" : "off");
     }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");

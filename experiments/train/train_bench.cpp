@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "dynamic/trainer.h"
@@ -16,6 +17,7 @@ namespace tg::train {
 DynamicOptions dynamic_options(const Config& c, bool inference) {
   DynamicOptions o;
   o.precision = c.precision;
+  o.loss_scale = c.loss_scale;
   o.inference = inference;
   return o;
 }
@@ -76,6 +78,7 @@ CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bo
   co.use_cuda_graph = graph;
   co.feed_copy = feed_copy;
   co.precision = c.precision;
+  co.train.loss_scale = c.loss_scale;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 
@@ -126,7 +129,16 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
       throw std::runtime_error(fmt::format("tg-train: loss curves differ at step {} for {}: static {:.9g}, dynamic "
                                            "{:.9g}", i, th::params_str(c.params), ls[i], ld[i]));
   }
-  for (auto [name, v] : {std::pair<const char*, std::vector<double>*>{"static", &ls}, {"dynamic", &ld}}) {
+  // With loss scaling, each executor's scaler after the curve: the steps it skipped (an inf
+  // or a nan in the gradients) and the scale it ended with.
+  const bool scaled = loss_scale_enabled(c.loss_scale, c.precision);
+  LossScaleStatus scaler_static, scaler_dynamic;
+  if (scaled) {
+    scaler_static = loss_scale_status(p.read(kLossScalerName));
+    scaler_dynamic = loss_scale_status(dyn.parameter(kLossScalerName));
+  }
+  for (auto [name, v, scaler] : {std::tuple<const char*, std::vector<double>*, LossScaleStatus*>{"static", &ls, &scaler_static},
+                                 {"dynamic", &ld, &scaler_dynamic}}) {
     th::Measurement m;
     m.name = "loss_curve";
     m.params = with(c.params, name, "train");
@@ -135,6 +147,10 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
     m.samples = *v;  // per step, in order: the curve itself
     m.extra["steps"] = steps;
     m.extra["bitwise_equal"] = 1;
+    if (scaled) {
+      m.extra["skipped_steps"] = static_cast<double>(scaler->skipped_steps);
+      m.extra["loss_scale"] = scaler->scale;
+    }
     e.report().add(std::move(m));
   }
 }

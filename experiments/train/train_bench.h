@@ -27,9 +27,10 @@ struct Config {
   bool train = true;     // false: inference only (a graph file without a loss, tg-graph bench)
   int64_t classes = 10;  // labels are class indices in [0, classes)
   Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
+  LossScaleOptions loss_scale = {};       // both executors' (graph/loss_scale.h); unset: on for fp16
 };
 
-// The dynamic executor's options for c: its precision, inference or training.
+// The dynamic executor's options for c: its precision and loss scaling, inference or training.
 DynamicOptions dynamic_options(const Config& c, bool inference = false);
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);

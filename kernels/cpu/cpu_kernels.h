@@ -195,10 +195,23 @@ void cpu_cross_entropy_grad(const float* logits, const float* labels, const floa
 // sgd_momentum: v = momentum * v + g;  p = p - lr * v     (PyTorch's convention)
 void cpu_sgd(float* p, const float* g, float lr, int64_t n);
 void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n);
-// sgd_multi, sgd_momentum_multi: cpu_sgd / cpu_sgd_momentum on every (param, grad[, velocity]) group.
+// sgd_multi, sgd_momentum_multi: cpu_sgd / cpu_sgd_momentum on every (param, grad[, velocity]) group;
+// nothing when the call has a found-inf flag (its last input) that is nonzero. sgd and
+// sgd_momentum with the flag run here too.
 void cpu_multi_update(const OpCall& c);
 // matmul_sgd_momentum (param, a, velocity, dz): cpu_sgd_momentum with the gradient a^T dz
 // (a [rows, k], dz [rows, n]), computed as matmul_bias_grad's product is.
 void cpu_matmul_sgd_momentum(const OpCall& c);
+
+// ---- dynamic loss scaling (loss_scale.cpp) -------------------------------------------------
+// unscale:      out = g * (1 / scale[0])   (out may be g)
+// found_inf:    out[0] = 1 if found[0] != 0 or any x is an inf or a nan, else 0
+// update_scale: scaler = {scale, growth tracker, skipped steps}, as torch.amp.GradScaler's
+//               update: a step with found[0] != 0 multiplies the scale by backoff_factor,
+//               counts a skipped step and restarts the tracker; growth_interval clean steps
+//               in a row multiply it by growth_factor (kept when the product is finite).
+void cpu_unscale(const float* g, const float* scale, float* out, int64_t n);
+void cpu_found_inf(const float* x, const float* found, float* out, int64_t n);
+void cpu_update_scale(float* scaler, const float* found, const Attrs& at);
 
 }  // namespace tg::kernels

@@ -61,8 +61,15 @@ void run_cpu(const OpCall& c) {
     case OpKind::cross_entropy: return cpu_cross_entropy(x.data, y.data, out, g.rows, g.cols);
     case OpKind::cross_entropy_grad: return cpu_cross_entropy_grad(x.data, y.data, z, out, g.rows, g.cols);
     case OpKind::fill: return cpu_fill(out, c.attrs->value, n);
-    case OpKind::sgd: return cpu_sgd(x.data, y.data, c.attrs->lr, n);
-    case OpKind::sgd_momentum: return cpu_sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n);
+    case OpKind::sgd:
+      if (op_update_guarded(c.op, c.num_inputs)) return cpu_multi_update(c);
+      return cpu_sgd(x.data, y.data, c.attrs->lr, n);
+    case OpKind::sgd_momentum:
+      if (op_update_guarded(c.op, c.num_inputs)) return cpu_multi_update(c);
+      return cpu_sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n);
+    case OpKind::unscale: return cpu_unscale(x.data, y.data, out, n);
+    case OpKind::found_inf: return cpu_found_inf(x.data, y.data, out, n);
+    case OpKind::update_scale: return cpu_update_scale(x.data, y.data, *c.attrs);
     case OpKind::matmul_sgd_momentum: return cpu_matmul_sgd_momentum(c);
     case OpKind::linear:
     case OpKind::linear_add:

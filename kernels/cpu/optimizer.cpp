@@ -31,7 +31,9 @@ void cpu_matmul_sgd_momentum(const OpCall& c) {
 void cpu_multi_update(const OpCall& c) {
   const Attrs& at = *c.attrs;
   const int group = op_num_inputs(c.op);
-  for (int i = 0; i < c.num_inputs; i += group) {
+  const int groups_end = op_group_inputs(c.op, c.num_inputs);
+  if (groups_end < c.num_inputs && c.input(groups_end).data[0] != 0.0f) return;  // loss scaling skips this step
+  for (int i = 0; i < groups_end; i += group) {
     float* p = c.input(i).data;
     const float* g = c.input(i + 1).data;
     const int64_t n = c.input(i).shape.numel();

@@ -128,9 +128,16 @@ void bias_add(const void* x, const void* bias, void* y, int64_t rows, int64_t co
 void sgd(float* p, const float* g, float lr, int64_t n, cudaStream_t s);
 void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n, cudaStream_t s);
 // sgd_multi, sgd_momentum_multi: every (param, grad[, velocity]) group of the call in one
-// launch per kMultiTensors groups, with sgd's and sgd_momentum's arithmetic.
+// launch per kMultiTensors groups, with sgd's and sgd_momentum's arithmetic; with a
+// found-inf flag (the call's last input, read on the device) nonzero, nothing is written.
+// sgd and sgd_momentum with the flag run here too.
 constexpr int kMultiTensors = 64;
 void multi_update(const OpCall& c, cudaStream_t s);
+
+// ---- dynamic loss scaling (loss_scale.cu), as kernels/cpu/cpu_kernels.h describes ---------
+void unscale(const float* g, const float* scale, float* out, int64_t n, cudaStream_t s);
+void found_inf(const float* x, const float* found, float* out, int64_t n, cudaStream_t s);
+void update_scale(float* scaler, const float* found, const Attrs& at, cudaStream_t s);
 
 // ---- softmax over the last axis (softmax.cu) ------------------------------------------
 // alpha: softmax(alpha x) and alpha * softmax_grad, a scale folded in (1: none).

@@ -83,8 +83,14 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::cross_entropy: return cuda::cross_entropy(x.data, y.data, out, g.rows, g.cols, s);
     case OpKind::cross_entropy_grad: return cuda::cross_entropy_grad(x.data, y.data, z, out, g.rows, g.cols, s);
     case OpKind::fill: return cuda::fill(out, c.attrs->value, n, s);
-    case OpKind::sgd: return cuda::sgd(x.data, y.data, c.attrs->lr, n, s);
+    case OpKind::sgd:
+      if (op_update_guarded(c.op, c.num_inputs)) return cuda::multi_update(c, s);
+      return cuda::sgd(x.data, y.data, c.attrs->lr, n, s);
+    case OpKind::unscale: return cuda::unscale(x.data, y.data, out, n, s);
+    case OpKind::found_inf: return cuda::found_inf(x.data, y.data, out, n, s);
+    case OpKind::update_scale: return cuda::update_scale(x.data, y.data, *c.attrs, s);
     case OpKind::sgd_momentum:
+      if (op_update_guarded(c.op, c.num_inputs)) return cuda::multi_update(c, s);
       return cuda::sgd_momentum(x.data, y.data, c.in[2].data, c.attrs->lr, c.attrs->momentum, n, s);
     case OpKind::matmul_sgd_momentum:
       if (ctx.update_workspace)

@@ -78,11 +78,13 @@ struct MultiArgs {
   int64_t first_chunk[kMultiTensors + 1];
   int count;
   float lr, momentum;
+  const float* found;  // loss scaling's found-inf flag, or null: nonzero skips the update
 };
 
 template <bool kMomentum>
 __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
   pdl::prologue();
+  if (a.found && *a.found != 0.0f) return;
   const int64_t chunks = a.first_chunk[a.count];
   const UpdateF<kMomentum> step{a.lr, a.momentum};
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -124,6 +126,8 @@ void multi_update(const OpCall& c, cudaStream_t s) {
   MultiArgs a{};
   a.lr = c.attrs->lr;
   a.momentum = c.attrs->momentum;
+  const int groups_end = op_group_inputs(c.op, c.num_inputs);
+  a.found = groups_end < c.num_inputs ? c.input(groups_end).data : nullptr;
   auto flush = [&] {
     if (a.count == 0) return;
     const int64_t chunks = a.first_chunk[a.count];
@@ -133,7 +137,7 @@ void multi_update(const OpCall& c, cudaStream_t s) {
     a.count = 0;
     a.first_chunk[0] = 0;
   };
-  for (int i = 0; i < c.num_inputs; i += group) {
+  for (int i = 0; i < groups_end; i += group) {
     const int64_t n = c.input(i).shape.numel();
     if (n <= 0) continue;
     const int t = a.count++;

@@ -72,7 +72,7 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         mark(read_by_side_at, node.inputs[k]);
         // Updates write their parameter and velocity in place.
-        if (op_update_writes(node.op, static_cast<int>(k))) mark(written_by_side_at, node.inputs[k]);
+        if (op_update_writes(node.op, static_cast<int>(k), static_cast<int>(node.inputs.size()))) mark(written_by_side_at, node.inputs[k]);
       }
       continue;
     }
@@ -109,7 +109,7 @@ std::vector<int> hoist_side_nodes(const Graph& g, const std::vector<int>& schedu
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const size_t in = static_cast<size_t>(node.inputs[k]);
       after = std::max({after, main_producer_pos[in], side_ready[in]});
-      if (op_update_writes(node.op, static_cast<int>(k)))
+      if (op_update_writes(node.op, static_cast<int>(k), static_cast<int>(node.inputs.size())))
         after = std::max({after, last_main_reader[in], side_reader_ready[in]});
     }
     for (int o : node.outputs) side_ready[static_cast<size_t>(o)] = after;

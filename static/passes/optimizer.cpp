@@ -37,7 +37,14 @@ namespace tg {
 namespace {
 
 // The inputs an update writes: its parameter and, for sgd_momentum, its velocity.
-bool written_input(const Node& n, size_t i) { return op_update_writes(n.op, static_cast<int>(i)); }
+bool written_input(const Node& n, size_t i) {
+  return op_update_writes(n.op, static_cast<int>(i), static_cast<int>(n.inputs.size()));
+}
+
+// A guarded update's found-inf flag (loss scaling, graph/loss_scale.h), else -1.
+int guard_of(const Node& n) {
+  return op_update_guarded(n.op, static_cast<int>(n.inputs.size())) ? n.inputs.back() : -1;
+}
 
 // Names no value or node of g has, nor one given before: base, or base.1, base.2, ...
 // A name given stays taken, so the search for a base goes on where it last stopped.
@@ -60,13 +67,14 @@ class FreshNames {
 };
 
 // What puts two updates in one multi update: the op, the bits of its learning rate and
-// (sgd_momentum only) momentum, and the node that made the gradient (-1: any).
+// (sgd_momentum only) momentum, the node that made the gradient (-1: any) and the
+// found-inf flag (-1: none), which the multi update takes once, last.
 struct GroupKey {
   OpKind op;
   uint32_t lr, momentum;
-  int source;
+  int source, guard;
   bool operator<(const GroupKey& o) const {
-    return std::tie(op, lr, momentum, source) < std::tie(o.op, o.lr, o.momentum, o.source);
+    return std::tie(op, lr, momentum, source, guard) < std::tie(o.op, o.lr, o.momentum, o.source, o.guard);
   }
 };
 
@@ -77,7 +85,7 @@ uint32_t bits_of(float f) {
 }
 
 GroupKey group_key(const Node& n, int source) {
-  return {n.op, bits_of(n.attrs.lr), n.op == OpKind::sgd_momentum ? bits_of(n.attrs.momentum) : 0u, source};
+  return {n.op, bits_of(n.attrs.lr), n.op == OpKind::sgd_momentum ? bits_of(n.attrs.momentum) : 0u, source, guard_of(n)};
 }
 
 // The weight-gradient GEMMs fused into their updates (see the top of the file); nothing
@@ -87,7 +95,9 @@ std::optional<Graph> fuse_gemm_updates(const Graph& g, int64_t min_tiles) {
   bool any = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& u = g.nodes[i];
-    if (u.op != OpKind::sgd_momentum) continue;
+    // A guarded update's gradient is checked before any update runs, so it is stored: there
+    // is no GEMM to fold into it (and matmul_sgd_momentum takes no flag).
+    if (u.op != OpKind::sgd_momentum || guard_of(u) >= 0) continue;
     const int grad = u.inputs[1];
     const int m = rw.producer(grad);
     if (m < 0 || rw.removed(m) || !rw.only_read_by(grad, static_cast<int>(i))) continue;
@@ -154,6 +164,7 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
     OpKind op;
     float lr, momentum;
     int source;  // the node that made the gradients (large updates with split_bytes), else -1
+    int guard;   // the found-inf flag, else -1
     std::vector<int> nodes;
   };
   auto source_of = [&](const Node& n) {
@@ -167,7 +178,7 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
     const Node& n = g.nodes[i];
     if ((n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) || !fusable(n)) continue;
     const auto [at, fresh] = group_of.emplace(group_key(n, source_of(n)), groups.size());
-    if (fresh) groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, at->first.source, {}});
+    if (fresh) groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, at->first.source, at->first.guard, {}});
     groups[at->second].nodes.push_back(static_cast<int>(i));
   }
 
@@ -183,9 +194,10 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
     if (momentum) f.attrs.momentum = gr.momentum;
     for (int n : gr.nodes) {
       const Node& u = g.nodes[static_cast<size_t>(n)];
-      f.inputs.insert(f.inputs.end(), u.inputs.begin(), u.inputs.end());
+      f.inputs.insert(f.inputs.end(), u.inputs.begin(), u.inputs.begin() + op_group_inputs(u.op, static_cast<int>(u.inputs.size())));
       rw.remove(n);
     }
+    if (gr.guard >= 0) f.inputs.push_back(gr.guard);
     rw.add_node(std::move(f), gr.nodes.back());
   }
   return rw.finish();

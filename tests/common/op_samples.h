@@ -28,6 +28,8 @@ struct OpSample {
   // elements (padded_mse_loss) with this value.
   int labels_input = -1;
   int64_t classes = 0;
+  // Loss scaling's found-inf flags (a guarded update's last input, found_inf's and
+  // update_scale's) are this input too, so that a sample fixes whether the flag is set.
   int count_input = -1;
   float count = 0;
   // relu's kink at 0: finite differences need the inputs away from it.
@@ -126,6 +128,12 @@ inline std::vector<OpSample> op_samples(OpKind op) {
   };
   auto with = [](OpSample s, auto set) {
     set(s.attrs);
+    return s;
+  };
+  // The last input is a found-inf flag holding `value`.
+  auto flag = [](OpSample s, float value) {
+    s.count_input = static_cast<int>(s.in.size()) - 1;
+    s.count = value;
     return s;
   };
   const Shape m{3, 4};
@@ -269,12 +277,36 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d:
     case OpKind::avg_pool2d_grad: return conv_samples(op);
-    case OpKind::sgd: return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; })};
-    case OpKind::sgd_momentum:
-      return {with(sample("[3,4]", {m, m, m}), [](Attrs& t) {
+    case OpKind::sgd:
+      return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; }),
+              with(flag(sample("[3,4], found-inf flag clear", {m, m, {1}}), 0.0f), [](Attrs& t) { t.lr = 0.05f; }),
+              with(flag(sample("[3,4], found-inf flag set: skipped", {m, m, {1}}), 1.0f), [](Attrs& t) { t.lr = 0.05f; })};
+    case OpKind::sgd_momentum: {
+      auto rates = [](Attrs& t) {
         t.lr = 0.05f;
         t.momentum = 0.9f;
-      })};
+      };
+      return {with(sample("[3,4]", {m, m, m}), rates),
+              with(flag(sample("[3,4], found-inf flag clear", {m, m, m, {1}}), 0.0f), rates),
+              with(flag(sample("[3,4], found-inf flag set: skipped", {m, m, m, {1}}), 1.0f), rates)};
+    }
+    case OpKind::unscale:
+      return {sample("[3,4] by a scale", {m, {1}}), sample("rank 3", {{2, 3, 4}, {1}})};
+    case OpKind::found_inf:
+      return {flag(sample("finite [3,4], flag clear", {m, {1}}), 0.0f),
+              flag(sample("finite [3,4], flag set before", {m, {1}}), 1.0f)};
+    case OpKind::update_scale: {
+      auto factors = [](int64_t interval) {
+        return [interval](Attrs& t) {
+          t.growth_factor = 2.0f;
+          t.backoff_factor = 0.5f;
+          t.growth_interval = interval;
+        };
+      };
+      return {with(flag(sample("a clean step", {{3}, {1}}), 0.0f), factors(2000)),
+              with(flag(sample("a clean step that grows the scale", {{3}, {1}}), 0.0f), factors(1)),
+              with(flag(sample("a step with an inf: backs off", {{3}, {1}}), 1.0f), factors(2000))};
+    }
     case OpKind::linear: {
       const double a = 1e-5, r = 1e-4;  // cuBLASLt sums in another order; its GELU is its own
       auto act = [](Act x) { return [x](Attrs& t) { t.act = x; }; };
@@ -333,7 +365,9 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                    program({{add, 0, 1}, {sub, 6, 2}, {mul, 3, 7}, {add, 8, 4}, {add, 5, 9}}))};
     }
     case OpKind::sgd_multi:
-      return {with(sample("3 tensors", {m, m, {5}, {5}, {2, 3, 2}, {2, 3, 2}}), [](Attrs& t) { t.lr = 0.05f; })};
+      return {with(sample("3 tensors", {m, m, {5}, {5}, {2, 3, 2}, {2, 3, 2}}), [](Attrs& t) { t.lr = 0.05f; }),
+              with(flag(sample("2 tensors, found-inf flag set: skipped", {m, m, {5}, {5}, {1}}), 1.0f),
+                   [](Attrs& t) { t.lr = 0.05f; })};
     case OpKind::matmul_sgd_momentum: {
       auto rates = [](Attrs& t) {
         t.lr = 0.05f;
@@ -352,6 +386,10 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                      t.momentum = 0.9f;
                    }),
               with(sample("3 tensors", {m, m, m, {5}, {5}, {5}, {2, 3, 2}, {2, 3, 2}, {2, 3, 2}}), [](Attrs& t) {
+                t.lr = 0.05f;
+                t.momentum = 0.5f;
+              }),
+              with(flag(sample("2 tensors, found-inf flag clear", {m, m, m, {5}, {5}, {5}, {1}}), 0.0f), [](Attrs& t) {
                 t.lr = 0.05f;
                 t.momentum = 0.5f;
               })};

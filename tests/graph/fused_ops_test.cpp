@@ -152,7 +152,7 @@ TEST_CASE("multi updates: every group's parameter and velocity roles, and nothin
   CHECK(errors().empty());
   g = ok;
   g.nodes[0].inputs.pop_back();
-  CHECK_FRAGMENT(errors(), "sgd_momentum_multi 'step': takes a multiple of 3 inputs, got 5");
+  CHECK_FRAGMENT(errors(), "sgd_momentum_multi 'step': takes a multiple of 3 inputs (and one more, last: the found-inf flag), got 5");
 
   CHECK_THROWS_WITH_AS(infer_shape(OpKind::sgd_multi, {{4}, {4}, {3}, {4}}, at, "s"),
                        doctest::Contains("sgd_multi s: group 1 (inputs 2..3): gradient [4] differs from the parameter [3]"),

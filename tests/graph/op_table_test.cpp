@@ -25,7 +25,8 @@ namespace tg::testing {
 namespace {
 
 // One node of `op` over fresh leaves of the sample's shapes: parameters (and a
-// velocity) for the updates, which validation requires, inputs otherwise.
+// velocity) for the updates, which validation requires, and update_scale's scaler as
+// optimizer state; inputs otherwise (a guarded update's found-inf flag too).
 struct OneNode {
   Graph g;
   std::vector<Value> ins;
@@ -36,8 +37,10 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
   for (size_t i = 0; i < s.in.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
     // Per group of an update: the parameter, its gradient, its velocity.
-    const size_t pos = op_is_update(op) ? i % static_cast<size_t>(op_num_inputs(op)) : 1;
-    if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
+    const bool flag = i >= static_cast<size_t>(op_group_inputs(op, static_cast<int>(s.in.size())));
+    const size_t pos = op_is_update(op) && !flag ? i % static_cast<size_t>(op_num_inputs(op)) : 1;
+    if (op == OpKind::update_scale && i == 0) r.ins.push_back(b.training_state(name, s.in[i], optimizer_state_init()));
+    else if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
     else if (pos == 2) r.ins.push_back(b.optimizer_state(r.ins[i - 2], name));
     else r.ins.push_back(b.input(name, s.in[i]));
   }

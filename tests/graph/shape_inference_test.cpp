@@ -207,12 +207,35 @@ TEST_CASE("sgd and sgd_momentum check shapes and hyperparameters") {
   CHECK_ERROR(error_of(OpKind::sgd_momentum, {{4}, {4}, {4}}, at), "momentum = 1 must be in [0, 1)");
 }
 
+TEST_CASE("loss scaling: one-element scales and flags, update_scale's scaler and factors") {
+  CHECK(infer(OpKind::sgd, {{4}, {4}, {1}}).rank == 0);
+  CHECK(infer(OpKind::sgd_momentum_multi, {{4}, {4}, {4}, {2}, {2}, {2}, {1}}).rank == 0);
+  CHECK_ERROR(error_of(OpKind::sgd_momentum, {{4}, {4}, {4}, {2}}), "found-inf flag (the last input) [2] must be [1]");
+  CHECK_ERROR(error_of(OpKind::sgd_multi, {{4}, {4}, {3}}), "found-inf flag (the last input) [3] must be [1]");
+  CHECK(infer(OpKind::unscale, {{2, 3}, {1}}) == Shape{2, 3});
+  CHECK_ERROR(error_of(OpKind::unscale, {{2, 3}, {2}}), "scale [2] must be [1]");
+  CHECK(infer(OpKind::found_inf, {{2, 3}, {1}}) == Shape{1});
+  CHECK_ERROR(error_of(OpKind::found_inf, {{2, 3}, {2, 3}}), "found [2,3] must be [1]");
+  CHECK(infer(OpKind::update_scale, {{3}, {1}}).rank == 0);
+  CHECK_ERROR(error_of(OpKind::update_scale, {{2}, {1}}), "scaler [2] must be [3]");
+  Attrs at;
+  at.growth_factor = 0.5f;
+  CHECK_ERROR(error_of(OpKind::update_scale, {{3}, {1}}, at), "growth_factor = 0.5 must be >= 1");
+  at.growth_factor = 2.0f;
+  at.backoff_factor = 0.0f;
+  CHECK_ERROR(error_of(OpKind::update_scale, {{3}, {1}}, at), "backoff_factor = 0 in (0, 1]");
+  at.backoff_factor = 0.5f;
+  at.growth_interval = 0;
+  CHECK_ERROR(error_of(OpKind::update_scale, {{3}, {1}}, at), "growth_interval = 0 >= 1");
+}
+
 TEST_CASE("every op: arity, dims and overflow are checked first") {
   for (int i = 0; i < tg::kNumOps; ++i) {
     const OpKind op = static_cast<OpKind>(i);
     const int arity = tg::op_num_inputs(op);
-    // One too many, or none for a variadic op of groups of one (which takes any count >= 1).
-    const int wrong = tg::op_is_variadic(op) && arity == 1 ? 0 : arity + 1;
+    // One too many, or none for a variadic op of groups of one (which takes any count >= 1);
+    // an update that takes a found-inf flag takes one more, so one input, too few, there.
+    const int wrong = tg::op_can_be_guarded(op) ? 1 : tg::op_is_variadic(op) && arity == 1 ? 0 : arity + 1;
     std::vector<Shape> too_many(static_cast<size_t>(wrong), Shape{4});
     CHECK_ERROR(error_of(op, too_many), "takes");
     if (arity == 0) continue;

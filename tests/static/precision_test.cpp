@@ -17,11 +17,7 @@ namespace {
 
 std::shared_ptr<Backend> cpu() { return std::shared_ptr<Backend>(make_cpu_backend()); }
 
-int count_op(const Graph& g, OpKind op) {
-  int n = 0;
-  for (const Node& node : g.nodes) n += node.op == op;
-  return n;
-}
+using testing::count_op;
 
 }  // namespace
 

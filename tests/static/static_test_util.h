@@ -24,6 +24,13 @@ inline Feeds feeds_from(const Graph& g, const std::vector<std::vector<float>>& v
   return f;
 }
 
+// How many nodes of g run `op`.
+inline int count_op(const Graph& g, OpKind op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op == op;
+  return n;
+}
+
 // A small MLP whose batch is the variable extent (the shape-strategy tests).
 inline ShapedModelFn small_mlp_at() { return mlp_model_at(mlp_config(/*batch: varies*/ 0, 12, 16, 3, 5)); }
 

@@ -146,7 +146,9 @@ tg::Graph shown_graph(const std::string& path, bool training, const std::string&
       tg::graph_error("{}: --training needs a loss among the graph's outputs (mse_loss, padded_mse_loss or cross_entropy); the graph "
                       "has none: add one, or leave out --training to see the graph as it is",
                       shown_path(path));
-    g = tg::build_training_graph(tg::with_precision(m.fn, precision));
+    tg::TrainOptions train;  // as the static compiler builds it: fp16 scales its loss (graph/loss_scale.h)
+    train.loss_scale.enabled = tg::loss_scale_enabled(train.loss_scale, precision);
+    g = tg::build_training_graph(tg::with_precision(m.fn, precision), train);
   } else if (tg::precision_dtype(precision) != tg::DType::F32) {
     g = tg::build_inference_graph(tg::with_precision(tg::graph_model(std::move(g)).infer_fn, precision));
   }
