@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
+# tg-train in every precision (quick sweep, all passes against none) and PyTorch's autocast
+# forms of the same workloads in the same session, for docs/mixed-precision.md's comparison.
+# Each step under its own deadline, its report in $OUT as soon as it is done:
+#   train_fp32.json train_tf32.json train_bf16.json train_fp16.json   tg-train --quick --precision P
+#   torch_precision.json   experiments/peers/torch_baseline.py --quick --precision all
+# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step]
+set -u
+build=${1:-build/default}
+per=${2:-90}
+out=${OUT:-out}
+mkdir -p "$out"
+for p in fp32 tf32 bf16 fp16; do
+  timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --precision "$p" --passes all \
+    --json "$out/train_$p.json" > "$out/train_$p.txt" 2>&1
+  echo "tg-train --precision $p rc=$?" | tee -a "$out/summary.txt"
+done
+timeout $((2 * per)) python3 experiments/peers/torch_baseline.py --device 0 --quick --precision all \
+  --json "$out/torch_precision.json" > "$out/torch_precision.txt" 2>&1
+echo "torch_baseline --precision all rc=$?" | tee -a "$out/summary.txt"
