@@ -29,7 +29,8 @@ bool Attrs::operator==(const Attrs& o) const {
   return trans_a == o.trans_a && trans_b == o.trans_b && axis == o.axis && size == o.size &&
          eps == o.eps && alpha == o.alpha && value == o.value && lr == o.lr &&
          momentum == o.momentum && in_place == o.in_place && shape == o.shape && perm == o.perm && act == o.act &&
-         program == o.program && heads == o.heads && to == o.to && conv == o.conv && start == o.start;
+         program == o.program && heads == o.heads && to == o.to && conv == o.conv && start == o.start &&
+         adam == o.adam && max_norm == o.max_norm;
 }
 
 int Graph::add_value(ValueInfo v) {

@@ -97,6 +97,11 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::to: j[key] = dtype_name(at.to); break;
       case AttrId::conv: j[key] = conv_json(at.conv, n.op); break;
       case AttrId::start: j[key] = at.start; break;
+      case AttrId::adam:
+        j[key] = ojson{{"beta1", float_json(at.adam.beta1)}, {"beta2", float_json(at.adam.beta2)},
+                       {"eps", float_json(at.adam.eps)}, {"weight_decay", float_json(at.adam.weight_decay)}};
+        break;
+      case AttrId::max_norm: j[key] = float_json(at.max_norm); break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

@@ -49,6 +49,8 @@ const char* attr_name(AttrId a) {
     case AttrId::to: return "to";
     case AttrId::conv: return "conv";
     case AttrId::start: return "start";
+    case AttrId::adam: return "adam";
+    case AttrId::max_norm: return "max_norm";
   }
   return "?";
 }

@@ -201,4 +201,17 @@ void cpu_multi_update(const OpCall& c);
 // (a [rows, k], dz [rows, n]), computed as matmul_bias_grad's product is.
 void cpu_matmul_sgd_momentum(const OpCall& c);
 
+// ---- adamw (adamw.cpp), in place: kernels/optimizer_math.h's formula --------------
+// (param, grad, exp_avg, exp_avg_sq, step[1]) with attrs.lr and attrs.adam; step += 1.
+void cpu_adamw(float* p, const float* g, float* m, float* v, float* step, const Attrs& at, int64_t n);
+// adamw_multi: cpu_adamw on every group of five.
+void cpu_adamw_multi(const OpCall& c);
+
+// ---- gradient clipping by global norm (clip.cpp) ----------------------------------
+// global_norm: sqrt of the sum of every input element's square, summed in double in
+// input order, then element order.
+void cpu_global_norm(const OpCall& c, float* out);
+// clip_by_norm: y = g * min(1, max_norm / (norm[0] + 1e-6)), the factor in f32.
+void cpu_clip_by_norm(const float* g, const float* norm, float max_norm, float* y, int64_t n);
+
 }  // namespace tg::kernels

@@ -35,10 +35,10 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
   RecordingBuilder b(r.g);
   for (size_t i = 0; i < s.in.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
-    // Per group of an update: the parameter, its gradient, its velocity.
+    // Per group of an update: the parameter, its gradient, the state it writes.
     const size_t pos = op_is_update(op) ? i % static_cast<size_t>(op_num_inputs(op)) : 1;
     if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
-    else if (pos == 2) r.ins.push_back(b.optimizer_state(r.ins[i - 2], name));
+    else if (op_update_writes(op, static_cast<int>(i))) r.ins.push_back(optimizer_state_of_shape(b, s.in[i], name));
     else r.ins.push_back(b.input(name, s.in[i]));
   }
   r.out = b.apply(op, r.ins, s.attrs, "node");

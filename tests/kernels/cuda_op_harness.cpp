@@ -232,13 +232,12 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
   const std::string name = describe(c);
   int64_t bad = 0;
   if (update) {
-    // Every group's parameter, and its velocity where there is one.
-    const int group = op_num_inputs(c.op);
-    for (int i = 0; i < nin; i += group) {
+    // Every input the update writes: each group's parameter, and its velocity or AdamW state.
+    for (int i = 0; i < nin; ++i) {
+      if (!op_update_writes(c.op, i)) continue;
       const auto k = static_cast<size_t>(i);
-      bad += compare(fmt::format("{} param (input {})", name, i), dev[k]->download(), host[k], c.tol);
-      if (op_update_has_velocity(c.op))
-        bad += compare(fmt::format("{} velocity (input {})", name, i + 2), dev[k + 2]->download(), host[k + 2], c.tol);
+      bad += compare(fmt::format("{} {} (input {})", name, i % op_num_inputs(c.op) == 0 ? "param" : "state", i),
+                     dev[k]->download(), host[k], c.tol);
     }
   } else if (c.alias_input >= 0) {
     const auto k = static_cast<size_t>(c.alias_input);
