@@ -7,6 +7,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/errors.h"
+#include "graph/optimizers.h"
 
 namespace tg {
 
@@ -69,21 +70,30 @@ float DynamicTrainer::step(const Feeds& feeds) {
     b.set_taping(false, Role::gradient);
     const std::vector<Value> grads = backward(b, b.tape(), out.loss, wrt_);
     if (velocity_names_.size() != wrt_.size()) {
+      param_names_.clear();
       velocity_names_.clear();
-      for (const Value& w : wrt_) velocity_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name + ".velocity");
+      for (const Value& w : wrt_) {
+        param_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name);
+        velocity_names_.push_back(param_names_.back() + ".velocity");
+      }
     }
+    for (size_t i = 0; i < wrt_.size(); ++i)
+      if (!grads[i].valid())
+        graph_error("DynamicTrainer::step: parameter {} does not influence the loss; remove it or use it",
+                    quote_name(param_names_[i]));
+    const std::vector<Value> update_grads =
+        opt_.clip_grad_norm > 0.0f ? clip_grad_norm(b, grads, param_names_, opt_.clip_grad_norm) : grads;
     Attrs at;
     at.lr = opt_.lr;
     at.momentum = opt_.momentum;
     for (size_t i = 0; i < wrt_.size(); ++i) {
-      if (!grads[i].valid())
-        graph_error("DynamicTrainer::step: parameter {} does not influence the loss; remove it or use it",
-                    quote_name(velocity_names_[i].substr(0, velocity_names_[i].size() - 9)));
-      if (opt_.use_momentum) {
+      if (opt_.adamw) {
+        adamw_update(b, wrt_[i], update_grads[i], param_names_[i], opt_.lr, opt_.adam);
+      } else if (opt_.use_momentum) {
         const Value v = b.optimizer_state(wrt_[i], velocity_names_[i]);
-        b.apply(OpKind::sgd_momentum, {wrt_[i], grads[i], v}, at);
+        b.apply(OpKind::sgd_momentum, {wrt_[i], update_grads[i], v}, at);
       } else {
-        b.apply(OpKind::sgd, {wrt_[i], grads[i]}, at);
+        b.apply(OpKind::sgd, {wrt_[i], update_grads[i]}, at);
       }
     }
     return b.read(out.loss)[0];

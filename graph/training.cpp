@@ -1,6 +1,7 @@
 #include "graph/training.h"
 
 #include "graph/errors.h"
+#include "graph/optimizers.h"
 
 namespace tg {
 
@@ -41,6 +42,15 @@ Graph prune_to(const Graph& g, int keep) {
 
 }  // namespace
 
+const char* optimizer_name(const TrainOptions& o) { return o.adamw ? "adamw" : o.use_momentum ? "momentum" : "sgd"; }
+
+bool parse_optimizer(const std::string& name, TrainOptions& o) {
+  if (name != "sgd" && name != "momentum" && name != "adamw") return false;
+  o.adamw = name == "adamw";
+  o.use_momentum = name == "momentum";
+  return true;
+}
+
 std::vector<int> parameter_ids(const Graph& g) { return g.values_with_role(Role::parameter); }
 
 Graph build_inference_graph(const ModelFn& model) {
@@ -78,16 +88,27 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
     if (grads[i].id >= fwd_values) g.values[static_cast<size_t>(grads[i].id)].role = Role::gradient;
   }
 
+  std::vector<Value> update_grads = grads;
+  if (opt.clip_grad_norm > 0.0f) {
+    std::vector<std::string> names;
+    for (const Value& p : params) names.push_back(g.values[static_cast<size_t>(p.id)].name);
+    update_grads = clip_grad_norm(b, grads, names, opt.clip_grad_norm);
+    for (const Value& c : update_grads) g.values[static_cast<size_t>(c.id)].role = Role::gradient;
+  }
+
   Attrs at;
   at.lr = opt.lr;
   at.momentum = opt.momentum;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string name = g.values[static_cast<size_t>(params[i].id)].name;
-    if (opt.use_momentum) {
+    const Value& grad = update_grads[i];
+    if (opt.adamw) {
+      adamw_update(b, params[i], grad, name, opt.lr, opt.adam, name + ".update");
+    } else if (opt.use_momentum) {
       const Value vel = b.optimizer_state(params[i], name + ".velocity");
-      b.apply(OpKind::sgd_momentum, {params[i], grads[i], vel}, at, name + ".update");
+      b.apply(OpKind::sgd_momentum, {params[i], grad, vel}, at, name + ".update");
     } else {
-      b.apply(OpKind::sgd, {params[i], grads[i]}, at, name + ".update");
+      b.apply(OpKind::sgd, {params[i], grad}, at, name + ".update");
     }
   }
 

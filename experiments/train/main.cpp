@@ -1,5 +1,5 @@
 // tg-train: the whole loop. MLP and transformer block, a batch sweep, static vs
-// dynamic iterations/s for training steps (SGD momentum) and inference, loss
+// dynamic iterations/s for training steps (SGD momentum, or --optimizer) and inference, loss
 // curves asserted bitwise equal, and the batch where the run turns from
 // overhead-bound to compute-bound.
 #include <fmt/format.h>
@@ -118,6 +118,15 @@ int main(int argc, char** argv) {
                 "Both executors' precision: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), bf16 or fp16 "
                 "(autocast: GEMMs in the low type, softmax, layernorm, reductions and losses in f32, f32 master weights; "
                 "the CPU backend runs them, the CUDA kernels not yet). Rows other than fp32 carry a precision parameter");
+  std::string optimizer_text = "momentum";
+  ex.add_option("--optimizer", optimizer_text,
+                "Both executors' update rule: sgd, momentum (SGD with momentum 0.9) or adamw (torch.optim.AdamW's "
+                "defaults: betas 0.9, 0.999, eps 1e-8, weight decay 0.01); lr 0.01. Every row carries it as the "
+                "optimizer parameter");
+  double clip_grad_norm = 0.0;
+  ex.add_option("--clip-grad-norm", clip_grad_norm,
+                "Clip the gradients to this global L2 norm before each update (torch.nn.utils.clip_grad_norm_); 0: "
+                "no clipping. Every row carries it as the clip_grad_norm parameter", 0.0, 1e30);
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -128,6 +137,11 @@ int main(int argc, char** argv) {
     if (!parse_precision(precision_text, precision))
       throw th::UsageError(fmt::format("--precision: {} is not a precision; use fp32, tf32, bf16 or fp16",
                                        quote_name(precision_text)));
+    TrainOptions train_opt;
+    if (!parse_optimizer(optimizer_text, train_opt))
+      throw th::UsageError(fmt::format("--optimizer: {} is not an optimizer; use sgd, momentum or adamw",
+                                       quote_name(optimizer_text)));
+    train_opt.clip_grad_norm = static_cast<float>(clip_grad_norm);
     const bool on_gpu = e.device() >= 0;
     if (precision == Precision::tf32 && !on_gpu)
       throw th::UsageError("--precision tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there");
@@ -145,6 +159,9 @@ int main(int argc, char** argv) {
     for (train::Config& c : cs) {
       c.precision = precision;
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
+      c.train_opt = train_opt;
+      c.params.emplace("optimizer", optimizer_name(train_opt));
+      c.params.emplace("clip_grad_norm", clip_grad_norm);
     }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");

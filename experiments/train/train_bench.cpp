@@ -17,6 +17,12 @@ DynamicOptions dynamic_options(const Config& c, bool inference) {
   DynamicOptions o;
   o.precision = c.precision;
   o.inference = inference;
+  o.lr = c.train_opt.lr;
+  o.momentum = c.train_opt.momentum;
+  o.use_momentum = c.train_opt.use_momentum;
+  o.adamw = c.train_opt.adamw;
+  o.adam = c.train_opt.adam;
+  o.clip_grad_norm = c.train_opt.clip_grad_norm;
   return o;
 }
 
@@ -76,6 +82,7 @@ CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bo
   co.use_cuda_graph = graph;
   co.feed_copy = feed_copy;
   co.precision = c.precision;
+  co.train = c.train_opt;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 

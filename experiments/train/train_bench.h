@@ -11,6 +11,7 @@
 #include "graph/precision.h"
 #include "experiments/harness/harness.h"
 #include "graph/models.h"
+#include "graph/training.h"
 #include "kernels/backend.h"
 #include "static/passes/pass.h"
 
@@ -27,9 +28,10 @@ struct Config {
   bool train = true;     // false: inference only (a graph file without a loss, tg-graph bench)
   int64_t classes = 10;  // labels are class indices in [0, classes)
   Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
+  TrainOptions train_opt;                 // both executors' update rule and clipping (graph/training.h)
 };
 
-// The dynamic executor's options for c: its precision, inference or training.
+// The dynamic executor's options for c: its precision and update rule, inference or training.
 DynamicOptions dynamic_options(const Config& c, bool inference = false);
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
