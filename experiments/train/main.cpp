@@ -159,9 +159,7 @@ int main(int argc, char** argv) {
     for (train::Config& c : cs) {
       c.precision = precision;
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
-      c.train_opt = train_opt;
-      c.params.emplace("optimizer", optimizer_name(train_opt));
-      c.params.emplace("clip_grad_norm", clip_grad_norm);
+      train::set_train_options(c, train_opt);
     }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");

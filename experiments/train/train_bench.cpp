@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "dynamic/trainer.h"
@@ -24,6 +25,13 @@ DynamicOptions dynamic_options(const Config& c, bool inference) {
   o.adam = c.train_opt.adam;
   o.clip_grad_norm = c.train_opt.clip_grad_norm;
   return o;
+}
+
+void set_train_options(Config& c, const TrainOptions& t) {
+  c.train_opt = t;
+  c.params.insert_or_assign("optimizer", optimizer_name(t));
+  // The float's shortest decimal (0.1, not 0.10000000149011612), as it was given.
+  c.params.insert_or_assign("clip_grad_norm", std::stod(fmt::format("{}", t.clip_grad_norm)));
 }
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth) {

@@ -28,11 +28,15 @@ struct Config {
   bool train = true;     // false: inference only (a graph file without a loss, tg-graph bench)
   int64_t classes = 10;  // labels are class indices in [0, classes)
   Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
-  TrainOptions train_opt;                 // both executors' update rule and clipping (graph/training.h)
+  TrainOptions train_opt = {};            // both executors' update rule and clipping (graph/training.h)
 };
 
 // The dynamic executor's options for c: its precision and update rule, inference or training.
 DynamicOptions dynamic_options(const Config& c, bool inference = false);
+
+// c trains with t in both executors; every row of c carries t's optimizer and clip_grad_norm
+// params (what tg-graph bench's rows pair with).
+void set_train_options(Config& c, const TrainOptions& t);
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
 Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads);
