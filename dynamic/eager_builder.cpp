@@ -232,7 +232,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   call.op = op;
   call.attrs = &attrs;
   call.num_inputs = nin;
-  TraceOp tr{op, nin, {-1, -1, -1, -1}, -1};
+  TraceOp tr{op, nin, {-1, -1, -1, -1, -1}, -1};
   shapes_.clear();
   bool all_f32 = op != OpKind::cast;
   for (int i = 0; i < nin; ++i) {

@@ -7,6 +7,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/errors.h"
+#include "graph/optimizers.h"
 
 namespace tg {
 
@@ -37,6 +38,9 @@ DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::strin
     : model_(with_precision(std::move(model), opt.precision)), backend_(backend), opt_(opt),
       alloc_(make_allocator(allocator, backend)), loss_scaled_(loss_scale_enabled(opt.loss_scale, opt.precision)) {
   if (!model_) throw std::invalid_argument("DynamicTrainer: the model function is empty");
+  if (loss_scaled_ && opt_.adamw && !opt_.inference)
+    graph_error("DynamicTrainer: AdamW does not take the found-inf flag of dynamic loss scaling yet; train fp16 "
+                "with SGD, or turn loss scaling off (DynamicOptions::loss_scale, tg-train --loss-scale off)");
   EagerOptions eo;
   eo.record_tape = !opt_.inference;
   eo.free_early = opt_.free_early;
@@ -72,19 +76,29 @@ float DynamicTrainer::step(const Feeds& feeds) {
     b.set_taping(false, Role::gradient);
     std::vector<Value> grads = backward(b, b.tape(), target, wrt_);
     if (velocity_names_.size() != wrt_.size()) {
+      param_names_.clear();
       velocity_names_.clear();
-      for (const Value& w : wrt_) velocity_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name + ".velocity");
+      for (const Value& w : wrt_) {
+        param_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name);
+        velocity_names_.push_back(param_names_.back() + ".velocity");
+      }
     }
-    Attrs at;
-    at.lr = opt_.lr;
-    at.momentum = opt_.momentum;
     for (size_t i = 0; i < wrt_.size(); ++i)
       if (!grads[i].valid())
         graph_error("DynamicTrainer::step: parameter {} does not influence the loss; remove it or use it",
-                    quote_name(velocity_names_[i].substr(0, velocity_names_[i].size() - 9)));
+                    quote_name(param_names_[i]));
     if (loss_scaled_) grads = unscale_gradients(b, grads, ls);
+    const std::vector<Value> update_grads =
+        opt_.clip_grad_norm > 0.0f ? clip_grad_norm(b, grads, param_names_, opt_.clip_grad_norm) : grads;
+    Attrs at;
+    at.lr = opt_.lr;
+    at.momentum = opt_.momentum;
     for (size_t i = 0; i < wrt_.size(); ++i) {
-      std::vector<Value> in = {wrt_[i], grads[i]};
+      if (opt_.adamw) {
+        adamw_update(b, wrt_[i], update_grads[i], param_names_[i], opt_.lr, opt_.adam);
+        continue;
+      }
+      std::vector<Value> in = {wrt_[i], update_grads[i]};
       if (opt_.use_momentum) in.push_back(b.optimizer_state(wrt_[i], velocity_names_[i]));
       if (loss_scaled_) in.push_back(ls.found);
       b.apply(opt_.use_momentum ? OpKind::sgd_momentum : OpKind::sgd, in, at);

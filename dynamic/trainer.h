@@ -1,8 +1,9 @@
 #pragma once
 // The training loop of the dynamic executor, as the experiments use it: every
 // step runs the model function on the eager builder (forward, taped), applies
-// the shared gradient rules to the tape (tg::backward, eagerly), then one
-// sgd_momentum (or sgd) per parameter, and reads the loss back.
+// the shared gradient rules to the tape (tg::backward, eagerly), then the
+// gradients clipped (when asked) and one sgd_momentum (sgd, adamw) per parameter,
+// as graph/training.cpp records them, and reads the loss back.
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct DynamicOptions {
   float lr = 0.01f;
   float momentum = 0.9f;
   bool use_momentum = true;    // as TrainOptions::use_momentum (graph/training.h)
+  bool adamw = false;          // as TrainOptions::adamw, adam and clip_grad_norm
+  AdamAttr adam;
+  float clip_grad_norm = 0.0f;
   bool in_place_relu = false;  // every relu writes into its input
   bool inference = false;      // no tape: step() is refused, run_inference() frees at once
   bool free_early = true;      // free tensors after their last use (dynamic/README.md)
@@ -54,7 +58,7 @@ class DynamicTrainer {
   // Host copies of the parameters (and optimizer state), in first-use order.
   std::vector<std::string> parameter_names() const;
   std::vector<float> parameter(const std::string& name);
-  std::vector<std::string> state_names() const;  // "<param>.velocity"
+  std::vector<std::string> state_names() const;  // "<param>.velocity", or adamw's (graph/optimizers.h)
 
   Allocator& allocator() { return *alloc_; }
   AllocatorStats allocator_stats() const { return alloc_->stats(); }
@@ -70,7 +74,7 @@ class DynamicTrainer {
   DynamicOptions opt_;
   std::unique_ptr<Allocator> alloc_;      // declared before the builder: outlives it
   std::unique_ptr<EagerBuilder> builder_;
-  std::vector<std::string> velocity_names_;
+  std::vector<std::string> param_names_, velocity_names_;
   std::vector<Value> wrt_;
   bool loss_scaled_ = false;  // loss_scale_enabled(opt.loss_scale, opt.precision)
   IterationBreakdown last_;

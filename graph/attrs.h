@@ -41,6 +41,18 @@ struct ConvAttr {
   }
 };
 
+// adamw and adamw_multi: torch.optim.AdamW's hyperparameters, with its defaults (lr is
+// Attrs::lr). weight_decay is decoupled: the parameter shrinks by lr * weight_decay.
+struct AdamAttr {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.01f;
+  bool operator==(const AdamAttr& o) const {
+    return beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps && weight_decay == o.weight_decay;
+  }
+};
+
 struct Attrs {
   bool trans_a = false;            // matmul: use A^T
   bool trans_b = false;            // matmul: use B^T
@@ -63,6 +75,8 @@ struct Attrs {
   float growth_factor = 2.0f;      // update_scale: the scale's factor after growth_interval clean steps
   float backoff_factor = 0.5f;     // update_scale: the scale's factor after a step with an inf or a nan
   int64_t growth_interval = 2000;  // update_scale: clean steps in a row before the scale grows
+  AdamAttr adam;                   // adamw: betas, eps, weight decay
+  float max_norm = 1.0f;           // clip_by_norm: the global norm the gradients are clipped to
 
   bool operator==(const Attrs& o) const;
 };
@@ -71,9 +85,10 @@ struct Attrs {
 // the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
-                             program, heads, to, conv, start, growth_factor, backoff_factor, growth_interval };
-constexpr int kNumAttrs = 21;
-static_assert(static_cast<int>(AttrId::growth_interval) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             program, heads, to, conv, start, growth_factor, backoff_factor, growth_interval, adam,
+                             max_norm };
+constexpr int kNumAttrs = 23;
+static_assert(static_cast<int>(AttrId::max_norm) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint32_t;
 static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

@@ -273,7 +273,11 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::fused_elementwise:
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi:
-    case OpKind::matmul_sgd_momentum: break;
+    case OpKind::matmul_sgd_momentum:
+    case OpKind::adamw:
+    case OpKind::adamw_multi:
+    case OpKind::global_norm:
+    case OpKind::clip_by_norm: break;
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (need(i) && !g[i].valid())

@@ -86,6 +86,12 @@ Value cast(Builder& b, Value x, DType to) {
 
 ParamInit optimizer_state_init() { return ParamInit{ParamInit::Kind::constant, 0.0f}; }
 
+Value optimizer_state_of_shape(Builder& b, const Shape& shape, const std::string& name) {
+  Value like;
+  like.shape = shape;
+  return b.optimizer_state(like, name);
+}
+
 // ---------------------------------------------------------------------------
 
 Value RecordingBuilder::handle(const Graph& g, int id) {

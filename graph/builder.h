@@ -49,6 +49,9 @@ class Builder {
 // The init every Builder gives optimizer state: zeros, so that the first update
 // starts with no momentum.
 ParamInit optimizer_state_init();
+// Optimizer state of its own shape, f32 (AdamW's step count [1]), created on first use
+// with zeros: Builder::optimizer_state reads only its param's shape and dtype.
+Value optimizer_state_of_shape(Builder& b, const Shape& shape, const std::string& name);
 
 // Typed helpers over Builder::apply.
 Value matmul(Builder& b, Value x, Value w, bool trans_a = false, bool trans_b = false);

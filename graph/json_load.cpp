@@ -363,6 +363,8 @@ class Loader {
         case AttrId::growth_factor: at.growth_factor = get_float(v, p); break;
         case AttrId::backoff_factor: at.backoff_factor = get_float(v, p); break;
         case AttrId::growth_interval: at.growth_interval = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
+        case AttrId::adam: at.adam = get_adam(v, p); break;
+        case AttrId::max_norm: at.max_norm = get_float(v, p); break;
       }
     }
   }
@@ -398,6 +400,29 @@ class Loader {
         fail(p, "is not a key of conv; give kernel, stride, pads, dilation, groups and ceil_mode");
     }
     return c;
+  }
+
+  // {"beta1": b1, "beta2": b2, "eps": e, "weight_decay": w}, every key optional (AdamW's
+  // defaults); whether the values make sense is the shape rule's to check.
+  AdamAttr get_adam(const json& j, const std::string& path) const {
+    if (!j.is_object())
+      fail(path, "must be an object like {\"beta1\": 0.9, \"beta2\": 0.999, \"eps\": 1e-8, \"weight_decay\": 0.01}, got " +
+                     describe(j));
+    AdamAttr a;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string p = path + "." + it.key();
+      if (it.key() == "beta1")
+        a.beta1 = get_float(it.value(), p);
+      else if (it.key() == "beta2")
+        a.beta2 = get_float(it.value(), p);
+      else if (it.key() == "eps")
+        a.eps = get_float(it.value(), p);
+      else if (it.key() == "weight_decay")
+        a.weight_decay = get_float(it.value(), p);
+      else
+        fail(p, "is not a key of adam; give beta1, beta2, eps and weight_decay");
+    }
+    return a;
   }
 
   // {"count": heads, "a": bool, "b": bool, "out": bool}; whether the shapes fit is the

@@ -100,6 +100,11 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::growth_factor: j[key] = at.growth_factor; break;
       case AttrId::backoff_factor: j[key] = at.backoff_factor; break;
       case AttrId::growth_interval: j[key] = at.growth_interval; break;
+      case AttrId::adam:
+        j[key] = ojson{{"beta1", float_json(at.adam.beta1)}, {"beta2", float_json(at.adam.beta2)},
+                       {"eps", float_json(at.adam.eps)}, {"weight_decay", float_json(at.adam.weight_decay)}};
+        break;
+      case AttrId::max_norm: j[key] = float_json(at.max_norm); break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

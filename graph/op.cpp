@@ -53,6 +53,8 @@ const char* attr_name(AttrId a) {
     case AttrId::growth_factor: return "growth_factor";
     case AttrId::backoff_factor: return "backoff_factor";
     case AttrId::growth_interval: return "growth_interval";
+    case AttrId::adam: return "adam";
+    case AttrId::max_norm: return "max_norm";
   }
   return "?";
 }

@@ -23,13 +23,14 @@ namespace tg {
 
 // The words of the table. Input masks name inputs by position.
 namespace op_table {
-constexpr uint8_t kNone = 0, kIn0 = 1, kIn1 = 2, kIn2 = 4, kIn3 = 8, kAll = 15;
+constexpr uint8_t kNone = 0, kIn0 = 1, kIn1 = 2, kIn2 = 4, kIn3 = 8, kIn4 = 16, kAll = 31;
 constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrId::trans_b),
                    kAxis = attr_bit(AttrId::axis), kSize = attr_bit(AttrId::size), kEps = attr_bit(AttrId::eps),
                    kAlpha = attr_bit(AttrId::alpha), kValue = attr_bit(AttrId::value), kLr = attr_bit(AttrId::lr),
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
                    kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
-                   kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start);
+                   kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start), kAdam = attr_bit(AttrId::adam),
+                   kMaxNorm = attr_bit(AttrId::max_norm);
 constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
                              attr_bit(AttrId::growth_interval);
 // Flags.
@@ -121,6 +122,9 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(unscale,              2, 1, kNone,            kIn0,       0,                      kInPlace,                  kTypeF32,  loss_scale) /* (grad, scale[1]) -> grad * (1 / scale) */ \
   X(found_inf,            2, 1, kNone,            kNone,      0,                      kPlain,                    kTypeF32,  loss_scale) /* (x, found[1]) -> [1]: 1 if found != 0 or x holds an inf or a nan, else 0 */ \
   X(update_scale,         2, 0, kNone,            kNone,      kScaler,                kPlain,                    kTypeF32,  loss_scale) /* (scaler[3]: scale, growth tracker, skipped steps; found[1]), in place */ \
+  X(adamw,                5, 0, kNone,            kNone,      kLr|kAdam,              kPlain,                    kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step[1]), in place: torch.optim.AdamW */ \
+  X(global_norm,          1, 1, kNone,            kNone,      0,                      kVariadic,                 kTypeF32,  clip) /* any inputs -> [1]: sqrt of the sum of every element's square */ \
+  X(clip_by_norm,         2, 1, kNone,            kIn0,       kMaxNorm,               kInPlace,                  kTypeF32,  clip) /* (g, norm[1]) -> g * min(1, max_norm / (norm + 1e-6)) */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
   X(linear,               3, 1, kNone,            kNone,      kTransB|kAct,           kFused,                    kTypeSame, matmul) /* act(x op(w) + b): a GEMM with its epilogue */ \
   X(linear_add,           4, 1, kNone,            kNone,      kTransB,                kFused,                    kTypeSame, matmul) /* x op(w) + b + r: a residual in the GEMM */ \
@@ -132,7 +136,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeSame, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
-  X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */
+  X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */ \
+  X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic,          kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups: every adamw of a step in one launch */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -147,11 +152,11 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 67, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 71, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
-// The most inputs a fixed-arity op takes (padded_mse_loss_grad, linear_add); variadic ops
-// (kVariadic) take any multiple of their group, past this count too.
-constexpr int kMaxOpInputs = 4;
+// The most inputs a fixed-arity op takes (adamw); variadic ops (kVariadic) take any
+// multiple of their group, past this count too.
+constexpr int kMaxOpInputs = 5;
 // The most outputs an op has (the fused ops with a second result).
 constexpr int kMaxOpOutputs = 2;
 
@@ -253,12 +258,14 @@ inline bool op_output_may_alias(OpKind op, int input) {
 }
 inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & attr_bit(a)) != 0; }
 // Whether an update of `num_inputs` inputs writes input `input` in place: every update
-// writes the parameter (update_scale: its state), at position 0 of its group, and one with
-// momentum the velocity, at position 2; the other inputs (the gradient, or what
-// matmul_sgd_momentum makes it from, and the found-inf flag) are only read.
+// writes the parameter (update_scale: its state), at position 0 of its group, one with
+// momentum the velocity, at position 2, and adamw its moments and step count, at positions
+// 2..4; the other inputs (the gradient, or what matmul_sgd_momentum makes it from, and the
+// found-inf flag) are only read.
 inline bool op_update_writes(OpKind op, int input, int num_inputs) {
   if (!op_is_update(op) || input >= op_group_inputs(op, num_inputs)) return false;
   const int pos = input % op_traits(op).inputs;
+  if (op_reads_attr(op, AttrId::adam)) return pos != 1;
   return pos == 0 || (pos == 2 && op_reads_attr(op, AttrId::momentum));
 }
 // Whether each group of an update has a velocity (input 2 of the group).

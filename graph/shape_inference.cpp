@@ -1,5 +1,7 @@
 #include "graph/shape_inference.h"
 
+#include <cmath>
+
 #include <fmt/ranges.h>
 
 #include <limits>
@@ -159,6 +161,30 @@ void require_one(const char* op, const std::string& node, const Shape& s, const 
 void require_guard(OpKind op, const std::vector<Shape>& in, const std::string& node) {
   if (op_update_guarded(op, static_cast<int>(in.size())))
     require_one(op_name(op), node, in.back(), "found-inf flag (the last input)");
+}
+
+// adamw's rule on every group: the gradient and both moments of the parameter's shape, a
+// step count of one element; the hyperparameters in torch.optim.AdamW's ranges.
+Shape adamw_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const char* name = op_name(op);
+  for (size_t i = 0; i < in.size(); i += 5) {
+    for (size_t j = 1; j < 4; ++j)
+      if (in[i + j] != in[i])
+        graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
+                    "its gradient, exp_avg and exp_avg_sq of its shape, and its step count [1]", name, node, i / 5, i,
+                    i + 4, j == 1 ? "the gradient" : j == 2 ? "exp_avg" : "exp_avg_sq", in[i + j].str(), in[i].str());
+    if (in[i + 4].numel() != 1)
+      graph_error("{} {}: group {}: the step count (input {}) is {}; it must be one element, [1]", name, node, i / 5,
+                  i + 4, in[i + 4].str());
+  }
+  require_rates(op, at, node);
+  const AdamAttr& a = at.adam;
+  if (!(a.beta1 >= 0.0f && a.beta1 < 1.0f) || !(a.beta2 >= 0.0f && a.beta2 < 1.0f))
+    graph_error("{} {}: betas ({}, {}) must be in [0, 1) (0.9, 0.999 are usual)", name, node, a.beta1, a.beta2);
+  if (!(a.eps > 0.0f)) graph_error("{} {}: eps = {} must be > 0 (1e-8 is usual)", name, node, a.eps);
+  if (!(a.weight_decay >= 0.0f) || !std::isfinite(a.weight_decay))
+    graph_error("{} {}: weight_decay = {} must be finite and >= 0 (0.01 is usual)", name, node, a.weight_decay);
+  return Shape{};
 }
 
 // sgd's and sgd_momentum's rules on every group.
@@ -429,6 +455,16 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     case OpKind::fused_elementwise: return fused_elementwise_shape(in, at, node);
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: return multi_update_shape(op, in, at, node);
+    case OpKind::adamw:
+    case OpKind::adamw_multi: return adamw_shape(op, in, at, node);
+    case OpKind::global_norm: return Shape{1};
+    case OpKind::clip_by_norm:
+      if (in[1].numel() != 1)
+        graph_error("clip_by_norm {}: the norm (input 1) is {}; it must be one element, [1] (global_norm's output)",
+                    node, in[1].str());
+      if (!(at.max_norm > 0.0f) || !std::isfinite(at.max_norm))
+        graph_error("clip_by_norm {}: max_norm = {} must be finite and > 0", node, at.max_norm);
+      return in[0];
     default: break;
   }
   graph_error("{} {}: op has no shape rule; give it one in graph/shape_inference.cpp or the kSameShape flag in "

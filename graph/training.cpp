@@ -1,6 +1,7 @@
 #include "graph/training.h"
 
 #include "graph/errors.h"
+#include "graph/optimizers.h"
 
 namespace tg {
 
@@ -41,6 +42,15 @@ Graph prune_to(const Graph& g, int keep) {
 
 }  // namespace
 
+const char* optimizer_name(const TrainOptions& o) { return o.adamw ? "adamw" : o.use_momentum ? "momentum" : "sgd"; }
+
+bool parse_optimizer(const std::string& name, TrainOptions& o) {
+  if (name != "sgd" && name != "momentum" && name != "adamw") return false;
+  o.adamw = name == "adamw";
+  o.use_momentum = name == "momentum";
+  return true;
+}
+
 std::vector<int> parameter_ids(const Graph& g) { return g.values_with_role(Role::parameter); }
 
 Graph build_inference_graph(const ModelFn& model) {
@@ -69,6 +79,9 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
     graph_error("build_training_graph: the model has no parameters; create them with Builder::parameter");
 
   const bool scaled = opt.loss_scale.enabled.value_or(false);
+  if (scaled && opt.adamw)
+    graph_error("build_training_graph: AdamW does not take the found-inf flag of dynamic loss scaling yet; train "
+                "fp16 with SGD, or turn loss scaling off (TrainOptions::loss_scale, tg-train --loss-scale off)");
   LossScaling ls;
   const Value target = scaled ? scale_loss(b, out.loss, opt.loss_scale, ls) : out.loss;
   b.set_default_role(Role::temporary);
@@ -85,12 +98,25 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
     for (const Value& u : grads) g.values[static_cast<size_t>(u.id)].role = Role::gradient;
   }
 
+  std::vector<Value> update_grads = grads;
+  if (opt.clip_grad_norm > 0.0f) {
+    std::vector<std::string> names;
+    for (const Value& p : params) names.push_back(g.values[static_cast<size_t>(p.id)].name);
+    update_grads = clip_grad_norm(b, grads, names, opt.clip_grad_norm);
+    for (const Value& c : update_grads) g.values[static_cast<size_t>(c.id)].role = Role::gradient;
+  }
+
   Attrs at;
   at.lr = opt.lr;
   at.momentum = opt.momentum;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string name = g.values[static_cast<size_t>(params[i].id)].name;
-    std::vector<Value> in = {params[i], grads[i]};
+    const Value& grad = update_grads[i];
+    if (opt.adamw) {
+      adamw_update(b, params[i], grad, name, opt.lr, opt.adam, name + ".update");
+      continue;
+    }
+    std::vector<Value> in = {params[i], grad};
     if (opt.use_momentum) in.push_back(b.optimizer_state(params[i], name + ".velocity"));
     if (scaled) in.push_back(ls.found);
     b.apply(opt.use_momentum ? OpKind::sgd_momentum : OpKind::sgd, in, at, name + ".update");

@@ -241,8 +241,9 @@ class Checker {
     }
   }
 
-  // Per group of an update (one for sgd, sgd_momentum and matmul_sgd_momentum, many for
-  // the multi ops): the parameter, and the velocity where there is one (op_update_writes).
+  // Per group of an update (one for sgd, sgd_momentum, adamw and matmul_sgd_momentum, many
+  // for the multi ops): the parameter, and the state it writes (op_update_writes): the
+  // velocity, or adamw's moments and step count.
   // A multi op writes its groups in parallel, so nothing it writes may appear twice in it.
   // update_scale writes the loss scaler's state, which is optimizer state.
   void check_update_roles(const Node& n) {
@@ -264,12 +265,14 @@ class Checker {
         err("{} {}: updates {}, which is {}, not a parameter; an optimizer update writes a parameter in place: "
             "pass the parameter as input {}", op_name(n.op), quote_name(n.name), quote_name(p.name), valid_role(p.role) ? role_name(p.role) : "?",
             i);
-      if (!velocity) continue;
-      const ValueInfo& v = val(n.inputs[i + 2]);
-      if (v.role != Role::optimizer_state)
-        err("{} {}: velocity {} is {}, not optimizer_state; declare it under \"optimizer_state\" "
-            "(zeros at the start) and pass it as input {}", op_name(n.op), quote_name(n.name), quote_name(v.name),
-            valid_role(v.role) ? role_name(v.role) : "?", i + 2);
+      for (size_t j = 2; j < k; ++j) {
+        if (!op_update_writes(n.op, static_cast<int>(i + j), num_inputs)) continue;
+        const ValueInfo& v = val(n.inputs[i + j]);
+        if (v.role != Role::optimizer_state)
+          err("{} {}: {} {} is {}, not optimizer_state; declare it under \"optimizer_state\" "
+              "(zeros at the start) and pass it as input {}", op_name(n.op), quote_name(n.name),
+              velocity ? "velocity" : "state", quote_name(v.name), valid_role(v.role) ? role_name(v.role) : "?", i + j);
+      }
     }
     if (groups <= k) return;
     std::unordered_map<int, size_t> written;  // value -> the input that writes it

@@ -135,6 +135,22 @@ void check_multi_update(const Checker& k, const OpCall& c) {
   check_written_apart(k, c);
 }
 
+// adamw's groups: the gradient and moments of the parameter's element count, a step count
+// of one element; nothing written appears twice.
+void check_adamw(const Checker& k, const OpCall& c) {
+  for (int i = 0; i < c.num_inputs; i += 5) {
+    const int64_t n = c.input(i).shape.numel();
+    for (int j = 1; j < 4; ++j)
+      if (c.input(i + j).shape.numel() != n)
+        k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / 5, i + j,
+               c.input(i + j).shape.str(), i, n);
+    if (c.input(i + 4).shape.numel() != 1)
+      k.fail("group {}: the step count (input {}) has shape {}; it must be one element", i / 5, i + 4,
+             c.input(i + 4).shape.str());
+  }
+  check_written_apart(k, c);
+}
+
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
 // 0's dtype on every view of a kTypeSame op.
 void check_dtypes(const Checker& k, const OpCall& c) {
@@ -381,6 +397,15 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     case OpKind::fused_elementwise: check_fused_elementwise(k, c, g); break;
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: check_multi_update(k, c); break;
+    case OpKind::adamw:
+    case OpKind::adamw_multi: check_adamw(k, c); break;
+    case OpKind::global_norm:
+      k.numel("output", c.out.shape, 1);
+      break;
+    case OpKind::clip_by_norm:
+      k.numel("norm", y, 1);
+      k.numel("output", c.out.shape, g.n);
+      break;
     case OpKind::matmul_sgd_momentum: {
       const Shape& a = y;
       const Shape& dz = c.in[3].shape;

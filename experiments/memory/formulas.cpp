@@ -23,6 +23,12 @@ const char* mem_role_name(MemRole r) {
   return "?";
 }
 
+Predicted with_adamw_state(Predicted p, int64_t param_tensors) {
+  const int64_t P = p.at(MemRole::parameters) / kF32;
+  set(p, MemRole::momentum, 2 * P + param_tensors);
+  return p;
+}
+
 int64_t Predicted::total() const {
   int64_t t = 0;
   for (int64_t b : bytes) t += b;

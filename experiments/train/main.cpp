@@ -1,5 +1,5 @@
 // tg-train: the whole loop. MLP and transformer block, a batch sweep, static vs
-// dynamic iterations/s for training steps (SGD momentum) and inference, loss
+// dynamic iterations/s for training steps (SGD momentum, or --optimizer) and inference, loss
 // curves asserted bitwise equal, and the batch where the run turns from
 // overhead-bound to compute-bound.
 #include <fmt/format.h>
@@ -124,6 +124,15 @@ int main(int argc, char** argv) {
                 "Dynamic loss scaling (skip a step whose gradients hold an inf or a nan, grow or back off the scale, as "
                 "torch.amp.GradScaler): auto (on for fp16 only), on or off. Its loss_curve rows give skipped_steps and "
                 "the final loss_scale; on or off adds a loss_scale parameter to every row");
+  std::string optimizer_text = "momentum";
+  ex.add_option("--optimizer", optimizer_text,
+                "Both executors' update rule: sgd, momentum (SGD with momentum 0.9) or adamw (torch.optim.AdamW's "
+                "defaults: betas 0.9, 0.999, eps 1e-8, weight decay 0.01); lr 0.01. Every row carries it as the "
+                "optimizer parameter");
+  double clip_grad_norm = 0.0;
+  ex.add_option("--clip-grad-norm", clip_grad_norm,
+                "Clip the gradients to this global L2 norm before each update (torch.nn.utils.clip_grad_norm_); 0: "
+                "no clipping. Every row carries it as the clip_grad_norm parameter", 0.0, 1e30);
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -136,6 +145,14 @@ int main(int argc, char** argv) {
     else if (loss_scale_text == "off") loss_scale = false;
     else if (loss_scale_text != "auto")
       throw th::UsageError(fmt::format("--loss-scale: {} is not a choice; use auto, on or off", quote_name(loss_scale_text)));
+    TrainOptions train_opt;
+    if (!parse_optimizer(optimizer_text, train_opt))
+      throw th::UsageError(fmt::format("--optimizer: {} is not an optimizer; use sgd, momentum or adamw",
+                                       quote_name(optimizer_text)));
+    train_opt.clip_grad_norm = static_cast<float>(clip_grad_norm);
+    if (train_opt.adamw && loss_scale.value_or(precision == Precision::fp16))
+      throw th::UsageError("--optimizer adamw: AdamW does not take dynamic loss scaling's found-inf flag yet; use "
+                           "--loss-scale off, or sgd or momentum with fp16");
     auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {
@@ -149,6 +166,7 @@ int main(int argc, char** argv) {
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
       c.loss_scale.enabled = loss_scale;
       if (loss_scale) c.params.emplace("loss_scale", *loss_scale ? "on" : "off");
+      train::set_train_options(c, train_opt);
     }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");

@@ -50,6 +50,7 @@ CompiledPlan compile_with(const Config& c, const std::shared_ptr<Backend>& be, b
   co.passes = set;
   co.pass_options = opt;
   co.inputs_in_graph = false;  // so that the replay can leave the inputs where they are
+  co.train = c.train_opt;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 

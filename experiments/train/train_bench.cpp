@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -19,7 +20,20 @@ DynamicOptions dynamic_options(const Config& c, bool inference) {
   o.precision = c.precision;
   o.loss_scale = c.loss_scale;
   o.inference = inference;
+  o.lr = c.train_opt.lr;
+  o.momentum = c.train_opt.momentum;
+  o.use_momentum = c.train_opt.use_momentum;
+  o.adamw = c.train_opt.adamw;
+  o.adam = c.train_opt.adam;
+  o.clip_grad_norm = c.train_opt.clip_grad_norm;
   return o;
+}
+
+void set_train_options(Config& c, const TrainOptions& t) {
+  c.train_opt = t;
+  c.params.insert_or_assign("optimizer", optimizer_name(t));
+  // The float's shortest decimal (0.1, not 0.10000000149011612), as it was given.
+  c.params.insert_or_assign("clip_grad_norm", std::stod(fmt::format("{}", t.clip_grad_norm)));
 }
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth) {
@@ -78,6 +92,7 @@ CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bo
   co.use_cuda_graph = graph;
   co.feed_copy = feed_copy;
   co.precision = c.precision;
+  co.train = c.train_opt;
   co.train.loss_scale = c.loss_scale;
   return compile(training ? c.fn : c.infer_fn, co);
 }

@@ -11,6 +11,7 @@
 #include "graph/precision.h"
 #include "experiments/harness/harness.h"
 #include "graph/models.h"
+#include "graph/training.h"
 #include "kernels/backend.h"
 #include "static/passes/pass.h"
 
@@ -28,10 +29,15 @@ struct Config {
   int64_t classes = 10;  // labels are class indices in [0, classes)
   Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
   LossScaleOptions loss_scale = {};       // both executors' (graph/loss_scale.h); unset: on for fp16
+  TrainOptions train_opt = {};            // both executors' update rule and clipping (graph/training.h)
 };
 
-// The dynamic executor's options for c: its precision and loss scaling, inference or training.
+// The dynamic executor's options for c: its precision, loss scaling and update rule, inference or training.
 DynamicOptions dynamic_options(const Config& c, bool inference = false);
+
+// c trains with t in both executors; every row of c carries t's optimizer and clip_grad_norm
+// params (what tg-graph bench's rows pair with).
+void set_train_options(Config& c, const TrainOptions& t);
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
 Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads);

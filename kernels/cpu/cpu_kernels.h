@@ -214,4 +214,17 @@ void cpu_unscale(const float* g, const float* scale, float* out, int64_t n);
 void cpu_found_inf(const float* x, const float* found, float* out, int64_t n);
 void cpu_update_scale(float* scaler, const float* found, const Attrs& at);
 
+// ---- adamw (adamw.cpp), in place: kernels/optimizer_math.h's formula --------------
+// (param, grad, exp_avg, exp_avg_sq, step[1]) with attrs.lr and attrs.adam; step += 1.
+void cpu_adamw(float* p, const float* g, float* m, float* v, float* step, const Attrs& at, int64_t n);
+// adamw_multi: cpu_adamw on every group of five.
+void cpu_adamw_multi(const OpCall& c);
+
+// ---- gradient clipping by global norm (clip.cpp) ----------------------------------
+// global_norm: sqrt of the sum of every input element's square, summed in double in
+// input order, then element order.
+void cpu_global_norm(const OpCall& c, float* out);
+// clip_by_norm: y = g * min(1, max_norm / (norm[0] + 1e-6)), the factor in f32.
+void cpu_clip_by_norm(const float* g, const float* norm, float max_norm, float* y, int64_t n);
+
 }  // namespace tg::kernels

@@ -133,6 +133,15 @@ void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, 
 // sgd and sgd_momentum with the flag run here too.
 constexpr int kMultiTensors = 64;
 void multi_update(const OpCall& c, cudaStream_t s);
+// adamw and adamw_multi (adamw.cu): every (param, grad, exp_avg, exp_avg_sq, step) group
+// of the call, kernels/optimizer_math.h's arithmetic, then each step count + 1.
+void adamw(const OpCall& c, cudaStream_t s);
+
+// ---- gradient clipping by global norm (clip.cu) -----------------------------------------
+// global_norm: the chunk sums go to scratch (8 bytes per 16384 elements of all inputs; too
+// little throws std::invalid_argument), then one block adds them in a fixed order.
+void global_norm(const OpCall& c, float* scratch, size_t scratch_bytes, cudaStream_t s);
+void clip_by_norm(const float* g, const float* norm, float max_norm, float* y, int64_t n, cudaStream_t s);
 
 // ---- dynamic loss scaling (loss_scale.cu), as kernels/cpu/cpu_kernels.h describes ---------
 void unscale(const float* g, const float* scale, float* out, int64_t n, cudaStream_t s);

@@ -103,6 +103,10 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::fused_elementwise: return cuda::fused_elementwise(c, s);
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: return cuda::multi_update(c, s);
+    case OpKind::adamw:
+    case OpKind::adamw_multi: return cuda::adamw(c, s);
+    case OpKind::global_norm: return cuda::global_norm(c, ctx.scratch, ctx.scratch_bytes, s);
+    case OpKind::clip_by_norm: return cuda::clip_by_norm(x.data, y.data, c.attrs->max_norm, out, n, s);
   }
   throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) + ": op has no CUDA kernel");
 }

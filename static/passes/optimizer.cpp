@@ -1,8 +1,8 @@
-// The optimizer pass: the update nodes of a training step (one sgd_momentum or sgd per
-// parameter) become one sgd_momentum_multi (sgd_multi) node per learning rate and
-// momentum, so one kernel launch updates every tensor, as PyTorch's foreach/fused SGD
-// does: a model of P parameters pays one launch instead of P. The kernels compute each
-// group exactly as the single update does, so the parameters get the same bits.
+// The optimizer pass: the update nodes of a training step (one sgd_momentum, sgd or adamw
+// per parameter) become one sgd_momentum_multi (sgd_multi, adamw_multi) node per set of
+// hyperparameters, so one kernel launch updates every tensor, as PyTorch's foreach/fused
+// SGD and AdamW do: a model of P parameters pays one launch instead of P. The kernels
+// compute each group exactly as the single update does, so the parameters get the same bits.
 //
 // A multi update writes its groups in parallel, so a value that two update nodes write
 // (or that one writes and another reads as its gradient) keeps its updates unfused, in
@@ -18,6 +18,7 @@
 // gradient goes back to a reduce_sum of dz's rows. Only shapes of that kernel's tiles, with
 // enough tiles to fill the GPU (PassOptions::gemm_update_min_tiles), are fused;
 // PassOptions::gemm_updates turns it off.
+#include <array>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -66,17 +67,30 @@ class FreshNames {
   std::unordered_map<std::string, int> next_;  // per base: the suffix to try first (0: none)
 };
 
-// What puts two updates in one multi update: the op, the bits of its learning rate and
-// (sgd_momentum only) momentum, the node that made the gradient (-1: any) and the
-// found-inf flag (-1: none), which the multi update takes once, last.
+// What puts two updates in one multi update: the op, the bits of its learning rate,
+// momentum (sgd_momentum only) and AdamW hyperparameters (adamw only), the node that made
+// the gradient (-1: any) and the found-inf flag (-1: none), which the multi update takes
+// once, last.
 struct GroupKey {
   OpKind op;
   uint32_t lr, momentum;
+  std::array<uint32_t, 4> adam;
   int source, guard;
   bool operator<(const GroupKey& o) const {
-    return std::tie(op, lr, momentum, source, guard) < std::tie(o.op, o.lr, o.momentum, o.source, o.guard);
+    return std::tie(op, lr, momentum, adam, source, guard) < std::tie(o.op, o.lr, o.momentum, o.adam, o.source, o.guard);
   }
 };
+
+// The updates that have a multi-tensor form, and that form.
+OpKind multi_form(OpKind op) {
+  switch (op) {
+    case OpKind::sgd: return OpKind::sgd_multi;
+    case OpKind::sgd_momentum: return OpKind::sgd_momentum_multi;
+    case OpKind::adamw: return OpKind::adamw_multi;
+    default: return op;
+  }
+}
+bool has_multi_form(OpKind op) { return multi_form(op) != op; }
 
 uint32_t bits_of(float f) {
   uint32_t b = 0;
@@ -85,7 +99,15 @@ uint32_t bits_of(float f) {
 }
 
 GroupKey group_key(const Node& n, int source) {
-  return {n.op, bits_of(n.attrs.lr), n.op == OpKind::sgd_momentum ? bits_of(n.attrs.momentum) : 0u, source, guard_of(n)};
+  const bool adam = n.op == OpKind::adamw;
+  const AdamAttr& a = n.attrs.adam;
+  return {n.op,
+          bits_of(n.attrs.lr),
+          n.op == OpKind::sgd_momentum ? bits_of(n.attrs.momentum) : 0u,
+          adam ? std::array<uint32_t, 4>{bits_of(a.beta1), bits_of(a.beta2), bits_of(a.eps), bits_of(a.weight_decay)}
+               : std::array<uint32_t, 4>{},
+          source,
+          guard_of(n)};
 }
 
 // The weight-gradient GEMMs fused into their updates (see the top of the file); nothing
@@ -147,7 +169,7 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
   std::unordered_map<int, int> writes;
   std::unordered_set<int> grads;
   for (const Node& n : g.nodes) {
-    if (n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) continue;
+    if (!has_multi_form(n.op)) continue;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (written_input(n, i)) ++writes[n.inputs[i]];
       else grads.insert(n.inputs[i]);
@@ -162,9 +184,9 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
   };
   struct Group {
     OpKind op;
-    float lr, momentum;
-    int source;  // the node that made the gradients (large updates with split_bytes), else -1
-    int guard;   // the found-inf flag, else -1
+    Attrs attrs;  // the first update's: the hyperparameters its key holds
+    int source;   // the node that made the gradients (large updates with split_bytes), else -1
+    int guard;    // the found-inf flag, else -1
     std::vector<int> nodes;
   };
   auto source_of = [&](const Node& n) {
@@ -176,9 +198,9 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
   std::map<GroupKey, size_t> group_of;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if ((n.op != OpKind::sgd && n.op != OpKind::sgd_momentum) || !fusable(n)) continue;
+    if (!has_multi_form(n.op) || !fusable(n)) continue;
     const auto [at, fresh] = group_of.emplace(group_key(n, source_of(n)), groups.size());
-    if (fresh) groups.push_back({n.op, n.attrs.lr, n.attrs.momentum, at->first.source, at->first.guard, {}});
+    if (fresh) groups.push_back({n.op, n.attrs, at->first.source, at->first.guard, {}});
     groups[at->second].nodes.push_back(static_cast<int>(i));
   }
 
@@ -186,12 +208,12 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
   FreshNames names(g);
   for (const Group& gr : groups) {
     if (gr.nodes.size() < 2) continue;
-    const bool momentum = gr.op == OpKind::sgd_momentum;
     Node f;
-    f.op = momentum ? OpKind::sgd_momentum_multi : OpKind::sgd_multi;
+    f.op = multi_form(gr.op);
     f.name = names.next(op_name(f.op));
-    f.attrs.lr = gr.lr;
-    if (momentum) f.attrs.momentum = gr.momentum;
+    f.attrs.lr = gr.attrs.lr;
+    if (gr.op == OpKind::sgd_momentum) f.attrs.momentum = gr.attrs.momentum;
+    if (gr.op == OpKind::adamw) f.attrs.adam = gr.attrs.adam;
     for (int n : gr.nodes) {
       const Node& u = g.nodes[static_cast<size_t>(n)];
       f.inputs.insert(f.inputs.end(), u.inputs.begin(), u.inputs.begin() + op_group_inputs(u.op, static_cast<int>(u.inputs.size())));

@@ -23,7 +23,7 @@ enum class PassId : uint8_t {
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
-  optimizer,    // every sgd / sgd_momentum update of the step: one multi-tensor update
+  optimizer,    // every sgd / sgd_momentum / adamw update of the step: one multi-tensor update
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
 };
 constexpr int kNumPasses = 6;

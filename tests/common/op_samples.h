@@ -379,6 +379,40 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                        rates),
                   1e-5, 1e-4)};
     }
+    case OpKind::adamw:
+    case OpKind::adamw_multi: {
+      // exp_avg_sq >= 0 and a step count >= 0 (positive inputs); a step count in [0.25, 1)
+      // is no whole number, which the formula does not need. The bias corrections are
+      // double pow on both sides, which may differ in the last bit of a double.
+      auto adam = [](float weight_decay, float beta1) {
+        return [=](Attrs& t) {
+          t.lr = 0.05f;
+          t.adam.weight_decay = weight_decay;
+          t.adam.beta1 = beta1;
+        };
+      };
+      auto state = [&tol](OpSample x) {
+        for (size_t i = 0; i < x.in.size(); i += 5) x.positive_inputs |= (1u << (i + 3)) | (1u << (i + 4));
+        return tol(x, 1e-7, 1e-6);
+      };
+      if (op == OpKind::adamw)
+        return {state(with(sample("[3,4]", {m, m, m, m, {1}}), adam(0.01f, 0.9f))),
+                state(with(sample("[5], beta1 0, no weight decay", {{5}, {5}, {5}, {5}, {1}}), adam(0.0f, 0.0f)))};
+      return {state(with(sample("3 tensors", {m, m, m, m, {1}, {5}, {5}, {5}, {5}, {1}, {2, 3, 2}, {2, 3, 2}, {2, 3, 2},
+                                              {2, 3, 2}, {1}}),
+                         adam(0.1f, 0.9f)))};
+    }
+    case OpKind::global_norm:
+      return {tol(sample("1 tensor", {m}), 1e-7, 1e-6), tol(sample("3 tensors", {m, {5}, {2, 3, 2}}), 1e-7, 1e-6)};
+    case OpKind::clip_by_norm: {
+      auto clip = [](float max_norm) { return [=](Attrs& t) { t.max_norm = max_norm; }; };
+      auto positive_norm = [](OpSample x) {
+        x.positive_inputs = 2u;
+        return x;
+      };
+      return {positive_norm(with(sample("clipped", {m, {1}}), clip(0.1f))),
+              positive_norm(with(sample("under max_norm", {m, {1}}), clip(10.0f)))};
+    }
     case OpKind::sgd_momentum_multi:
       return {with(sample("1 tensor", {m, m, m}),
                    [](Attrs& t) {

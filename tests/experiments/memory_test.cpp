@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "dynamic/trainer.h"
+#include "graph/training.h"
 #include "experiments/memory/agreement.h"
 #include "experiments/memory/precision_roles.h"
 #include "tests/experiments/memory_checks.h"
@@ -40,6 +41,28 @@ TEST_CASE("eager builder role tracking: off by default, refused inside an iterat
   CHECK(t.builder().role_peak(Role::optimizer_state) == k.mom.at(memory::MemRole::momentum));
   t.builder().reset_role_peaks();
   CHECK(t.builder().role_peak(Role::parameter) == 0);
+}
+
+TEST_CASE("tg-memory: AdamW's optimizer state is two moments per parameter element and a step count per tensor") {
+  for (const MemCase& k : small_mem_cases()) {
+    INFO(k.name);
+    TrainOptions adamw;
+    adamw.adamw = true;
+    const Graph g = build_training_graph(k.train, adamw);
+    const int64_t tensors = static_cast<int64_t>(parameter_ids(g).size());
+    const int64_t want = memory::with_adamw_state(k.mom, tensors).at(memory::MemRole::momentum);
+    int64_t in_graph = 0;
+    for (int v : g.values_with_role(Role::optimizer_state)) in_graph += g.values[static_cast<size_t>(v)].bytes();
+    CHECK(in_graph == want);
+    CHECK(want > 2 * k.mom.at(memory::MemRole::momentum));
+    auto be = make_cpu_backend();
+    DynamicOptions o;
+    o.adamw = true;
+    DynamicTrainer t(k.train, *be, "caching", o);
+    t.builder().set_role_tracking(true);
+    t.step(bench::model_feeds(k.train, 3, 5));
+    CHECK(t.builder().role_peak(Role::optimizer_state) == want);
+  }
 }
 
 TEST_CASE("tg-memory agreement: within 5% passes, beyond fails, a role measured but not predicted fails") {

@@ -36,12 +36,14 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
   RecordingBuilder b(r.g);
   for (size_t i = 0; i < s.in.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
-    // Per group of an update: the parameter, its gradient, its velocity.
+    // Per group of an update: the parameter, its gradient, the state it writes; a guarded
+    // update's flag after the groups.
     const bool flag = i >= static_cast<size_t>(op_group_inputs(op, static_cast<int>(s.in.size())));
     const size_t pos = op_is_update(op) && !flag ? i % static_cast<size_t>(op_num_inputs(op)) : 1;
     if (op == OpKind::update_scale && i == 0) r.ins.push_back(b.training_state(name, s.in[i], optimizer_state_init()));
     else if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
-    else if (pos == 2) r.ins.push_back(b.optimizer_state(r.ins[i - 2], name));
+    else if (op_update_writes(op, static_cast<int>(i), static_cast<int>(s.in.size())))
+      r.ins.push_back(optimizer_state_of_shape(b, s.in[i], name));
     else r.ins.push_back(b.input(name, s.in[i]));
   }
   r.out = b.apply(op, r.ins, s.attrs, "node");

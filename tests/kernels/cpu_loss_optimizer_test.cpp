@@ -147,3 +147,145 @@ TEST_CASE("sgd_momentum: one step, hand-computed (PyTorch convention)") {
   CHECK(v == std::vector<float>{1.5f});
   CHECK(p == std::vector<float>{0.25f});
 }
+
+namespace {
+
+// torch.optim.AdamW's single-tensor step at step t (from 1), written out in double as
+// PyTorch's code does it: decay, lerp of the first moment, addcmul of the second, then
+// addcdiv with the bias corrections.
+void torch_adamw_step(std::vector<double>& p, const std::vector<float>& g, std::vector<double>& m,
+                      std::vector<double>& v, int t, double lr, const AdamAttr& a) {
+  const double bc1 = 1.0 - std::pow(static_cast<double>(a.beta1), t);
+  const double bc2 = 1.0 - std::pow(static_cast<double>(a.beta2), t);
+  for (size_t i = 0; i < p.size(); ++i) {
+    p[i] *= 1.0 - lr * a.weight_decay;
+    m[i] += (g[i] - m[i]) * (1.0 - a.beta1);
+    v[i] = v[i] * a.beta2 + (1.0 - a.beta2) * g[i] * g[i];
+    const double denom = std::sqrt(v[i]) / std::sqrt(bc2) + a.eps;
+    p[i] -= lr / bc1 * m[i] / denom;
+  }
+}
+
+// One adamw (or adamw_multi) over groups of five tensors, in place.
+void run_adamw(OpKind op, std::vector<Tensor>& ins, const Attrs& at) {
+  kernels::OpCall c;
+  std::vector<kernels::TensorView> more;
+  set_inputs(c, ins, more);
+  c.op = op;
+  c.attrs = &at;
+  kernels::run_cpu(c);
+}
+
+}  // namespace
+
+TEST_CASE("adamw: 6 steps on random gradients follow torch.optim.AdamW's formula") {
+  AdamAttr other;
+  other.beta1 = 0.8f;
+  other.beta2 = 0.99f;
+  other.eps = 1e-6f;
+  other.weight_decay = 0.1f;
+  for (const AdamAttr& a : {AdamAttr{}, other}) {
+    CAPTURE(a.beta1);
+    Attrs at;
+    at.lr = 0.01f;
+    at.adam = a;
+    const int64_t n = 37;
+    std::vector<Tensor> ins = {random_tensor({n}, 5), tensor({n}, std::vector<float>(n)),
+                               tensor({n}, std::vector<float>(n)), tensor({n}, std::vector<float>(n)), tensor({1}, {0})};
+    std::vector<double> p(ins[0].data.begin(), ins[0].data.end()), m(n, 0.0), v(n, 0.0);
+    for (int t = 1; t <= 6; ++t) {
+      ins[1] = random_tensor({n}, 100 + static_cast<uint64_t>(t), -2.0f, 2.0f);
+      run_adamw(OpKind::adamw, ins, at);
+      torch_adamw_step(p, ins[1].data, m, v, t, at.lr, a);
+      CHECK(ins[4].data[0] == static_cast<float>(t));
+    }
+    check_close(ins[0].data, p, 1e-6, 1e-5, "param");
+    check_close(ins[2].data, m, 1e-7, 1e-5, "exp_avg");
+    check_close(ins[3].data, v, 1e-8, 1e-5, "exp_avg_sq");
+  }
+}
+
+TEST_CASE("adamw: the first step moves every parameter by about lr against its gradient's sign") {
+  // Bias-corrected, m / sqrt(v) = g / |g| at step 1: p = p (1 - lr wd) - lr sign(g).
+  Attrs at;
+  at.lr = 0.1f;
+  at.adam.weight_decay = 0.0f;
+  std::vector<Tensor> ins = {tensor({3}, {1.0f, 1.0f, 1.0f}), tensor({3}, {0.5f, -3.0f, 2e-3f}),
+                             tensor({3}, {0, 0, 0}), tensor({3}, {0, 0, 0}), tensor({1}, {0})};
+  run_adamw(OpKind::adamw, ins, at);
+  check_close(ins[0].data, std::vector<double>{0.9, 1.1, 0.9}, 1e-5, 0.0, "param");
+}
+
+TEST_CASE("adamw_multi: each group gets the bits of its own adamw") {
+  Attrs at;
+  at.lr = 0.02f;
+  at.adam.weight_decay = 0.05f;
+  const std::vector<Shape> shapes = {{3, 4}, {5}, {2, 3, 2}};
+  std::vector<Tensor> multi;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Tensor v = random_tensor(shapes[i], 60 + i);
+    for (float& x : v.data) x = x * x;  // exp_avg_sq >= 0
+    multi.insert(multi.end(), {random_tensor(shapes[i], 30 + i), random_tensor(shapes[i], 40 + i),
+                               random_tensor(shapes[i], 50 + i), v, tensor({1}, {static_cast<float>(i + 2)})});
+  }
+  std::vector<Tensor> single = multi;
+  for (int step = 0; step < 2; ++step) {
+    run_adamw(OpKind::adamw_multi, multi, at);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      std::vector<Tensor> group(single.begin() + static_cast<std::ptrdiff_t>(5 * i),
+                                single.begin() + static_cast<std::ptrdiff_t>(5 * i + 5));
+      run_adamw(OpKind::adamw, group, at);
+      std::copy(group.begin(), group.end(), single.begin() + static_cast<std::ptrdiff_t>(5 * i));
+    }
+  }
+  for (size_t k = 0; k < multi.size(); ++k) {
+    CAPTURE(k);
+    CHECK(multi[k].data == single[k].data);
+  }
+}
+
+TEST_CASE("global_norm and clip_by_norm: torch.nn.utils.clip_grad_norm_'s norm and factor") {
+  const std::vector<Tensor> grads = {random_tensor({3, 4}, 11), random_tensor({7}, 12, -3.0f, 3.0f),
+                                     random_tensor({2, 3, 2}, 13)};
+  double sum = 0.0;
+  for (const Tensor& t : grads)
+    for (float x : t.data) sum += static_cast<double>(x) * x;
+  const Tensor norm = run_op(OpKind::global_norm, grads);
+  CHECK(norm.shape == Shape{1});
+  check_close(norm.data, std::vector<double>{std::sqrt(sum)}, 0.0, 1e-7, "norm");
+  // A norm of 2: max_norm 0.5 scales by 0.5 / (2 + 1e-6); max_norm 4 leaves the gradient as it is.
+  const Tensor two = tensor({1}, {2.0f});
+  Attrs at;
+  at.max_norm = 0.5f;
+  const Tensor clipped = run_op(OpKind::clip_by_norm, {grads[1], two}, at);
+  const float coef = 0.5f / (2.0f + 1e-6f);
+  for (size_t i = 0; i < clipped.data.size(); ++i) CHECK(clipped.data[i] == grads[1].data[i] * coef);
+  at.max_norm = 4.0f;
+  CHECK(run_op(OpKind::clip_by_norm, {grads[1], two}, at).data == grads[1].data);
+  // A NaN norm makes every gradient NaN, as torch's clamp keeps the NaN.
+  const Tensor nan = run_op(OpKind::clip_by_norm, {grads[1], tensor({1}, {NAN})}, at);
+  for (float x : nan.data) CHECK(std::isnan(x));
+}
+
+#define CHECK_CONTAINS(text, part)                                    \
+  do {                                                                \
+    const std::string got_ = (text);                                  \
+    CHECK_MESSAGE(got_.find(part) != std::string::npos, got_);        \
+  } while (0)
+
+TEST_CASE("adamw, global_norm and clip_by_norm: the shape rules refuse what they cannot use") {
+  Attrs at;
+  CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {5}, {1}}, at, "u"), "exp_avg_sq [5] differs from the parameter [4]");
+  CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {4}, {2}}, at, "u"), "the step count (input 4) is [2]");
+  Attrs bad = at;
+  bad.adam.beta2 = 1.0f;
+  CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {4}, {1}}, bad, "u"), "betas");
+  bad = at;
+  bad.adam.weight_decay = -0.1f;
+  CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {4}, {1}}, bad, "u"), "weight_decay");
+  CHECK_CONTAINS(shape_rule_message(OpKind::clip_by_norm, {{4}, {2}}, at, "c"), "must be one element");
+  bad = at;
+  bad.max_norm = 0.0f;
+  CHECK_CONTAINS(shape_rule_message(OpKind::clip_by_norm, {{4}, {1}}, bad, "c"), "max_norm = 0");
+  CHECK(shape_rule_message(OpKind::global_norm, {{4}, {2, 3}}, at, "n") == "accepted");
+}

@@ -264,14 +264,11 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   run(call);
   Outputs r;
   if (update) {
-    const int group = op_num_inputs(c.op);
-    for (int i = 0; i < nin; i += group) {
-      r.names.push_back(fmt::format("param (input {})", i));
+    // Every input the update writes: each group's parameter, and its velocity or AdamW state.
+    for (int i = 0; i < nin; ++i) {
+      if (!op_update_writes(c.op, i, nin)) continue;
+      r.names.push_back(fmt::format("{} (input {})", i % op_num_inputs(c.op) == 0 ? "param" : "state", i));
       r.values.push_back(ins[static_cast<size_t>(i)]->download());
-      if (op_update_has_velocity(c.op)) {
-        r.names.push_back(fmt::format("velocity (input {})", i + 2));
-        r.values.push_back(ins[static_cast<size_t>(i) + 2]->download());
-      }
     }
   } else {
     r.names.push_back("");

@@ -1,8 +1,10 @@
 // The plain interpreter on small hand-built graphs.
+#include <algorithm>
 #include <cmath>
 
 #include "graph/builder.h"
 #include "graph/errors.h"
+#include "graph/optimizers.h"
 #include "kernels/interpreter.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -154,4 +156,35 @@ TEST_CASE("checksum and sum") {
   CHECK(checksum({1.0f, 2.0f}) != checksum({2.0f, 1.0f}));
   CHECK(sum(a) == 2.5);
   CHECK(sum({}) == 0.0);
+}
+
+TEST_CASE("clip_grad_norm: twelve gradients scaled as torch.nn.utils.clip_grad_norm_ scales them") {
+  for (float max_norm : {0.3f, 100.0f}) {
+    CAPTURE(max_norm);
+    Graph g;
+    RecordingBuilder b(g);
+    std::vector<Value> grads;
+    std::vector<std::string> names;
+    for (int i = 0; i < 12; ++i) {
+      names.push_back("p" + std::to_string(i));
+      grads.push_back(b.input("g" + std::to_string(i), i % 2 ? Shape{3, 4} : Shape{5}));
+    }
+    const std::vector<Value> clipped = clip_grad_norm(b, grads, names, max_norm);
+    for (const Value& c : clipped) b.mark_output(c);
+    int norms = 0;
+    for (const Node& n : g.nodes) norms += n.op == OpKind::global_norm;
+    CHECK(norms == 4);  // 12 -> 3 -> 1: groups of at most kMaxOpInputs
+
+    auto v = make_values(g, 7);
+    interpret(g, v);
+    double sum = 0.0;
+    for (const Value& x : grads)
+      for (float f : val(v, x)) sum += static_cast<double>(f) * f;
+    const double coef = std::min(1.0, max_norm / (std::sqrt(sum) + 1e-6));
+    for (size_t i = 0; i < grads.size(); ++i) {
+      std::vector<double> want;
+      for (float f : val(v, grads[i])) want.push_back(f * coef);
+      check_close(val(v, clipped[i]), want, 0.0, 1e-6, names[i].c_str());
+    }
+  }
 }

@@ -48,7 +48,7 @@ done
 rc=0
 "$report" compare "$dir/train.json" "$dir/mlp_w256.json" > "$dir/compare.txt" || rc=$?
 [ "$rc" -le 1 ]
-grep -q "^iteration .*batch=32 depth=8 executor=dynamic mode=train model=mlp sweep=mlp_w256_d8 width=256 " "$dir/compare.txt"
+grep -q "^iteration .*batch=32 clip_grad_norm=0 depth=8 executor=dynamic mode=train model=mlp optimizer=momentum sweep=mlp_w256_d8 width=256 " "$dir/compare.txt"
 if grep "^iteration .*batch=32 .*mode=train" "$dir/compare.txt" | grep -q "missing in B"; then
   echo "tg-train's mlp rows found no bench rows:"; cat "$dir/compare.txt"; exit 1
 fi

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "graph/builder.h"
+#include "graph/optimizers.h"
 #include "graph/training.h"
 #include "graph/validate.h"
 #include "static/passes/pass.h"
@@ -63,6 +64,49 @@ TEST_CASE("optimizer pass: every sgd_momentum of a training graph is one node, g
   CHECK(count(fs, OpKind::sgd) == 0);
   CHECK(count(fs, OpKind::sgd_multi) == 1);
   check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer, 3);
+}
+
+TEST_CASE("optimizer pass: every adamw of a training graph is one adamw_multi, groups in order, same bits") {
+  TrainOptions opt;
+  opt.adamw = true;
+  opt.adam.beta1 = 0.8f;
+  opt.adam.weight_decay = 0.05f;
+  opt.clip_grad_norm = 0.5f;
+  const Graph g = build_training_graph(mlp_model(mlp_config(6, 12, 16, 3, 5)), opt);
+  const Graph f = pass_optimizer(g);
+  validate(f);
+  CHECK(count(g, OpKind::adamw) == 6);
+  CHECK(count(f, OpKind::adamw) == 0);
+  REQUIRE(count(f, OpKind::adamw_multi) == 1);
+  std::vector<std::string> want, got;
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::adamw)
+      for (int v : n.inputs) want.push_back(g.values[static_cast<size_t>(v)].name);
+  for (const Node& n : f.nodes)
+    if (n.op == OpKind::adamw_multi) {
+      CHECK(n.attrs.lr == opt.lr);
+      CHECK(n.attrs.adam == opt.adam);
+      for (int v : n.inputs) got.push_back(f.values[static_cast<size_t>(v)].name);
+    }
+  CHECK(got == want);
+  CHECK(want.size() == 30);  // 6 parameters: param, grad, exp_avg, exp_avg_sq, step each
+  CompileOptions base;
+  base.train = opt;
+  check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer, 3, base);
+
+  // Other hyperparameters make another group.
+  const Graph two = recorded([](RecordingBuilder& b) {
+    for (float wd : {0.0f, 0.0f, 0.1f}) {
+      const std::string name = "p" + std::to_string(b.graph().values.size());
+      const Value p = b.parameter(name, {4});
+      AdamAttr a;
+      a.weight_decay = wd;
+      adamw_update(b, p, b.input(name + ".grad", {4}), name, 0.01f, a, name + ".update");
+    }
+  });
+  const Graph tf = pass_optimizer(two);
+  CHECK(count(tf, OpKind::adamw_multi) == 1);
+  CHECK(count(tf, OpKind::adamw) == 1);
 }
 
 TEST_CASE("optimizer pass: only updates with the same lr and momentum fuse, and a lone one stays") {

@@ -17,6 +17,24 @@ TEST_CASE("static == dynamic bitwise on the CPU: mlp (mse and cross_entropy) and
                                    "transformer", false);
 }
 
+TEST_CASE("static == dynamic bitwise on the CPU with AdamW, with and without gradient clipping") {
+  const MlpConfig m = testing::mlp_config(8, 24, 32, 4, 6);
+  TrainOptions adamw;
+  adamw.adamw = true;
+  adamw.adam.weight_decay = 0.1f;
+  testing::check_static_vs_dynamic(cpu, testing::mlp_model(m), "mlp adamw", false, 0, Precision::fp32, adamw);
+  TrainOptions clipped = adamw;
+  clipped.clip_grad_norm = 0.05f;  // below the gradients' norm: every step clips
+  testing::check_static_vs_dynamic(cpu, testing::mlp_model(m), "mlp adamw clipped", false, 0, Precision::fp32, clipped);
+  // 16 parameters: the norm's tree has two levels (graph/optimizers.h).
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(testing::transformer_config(2, 8, 16, 2)),
+                                   "transformer adamw clipped", false, 0, Precision::fp32, clipped);
+  TrainOptions sgd_clipped;
+  sgd_clipped.clip_grad_norm = 0.05f;
+  testing::check_static_vs_dynamic(cpu, testing::mlp_model(m), "mlp momentum clipped", false, 0, Precision::fp32,
+                                   sgd_clipped);
+}
+
 TEST_CASE("shape strategies == dynamic bitwise at every shape on the CPU: mlp, transformer_block (variable batch)") {
   testing::check_strategies_vs_dynamic(cpu, testing::small_mlp_at(), "mlp", {5, 8, 3, 8, 5, 7}, {4, 8}, false);
   testing::check_strategies_vs_dynamic(cpu, testing::small_transformer_at(), "transformer", {3, 1, 4, 2, 3}, {2, 4},

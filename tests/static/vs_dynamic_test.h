@@ -48,11 +48,12 @@ inline std::vector<float> train_losses(const ModelFn& model, Precision p, PassSe
   return losses;
 }
 
-// Inference, then 5 training steps with new feeds each, both executors; every
-// loss, the prediction and every parameter / velocity compared bit for bit.
+// Inference, then 5 training steps with new feeds each, both executors with the update
+// rule of `train`; every loss, the prediction and every parameter and optimizer state
+// compared bit for bit.
 inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>()>& make_backend, const ModelFn& model,
                                     const char* what, bool use_cuda_graph, int64_t classes = 0,
-                                    Precision precision = Precision::fp32) {
+                                    Precision precision = Precision::fp32, const TrainOptions& train = {}) {
   auto be_static = make_backend();
   auto be_dynamic = make_backend();
   // The same choices for both executors, in training or inference.
@@ -62,12 +63,19 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
     co.training = training;
     co.use_cuda_graph = use_cuda_graph;
     co.precision = precision;
+    co.train = train;
     return co;
   };
   auto dynamic_options = [&](bool training) {
     DynamicOptions d;
     d.inference = !training;
     d.precision = precision;
+    d.lr = train.lr;
+    d.momentum = train.momentum;
+    d.use_momentum = train.use_momentum;
+    d.adamw = train.adamw;
+    d.adam = train.adam;
+    d.clip_grad_norm = train.clip_grad_norm;
     return d;
   };
   {

@@ -56,7 +56,7 @@ th::Params parse_params(const std::string& spec) {
       throw th::UsageError(
           fmt::format("--params: {} is not KEY=VALUE; give e.g. --params model=mlp,width=256", quote_name(kv)));
     const std::string key = kv.substr(0, eq);
-    for (const char* reserved : {"batch", "executor", "mode", "role", "feed_copy"})
+    for (const char* reserved : {"batch", "executor", "mode", "role", "feed_copy", "optimizer", "clip_grad_norm"})
       if (key == reserved)
         throw th::UsageError(fmt::format("--params: {} is set by the bench itself; choose another key", quote_name(key)));
     if (!seen.insert(key).second)
@@ -198,6 +198,7 @@ int bench_main(int argc, char** argv) {
       c.batch = batch;
       c.params = labels;
       c.params.insert_or_assign("batch", th::Param(static_cast<long long>(batch)));
+      train::set_train_options(c, TrainOptions{});  // tg-train's default, as its rows say
       c.fn = gm.fn;
       c.infer_fn = gm.infer_fn;
       c.rows = batch;

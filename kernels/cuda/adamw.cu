@@ -1,0 +1,117 @@
+// adamw and adamw_multi (kernels/cpu/adamw.cpp), in place: every group of the call in one
+// launch per kAdamTensors groups, then a launch that counts each group's step. The main
+// kernel reads the step counts and the second writes them, so no block reads a count
+// another has already moved on (the second kernel waits for the first, pdl.cuh).
+// The per-element arithmetic is kernels/optimizer_math.h's, with __fmul_rn & co. so that
+// nvcc cannot contract it into FMAs and the bits match the CPU reference.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/chunk_table.cuh"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/optimizer_math.h"
+
+namespace tg::kernels::cuda {
+
+namespace {
+
+using detail::aligned16;
+using detail::kBlock;
+
+__device__ __forceinline__ void adamw_element(float& p, float g, float& m, float& v, const AdamWScalars& s) {
+  m = __fadd_rn(__fmul_rn(s.beta1, m), __fmul_rn(s.one_minus_beta1, g));
+  v = __fadd_rn(__fmul_rn(s.beta2, v), __fmul_rn(__fmul_rn(s.one_minus_beta2, g), g));
+  const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.bc2_sqrt), s.eps);
+  p = __fsub_rn(__fmul_rn(p, s.decay), __fmul_rn(s.step_size, __fdiv_rn(m, denom)));
+}
+
+// The tensor table is a launch parameter (about 2.7 KB, under the 4 KB every device
+// takes). Tensors are cut into chunks of kChunk elements as multi_update cuts them
+// (optimizer.cu): a block finds the tensor of its chunk by a binary search over the
+// prefix sums of the chunk counts, and a chunk keeps a 16-byte aligned tensor aligned.
+constexpr int kAdamTensors = 48;
+constexpr int64_t kChunk = 4096;
+struct AdamArgs {
+  float* p[kAdamTensors];
+  const float* g[kAdamTensors];
+  float* m[kAdamTensors];
+  float* v[kAdamTensors];
+  float* step[kAdamTensors];
+  int64_t n[kAdamTensors];
+  int64_t first_chunk[kAdamTensors + 1];
+  int count;
+  float lr, beta1, beta2, eps, weight_decay;
+};
+
+__global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
+  pdl::prologue();
+  const int64_t chunks = a.first_chunk[a.count];
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const int lo = detail::tensor_of_chunk(a.first_chunk, a.count, c);
+    const AdamWScalars s = adamw_scalars(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, *a.step[lo]);
+    const int64_t begin = (c - a.first_chunk[lo]) * kChunk;
+    const int64_t len = a.n[lo] - begin < kChunk ? a.n[lo] - begin : kChunk;
+    float* p = a.p[lo] + begin;
+    const float* g = a.g[lo] + begin;
+    float* m = a.m[lo] + begin;
+    float* v = a.v[lo] + begin;
+    int64_t i = threadIdx.x;
+    if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
+      const int64_t n4 = len / 4;
+      for (int64_t j = threadIdx.x; j < n4; j += blockDim.x) {
+        float4 pp = reinterpret_cast<float4*>(p)[j], mm = reinterpret_cast<float4*>(m)[j],
+               vv = reinterpret_cast<float4*>(v)[j];
+        const float4 gg = reinterpret_cast<const float4*>(g)[j];
+        adamw_element(pp.x, gg.x, mm.x, vv.x, s);
+        adamw_element(pp.y, gg.y, mm.y, vv.y, s);
+        adamw_element(pp.z, gg.z, mm.z, vv.z, s);
+        adamw_element(pp.w, gg.w, mm.w, vv.w, s);
+        reinterpret_cast<float4*>(p)[j] = pp;
+        reinterpret_cast<float4*>(m)[j] = mm;
+        reinterpret_cast<float4*>(v)[j] = vv;
+      }
+      i = 4 * n4 + threadIdx.x;  // the tail, by the first threads
+    }
+    for (; i < len; i += blockDim.x) adamw_element(p[i], g[i], m[i], v[i], s);
+  }
+}
+
+__global__ void count_steps_kernel(const __grid_constant__ AdamArgs a) {
+  pdl::prologue();
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < a.count) *a.step[t] = __fadd_rn(*a.step[t], 1.0f);
+}
+
+}  // namespace
+
+void adamw(const OpCall& c, cudaStream_t s) {
+  AdamArgs a{};
+  a.lr = c.attrs->lr;
+  a.beta1 = c.attrs->adam.beta1;
+  a.beta2 = c.attrs->adam.beta2;
+  a.eps = c.attrs->adam.eps;
+  a.weight_decay = c.attrs->adam.weight_decay;
+  auto flush = [&] {
+    if (a.count == 0) return;
+    const int64_t chunks = a.first_chunk[a.count];
+    if (chunks > 0) detail::launch(TG_LAUNCH_SITE, adamw_kernel, detail::grid_for(chunks * kBlock, kBlock), kBlock, s, a);
+    detail::launch(TG_LAUNCH_SITE, count_steps_kernel, 1, 64, s, a);
+    a.count = 0;
+    a.first_chunk[0] = 0;
+  };
+  static_assert(kAdamTensors <= 64, "count_steps_kernel runs one thread per group in a block of 64");
+  for (int i = 0; i < c.num_inputs; i += 5) {
+    const int t = a.count++;
+    a.p[t] = c.input(i).data;
+    a.g[t] = c.input(i + 1).data;
+    a.m[t] = c.input(i + 2).data;
+    a.v[t] = c.input(i + 3).data;
+    a.step[t] = c.input(i + 4).data;
+    a.n[t] = c.input(i).shape.numel();
+    a.first_chunk[t + 1] = a.first_chunk[t] + (a.n[t] + kChunk - 1) / kChunk;
+    if (a.count == kAdamTensors) flush();
+  }
+  flush();
+}
+
+}  // namespace tg::kernels::cuda
