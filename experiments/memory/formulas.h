@@ -29,5 +29,8 @@ struct Predicted {
 // momentum or saved activations; everything but parameters and inputs is workspace.
 Predicted predict_mlp(const MlpConfig& c, bool training, bool momentum);
 Predicted predict_transformer(const TransformerConfig& c, bool training, bool momentum);
+// The convolutional models (cnn_formulas.cpp).
+Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum);
+Predicted predict_vgg(const VggConfig& c, bool training, bool momentum);
 
 }  // namespace tg::memory

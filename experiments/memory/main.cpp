@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,7 +30,7 @@ using namespace tg::memory;
 namespace {
 
 struct Case {
-  std::string model;  // "mlp" or "transformer"
+  std::string model;  // "mlp", "transformer", "resnet" or "vgg"
   int64_t batch = 0;
   ModelFn fn;        // with its loss: training
   ModelFn infer_fn;  // without: what inference runs (no target is fed)
@@ -56,6 +58,33 @@ Case mlp_case(const MlpConfig& c) {
 Case transformer_case(const TransformerConfig& c) {
   return make_case("transformer", c, [](Builder& b, const TransformerConfig& t) { return transformer_block(b, t); },
                    predict_transformer);
+}
+Case resnet_case(const ResNetConfig& c) {
+  return make_case("resnet", c, [](Builder& b, const ResNetConfig& r) { return resnet_cifar(b, r); }, predict_resnet);
+}
+Case vgg_case(const VggConfig& c) {
+  return make_case("vgg", c, [](Builder& b, const VggConfig& v) { return vgg(b, v); }, predict_vgg);
+}
+
+// --models: the CIFAR ResNet-20 and VGG-11 at 32 x 32 (--quick: smaller ones at 16 x 16,
+// which the CPU's reference convolutions run in seconds), each over a batch sweep whose
+// main batch is the second.
+void cnn_cases(const std::set<std::string>& models, bool quick, std::vector<Case>& cases,
+               std::map<std::string, int64_t>& main_batch) {
+  const std::vector<int64_t> batches = quick ? std::vector<int64_t>{2, 4, 8} : std::vector<int64_t>{8, 32, 128};
+  if (models.count("resnet")) {
+    ResNetConfig r;
+    if (quick) r.image = 16, r.width = 8, r.blocks = 1;
+    for (int64_t b : batches) cases.push_back(resnet_case((r.batch = b, r)));
+    main_batch["resnet"] = batches[1];
+  }
+  if (models.count("vgg")) {
+    VggConfig v;
+    v.stages = {1, 1, 2, 2, 2};
+    if (quick) v.image = 16, v.width = 8, v.stages = {1, 1, 2, 2}, v.fc = 64;
+    for (int64_t b : batches) cases.push_back(vgg_case((v.batch = b, v)));
+    main_batch["vgg"] = batches[1];
+  }
 }
 
 // The three modes every case can run in.
@@ -275,6 +304,10 @@ int main(int argc, char** argv) {
                     "executors' allocations, allocators, device",
                     "tg-memory --device auto --quick --json docs/results/memory.json");
   bool explain_values = false;
+  std::string models = "mlp,transformer";
+  ex.add_option("--models", models,
+                "The models to measure, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 "
+                "at 32 x 32)");
   ex.add_flag("--explain", explain_values, "Print every value of each graph at the main batch (role, bytes, owns storage)");
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool q = e.quick();
@@ -296,9 +329,14 @@ int main(int argc, char** argv) {
       if (std::find(sweep->begin(), sweep->end(), main_b) == sweep->end())
         throw std::logic_error(fmt::format("tg-memory: main batch {} is not in its sweep", main_b));
 
+    const std::set<std::string> listed = bench::parse_models_flag(models);
     std::vector<Case> cases;
-    for (int64_t b : mlp_batches) { MlpConfig c = mc; c.batch = b; cases.push_back(mlp_case(c)); }
-    for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
+    std::map<std::string, int64_t> main_batch{{"mlp", mc.batch}, {"transformer", tc.batch}};
+    if (listed.count("mlp"))
+      for (int64_t b : mlp_batches) { MlpConfig c = mc; c.batch = b; cases.push_back(mlp_case(c)); }
+    if (listed.count("transformer"))
+      for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
+    cnn_cases(listed, q, cases, main_batch);
 
     auto log = std::make_shared<AllocationLog>();
     Agreement agree;
@@ -306,7 +344,7 @@ int main(int argc, char** argv) {
     th::Progress bar(cases.size() + 1, "tg-memory");
     for (const Case& k : cases) {
       TG_NVTX_RANGE("tg-memory case");
-      const bool main_point = k.batch == (k.model == "mlp" ? mc.batch : tc.batch);
+      const bool main_point = k.batch == main_batch.at(k.model);
       c.explain_values = explain_values && main_point;
       measure_point(c, k, kTrainMomentum);
       if (main_point) {  // the other modes and the allocator and device checks at one batch per model
