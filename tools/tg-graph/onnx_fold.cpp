@@ -15,10 +15,6 @@
 
 namespace tg::onnx {
 
-namespace {
-
-}  // namespace
-
 void check_fold_size(const Dims& d, int64_t room, const std::string& where) {
   int64_t n = 1;
   for (int64_t x : d) {
