@@ -24,21 +24,17 @@ struct MemCase {
 inline std::vector<MemCase> small_mem_cases() {
   const MlpConfig m = mlp_config(6, 12, 20, 3, 5);
   const TransformerConfig t = transformer_config(2, 8, 16, 2);
-  ResNetConfig r;
-  r.batch = 2, r.image = 8, r.width = 4, r.blocks = 1, r.classes = 5;
-  VggConfig v;
-  v.batch = 2, v.image = 8, v.width = 4, v.stages = {1, 2}, v.fc = 8, v.classes = 5;
-  auto resnet_fn = [](const ResNetConfig& c) -> ModelFn { return [c](Builder& b) { return resnet_cifar(b, c); }; };
-  auto vgg_fn = [](const VggConfig& c) -> ModelFn { return [c](Builder& b) { return vgg(b, c); }; };
+  const ResNetConfig r = resnet_config(2, 8, 4, 1, 5);
+  const VggConfig v = vgg_config(2, 8, 4, {1, 2}, 8, 5);
   return {
       {"mlp", mlp_model(m), mlp_model(without_loss(m)), memory::predict_mlp(m, true, true),
        memory::predict_mlp(m, true, false), memory::predict_mlp(m, false, false)},
       {"transformer", transformer_model(t), transformer_model(without_loss(t)), memory::predict_transformer(t, true, true),
        memory::predict_transformer(t, true, false), memory::predict_transformer(t, false, false)},
-      {"resnet", resnet_fn(r), resnet_fn(without_loss(r)), memory::predict_resnet(r, true, true),
+      {"resnet", resnet_model(r), resnet_model(without_loss(r)), memory::predict_resnet(r, true, true),
        memory::predict_resnet(r, true, false), memory::predict_resnet(r, false, false)},
-      {"vgg", vgg_fn(v), vgg_fn(without_loss(v)), memory::predict_vgg(v, true, true), memory::predict_vgg(v, true, false),
-       memory::predict_vgg(v, false, false)},
+      {"vgg", vgg_model(v), vgg_model(without_loss(v)), memory::predict_vgg(v, true, true),
+       memory::predict_vgg(v, true, false), memory::predict_vgg(v, false, false)},
   };
 }
 

@@ -2,6 +2,7 @@
 // training and in inference (running statistics), and a few training steps on one
 // batch lower the loss.
 #include "graph/errors.h"
+#include "tests/common/models.h"
 #include "tests/static/vs_dynamic_test.h"
 
 namespace tg {
@@ -9,33 +10,11 @@ namespace {
 
 std::shared_ptr<Backend> cpu() { return std::shared_ptr<Backend>(make_cpu_backend()); }
 
-ResNetConfig small_resnet() {
-  ResNetConfig c;
-  c.batch = 2;
-  c.image = 8;
-  c.width = 4;
-  c.blocks = 1;
-  c.classes = 5;
-  return c;
-}
+using testing::resnet_model;
+using testing::vgg_model;
 
-VggConfig small_vgg() {
-  VggConfig c;
-  c.batch = 2;
-  c.image = 8;
-  c.width = 4;
-  c.stages = {1, 2};
-  c.fc = 8;
-  c.classes = 5;
-  return c;
-}
-
-ModelFn resnet_model(const ResNetConfig& c) {
-  return [c](Builder& b) { return resnet_cifar(b, c); };
-}
-ModelFn vgg_model(const VggConfig& c) {
-  return [c](Builder& b) { return vgg(b, c); };
-}
+ResNetConfig small_resnet() { return testing::resnet_config(2, 8, 4, 1, 5); }
+VggConfig small_vgg() { return testing::vgg_config(2, 8, 4, {1, 2}, 8, 5); }
 
 // The inference model (running statistics, no loss) on both executors, bit for bit.
 void check_inference(const ModelFn& model, const std::string& what) {
