@@ -5,6 +5,7 @@
 // "mlp.l0.w", ...), so both executors see the same values and initial bits.
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "graph/builder.h"
 
@@ -58,5 +59,44 @@ struct TransformerConfig {
   bool with_loss = true;
 };
 ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
+
+// Convolutional networks (graph/cnn_models.cpp), NCHW: images x [batch, 3, image, image],
+// cross_entropy against "labels" [batch] (class indices). Batch norm takes the batch's
+// statistics when the model has its loss (training) and the running statistics, a
+// "<layer>.stats" [2, C] parameter (mean 0, variance 1), without it (inference).
+
+// A CIFAR ResNet (He et al.'s ResNet-20/32/56: depth 6 n + 2): a 3x3 conv stem, three
+// stages of `blocks` basic blocks (two 3x3 conv + batch norm, ReLU between, the input
+// added back, ReLU) with width, 2 width, 4 width channels; the first block of stages 2
+// and 3 halves H and W (stride 2) and its shortcut is a 1x1 stride-2 conv + batch norm.
+// Then a global average pool and a Linear head. Convolutions have no bias (batch norm's
+// beta is one).
+struct ResNetConfig {
+  int64_t batch = 32;
+  int64_t image = 32;   // H = W, a multiple of 4
+  int64_t width = 16;   // the first stage's channels
+  int blocks = 3;       // basic blocks per stage: 3 is ResNet-20
+  int64_t classes = 10;
+  bool in_place_relu = false;
+  bool with_loss = true;
+};
+ModelOutputs resnet_cifar(Builder& b, const ResNetConfig& c);
+
+// A VGG network: stages of 3x3 convs (padding 1, with bias, each followed by a ReLU),
+// each stage closed by a 2x2 stride-2 max pool, channels doubling per stage from `width`
+// up to 8 width; then two Linear layers of fc units with ReLUs and the Linear head.
+// stages {2, 2, 3, 3, 3} at image 224, width 64, fc 4096, classes 1000 is VGG-16 (138M
+// parameters); {1, 1, 2, 2, 2} is VGG-11.
+struct VggConfig {
+  int64_t batch = 32;
+  int64_t image = 32;  // H = W, a multiple of 2^stages
+  int64_t width = 64;
+  std::vector<int> stages{2, 2, 3, 3, 3};
+  int64_t fc = 512;
+  int64_t classes = 10;
+  bool in_place_relu = false;
+  bool with_loss = true;
+};
+ModelOutputs vgg(Builder& b, const VggConfig& c);
 
 }  // namespace tg

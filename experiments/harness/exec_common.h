@@ -4,8 +4,10 @@
 // report rows. The backend for --device is tg::make_backend (kernels/backend.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,22 @@ inline Precision precision_option(const std::string& text, bool on_gpu, const ch
     throw harness::UsageError(
         fmt::format("{} tf32 is a mode of the CUDA GEMMs; the CPU computes in f32: use fp32 there", flag));
   return p;
+}
+
+// A --models value of tg-train and tg-memory: a comma list of mlp, transformer, resnet and
+// vgg; another name is bad usage (exit 2).
+inline std::set<std::string> parse_models_flag(const std::string& text) {
+  std::set<std::string> models;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string m = text.substr(at, comma - at);
+    if (m != "mlp" && m != "transformer" && m != "resnet" && m != "vgg")
+      throw harness::UsageError(fmt::format("--models: {} is not a model; give a comma-separated list of mlp, "
+                                            "transformer, resnet and vgg", quote_name(m)));
+    models.insert(m);
+    at = comma + 1;
+  }
+  return models;
 }
 
 // The --pass-options flag of the experiments that compile with passes (tg-train, tg-launch,

@@ -34,4 +34,8 @@ Predicted predict_transformer(const TransformerConfig& c, bool training, bool mo
 // param_tensors parameters, in place of momentum's one velocity per element.
 Predicted with_adamw_state(Predicted p, int64_t param_tensors);
 
+// The convolutional models (cnn_formulas.cpp).
+Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum);
+Predicted predict_vgg(const VggConfig& c, bool training, bool momentum);
+
 }  // namespace tg::memory

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,7 +33,7 @@ using namespace tg::memory;
 namespace {
 
 struct Case {
-  std::string model;  // "mlp" or "transformer"
+  std::string model;  // "mlp", "transformer", "resnet" or "vgg"
   int64_t batch = 0;
   ModelFn fn;        // with its loss: training
   ModelFn infer_fn;  // without: what inference runs (no target is fed)
@@ -39,18 +41,14 @@ struct Case {
   std::function<PrecisionPredicted(Precision, bool training, bool momentum)> predict_precision;
 };
 
-// One case of either model: `build` records it (mlp or transformer_block), `predict`
-// is its closed formula (predict_mlp or predict_transformer) and `predict_precision`
-// the formula by role and dtype (predict_mlp_precision or predict_transformer_precision).
-template <typename Config, typename BuildFn, typename PredictFn, typename PrecisionFn>
-Case make_case(const char* model, Config c, BuildFn build, PredictFn predict, PrecisionFn predict_precision) {
+// One case of a model: `build` records it (mlp, transformer_block, resnet_cifar, vgg) and
+// `predict` is its closed formula (predict_mlp, predict_transformer, ...).
+template <typename Config, typename BuildFn, typename PredictFn>
+Case make_case(const char* model, Config c, BuildFn build, PredictFn predict) {
   Case k;
   k.model = model;
   k.batch = c.batch;
   k.fn = [c, build](Builder& b) { return build(b, c); };
-  k.predict_precision = [c, predict_precision](Precision p, bool training, bool momentum) {
-    return predict_precision(c, p, training, momentum);
-  };
   k.train_mom = predict(c, true, true);
   k.train_sgd = predict(c, true, false);
   c.with_loss = false;
@@ -58,13 +56,50 @@ Case make_case(const char* model, Config c, BuildFn build, PredictFn predict, Pr
   k.infer = predict(c, false, false);
   return k;
 }
+// The models with a formula by role and dtype (predict_*_precision) get the per-precision rows.
+template <typename Config, typename PrecisionFn>
+Case with_precision_formula(Case k, Config c, PrecisionFn predict_precision) {
+  k.predict_precision = [c, predict_precision](Precision p, bool training, bool momentum) {
+    return predict_precision(c, p, training, momentum);
+  };
+  return k;
+}
 Case mlp_case(const MlpConfig& c) {
-  return make_case("mlp", c, [](Builder& b, const MlpConfig& m) { return mlp(b, m); }, predict_mlp,
-                   predict_mlp_precision);
+  return with_precision_formula(make_case("mlp", c, [](Builder& b, const MlpConfig& m) { return mlp(b, m); }, predict_mlp),
+                                c, predict_mlp_precision);
 }
 Case transformer_case(const TransformerConfig& c) {
-  return make_case("transformer", c, [](Builder& b, const TransformerConfig& t) { return transformer_block(b, t); },
-                   predict_transformer, predict_transformer_precision);
+  return with_precision_formula(
+      make_case("transformer", c, [](Builder& b, const TransformerConfig& t) { return transformer_block(b, t); },
+                predict_transformer),
+      c, predict_transformer_precision);
+}
+Case resnet_case(const ResNetConfig& c) {
+  return make_case("resnet", c, [](Builder& b, const ResNetConfig& r) { return resnet_cifar(b, r); }, predict_resnet);
+}
+Case vgg_case(const VggConfig& c) {
+  return make_case("vgg", c, [](Builder& b, const VggConfig& v) { return vgg(b, v); }, predict_vgg);
+}
+
+// --models: the CIFAR ResNet-20 and VGG-11 at 32 x 32 (--quick: smaller ones at 16 x 16,
+// which the CPU's reference convolutions run in seconds), each over a batch sweep whose
+// main batch is the second.
+void cnn_cases(const std::set<std::string>& models, bool quick, std::vector<Case>& cases,
+               std::map<std::string, int64_t>& main_batch) {
+  const std::vector<int64_t> batches = quick ? std::vector<int64_t>{2, 4, 8} : std::vector<int64_t>{8, 32, 128};
+  if (models.count("resnet")) {
+    ResNetConfig r;
+    if (quick) r.image = 16, r.width = 8, r.blocks = 1;
+    for (int64_t b : batches) cases.push_back(resnet_case((r.batch = b, r)));
+    main_batch["resnet"] = batches[1];
+  }
+  if (models.count("vgg")) {
+    VggConfig v;
+    v.stages = {1, 1, 2, 2, 2};
+    if (quick) v.image = 16, v.width = 8, v.stages = {1, 1, 2, 2}, v.fc = 64;
+    for (int64_t b : batches) cases.push_back(vgg_case((v.batch = b, v)));
+    main_batch["vgg"] = batches[1];
+  }
 }
 
 // The three modes every case can run in.
@@ -388,6 +423,10 @@ int main(int argc, char** argv) {
                 "The precisions of the per-precision rows (bytes by role and dtype at the main batch of each model): "
                 "all (every precision this device runs: fp32, bf16 and fp16 on the CPU; fp32, tf32, bf16 and fp16 on "
                 "the GPU) or a comma list of fp32, tf32, bf16, fp16. The other rows are fp32");
+  std::string models = "mlp,transformer";
+  ex.add_option("--models", models,
+                "The models to measure, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 "
+                "at 32 x 32)");
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const std::vector<Precision> precisions = precision_list(precision_text, e.device() >= 0);
     const bool q = e.quick();
@@ -409,9 +448,14 @@ int main(int argc, char** argv) {
       if (std::find(sweep->begin(), sweep->end(), main_b) == sweep->end())
         throw std::logic_error(fmt::format("tg-memory: main batch {} is not in its sweep", main_b));
 
+    const std::set<std::string> listed = bench::parse_models_flag(models);
     std::vector<Case> cases;
-    for (int64_t b : mlp_batches) { MlpConfig c = mc; c.batch = b; cases.push_back(mlp_case(c)); }
-    for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
+    std::map<std::string, int64_t> main_batch{{"mlp", mc.batch}, {"transformer", tc.batch}};
+    if (listed.count("mlp"))
+      for (int64_t b : mlp_batches) { MlpConfig c = mc; c.batch = b; cases.push_back(mlp_case(c)); }
+    if (listed.count("transformer"))
+      for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
+    cnn_cases(listed, q, cases, main_batch);
 
     auto log = std::make_shared<AllocationLog>();
     Agreement agree;
@@ -419,7 +463,7 @@ int main(int argc, char** argv) {
     th::Progress bar(cases.size() + 1, "tg-memory");
     for (const Case& k : cases) {
       TG_NVTX_RANGE("tg-memory case");
-      const bool main_point = k.batch == (k.model == "mlp" ? mc.batch : tc.batch);
+      const bool main_point = k.batch == main_batch.at(k.model);
       c.explain_values = explain_values && main_point;
       measure_point(c, k, kTrainMomentum);
       if (main_point) {  // the other modes and the allocator and device checks at one batch per model
@@ -430,8 +474,9 @@ int main(int argc, char** argv) {
           planned_arena(c, k, m);
         }
         if (e.on_gpu()) meminfo_part(c, k);
-        for (Precision p : precisions)
-          for (const Mode& m : {kTrainMomentum, kInference}) precision_point(c, k, m, p);
+        if (k.predict_precision)  // the CNNs have no formula by dtype yet: their rows are fp32's
+          for (Precision p : precisions)
+            for (const Mode& m : {kTrainMomentum, kInference}) precision_point(c, k, m, p);
       }
       bar.tick(k.model);
     }

@@ -14,8 +14,8 @@ Models (the structures of graph/models.cpp, small sizes; tests/common/models.h):
   transformer      one pre-LN block, batch 2, seq 8, d_model 32, 4 heads, tanh GELU, scores / sqrt(dh)
   transformer_ts14 the same block and weights through the TorchScript exporter at opset 14: LayerNorm
                    as ReduceMean/Sub/Pow/Sqrt/Div, GELU as its tanh formula, Constant nodes
-  bad/             models the import refuses: Conv (no such op), the exact erf GELU, a softmax over
-                   axis 0, an embedding (int64 input)
+  conv1d           nn.Conv1d(2, 2, 3) on [1, 2, 8]: a 1-D convolution, imported as conv2d over a height of 1
+  bad/             models the import refuses: a softmax over axis 0, an embedding (int64 input)
   bench/           tg-train's sizes (mlp_w256_d8 at batch 32, transformer d128 h4 at batch 8, seq 64),
                    imported with an mse loss for `tg-graph bench`; graph files only (the bench
                    starts from each file's own init, as tg-train does)
@@ -102,12 +102,17 @@ def tg_import(tool, onnx_path, out_json, loss=None, keep_weights=True):
             f.write(text[:start] + json.dumps(desc) + "," + text[end:])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def fixture_args(doc):
+    """The command line of the fixture scripts: --out and --tg-graph."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "onnx"),
                     help="folder to write (default tests/onnx)")
     ap.add_argument("--tg-graph", help="tg-graph binary: also import each model (graph file + weights)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = fixture_args(__doc__)
     try:
         import onnx  # noqa: F401
         import onnxruntime
@@ -152,7 +157,8 @@ def main():
         if args.tg_graph:
             tg_import(args.tg_graph, path, os.path.join(out, name + ".json"))
 
-    # Models the import refuses, each for one reason (tests/onnx/CMakeLists.txt names the expected message)
+    # A 1-D convolution, and models the import refuses, each for one reason (tests/onnx/CMakeLists.txt names
+    # the expected message)
     from torch import nn
 
     class SoftmaxOverRows(nn.Module):
@@ -160,10 +166,10 @@ def main():
             return torch.softmax(x, dim=0)
 
     os.makedirs(os.path.join(out, "bad"), exist_ok=True)
-    bad = [("conv", nn.Conv1d(2, 2, 3), torch.randn(1, 2, 8)),
-           ("softmax_axis0", SoftmaxOverRows(), torch.randn(3, 4))]
+    bad = [("conv1d", nn.Conv1d(2, 2, 3), torch.randn(1, 2, 8)),
+           ("bad/softmax_axis0", SoftmaxOverRows(), torch.randn(3, 4))]
     for name, module, x in bad:
-        path = os.path.join(out, "bad", name + ".onnx")
+        path = os.path.join(out, name + ".onnx")
         export(torch, module, x, path, True)
         inline_weights(path)
     # nn.GELU(), the exact form: one Gelu node (approximate="none"); tg-graph import maps it to gelu_erf

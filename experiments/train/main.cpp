@@ -1,11 +1,14 @@
-// tg-train: the whole loop. MLP and transformer block, a batch sweep, static vs
+// tg-train: the whole loop. MLP and transformer block (and, with --models, the CIFAR
+// ResNet and a VGG network), a batch sweep, static vs
 // dynamic iterations/s for training steps (SGD momentum, or --optimizer) and inference, loss
 // curves asserted bitwise equal, and the batch where the run turns from
 // overhead-bound to compute-bound.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "experiments/harness/harness.h"
@@ -20,20 +23,59 @@ namespace {
 // Below this static/dynamic speedup the executor's overhead no longer matters.
 constexpr double kComputeBoundSpeedup = 1.1;
 
-std::vector<train::Config> configs(bool quick, bool gpu, int64_t max_rows, th::Report& rep) {
+// The CNN sweeps: ResNet-20 (width 16) and VGG-11 (width 64) at CIFAR's 32 x 32; on the
+// CPU with --quick, smaller ones (its convolutions are the reference loops).
+void cnn_configs(const std::set<std::string>& models, bool quick, bool gpu, std::vector<train::Config>& cs) {
+  const bool small = quick && !gpu;
+  if (models.count("resnet")) {
+    ResNetConfig r;
+    if (small) {
+      r.image = 16;
+      r.width = 8;
+      r.blocks = 1;
+    }
+    const std::string sweep = small ? "resnet8_w8_i16" : "resnet20_w16";
+    for (int64_t b : small ? std::vector<int64_t>{4, 8} : quick ? std::vector<int64_t>{32, 128} : std::vector<int64_t>{32, 64, 128, 256}) {
+      r.batch = b;
+      cs.push_back(train::resnet_config(sweep, r));
+    }
+  }
+  if (models.count("vgg")) {
+    VggConfig v;
+    v.stages = {1, 1, 2, 2, 2};
+    if (small) {
+      v.image = 16;
+      v.width = 8;
+      v.stages = {1, 1, 2, 2};
+      v.fc = 64;
+    }
+    const std::string sweep = small ? "vgg_w8_i16" : "vgg11_w64";
+    for (int64_t b : small ? std::vector<int64_t>{4, 8} : quick ? std::vector<int64_t>{32, 128} : std::vector<int64_t>{32, 64, 128, 256}) {
+      v.batch = b;
+      cs.push_back(train::vgg_config(sweep, v));
+    }
+  }
+}
+
+std::vector<train::Config> configs(const std::set<std::string>& models, bool quick, bool gpu, int64_t max_rows,
+                                   th::Report& rep) {
   std::vector<train::Config> cs;
   std::vector<int64_t> batches{32, 64, 128, 256, 512, 1024, 2048, 4096};
   if (quick) batches = gpu ? std::vector<int64_t>{32, 256, 1024, 4096} : std::vector<int64_t>{32, 256};
-  for (int64_t b : batches) cs.push_back(train::mlp_config("mlp_w256_d8", b, 256, 8));
-  if (quick && !gpu)
-    rep.skip("mlp_w4096_d4 batch=1024", "--quick on the CPU: ~275 GFLOP per training step takes seconds here; run "
-                                        "without --quick, or on a GPU");
-  else
-    cs.push_back(train::mlp_config("mlp_w4096_d4", 1024, 4096, 4));
+  if (models.count("mlp")) {
+    for (int64_t b : batches) cs.push_back(train::mlp_config("mlp_w256_d8", b, 256, 8));
+    if (quick && !gpu)
+      rep.skip("mlp_w4096_d4 batch=1024", "--quick on the CPU: ~275 GFLOP per training step takes seconds here; run "
+                                          "without --quick, or on a GPU");
+    else
+      cs.push_back(train::mlp_config("mlp_w4096_d4", 1024, 4096, 4));
+  }
   struct T { int64_t batch, seq, d, heads; };
   std::vector<T> ts{{1, 64, 128, 4}, {8, 64, 128, 4}, {16, 128, 256, 8}, {32, 256, 512, 8}};
   if (quick) ts = gpu ? std::vector<T>{{1, 64, 128, 4}, {8, 64, 128, 4}, {32, 256, 512, 8}} : std::vector<T>{{1, 64, 128, 4}, {8, 64, 128, 4}};
-  for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
+  if (models.count("transformer"))
+    for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
+  cnn_configs(models, quick, gpu, cs);
   if (max_rows <= 0) return cs;
   std::vector<train::Config> kept;
   for (train::Config& c : cs) {
@@ -91,6 +133,7 @@ std::vector<PassSet> pass_sets(const std::string& text) {
 // mlp, the largest transformer; on the CPU in --quick, the smallest of each sweep (what the
 // main job can run there).
 bool is_pass_target(const train::Config& c, const std::vector<train::Config>& all, bool small) {
+  if (c.model != "mlp" && c.model != "transformer") return false;  // the passes rewrite GEMM and elementwise chains
   int64_t lo = -1, hi = -1;
   for (const train::Config& o : all)
     if (o.sweep == c.sweep) {
@@ -133,6 +176,10 @@ int main(int argc, char** argv) {
   ex.add_option("--clip-grad-norm", clip_grad_norm,
                 "Clip the gradients to this global L2 norm before each update (torch.nn.utils.clip_grad_norm_); 0: "
                 "no clipping. Every row carries it as the clip_grad_norm parameter", 0.0, 1e30);
+  std::string models_text = "mlp,transformer";
+  ex.add_option("--models", models_text,
+                "The models to run, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 at "
+                "32 x 32)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
@@ -160,7 +207,8 @@ int main(int argc, char** argv) {
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
     }
     const std::vector<PassSet> sets = pass_sets(passes);  // a bad set is refused before anything runs
-    std::vector<train::Config> cs = configs(e.quick(), gpu, max_rows, e.report());
+    const std::set<std::string> models = bench::parse_models_flag(models_text);
+    std::vector<train::Config> cs = configs(models, e.quick(), gpu, max_rows, e.report());
     for (train::Config& c : cs) {
       c.precision = precision;
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));

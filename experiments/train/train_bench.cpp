@@ -67,6 +67,31 @@ Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t h
   return c;
 }
 
+Config resnet_config(const std::string& sweep, const ResNetConfig& r) {
+  ResNetConfig ri = r;
+  ri.with_loss = false;
+  Config c{"resnet", sweep, r.batch, {}, [r](Builder& b) { return resnet_cifar(b, r); },
+           [ri](Builder& b) { return resnet_cifar(b, ri); }};
+  c.params = {{"model", "resnet"}, {"sweep", sweep},      {"batch", r.batch},
+              {"image", r.image},  {"width", r.width},    {"blocks", r.blocks}};
+  c.rows = r.batch * r.image * r.image;
+  c.classes = r.classes;
+  return c;
+}
+
+Config vgg_config(const std::string& sweep, const VggConfig& v) {
+  VggConfig vi = v;
+  vi.with_loss = false;
+  Config c{"vgg", sweep, v.batch, {}, [v](Builder& b) { return vgg(b, v); }, [vi](Builder& b) { return vgg(b, vi); }};
+  std::string stages;
+  for (int n : v.stages) stages += (stages.empty() ? "" : "-") + std::to_string(n);
+  c.params = {{"model", "vgg"},    {"sweep", sweep},   {"batch", v.batch}, {"image", v.image},
+              {"width", v.width},  {"stages", stages}, {"fc", v.fc}};
+  c.rows = v.batch * v.image * v.image;
+  c.classes = v.classes;
+  return c;
+}
+
 namespace {
 
 th::Params with(th::Params p, const std::string& executor, const std::string& mode) {

@@ -41,6 +41,10 @@ void set_train_options(Config& c, const TrainOptions& t);
 
 Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int depth);
 Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads);
+// The convolutional models (graph/models.h): rows = batch * image * image, the rows of
+// the convolutions as implicit GEMMs.
+Config resnet_config(const std::string& sweep, const ResNetConfig& r);
+Config vgg_config(const std::string& sweep, const VggConfig& v);
 
 // Median seconds per iteration of each executor and mode; 0 where not measured.
 struct Result {

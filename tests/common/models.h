@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "graph/models.h"
 
@@ -33,6 +35,28 @@ static_assert(offsetof(TransformerConfig, batch) < offsetof(TransformerConfig, s
                   offsetof(TransformerConfig, heads) < offsetof(TransformerConfig, mlp_ratio),
               "transformer_config() needs TransformerConfig's fields in the order batch, seq, d_model, heads, mlp_ratio");
 
+inline ResNetConfig resnet_config(int64_t batch, int64_t image, int64_t width, int blocks, int64_t classes) {
+  ResNetConfig c;
+  c.batch = batch;
+  c.image = image;
+  c.width = width;
+  c.blocks = blocks;
+  c.classes = classes;
+  return c;
+}
+
+inline VggConfig vgg_config(int64_t batch, int64_t image, int64_t width, std::vector<int> stages, int64_t fc,
+                            int64_t classes) {
+  VggConfig c;
+  c.batch = batch;
+  c.image = image;
+  c.width = width;
+  c.stages = std::move(stages);
+  c.fc = fc;
+  c.classes = classes;
+  return c;
+}
+
 inline ChainConfig chain_config(int n, int64_t size) {
   ChainConfig c;
   c.n = n;
@@ -53,6 +77,12 @@ inline ModelFn mlp_model(const MlpConfig& c) {
 }
 inline ModelFn transformer_model(const TransformerConfig& c) {
   return [c](Builder& b) { return transformer_block(b, c); };
+}
+inline ModelFn resnet_model(const ResNetConfig& c) {
+  return [c](Builder& b) { return resnet_cifar(b, c); };
+}
+inline ModelFn vgg_model(const VggConfig& c) {
+  return [c](Builder& b) { return vgg(b, c); };
 }
 inline ModelFn chain_model(const ChainConfig& c) {
   return [c](Builder& b) { return chain(b, c); };

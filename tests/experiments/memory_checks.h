@@ -28,11 +28,17 @@ struct MemCase {
 inline std::vector<MemCase> small_mem_cases() {
   const MlpConfig m = mlp_config(6, 12, 20, 3, 5);
   const TransformerConfig t = transformer_config(2, 8, 16, 2);
+  const ResNetConfig r = resnet_config(2, 8, 4, 1, 5);
+  const VggConfig v = vgg_config(2, 8, 4, {1, 2}, 8, 5);
   return {
       {"mlp", mlp_model(m), mlp_model(without_loss(m)), memory::predict_mlp(m, true, true),
        memory::predict_mlp(m, true, false), memory::predict_mlp(m, false, false)},
       {"transformer", transformer_model(t), transformer_model(without_loss(t)), memory::predict_transformer(t, true, true),
        memory::predict_transformer(t, true, false), memory::predict_transformer(t, false, false)},
+      {"resnet", resnet_model(r), resnet_model(without_loss(r)), memory::predict_resnet(r, true, true),
+       memory::predict_resnet(r, true, false), memory::predict_resnet(r, false, false)},
+      {"vgg", vgg_model(v), vgg_model(without_loss(v)), memory::predict_vgg(v, true, true),
+       memory::predict_vgg(v, true, false), memory::predict_vgg(v, false, false)},
   };
 }
 

@@ -1,6 +1,6 @@
 // tg-memory on the CPU backend: the per-role bytes measured from real
 // allocations (dynamic executor's per-role peaks, static executor's device
-// buffers and arena) equal the closed formulas for a small MLP and transformer;
+// buffers and arena) equal the closed formulas for a small MLP, transformer, ResNet and VGG;
 // inference has no gradient, momentum or activation bytes; the agreement check
 // passes at 4% and fails at 6%. Per precision (fp32, bf16, fp16), the bytes by role
 // and dtype of the planner, the static executor's allocations and the dynamic
@@ -18,7 +18,7 @@
 namespace tg {
 using namespace tg::testing;
 
-TEST_CASE("tg-memory: per-role measured bytes equal the formulas on the CPU backend (mlp, transformer, 3 modes)") {
+TEST_CASE("tg-memory: per-role measured bytes equal the formulas on the CPU backend (mlp, transformer, resnet, vgg, 3 modes)") {
   check_roles_on(-1);
 }
 

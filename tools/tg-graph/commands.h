@@ -2,6 +2,7 @@
 // The tg-graph subcommands that live outside main.cpp: `bench` (both executors on
 // a graph file, under the experiments' harness) and `import` (ONNX -> graph file
 // and weights).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ int bench_main(int argc, char** argv);
 
 struct ImportArgs {
   std::string model, out, weights, loss = "none";
+  int64_t max_fold_mib = 4096;  // onnx::ImportOptions::max_fold_bytes, in MiB
   std::vector<std::string> dims;  // NAME=N
 };
 // Registers `import` on app; run_import runs it once parsed. Exit 0, or 2 for a

@@ -115,6 +115,7 @@ int import_checked(const ImportArgs& a) {
   opt.loss = a.loss == "mse" ? onnx::ImportOptions::Loss::mse
              : a.loss == "cross_entropy" ? onnx::ImportOptions::Loss::cross_entropy
                                          : onnx::ImportOptions::Loss::none;
+  opt.max_fold_bytes = a.max_fold_mib << 20;
   std::string weights_path = a.weights;
   if (weights_path.empty()) {
     std::filesystem::path p(a.out);
@@ -184,6 +185,11 @@ CLI::App* add_import_command(CLI::App& app, ImportArgs& a) {
                   "Append a loss so that the graph trains: mse (new input 'target'), cross_entropy (new input "
                   "'labels', [n] class indices), or none")
       ->check(CLI::IsMember({"none", "mse", "cross_entropy"}))
+      ->capture_default_str();
+  sub->add_option("--max-fold-mib", a.max_fold_mib,
+                  "The most memory the constants the import computes may take together (weights it transposes, "
+                  "scales or joins), in MiB")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   return sub;
 }

@@ -51,6 +51,24 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Shape"] = {1, 1, 1, 1, 0, 0, {{"start", Kind::i, false}, {"end", Kind::i, false}}};
     s["Concat"] = {1, -1, 1, 1, 0, 0, {{"axis", Kind::i, true}}};
     s["ConstantOfShape"] = {1, 1, 1, 1, 0, 0, {{"value", Kind::tensor, false}}};
+    const std::vector<AttrSpec> window{{"strides", Kind::ints, false}, {"pads", Kind::ints, false},
+                                       {"dilations", Kind::ints, false}, {"auto_pad", Kind::s, false}};
+    s["Conv"] = {2, 3, 1, 1, 0, 0, window};
+    s["Conv"].attrs.push_back({"group", Kind::i, false});
+    s["Conv"].attrs.push_back({"kernel_shape", Kind::ints, false});
+    s["MaxPool"] = {1, 1, 1, 2, 0, 0, window};
+    s["MaxPool"].attrs.push_back({"ceil_mode", Kind::i, false});
+    s["MaxPool"].attrs.push_back({"kernel_shape", Kind::ints, true});
+    s["MaxPool"].attrs.push_back({"storage_order", Kind::i, false});
+    s["AveragePool"] = {1, 1, 1, 1, 0, 0, window};
+    s["AveragePool"].attrs.push_back({"ceil_mode", Kind::i, false});
+    s["AveragePool"].attrs.push_back({"kernel_shape", Kind::ints, true});
+    s["AveragePool"].attrs.push_back({"count_include_pad", Kind::i, false});
+    s["GlobalAveragePool"] = unary;
+    s["BatchNormalization"] = {5, 5, 1, 5, 0, 0,
+                               {{"epsilon", Kind::f, false}, {"momentum", Kind::f, false},
+                                {"training_mode", Kind::i, false}, {"spatial", Kind::i, false}}};
+    s["Sum"] = {1, -1, 1, 1, 0, 0, {}};
     return s;
   }();
   return specs;

@@ -1,7 +1,8 @@
 // Constant folding at import: the shape arithmetic and constant scalars that
 // exporters write (Shape -> Gather -> Concat -> Reshape, Sqrt of a head size,
-// Cast), computed once, so that the IR sees constants. Sizes are bounded: a
-// folded constant is small by nature, and a huge one is refused, not allocated.
+// Cast), and the weights a model transposes, scales or joins, computed once, so that
+// the IR sees constants. Sizes are bounded by what the import has left of
+// ImportOptions::max_fold_bytes: a constant over it is refused before it is allocated.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -14,22 +15,21 @@
 
 namespace tg::onnx {
 
-namespace {
-
-constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
-
-void check_size(const Dims& d, const std::string& where) {
+void check_fold_size(const Dims& d, int64_t room, const std::string& where) {
   int64_t n = 1;
   for (int64_t x : d) {
     if (x < 0)
       graph_error("{}: folding it would make a constant of shape {}, with a negative dim {}; no tensor has one",
                   where, dims_str(d), x);
-    if (x > 0 && n > kMaxFoldElements / x)
-      graph_error("{}: folding it would make a constant of shape {}, over {} elements", where, dims_str(d),
-                  kMaxFoldElements);
+    if (x > 0 && n > room / x)
+      graph_error("{}: folding it would make a constant of shape {}, over the {} elements left of the limit on "
+                  "the constants the import computes; raise it (tg-graph import --max-fold-mib) if the machine "
+                  "has the memory", where, dims_str(d), room);
     n *= x;
   }
 }
+
+namespace {
 
 std::vector<int64_t> strides(const Dims& d) {
   std::vector<int64_t> s(d.size(), 1);
@@ -123,13 +123,13 @@ bool uniform_value(const Tensor& t, float& out) {
   return true;
 }
 
-Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, const std::string& where) {
+Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, int64_t room, const std::string& where) {
   require_known(a, where);
   require_known(b, where);
   if (a.type != b.type) graph_error("{}: operands are {} and {}; ONNX requires one type", where, a.type_name, b.type_name);
   Tensor r;
   r.dims = broadcast_dims(a.dims, b.dims, where);
-  check_size(r.dims, where);
+  check_fold_size(r.dims, room, where);
   r.type = a.type;
   r.type_name = a.type_name;
   if (a.type == Tensor::Type::f32) r.f = binary_data(op, a.f, a.dims, b.f, b.dims, r.dims, where);
@@ -207,14 +207,14 @@ Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where) {
   return r;
 }
 
-Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, const std::string& where) {
+Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, int64_t room, const std::string& where) {
   require_known(data, where);
   if (idx.type != Tensor::Type::i64) graph_error("{}: indices are {}, expected integers", where, idx.type_name);
   const size_t ax = static_cast<size_t>(normalize_axis(axis, data.dims.size(), where));
   Dims out(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax));
   out.insert(out.end(), idx.dims.begin(), idx.dims.end());
   out.insert(out.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end());
-  check_size(out, where);
+  check_fold_size(out, room, where);
   const int64_t outer = numel(Dims(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(ax)), where);
   const int64_t inner = numel(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(ax) + 1, data.dims.end()), where);
   const int64_t extent = data.dims[ax];
@@ -235,7 +235,7 @@ Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, const st
   return r;
 }
 
-Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, const std::string& where) {
+Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, int64_t room, const std::string& where) {
   if (parts.empty()) graph_error("{}: concatenates nothing", where);
   for (const Tensor* p : parts) require_known(*p, where);
   const Tensor& first = *parts[0];
@@ -252,7 +252,7 @@ Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, const 
       if (i != ax && p->dims[i] != first.dims[i]) graph_error("{}: concatenates constants of different shapes", where);
     r.dims[ax] += p->dims[ax];
   }
-  check_size(r.dims, where);
+  check_fold_size(r.dims, room, where);
   const int64_t outer = numel(Dims(first.dims.begin(), first.dims.begin() + static_cast<std::ptrdiff_t>(ax)), where);
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor* p : parts) {
@@ -319,19 +319,11 @@ void add_constant_handlers(std::map<std::string, Handler>& h) {
     if (!im.in(0).constant)
       im.refuse("gathers from a computed tensor (an embedding lookup?); the IR has no gather: feed the embedded "
                 "inputs instead");
-    im.set_const(fold_gather(im.in(0).c, im.constant(1, "indices"), im.attr_i("axis", 0), im.where()));
-  };
-  h["Concat"] = [](Importer& im) {
-    std::vector<const Tensor*> parts;
-    for (size_t i = 0; i < im.node_->inputs.size(); ++i) {
-      if (!im.in(i).constant) im.refuse("concatenates computed tensors; the IR has no concat");
-      parts.push_back(&im.in(i).c);
-    }
-    im.set_const(fold_concat(parts, im.attr_i("axis", 0), im.where()));
+    im.set_const(fold_gather(im.in(0).c, im.constant(1, "indices"), im.attr_i("axis", 0), im.fold_room(), im.where()));
   };
   h["ConstantOfShape"] = [](Importer& im) {
     const std::vector<int64_t> shape = im.ints_input(0, "shape");
-    check_size(shape, im.where());
+    check_fold_size(shape, im.fold_room(), im.where());
     Tensor t;
     auto v = im.node_->attrs.find("value");
     if (v != im.node_->attrs.end()) t = v->second.t;

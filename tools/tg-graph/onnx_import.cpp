@@ -205,7 +205,19 @@ void Importer::finish(Value v, Dims dims) {
   set(v, std::move(dims));
 }
 
+int64_t Importer::fold_room() const {
+  const int64_t left = std::max<int64_t>(0, opt_.max_fold_bytes - folded_bytes_) / static_cast<int64_t>(sizeof(float));
+  return std::min(left, kMaxValueElements);
+}
+
 void Importer::set_const(Tensor t, size_t output) {
+  const int64_t bytes = static_cast<int64_t>(t.f.size() * sizeof(float) + t.i.size() * sizeof(int64_t));
+  if (folded_bytes_ + bytes > opt_.max_fold_bytes)
+    refuse(fmt::format("folding it makes a constant of {:.1f} MiB, and the constants the import computes would hold "
+                       "{:.1f} MiB in all, over the limit of {:.1f} MiB; raise it (tg-graph import --max-fold-mib) if "
+                       "the machine has the memory", bytes / 1048576.0, (folded_bytes_ + bytes) / 1048576.0,
+                       opt_.max_fold_bytes / 1048576.0));
+  folded_bytes_ += bytes;
   Sym s;
   s.constant = true;
   s.dims = t.dims;
@@ -490,7 +502,7 @@ Dims significant(const Dims& d) {
 void binary(Importer& im, const std::string& op) {
   const Sym a = im.in(0);
   const Sym b = im.in(1);
-  if (a.constant && b.constant) return im.set_const(fold_binary(op, a.c, b.c, im.where()));
+  if (a.constant && b.constant) return im.set_const(fold_binary(op, a.c, b.c, im.fold_room(), im.where()));
   const Dims out = broadcast_dims(a.dims, b.dims, im.where());
   for (int side = 0; side < 2; ++side) {
     const Sym& c = side ? b : a;
@@ -552,7 +564,7 @@ void add_elementwise_handlers(std::map<std::string, Handler>& h) {
   h["Pow"] = [](Importer& im) {
     const Sym x = im.in(0);
     const Sym& e = im.in(1);
-    if (x.constant && e.constant) return im.set_const(fold_binary("Pow", x.c, e.c, im.where()));
+    if (x.constant && e.constant) return im.set_const(fold_binary("Pow", x.c, e.c, im.fold_room(), im.where()));
     float k = 0;
     if (!e.constant || !uniform_value(e.c, k) || !(k == 1.0f || k == 2.0f || k == 3.0f))
       im.refuse("raises a tensor to a power other than the constants 1, 2 or 3; the IR has only products");

@@ -5,7 +5,9 @@
 // broadcast, bias adds as bias_add), Div by a constant, Relu, Gelu (tanh, and the
 // tanh formula the TorchScript exporter writes), Softmax (last axis),
 // LayerNormalization (and the ReduceMean/Sub/Pow/Sqrt/Div formula of older
-// opsets), Transpose, Reshape/Flatten/Squeeze/Unsqueeze, ReduceSum/ReduceMean.
+// opsets), Transpose, Reshape/Flatten/Squeeze/Unsqueeze, ReduceSum/ReduceMean,
+// Conv/MaxPool/AveragePool/GlobalAveragePool/BatchNormalization (inference)/Concat/Sum
+// over NCHW tensors.
 // Constant subgraphs (Constant, Shape, Gather, Concat, Cast, Sqrt, ... of
 // constants) are folded. Float initializers that feed compute become parameters
 // holding their values (ParamInit::Kind::data). Anything else is refused with a
@@ -31,6 +33,12 @@ struct ImportOptions {
   // a new input "target" of the output's shape, or cross_entropy of [n, classes]
   // logits against a new input "labels" [n] (class indices stored as f32).
   enum class Loss { none, mse, cross_entropy } loss = Loss::none;
+  // The most bytes the constants the import computes may hold together: a weight
+  // transposed, scaled or joined at import is a constant of a weight's size (VGG-16's
+  // first classifier weight is 102.8M elements), while the model's initializers are read
+  // as they are and count against nothing. A model over the limit is refused, naming the
+  // node that would cross it.
+  int64_t max_fold_bytes = int64_t{4} << 30;
 };
 
 struct Imported {

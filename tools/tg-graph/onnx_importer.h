@@ -1,7 +1,8 @@
 #pragma once
 // The importer's state, shared by its files: onnx_import.cpp (environment,
 // dispatch, elementwise ops and broadcasting), onnx_ops.cpp (matrix products,
-// shapes, reductions, normalizations) and onnx_fold.cpp (constant folding).
+// shapes, reductions, normalizations), onnx_cnn.cpp (convolutions, pools, batch
+// norm, concat) and onnx_fold.cpp (constant folding).
 #include <functional>
 #include <map>
 #include <set>
@@ -61,12 +62,14 @@ Dims broadcast_dims(const Dims& a, const Dims& b, const std::string& where);
 int64_t normalize_axis(int64_t axis, size_t rank, const std::string& where);
 
 // Constant folding: GraphError for what it cannot fold (onnx_fold.cpp).
-Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, const std::string& where);
+// room: the most elements the result may have (Importer::fold_room()).
+void check_fold_size(const Dims& d, int64_t room, const std::string& where);
+Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, int64_t room, const std::string& where);
 Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& where);
 Tensor fold_transpose(const Tensor& a, const std::vector<int64_t>& perm);
 Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where);
-Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, const std::string& where);
-Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, const std::string& where);
+Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, int64_t room, const std::string& where);
+Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, int64_t room, const std::string& where);
 Tensor i64_tensor(const Dims& dims, std::vector<int64_t> values);
 // Every element equal: the value, for scale/bias rewrites.
 bool uniform_value(const Tensor& t, float& out);
@@ -99,7 +102,10 @@ class Importer {
   // set(), after renaming v's node to the ONNX output's name when this node created it
   // (else v is an earlier value, and the output an alias of it).
   void finish(Value v, Dims dims);
+  // A folded constant, counted against ImportOptions::max_fold_bytes (refused past it).
   void set_const(Tensor t, size_t output = 0);
+  // The most elements a constant folded now may have.
+  int64_t fold_room() const;
   void alias(const Sym& s, size_t output = 0);
 
   // IR helpers. `name` is the ONNX output the value stands for (helpers get a
@@ -129,6 +135,7 @@ class Importer {
   std::map<std::string, Sym> env_;
   std::map<std::string, Value> params_;
   std::set<std::string> onnx_names_;  // every ONNX value name: helpers must not take one
+  int64_t folded_bytes_ = 0;          // what the constants folded so far hold
 };
 
 // Op handlers, by ONNX op type (onnx_import.cpp and onnx_ops.cpp register theirs).
@@ -137,5 +144,6 @@ const std::map<std::string, Handler>& handlers();
 void add_elementwise_handlers(std::map<std::string, Handler>& h);
 void add_tensor_handlers(std::map<std::string, Handler>& h);
 void add_constant_handlers(std::map<std::string, Handler>& h);
+void add_cnn_handlers(std::map<std::string, Handler>& h);
 
 }  // namespace tg::onnx

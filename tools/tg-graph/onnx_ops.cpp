@@ -297,6 +297,7 @@ const std::map<std::string, Handler>& handlers() {
     add_elementwise_handlers(m);
     add_tensor_handlers(m);
     add_constant_handlers(m);
+    add_cnn_handlers(m);
     return m;
   }();
   return h;

@@ -1,0 +1,142 @@
+// The convolutional models' formulas, layer by layer as the seed's walk-through counts
+// them: a conv layer's parameters K C R S (+ K bias), its feature maps B K H W, which
+// grow with the batch and the image and shrink at each pooling. f32 everywhere. Each
+// term names the values it counts, in the order graph/models.cpp makes them and
+// graph/autodiff.cpp differentiates them; reshapes are views and own no bytes.
+#include "experiments/memory/formulas.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tg::memory {
+
+namespace {
+
+constexpr int64_t kF32 = 4;
+
+// Element counts per role, summed layer by layer.
+struct Tally {
+  int64_t params = 0, inputs = 0, activations = 0, workspace = 0;
+  Predicted done(bool training, bool momentum) const {
+    Predicted p;
+    auto set = [&p](MemRole r, int64_t elements) { p.bytes[static_cast<size_t>(r)] = elements * kF32; };
+    set(MemRole::parameters, params);
+    set(MemRole::inputs, inputs);
+    set(MemRole::gradients, training ? params : 0);
+    set(MemRole::momentum, training && momentum ? params : 0);
+    set(MemRole::activations, activations);
+    set(MemRole::workspace, workspace);
+    return p;
+  }
+};
+
+// Linear layers after the convolutions: in -> each width in `outs`; a ReLU after all but
+// the last, whose bias_add output is the prediction (then the loss and its gradient).
+void linear_layers(Tally& t, int64_t B, int64_t in, const std::vector<int64_t>& outs, bool training) {
+  int64_t d = in;
+  for (size_t l = 0; l < outs.size(); ++l) {
+    const int64_t n = outs[l];
+    const bool last = l + 1 == outs.size();
+    t.params += d * n + n;
+    // Forward: matmul, bias_add (the last: the prediction) and the ReLU; the ReLU's output is
+    // saved (relu_grad and the next weight gradient read it).
+    t.workspace += 2 * B * n;
+    if (!last) (training ? t.activations : t.workspace) += B * n;
+    if (!training) {
+      d = n;
+      continue;
+    }
+    // Backward: relu_grad, or the loss's gradient for the last; dA = dY W^T [B, d].
+    t.workspace += B * n + B * d;
+    d = n;
+  }
+  if (training) t.workspace += 2;  // the loss, and the seed of backward
+}
+
+}  // namespace
+
+// VGG: per conv layer (C -> K channels at H x H, S = B K H H): conv2d, the bias broadcast
+// [K,H], [K,H,H], [B,K,H,H] and add, the ReLU. Backward: relu_grad, the bias gradient's
+// reduce_sums [K,H,H] and [K,H] (the [K] is the gradient), dX [B,C,H,H] but for the first
+// layer (x is an input). Each pool: its output, and max_pool2d_grad's [B,K,2h,2h].
+Predicted predict_vgg(const VggConfig& c, bool training, bool momentum) {
+  const int64_t B = c.batch;
+  Tally t;
+  t.inputs = B * 3 * c.image * c.image + (training ? B : 0);  // x, labels
+  int64_t C = 3, H = c.image;
+  for (size_t s = 0; s < c.stages.size(); ++s) {
+    const int64_t K = c.width << std::min<size_t>(s, 3);
+    for (int k = 0; k < c.stages[s]; ++k) {
+      const int64_t S = B * K * H * H;
+      const bool first = s == 0 && k == 0;
+      t.params += K * C * 9 + K;
+      t.workspace += 3 * S + K * H + K * H * H;  // conv2d, the [B,K,H,H] broadcast, add; [K,H], [K,H,H]
+      (training ? t.activations : t.workspace) += S;  // the ReLU's output
+      if (training) t.workspace += S + K * H * H + K * H + (first ? 0 : B * C * H * H);
+      C = K;
+    }
+    const int64_t pooled = B * C * (H / 2) * (H / 2);
+    // A pool's output is saved when a conv follows (its weight gradient reads it); the last
+    // one is read through the flattening reshape, a view it owns, by no backward op directly.
+    const bool last = s + 1 == c.stages.size();
+    (training && !last ? t.activations : t.workspace) += pooled;
+    if (training) t.workspace += B * C * H * H;  // max_pool2d_grad
+    H /= 2;
+  }
+  linear_layers(t, B, C * H * H, {c.fc, c.fc, c.classes}, training);
+  return t.done(training, momentum);
+}
+
+// ResNet: a conv + batch norm (+ ReLU) unit at K channels, output H x H (S = B K H H):
+// conv2d (saved: batch norm's gradients read it) and batch norm's output; backward
+// batch_norm_grad_x, beta's reduce_sums [B,K,H] and [B,K] (gamma's and beta's [K] are
+// gradients), and dX [B,C,H0,H0] of the conv but for the stem's. With a ReLU: its output
+// (saved) and relu_grad. A block adds the residual add (its output and, backward, relu_grad
+// after it) and one add joining the two gradients of its input [B,C,H0,H0].
+Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum) {
+  const int64_t B = c.batch;
+  Tally t;
+  t.inputs = B * 3 * c.image * c.image + (training ? B : 0);
+  auto unit = [&](int64_t C, int64_t K, int64_t k, int64_t H0, int64_t H, bool relu, bool stem) {
+    const int64_t S = B * K * H * H;
+    t.params += K * C * k * k + 2 * K;
+    (training ? t.activations : t.workspace) += S;  // conv2d
+    t.workspace += S;                                // batch norm
+    if (!training) {
+      // Inference: batch_norm_inference reads the running statistics, a [2, K] parameter.
+      t.params += 2 * K;
+      if (relu) t.workspace += S;
+      return;
+    }
+    t.workspace += S + B * K * H + B * K + (stem ? 0 : B * C * H0 * H0);
+    if (relu) {
+      t.activations += S;
+      t.workspace += S;
+    }
+  };
+  int64_t C = c.width, H = c.image;
+  unit(3, C, 3, H, H, true, true);
+  for (int s = 0; s < 3; ++s) {
+    const int64_t K = c.width << s;
+    for (int k = 0; k < c.blocks; ++k) {
+      const bool down = s > 0 && k == 0;
+      const int64_t Ho = down ? H / 2 : H, S = B * K * Ho * Ho;
+      unit(C, K, 3, H, Ho, true, false);
+      unit(K, K, 3, Ho, Ho, false, false);
+      if (down) unit(C, K, 1, H, Ho, false, false);
+      t.workspace += S;                                   // the residual add
+      (training ? t.activations : t.workspace) += S;      // the block's ReLU
+      if (training) t.workspace += S + B * C * H * H;     // relu_grad; the join of the input's two gradients
+      C = K;
+      H = Ho;
+    }
+  }
+  // The global average pool: reduce_mean over W [B,C,H], then H [B,C] (the head reads it
+  // through two reshapes); backward: scale and broadcast back through each.
+  t.workspace += B * C * H + B * C;
+  if (training) t.workspace += B * C + 2 * B * C * H + B * C * H * H;
+  linear_layers(t, B, C, {c.classes}, training);
+  return t.done(training, momentum);
+}
+
+}  // namespace tg::memory

@@ -1,0 +1,28 @@
+// The convolutional models on CUDA: static (replayed as a CUDA Graph) == dynamic bit for
+// bit, training and inference; the conv, pool and batch-norm kernels are deterministic
+// (each output element summed alone in a fixed order), so nothing else is asked.
+#include <doctest/doctest.h>
+
+#include "tests/common/models.h"
+#include "tests/gpu_skip.h"
+
+#if __has_include("kernels/cuda/cuda_backend.h")
+#include "kernels/cuda/cuda_backend.h"
+#include "tests/static/vs_dynamic_test.h"
+
+namespace tg {
+namespace {
+
+std::shared_ptr<Backend> gpu() { return std::shared_ptr<Backend>(make_cuda_backend(0, false)); }
+
+TEST_CASE("static == dynamic bitwise on CUDA: the CIFAR ResNet and the VGG network, graph replay") {
+  TG_REQUIRE_GPU();
+  const ResNetConfig r = testing::resnet_config(4, 16, 8, 1, 10);
+  testing::check_static_vs_dynamic(gpu, testing::resnet_model(r), "resnet", true, r.classes);
+  const VggConfig v = testing::vgg_config(4, 16, 8, {1, 1, 2}, 32, 10);
+  testing::check_static_vs_dynamic(gpu, testing::vgg_model(v), "vgg", true, v.classes);
+}
+
+}  // namespace
+}  // namespace tg
+#endif
