@@ -7,6 +7,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/errors.h"
+#include "trace/trace.h"
 
 namespace tg {
 
@@ -20,6 +21,7 @@ double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 template <typename Body, typename Done>
 auto run_iteration(EagerBuilder& b, const Feeds& feeds, bool training, Body body, Done done) {
   const Clock::time_point t0 = Clock::now();
+  TG_TRACE_SCOPE(training ? "dynamic training step" : "dynamic inference");
   b.begin_iteration(feeds, training);
   try {
     auto result = body(b);
@@ -67,7 +69,9 @@ float DynamicTrainer::step(const Feeds& feeds) {
       if (p.role == Role::parameter) wrt_.push_back(b.handle(p.id));
 
     b.set_taping(false, Role::gradient);
+    trace::Span autodiff("backward");  // the tape walked, gradient ops run as they are made
     const std::vector<Value> grads = backward(b, b.tape(), out.loss, wrt_);
+    autodiff.end();
     if (velocity_names_.size() != wrt_.size()) {
       velocity_names_.clear();
       for (const Value& w : wrt_) velocity_names_.push_back(b.persistent()[static_cast<size_t>(w.id - EagerBuilder::kPersistentBase)].name + ".velocity");
