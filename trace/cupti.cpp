@@ -47,7 +47,10 @@ struct Collected {
   size_t dropped = 0;
 };
 Collected* g = nullptr;
-bool g_started = false;
+bool g_started = false, g_registered = false;
+// Nanoseconds added to CUPTI's timestamps: 0 when CUPTI takes them from now_ns() (the
+// timestamp callback); else the offset between the two clocks, read once at the start.
+int64_t g_offset = 0;
 
 uint64_t CUPTIAPI timestamp() { return static_cast<uint64_t>(now_ns()); }
 
@@ -101,7 +104,7 @@ Event device_event(const char* name, const char* cat, uint64_t start, uint64_t e
   e.ph = 'X';
   e.name = name;
   e.cat = cat;
-  e.ts_ns = static_cast<int64_t>(start);
+  e.ts_ns = static_cast<int64_t>(start) + g_offset;
   e.dur_ns = static_cast<int64_t>(end - start);
   e.pid = kDevicePidBase + static_cast<int>(device);
   e.tid = stream;
@@ -150,7 +153,7 @@ void take(const CUpti_Activity* rec, Collected& c) {
       e.ph = 'X';
       e.name = api_name(a->cbid);
       e.cat = "cuda_api";
-      e.ts_ns = static_cast<int64_t>(a->start);
+      e.ts_ns = static_cast<int64_t>(a->start) + g_offset;
       e.dur_ns = static_cast<int64_t>(a->end - a->start);
       e.pid = kHostPid;
       e.tid = lane;
@@ -194,8 +197,17 @@ void set_kinds(bool on) {
 std::string start_gpu_activity(int device, const std::string& device_name) {
   if (g_started) return "";
   if (!g) g = new Collected;  // never freed: CUPTI's thread may deliver a buffer late
-  TG_CUPTI_TRY(cuptiActivityRegisterTimestampCallback(timestamp));
-  TG_CUPTI_TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  if (!g_registered) {
+    // Registered once, before any kind is enabled, as CUPTI asks. Where it refuses the
+    // callback, its own clock is mapped onto now_ns() by one offset instead.
+    if (cuptiActivityRegisterTimestampCallback(timestamp) != CUPTI_SUCCESS) {
+      uint64_t cupti_now = 0;
+      TG_CUPTI_TRY(cuptiGetTimestamp(&cupti_now));
+      g_offset = now_ns() - static_cast<int64_t>(cupti_now);
+    }
+    TG_CUPTI_TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    g_registered = true;
+  }
   for (CUpti_ActivityKind k : kKinds) TG_CUPTI_TRY(cuptiActivityEnable(k));
   g_started = true;
   name_process(kDevicePidBase + device, fmt::format("GPU {} ({})", device, device_name), 1 + device);
