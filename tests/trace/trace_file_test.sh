@@ -64,4 +64,10 @@ for bad in overlap backward; do
 done
 grep -q "without nesting" "$out/overlap.log" || fail "overlap message"
 grep -q "before its launch" "$out/backward.log" || fail "backward flow message"
+# The GPU rules on a trace shaped as a CUDA run writes it (no GPU here): every kernel after a launch.
+python3 "$src/tests/trace/gpu_like_trace.py" "$out/gpu.json" 1000
+$check "$out/gpu.json" --backend cuda --kernels-at-least 1000 --ops-per-iteration 1000
+python3 "$src/tests/trace/gpu_like_trace.py" "$out/gpu-unlaunched.json" 10 drop-last-flow
+if $check "$out/gpu-unlaunched.json" 2>"$out/unlaunched.log"; then fail "check_trace accepted a kernel without a launch"; fi
+grep -q "has no launch flow" "$out/unlaunched.log" || fail "unlaunched kernel message"
 echo "OK: CPU trace of a 1000-op chain checked, rows flagged traced, compare refuses mixed runs, bad flags exit 2"

@@ -16,6 +16,11 @@ for f in iteration whole; do
     [ -s "$out/$f.$ext" ] || { echo "FAIL: $out/$f.$ext missing or empty"; exit 1; }
   done
 done
+# Host lanes above a GPU stream with launch arrows, from a trace shaped as a CUDA run writes it.
+"$py" "$src/tests/trace/gpu_like_trace.py" "$out/gpu.json" 12
+$render "$out/gpu.json" --out "$out/gpu" --around "dynamic inference" >"$out/gpu.txt"
+grep -q "on 2 lanes, 12 launch arrows" "$out/gpu.txt" || { cat "$out/gpu.txt"; echo "FAIL: the GPU lane or its arrows"; exit 1; }
+[ -s "$out/gpu.png" ] && [ -s "$out/gpu.svg" ] || { echo "FAIL: no GPU figure"; exit 1; }
 rc=0
 $render "$out/t.json" --out "$out/none" --around "no such span" 2>"$out/none.log" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "host spans in the trace: .*dynamic inference" "$out/none.log" \

@@ -162,7 +162,9 @@ def render(a):
             continue
         if (s["pid"], s["tid"]) not in row_of or (f["pid"], f["tid"]) not in row_of or arrows >= a.max_arrows:
             continue
-        sy = row_of[(s["pid"], s["tid"])][0] + 0.9
+        base, shown = row_of[(s["pid"], s["tid"])]
+        # From the bottom of the deepest span the call sits in (the CUDA call itself).
+        sy = base + max((d for e, d in shown if e["ts"] <= s["ts"] <= e["ts"] + e["dur"]), default=0) + 0.9
         fy = row_of[(f["pid"], f["tid"])][0]
         ax.annotate("", xy=((f["ts"] - x0) * scale, fy), xytext=((s["ts"] - x0) * scale, sy),
                     arrowprops=dict(arrowstyle="->", color="#555555", lw=0.5, alpha=0.6))
@@ -177,12 +179,14 @@ def render(a):
     if counters:
         cax = fig.add_subplot(grid[1], sharex=ax)
         series = defaultdict(list)
+        top = max(v for c in counters for v in c["args"].values())
+        div, mem_unit = (2**20, "MiB") if top >= 2**20 else (2**10, "KiB")
         for c in sorted(counters, key=lambda c: c["ts"]):
             for k, v in c["args"].items():
-                series[f"{c['name']}: {k}"].append(((c["ts"] - x0) * scale, v / 2**20))
+                series[f"{c['name']}: {k}"].append(((c["ts"] - x0) * scale, v / div))
         for label, pts in sorted(series.items()):
             cax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=label, lw=1)
-        cax.set_ylabel("MiB", fontsize=7)
+        cax.set_ylabel(mem_unit, fontsize=7)
         cax.legend(fontsize=6, loc="upper left")
         cax.tick_params(labelsize=7)
         cax.set_xlabel(f"time in the window ({unit}; the window starts at {lo / 1000:.3f} ms of the trace)", fontsize=8)
