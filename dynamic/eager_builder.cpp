@@ -15,6 +15,7 @@
 #include "graph/init.h"
 #include "graph/shape_inference.h"
 #include "kernels/dtype_copy.h"
+#include "trace/trace.h"
 
 namespace tg {
 
@@ -94,6 +95,13 @@ void EagerBuilder::alloc_slot(int id) {
   s.alive = true;
   role_bytes_[static_cast<size_t>(s.role)] += static_cast<int64_t>(bytes);
   if (track_roles_ && id < kPersistentBase) role_events_.push_back(id);
+  count_memory();
+}
+
+void EagerBuilder::count_memory() const {
+  if (!trace::recording()) return;
+  const AllocatorStats st = alloc_.stats();
+  trace::counter("memory: dynamic allocator", "allocated", st.current, "reserved", st.reserved);
 }
 
 void EagerBuilder::release(int id) {
@@ -107,6 +115,7 @@ void EagerBuilder::release(int id) {
   if (track_roles_) role_events_.push_back(~s.owner);
   alloc_.free(o.block);
   o.block = Block{};
+  count_memory();
 }
 
 int EagerBuilder::new_persistent(const std::string& name, const Shape& shape, Role role, ParamInit init,
@@ -154,6 +163,7 @@ Value EagerBuilder::input(const std::string& name, const Shape& shape, DType dty
   if (it->second.size() != static_cast<size_t>(n))
     throw std::invalid_argument(fmt::format("input {} has shape {} ({} floats) but its feed holds {} floats", quote_name(name),
                                             shape.str(), n, it->second.size()));
+  TG_TRACE_SCOPE("feed");
   const int id = new_slot(shape, Role::input, dtype);
   alloc_slot(id);
   copy_to_device_as(backend_, slot(id).data, it->second, dtype);
@@ -219,6 +229,7 @@ void EagerBuilder::mark_output(const Value& v) {
 Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs, const std::string& name) {
   if (!in_iteration_) throw std::logic_error("EagerBuilder::apply called outside begin_iteration()/end_iteration()");
   const bool timed = opt_.timing != Timing::off && (op_counter_++ & sample_mask_) == 0;
+  trace::Steps steps(op_name(op), "build");
   Clock::time_point t0, t1, t2, t3;
   if (timed) t0 = Clock::now();
   ++times_.ops;
@@ -292,8 +303,10 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   if (plan_ok_) check_trace(tr);
 
   if (timed) t1 = Clock::now();
+  steps.next("allocate");
   if (needs_memory) alloc_slot(out.id);
   if (timed) t2 = Clock::now();
+  steps.next("launch");
   if (out.valid() && !op_is_view(op)) {
     const Slot& o = slots_[static_cast<size_t>(out.id)];
     call.out = kernels::TensorView{o.data, o.shape, o.dtype};
@@ -306,6 +319,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     }
   }
   if (timed) t3 = Clock::now();
+  steps.next("free");
   if (plan_ok_) {
     const size_t k = trace_.size() - 1;
     for (int j = plan_->offsets[k]; j < plan_->offsets[k + 1]; ++j) release(plan_->frees[static_cast<size_t>(j)]);
@@ -362,6 +376,7 @@ void EagerBuilder::check_trace(const TraceOp& t) {
 
 void EagerBuilder::end_iteration() {
   if (!in_iteration_) return;
+  TG_TRACE_SCOPE("end iteration");
   for (size_t i = 0; i < slots_.size(); ++i) release(static_cast<int>(i));
   if (track_roles_) replay_role_peaks();
   learn_plan();
@@ -451,6 +466,7 @@ void EagerBuilder::replay_role_peaks() {
 
 std::vector<float> EagerBuilder::read(const Value& v) {
   const Slot& s = live_slot(v.id, OpKind::copy, 0);
+  TG_TRACE_SCOPE("read back");
   return copy_to_host_from(backend_, s.data, s.shape.numel(), s.dtype);
 }
 
@@ -459,6 +475,7 @@ void EagerBuilder::write(const Value& v, const std::vector<float>& host) {
   if (host.size() != static_cast<size_t>(s.shape.numel()))
     throw std::invalid_argument(fmt::format("write: value {} has shape {} ({} floats) but {} floats were given",
                                             v.id, s.shape.str(), s.shape.numel(), host.size()));
+  TG_TRACE_SCOPE("feed");
   copy_to_device_as(backend_, s.data, host, s.dtype);
 }
 

@@ -138,6 +138,7 @@ class EagerBuilder final : public Builder {
   Value take_persistent(int idx);                       // its handle; moves param_cursor_ past it
   void alloc_slot(int id);
   void release(int id);
+  void count_memory() const;  // the trace's memory counter, while a trace records
   void check_trace(const TraceOp& t);
   void learn_plan();
   void replay_role_peaks();

@@ -8,6 +8,7 @@
 #include "graph/autodiff.h"
 #include "graph/errors.h"
 #include "graph/optimizers.h"
+#include "trace/trace.h"
 
 namespace tg {
 
@@ -21,6 +22,7 @@ double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 template <typename Body, typename Done>
 auto run_iteration(EagerBuilder& b, const Feeds& feeds, bool training, Body body, Done done) {
   const Clock::time_point t0 = Clock::now();
+  TG_TRACE_SCOPE(training ? "dynamic training step" : "dynamic inference");
   b.begin_iteration(feeds, training);
   try {
     auto result = body(b);
@@ -74,7 +76,9 @@ float DynamicTrainer::step(const Feeds& feeds) {
     LossScaling ls;
     const Value target = loss_scaled_ ? scale_loss(b, out.loss, opt_.loss_scale, ls) : out.loss;
     b.set_taping(false, Role::gradient);
+    trace::Span autodiff("backward");  // the tape walked, gradient ops run as they are made
     std::vector<Value> grads = backward(b, b.tape(), target, wrt_);
+    autodiff.end();
     if (velocity_names_.size() != wrt_.size()) {
       param_names_.clear();
       velocity_names_.clear();

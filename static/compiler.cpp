@@ -10,6 +10,7 @@
 #include "graph/precision.h"
 #include "graph/validate.h"
 #include "kernels/gemm/gemm_mode.h"
+#include "trace/trace.h"
 
 namespace tg {
 
@@ -33,6 +34,7 @@ CompiledPlan compile(const ModelFn& model_as_written, const CompileOptions& opt)
   auto t0 = Clock::now();
   Graph forward;
   {
+    TG_TRACE_SCOPE("graph build");
     RecordingBuilder b(forward);
     model(b);
   }
@@ -40,7 +42,10 @@ CompiledPlan compile(const ModelFn& model_as_written, const CompileOptions& opt)
   t0 = Clock::now();
   TrainOptions train = opt.train;
   train.loss_scale.enabled = loss_scale_enabled(train.loss_scale, opt.precision);
-  Graph g = opt.training ? build_training_graph(model, train) : build_inference_graph(model);
+  Graph g = [&] {
+    TG_TRACE_SCOPE(opt.training ? "autodiff" : "graph build");
+    return opt.training ? build_training_graph(model, train) : build_inference_graph(model);
+  }();
   const double build = ms_since(t0);
   if (opt.training) t.autodiff = std::max(0.0, build - t.record);
   else t.record = build;
@@ -53,12 +58,14 @@ CompiledPlan compile(const ModelFn& model_as_written, const CompileOptions& opt)
 
 CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, CompileTimings t,
                            std::vector<std::string> pruned_inputs) {
+  TG_TRACE_SCOPE("compile");
   CompiledPlan out;
   out.pass_options = opt.pass_options;
   if (loss >= static_cast<int>(graph.values.size()))
     throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
   auto t0 = Clock::now();
   if (!opt.passes.empty()) {
+    TG_TRACE_SCOPE("passes");
     // The passes renumber values; the loss keeps its name (a graph output is never fused away).
     validate(graph);  // a pass assumes a valid graph
     const std::string loss_name = loss >= 0 ? graph.values[static_cast<size_t>(loss)].name : "";
@@ -67,8 +74,12 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   }
   t.passes = ms_since(t0);
   t0 = Clock::now();
-  validate(graph);  // names the node, op and shapes of every problem
-  std::vector<int> order = graph.topo_order();
+  std::vector<int> order;
+  {
+    TG_TRACE_SCOPE("validate");
+    validate(graph);  // names the node, op and shapes of every problem
+    order = graph.topo_order();
+  }
   t.validate = ms_since(t0);
 
   std::shared_ptr<Backend> backend = opt.backend;
@@ -79,6 +90,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
     throw std::invalid_argument("compile: the parameter store belongs to another backend; pass the same backend");
 
   t0 = Clock::now();
+  trace::Span plan_span("plan");
   PlanOptions po = opt.plan;
   po.workspace_bytes = gemm_workspace_bytes(graph, params->backend());
   // The lanes pass: which nodes run on a side stream. Not in the batch-invariant mode, whose
@@ -92,6 +104,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   }
   MemoryPlan plan = plan_memory(graph, order, po);
   t.plan = ms_since(t0);
+  plan_span.end();  // the executable's phases below are spans of their own
 
   out.loss = loss;
   for (int o : graph.outputs)

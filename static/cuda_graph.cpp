@@ -8,6 +8,7 @@
 
 #include "graph/quote.h"
 #include "static/device_runner.h"
+#include "trace/trace.h"
 
 #if __has_include("kernels/cuda/cuda_backend.h")
 #include "kernels/cuda/cuda_backend.h"
@@ -114,6 +115,7 @@ class CudaRunner final : public DeviceRunner {
     if (staging_bytes) std::memset(staging_.get(), 0, staging_bytes);
     if (!use_graph_) return;
     const auto t0 = std::chrono::steady_clock::now();
+    trace::Span capture_span("capture");
     const int k = copies_in_graph_;
     graph_ = capture_steps(stream_, num_steps(), [&](int i) { issue(i); },
                            [&](int i) {
@@ -123,6 +125,7 @@ class CudaRunner final : public DeviceRunner {
                              return fmt::format("{} ({})", quote_name(n.name), op_name(n.op));
                            });
     capture_ms = ms_since(t0);
+    capture_span.end();
     if (opt.instantiate) instantiate();
   }
   ~CudaRunner() override {
@@ -175,6 +178,7 @@ class CudaRunner final : public DeviceRunner {
   float loss_host() const override { return *loss_host_.as<float>(); }
   bool has_graph() const override { return use_graph_; }
   void instantiate() override {
+    TG_TRACE_SCOPE("instantiate");
     const auto t0 = std::chrono::steady_clock::now();
     exec_ = cuda::GraphExec::instantiate(graph_);
     instantiate_ms = ms_since(t0);
@@ -184,6 +188,7 @@ class CudaRunner final : public DeviceRunner {
     if (!prev || !use_graph_ || !prev->use_graph_)
       throw std::logic_error("update_from: both plans must be captured CUDA graphs");
     prev->synchronize();  // the instance must be idle before it is rewritten
+    TG_TRACE_SCOPE("graph update");
     const auto t0 = std::chrono::steady_clock::now();
     exec_ = std::move(prev->exec_);
     const bool updated = update_or_instantiate(exec_, graph_);

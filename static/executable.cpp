@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "kernels/dtype_copy.h"
 #include "kernels/out_of_memory.h"
 #include "kernels/parallel_memcpy.h"
+#include "trace/trace.h"
 
 namespace tg {
 
@@ -31,6 +33,13 @@ void require_kernels(const Graph& g, const Backend& be) {
                   "run the model on the CPU backend, or in a precision whose kernels it has (--precision fp32)",
                   be.name(), quote_name(node.name), op_name(node.op), dtype_name(dt), dtype_name(dt), op_name(node.op));
   }
+}
+
+// Bytes held by the live plans (arena and inputs), for the trace's memory counter.
+std::atomic<int64_t> g_plan_bytes{0};
+void count_plan_bytes(int64_t delta) {
+  const int64_t now = g_plan_bytes.fetch_add(delta) + delta;
+  trace::counter("memory: static plans", "allocated", now);
 }
 }  // namespace
 
@@ -57,6 +66,7 @@ StaticExecutable::StaticExecutable(std::shared_ptr<const Graph> graph, std::vect
       runner_ = make_cuda_runner(backend(), *graph_, launches_, std::move(staged),
                                  static_cast<size_t>(staging_bytes_), ro);
     }
+    count_plan_bytes(device_bytes());
   } catch (...) {
     runner_.reset();
     for (void* p : input_buffers_) backend().raw_free(p);
@@ -70,6 +80,7 @@ StaticExecutable::~StaticExecutable() {
   runner_.reset();
   for (void* p : input_buffers_) backend().raw_free(p);
   if (arena_) backend().raw_free(arena_);
+  count_plan_bytes(-device_bytes());
 }
 
 std::string StaticExecutable::memory_breakdown() const {
@@ -91,6 +102,7 @@ std::string StaticExecutable::memory_breakdown() const {
 }
 
 void StaticExecutable::allocate() {
+  TG_TRACE_SCOPE("allocate");
   const Graph& g = *graph_;
   Backend& be = backend();
   const std::string advice = plan_.mode == PlanMode::naive
@@ -165,6 +177,7 @@ int64_t gemm_workspace_bytes(const Graph& g, Backend& backend) {
 }
 
 void StaticExecutable::build_schedule() {
+  TG_TRACE_SCOPE("schedule");
   const Graph& g = *graph_;
   launches_.clear();
   launches_.reserve(order_.size());
@@ -227,6 +240,7 @@ const char* feed_copy_name(FeedCopy f) {
 
 void StaticExecutable::feed(const Feeds& feeds) {
   if (feeds.empty()) return;
+  TG_TRACE_SCOPE("feed");
   // Every feed is checked before any is copied: a bad one leaves the inputs as they were.
   // The staging pointer is fixed; only writing through it must wait for the previous run.
   char* staged = runner_ ? reinterpret_cast<char*>(runner_->staging()) : nullptr;
@@ -272,9 +286,11 @@ void StaticExecutable::feed(const Feeds& feeds) {
 void StaticExecutable::run(const Feeds& feeds) {
   feed(feeds);
   if (runner_) {
+    TG_TRACE_SCOPE(runner_->has_graph() ? "replay" : "launch schedule");
     runner_->run();
     return;
   }
+  TG_TRACE_SCOPE("run schedule");
   Backend& be = backend();
   for (const Launch& l : launches_) {
     try {
@@ -287,6 +303,7 @@ void StaticExecutable::run(const Feeds& feeds) {
 
 void StaticExecutable::replay_resident() {
   if (!runner_) throw std::logic_error("StaticExecutable::replay_resident: a CUDA plan only (this one runs on the CPU)");
+  TG_TRACE_SCOPE("replay");
   runner_->replay_resident();
 }
 
@@ -298,9 +315,11 @@ float StaticExecutable::step(const Feeds& feeds) {
   if (loss_ < 0) throw std::logic_error("StaticExecutable::step: this plan has no loss (an inference plan); use run()");
   run(feeds);
   if (runner_) {
+    TG_TRACE_SCOPE("synchronize");
     runner_->synchronize();
     return runner_->loss_host();
   }
+  TG_TRACE_SCOPE("read back");
   float loss = 0;
   backend().copy_to_host(&loss, ptr_[static_cast<size_t>(loss_)], sizeof(float));
   return loss;
@@ -317,6 +336,7 @@ std::vector<float> StaticExecutable::read(int value) const {
   const ValueInfo& v = graph_->values[static_cast<size_t>(value)];
   if (!p)
     throw std::invalid_argument(fmt::format("value {} has no storage: no node writes it and it is not an input", quote_name(v.name)));
+  TG_TRACE_SCOPE("read back");
   if (runner_) runner_->synchronize();
   return copy_to_host_from(backend(), p, v.shape.numel(), v.dtype);
 }
@@ -328,6 +348,7 @@ std::vector<float> StaticExecutable::read(const std::string& name) const {
 }
 
 void StaticExecutable::synchronize() const {
+  TG_TRACE_SCOPE("synchronize");
   if (runner_) runner_->synchronize();
   else backend().synchronize();
 }

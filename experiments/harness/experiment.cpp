@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -20,8 +21,10 @@
 #include "experiments/harness/table.h"
 #include "graph/quote.h"
 #include "kernels/device_info.h"
+#include "trace/recorder.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/harness/gpu_timing.h"
+#include "trace/cupti.h"
 #endif
 
 namespace tg::harness {
@@ -121,6 +124,14 @@ Experiment::Experiment(std::string tool, std::string description, std::string ex
       ->transform(decimal_real(0.0, 86400.0));
   app.add_option("--json", json_path_, "Write the JSON report to FILE (atomically; a regular file or a new one)");
   app.add_option("--csv", csv_path_, "Write the CSV report to FILE (atomically; a regular file or a new one)");
+  app.add_option("--trace", trace_path_,
+                 "Write a timeline of the run to FILE: Chrome trace-event JSON for Perfetto or chrome://tracing "
+                 "(host spans; GPU kernels and copies on a CUDA device). The report's rows are then flagged traced "
+                 "(docs/timelines.md)");
+  app.add_option("--trace-iterations", trace_iterations_,
+                 "With --trace: samples recorded per measurement loop (warm-up calls are not recorded)")
+      ->transform(decimal_integer(1, 1000000))
+      ->capture_default_str();
   app.add_option("--cuda-options", cuda_options_flag_,
                  fmt::format("The CUDA backend's kernel choices, key=value items joined by ',', over {} and these "
                              "defaults (recorded in the report as run.options.cuda):\n{}",
@@ -186,7 +197,12 @@ int Experiment::parse(int argc, char** argv) {
     const char* flag;
     const std::string& path;
     std::string& write_path;
-  } outputs[] = {{"--json", json_path_, json_write_}, {"--csv", csv_path_, csv_write_}};
+  } outputs[] = {{"--json", json_path_, json_write_}, {"--csv", csv_path_, csv_write_},
+                 {"--trace", trace_path_, trace_write_}};
+  if (app_->count("--trace-iterations") && !app_->count("--trace")) {
+    say_line(tool_, "error: --trace-iterations sets the window of a trace: give --trace FILE too");
+    return kExitUsage;
+  }
   for (const auto& o : outputs) {
     if (app_->count(o.flag) == 0) continue;
     if (const std::string why = output_path_problem(o.flag, o.path, &o.write_path); !why.empty()) {
@@ -194,11 +210,15 @@ int Experiment::parse(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  if (!json_write_.empty() && !csv_write_.empty())
-    if (const std::string why = output_paths_clash("--json", json_write_, "--csv", csv_write_); !why.empty()) {
-      say_line(tool_, "error: " + why);
-      return kExitUsage;
-    }
+  for (size_t i = 0; i < std::size(outputs); ++i)
+    for (size_t j = i + 1; j < std::size(outputs); ++j)
+      if (!outputs[i].write_path.empty() && !outputs[j].write_path.empty())
+        if (const std::string why = output_paths_clash(outputs[i].flag, outputs[i].write_path, outputs[j].flag,
+                                                       outputs[j].write_path);
+            !why.empty()) {
+          say_line(tool_, "error: " + why);
+          return kExitUsage;
+        }
   // A report written over the file the run reads would lose it for good.
   for (const auto& o : outputs)
     for (const Input& in : inputs_)
@@ -264,6 +284,7 @@ int Experiment::run(int argc, char** argv, const std::function<void(Experiment&)
     for (const auto& g : m.gpus)
       if (g.id == device_id_) m.device_name = g.name;
     record_options("cuda", cuda_options_.values());
+    if (!trace_write_.empty()) start_trace();
 #ifdef TWOGRAPH_HAVE_CUDA
     if (device_id_ >= 0) set_cuda_device(device_id_);
 #endif
@@ -293,6 +314,7 @@ int Experiment::write_reports() {
     std::vector<std::pair<std::string, std::string>> files;
     if (!json_write_.empty()) files.emplace_back(json_write_, to_json(report_));
     if (!csv_write_.empty()) files.emplace_back(csv_write_, to_csv(report_));
+    if (!trace_write_.empty()) files.emplace_back(trace_write_, finish_trace());
     write_files_atomic(files);
   } catch (const Interrupted& e) {
     say(tool_, e.what());
@@ -301,10 +323,17 @@ int Experiment::write_reports() {
     say_line(tool_, std::string("failed: ") + e.what());
     return kExitFailure;
   }
-  const bool files = !json_write_.empty() || !csv_write_.empty();
+  const bool files = !json_write_.empty() || !csv_write_.empty() || !trace_write_.empty();
   if (files)
     say_line(tool_, "wrote" + (json_write_.empty() ? "" : " " + shown_path(json_path_)) +
-                        (csv_write_.empty() ? "" : " " + shown_path(csv_path_)));
+                        (csv_write_.empty() ? "" : " " + shown_path(csv_path_)) +
+                        (trace_write_.empty() ? "" : " " + shown_path(trace_path_)));
+  if (!trace_write_.empty()) {
+    const trace::Counts n = trace::counts();
+    say_line(tool_, fmt::format("trace: {} events{}, GPU spans: {}; the report's rows are flagged traced", n.events,
+                                n.dropped ? fmt::format(" ({} dropped: the trace was full)", n.dropped) : "",
+                                gpu_spans_));
+  }
   if (stdout_closed())
     say(tool_, std::string("stdout was closed (broken pipe), so the table is cut short") +
                    (files ? "; the report files are complete" : ""));
@@ -315,6 +344,42 @@ int Experiment::write_reports() {
     return kExitFailure;
   }
   return kExitOk;
+}
+
+void Experiment::start_trace() {
+  trace::Options o;
+  o.iterations = trace_iterations_;
+  trace::start(o);
+  trace::name_thread("main");
+  report_.trace_rows = true;
+  if (device_id_ < 0) {
+    gpu_spans_ = "none: the CPU backend runs every kernel on the host; the trace holds host spans only";
+    return;
+  }
+#ifdef TWOGRAPH_HAVE_CUDA
+  const std::string why = trace::start_gpu_activity(device_id_, report_.meta.device_name);
+  gpu_spans_ = why.empty() ? "CUPTI activity records (kernels, copies, memsets, CUDA runtime calls)"
+                           : "none: CUPTI could not start (" + why + "); the trace holds host spans only";
+  if (!why.empty()) say_line(tool_, "warning: trace without GPU spans: " + why);
+#endif
+}
+
+std::string Experiment::finish_trace() {
+  std::string dropped_gpu = "0";
+#ifdef TWOGRAPH_HAVE_CUDA
+  dropped_gpu = std::to_string(trace::stop_gpu_activity());
+#endif
+  trace::stop();
+  const Metadata& m = report_.meta;
+  return trace::to_json({{"tool", m.tool},
+                         {"tool_version", m.tool_version},
+                         {"git_rev", m.git_rev},
+                         {"command_line", m.command_line},
+                         {"utc_time", m.utc_time},
+                         {"backend", device_id_ >= 0 ? "cuda" : "cpu"},
+                         {"device", m.device_name},
+                         {"gpu_spans", gpu_spans_},
+                         {"gpu_records_dropped", dropped_gpu}});
 }
 
 int Experiment::fail(const std::exception& e) {

@@ -94,14 +94,18 @@ class Experiment {
 
  private:
   int parse(int argc, char** argv);  // -1: continue; else the exit status
-  int write_reports();                // the table on stdout, then --json / --csv atomically; the exit status
+  int write_reports();                // the table on stdout, then --json / --csv / --trace atomically; the exit status
+  void start_trace();                 // --trace: recording starts, with GPU activity on a CUDA device
+  std::string finish_trace();         // stops recording; the trace's JSON text
   int fail(const std::exception& e);  // reports a body that threw; returns kExitFailure
 
   std::string tool_, example_;
   std::unique_ptr<CLI::App> app_;
-  std::string device_spec_ = "auto", json_path_, csv_path_, cuda_options_flag_;
+  std::string device_spec_ = "auto", json_path_, csv_path_, trace_path_, cuda_options_flag_;
+  int trace_iterations_ = 3;
+  std::string gpu_spans_;  // what the trace says about its GPU spans
   CudaBackendOptions cuda_options_;
-  std::string json_write_, csv_write_;  // the checked paths to write ("" for none): a link's target
+  std::string json_write_, csv_write_, trace_write_;  // the checked paths to write ("" for none): a link's target
   bool list_devices_ = false, quick_ = false;
   int repetitions_ = -1, warmup_ = -1;
   double min_time_ = -1;

@@ -36,6 +36,9 @@
 // per sample: cold_start_child() first thing in main(), measure_cold_start() in the body.
 // Files: docs/report-format.md (fields, parameter names the plots read) and
 // docs/report.schema.json. report_io.h reads, validates and writes them.
+// Traces (--trace, docs/timelines.md): run_loop records the first --trace-iterations
+// samples of each loop; a loop of your own makes a trace::LoopWindow and calls
+// before_sample(i) at the top of each pass, so a trace stays a few steps long.
 #include "experiments/harness/cold_start.h"
 #include "experiments/harness/experiment.h"
 #include "experiments/harness/interrupt.h"
@@ -46,6 +49,7 @@
 #include "experiments/harness/report_io.h"
 #include "experiments/harness/stats.h"
 #include "experiments/harness/table.h"
+#include "trace/recorder.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/harness/gpu_timing.h"
 #endif

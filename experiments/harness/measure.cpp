@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "experiments/harness/interrupt.h"
+#include "trace/recorder.h"
 
 namespace tg::harness {
 
@@ -30,6 +31,8 @@ void check(const LoopOptions& o) {
 
 std::vector<double> run_loop(const LoopOptions& opt, const std::function<double()>& sample) {
   check(opt);
+  // A trace (--trace) records the first few samples of each loop and not its warm-up.
+  trace::LoopWindow window;
   for (int i = 0; i < opt.warmup; ++i) {
     throw_if_interrupted();
     sample();
@@ -42,6 +45,7 @@ std::vector<double> run_loop(const LoopOptions& opt, const std::function<double(
   while (static_cast<int>(out.size()) < opt.max_reps &&
          (static_cast<int>(out.size()) < opt.min_reps || timed < opt.min_time_s)) {
     throw_if_interrupted();
+    window.before_sample(static_cast<int>(out.size()));
     const double s = sample();
     out.push_back(s);
     timed += s * static_cast<double>(opt.batch);

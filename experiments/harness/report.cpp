@@ -58,6 +58,7 @@ Measurement& Report::add(Measurement m) {
   if (m.timer != "host" && m.timer != "gpu" && m.timer != "derived" && m.timer != "value")
     throw std::invalid_argument(fmt::format("Report::add({}): timer must be host, gpu, derived or value, got \"{}\"",
                                             m.name, m.timer));
+  m.traced = m.traced || trace_rows;
   if (find(m.name, m.params))
     throw std::invalid_argument(fmt::format("Report::add: duplicate measurement {} [{}]: give it a distinguishing parameter",
                                             m.name, params_str(m.params)));

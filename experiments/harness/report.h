@@ -64,6 +64,7 @@ struct Measurement {
   std::vector<double> samples;         // raw samples in `unit`
   Summary stats;                       // filled by Report::add from samples
   std::map<std::string, double> extra; // derived numbers: {"GB/s": 54.8, "TFLOP/s": 41.2}
+  bool traced = false;                 // measured while a trace recorded (--trace): slower on the host
 };
 
 struct Note {
@@ -120,6 +121,8 @@ class Report {
   std::deque<Measurement> measurements;
   std::vector<Note> notes;
   std::optional<RunError> error;  // set when the run failed: written as the top-level "error"
+  // Set while a trace records (--trace): every measurement added is flagged traced.
+  bool trace_rows = false;
 
   // Computes m.stats from m.samples (throws std::invalid_argument if none) and appends it.
   Measurement& add(Measurement m);

@@ -83,6 +83,7 @@ std::string to_json(const Report& r, int indent) {
                   {"timer", x.timer}, {"count", s.count}, {"min", s.min}, {"p10", s.p10},
                   {"median", s.median}, {"p90", s.p90}, {"max", s.max}, {"mean", s.mean},
                   {"noise", s.noise}, {"noisy", s.noisy}, {"extra", extra}, {"samples", x.samples}});
+    if (x.traced) ms.back()["traced"] = true;  // absent: untraced (reports before tracing existed too)
   }
   j["measurements"] = ms;
   json notes = json::array();
@@ -166,6 +167,7 @@ Report report_from_json(const std::string& text, const std::string& where) {
     s.noisy = x["noisy"];
     for (auto it = x["extra"].begin(); it != x["extra"].end(); ++it)
       o.extra[it.key()] = it->is_null() ? NAN : it->get<double>();
+    o.traced = x.value("traced", false);
     r.measurements.push_back(std::move(o));
   }
   for (const auto& n : j["notes"]) r.notes.push_back({n["part"], n["reason"]});

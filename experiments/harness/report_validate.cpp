@@ -169,6 +169,7 @@ void check_measurement(Checker& c, const json& m, const std::string& at) {
   c.number(m, w, "mean");
   c.non_negative(m, w, "noise");
   c.boolean(m, w, "noisy");
+  if (m.contains("traced")) c.boolean(m, w, "traced");  // optional: absent means untraced
   if (const json* e = c.object(m, w, "extra"))
     for (auto it = e->begin(); it != e->end(); ++it)
       if (!(it->is_number() || it->is_null()))

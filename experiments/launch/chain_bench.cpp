@@ -115,6 +115,7 @@ void measure_timing_overhead(th::Experiment& e, Backend& be, const ChainPoint& p
     be.synchronize();
     return th::now_s() - t0;
   };
+  trace::LoopWindow window;
   for (int w = 0; w < std::max(1, lo.warmup); ++w) {
     once(a);
     once(b);
@@ -122,6 +123,7 @@ void measure_timing_overhead(th::Experiment& e, Backend& be, const ChainPoint& p
   std::vector<double> sa, sb;
   for (int r = 0; r < rounds; ++r) {
     th::throw_if_interrupted();
+    window.before_sample(r);
     sa.push_back(once(a));
     sb.push_back(once(b));
   }

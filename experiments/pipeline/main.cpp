@@ -84,7 +84,9 @@ void cpu_level(Level& l, th::Progress& bar) {
   Collected c;
   const int nb = static_cast<int>(l.raw.size());
   std::vector<float> x(static_cast<size_t>(l.cfg.elems));
+  tg::trace::LoopWindow window;
   for (int pass = 0; pass < l.passes; ++pass) {
+    window.before_sample(pass);
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < nb; ++i) {
       th::throw_if_interrupted();  // a batch takes up to ~0.3 s at the highest work level
@@ -117,8 +119,10 @@ void gpu_level(Level& l, th::Progress& bar, bool check_cpu) {
   chk.extra["vs_cpu_reference"] = check_cpu ? 1 : 0;
   bar.tick("checked");
   Collected cs, co;
+  tg::trace::LoopWindow window;
   for (int pass = 0; pass < l.passes; ++pass) {
     th::throw_if_interrupted();
+    window.before_sample(pass);
     // Interleaved so that clock and thermal drift hit both modes alike.
     const PassResult s = pipe.run(l.raw, false);
     check_same(ser0, s, l.cfg.work);

@@ -157,8 +157,10 @@ void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const 
     const char* matmul = invariant ? "batch_invariant" : "vendor";
     ShapeStrategyRunner runner(m.at(), strategy_options(s, be, 3));
     DynamicAtLength dyn(m, *be);
+    trace::LoopWindow window;
     for (size_t i = 0; i < lens.size(); ++i) {
       th::throw_if_interrupted();
+      window.before_sample(static_cast<int>(i));
       const Feeds& f = bank.at(lens[i]);
       const float ls = runner.step(lens[i], f).loss;
       const float ld = dyn.step(lens[i], f);
@@ -196,8 +198,10 @@ struct RunStats {
 RunStats run_dynamic(const std::shared_ptr<Backend>& be, const Model& m, FeedBank& bank, const std::vector<int64_t>& lens) {
   RunStats r;
   DynamicAtLength dyn(m, *be);
+  trace::LoopWindow window;
   for (int64_t l : lens) {
     th::throw_if_interrupted();  // the steps are this experiment's own loop, not run_loop's
+    window.before_sample(static_cast<int>(r.iter_s.size()));
     const Feeds& f = bank.at(l);
     const auto t0 = std::chrono::steady_clock::now();
     dyn.step(l, f);  // reads the loss back: synchronized
@@ -210,8 +214,10 @@ RunStats run_strategy(ShapeStrategy s, const std::shared_ptr<Backend>& be, const
                       const std::vector<int64_t>& lens, size_t cache_capacity) {
   RunStats r;
   ShapeStrategyRunner runner(m.at(), strategy_options(s, be, cache_capacity));
+  trace::LoopWindow window;
   for (int64_t l : lens) {
     th::throw_if_interrupted();
+    window.before_sample(static_cast<int>(r.iter_s.size()));
     const ShapeStepReport rep = runner.step(l, bank.at(l));
     r.iter_s.push_back(rep.iteration_ms * 1e-3);
     r.compile_s += rep.compile_ms * 1e-3;

@@ -158,7 +158,9 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
   CompiledPlan p = compile_for(c, be, true, graph);
   DynamicTrainer dyn(c.fn, *be, "caching", dynamic_options(c));
   std::vector<double> ls, ld;
+  trace::LoopWindow window;
   for (int i = 0; i < steps; ++i) {
+    window.before_sample(i);
     const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, c.classes);
     ls.push_back(p.step(f));
     ld.push_back(dyn.step(f));

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "static/passes/pass.h"
+#include "trace/trace.h"
 
 namespace tg {
 
@@ -89,6 +90,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
   for (int i = 0; i < kNumPasses; ++i) {
     const PassId p = static_cast<PassId>(i);
     if (!set.has(p)) continue;
+    TG_TRACE_SCOPE_COPY(std::string("pass ") + pass_name(p));
     const auto t0 = Clock::now();
     const int before = static_cast<int>(g.nodes.size());
     switch (p) {

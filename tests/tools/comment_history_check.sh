@@ -12,7 +12,7 @@ cd "$root" || exit 2
 # part of a float such as 3.4028235e+38).
 hash='(?<![0-9A-Za-z_.])(?=[0-9a-f]{7,12}(?![0-9A-Za-z_+]))(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,12}'
 hits=$(grep -rnIP --include='*.cpp' --include='*.h' --include='*.cu' --include='*.cuh' \
-  "//.*(${hash}|\\bsessions?\\b|\\btried at\\b)" graph kernels static dynamic experiments tools)
+  "//.*(${hash}|\\bsessions?\\b|\\btried at\\b)" trace graph kernels static dynamic experiments tools)
 if [ -n "$hits" ]; then
   echo "code comments that cite history (a commit hash, a session, \"tried at\"); say why the code is"
   echo "as it is instead, and put the history in CHANGELOG.md:"

@@ -141,6 +141,27 @@ TEST_CASE("missing and added measurements are listed, not judged") {
   CHECK(tg::report::compare(a, p, 0.05).rows[0].verdict == Verdict::missing);
 }
 
+TEST_CASE("compare: traced rows against untraced ones are counted and refused, two traced runs are not") {
+  Report plain = make({{"op", around(1.0, 0.02)}, {"other", around(1.0, 0.02)}});
+  Report traced = plain;
+  traced.trace_rows = true;  // as Experiment sets it under --trace
+  traced.measurements.clear();
+  for (Measurement m : plain.measurements) traced.add(std::move(m));
+  CHECK(traced.measurements[0].traced);
+  CHECK(tg::report::traced_refusal(tg::report::compare(plain, plain, 0.05), "a.json", "b.json") == "");
+  CHECK(tg::report::traced_refusal(tg::report::compare(traced, traced, 0.05), "a.json", "b.json") == "");
+  const auto c = tg::report::compare(plain, traced, 0.05);
+  CHECK(c.traced_mixed == 2);
+  const std::string why = tg::report::traced_refusal(c, "a.json", "b.json");
+  CHECK(why.find("trace recorded in B (b.json) but not in A (a.json)") != std::string::npos);
+  CHECK(why.find("--allow-traced") != std::string::npos);
+  CHECK(tg::report::format_comparison(c, "a.json", "b.json", 0.05).find("WARNING (--allow-traced)") != std::string::npos);
+  // The flag survives the JSON round trip, and an untraced row writes no "traced" key.
+  const Report back = report_from_json(to_json(traced));
+  CHECK(back.measurements[0].traced);
+  CHECK(to_json(plain).find("\"traced\"") == std::string::npos);
+}
+
 TEST_CASE("--pair: A's executor=static rows against B's executor=torch_cuda_graph rows, the rest unpaired") {
   auto report = [](std::vector<std::pair<std::string, double>> rows) {
     Report r;

@@ -109,6 +109,11 @@ Comparison compare(const Report& a, const Report& b, double threshold, const std
       matched.insert(mb);
       row.b = mb->stats.median;
       row.verdict = verdict(ma, *mb, threshold);
+      if (ma.traced != mb->traced && c.traced_mixed++ == 0) {
+        c.traced_example = ma.name + " [" + harness::params_str(ma.params) + "]";
+        c.a_traced = ma.traced;
+        c.b_traced = mb->traced;
+      }
       ++c.compared;
       if (ma.stats.median > 0 && mb->stats.median > 0) {
         row.ratio = mb->stats.median / ma.stats.median;
@@ -146,6 +151,15 @@ std::string run_error_warning(const char* side, const std::string& name, const s
 }
 }  // namespace
 
+std::string traced_refusal(const Comparison& c, const std::string& a_name, const std::string& b_name) {
+  if (c.traced_mixed == 0) return "";
+  return fmt::format("{} matched rows were measured while a trace recorded in {} ({}) but not in {} ({}), e.g. {}: "
+                     "tracing costs host time, so the verdicts would be about the tracer; compare two untraced runs "
+                     "(run without --trace), or give --allow-traced to compare anyway",
+                     c.traced_mixed, c.a_traced ? "A" : "B", c.a_traced ? a_name : b_name, c.a_traced ? "B" : "A",
+                     c.a_traced ? b_name : a_name, c.traced_example);
+}
+
 std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,
                               double threshold) {
   std::vector<std::vector<std::string>> rows{{"measurement", "params", "A median", "B median", "B/A", "verdict"}};
@@ -154,6 +168,9 @@ std::string format_comparison(const Comparison& c, const std::string& a_name, co
                     std::isfinite(r.ratio) ? fmt::format("{:.3f}", r.ratio) : "n/a", verdict_name(r.verdict)});
   std::string out = fmt::format("A: {}\nB: {}\nthreshold: {:.1f}%\n\n", a_name, b_name, threshold * 100);
   out += run_error_warning("A", a_name, c.a_error) + run_error_warning("B", b_name, c.b_error);
+  if (c.traced_mixed > 0)
+    out += fmt::format("WARNING (--allow-traced): {} rows compare a traced run with an untraced one; the traced side "
+                       "paid for the tracing\n\n", c.traced_mixed);
   out += harness::format_table(rows);
   out += fmt::format("\n{} compared: {} faster, {} slower, {} same, {} noisy; {} missing in B, {} only in B\n",
                      c.compared, c.faster, c.slower, c.same, c.noisy, c.missing, c.added);

@@ -27,6 +27,11 @@ struct Comparison {
   // A report's "error": that run stopped early, so measurements it lacks are not
   // regressions and the ones it has may predate the fault. format_comparison warns.
   std::optional<harness::RunError> a_error, b_error;
+  // Matched rows measured while a trace recorded on one side only (tracing costs host
+  // time): tg-report refuses them unless --allow-traced. The first one, "name [params]".
+  int traced_mixed = 0;
+  std::string traced_example;
+  bool a_traced = false, b_traced = false;  // the first such row's sides
 };
 
 // Matching across executors (or any string parameter): a measurement of A whose
@@ -57,6 +62,10 @@ std::string comparable(const harness::Report& a, const harness::Report& b, const
 // one setting (threads=16 vs threads=1, size=64 vs size=4096) can be compared point by
 // point. Throws std::invalid_argument, naming both, when two measurements become one.
 void drop_params(harness::Report& r, const std::vector<std::string>& keys, const std::string& file);
+
+// Why A and B cannot be compared as they are because of tracing ("" when they can):
+// names the files, the side that was traced and the first row, and the way out.
+std::string traced_refusal(const Comparison& c, const std::string& a_name, const std::string& b_name);
 
 // The text printed by `tg-report compare`.
 std::string format_comparison(const Comparison& c, const std::string& a_name, const std::string& b_name,

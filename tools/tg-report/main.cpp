@@ -1,5 +1,5 @@
 // tg-report: compare two reports, or print reports as markdown tables.
-//   tg-report compare A.json B.json [--threshold PCT] [--ignore-param KEY...] [--pair KEY=A:B ...]
+//   tg-report compare A.json B.json [--threshold PCT] [--ignore-param KEY...] [--pair KEY=A:B ...] [--allow-traced]
 //                                                        exit 0 nothing slower, 1 something slower
 //   tg-report markdown FILE...                           markdown on stdout
 // Exit 2 for bad usage, a report that cannot be read or is invalid (the message names
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
       "  tg-report compare a.json b.json --ignore-param threads   # runs that differ in one setting\n"
       "  tg-report markdown report/*.json > report/summary.md\n\n"
       "Exit status: compare: 0 nothing slower, 1 something slower; 2 bad usage, an unreadable or invalid report,\n"
-      "reports of two different tools, or output that cannot be written.");
+      "reports of two different tools, a traced run against an untraced one (without --allow-traced), or output\n"
+      "that cannot be written.");
   std::string a_path, b_path;
   double threshold_pct = 5.0;
   double max_mib = static_cast<double>(tg::harness::kMaxReportBytes >> 20);
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
   cmp->add_option("--pair", pair_specs,
                   "KEY=A:B: compare A's measurements whose KEY is A with B's whose KEY is B (repeatable), e.g. "
                   "--pair executor=static:torch_cuda_graph --pair executor=dynamic:torch_eager_h2d");
+  bool allow_traced = false;
+  cmp->add_flag("--allow-traced", allow_traced,
+                "Compare rows measured while a trace recorded (--trace) with untraced ones (refused otherwise, exit 2)");
   std::vector<std::string> md_files;
   auto* md = app.add_subcommand("markdown", "Markdown tables, one section per report");
   md->add_option("FILE", md_files, "Reports (JSON)")->required();
@@ -87,6 +91,10 @@ int main(int argc, char** argv) {
       const auto c = tg::report::compare(a, b, threshold_pct / 100.0, pairs);
       // Reports of two tools compare only where pairs make their rows meet.
       if (const std::string why = tg::report::comparable(a, b, a_path, b_path); !why.empty() && c.compared == 0) {
+        tg::harness::say_line("tg-report", "error: " + why);
+        return kExitUsage;
+      }
+      if (const std::string why = tg::report::traced_refusal(c, a_path, b_path); !why.empty() && !allow_traced) {
         tg::harness::say_line("tg-report", "error: " + why);
         return kExitUsage;
       }
