@@ -115,10 +115,15 @@ const Predicted& predicted(const Case& k, const Mode& m) {
 }
 const ModelFn& fn_of(const Case& k, const Mode& m) { return m.training ? k.fn : k.infer_fn; }
 // The graph both executors run under precision p (what compile() records).
+// The memory rows are of the step without dynamic loss scaling, fp16's included: the formulas
+// by dtype count autocast's values, and the scaler adds a [3] state, an unscaled f32 copy of
+// every gradient and a few one-element values on top (the rows say loss_scale=off).
+constexpr bool kLossScaling = false;
 Graph graph_of(const Case& k, const Mode& m, Precision p = Precision::fp32) {
   if (!m.training) return build_inference_graph(with_precision(k.infer_fn, p));
   TrainOptions t;
   t.use_momentum = m.momentum;
+  t.loss_scale.enabled = kLossScaling;
   return build_training_graph(with_precision(k.fn, p), t);
 }
 DynamicOptions dynamic_options(const Mode& m, bool free_early, Precision p = Precision::fp32) {
@@ -127,6 +132,7 @@ DynamicOptions dynamic_options(const Mode& m, bool free_early, Precision p = Pre
   o.inference = !m.training;
   o.free_early = free_early;
   o.precision = p;
+  o.loss_scale.enabled = kLossScaling;
   return o;
 }
 CompileOptions compile_options(const Mode& m, PlanMode pm, Precision p = Precision::fp32) {
@@ -135,6 +141,7 @@ CompileOptions compile_options(const Mode& m, PlanMode pm, Precision p = Precisi
   co.train.use_momentum = m.momentum;
   co.plan.mode = pm;
   co.precision = p;
+  co.train.loss_scale.enabled = kLossScaling;
   return co;
 }
 
@@ -252,6 +259,7 @@ void precision_point(Ctx& c, const Case& k, const Mode& m, Precision p) {
   const StaticMeasured st = measure_static(fn_of(k, m), compile_options(m, PlanMode::naive, p), c.be, *c.log, feeds);
   th::Params base = where(k, m);
   base.emplace("precision", precision_name(p));
+  if (p == Precision::fp16) base.emplace("loss_scale", "off");
   for (int r = 0; r < kNumPrecRoles; ++r)
     for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
       const PrecRole role = static_cast<PrecRole>(r);

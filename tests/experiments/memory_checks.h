@@ -155,8 +155,11 @@ inline void check_precision_roles_on(int device, const std::vector<Precision>& p
         const Feeds feeds = bench::model_feeds(fn, 3, 5);
         const memory::PrecisionPredicted want = k.predict(p, m.training, m.momentum);
 
+        // Without dynamic loss scaling, as tg-memory measures (its formulas count autocast's
+        // values only).
         TrainOptions to;
         to.use_momentum = m.momentum;
+        to.loss_scale.enabled = false;
         const Graph g = m.training ? build_training_graph(with_precision(fn, p), to)
                                    : build_inference_graph(with_precision(fn, p));
         std::vector<int> order(g.nodes.size());
@@ -170,6 +173,7 @@ inline void check_precision_roles_on(int device, const std::vector<Precision>& p
         co.train.use_momentum = m.momentum;
         co.plan.mode = PlanMode::naive;
         co.precision = p;
+        co.train.loss_scale.enabled = false;
         const memory::StaticMeasured s = memory::measure_static(fn, co, be, *log, feeds);
         check_dtype_roles(s.by_dtype, want.bytes);
         check_role_bytes(s.roles, want.graph_roles);
@@ -180,6 +184,7 @@ inline void check_precision_roles_on(int device, const std::vector<Precision>& p
         o.inference = !m.training;
         o.free_early = false;
         o.precision = p;
+        o.loss_scale.enabled = false;
         const memory::DynamicMeasured keep = memory::measure_dynamic(fn, *be, "caching", o, 1, feeds);
         check_role_bytes(keep.role_peak, want.graph_roles);
         CHECK(keep.stats.peak == want.bytes.total());
