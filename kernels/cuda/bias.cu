@@ -1,11 +1,11 @@
-// bias_add (kernels/cpu/bias.cpp), in every dtype of dtype.cuh.
+// bias_add (kernels/cpu/bias.cpp), in every dtype of storage.h.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/dtype.cuh"
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/storage.h"
 
 namespace tg::kernels::cuda {
 
