@@ -11,11 +11,8 @@ namespace tg::kernels::cuda {
 
 namespace {
 
-using detail::aligned16;
-using detail::grid_for;
-using detail::kBlock;
-using detail::kPack;
-using detail::Store;
+// The pack helpers (storage.h) and launch sizes (elementwise.cuh).
+using namespace detail;
 
 // bias_add: each thread walks whole packs of a row-major [rows, cols] tensor; the
 // vector path needs cols % kPack == 0 so that a pack never straddles two rows.
