@@ -1,5 +1,5 @@
 // The activations and their gradients (kernels/cpu/activation.cpp), on the frame of
-// elementwise.cuh, with the functors of activation.cuh, in every dtype of dtype.cuh.
+// elementwise.cuh, with the functors of activation.cuh, in every dtype of storage.h.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/activation.cuh"

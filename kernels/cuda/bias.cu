@@ -1,21 +1,18 @@
-// bias_add (kernels/cpu/bias.cpp), in every dtype of dtype.cuh.
+// bias_add (kernels/cpu/bias.cpp), in every dtype of storage.h.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/dtype.cuh"
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/storage.h"
 
 namespace tg::kernels::cuda {
 
 namespace {
 
-using detail::aligned16;
-using detail::grid_for;
-using detail::kBlock;
-using detail::kPack;
-using detail::Store;
+// The pack helpers (storage.h) and launch sizes (elementwise.cuh).
+using namespace detail;
 
 // bias_add: each thread walks whole packs of a row-major [rows, cols] tensor; the
 // vector path needs cols % kPack == 0 so that a pack never straddles two rows.

@@ -86,7 +86,7 @@ bool pdl_active();  // for the current device, in this thread's LaunchScope
 
 // ---- elementwise (elementwise.cu), n elements -------------------------------------
 // The elementwise, activation, bias and layout launchers take their tensors' dtype `dt`
-// (every tensor of the call has it; f32 when left out) and run it as kernels/cuda/dtype.cuh
+// (every tensor of the call has it; f32 when left out) and run it as kernels/cuda/storage.h
 // says: f32 arithmetic, one rounding per store.
 void add(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);
 void sub(const void* a, const void* b, void* y, int64_t n, cudaStream_t s, DType dt = DType::F32);

@@ -5,6 +5,9 @@ namespace tg::kernels::cuda {
 namespace {
 
 bool has_16bit_kernel(OpKind op) {
+  // The convolution and batchnorm families whole (conv.cu, batchnorm.cu dispatch every op of
+  // theirs on the element type): f32's arithmetic, loads widened, stores rounded once.
+  if (op_in_family(op, "conv") || op_in_family(op, "batchnorm")) return true;
   switch (op) {
     case OpKind::cast:
     // elementwise.cu, activation.cu, bias.cu, layout.cu: f32 arithmetic, one rounding per store
@@ -41,8 +44,7 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::matmul_act_grad:
     case OpKind::matmul_bias_grad:
     case OpKind::matmul_heads: return true;
-    // The row, reduction, convolution and batchnorm families (softmax.cu, layernorm*.cu,
-    // reduce.cu, conv.cu, batchnorm.cu): f32's arithmetic, loads widened, stores rounded once.
+    // The row and reduction families (softmax.cu, layernorm*.cu, reduce.cu): the same.
     case OpKind::softmax:
     case OpKind::softmax_grad:
     case OpKind::layernorm:
@@ -50,18 +52,7 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::layernorm_grad_gamma:
     case OpKind::layernorm_grad_params:
     case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::conv2d:
-    case OpKind::conv2d_grad_input:
-    case OpKind::conv2d_grad_weight:
-    case OpKind::max_pool2d:
-    case OpKind::max_pool2d_grad:
-    case OpKind::avg_pool2d:
-    case OpKind::avg_pool2d_grad:
-    case OpKind::batch_norm:
-    case OpKind::batch_norm_grad_x:
-    case OpKind::batch_norm_grad_gamma:
-    case OpKind::batch_norm_inference: return true;
+    case OpKind::reduce_mean: return true;
     default: return false;
   }
 }

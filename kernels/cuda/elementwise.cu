@@ -1,7 +1,7 @@
 // add, sub, mul, scale, fill, copy and cast (kernels/cpu/elementwise.cpp), on the frame of
 // elementwise.cuh, and fused_elementwise: a chain of those and the activations in one
 // kernel, each step by the functor the unfused op runs. All but fill (f32) and cast run
-// in every dtype of dtype.cuh.
+// in every dtype of storage.h.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
@@ -34,7 +34,7 @@ struct ScaleF {
   float alpha;
   __device__ float operator()(float a, float) const { return __fmul_rn(alpha, a); }
 };
-// The conversions are dtype.cuh's, which give graph/float_formats.h's bits (NaN payloads
+// The conversions are storage.h's, which give graph/float_formats.h's bits (NaN payloads
 // included), the CPU reference's.
 template <DType From, DType To>
 __global__ void cast_kernel(const Store<From>* x, Store<To>* y, int64_t n) {

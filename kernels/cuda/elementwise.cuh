@@ -1,6 +1,6 @@
 #pragma once
 // The elementwise kernel frame (internal to kernels/cuda), for every op that maps
-// element i of its inputs to element i of its output, in any dtype of dtype.cuh: a
+// element i of its inputs to element i of its output, in any dtype of storage.h: a
 // grid-stride kernel with 16-byte loads/stores (packs: 4 f32 or 8 16-bit elements) when
 // every pointer is 16-byte aligned (two packs in flight per thread) and the tail of
 // fewer than a pack by the first threads, a scalar kernel otherwise, and one thread per
@@ -9,7 +9,7 @@
 // computes in f32 and each store rounds once to the dtype.
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/storage.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace tg::kernels::cuda::detail {

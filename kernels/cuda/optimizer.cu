@@ -4,6 +4,7 @@
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/chunk_table.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/sgd_step.cuh"
@@ -66,8 +67,7 @@ __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr
 
 // ---- sgd_multi, sgd_momentum_multi ------------------------------------------------------
 // The tensor table is a launch parameter (2.6 KB, under the 4 KB every device takes). Each
-// tensor is cut into chunks of kChunk elements; first_chunk holds the prefix sums of the
-// chunk counts, so a block finds the tensor of its chunk by a binary search over it. A
+// tensor is cut into chunks of kChunk elements, numbered as chunk_table.cuh says. A
 // chunk starts at a multiple of kChunk, so a 16-byte aligned tensor stays aligned in it.
 constexpr int64_t kChunk = 4096;
 struct MultiArgs {
@@ -88,12 +88,7 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
   const int64_t chunks = a.first_chunk[a.count];
   const UpdateF<kMomentum> step{a.lr, a.momentum};
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    int lo = 0, hi = a.count - 1;  // the last tensor whose first chunk is <= c
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (a.first_chunk[mid] <= c) lo = mid;
-      else hi = mid - 1;
-    }
+    const int lo = detail::tensor_of_chunk(a.first_chunk, a.count, c);
     const int64_t begin = (c - a.first_chunk[lo]) * kChunk;
     const int64_t len = a.n[lo] - begin < kChunk ? a.n[lo] - begin : kChunk;
     float* p = a.p[lo] + begin;

@@ -17,21 +17,22 @@ namespace tg::kernels::cuda::detail {
   _Pragma("unroll") for (int k = 0; k < (VPT > 0 ? VPT : static_cast<int>((cols + G - 1) / G)); ++k) \
     if (const int64_t j = t + static_cast<int64_t>(G) * k; j < cols)
 
-template <int G>
-__device__ __forceinline__ float group_sum(float v, float* smem) {
+// The sum (kMax false) or maximum over the G threads of a row group.
+template <int G, bool kMax>
+__device__ __forceinline__ float group_reduce(float v, float* smem) {
   if constexpr (G == 32) {
-    return warp_sum(v);
+    return kMax ? warp_max(v) : warp_sum(v);
   } else {
-    return block_reduce<float, false>(v, smem);
+    return block_reduce<float, kMax>(v, smem);
   }
 }
 template <int G>
+__device__ __forceinline__ float group_sum(float v, float* smem) {
+  return group_reduce<G, false>(v, smem);
+}
+template <int G>
 __device__ __forceinline__ float group_max(float v, float* smem) {
-  if constexpr (G == 32) {
-    return warp_max(v);
-  } else {
-    return block_reduce<float, true>(v, smem);
-  }
+  return group_reduce<G, true>(v, smem);
 }
 
 // The register cache of one input row: cache(k, x[j]) on the first pass,

@@ -105,7 +105,7 @@ TEST_CASE("cuda cast between every pair of dtypes equals the CPU reference bitwi
   }
 }
 
-// The kernels' conversions (kernels/cuda/dtype.cuh: f16 by the conversion instructions) give
+// The kernels' conversions (kernels/cuda/storage.h: f16 by the conversion instructions) give
 // graph/float_formats.h's bits: every 16-bit pattern widened (and narrowed to the other
 // 16-bit dtype), and f32 patterns narrowed: every upper half, each with the lower halves
 // at and around the rounding points of bf16 (0x8000) and f16 (0x1000, and the subnormals'
