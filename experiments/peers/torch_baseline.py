@@ -125,9 +125,14 @@ def train_configs(quick, gpu, rep, max_rows=0):
     return kept
 
 
+# tg-train's rows name their update rule; the baseline's is always theirs by default (SGD with
+# momentum 0.9, no clipping), said the same way so that tg-report compare pairs the rows.
+UPDATE_RULE = {"optimizer": "momentum", "clip_grad_norm": 0.0}
+
+
 def mlp_config(sweep, batch, width, depth):
     Mlp, _, _ = tm.torch_modules()
-    return {"params": {"model": "mlp", "sweep": sweep, "batch": batch, "width": width, "depth": depth},
+    return {"params": {"model": "mlp", "sweep": sweep, "batch": batch, "width": width, "depth": depth, **UPDATE_RULE},
             "batch": batch, "rows": batch, "build": lambda: Mlp(width, width, depth, 10),
             "inputs": [("x", (batch, width)), ("target", (batch, 10))]}
 
@@ -135,7 +140,7 @@ def mlp_config(sweep, batch, width, depth):
 def transformer_config(batch, seq, d_model, heads):
     _, Block, _ = tm.torch_modules()
     return {"params": {"model": "transformer", "sweep": "transformer", "batch": batch, "seq": seq,
-                       "d_model": d_model, "heads": heads},
+                       "d_model": d_model, "heads": heads, **UPDATE_RULE},
             "batch": batch, "rows": batch * seq, "build": lambda: Block(d_model, heads),
             "inputs": [("x", (batch, seq, d_model)), ("target", (batch, seq, d_model))]}
 

@@ -35,11 +35,14 @@ inline std::vector<json> events_of(const json& t, char ph, const std::string& na
   return out;
 }
 
-// "" when the complete events of every lane nest; else the first pair that overlaps.
+// "" when the complete events of every host lane nest; else the first pair that overlaps. A
+// GPU stream's kernels overlap under programmatic dependent launch (the next grid starts
+// before the previous one ends), so the device lanes (pid >= kDevicePidBase) are left out.
 inline std::string nesting_problem(const json& t) {
   std::map<std::pair<int64_t, int64_t>, std::vector<std::tuple<int64_t, int64_t, std::string>>> lanes;
   for (const json& e : events_of(t, 'X'))
-    lanes[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].emplace_back(trace_ns(e["ts"]), trace_ns(e["dur"]),
+    if (e["pid"].get<int64_t>() < trace::kDevicePidBase)
+      lanes[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].emplace_back(trace_ns(e["ts"]), trace_ns(e["dur"]),
                                                                            e["name"].get<std::string>());
   for (auto& [lane, spans] : lanes) {
     std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
