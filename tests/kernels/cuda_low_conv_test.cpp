@@ -40,8 +40,7 @@ TEST_CASE("cuda conv2d, its gradients and the pools in bf16 and f16: groups, dil
       CHECK(check_low_both(c) == 0);
     }
   // x [2, 8, 12, 12], w [16, 4, 3, 3]: 2 groups, dilation 2, pads 2 1 1 2, stride 1 x 2.
-  ConvAttr a;
-  a.kernel = {3, 3};
+  ConvAttr a;  // conv2d's window is its weight's [3, 3]: kernel is the pools' attribute
   a.stride = {1, 2};
   a.pads = {2, 1, 1, 2};
   a.dilation = {2, 2};
