@@ -87,6 +87,10 @@ inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>
     return v;
   };
   if (gpu) {
+    // A cudaMemcpy from pageable memory may return before its DMA lands, and the backend's
+    // stream does not wait for the legacy stream: without this the kernel can read what the
+    // allocation held before (a poisoned buffer's NaN).
+    TG_CUDA_CHECK(cudaDeviceSynchronize());
     backend().run(call);
     backend().synchronize();
   } else {

@@ -127,6 +127,7 @@ TEST_CASE("cuda layernorm_grad_params in bf16 and f16: wide rows over several ch
     call.in[1] = views[1];
     call.out = views[2];
     call.out2 = views[3];
+    TG_CUDA_CHECK(cudaDeviceSynchronize());  // the copies and the memset ran on the legacy stream
     kernels::run_cuda(call, ctx);
     TG_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     for (int k = 0; k < 2; ++k) {
