@@ -26,14 +26,6 @@ int64_t ns(Clock::time_point a, Clock::time_point b) {
 }
 size_t bytes_of(const Shape& s, DType dt) { return static_cast<size_t>(s.numel()) * static_cast<size_t>(dtype_size(dt)); }
 
-// Refused before the op runs: an op the backend has no kernel for in this dtype (Backend::runs).
-void require_runnable(const Backend& be, const std::string& name, OpKind op, DType dt) {
-  if (!be.runs(op, dt))
-    graph_error("the dynamic executor on {}: node {} ({}) computes in {}, and this backend has no {} kernel for {}; "
-                "run the model on the CPU backend, or in a precision whose kernels it has (--precision fp32)",
-                be.name(), quote_name(name), op_name(op), dtype_name(dt), dtype_name(dt), op_name(op));
-}
-
 }  // namespace
 
 EagerBuilder::EagerBuilder(Backend& backend, Allocator& allocator, EagerOptions opt)
@@ -273,7 +265,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     dtypes_.clear();
     for (int i = 0; i < nin; ++i) dtypes_.push_back(call.in[static_cast<size_t>(i)].dtype);
     out_dtype = infer_dtype(op, dtypes_, attrs, quote_name(*nm));
-    require_runnable(backend_, *nm, op, nin > 0 ? dtypes_[0] : out_dtype);
+    require_kernel(backend_, "the dynamic executor", *nm, op, nin > 0 ? dtypes_[0] : out_dtype);
   }
 
   // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.

@@ -57,6 +57,11 @@ class Backend {
   }
 };
 
+// Refuses (GraphError, exit 2 in the tools) a node whose op `be` has no kernel for in dtype
+// `dt` (Backend::runs), naming `executor`, the node and what to do instead. Both executors
+// call it for every node before they run any.
+void require_kernel(const Backend& be, const char* executor, const std::string& node, OpKind op, DType dt);
+
 std::unique_ptr<Backend> make_cpu_backend();
 
 // The backend of a resolved device (kernels/device_info.h): a CUDA ordinal, or -1

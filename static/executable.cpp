@@ -22,16 +22,12 @@ namespace {
 constexpr size_t kStagingAlign = 256;
 
 // Refused before anything is allocated: a node whose op the backend has no kernel for in
-// its dtype (Backend::runs), named with what to do instead.
+// the dtype of its first input (its output when it has none).
 void require_kernels(const Graph& g, const Backend& be) {
   for (const Node& node : g.nodes) {
     const int v = node.inputs.empty() ? (node.outputs.empty() ? -1 : node.outputs[0]) : node.inputs[0];
     if (v < 0) continue;
-    const DType dt = g.values[static_cast<size_t>(v)].dtype;
-    if (!be.runs(node.op, dt))
-      graph_error("the static executor on {}: node {} ({}) computes in {}, and this backend has no {} kernel for {}; "
-                  "run the model on the CPU backend, or in a precision whose kernels it has (--precision fp32)",
-                  be.name(), quote_name(node.name), op_name(node.op), dtype_name(dt), dtype_name(dt), op_name(node.op));
+    require_kernel(be, "the static executor", node.name, node.op, g.values[static_cast<size_t>(v)].dtype);
   }
 }
 
