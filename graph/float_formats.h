@@ -72,11 +72,28 @@ TG_HOST_DEVICE inline float f32_from_f16(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;
   const uint32_t man = h & 0x3FFu;
+#if defined(__CUDA_ARCH__)
+  // On the device, the conversion instruction and a select in one asm block, no branch: a
+  // branch (which the compiler makes of any select it can sink) splits a kernel's basic
+  // block at every 16-bit load, and a multiply before the split and an add after it are
+  // then not contracted into one fma as they are in the f32 twin of the kernel, which
+  // rounds differently. The select keeps a NaN's payload.
+  const uint32_t inf_nan = sign | 0x7F800000u | (man << 13);
+  uint32_t bits;
+  asm("{\n\t.reg .pred special;\n\t.reg .f32 widened;\n\t"
+      "cvt.f32.f16 widened, %1;\n\t"
+      "setp.eq.u32 special, %3, 31;\n\t"
+      "selp.b32 %0, %2, widened, special;\n\t}"
+      : "=r"(bits)
+      : "h"(h), "r"(inf_nan), "r"(exp));
+  return f32_from_bits(bits);
+#else
   if (exp == 0x1Fu) return f32_from_bits(sign | 0x7F800000u | (man << 13));  // inf, NaN (payload kept)
   if (exp != 0) return f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
   // Zero or subnormal: man * 2^-24, exact in f32.
   const float mag = static_cast<float>(man) * f32_from_bits(0x33800000u);  // 2^-24
   return f32_from_bits(sign | f32_bits(mag));
+#endif
 }
 
 // f rounded to `dt` and widened back: what a kernel that stores in `dt` leaves in memory,

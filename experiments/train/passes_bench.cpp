@@ -50,7 +50,9 @@ CompiledPlan compile_with(const Config& c, const std::shared_ptr<Backend>& be, b
   co.passes = set;
   co.pass_options = opt;
   co.inputs_in_graph = false;  // so that the replay can leave the inputs where they are
+  co.precision = c.precision;
   co.train = c.train_opt;
+  co.train.loss_scale = c.loss_scale;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 
@@ -146,6 +148,10 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
       for (th::Measurement* m : {&step, &replay}) {
         m->extra["kernels"] = kernels;
         m->extra["nodes"] = static_cast<double>(p.graph->nodes.size());
+        // The casts the precision put in the plan (none in fp32 and tf32): the row's graph is
+        // the one its precision parameter names.
+        m->extra["casts"] = static_cast<double>(std::count_if(
+            p.graph->nodes.begin(), p.graph->nodes.end(), [](const Node& n) { return n.op == OpKind::cast; }));
         m->extra["passes_ms"] = p.timings.passes;
         // What the numbers are of: the plan's pass options and, on CUDA, which kernels the
         // backend chose from (docs/architecture.md, Configuration).

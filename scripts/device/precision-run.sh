@@ -4,11 +4,15 @@
 # forms of the same workloads in the same session, for docs/mixed-precision.md's comparison.
 # Each step under its own deadline, its report in $OUT as soon as it is done:
 #   train_fp32.json train_tf32.json train_bf16.json train_fp16.json   tg-train --quick --precision P
-#   torch_precision.json   experiments/peers/torch_baseline.py --quick --precision all
-# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step]
+#   torch_precision.json   experiments/peers/torch_baseline.py --quick --precision all, tg-train's
+#                          workloads, eager and whole-step CUDA Graph (torch.compile's four
+#                          precisions take minutes of compiling: run the baseline without
+#                          --no-compile for them)
+# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step] [seconds-for-torch]
 set -u
 build=${1:-build/default}
 per=${2:-90}
+torch_s=${3:-240}
 out=${OUT:-out}
 mkdir -p "$out"
 for p in fp32 tf32 bf16 fp16; do
@@ -16,6 +20,6 @@ for p in fp32 tf32 bf16 fp16; do
     --json "$out/train_$p.json" > "$out/train_$p.txt" 2>&1
   echo "tg-train --precision $p rc=$?" | tee -a "$out/summary.txt"
 done
-timeout $((2 * per)) python3 experiments/peers/torch_baseline.py --device 0 --quick --precision all \
-  --json "$out/torch_precision.json" > "$out/torch_precision.txt" 2>&1
+timeout "$torch_s" python3 experiments/peers/torch_baseline.py --device 0 --quick --precision all \
+  --workloads train --no-compile --json "$out/torch_precision.json" > "$out/torch_precision.txt" 2>&1
 echo "torch_baseline --precision all rc=$?" | tee -a "$out/summary.txt"
