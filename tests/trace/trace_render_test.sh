@@ -21,9 +21,16 @@ done
 $render "$out/gpu.json" --out "$out/gpu" --around "dynamic inference" >"$out/gpu.txt"
 grep -q "on 2 lanes, 12 launch arrows" "$out/gpu.txt" || { cat "$out/gpu.txt"; echo "FAIL: the GPU lane or its arrows"; exit 1; }
 [ -s "$out/gpu.png" ] && [ -s "$out/gpu.svg" ] || { echo "FAIL: no GPU figure"; exit 1; }
+# A span's window reaches the kernel it launched (relu 5-16 us, its kernel 17-19 us: 15 us with
+# the pads), and a gzipped trace renders as the plain one.
+$render "$out/gpu.json" --out "$out/relu" --around relu >"$out/relu.txt"
+grep -q "0.015 ms" "$out/relu.txt" || { cat "$out/relu.txt"; echo "FAIL: the window stops before the launched kernel"; exit 1; }
+gzip -c "$out/gpu.json" >"$out/gpu.json.gz"
+$render "$out/gpu.json.gz" --out "$out/gz" --around "dynamic inference" >"$out/gz.txt"
+grep -q "on 2 lanes, 12 launch arrows" "$out/gz.txt" || { cat "$out/gz.txt"; echo "FAIL: a gzipped trace"; exit 1; }
 rc=0
 $render "$out/t.json" --out "$out/none" --around "no such span" 2>"$out/none.log" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "host spans in the trace: .*dynamic inference" "$out/none.log" \
   || { cat "$out/none.log"; echo "FAIL: an unknown --around: exit $rc"; exit 1; }
 ls "$out"/*.tmp 2>/dev/null && { echo "FAIL: .tmp files left"; exit 1; }
-echo "OK: a dynamic iteration and the whole trace as PNG and SVG; an unknown span name is exit 2"
+echo "OK: a dynamic iteration and the whole trace as PNG and SVG; windows reach launched work; gzip; an unknown span name is exit 2"

@@ -7,12 +7,14 @@
 Host lanes above (one per thread; nested spans one row deeper each), GPU streams below (one
 lane per stream), an arrow from each launching CUDA call to the work it launched, and the
 memory counters, if any, in a strip at the bottom. The window is the K-th span named NAME
-(0 first; e.g. --around "dynamic inference" --index 1), or START_US:END_US in the trace's
-microseconds, or the whole trace. Writes PREFIX.png and PREFIX.svg (each FILE.tmp first, then
+(0 first; e.g. --around "dynamic inference" --index 1), extended to the end of the GPU work
+launched from inside it, or START_US:END_US in the trace's
+microseconds, or the whole trace. TRACE may be gzipped (a name ending in .gz). Writes PREFIX.png and PREFIX.svg (each FILE.tmp first, then
 renamed). Exit 0 ok, 2 bad usage (a file that cannot be read, a window with nothing in it, a
 name not in the trace, matplotlib missing). docs/timelines.md shows the commands.
 """
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -39,14 +41,25 @@ def color_of(name, cat):
 
 def load(path):
     try:
-        with open(path, encoding="utf-8") as f:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
             t = json.load(f)
         return t["traceEvents"], t.get("otherData", {})
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"{path}: not a readable trace ({e})")
 
 
-def pick_window(spans, a):
+def launched_until(events, spans, lo, hi):
+    """The end of the last GPU span launched from the host between lo and hi (its flow starts
+    there): a span's window reaches the work it launched, which a graph replay's kernels, say,
+    run after the launch call returns."""
+    started = {e["id"] for e in events if e.get("ph") == "s" and lo <= e["ts"] <= hi}
+    landings = {(e["pid"], e["tid"], e["ts"]) for e in events if e.get("ph") == "f" and e.get("id") in started}
+    ends = [x["ts"] + x["dur"] for x in spans if (x["pid"], x["tid"], x["ts"]) in landings]
+    return max(ends, default=hi)
+
+
+def pick_window(events, spans, a):
     if a.window:
         try:
             lo, hi = (float(x) for x in a.window.split(":"))
@@ -65,20 +78,35 @@ def pick_window(spans, a):
             raise UsageError(f"--index {a.index}: the trace holds {len(named)} spans named {a.around!r} (0 to "
                              f"{len(named) - 1})")
         e = named[a.index]
-        pad = max(e["dur"] * 0.03, 0.5)
-        return e["ts"] - pad, e["ts"] + e["dur"] + pad
+        end = max(e["ts"] + e["dur"], launched_until(events, spans, e["ts"], e["ts"] + e["dur"]))
+        pad = max((end - e["ts"]) * 0.03, 0.5)
+        return e["ts"] - pad, end + pad
     lo = min(e["ts"] for e in spans)
     return lo, max(e["ts"] + e["dur"] for e in spans)
 
 
 def depths(spans):
-    """The nesting depth of each span of one lane (spans sorted by start, longer first)."""
+    """The nesting depth of each span of one host lane (spans sorted by start, longer first)."""
     out, stack = [], []
     for e in spans:
         while stack and e["ts"] >= stack[-1]:
             stack.pop()
         out.append(len(stack))
         stack.append(e["ts"] + e["dur"])
+    return out
+
+
+def packed_rows(spans):
+    """The row of each span of one GPU stream (sorted by start): the first row free at its start.
+    Kernels launched with programmatic dependent launch start before the previous one ends; they
+    overlap without nesting, so the fewest rows that hold them apart replace nesting depth."""
+    out, ends = [], []
+    for e in spans:
+        row = next((r for r, end in enumerate(ends) if end <= e["ts"]), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = e["ts"] + e["dur"]
+        out.append(row)
     return out
 
 
@@ -106,7 +134,7 @@ def render(a):
     spans = [e for e in events if e.get("ph") == "X"]
     if not spans:
         raise UsageError(f"{a.trace}: the trace holds no spans")
-    lo, hi = pick_window(spans, a)
+    lo, hi = pick_window(events, spans, a)
     inside = [e for e in spans if e["ts"] < hi and e["ts"] + e["dur"] > lo]
     if not inside:
         raise UsageError(f"the window {lo:.3f}:{hi:.3f} us holds no span")
@@ -125,7 +153,7 @@ def render(a):
     # Rows top-down: each lane as deep as its nesting inside the window.
     row_of, rows, labels = {}, 0, []
     for lane in lanes:
-        ds = depths(by_lane[lane])
+        ds = depths(by_lane[lane]) if lane[0] < DEVICE_PID_BASE else packed_rows(by_lane[lane])
         shown = [(e, d) for e, d in zip(by_lane[lane], ds) if e["ts"] < hi and e["ts"] + e["dur"] > lo]
         deepest = max(d for _, d in shown)
         row_of[lane] = (rows, shown)
