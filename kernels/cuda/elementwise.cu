@@ -43,6 +43,32 @@ __global__ void cast_kernel(const Store<From>* x, Store<To>* y, int64_t n) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     store<To>(y, i, load<From>(x, i));
 }
+// The same conversions 8 elements a thread: 16-byte loads and stores on both sides (two f32
+// packs or one 16-bit pack), so that narrowing a weight matrix moves at the memory's speed
+// rather than at that of 2-byte stores. The tail (n % 8) is the first threads' scalar work.
+template <DType From, DType To>
+__global__ void cast_vec_kernel(const Store<From>* x, Store<To>* y, int64_t n) {
+  pdl::prologue();
+  const int64_t n8 = n / 8;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = first; i < n8; i += stride) {
+    float v[8];
+    if constexpr (detail::kPack<From> == 8) {
+      load_pack<From>(x, i, v);
+    } else {
+      load_pack<From>(x, 2 * i, v);
+      load_pack<From>(x, 2 * i + 1, v + 4);
+    }
+    if constexpr (detail::kPack<To> == 8) {
+      store_pack<To>(y, i, v);
+    } else {
+      store_pack<To>(y, 2 * i, v);
+      store_pack<To>(y, 2 * i + 1, v + 4);
+    }
+  }
+  if (first < n - 8 * n8) store<To>(y, 8 * n8 + first, load<From>(x, 8 * n8 + first));
+}
 __global__ void fill_kernel(float* y, float value, int64_t n) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -244,8 +270,12 @@ void cast(const TensorView& x, const TensorView& y, cudaStream_t s) {
   detail::with_dtype(x.dtype, [&](auto from) {
     detail::with_dtype(y.dtype, [&](auto to) {
       constexpr DType F = decltype(from)::value, T = decltype(to)::value;
-      detail::launch(TG_LAUNCH_SITE, cast_kernel<F, T>, grid_for(n), kBlock, s, static_cast<const Store<F>*>(in),
-                     static_cast<Store<T>*>(out), n);
+      const auto* src = static_cast<const Store<F>*>(in);
+      auto* dst = static_cast<Store<T>*>(out);
+      if (aligned16(in) && aligned16(out) && n >= 8)
+        detail::launch(TG_LAUNCH_SITE, cast_vec_kernel<F, T>, grid_for(n / 8), kBlock, s, src, dst, n);
+      else
+        detail::launch(TG_LAUNCH_SITE, cast_kernel<F, T>, grid_for(n), kBlock, s, src, dst, n);
     });
   });
 }
