@@ -34,7 +34,7 @@ struct ContextSnapshot {
 
 // Everything the child prints, in one struct; the parent reads it back with parse.
 struct ContextChildOutput {
-  std::string skip_reason;  // set: nothing measured (NVML missing), the reason why
+  std::string skip_reason;  // set: nothing measured (NVML missing or failing), the reason why
   std::vector<std::pair<std::string, std::string>> settings;  // module_loading, module_loading_env
   std::vector<std::pair<std::string, std::string>> notes;     // part, reason: a report note each
   std::vector<ContextSnapshot> snapshots;                     // the first is before the context

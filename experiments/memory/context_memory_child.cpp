@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "experiments/harness/cold_start.h"
 #include "experiments/harness/output.h"
@@ -68,16 +67,10 @@ class Reader {
   bool context_ = false, said_unavailable_ = false;
 };
 
-ContextChildOutput measure(int device) {
+// The readings, with NVML up; CUDA errors throw, as everywhere.
+ContextChildOutput take_readings(const Nvml& nvml, int device) {
   ContextChildOutput out;
   const ModuleLoadingEnv env = parse_module_loading_env(std::getenv("CUDA_MODULE_LOADING"));
-  std::unique_ptr<Nvml> nvml;
-  try {
-    nvml = std::make_unique<Nvml>();
-  } catch (const Nvml::Unavailable& e) {
-    out.skip_reason = e.what();
-    return out;
-  }
   int count = 0;
   TG_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (device >= count)
@@ -85,7 +78,7 @@ ContextChildOutput measure(int device) {
                                             count));
   char bus_id[64] = {};
   TG_CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
-  const Nvml::Device nvml_device = nvml->device_by_pci_bus_id(bus_id);
+  const Nvml::Device nvml_device = nvml.device_by_pci_bus_id(bus_id);
   const std::string mode = module_loading_in_effect();
   out.settings = {{"module_loading", mode}, {"module_loading_env", env.text}};
   if (mode == "unknown")
@@ -97,7 +90,7 @@ ContextChildOutput measure(int device) {
                          "this build links no cuDNN (its convolutions are the project's own kernels): there is no "
                          "cuDNN handle to measure");
 
-  Reader reader(*nvml, nvml_device, out);
+  Reader reader(nvml, nvml_device, out);
   reader.read("before_context");
   // Since CUDA 12 cudaSetDevice creates the primary context; before, the first call that
   // needs one did (cudaFree(0) is the customary one). Both, as the cold-start rows time it.
@@ -114,6 +107,22 @@ ContextChildOutput measure(int device) {
   const cuda::DeviceBuffer workspace = cuda::DeviceBuffer::allocate(CudaBackend::kCublasWorkspaceBytes);
   reader.read("cublas_workspace");
   return out;
+}
+
+// An NVML that is missing, or that fails on this device (a virtual GPU, a partition it does not
+// report), skips the rows with its reason rather than failing the whole of tg-memory: the
+// measurement needs NVML, the rest of the run does not.
+ContextChildOutput measure(int device) {
+  ContextChildOutput skipped;
+  try {
+    const Nvml nvml;
+    return take_readings(nvml, device);
+  } catch (const Nvml::Unavailable& e) {
+    skipped.skip_reason = e.what();
+  } catch (const Nvml::Error& e) {
+    skipped.skip_reason = fmt::format("NVML cannot read device {}: {}", device, e.what());
+  }
+  return skipped;
 }
 
 }  // namespace
