@@ -42,18 +42,26 @@ std::string command_text(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-std::optional<int> cold_start_child(int argc, char** argv, const ColdSteps& steps) {
-  if (argc < 2 || std::strcmp(argv[1], kColdStartChildFlag) != 0) return std::nullopt;
+std::optional<int> child_mode_device(int argc, char** argv, const char* flag) {
+  if (argc < 2 || std::strcmp(argv[1], flag) != 0) return std::nullopt;
   char* end = nullptr;
   const long device = argc == 3 ? std::strtol(argv[2], &end, 10) : -1;
   if (argc != 3 || end == argv[2] || *end != '\0' || device < 0 || device > INT_MAX) {
     std::fprintf(stderr, "%s %s: expected one device ordinal >= 0 (this mode is for the binary's own use)\n",
-                 argv[0], kColdStartChildFlag);
-    return 2;
+                 argv[0], flag);
+    return -1;
   }
+  return static_cast<int>(device);
+}
+
+std::optional<int> cold_start_child(int argc, char** argv, const ColdSteps& steps) {
+  const std::optional<int> mode = child_mode_device(argc, argv, kColdStartChildFlag);
+  if (!mode) return std::nullopt;
+  if (*mode < 0) return 2;
+  const int device = *mode;
   try {
     std::string out;
-    for (const ColdStep& s : steps(static_cast<int>(device))) {
+    for (const ColdStep& s : steps(device)) {
       const auto t0 = std::chrono::steady_clock::now();
       s.run();
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -62,7 +70,7 @@ std::optional<int> cold_start_child(int argc, char** argv, const ColdSteps& step
     // Printed at the end, so that the output of a child that failed halfway is not half read.
     // The parent reads the lines from a pipe: a write that failed must not pass as a run that measured nothing.
     if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {
-      std::fprintf(stderr, "%s %s %ld: cannot write the timings to stdout: %s\n", argv[0], kColdStartChildFlag,
+      std::fprintf(stderr, "%s %s %d: cannot write the timings to stdout: %s\n", argv[0], kColdStartChildFlag,
                    device, std::strerror(errno));
       return 1;
     }
@@ -168,12 +176,12 @@ void measure_cold_start(Report& r, const std::vector<std::string>& child_argv, i
   }
 }
 
-std::vector<std::string> self_cold_start_argv(int device) {
+std::vector<std::string> self_child_argv(const char* flag, int device) {
   char path[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
   if (n <= 0) throw std::runtime_error(fmt::format("readlink /proc/self/exe: {}", std::strerror(errno)));
   path[n] = '\0';
-  return {path, kColdStartChildFlag, std::to_string(device)};
+  return {path, flag, std::to_string(device)};
 }
 
 }  // namespace tg::harness

@@ -56,7 +56,15 @@ std::string run_child(const std::vector<std::string>& argv);
 // one sample per process; extra "processes". Every child must print the same steps.
 void measure_cold_start(Report& r, const std::vector<std::string>& child_argv, int processes);
 // The child command line of this binary for a device: {/proc/self/exe, flag, device}.
-std::vector<std::string> self_cold_start_argv(int device);
+std::vector<std::string> self_child_argv(const char* flag, int device);
+inline std::vector<std::string> self_cold_start_argv(int device) {
+  return self_child_argv(kColdStartChildFlag, device);
+}
+
+// A hidden child mode of a binary, `<self> FLAG DEVICE`: nullopt when argv is not that mode,
+// else the device ordinal, or -1 when DEVICE is not one (after saying so on stderr; the
+// child then exits 2). Shared by every child mode (this one, tg-memory's context memory).
+std::optional<int> child_mode_device(int argc, char** argv, const char* flag);
 
 #ifdef TWOGRAPH_HAVE_CUDA
 // The steps every binary's child starts with (cold_start_cuda.cpp): runtime_init

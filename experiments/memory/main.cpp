@@ -4,7 +4,9 @@
 // of the dynamic executor (per-role peaks) and of the static executor (its
 // device buffers and arena), plus the allocators' peaks and (GPU) the
 // cudaMemGetInfo delta of compiling a plan. Per precision (--precision), the same
-// comparisons by role and dtype at the main batches (precision_roles.h).
+// comparisons by role and dtype at the main batches (precision_roles.h). On the GPU, the
+// memory a process holds before any tensor: the CUDA context, its modules and the cuBLAS
+// handles and workspace, read through NVML in a child process (context_memory.h).
 // agreement.h judges every role against the 5% target.
 #include <fmt/format.h>
 
@@ -20,6 +22,7 @@
 #include "experiments/harness/harness.h"
 #include "experiments/harness/exec_common.h"
 #include "experiments/memory/agreement.h"
+#include "experiments/memory/context_memory.h"
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"
 #include "experiments/memory/precision_roles.h"
@@ -419,6 +422,10 @@ void inplace_part(Ctx& c, const MlpConfig& mc) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TWOGRAPH_HAVE_CUDA
+  // The context-memory child (context_memory.h) must touch nothing before its own steps.
+  if (auto rc = context_memory_child(argc, argv)) return *rc;
+#endif
   th::Experiment ex("tg-memory",
                     "Where does memory go? Bytes per role: closed formula vs planner, dynamic and static "
                     "executors' allocations, allocators, device",
@@ -465,6 +472,16 @@ int main(int argc, char** argv) {
       for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
     cnn_cases(listed, q, cases, main_batch);
 
+    if (e.on_gpu()) {
+      TG_NVTX_RANGE("tg-memory context");
+      measure_context_memory(e.report(), th::self_child_argv(kContextMemoryChildFlag, e.device()));
+    } else {
+#ifdef TWOGRAPH_HAVE_CUDA
+      e.report().skip("context_memory", "the CUDA context's memory needs a GPU (CPU backend: no context is created)");
+#else
+      e.report().skip("context_memory", "built without CUDA (TWOGRAPH_CUDA=OFF or no nvcc found)");
+#endif
+    }
     auto log = std::make_shared<AllocationLog>();
     Agreement agree;
     Ctx c{e, make_recording_backend(e.device(), log, e.cuda_options()), log, agree, false};
