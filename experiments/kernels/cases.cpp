@@ -1,8 +1,10 @@
 #include "experiments/kernels/cases.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/dtype_support.h"
 
 namespace tg::bench {
 
@@ -14,39 +16,53 @@ std::vector<std::string> case_names() {
   return {"fill", "copy", "scale", "relu", "gelu", "add", "mul", "relu_grad", "gelu_grad", "bias_add",
           "fused_elementwise", "sgd", "sgd_momentum", "sgd_momentum_multi", "softmax", "softmax_grad", "layernorm",
           "layernorm_grad_x", "layernorm_grad_gamma", "layernorm_grad_gamma_beta", "cross_entropy_grad",
-          "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "transpose_heads", "mse_loss"};
+          "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "transpose_heads", "mse_loss", "cast"};
 }
 
-float* CaseSet::buffer(int64_t n, float value) {
-  buffers_.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * sizeof(float)));
+float* CaseSet::buffer(int64_t n, float value, DType dt) {
+  buffers_.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(n * dtype_size(dt))));
   float* p = buffers_.back().as<float>();
-  kernels::cuda::fill(p, value, n, nullptr);
+  if (dt == DType::F32) {
+    kernels::cuda::fill(p, value, n, nullptr);
+    return p;
+  }
+  // fill writes f32 only (its dtype rule): the value in f32, cast once (every value used here is
+  // exact in bf16 and f16).
+  staging_.push_back(cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * sizeof(float)));
+  float* f32 = staging_.back().as<float>();
+  kernels::cuda::fill(f32, value, n, nullptr);
+  kernels::cuda::cast({f32, Shape{n}}, {p, Shape{n}, dt}, nullptr);
   return p;
 }
 
-CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
-  const int64_t n = std::max<int64_t>(kCols, bytes / 4 / kCols * kCols);  // whole rows
+CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only, DType dtype) : dtype_(dtype) {
+  const int64_t f = dtype_size(dtype);  // bytes per element
+  const int64_t n = std::max<int64_t>(kCols, bytes / f / kCols * kCols);  // whole rows
   const int64_t rows = n / kCols;
-  const int64_t f = 4;  // bytes per float
   const Shape v{n}, m{rows, kCols}, row{kCols}, col{rows}, one{1};
   auto want = [&](const char* name) { return only.empty() || std::find(only.begin(), only.end(), name) != only.end(); };
   auto add = [&](const char* name, OpKind op, std::vector<std::pair<Shape, float>> ins, Shape out, int64_t moved,
                  Attrs at = {}) {
     if (!want(name)) return;
+    if (!kernels::cuda::has_kernel(op, dtype_)) {
+      without_kernel_.push_back(name);
+      return;
+    }
     attrs_.push_back(std::make_unique<Attrs>(at));
     KernelCase k;
     k.op = name;
     k.call.op = op;
     k.call.attrs = attrs_.back().get();
     k.call.num_inputs = static_cast<int>(ins.size());
+    k.dtype = dtype_;
     more_.push_back(std::make_unique<std::vector<kernels::TensorView>>());
     for (size_t i = 0; i < ins.size(); ++i) {
-      const kernels::TensorView t{buffer(ins[i].first.numel(), ins[i].second), ins[i].first};
+      const kernels::TensorView t{buffer(ins[i].first.numel(), ins[i].second, dtype_), ins[i].first, dtype_};
       if (i < k.call.in.size()) k.call.in[i] = t;
       else more_.back()->push_back(t);
     }
     k.call.more = more_.back()->empty() ? nullptr : more_.back()->data();
-    if (!op_is_update(op)) k.call.out = {buffer(out.numel(), 0.0f), out};
+    if (!op_is_update(op)) k.call.out = {buffer(out.numel(), 0.0f, dtype_), out, dtype_};
     k.bytes_moved = moved;
     cases_.push_back(k);
   };
@@ -82,14 +98,16 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
   add("layernorm", OpKind::layernorm, {{m, x}, {row, 1.0f}, {row, 0.0f}}, m, 2 * n * f);
   add("layernorm_grad_x", OpKind::layernorm_grad_x, {{m, x}, {m, x}, {row, 1.0f}}, m, 3 * n * f);
   add("layernorm_grad_gamma", OpKind::layernorm_grad_gamma, {{m, x}, {m, x}}, row, 2 * n * f);
-  if (want("layernorm_grad_gamma_beta")) {
+  if (want("layernorm_grad_gamma_beta") && dtype_ != DType::F32) {
+    without_kernel_.push_back("layernorm_grad_gamma_beta");  // its launcher takes f32 only
+  } else if (want("layernorm_grad_gamma_beta")) {
     // dgamma and dbeta in one pass over dy and x: the same bytes as layernorm_grad_gamma.
     KernelCase k;
     k.op = "layernorm_grad_gamma_beta";
-    const float* dy = buffer(n, x);
-    const float* xs = buffer(n, x);
-    float* dg = buffer(kCols, 0.0f);
-    float* db = buffer(kCols, 0.0f);
+    const float* dy = buffer(n, x, dtype_);
+    const float* xs = buffer(n, x, dtype_);
+    float* dg = buffer(kCols, 0.0f, dtype_);
+    float* db = buffer(kCols, 0.0f, dtype_);
     k.bytes_moved = 2 * n * f;
     k.launch = [=](const kernels::CudaExecContext& ctx) {
       kernels::cuda::layernorm_grad_gamma_beta(dy, xs, dg, db, rows, kCols, 1e-5f, ctx.scratch, ctx.scratch_bytes,
@@ -119,6 +137,30 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only) {
   add("transpose_heads", OpKind::transpose, {{Shape{batch, seq, 8, 64}, x}}, Shape{batch, 8, seq, 64},
       2 * batch * seq * 512 * f, th);
   add("mse_loss", OpKind::mse_loss, {{v, x}, {v, x}}, one, 2 * n * f);
+  if (want("cast") && dtype_ != DType::F32) {
+    // f32 to this set's dtype and back, each reading `bytes` of input.
+    for (const auto& [from, to] : {std::pair{DType::F32, dtype_}, std::pair{dtype_, DType::F32}}) {
+      const int64_t cn = std::max<int64_t>(kCols, bytes / dtype_size(from) / kCols * kCols);
+      Attrs at;
+      at.to = to;
+      attrs_.push_back(std::make_unique<Attrs>(at));
+      KernelCase k;
+      k.op = "cast";
+      k.dtype = from;
+      k.to = to;
+      k.call.op = OpKind::cast;
+      k.call.attrs = attrs_.back().get();
+      k.call.num_inputs = 1;
+      k.call.in[0] = {buffer(cn, x, from), Shape{cn}, from};
+      k.call.out = {buffer(cn, 0.0f, to), Shape{cn}, to};
+      k.bytes_moved = cn * (dtype_size(from) + dtype_size(to));
+      cases_.push_back(k);
+    }
+  }
+  // Every buffer holds its values before a case is timed on another stream; the f32 staging of
+  // the 16-bit values is then no longer needed.
+  TG_CUDA_CHECK(cudaDeviceSynchronize());
+  staging_.clear();
 }
 
 }  // namespace tg::bench

@@ -1,9 +1,10 @@
 // tg-kernels: how close does each CUDA kernel come to the memory system's limit?
-// Per op and tensor size: median GPU time (CUDA events), GB/s of the bytes it must
-// move (read + written), and that as a percent of a device-to-device copy of the
-// same size measured in the same run. matmul: TFLOP/s of run_cuda against cuBLAS
-// called directly at n = 5000 (the entry layer should cost nothing: within 5%), in fp32,
-// tf32, bf16 and fp16 (each row records its precision).
+// Per op, element type (--dtypes: f32, and bf16 and f16 for the kernels the backend runs
+// in them, with cast between f32 and each) and tensor size: median GPU time (CUDA events),
+// GB/s of the bytes it must move (read + written, at the element type's size), and that as
+// a percent of a device-to-device copy of the same size measured in the same run. matmul:
+// TFLOP/s of run_cuda against cuBLAS called directly at n = 5000 (the entry layer should cost
+// nothing: within 5%), in fp32, tf32, bf16 and fp16 (each row records its precision).
 //
 // Each memory row is timed twice, as nvbench times a kernel both cold and in a batch:
 // one launch per sample (the row's median), and kBackToBack launches per sample (the
@@ -30,23 +31,54 @@ namespace th = tg::harness;
 
 namespace {
 
-// "add,relu" -> {"add", "relu"}. An empty name (",,", "add,", ",add") is a typo, not
-// "no op": it is refused like an unknown name, so --ops never selects nothing and
-// exits 0. (--ops left out, or given as '', is the default: every op.)
-std::vector<std::string> split_list(const std::string& s) {
+// "add,relu" -> {"add", "relu"}. An empty item (",,", "add,", ",add") is a typo, not
+// "nothing": it is refused like an unknown name, so a list never selects nothing and
+// exits 0. flag and noun name it in the message ("--ops", "op name"); hint says what to give.
+std::vector<std::string> split_list(const std::string& s, const char* flag, const char* noun, const char* hint) {
   std::vector<std::string> out;
   size_t start = 0;
   while (true) {
     const size_t comma = s.find(',', start);
     const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (item.empty())
-      throw th::UsageError(fmt::format("--ops: {} has an empty op name (item {}); give comma-separated names like "
-                                       "add,relu, or leave --ops out to measure every op",
-                                       tg::quote_name(s), out.size() + 1));
+      throw th::UsageError(
+          fmt::format("{}: {} has an empty {} (item {}); {}", flag, tg::quote_name(s), noun, out.size() + 1, hint));
     out.push_back(item);
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+// --dtypes: all (f32, bf16, f16), or a comma-separated list of distinct element types.
+std::vector<tg::DType> parse_dtypes(const std::string& text) {
+  if (text == "all") return {tg::DType::F32, tg::DType::BF16, tg::DType::F16};
+  std::vector<tg::DType> out;
+  for (const std::string& item : split_list(text, "--dtypes", "dtype", "give all, or a list such as f32,bf16")) {
+    tg::DType dt = tg::DType::F32;
+    if (item == "all")
+      throw th::UsageError(fmt::format("--dtypes: all stands alone; give all, or a list such as f32,bf16 (got {})",
+                                       tg::quote_name(text)));
+    if (!tg::parse_dtype(item, dt))
+      throw th::UsageError(fmt::format("--dtypes: {} is not a dtype; give all, or a comma-separated list of f32, "
+                                       "bf16 and f16", tg::quote_name(item)));
+    if (std::find(out.begin(), out.end(), dt) != out.end())
+      throw th::UsageError(fmt::format("--dtypes: {} is given twice; name each dtype once", item));
+    out.push_back(dt);
+  }
+  return out;
+}
+
+// A memory row's params: its size, and its element types where they are not f32 alone (so
+// that the f32 rows keep the names and params of the runs without --dtypes).
+th::Params row_params(const tg::bench::KernelCase& k, int64_t bytes) {
+  th::Params p{{"size_bytes", bytes}};
+  if (k.call.op == tg::OpKind::cast) {
+    p.emplace("from", tg::dtype_name(k.dtype));
+    p.emplace("to", tg::dtype_name(k.to));
+  } else if (k.dtype != tg::DType::F32) {
+    p.emplace("dtype", tg::dtype_name(k.dtype));
+  }
+  return p;
 }
 
 std::vector<int64_t> sizes(bool quick, int64_t min_bytes, int64_t max_bytes) {
@@ -61,8 +93,9 @@ std::vector<int64_t> sizes(bool quick, int64_t min_bytes, int64_t max_bytes) {
 
 constexpr int kBackToBack = 16;
 
-void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std::string>& ops, int64_t min_bytes,
-                  int64_t max_bytes, const th::LoopOptions& loop) {
+void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std::string>& ops,
+                  const std::vector<tg::DType>& dtypes, int64_t min_bytes, int64_t max_bytes,
+                  const th::LoopOptions& loop) {
   void* stream = be.stream();
   th::LoopOptions batched = loop;
   batched.batch = kBackToBack;
@@ -72,7 +105,8 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
     return th::summarize(th::time_gpu(batched, body, stream)).median;
   };
   const auto sz = sizes(ex.quick(), min_bytes, max_bytes);
-  th::Progress bar(sz.size() * (ops.size() + 1), "kernels");
+  th::Progress bar(sz.size() * (ops.size() * dtypes.size() + 1), "kernels");
+  std::map<tg::DType, std::vector<std::string>> without_kernel;  // per 16-bit dtype, for one note each
   for (int64_t bytes : sz) {
     // The reference: a D2D copy of the same size, counted as read + write.
     auto src = tg::cuda::DeviceBuffer::allocate(static_cast<size_t>(bytes));
@@ -94,30 +128,45 @@ void bench_memory(th::Experiment& ex, tg::CudaBackend& be, const std::vector<std
     bar.tick();
     src.reset();
     dst.reset();
-    for (const std::string& op : ops) {
-      TG_NVTX_RANGE(op.c_str());
-      tg::bench::CaseSet set(bytes, {op});
-      for (tg::bench::KernelCase& k : set.cases()) {
-        const auto body = [&](void*) {
-          if (k.launch) {
-            // A launcher called directly takes the backend's launch choices as run_cuda would.
-            const tg::kernels::cuda::LaunchScope launches(be.options().pdl);
-            k.launch(be.context());
-          } else {
-            be.run(k.call);
-          }
-        };
-        auto& m = ex.report().add_time(k.op, {{"size_bytes", bytes}}, th::time_gpu(loop, body, stream), "gpu");
-        const double gbs = static_cast<double>(k.bytes_moved) / m.stats.median / 1e9;
-        const double b2b_s = back_to_back_s(body);
-        m.extra["GB/s"] = gbs;
-        m.extra["pct_of_copy"] = 100.0 * gbs / copy_gbs;
-        m.extra["back_to_back_s"] = b2b_s;
-        m.extra["back_to_back_pct_of_copy"] = 100.0 * (static_cast<double>(k.bytes_moved) / b2b_s / 1e9) / copy_b2b_gbs;
-        m.extra["held"] = loop.hold_gpu ? 1 : 0;
+    const auto measure = [&](tg::bench::KernelCase& k) {
+      const auto body = [&](void*) {
+        if (k.launch) {
+          // A launcher called directly takes the backend's launch choices as run_cuda would.
+          const tg::kernels::cuda::LaunchScope launches(be.options().pdl);
+          k.launch(be.context());
+        } else {
+          be.run(k.call);
+        }
+      };
+      auto& m = ex.report().add_time(k.op, row_params(k, bytes), th::time_gpu(loop, body, stream), "gpu");
+      const double gbs = static_cast<double>(k.bytes_moved) / m.stats.median / 1e9;
+      const double b2b_s = back_to_back_s(body);
+      m.extra["GB/s"] = gbs;
+      m.extra["pct_of_copy"] = 100.0 * gbs / copy_gbs;
+      m.extra["back_to_back_s"] = b2b_s;
+      m.extra["back_to_back_pct_of_copy"] = 100.0 * (static_cast<double>(k.bytes_moved) / b2b_s / 1e9) / copy_b2b_gbs;
+      m.extra["held"] = loop.hold_gpu ? 1 : 0;
+    };
+    for (const tg::DType dt : dtypes) {
+      for (const std::string& op : ops) {
+        TG_NVTX_RANGE(op.c_str());
+        tg::bench::CaseSet set(bytes, {op}, dt);
+        for (const std::string& name : set.without_kernel()) {
+          std::vector<std::string>& names = without_kernel[dt];
+          if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        }
+        for (tg::bench::KernelCase& k : set.cases()) measure(k);
+        bar.tick();
       }
-      bar.tick();
     }
+  }
+  for (const auto& [dt, names] : without_kernel) {
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+    ex.report().skip(fmt::format("{} dtype={}", list, tg::dtype_name(dt)),
+                     "no kernel in this dtype (kernels/cuda/dtype_support.cpp): the optimizer updates work on f32 "
+                     "master weights, the losses and fill are f32 by their dtype rule, and "
+                     "layernorm_grad_gamma_beta's launcher takes f32");
   }
 }
 
@@ -199,6 +248,11 @@ int main(int argc, char** argv) {
   ex.add_option("--min-bytes", min_bytes, "Smallest tensor in bytes", 0, int64_t{1} << 36);
   ex.add_option("--max-bytes", max_bytes, "Largest tensor in bytes (--quick stops at 256 MiB)", 4096, int64_t{1} << 36);
   ex.add_option("--ops", ops_flag, "Comma-separated subset of: " + names);
+  std::string dtypes_flag = "f32";
+  ex.add_option("--dtypes", dtypes_flag,
+                "The memory rows' element types, all or comma-separated: f32, bf16, f16. A row in bf16 or f16 has "
+                "a dtype parameter and its GB/s counts 2-byte elements; the ops without a kernel in that type are "
+                "named in a note; cast runs from f32 to each 16-bit type and back (params from and to)");
   ex.add_flag("--no-matmul", no_matmul, "Skip the matmul comparison");
   bool plain_timing = false;
   ex.add_flag("--plain-timing", plain_timing,
@@ -206,12 +260,19 @@ int main(int argc, char** argv) {
               "holding the stream until the sample is enqueued (the default, as nvbench does)");
   return ex.run(argc, argv, [&](th::Experiment& e) {
     // Flags are checked before the device is: a typo is a usage error on every machine.
-    std::vector<std::string> ops = ops_flag.empty() ? tg::bench::case_names() : split_list(ops_flag);
+    std::vector<std::string> ops =
+        ops_flag.empty() ? tg::bench::case_names()
+                         : split_list(ops_flag, "--ops", "op name",
+                                      "give comma-separated names like add,relu, or leave --ops out to measure every op");
     for (const auto& o : ops) {
       const auto all = tg::bench::case_names();
       if (std::find(all.begin(), all.end(), o) == all.end())
         throw th::UsageError(fmt::format("--ops: unknown op {}; choose from {}", tg::quote_name(o), names));
     }
+    const std::vector<tg::DType> dtypes = parse_dtypes(dtypes_flag);
+    if (ops == std::vector<std::string>{"cast"} && dtypes == std::vector<tg::DType>{tg::DType::F32})
+      throw th::UsageError("--ops cast: a cast goes between f32 and a 16-bit type; add bf16 or f16 to --dtypes "
+                           "(--dtypes f32,bf16)");
     if (min_bytes > max_bytes)
       throw th::UsageError(fmt::format("--min-bytes {} is above --max-bytes {}: no size is left to run; lower "
                                        "--min-bytes or raise --max-bytes", min_bytes, max_bytes));
@@ -224,7 +285,7 @@ int main(int argc, char** argv) {
     loop.hold_gpu = !plain_timing;
     {
       tg::CudaBackend be(e.device(), false, e.cuda_options());
-      bench_memory(e, be, ops, min_bytes, max_bytes, loop);
+      bench_memory(e, be, ops, dtypes, min_bytes, max_bytes, loop);
     }
     if (!no_matmul)
       bench_matmul(e, e.device(), e.quick() ? std::vector<int64_t>{5000} : std::vector<int64_t>{1024, 2048, 5000}, loop);

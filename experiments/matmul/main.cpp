@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "experiments/harness/device_peaks.h"
 #include "experiments/harness/harness.h"
 #include "experiments/matmul/matrices.h"
 #include "graph/float_formats.h"
+#include "graph/quote.h"
 #include "kernels/cpu/cpu_kernels.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "experiments/matmul/gpu_gemm.h"
@@ -54,18 +56,22 @@ const Precision kPrecisions[] = {{"fp32", {tg::DType::F32, false}},
                                  {"bf16", {tg::DType::BF16, false}},
                                  {"fp16", {tg::DType::F16, false}}};
 
-// --precision: a comma-separated list of distinct precisions.
+// --precision: all, or a comma-separated list of distinct precisions.
 std::vector<Precision> parse_precisions(const std::string& text) {
+  if (text == "all") return {std::begin(kPrecisions), std::end(kPrecisions)};
   std::vector<Precision> out;
   size_t at = 0;
   while (at <= text.size()) {
     const size_t end = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, end - at);
+    if (item == "all")
+      throw th::UsageError(fmt::format("--precision: all stands alone; give all, or a list such as fp32,bf16 "
+                                       "(got {})", tg::quote_name(text)));
     const auto known = std::find_if(std::begin(kPrecisions), std::end(kPrecisions),
                                     [&](const Precision& p) { return p.name == item; });
     if (known == std::end(kPrecisions))
-      throw th::UsageError(fmt::format("--precision: '{}' is not a precision; give a comma-separated list of fp32, "
-                                       "tf32, bf16 and fp16", item));
+      throw th::UsageError(fmt::format("--precision: '{}' is not a precision; give all, or a comma-separated list "
+                                       "of fp32, tf32, bf16 and fp16", item));
     if (std::any_of(out.begin(), out.end(), [&](const Precision& p) { return p.name == item; }))
       throw th::UsageError(fmt::format("--precision: {} is given twice; name each precision once", item));
     out.push_back(*known);
@@ -88,21 +94,43 @@ std::vector<float> rounded(const std::vector<float>& x, tg::DType dt) {
   return r;
 }
 
+#ifdef TWOGRAPH_HAVE_CUDA
+// The dense peak of GPU `device` in each precision (device_peaks.h), for the rows'
+// pct_of_peak; a note names the precisions without one.
+std::map<std::string, double> known_peaks(th::Report& r, int device, const std::vector<Precision>& precisions) {
+  std::map<std::string, double> peaks;
+  std::vector<Precision> unknown;
+  const th::Metadata::Gpu* g = th::gpu_entry(r.meta, device);
+  for (const Precision& p : precisions) {
+    const double peak = g ? th::dense_peak_flops(*g, p.name) : 0.0;
+    if (peak > 0) peaks[p.name] = peak;
+    else unknown.push_back(p);
+  }
+  if (!unknown.empty())
+    r.skip(fmt::format("pct_of_peak precision={}", names_of(unknown)),
+           fmt::format("no dense peak known for this GPU (compute capability {}): "
+                       "experiments/harness/device_peaks.h lists the architectures whose figures are certain",
+                       g ? fmt::format("{}.{}", g->cc_major, g->cc_minor) : std::string("unknown")));
+  return peaks;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   th::Experiment experiment("tg-matmul",
-                    "When does the GPU win? Square sgemm on the CPU (OpenBLAS) and the GPU (cuBLAS fp32, TF32), "
-                    "with and without transfers, and the crossover n",
+                    "When does the GPU win? Square sgemm on the CPU (OpenBLAS) and the GPU (cuBLAS fp32, TF32; "
+                    "cuBLASLt bf16, fp16), with and without transfers, and the crossover n",
                     "tg-matmul --device auto --quick --json matmul.json --csv matmul.csv");
   int64_t max_n = 5000, step = 500;
   experiment.add_option("--max-n", max_n, "Largest n", 0, 20000);
   experiment.add_option("--step", step, "Step of n (not in --quick, which runs 0, 500, 1000, 2000, 5000)", 1, 20000);
   std::string precision_text = "fp32,tf32,bf16,fp16";
   experiment.add_option("--precision", precision_text,
-                        "The GPU's precisions, comma-separated: fp32 (cuBLAS SGEMM), tf32 (the same on the tensor "
-                        "cores), bf16 and fp16 (cuBLASLt on the tensor cores: 16-bit A, B and C, f32 accumulation, "
-                        "as the backend runs them). Each row records its precision; the CPU runs fp32");
+                        "The GPU's precisions, all or comma-separated: fp32 (cuBLAS SGEMM), tf32 (the same on the "
+                        "tensor cores), bf16 and fp16 (cuBLASLt on the tensor cores: 16-bit A, B and C, f32 "
+                        "accumulation, as the backend runs them). Each row records its precision and its percent of "
+                        "the device's dense peak in that precision; the CPU runs fp32");
   std::vector<Precision> precisions;
   experiment.check_flags([&] { precisions = parse_precisions(precision_text); });
   return experiment.run(argc, argv, [&](th::Experiment& ex) {
@@ -130,8 +158,13 @@ int main(int argc, char** argv) {
         fmt::format("matmul backend=gpu ({}; with and without transfers) and crossover_n", names_of(precisions));
 #ifdef TWOGRAPH_HAVE_CUDA
     std::unique_ptr<tgm::GpuGemm> gpu;
-    if (ex.on_gpu()) gpu = std::make_unique<tgm::GpuGemm>(sizes.empty() ? 0 : sizes.back());
-    else r.skip(gpu_rows, "no GPU selected (--device cpu, or --device auto found no CUDA device)");
+    std::map<std::string, double> peaks;  // the device's dense FLOP/s by precision, where known
+    if (ex.on_gpu()) {
+      gpu = std::make_unique<tgm::GpuGemm>(sizes.empty() ? 0 : sizes.back());
+      peaks = known_peaks(r, ex.device(), precisions);
+    } else {
+      r.skip(gpu_rows, "no GPU selected (--device cpu, or --device auto found no CUDA device)");
+    }
 #else
     r.skip(gpu_rows, "built without CUDA (TWOGRAPH_CUDA=OFF or no nvcc found)");
 #endif
@@ -192,6 +225,8 @@ int main(int argc, char** argv) {
                                  std::move(samples), with_transfers ? "host" : "gpu");
             m.extra["TFLOP/s"] = tflops(n, m.stats.median);
             m.extra["max_abs_err"] = cmp.max_abs_err;
+            if (const auto peak = peaks.find(precision); peak != peaks.end())
+              m.extra["pct_of_peak"] = 100.0 * m.extra["TFLOP/s"] * 1e12 / peak->second;
             if (cpu_med[n] > 0) m.extra["speedup_vs_cpu"] = cpu_med[n] / m.stats.median;
             gpu_med[{precision, with_transfers}][n] = m.stats.median;
           }

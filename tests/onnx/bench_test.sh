@@ -9,24 +9,7 @@ graph=$1 train=$2 report=$3 dir=$4
 rm -rf "$dir" && mkdir -p "$dir"
 quick=(--device cpu --quick --repetitions 2 --min-time 0 --loss-steps 3)
 
-validate() {
-  "$report" markdown "$1" > /dev/null
-  if py=$(bash tests/jsonschema_python.sh 2>/dev/null); then
-    "$py" -c 'import json, sys, jsonschema
-jsonschema.validate(json.load(open(sys.argv[1])), json.load(open("docs/report.schema.json")))' "$1"
-  fi
-}
-has() {  # has FILE NAME KEY=VALUE...: a measurement of that name whose params include those
-  python3 - "$@" <<'PY'
-import json, sys
-path, name, *kv = sys.argv[1:]
-want = dict(x.split("=", 1) for x in kv)
-ms = [m for m in json.load(open(path))["measurements"] if m["name"] == name
-      and all(str(m["params"].get(k)) == v for k, v in want.items())]
-if not ms:
-    sys.exit(f"{path}: no {name} with {want}")
-PY
-}
+source tests/onnx/bench_lib.sh
 
 "$graph" bench tests/onnx/mlp.json --weights tests/onnx/mlp.safetensors "${quick[@]}" --json "$dir/mlp.json" > /dev/null
 validate "$dir/mlp.json"
@@ -45,13 +28,8 @@ for b in 32 64; do
   has "$dir/mlp_w256.json" role_bytes executor=static mode=train role=gradients batch=$b
 done
 "$train" --device cpu --quick --repetitions 2 --min-time 0 --loss-steps 3 --max-rows 32 --json "$dir/train.json" > /dev/null
-rc=0
-"$report" compare "$dir/train.json" "$dir/mlp_w256.json" > "$dir/compare.txt" || rc=$?
-[ "$rc" -le 1 ]
-grep -q "^iteration .*batch=32 clip_grad_norm=0 depth=8 executor=dynamic mode=train model=mlp optimizer=momentum sweep=mlp_w256_d8 width=256 " "$dir/compare.txt"
-if grep "^iteration .*batch=32 .*mode=train" "$dir/compare.txt" | grep -q "missing in B"; then
-  echo "tg-train's mlp rows found no bench rows:"; cat "$dir/compare.txt"; exit 1
-fi
+paired "$dir/train.json" "$dir/mlp_w256.json" "$dir/compare.txt" \
+  "^iteration .*batch=32 clip_grad_norm=0 depth=8 executor=dynamic mode=train model=mlp optimizer=momentum sweep=mlp_w256_d8 width=256 "
 
 "$graph" bench tests/onnx/bench/transformer_d128_h4.json "${quick[@]}" --batch 2 --json "$dir/tr.json" > /dev/null
 validate "$dir/tr.json"

@@ -188,8 +188,10 @@ def hbm_GBps(gpu):
     return 2 * gpu["mem_clock_khz"] * 1e3 * gpu["mem_bus_width_bits"] / 8 / 1e9
 
 
-# Dense FLOP per clock per SM by compute capability (fp32 lanes x 2; Tensor Core TF32 without
-# sparsity). Only the architectures whose figures are certain; others draw no peak.
+# Dense FLOP per clock per SM by compute capability (fp32 lanes x 2; Tensor Core TF32, bf16 and
+# fp16 without sparsity). Only the architectures whose figures are certain; others draw no peak.
+# experiments/harness/device_peaks.h holds the same figures for the experiments' pct_of_peak
+# (tests/harness/peaks_test.cpp checks that they agree).
 FLOP_PER_CLOCK_SM = {"8.0": {"fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
                      "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096}}
 

@@ -56,9 +56,11 @@ th::Params parse_params(const std::string& spec) {
       throw th::UsageError(
           fmt::format("--params: {} is not KEY=VALUE; give e.g. --params model=mlp,width=256", quote_name(kv)));
     const std::string key = kv.substr(0, eq);
-    for (const char* reserved : {"batch", "executor", "mode", "role", "feed_copy", "optimizer", "clip_grad_norm"})
+    for (const char* reserved :
+         {"batch", "executor", "mode", "role", "feed_copy", "optimizer", "clip_grad_norm", "precision"})
       if (key == reserved)
-        throw th::UsageError(fmt::format("--params: {} is set by the bench itself; choose another key", quote_name(key)));
+        throw th::UsageError(fmt::format("--params: {} is set by the bench itself; choose another key{}",
+                                         quote_name(key), key == "precision" ? " (--precision sets it)" : ""));
     if (!seen.insert(key).second)
       throw th::UsageError(fmt::format("--params: key {} is given twice; give each key once", quote_name(key)));
     p.insert_or_assign(key, param_value(kv.substr(eq + 1)));
@@ -96,6 +98,9 @@ void measure_compile_and_memory(th::Experiment& e, const std::shared_ptr<Backend
     co.training = training;
     co.backend = be;
     co.use_cuda_graph = gpu;
+    co.precision = c.precision;
+    co.train = c.train_opt;
+    co.train.loss_scale = c.loss_scale;
     std::vector<CompileTimings> ts;
     CompiledPlan plan;
     for (int r = 0; r < (e.quick() ? 3 : 5); ++r) {
@@ -104,8 +109,7 @@ void measure_compile_and_memory(th::Experiment& e, const std::shared_ptr<Backend
     }
     bench::report_compile_phases(e.report(), ts, with(c.params, "static", mode));
 
-    DynamicOptions o;
-    o.inference = !training;
+    const DynamicOptions o = train::dynamic_options(c, !training);
     const memory::DynamicMeasured dyn =
         memory::measure_dynamic(fn, *be, "caching", o, 3, bench::model_feeds(fn, 44, c.classes));
     const memory::RoleBytes st = memory::plan_role_bytes(plan.memory());
@@ -148,6 +152,11 @@ int bench_main(int argc, char** argv) {
                 "KEY=VALUE,... added to every row's params, e.g. model=mlp,sweep=mlp_w256_d8,width=256,depth=8 to "
                 "match tg-train's rows (default: model=<file name without .json>)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
+  std::string precision_text = "fp32";
+  ex.add_option("--precision", precision_text,
+                "Both executors' precision, as tg-train's: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), "
+                "bf16 or fp16 (autocast: GEMMs in the low type, softmax, layernorm, reductions and losses in f32, f32 "
+                "master weights; fp16 with dynamic loss scaling). Rows other than fp32 carry a precision parameter");
   th::Params labels;
   // Every flag is checked before the graph is read or anything measured: a bad
   // --batch list must not cost a whole run first.
@@ -163,6 +172,8 @@ int bench_main(int argc, char** argv) {
   });
   return ex.run(argc - 1, argv + 1, [&](th::Experiment& e) {
     e.report().meta.command_line = command_line;
+    // Before the graph is read: a bad --precision must not cost the loading first.
+    const Precision precision = bench::precision_option(precision_text, e.on_gpu());
     const std::string shown_file = th::shown_path(file);
     const Graph g = load_checked(file, weights);
     const int64_t file_batch = graph_batch(g);
@@ -199,6 +210,8 @@ int bench_main(int argc, char** argv) {
       c.params = labels;
       c.params.insert_or_assign("batch", th::Param(static_cast<long long>(batch)));
       train::set_train_options(c, TrainOptions{});  // tg-train's default, as its rows say
+      c.precision = precision;
+      if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));
       c.fn = gm.fn;
       c.infer_fn = gm.infer_fn;
       c.rows = batch;
@@ -217,7 +230,7 @@ int bench_main(int argc, char** argv) {
       configs.push_back(std::move(c));
     }
 
-    auto be = make_backend(e.device(), e.cuda_options());
+    auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     if (be->kind() != DeviceKind::cuda) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");

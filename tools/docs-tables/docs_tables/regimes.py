@@ -37,7 +37,7 @@ def sizes():
 
 
 def kern(op, size):
-    m = report("kernels").one(op, size_bytes=size)
+    m = report("kernels").one(op, size_bytes=size, dtype=None)  # f32: a --dtypes run adds 16-bit rows
     # This chapter's small sizes are the eager launch as the host sees it: samples that include
     # the host's submission (tg-kernels --plain-timing), not held ones (the device alone).
     if m["extra"].get("held", 0):
