@@ -96,13 +96,17 @@ bool symmetric_output(int64_t in, int64_t pad, int64_t window, int64_t stride, i
   return span >= 0 && span / stride + 1 == out;
 }
 
-bool cudnn_takes(const ConvGeometry& g) {
+}  // namespace
+
+bool conv_dnn_geometry_ok(const ConvGeometry& g) {
   for (int64_t v : {g.n, g.c, g.h, g.w, g.k, g.p, g.q, g.r, g.s, g.groups, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
     if (!fits_int(v)) return false;
   for (int64_t elems : {g.n * g.c * g.h * g.w, g.n * g.k * g.p * g.q, g.k * (g.c / g.groups) * g.r * g.s})
     if (!fits_int(elems)) return false;
   return symmetric_output(g.h, g.ph, g.r, g.sh, g.dh, g.p) && symmetric_output(g.w, g.pw, g.s, g.sw, g.dw, g.q);
 }
+
+namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -307,7 +311,7 @@ ConvDnn::ConvDnn(size_t max_workspace) : impl_(std::make_unique<Impl>()) { impl_
 ConvDnn::~ConvDnn() = default;
 
 const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf32, cudaStream_t s, bool warm_up) {
-  if (!is_conv(c.op) || !cudnn_takes(g)) return nullptr;
+  if (!is_conv(c.op) || !conv_dnn_geometry_ok(g)) return nullptr;
   for (const void* ptr : {static_cast<const void*>(c.in[0].data), static_cast<const void*>(c.in[1].data),
                           static_cast<const void*>(c.out.data)})
     if (!aligned16(ptr)) return nullptr;

@@ -73,6 +73,11 @@ class ConvDnn {
 
 size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p);
 
+// Whether cuDNN's descriptors express geometry g: sizes within int32, and trailing pads that
+// give the output symmetric pads give. The rest of the rule (the pointers, an algorithm) is
+// plan()'s.
+bool conv_dnn_geometry_ok(const ConvGeometry& g);
+
 // Runs c (a conv2d, conv2d_grad_input or conv2d_grad_weight of geometry g) through cuDNN
 // when the context has it (ctx.dnn) and a plan takes the call (c.prepared, else asked now);
 // false: nothing was enqueued, the call is the direct kernels'.

@@ -21,6 +21,8 @@ void ConvDnn::run(const ConvDnnPlan&, const OpCall&, const CudaExecContext&) {
 
 size_t conv_dnn_workspace_bytes(const ConvDnnPlan&) { return 0; }
 
+bool conv_dnn_geometry_ok(const ConvGeometry&) { return false; }
+
 bool run_conv_dnn(const OpCall&, const ConvGeometry&, const CudaExecContext&) { return false; }
 
 }  // namespace tg::kernels::cuda

@@ -116,6 +116,28 @@ bool skip_without_cudnn() {
 
 }  // namespace
 
+// The geometry half of the routing rule, on the host (no device needed).
+TEST_CASE("cuDNN takes the geometries its descriptors express: symmetric pads, or trailing ones with the same output") {
+  if (skip_without_cudnn()) return;
+  for (OpKind op : kConvOps)
+    for (const OpSample& s : conv_samples(op)) {
+      CAPTURE(s.what);
+      const Window win{s.what, op == OpKind::conv2d ? s.in[0] : op == OpKind::conv2d_grad_input ? s.in[2] : s.in[1],
+                       op == OpKind::conv2d_grad_weight ? s.in[2] : s.in[1], s.attrs.conv};
+      // The one asymmetric sample: pads right 1 over 7 columns, window 2, stride 2 gives 4
+      // outputs, symmetric pads 0 give 3. Its top pad alone would be cuDNN's (below).
+      CHECK(kernels::cuda::conv_dnn_geometry_ok(window_geometry(win)) == symmetric_pads(s.attrs.conv));
+    }
+  for (const Window& win : larger_windows()) CHECK(kernels::cuda::conv_dnn_geometry_ok(window_geometry(win)));
+  const Window same{"top 1 left 1", {2, 4, 6, 6}, {8, 4, 3, 3}, conv_attr({2, 2}, {1, 1, 0, 0}, {1, 1}, 1)};
+  CHECK(kernels::cuda::conv_dnn_geometry_ok(window_geometry(same)));
+  const Window more{"bottom 1, stride 1", {2, 4, 6, 6}, {8, 4, 3, 3}, conv_attr({1, 1}, {0, 0, 1, 0}, {1, 1}, 1)};
+  CHECK_FALSE(kernels::cuda::conv_dnn_geometry_ok(window_geometry(more)));
+  // An output of 2^31 elements: past the descriptors' int strides.
+  const Window big{"2^31 outputs", {2048, 1, 1024, 1024}, {1, 1, 1, 1}, conv_attr({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)};
+  CHECK_FALSE(kernels::cuda::conv_dnn_geometry_ok(window_geometry(big)));
+}
+
 TEST_CASE("cuda conv through cuDNN == cpu: every conv sample and larger windows, in f32, bf16 and f16") {
   TG_REQUIRE_GPU();
   if (skip_without_cudnn()) return;
