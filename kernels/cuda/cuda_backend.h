@@ -1,8 +1,10 @@
 #pragma once
 // The CUDA backend: every op is enqueued on one non-blocking stream that the
 // backend owns; cuBLAS runs on the same stream with a fixed workspace, so that it
-// never allocates while the static executor captures a CUDA Graph. Its kernel choices
-// (kernels/cuda_options.h) are given when it is made and fixed for its life.
+// never allocates while the static executor captures a CUDA Graph, and cuDNN's
+// convolutions (kernels/cuda/conv_cudnn.h) run in the same workspace unless the call
+// brings one. Its kernel choices (kernels/cuda_options.h) are given when it is made and
+// fixed for its life.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
