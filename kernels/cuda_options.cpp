@@ -13,6 +13,8 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
       switch_option<O, &O::gemm_autotune>(
           "gemm_autotune", "time cuBLASLt's candidates per GEMM shape, keep the fastest (last bits may vary between runs)"),
       switch_option<O, &O::pdl>("pdl", "programmatic dependent launch where the device has it (sm_90 and later)"),
+      switch_option<O, &O::conv_cudnn>("conv_cudnn",
+                                       "conv2d and its gradients through cuDNN; 0: the direct kernels (default 1 with cuDNN)"),
   };
   return f;
 }

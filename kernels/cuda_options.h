@@ -18,6 +18,13 @@
 
 namespace tg {
 
+// Whether this build has cuDNN (cmake/Cudnn.cmake): the default of conv_cudnn below.
+#ifdef TWOGRAPH_HAVE_CUDNN
+inline constexpr bool kBuiltWithCudnn = true;
+#else
+inline constexpr bool kBuiltWithCudnn = false;
+#endif
+
 struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // GEMMs small enough for the project's one-pass kernel (kernels/cuda/gemm/gemm_small.h) run
   // there instead of through cuBLASLt.
@@ -35,6 +42,10 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   bool gemm_autotune = false;
   // Programmatic dependent launch where the device has it (compute capability >= 9.0).
   bool pdl = true;
+  // conv2d, conv2d_grad_input and conv2d_grad_weight through cuDNN where it takes the
+  // geometry (kernels/cuda/conv_cudnn.h); off: the direct kernels of kernels/cuda/conv.cu.
+  // On by default in a build with cuDNN; a backend refuses it on in a build without.
+  bool conv_cudnn = kBuiltWithCudnn;
 
   static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();

@@ -193,12 +193,12 @@ void StaticExecutable::build_schedule() {
     l.side = lanes && plan_.live_to_end[static_cast<size_t>(n)];
     more_.emplace_back();
     l.call = node_call(g, node, &ptr_, more_.back());
-    // The algorithm is settled now, once (a GEMM's cuBLASLt heuristic), and its workspace
-    // is the plan's region of the arena.
+    // The algorithm is settled now, once (a GEMM's cuBLASLt heuristic, a convolution's
+    // cuDNN one), and its workspace is the plan's region of the arena.
     const Backend::Prepared p = backend().prepare(l.call);
     l.call.prepared = p.state;
     if (p.state && p.workspace_bytes > static_cast<size_t>(ws_each))
-      graph_error("{} {}: its GEMM needs {} bytes of workspace, the plan has {}; plan with "
+      graph_error("{} {}: its kernel needs {} bytes of workspace, the plan has {}; plan with "
                   "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend) (twice that with a side stream)",
                   op_name(node.op), quote_name(node.name), p.workspace_bytes, ws_each);
     if (p.state) {

@@ -64,8 +64,8 @@ struct ExecutableOptions {
 // kMaxOpInputs (variadic ops) go into `more`, which the call points at.
 kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<float*>* ptr,
                           std::vector<kernels::TensorView>& more);
-// The largest workspace any node's kernel needs on this backend (its GEMMs'): what the
-// plan reserves in the arena (PlanOptions::workspace_bytes).
+// The largest workspace any node's kernel needs on this backend (its GEMMs' and its cuDNN
+// convolutions'): what the plan reserves in the arena (PlanOptions::workspace_bytes).
 int64_t gemm_workspace_bytes(const Graph& g, Backend& backend);
 
 class StaticExecutable {

@@ -1,11 +1,10 @@
 // conv2d, its backward ops and the pools: direct kernels, one thread per output element
 // (grid-stride), each running the element function of graph/conv.h that the CPU reference
 // runs: the same double sums in the same order, so the results match the CPU's, and no
-// atomics. Correct and deterministic first; a cuDNN path is for the convolutions that
-// matter for time. Every float dtype: T is the element type (storage.h); an element sums
+// atomics. Correct and deterministic first; the convolutions that matter for time run
+// through cuDNN (conv_cudnn.h) when the backend has it. Every float dtype: T is the element type (storage.h); an element sums
 // as in f32 and is rounded once to T.
 #include <cuda_runtime.h>
-
 
 #include "graph/conv.h"
 #include "kernels/cuda/common.cuh"

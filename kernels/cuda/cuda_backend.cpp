@@ -22,6 +22,14 @@ int checked_device(int device) {
   return device;
 }
 
+const CudaBackendOptions& checked_options(const CudaBackendOptions& o) {
+  if (o.conv_cudnn && !kBuiltWithCudnn)
+    throw std::invalid_argument(
+        "cuda backend: conv_cudnn=1 but this build has no cuDNN (cmake/Cudnn.cmake found none); pass conv_cudnn=0, "
+        "or configure with TWOGRAPH_CUDNN_ROOT naming cuDNN's folder");
+  return o;
+}
+
 std::string device_name(int device) {
   cudaDeviceProp p{};
   TG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
@@ -43,7 +51,7 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
   TG_CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
   TG_CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), workspace_.get(), workspace_.bytes()));
   TG_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  ctx_.options = options;
+  ctx_.options = checked_options(options);
   ctx_.stream = stream_.get();
   ctx_.cublas = cublas_.get();
   ctx_.tf32 = tf32;
@@ -55,6 +63,10 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
   ctx_.lt = lt_cache_.get();
   ctx_.workspace = workspace_.get();
   ctx_.workspace_bytes = workspace_.bytes();
+  // The convolutions' algorithms are held to the same workspace as the GEMMs', for the same
+  // reason: one choice for both executors.
+  if (options.conv_cudnn) dnn_ = std::make_unique<kernels::cuda::ConvDnn>(kCublasWorkspaceBytes);
+  ctx_.dnn = dnn_.get();
   side_ctx_ = ctx_;
   side_ctx_.scratch = side_scratch_.as<float>();
   side_ctx_.scratch_bytes = side_scratch_.bytes();
@@ -129,6 +141,15 @@ void CudaBackend::ensure_update_workspace() {
 
 Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
   if (call.op == OpKind::matmul_sgd_momentum) ensure_update_workspace();
+  if (conv_window_from_weight(call.op)) {
+    ConvGeometry g;
+    Shape out;
+    const Shape in[3] = {call.in[0].shape, call.in[1].shape, call.in[2].shape};
+    // A call whose shapes do not fit is left for run() to refuse, with its message.
+    if (!dnn_ || !call.attrs || !conv_op_geometry(call.op, in, call.attrs->conv, g, out, nullptr)) return {};
+    const kernels::cuda::ConvDnnPlan* p = dnn_->plan(call, g, tf32_, stream_.get(), true);
+    return p ? Prepared{p, kernels::cuda::conv_dnn_workspace_bytes(*p)} : Prepared{};
+  }
   const kernels::cuda::LtGemm* g = kernels::prepare_cuda(call, ctx_);
   return g ? Prepared{g, g->workspace_bytes()} : Prepared{};
 }

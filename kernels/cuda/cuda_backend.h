@@ -1,8 +1,10 @@
 #pragma once
 // The CUDA backend: every op is enqueued on one non-blocking stream that the
 // backend owns; cuBLAS runs on the same stream with a fixed workspace, so that it
-// never allocates while the static executor captures a CUDA Graph. Its kernel choices
-// (kernels/cuda_options.h) are given when it is made and fixed for its life.
+// never allocates while the static executor captures a CUDA Graph, and cuDNN's
+// convolutions (kernels/cuda/conv_cudnn.h) run in the same workspace unless the call
+// brings one. Its kernel choices (kernels/cuda_options.h) are given when it is made and
+// fixed for its life.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "kernels/backend.h"
+#include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/dtype_support.h"
 #include "kernels/cuda/gemm/gemm_lt.h"
@@ -23,7 +26,8 @@ class CudaBackend : public Backend {
   static constexpr size_t kScratchBytes = 8u << 20;           // kernels' scratch (CudaExecContext)
 
   // Makes `device` current on this thread. Throws std::invalid_argument for a
-  // device that does not exist, tg::CudaError when CUDA fails.
+  // device that does not exist or options.conv_cudnn in a build without cuDNN,
+  // tg::CudaError when CUDA fails.
   explicit CudaBackend(int device, bool tf32 = false, const CudaBackendOptions& options = {});
   ~CudaBackend() override;
 
@@ -54,6 +58,9 @@ class CudaBackend : public Backend {
   // for a call that runs none (kernels/cuda/gemm/gemm.h routes many GEMMs to kernels of the
   // project's own). The first matmul_sgd_momentum call prepared also allocates
   // the stream-K update's workspaces (ensure_update_workspace), before any capture.
+  // A convolution that runs through cuDNN gets its plan (kernels/cuda/conv_cudnn.h, run once
+  // on scratch the first time, before any capture) and its workspace; one on the direct
+  // kernels gets nothing.
   Prepared prepare(const kernels::OpCall& call) override;
   bool runs(OpKind op, DType dt) const override { return kernels::cuda::has_kernel(op, dt); }
 
@@ -73,6 +80,7 @@ class CudaBackend : public Backend {
   cuda::CublasLtHandle lt_;
   cuda::DeviceBuffer workspace_;
   std::unique_ptr<kernels::cuda::LtCache> lt_cache_;
+  std::unique_ptr<kernels::cuda::ConvDnn> dnn_;  // options().conv_cudnn
   cuda::DeviceBuffer scratch_;
   cuda::DeviceBuffer side_scratch_;  // run_on's, so that the two streams never share one
   cuda::DeviceBuffer update_workspace_, side_update_workspace_;  // stream-K GEMM updates

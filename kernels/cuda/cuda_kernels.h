@@ -31,6 +31,7 @@ namespace tg::kernels {
 namespace cuda {
 class LtCache;
 class LtGemm;
+class ConvDnn;
 }  // namespace cuda
 
 struct CudaExecContext {
@@ -55,6 +56,9 @@ struct CudaExecContext {
   // form on (options.gemm_update_streamk).
   void* update_workspace = nullptr;
   size_t update_workspace_bytes = 0;
+  // The backend's cuDNN convolutions (kernels/cuda/conv_cudnn.h), run in the call's workspace
+  // or `workspace` above; null (options.conv_cudnn off): the direct kernels.
+  cuda::ConvDnn* dnn = nullptr;
 };
 
 // The entry: enqueues one op on ctx.stream. Throws std::invalid_argument naming the
@@ -227,7 +231,8 @@ void broadcast(const void* x, void* y, int64_t outer, int64_t size, int64_t inne
                DType dt = DType::F32);
 // conv2d, its backward ops and the pools (kernels/cuda/conv.cu): direct kernels, one thread per
 // output element through the element functions of graph/conv.h that the CPU reference runs;
-// in the call's dtype (f32, bf16, f16), as is the batchnorm family.
+// in the call's dtype (f32, bf16, f16), as is the batchnorm family. run_cuda sends the three
+// convolutions to cuDNN first (kernels/cuda/conv_cudnn.h) when the backend has it.
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 // The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/dtype_support.h"
 #include "kernels/op_call_check.h"
@@ -40,6 +41,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
+      if (cuda::run_conv_dnn(c, g.conv, ctx)) return;
+      return cuda::conv_op(c, g.conv, s);
     case OpKind::max_pool2d:
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d:

@@ -7,6 +7,7 @@
 //
 // op_samples() is a switch over OpKind with no default: a new op does not compile
 // until it has samples here, and then every one of those suites runs it.
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -45,9 +46,32 @@ struct OpSample {
   double cuda_atol16 = -1, cuda_rtol16 = -1;
 };
 
+// How many products one output element of a convolution sums: the window over the group's
+// channels (conv2d), the taps of the group's output channels that may read an input
+// (conv2d_grad_input, an upper bound), the batch and the output plane (conv2d_grad_weight).
+inline int64_t conv_sum_length(OpKind op, const ConvGeometry& g) {
+  if (op == OpKind::conv2d) return g.c / g.groups * g.r * g.s;
+  if (op == OpKind::conv2d_grad_input) return g.k / g.groups * g.r * g.s;
+  return g.n * g.p * g.q;
+}
+
+// The CUDA convolutions' f32 tolerance against the CPU when they run through cuDNN (the
+// default in a build with cuDNN, kernels/cuda/conv_cudnn.h): cuDNN sums the products in f32
+// in an order of its own, the CPU in double, rounded once; the difference grows with the
+// square root of the sum's length, as the GEMMs' does (tests/kernels/cuda_matmul_test.cpp).
+struct ConvTol {
+  double atol, rtol;
+};
+inline ConvTol conv_cudnn_tol(OpKind op, const ConvGeometry& g) {
+  return {1e-5 * std::sqrt(static_cast<double>(conv_sum_length(op, g))), 1e-4};
+}
+// The direct kernels' (conv_cudnn=0, and the pools): the CPU's element functions, the same
+// double sums in the same order; only the contraction of a double multiply-add may differ.
+inline constexpr ConvTol kConvDirectTol{1e-6, 1e-6};
+
 // The conv family: each case once as the forward op (x, and the weight of conv2d) and once as
-// each backward op, with dy of the forward output's shape. The CUDA kernels run the CPU's
-// element functions (graph/conv.h); only the contraction of a double multiply-add may differ.
+// each backward op, with dy of the forward output's shape. Their CUDA tolerance is cuDNN's
+// for the convolutions (those of the direct kernels are tighter: kConvDirectTol).
 inline std::vector<OpSample> conv_samples(OpKind op) {
   struct Case {
     std::string what;
@@ -106,8 +130,9 @@ inline std::vector<OpSample> conv_samples(OpKind op) {
       case OpKind::avg_pool2d_grad: s.in = {y, c.x}; break;
       default: s.in = {c.x}; break;
     }
-    s.cuda_atol = 1e-6;
-    s.cuda_rtol = 1e-6;
+    const ConvTol tol = is_conv ? conv_cudnn_tol(op, g) : kConvDirectTol;
+    s.cuda_atol = tol.atol;
+    s.cuda_rtol = tol.rtol;
     s.distinct = op == OpKind::max_pool2d;
     out.push_back(s);
   }

@@ -1,10 +1,13 @@
 // conv2d, its backward ops, the pools and the batchnorm family in bf16 and f16
 // (tests/kernels/cuda_low_precision.h): the op samples' windows (strides, asymmetric pads,
 // dilation, groups, depthwise, ceil mode) and a larger grouped, dilated, padded convolution.
+// The convolutions run on their direct kernels here (conv_cudnn=0), which compute as their
+// f32 form does; cuDNN's 16-bit convolutions are cuda_conv_cudnn_test.cpp's.
 // The pools compare values only (no products, so no multiply-add to contract): they equal
 // the CPU reference bit for bit.
 #include <doctest/doctest.h>
 
+#include <utility>
 #include <vector>
 
 #include "graph/conv.h"
@@ -21,8 +24,16 @@ bool is_pool(OpKind op) {
          op == OpKind::avg_pool2d_grad;
 }
 
+CudaBackendOptions direct_convs() {
+  CudaBackendOptions o;
+  o.conv_cudnn = false;
+  return o;
+}
+
 LowCase from_sample(OpKind op, const OpSample& s) {
   LowCase c{s.what, op, s.attrs, s.in, Tol{s.cuda_atol, s.cuda_rtol}};
+  if (conv_window_from_weight(op)) c.f32_tol = Tol{kConvDirectTol.atol, kConvDirectTol.rtol};
+  c.options = direct_convs();
   c.positive_inputs = s.positive_inputs;
   if (s.count_input >= 0) c.positive_inputs |= 1u << s.count_input;  // batch_norm_inference's variance
   return c;
@@ -52,10 +63,14 @@ TEST_CASE("cuda conv2d, its gradients and the pools in bf16 and f16: groups, dil
   REQUIRE_MESSAGE(conv_op_geometry(OpKind::conv2d, std::vector<Shape>{x, w}.data(), a, g, y, &why), why);
   Attrs at;
   at.conv = a;
-  const Tol tol{1e-6, 1e-6};
-  CHECK(check_low_both(LowCase{"large grouped dilated", OpKind::conv2d, at, {x, w}, tol}) == 0);
-  CHECK(check_low_both(LowCase{"large grouped dilated", OpKind::conv2d_grad_input, at, {y, w, x}, tol}) == 0);
-  CHECK(check_low_both(LowCase{"large grouped dilated", OpKind::conv2d_grad_weight, at, {y, x, w}, tol}) == 0);
+  const Tol tol{kConvDirectTol.atol, kConvDirectTol.rtol};
+  const std::vector<std::pair<OpKind, std::vector<Shape>>> ops = {
+      {OpKind::conv2d, {x, w}}, {OpKind::conv2d_grad_input, {y, w, x}}, {OpKind::conv2d_grad_weight, {y, x, w}}};
+  for (const auto& [op, in] : ops) {
+    LowCase c{"large grouped dilated", op, at, in, tol};
+    c.options = direct_convs();
+    CHECK(check_low_both(c) == 0);
+  }
 }
 
 TEST_CASE("cuda batch_norm and its gradients in bf16 and f16") {

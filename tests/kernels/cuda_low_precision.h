@@ -32,6 +32,7 @@ struct LowCase {
   unsigned positive_inputs = 0;  // a mask: these inputs are drawn in [0.25, 1)
   bool unaligned = false;        // every device pointer one element past an aligned one
   uint64_t seed = 1;
+  CudaBackendOptions options;    // of the backend the GPU runs on (backend(options))
 };
 
 // Widened outputs of one run (out2: layernorm_grad_params' dbeta).
@@ -53,7 +54,8 @@ inline std::vector<std::vector<float>> low_inputs(const LowCase& c, DType dt) {
 
 inline bool low_has_out2(OpKind op) { return op == OpKind::layernorm_grad_params; }
 
-// Runs the case in dtype dt on the CPU reference (gpu false) or the shared CUDA backend.
+// Runs the case in dtype dt on the CPU reference (gpu false) or the shared CUDA backend of
+// the case's options.
 inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>>& values, DType dt, bool gpu) {
   const Shape out_shape = infer_shape(c.op, c.in, c.attrs, c.what);
   const size_t es = static_cast<size_t>(dtype_size(dt));
@@ -93,8 +95,8 @@ inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>
     // stream does not wait for the legacy stream: without this the kernel can read what the
     // allocation held before (a poisoned buffer's NaN).
     TG_CUDA_CHECK(cudaDeviceSynchronize());
-    backend().run(call);
-    backend().synchronize();
+    backend(c.options).run(call);
+    backend(c.options).synchronize();
   } else {
     kernels::run_cpu(call);
   }

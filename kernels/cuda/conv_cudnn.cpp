@@ -1,0 +1,349 @@
+// The cuDNN convolutions (conv_cudnn.h): descriptors, the algorithm rule and the calls.
+#include "kernels/cuda/conv_cudnn.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/float_formats.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cudnn_handles.h"
+
+namespace tg {
+
+namespace cuda_detail {
+
+namespace {
+std::string cudnn_message(cudnnStatus_t s, const char* call, const char* file, int line) {
+  char detail[512] = {0};
+  cudnnGetLastErrorString(detail, sizeof(detail));
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) cudaGetLastError();
+  return fmt::format("{}:{}: {} failed: {}{}{} on device {}", file, line, call, cudnnGetErrorString(s),
+                     detail[0] ? " (" : "", detail[0] ? std::string(detail) + ")" : std::string(), device);
+}
+}  // namespace
+
+void throw_cudnn(cudnnStatus_t s, const char* call, const char* file, int line) {
+  throw CudaError(cudnn_message(s, call, file, line));
+}
+
+void log_cudnn(cudnnStatus_t s, const char* call, const char* file, int line) noexcept {
+  std::fprintf(stderr, "twograph: warning: %s\n", cudnn_message(s, call, file, line).c_str());
+}
+
+}  // namespace cuda_detail
+
+namespace kernels::cuda {
+
+bool ConvDnnKey::operator==(const ConvDnnKey& o) const {
+  const ConvGeometry &a = g, &b = o.g;
+  return op == o.op && dtype == o.dtype && tf32 == o.tf32 && a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w &&
+         a.k == b.k && a.p == b.p && a.q == b.q && a.r == b.r && a.s == b.s && a.groups == b.groups && a.sh == b.sh &&
+         a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.dh == b.dh && a.dw == b.dw;
+}
+
+// A heuristic query: cuDNN answers NOT_SUPPORTED for a configuration it has no algorithm for
+// at all, and that key's calls are the direct kernels' (no offer); any other failure throws.
+#define TG_CUDNN_OFFERS(call, count)                                                          \
+  do {                                                                                        \
+    const cudnnStatus_t tg_offer_ = (call);                                                   \
+    if (tg_offer_ == CUDNN_STATUS_NOT_SUPPORTED) count = 0;                                   \
+    else if (tg_offer_ != CUDNN_STATUS_SUCCESS)                                               \
+      ::tg::cuda_detail::throw_cudnn(tg_offer_, #call, __FILE__, __LINE__);                   \
+  } while (0)
+
+namespace {
+
+struct KeyHash {
+  size_t operator()(const ConvDnnKey& k) const {
+    size_t h = std::hash<int>()(static_cast<int>(k.op)) * 31 + static_cast<size_t>(k.dtype) * 7 + k.tf32;
+    for (int64_t v : {k.g.n, k.g.c, k.g.h, k.g.w, k.g.k, k.g.p, k.g.q, k.g.r, k.g.s, k.g.groups, k.g.sh, k.g.sw,
+                      k.g.ph, k.g.pw, k.g.dh, k.g.dw})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+cudnnDataType_t dnn_type(DType dt) {
+  switch (dt) {
+    case DType::F32: return CUDNN_DATA_FLOAT;
+    case DType::BF16: return CUDNN_DATA_BFLOAT16;
+    case DType::F16: return CUDNN_DATA_HALF;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+bool is_conv(OpKind op) {
+  return op == OpKind::conv2d || op == OpKind::conv2d_grad_input || op == OpKind::conv2d_grad_weight;
+}
+
+// cuDNN's descriptors hold int dims and strides.
+bool fits_int(int64_t v) { return v >= 0 && v <= std::numeric_limits<int>::max(); }
+
+// cuDNN pads both sides of an axis alike: the geometry is cuDNN's when its leading pads,
+// on both sides, give the same output size (the trailing pad only decides how many outputs
+// there are; which inputs each output reads depends on the leading pad alone).
+bool symmetric_output(int64_t in, int64_t pad, int64_t window, int64_t stride, int64_t dil, int64_t out) {
+  const int64_t span = in + 2 * pad - dil * (window - 1) - 1;
+  return span >= 0 && span / stride + 1 == out;
+}
+
+}  // namespace
+
+bool conv_dnn_geometry_ok(const ConvGeometry& g) {
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.k, g.p, g.q, g.r, g.s, g.groups, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
+    if (!fits_int(v)) return false;
+  for (int64_t elems : {g.n * g.c * g.h * g.w, g.n * g.k * g.p * g.q, g.k * (g.c / g.groups) * g.r * g.s})
+    if (!fits_int(elems)) return false;
+  return symmetric_output(g.h, g.ph, g.r, g.sh, g.dh, g.p) && symmetric_output(g.w, g.pw, g.s, g.sw, g.dw, g.q);
+}
+
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The algorithms that sum the products of the operands as given (implicit GEMM and GEMM):
+// their error is an f32 sum's. FFT and Winograd transform the operands first, and round them
+// there (in the operands' dtype for bf16 and f16).
+bool sums_products(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+}
+bool sums_products(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+bool sums_products(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+// The math type a plan runs with. f32 without tf32 is held to the FMA units: cuDNN's default
+// math lets f32 convolutions round their operands to TF32 on sm_80 and later.
+cudnnMathType_t run_math(DType dt, bool tf32, cudnnMathType_t offered) {
+  return dt == DType::F32 && !tf32 ? CUDNN_FMA_MATH : offered;
+}
+// The one the heuristic is asked with.
+cudnnMathType_t ask_math(DType dt, bool tf32) {
+  if (dt != DType::F32) return CUDNN_TENSOR_OP_MATH;
+  return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+}  // namespace
+
+class ConvDnnPlan {
+ public:
+  ConvDnnKey key;
+  tg::cuda::CudnnTensorDesc x, y;  // the input [N, C, H, W] and the output [N, K, P, Q] of conv2d
+  tg::cuda::CudnnFilterDesc w;     // the weight [K, C/groups, R, S]
+  tg::cuda::CudnnConvDesc conv;
+  int algo = 0;  // the op's cudnnConvolution*Algo_t
+  size_t workspace = 0;
+  bool warmed = false;
+};
+
+size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p) { return p.workspace; }
+
+struct ConvDnn::Impl {
+  size_t max_workspace;
+  std::mutex mu;
+  tg::cuda::CudnnHandle handle;  // made at the first plan
+  std::unordered_map<ConvDnnKey, std::unique_ptr<ConvDnnPlan>, KeyHash> plans;  // null: the direct kernels
+
+  // The descriptors of key k and its algorithm, or null when no algorithm fits the rule.
+  std::unique_ptr<ConvDnnPlan> make(const ConvDnnKey& k);
+  // a, b: the op's inputs in the node's order; out: its output.
+  void enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
+               cudaStream_t s);
+  void warm_up(ConvDnnPlan& p, cudaStream_t s);
+};
+
+std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
+  const ConvGeometry& g = k.g;
+  const cudnnDataType_t dt = dnn_type(k.dtype);
+  auto p = std::make_unique<ConvDnnPlan>();
+  p->key = k;
+  p->x = tg::cuda::CudnnTensorDesc::create();
+  p->y = tg::cuda::CudnnTensorDesc::create();
+  p->w = tg::cuda::CudnnFilterDesc::create();
+  p->conv = tg::cuda::CudnnConvDesc::create();
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NCHW, dt, i(g.n), i(g.c), i(g.h), i(g.w)));
+  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NCHW, dt, i(g.n), i(g.k), i(g.p), i(g.q)));
+  TG_CUDNN_CHECK(
+      cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NCHW, i(g.k), i(g.c / g.groups), i(g.r), i(g.s)));
+  TG_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), i(g.ph), i(g.pw), i(g.sh), i(g.sw), i(g.dh), i(g.dw),
+                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  TG_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv.get(), i(g.groups)));
+  TG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), ask_math(k.dtype, k.tf32)));
+  int on = 0, ok = 0, op = 0, oq = 0;
+  TG_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv.get(), p->x.get(), p->w.get(), &on, &ok, &op, &oq));
+  if (on != g.n || ok != g.k || op != g.p || oq != g.q) return nullptr;
+
+  const cudnnHandle_t h = handle.get();
+  // The first offer that is deterministic, sums the products and fits the workspace, its
+  // workspace asked with the math type it will run with.
+  auto choose = [&](const auto& perf, int count, auto workspace_of) -> bool {
+    for (int j = 0; j < count; ++j) {
+      const auto& r = perf[static_cast<size_t>(j)];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC || !sums_products(r.algo)) continue;
+      TG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), run_math(k.dtype, k.tf32, r.mathType)));
+      size_t bytes = 0;
+      if (workspace_of(r.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > max_workspace) continue;
+      p->algo = static_cast<int>(r.algo);
+      p->workspace = bytes;
+      return true;
+    }
+    return false;
+  };
+  int max = 0, count = 0;
+  bool found = false;
+  switch (k.op) {
+    case OpKind::conv2d: {
+      TG_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max));
+      TG_CUDNN_OFFERS(
+          cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), max,
+                                                            &count, perf.data()),
+          count);
+      found = choose(perf, count, [&](cudnnConvolutionFwdAlgo_t a, size_t* b) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), a, b);
+      });
+      break;
+    }
+    case OpKind::conv2d_grad_input: {
+      TG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(max));
+      TG_CUDNN_OFFERS(
+          cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
+                                                                 max, &count, perf.data()),
+          count);
+      found = choose(perf, count, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* b) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(), a,
+                                                            b);
+      });
+      break;
+    }
+    case OpKind::conv2d_grad_weight: {
+      TG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(max));
+      TG_CUDNN_OFFERS(
+          cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.get(), p->y.get(), p->conv.get(),
+                                                                   p->w.get(), max, &count, perf.data()),
+          count);
+      found = choose(perf, count, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* b) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), a,
+                                                              b);
+      });
+      break;
+    }
+    default: break;
+  }
+  return found ? std::move(p) : nullptr;
+}
+
+void ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
+                            cudaStream_t s) {
+  if (p.workspace > ws_bytes)
+    throw std::invalid_argument(fmt::format("cuDNN {}: its algorithm needs {} bytes of workspace, the call has {}",
+                                            op_name(p.key.op), p.workspace, ws_bytes));
+  const float one = 1.0f, zero = 0.0f;  // beta 0: the output is written, never read
+  const cudnnHandle_t h = handle.get();
+  TG_CUDNN_CHECK(cudnnSetStream(h, s));
+  switch (p.key.op) {
+    case OpKind::conv2d:  // a = x, b = w
+      TG_CUDNN_CHECK(cudnnConvolutionForward(h, &one, p.x.get(), a, p.w.get(), b, p.conv.get(),
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &zero,
+                                             p.y.get(), out));
+      break;
+    case OpKind::conv2d_grad_input:  // a = dy, b = w
+      TG_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, p.w.get(), b, p.y.get(), a, p.conv.get(),
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace,
+                                                  &zero, p.x.get(), out));
+      break;
+    case OpKind::conv2d_grad_weight:  // a = dy, b = x
+      TG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, p.x.get(), b, p.y.get(), a, p.conv.get(),
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws,
+                                                    p.workspace, &zero, p.w.get(), out));
+      break;
+    default: throw std::logic_error(std::string("cuDNN convolution given ") + op_name(p.key.op));
+  }
+}
+
+void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
+  if (cap != cudaStreamCaptureStatusNone) return;
+  const ConvGeometry& g = p.key.g;
+  const size_t es = static_cast<size_t>(dtype_size(p.key.dtype));
+  auto room = [&](int64_t elems) { return (static_cast<size_t>(elems) * es + 255) / 256 * 256; };
+  const size_t bx = room(g.n * g.c * g.h * g.w), by = room(g.n * g.k * g.p * g.q);
+  const size_t bw = room(g.k * (g.c / g.groups) * g.r * g.s);
+  tg::cuda::DeviceBuffer buf;
+  try {
+    buf = tg::cuda::DeviceBuffer::allocate(bx + by + bw + p.workspace);
+  } catch (const CudaError&) {
+    // Too little free memory for scratch operands: the warm-up is only there to load
+    // cuDNN's kernels early; the call runs all the same.
+    return;
+  }
+  char* x = buf.as<char>();
+  char *y = x + bx, *w = y + by, *ws = w + bw;
+  TG_CUDA_CHECK(cudaMemsetAsync(x, 0, bx + by + bw, s));
+  switch (p.key.op) {
+    case OpKind::conv2d: enqueue(p, x, w, y, ws, p.workspace, s); break;
+    case OpKind::conv2d_grad_input: enqueue(p, y, w, x, ws, p.workspace, s); break;
+    default: enqueue(p, y, x, w, ws, p.workspace, s); break;
+  }
+  TG_CUDA_CHECK(cudaStreamSynchronize(s));
+  p.warmed = true;
+}
+
+ConvDnn::ConvDnn(size_t max_workspace) : impl_(std::make_unique<Impl>()) { impl_->max_workspace = max_workspace; }
+
+ConvDnn::~ConvDnn() = default;
+
+const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf32, cudaStream_t s, bool warm_up) {
+  if (!is_conv(c.op) || !conv_dnn_geometry_ok(g)) return nullptr;
+  for (const void* ptr : {static_cast<const void*>(c.in[0].data), static_cast<const void*>(c.in[1].data),
+                          static_cast<const void*>(c.out.data)})
+    if (!aligned16(ptr)) return nullptr;
+  ConvDnnKey k;
+  k.op = c.op;
+  k.dtype = c.out.dtype;
+  k.tf32 = tf32 && k.dtype == DType::F32;
+  k.g = g;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->handle) impl_->handle = tg::cuda::CudnnHandle::create();
+  auto it = impl_->plans.find(k);
+  if (it == impl_->plans.end()) it = impl_->plans.emplace(k, impl_->make(k)).first;
+  ConvDnnPlan* p = it->second.get();
+  if (p && warm_up && !p->warmed) impl_->warm_up(*p, s);
+  return p;
+}
+
+void ConvDnn::run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& ctx) {
+  void* ws = c.workspace ? c.workspace : ctx.workspace;
+  const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->enqueue(p, c.in[0].data, c.in[1].data, c.out.data, ws, ws_bytes, ctx.stream);
+}
+
+bool run_conv_dnn(const OpCall& c, const ConvGeometry& g, const CudaExecContext& ctx) {
+  if (!ctx.dnn || !is_conv(c.op)) return false;
+  const ConvDnnPlan* p = c.prepared ? static_cast<const ConvDnnPlan*>(c.prepared)
+                                    : ctx.dnn->plan(c, g, ctx.tf32, ctx.stream, false);
+  if (!p) return false;
+  ctx.dnn->run(*p, c, ctx);
+  return true;
+}
+
+}  // namespace kernels::cuda
+}  // namespace tg

@@ -1,0 +1,86 @@
+#pragma once
+// conv2d, conv2d_grad_input and conv2d_grad_weight through cuDNN's convolution API
+// (cudnnConvolutionForward, BackwardData, BackwardFilter), in f32, bf16 and f16: NCHW
+// tensors, f32 compute type (16-bit: products exact in f32, f32 sums, one rounding on the
+// store), groups through the descriptor's group count. f32 runs on the FMA units unless the
+// backend's tf32 switch is on (CudaExecContext::tf32), as the GEMMs do.
+//
+// The algorithm is chosen once per geometry, op and dtype (ConvDnnKey) and kept: the first
+// of cuDNN's heuristic list (cudnnGet*Algorithm_v7, no timing) that is deterministic,
+// computes the products directly (the implicit-GEMM and GEMM forms: FFT and Winograd round
+// the operands in a transformed domain) and needs at most the backend's workspace. The
+// heuristic's answer depends only on the key and the device, so the static executor (which
+// asks at compile time through Backend::prepare and gives the call a workspace in its arena)
+// and the dynamic executor (which asks per call and runs in the backend's workspace) run the
+// same algorithm, to the same bits.
+//
+// A call runs on the direct kernels (kernels/cuda/conv.cu) instead when cuDNN cannot take it:
+// pads whose trailing side is not the leading one's (cuDNN pads both sides alike; a geometry
+// whose symmetric padding gives the same output is taken), sizes past 32-bit ints, a pointer
+// not 16-byte aligned, or no algorithm that fits the rule above. Which path a call takes
+// depends only on the key and the pointers' alignment: CudaBackend::prepare returns a plan
+// exactly for the calls that run here.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "graph/conv.h"
+#include "kernels/op_call.h"
+
+namespace tg::kernels {
+struct CudaExecContext;
+}
+
+namespace tg::kernels::cuda {
+
+// What fixes a convolution's algorithm.
+struct ConvDnnKey {
+  OpKind op = OpKind::conv2d;
+  DType dtype = DType::F32;
+  bool tf32 = false;
+  ConvGeometry g;
+  bool operator==(const ConvDnnKey& o) const;
+};
+
+// One key's descriptors and algorithm (defined where cuDNN's types are).
+class ConvDnnPlan;
+
+// The cuDNN state of one backend: one handle (made at the first convolution, so a backend
+// that runs none never loads cuDNN) and the plans by key. Thread-safe.
+class ConvDnn {
+ public:
+  // max_workspace: the most workspace an algorithm may need (the same for both executors).
+  explicit ConvDnn(size_t max_workspace);
+  ~ConvDnn();
+  ConvDnn(const ConvDnn&) = delete;
+  ConvDnn& operator=(const ConvDnn&) = delete;
+
+  // The plan of call c (geometry g), or null when the call runs on the direct kernels. A
+  // new key's plan is made now; with warm_up, and s not capturing, it also runs once on
+  // zeroed scratch, so that cuDNN's first-run work (loading its kernels) is done before a
+  // CUDA Graph captures the call.
+  const ConvDnnPlan* plan(const OpCall& c, const ConvGeometry& g, bool tf32, cudaStream_t s, bool warm_up);
+  // Enqueues c on ctx.stream with plan p, in c.workspace when the call brings one, else in
+  // ctx.workspace.
+  void run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& ctx);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p);
+
+// Whether cuDNN's descriptors express geometry g: sizes within int32, and trailing pads that
+// give the output symmetric pads give. The rest of the rule (the pointers, an algorithm) is
+// plan()'s.
+bool conv_dnn_geometry_ok(const ConvGeometry& g);
+
+// Runs c (a conv2d, conv2d_grad_input or conv2d_grad_weight of geometry g) through cuDNN
+// when the context has it (ctx.dnn) and a plan takes the call (c.prepared, else asked now);
+// false: nothing was enqueued, the call is the direct kernels'.
+bool run_conv_dnn(const OpCall& c, const ConvGeometry& g, const CudaExecContext& ctx);
+
+}  // namespace tg::kernels::cuda
