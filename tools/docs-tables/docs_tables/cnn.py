@@ -1,0 +1,58 @@
+"""docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg, saved as
+docs/results/train_cnn.json): each model's training step and inference with both executors,
+and which convolution path the CUDA backend took (its conv_cudnn option, recorded in the run)."""
+from .common import Missing, report, t, table, x
+
+STEM = "train_cnn"
+
+
+def _one(r, name, p, executor, mode):
+    want = dict(p, executor=executor, mode=mode)
+    found = [m for m in r.all(name) if m["params"] == want]
+    return found[0] if found else None
+
+
+def _cell(m):
+    return "n/a" if m is None else t(m["median"]) + (" (noisy)" if m.get("noisy") else "")
+
+
+def _label(p):
+    if p["model"] == "resnet":
+        return f"ResNet-{6 * p['blocks'] + 2} (width {p['width']}), {p['image']}x{p['image']}"
+    return f"VGG ({p['sweep']}), {p['image']}x{p['image']}"
+
+
+def conv_path():
+    """The CUDA backend's convolution path in the run: cuDNN or the direct kernels."""
+    cuda = report(STEM).r.get("run", {}).get("options", {}).get("cuda", {})
+    if "conv_cudnn" not in cuda:
+        return "the direct kernels (the run predates the conv_cudnn option)"
+    return "cuDNN (conv_cudnn on)" if cuda["conv_cudnn"] else "the direct kernels (conv_cudnn off)"
+
+
+def tab_cnn_gpu():
+    r = report(STEM)
+    configs, seen = [], set()
+    for m in r.all("iteration"):
+        p = {k: v for k, v in m["params"].items() if k not in ("executor", "mode")}
+        key = tuple(sorted(p.items()))
+        if key not in seen:
+            seen.add(key)
+            configs.append(p)
+    if not configs:
+        raise Missing(f"{r.rel}: no iteration rows (run tg-train --models resnet,vgg)")
+    rows = []
+    for p in configs:
+        for mode in ("train", "inference"):
+            st, dy = _one(r, "iteration", p, "static", mode), _one(r, "iteration", p, "dynamic", mode)
+            ratio = x(dy["median"] / st["median"]) if st and dy else "n/a"
+            rows.append([_label(p), p["batch"], mode, _cell(_one(r, "replay", p, "static", mode)), _cell(st),
+                         _cell(dy), ratio])
+    return (table(["model", "batch", "mode", "static replay", "static step", "dynamic step", "dynamic / static"],
+                  rows, ["---", "---:", "---", "---:", "---:", "---:", "---:"]) +
+            f"\n\nConvolutions ran on {conv_path()}. " + r.source_line())
+
+
+VALUES = {"cnn.gpu": lambda: report(STEM).r["gpus"][0]["name"], "cnn.conv_path": conv_path}
+TABLES = {"cnn-gpu": tab_cnn_gpu}
+PLOTTERS = {}
