@@ -1,7 +1,7 @@
 """docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg, saved as
 docs/results/train_cnn.json): each model's training step and inference with both executors,
 and which convolution path the CUDA backend took (its conv_cudnn option, recorded in the run)."""
-from .common import Missing, report, t, table, x
+from .common import Missing, distinct_params, report, t, table, x
 
 STEM = "train_cnn"
 
@@ -32,13 +32,7 @@ def conv_path():
 
 def tab_cnn_gpu():
     r = report(STEM)
-    configs, seen = [], set()
-    for m in r.all("iteration"):
-        p = {k: v for k, v in m["params"].items() if k not in ("executor", "mode")}
-        key = tuple(sorted(p.items()))
-        if key not in seen:
-            seen.add(key)
-            configs.append(p)
+    configs = distinct_params(r.all("iteration"), ("executor", "mode"))
     if not configs:
         raise Missing(f"{r.rel}: no iteration rows (run tg-train --models resnet,vgg)")
     rows = []

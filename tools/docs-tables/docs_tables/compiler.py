@@ -4,7 +4,7 @@ resident, the kernels it launches, the GEMM floor, the loss curve with every pas
 tg-kernels on the reworked kernels (kernels_fusion.json) and tg-launch --passes all
 (launch_passes.json)."""
 from . import common
-from .common import Missing, num, pct, report, size_name, t, table, x
+from .common import Missing, distinct_params, num, pct, report, size_name, t, table, x
 
 TRAIN, KERNELS, LAUNCH = "train_passes", "kernels_fusion", "launch_passes"
 PASS_ORDER = ("none", "heads", "rows", "linear", "elementwise", "optimizer", "lanes", "all")
@@ -21,13 +21,7 @@ def _config(p):
 
 
 def _configs(r):
-    seen, out = set(), []
-    for m in r.all("pass_replay"):
-        c = _config(m["params"])
-        key = tuple(sorted(c.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
+    out = distinct_params(r.all("pass_replay"), ("passes", "executor"))
     if not out:
         raise Missing(f"{r.rel}: no pass_replay measurements (run tg-train with --passes sweep)")
     return out

@@ -4,7 +4,7 @@ tg-train's and tg-launch's workloads in torch_baseline.json against train.json a
 launch.json, and the PyTorch-exported models run by tg-graph bench (bench_*.json)
 against tg-train's built-in ones. Rows follow the reports: whatever configurations
 the session measured are the table's rows."""
-from .common import Missing, num, report, t, table
+from .common import Missing, distinct_params, num, report, t, table
 
 PEERS = "peers/"
 TORCH = ("torch_eager", "torch_eager_h2d", "torch_cuda_graph", "torch_compile")
@@ -16,10 +16,6 @@ def _label(p):
     if p["model"] == "mlp":
         return f"MLP w{p['width']} d{p['depth']}, batch {p['batch']}"
     return f"transformer d{p['d_model']} s{p['seq']} h{p['heads']}, batch {p['batch']}"
-
-
-def _key(p):
-    return tuple(sorted((k, v) for k, v in p.items() if k not in ("executor", "mode")))
 
 
 def _median(r, name, params, executor, mode=None):
@@ -39,12 +35,7 @@ def _cell(m, executor=None):
 
 
 def _configs(torch):
-    seen, out = set(), []
-    for m in torch.all("iteration"):
-        p = {k: v for k, v in m["params"].items() if k not in ("executor", "mode")}
-        if _key(p) not in seen:
-            seen.add(_key(p))
-            out.append(p)
+    out = distinct_params(torch.all("iteration"), ("executor", "mode"))
     if not out:
         raise Missing(f"{torch.rel}: no iteration measurements (was --workloads train run?)")
     return out
