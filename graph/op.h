@@ -154,9 +154,10 @@ constexpr int kNumOps = 0
 // Tables indexed by OpKind elsewhere assert their length against this count.
 static_assert(kNumOps == 71, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
-// The most inputs a fixed-arity op takes (adamw); variadic ops (kVariadic) take any
-// multiple of their group, past this count too.
-constexpr int kMaxOpInputs = 5;
+// The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
+// Variadic ops (kVariadic) take any multiple of their group, past this count too.
+// OpCall::in holds this many inputs, and the dynamic executor applies no op with more.
+constexpr int kMaxOpInputs = 6;
 // The most outputs an op has (the fused ops with a second result).
 constexpr int kMaxOpOutputs = 2;
 

@@ -12,7 +12,7 @@ namespace tg {
 
 // torch.nn.utils.clip_grad_norm_: every gradient times min(1, max_norm / (norm + 1e-6)),
 // where norm is the L2 norm of all of them together. The norm is global_norm's over groups
-// of at most kMaxOpInputs gradients in order, then over those norms, until one is left: a
+// of at most five gradients in order, then over those norms, until one is left: a
 // fixed tree (torch takes the norm of the per-tensor norms), of ops the dynamic executor
 // can apply one by one. Returns the clipped gradients, in order; the nodes are named
 // "grad_norm" and "<name>.clip" for names[i].
