@@ -39,14 +39,16 @@ std::vector<Value> clip_grad_norm(Builder& b, const std::vector<Value>& grads, c
 }
 
 void adamw_update(Builder& b, const Value& param, const Value& grad, const std::string& name, float lr,
-                  const AdamAttr& adam, const std::string& node_name) {
+                  const AdamAttr& adam, const std::string& node_name, const Value& found) {
   Attrs at;
   at.lr = lr;
   at.adam = adam;
   const Value m = b.optimizer_state(param, name + ".exp_avg");
   const Value v = b.optimizer_state(param, name + ".exp_avg_sq");
   const Value step = optimizer_state_of_shape(b, Shape{1}, name + ".step");
-  b.apply(OpKind::adamw, {param, grad, m, v, step}, at, node_name);
+  std::vector<Value> in = {param, grad, m, v, step};
+  if (found.valid()) in.push_back(found);
+  b.apply(OpKind::adamw, in, at, node_name);
 }
 
 }  // namespace tg

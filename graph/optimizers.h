@@ -21,8 +21,9 @@ std::vector<Value> clip_grad_norm(Builder& b, const std::vector<Value>& grads, c
 
 // One adamw of `param` (torch.optim.AdamW's step) with its state "<name>.exp_avg" and
 // "<name>.exp_avg_sq" (param's shape) and "<name>.step" ([1]: the updates made so far),
-// zeros at the start; the node is named node_name.
+// zeros at the start; the node is named node_name. A valid `found` (loss scaling's found-inf
+// flag, graph/loss_scale.h) guards the update: a step that sets it changes none of these.
 void adamw_update(Builder& b, const Value& param, const Value& grad, const std::string& name, float lr,
-                  const AdamAttr& adam, const std::string& node_name = "");
+                  const AdamAttr& adam, const std::string& node_name = "", const Value& found = {});
 
 }  // namespace tg
