@@ -235,7 +235,8 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   call.op = op;
   call.attrs = &attrs;
   call.num_inputs = nin;
-  TraceOp tr{op, nin, {-1, -1, -1, -1, -1}, -1};
+  TraceOp tr{op, nin, {}, -1};
+  std::fill(std::begin(tr.in), std::end(tr.in), -1);
   shapes_.clear();
   bool all_f32 = op != OpKind::cast;
   for (int i = 0; i < nin; ++i) {

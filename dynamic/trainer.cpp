@@ -40,9 +40,6 @@ DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::strin
     : model_(with_precision(std::move(model), opt.precision)), backend_(backend), opt_(opt),
       alloc_(make_allocator(allocator, backend)), loss_scaled_(loss_scale_enabled(opt.loss_scale, opt.precision)) {
   if (!model_) throw std::invalid_argument("DynamicTrainer: the model function is empty");
-  if (loss_scaled_ && opt_.adamw && !opt_.inference)
-    graph_error("DynamicTrainer: AdamW does not take the found-inf flag of dynamic loss scaling yet; train fp16 "
-                "with SGD, or turn loss scaling off (DynamicOptions::loss_scale, tg-train --loss-scale off)");
   EagerOptions eo;
   eo.record_tape = !opt_.inference;
   eo.free_early = opt_.free_early;
@@ -99,7 +96,8 @@ float DynamicTrainer::step(const Feeds& feeds) {
     at.momentum = opt_.momentum;
     for (size_t i = 0; i < wrt_.size(); ++i) {
       if (opt_.adamw) {
-        adamw_update(b, wrt_[i], update_grads[i], param_names_[i], opt_.lr, opt_.adam);
+        adamw_update(b, wrt_[i], update_grads[i], param_names_[i], opt_.lr, opt_.adam, "",
+                     loss_scaled_ ? ls.found : Value{});
         continue;
       }
       std::vector<Value> in = {wrt_[i], update_grads[i]};

@@ -122,7 +122,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(unscale,              2, 1, kNone,            kIn0,       0,                      kInPlace,                  kTypeF32,  loss_scale) /* (grad, scale[1]) -> grad * (1 / scale) */ \
   X(found_inf,            2, 1, kNone,            kNone,      0,                      kPlain,                    kTypeF32,  loss_scale) /* (x, found[1]) -> [1]: 1 if found != 0 or x holds an inf or a nan, else 0 */ \
   X(update_scale,         2, 0, kNone,            kNone,      kScaler,                kPlain,                    kTypeF32,  loss_scale) /* (scaler[3]: scale, growth tracker, skipped steps; found[1]), in place */ \
-  X(adamw,                5, 0, kNone,            kNone,      kLr|kAdam,              kPlain,                    kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step[1]), in place: torch.optim.AdamW */ \
+  X(adamw,                5, 0, kNone,            kNone,      kLr|kAdam,              kGuarded,                  kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step[1][, found]), in place: torch.optim.AdamW */ \
   X(global_norm,          1, 1, kNone,            kNone,      0,                      kVariadic,                 kTypeF32,  clip) /* any inputs -> [1]: sqrt of the sum of every element's square */ \
   X(clip_by_norm,         2, 1, kNone,            kIn0,       kMaxNorm,               kInPlace,                  kTypeF32,  clip) /* (g, norm[1]) -> g * min(1, max_norm / (norm + 1e-6)) */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
@@ -137,7 +137,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
   X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */ \
-  X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic,          kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups: every adamw of a step in one launch */
+  X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded, kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups[, found]: every adamw of a step in one launch */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -154,9 +154,10 @@ constexpr int kNumOps = 0
 // Tables indexed by OpKind elsewhere assert their length against this count.
 static_assert(kNumOps == 71, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
-// The most inputs a fixed-arity op takes (adamw); variadic ops (kVariadic) take any
-// multiple of their group, past this count too.
-constexpr int kMaxOpInputs = 5;
+// The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
+// Variadic ops (kVariadic) take any multiple of their group, past this count too.
+// OpCall::in holds this many inputs, and the dynamic executor applies no op with more.
+constexpr int kMaxOpInputs = 6;
 // The most outputs an op has (the fused ops with a second result).
 constexpr int kMaxOpOutputs = 2;
 
@@ -186,6 +187,8 @@ static_assert(sizeof(kTraits) / sizeof(kTraits[0]) == kNumOps, "one traits row p
 constexpr bool rows_consistent() {
   for (const OpTraits& t : kTraits) {
     if (t.inputs < 0 || t.inputs > kMaxOpInputs || t.outputs < 0 || t.outputs > kMaxOpOutputs) return false;
+    // A guarded fixed-arity update takes its flag in OpCall::in too.
+    if ((t.flags & kGuarded) && !(t.flags & kVariadic) && t.inputs + 1 > kMaxOpInputs) return false;
     if ((t.flags & kVariadic) && (t.inputs < 1 || t.outputs == 2)) return false;
     const int all = (1 << t.inputs) - 1;
     if ((t.grad_inputs & ~all) || (t.outputs == 0 && t.alias_inputs)) return false;

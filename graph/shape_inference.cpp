@@ -164,10 +164,13 @@ void require_guard(OpKind op, const std::vector<Shape>& in, const std::string& n
 }
 
 // adamw's rule on every group: the gradient and both moments of the parameter's shape, a
-// step count of one element; the hyperparameters in torch.optim.AdamW's ranges.
+// step count of one element; the hyperparameters in torch.optim.AdamW's ranges; a guarded
+// update's flag of one element.
 Shape adamw_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
-  for (size_t i = 0; i < in.size(); i += 5) {
+  require_guard(op, in, node);
+  const size_t groups = static_cast<size_t>(op_group_inputs(op, static_cast<int>(in.size())));
+  for (size_t i = 0; i < groups; i += 5) {
     for (size_t j = 1; j < 4; ++j)
       if (in[i + j] != in[i])
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "

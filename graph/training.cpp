@@ -79,9 +79,6 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
     graph_error("build_training_graph: the model has no parameters; create them with Builder::parameter");
 
   const bool scaled = opt.loss_scale.enabled.value_or(false);
-  if (scaled && opt.adamw)
-    graph_error("build_training_graph: AdamW does not take the found-inf flag of dynamic loss scaling yet; train "
-                "fp16 with SGD, or turn loss scaling off (TrainOptions::loss_scale, tg-train --loss-scale off)");
   LossScaling ls;
   const Value target = scaled ? scale_loss(b, out.loss, opt.loss_scale, ls) : out.loss;
   b.set_default_role(Role::temporary);
@@ -113,7 +110,7 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
     const std::string name = g.values[static_cast<size_t>(params[i].id)].name;
     const Value& grad = update_grads[i];
     if (opt.adamw) {
-      adamw_update(b, params[i], grad, name, opt.lr, opt.adam, name + ".update");
+      adamw_update(b, params[i], grad, name, opt.lr, opt.adam, name + ".update", scaled ? ls.found : Value{});
       continue;
     }
     std::vector<Value> in = {params[i], grad};

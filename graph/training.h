@@ -42,8 +42,8 @@ Graph build_inference_graph(const ModelFn& model);
 // one update per parameter (sgd_momentum with b.optimizer_state(param, name +
 // ".velocity"), sgd, or adamw_update), named "<param>.update". With loss scaling
 // (opt.loss_scale.enabled), backward differentiates loss * scale, each gradient is unscaled
-// and checked before the clipping, every sgd update takes the found-inf flag, and
-// update_scale closes the step (graph/loss_scale.h; AdamW is refused there for now).
+// and checked before the clipping, every update (sgd, sgd_momentum or adamw) takes the
+// found-inf flag, and update_scale closes the step (graph/loss_scale.h).
 // Forward values that a backward node reads get
 // Role::activation; the loss and the prediction are marked outputs (the loss
 // first). Throws GraphError when the model has no loss or a parameter does not

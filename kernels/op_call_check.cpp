@@ -136,9 +136,10 @@ void check_multi_update(const Checker& k, const OpCall& c) {
 }
 
 // adamw's groups: the gradient and moments of the parameter's element count, a step count
-// of one element; nothing written appears twice.
+// of one element; nothing written appears twice; a guarded update's flag of one element.
 void check_adamw(const Checker& k, const OpCall& c) {
-  for (int i = 0; i < c.num_inputs; i += 5) {
+  check_guard(k, c);
+  for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += 5) {
     const int64_t n = c.input(i).shape.numel();
     for (int j = 1; j < 4; ++j)
       if (c.input(i + j).shape.numel() != n)

@@ -197,9 +197,6 @@ int main(int argc, char** argv) {
       throw th::UsageError(fmt::format("--optimizer: {} is not an optimizer; use sgd, momentum or adamw",
                                        quote_name(optimizer_text)));
     train_opt.clip_grad_norm = static_cast<float>(clip_grad_norm);
-    if (train_opt.adamw && loss_scale.value_or(precision == Precision::fp16))
-      throw th::UsageError("--optimizer adamw: AdamW does not take dynamic loss scaling's found-inf flag yet; use "
-                           "--loss-scale off, or sgd or momentum with fp16");
     auto be = make_backend(e.device(), e.cuda_options(), precision == Precision::tf32);
     const bool gpu = be->kind() == DeviceKind::cuda;
     if (!gpu) {

@@ -22,7 +22,9 @@ void cpu_adamw(float* p, const float* g, float* m, float* v, float* step, const 
 }
 
 void cpu_adamw_multi(const OpCall& c) {
-  for (int i = 0; i < c.num_inputs; i += 5)
+  const int groups_end = op_group_inputs(c.op, c.num_inputs);
+  if (groups_end < c.num_inputs && c.input(groups_end).data[0] != 0.0f) return;  // loss scaling skips this step
+  for (int i = 0; i < groups_end; i += 5)
     cpu_adamw(c.input(i).data, c.input(i + 1).data, c.input(i + 2).data, c.input(i + 3).data, c.input(i + 4).data,
               *c.attrs, c.input(i).shape.numel());
 }

@@ -217,7 +217,9 @@ void cpu_update_scale(float* scaler, const float* found, const Attrs& at);
 // ---- adamw (adamw.cpp), in place: kernels/optimizer_math.h's formula --------------
 // (param, grad, exp_avg, exp_avg_sq, step[1]) with attrs.lr and attrs.adam; step += 1.
 void cpu_adamw(float* p, const float* g, float* m, float* v, float* step, const Attrs& at, int64_t n);
-// adamw_multi: cpu_adamw on every group of five.
+// adamw_multi: cpu_adamw on every group of five; nothing when the call has a found-inf flag
+// (its last input) that is nonzero: no parameter, moment or step count moves, as
+// torch.amp.GradScaler skips optimizer.step(). adamw with the flag runs here too.
 void cpu_adamw_multi(const OpCall& c);
 
 // ---- gradient clipping by global norm (clip.cpp) ----------------------------------

@@ -95,7 +95,9 @@ void run_cpu(const OpCall& c) {
     case OpKind::avg_pool2d_grad: return cpu_conv_op(c, g.conv);
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi: return cpu_multi_update(c);
-    case OpKind::adamw: return cpu_adamw(x.data, y.data, c.in[2].data, c.in[3].data, c.in[4].data, *c.attrs, n);
+    case OpKind::adamw:
+      if (op_update_guarded(c.op, c.num_inputs)) return cpu_adamw_multi(c);
+      return cpu_adamw(x.data, y.data, c.in[2].data, c.in[3].data, c.in[4].data, *c.attrs, n);
     case OpKind::adamw_multi: return cpu_adamw_multi(c);
     case OpKind::global_norm: return cpu_global_norm(c, out);
     case OpKind::clip_by_norm: return cpu_clip_by_norm(x.data, y.data, c.attrs->max_norm, out, n);

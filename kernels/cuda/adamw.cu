@@ -3,7 +3,10 @@
 // kernel reads the step counts and the second writes them, so no block reads a count
 // another has already moved on (the second kernel waits for the first, pdl.cuh).
 // The per-element arithmetic is kernels/optimizer_math.h's, with __fmul_rn & co. so that
-// nvcc cannot contract it into FMAs and the bits match the CPU reference.
+// nvcc cannot contract it into FMAs and the bits match the CPU reference. A guarded call's
+// found-inf flag is read on the device by both kernels: when it is set neither writes, so
+// the parameters, the moments and the step counts all stay (the skipped step of loss
+// scaling, as torch.amp.GradScaler skips optimizer.step()).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/chunk_table.cuh"
@@ -41,10 +44,13 @@ struct AdamArgs {
   int64_t first_chunk[kAdamTensors + 1];
   int count;
   float lr, beta1, beta2, eps, weight_decay;
+  const float* found;  // loss scaling's found-inf flag, or null: nonzero skips the update
 };
+static_assert(sizeof(AdamArgs) <= 4096, "a launch parameter of at most 4 KB");
 
 __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
   pdl::prologue();
+  if (a.found && *a.found != 0.0f) return;
   const int64_t chunks = a.first_chunk[a.count];
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     const int lo = detail::tensor_of_chunk(a.first_chunk, a.count, c);
@@ -78,6 +84,7 @@ __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
 
 __global__ void count_steps_kernel(const __grid_constant__ AdamArgs a) {
   pdl::prologue();
+  if (a.found && *a.found != 0.0f) return;
   const int t = static_cast<int>(threadIdx.x);
   if (t < a.count) *a.step[t] = __fadd_rn(*a.step[t], 1.0f);
 }
@@ -91,6 +98,8 @@ void adamw(const OpCall& c, cudaStream_t s) {
   a.beta2 = c.attrs->adam.beta2;
   a.eps = c.attrs->adam.eps;
   a.weight_decay = c.attrs->adam.weight_decay;
+  const int groups_end = op_group_inputs(c.op, c.num_inputs);
+  a.found = groups_end < c.num_inputs ? c.input(groups_end).data : nullptr;
   auto flush = [&] {
     if (a.count == 0) return;
     const int64_t chunks = a.first_chunk[a.count];
@@ -100,7 +109,7 @@ void adamw(const OpCall& c, cudaStream_t s) {
     a.first_chunk[0] = 0;
   };
   static_assert(kAdamTensors <= 64, "count_steps_kernel runs one thread per group in a block of 64");
-  for (int i = 0; i < c.num_inputs; i += 5) {
+  for (int i = 0; i < groups_end; i += 5) {
     const int t = a.count++;
     a.p[t] = c.input(i).data;
     a.g[t] = c.input(i + 1).data;

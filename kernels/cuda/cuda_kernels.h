@@ -138,7 +138,8 @@ void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, 
 constexpr int kMultiTensors = 64;
 void multi_update(const OpCall& c, cudaStream_t s);
 // adamw and adamw_multi (adamw.cu): every (param, grad, exp_avg, exp_avg_sq, step) group
-// of the call, kernels/optimizer_math.h's arithmetic, then each step count + 1.
+// of the call, kernels/optimizer_math.h's arithmetic, then each step count + 1; with a
+// found-inf flag (the call's last input, read on the device) nonzero, nothing is written.
 void adamw(const OpCall& c, cudaStream_t s);
 
 // ---- gradient clipping by global norm (clip.cu) -----------------------------------------

@@ -423,14 +423,24 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         };
       };
       auto state = [&tol](OpSample x) {
-        for (size_t i = 0; i < x.in.size(); i += 5) x.positive_inputs |= (1u << (i + 3)) | (1u << (i + 4));
+        for (size_t i = 0; i + 5 <= x.in.size(); i += 5) x.positive_inputs |= (1u << (i + 3)) | (1u << (i + 4));
         return tol(x, 1e-7, 1e-6);
       };
       if (op == OpKind::adamw)
         return {state(with(sample("[3,4]", {m, m, m, m, {1}}), adam(0.01f, 0.9f))),
-                state(with(sample("[5], beta1 0, no weight decay", {{5}, {5}, {5}, {5}, {1}}), adam(0.0f, 0.0f)))};
+                state(with(sample("[5], beta1 0, no weight decay", {{5}, {5}, {5}, {5}, {1}}), adam(0.0f, 0.0f))),
+                state(with(flag(sample("[3,4], found-inf flag clear", {m, m, m, m, {1}, {1}}), 0.0f), adam(0.01f, 0.9f))),
+                state(with(flag(sample("[3,4], found-inf flag set: skipped", {m, m, m, m, {1}, {1}}), 1.0f),
+                           adam(0.01f, 0.9f)))};
       return {state(with(sample("3 tensors", {m, m, m, m, {1}, {5}, {5}, {5}, {5}, {1}, {2, 3, 2}, {2, 3, 2}, {2, 3, 2},
                                               {2, 3, 2}, {1}}),
+                         adam(0.1f, 0.9f))),
+              state(with(flag(sample("2 tensors, found-inf flag clear", {m, m, m, m, {1}, {5}, {5}, {5}, {5}, {1}, {1}}),
+                              0.0f),
+                         adam(0.1f, 0.9f))),
+              state(with(flag(sample("2 tensors, found-inf flag set: skipped",
+                                     {m, m, m, m, {1}, {5}, {5}, {5}, {5}, {1}, {1}}),
+                              1.0f),
                          adam(0.1f, 0.9f)))};
     }
     case OpKind::global_norm:

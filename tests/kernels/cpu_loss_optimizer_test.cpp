@@ -1,5 +1,6 @@
 // Losses, their gradients, and the in-place optimizer updates.
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "graph/errors.h"
@@ -166,7 +167,7 @@ void torch_adamw_step(std::vector<double>& p, const std::vector<float>& g, std::
   }
 }
 
-// One adamw (or adamw_multi) over groups of five tensors, in place.
+// One adamw (or adamw_multi) over groups of five tensors (and a found-inf flag, last), in place.
 void run_adamw(OpKind op, std::vector<Tensor>& ins, const Attrs& at) {
   kernels::OpCall c;
   std::vector<kernels::TensorView> more;
@@ -244,6 +245,56 @@ TEST_CASE("adamw_multi: each group gets the bits of its own adamw") {
   }
 }
 
+TEST_CASE("adamw and adamw_multi with a found-inf flag: clear gives the unguarded bits, set moves nothing") {
+  Attrs at;
+  at.lr = 0.02f;
+  at.adam.weight_decay = 0.05f;
+  const std::vector<Shape> shapes = {{3, 4}, {5}};
+  for (OpKind op : {OpKind::adamw, OpKind::adamw_multi}) {
+    CAPTURE(op_name(op));
+    const size_t groups = op == OpKind::adamw ? 1 : shapes.size();
+    std::vector<Tensor> plain;
+    for (size_t i = 0; i < groups; ++i)
+      plain.insert(plain.end(), {random_tensor(shapes[i], 70 + i), random_tensor(shapes[i], 80 + i),
+                                 tensor(shapes[i], std::vector<float>(static_cast<size_t>(shapes[i].numel()))),
+                                 tensor(shapes[i], std::vector<float>(static_cast<size_t>(shapes[i].numel()))),
+                                 tensor({1}, {0})});
+    std::vector<Tensor> guarded = plain;
+    guarded.push_back(tensor({1}, {0}));
+    const size_t flag = guarded.size() - 1;
+    // One step of both on the same fresh gradients, the flag clear: the same bits everywhere.
+    auto clear_step = [&](uint64_t seed) {
+      for (size_t i = 0; i < groups; ++i) {
+        plain[5 * i + 1] = random_tensor(shapes[i], seed + i);
+        guarded[5 * i + 1] = plain[5 * i + 1];
+      }
+      run_adamw(op, plain, at);
+      run_adamw(op, guarded, at);
+      for (size_t k = 0; k < plain.size(); ++k) {
+        CAPTURE(k);
+        CHECK(bitwise_equal(guarded[k].data, plain[k].data));
+      }
+    };
+    clear_step(100);
+    clear_step(110);
+    // A set flag (an overflowed step's gradient): no parameter, moment or step count moves.
+    const std::vector<Tensor> before = guarded;
+    for (size_t i = 0; i < groups; ++i)
+      guarded[5 * i + 1].data.assign(guarded[5 * i + 1].data.size(), std::numeric_limits<float>::infinity());
+    guarded[flag].data[0] = 1.0f;
+    run_adamw(op, guarded, at);
+    for (size_t k = 0; k < flag; ++k) {
+      CAPTURE(k);
+      if (k % 5 != 1) CHECK(bitwise_equal(guarded[k].data, before[k].data));
+    }
+    for (size_t i = 0; i < groups; ++i) CHECK(guarded[5 * i + 4].data[0] == 2.0f);
+    // The next clear step is the unguarded run's third: the skipped one left no trace.
+    guarded[flag].data[0] = 0.0f;
+    clear_step(200);
+    for (size_t i = 0; i < groups; ++i) CHECK(guarded[5 * i + 4].data[0] == 3.0f);
+  }
+}
+
 TEST_CASE("global_norm and clip_by_norm: torch.nn.utils.clip_grad_norm_'s norm and factor") {
   const std::vector<Tensor> grads = {random_tensor({3, 4}, 11), random_tensor({7}, 12, -3.0f, 3.0f),
                                      random_tensor({2, 3, 2}, 13)};
@@ -277,6 +328,10 @@ TEST_CASE("adamw, global_norm and clip_by_norm: the shape rules refuse what they
   Attrs at;
   CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {5}, {1}}, at, "u"), "exp_avg_sq [5] differs from the parameter [4]");
   CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {4}, {2}}, at, "u"), "the step count (input 4) is [2]");
+  CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {4}, {1}, {2}}, at, "u"),
+                 "found-inf flag (the last input) [2] must be [1]");
+  CHECK_CONTAINS(shape_rule_message(OpKind::adamw_multi, {{4}, {4}, {4}, {4}, {1}, {3}, {3}, {3}, {3}, {1}, {4}}, at, "u"),
+                 "found-inf flag (the last input) [4] must be [1]");
   Attrs bad = at;
   bad.adam.beta2 = 1.0f;
   CHECK_CONTAINS(shape_rule_message(OpKind::adamw, {{4}, {4}, {4}, {4}, {1}}, bad, "u"), "betas");

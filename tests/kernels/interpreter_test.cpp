@@ -173,7 +173,7 @@ TEST_CASE("clip_grad_norm: twelve gradients scaled as torch.nn.utils.clip_grad_n
     for (const Value& c : clipped) b.mark_output(c);
     int norms = 0;
     for (const Node& n : g.nodes) norms += n.op == OpKind::global_norm;
-    CHECK(norms == 4);  // 12 -> 3 -> 1: groups of at most kMaxOpInputs
+    CHECK(norms == 4);  // 12 -> 3 -> 1: groups of at most five
 
     auto v = make_values(g, 7);
     interpret(g, v);

@@ -1,7 +1,8 @@
 // Dynamic loss scaling (graph/loss_scale.h) on the CPU backend, both executors: what the
 // training graph records per precision, static == dynamic bitwise in fp16 (with and without
 // the optimizer pass), a step that overflows f16 skipped (parameters and velocities
-// unchanged, the scale backed off, the skip counted), and the scale growing after
+// unchanged, the scale backed off, the skip counted), the same two under AdamW (its moments
+// and step counts unchanged by a skipped step), and the scale growing after
 // growth_interval clean steps.
 #include <doctest/doctest.h>
 
@@ -134,6 +135,61 @@ TEST_CASE("loss scaling: a step whose gradients overflow f16 is skipped, in both
   bool moved = false;
   for (const auto& [name, values] : before) moved = moved || bitwise_diff(run.plan.read(name), values) != "";
   CHECK(moved);
+}
+
+TEST_CASE("loss scaling with AdamW: static == dynamic bitwise in fp16, unfused and with the optimizer pass") {
+  LossScaleOptions ls;
+  ls.init_scale = 256.0f;  // as above: no step of the run overflows
+  ls.growth_interval = 3;
+  for (PassSet passes : {PassSet::none(), PassSet::only(PassId::optimizer)}) {
+    CAPTURE(passes.str());
+    testing::BothExecutors run(cpu, small_mlp(), Precision::fp16, ls, false, passes, /*adamw=*/true);
+    // Every update takes the flag: each adamw, or the one adamw_multi, last.
+    const Graph& g = *run.plan.graph;
+    const int params = static_cast<int>(parameter_ids(g).size());
+    CHECK(count_op(g, passes.empty() ? OpKind::adamw : OpKind::adamw_multi) == (passes.empty() ? params : 1));
+    CHECK(count_op(g, passes.empty() ? OpKind::adamw_multi : OpKind::adamw) == 0);
+    for (const Node& n : g.nodes)
+      if (n.op == OpKind::adamw || n.op == OpKind::adamw_multi)
+        CHECK(op_update_guarded(n.op, static_cast<int>(n.inputs.size())));
+    for (uint64_t i = 0; i < 7; ++i) {
+      CAPTURE(i);
+      run.step(testing::feeds_of(run.plan, 90 + i * 17));
+    }
+    run.check_same();
+    CHECK(run.status_static().skipped_steps == 0);
+    CHECK(run.status_static().scale == 256.0f * 4.0f);
+    for (float count : testing::adamw_step_counts(run.plan)) CHECK(count == 7.0f);
+  }
+  TrainOptions adamw;
+  adamw.adamw = true;
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(testing::transformer_config(2, 8, 16, 2)),
+                                   "transformer fp16 adamw", false, 0, Precision::fp16, adamw);
+}
+
+TEST_CASE("loss scaling with AdamW: an overflowing step moves no parameter, moment or step count") {
+  LossScaleOptions ls;
+  ls.init_scale = 256.0f;
+  for (PassSet passes : {PassSet::none(), PassSet::only(PassId::optimizer)}) {
+    CAPTURE(passes.str());
+    testing::BothExecutors run(cpu, small_mlp(), Precision::fp16, ls, false, passes, /*adamw=*/true);
+    run.step(testing::feeds_of(run.plan, 3));  // a clean step: the moments are nonzero from here
+    REQUIRE(run.status_static().skipped_steps == 0);
+    const std::map<std::string, std::vector<float>> before = testing::trained_state(run.plan);
+    run.check_skipped_step(4);
+    CHECK(run.status_static().scale == 128.0f);
+    const std::vector<float> counts = testing::adamw_step_counts(run.plan);
+    CHECK(counts.size() == parameter_ids(*run.plan.graph).size());
+    for (float count : counts) CHECK(count == 1.0f);
+    // The next clean step is the second the optimizer counts, and moves the parameters again.
+    run.step(testing::feeds_of(run.plan, 5));
+    CHECK(run.status_static().skipped_steps == 1);
+    for (float count : testing::adamw_step_counts(run.plan)) CHECK(count == 2.0f);
+    bool moved = false;
+    for (const auto& [name, values] : before) moved = moved || bitwise_diff(run.plan.read(name), values) != "";
+    CHECK(moved);
+    run.check_same();
+  }
 }
 
 TEST_CASE("loss scaling: every graph pass on an fp16 loss-scaled step tracks the unfused one") {

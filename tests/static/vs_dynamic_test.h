@@ -76,6 +76,7 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
     d.adamw = train.adamw;
     d.adam = train.adam;
     d.clip_grad_norm = train.clip_grad_norm;
+    d.loss_scale = train.loss_scale;
     return d;
   };
   {
