@@ -18,8 +18,11 @@ namespace tg::trace {
 
 namespace {
 
+// Driver API records too: libraries such as cuBLAS launch some kernels with cuLaunchKernelEx,
+// not through the runtime, and only the driver call carries those kernels' correlation id.
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
+                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                         CUPTI_ACTIVITY_KIND_DRIVER};
 constexpr size_t kBufferBytes = size_t{8} << 20;
 
 std::string cupti_problem(CUptiResult r, const char* call) {
@@ -43,6 +46,9 @@ struct Collected {
   std::vector<Event> device;  // value1 holds the correlation id
   std::unordered_map<uint32_t, ApiCall> calls;
   std::vector<Event> api;
+  // Driver calls by correlation id; one becomes a span only when it launched work that no
+  // runtime call did (most driver calls run inside a runtime call already on the lane).
+  std::unordered_map<uint32_t, Event> driver;
   std::set<std::pair<int, int64_t>> lanes;  // (device, stream) seen
   size_t dropped = 0;
 };
@@ -77,9 +83,10 @@ std::string short_kernel_name(const char* mangled) {
   return s.substr(last_scope, cut - last_scope);
 }
 
-const char* api_name(CUpti_CallbackId cbid) {
+const char* api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   const char* name = nullptr;
-  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name) return "cuda runtime call";
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+    return domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cuda driver call" : "cuda runtime call";
   std::string s = name;
   if (const size_t v = s.rfind("_v"); v != std::string::npos && v + 2 < s.size() &&
                                       s.find_first_not_of("0123456789", v + 2) == std::string::npos)
@@ -144,14 +151,16 @@ void take(const CUpti_Activity* rec, Collected& c) {
     case CUPTI_ACTIVITY_KIND_MEMSET:
       take_bytes("memset", "memset", *reinterpret_cast<const CUpti_ActivityMemset4*>(rec), c);
       break;
-    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
       if (a->start == 0 && a->end == 0) break;  // CUPTI could not time it
+      const bool driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
       int64_t lane = host_lane_of(a->threadId);
       if (lane < 0) lane = 1000 + a->threadId % 1000;  // a thread that recorded no span of its own
       Event e;
       e.ph = 'X';
-      e.name = api_name(a->cbid);
+      e.name = api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid);
       e.cat = "cuda_api";
       e.ts_ns = static_cast<int64_t>(a->start) + g_offset;
       e.dur_ns = static_cast<int64_t>(a->end - a->start);
@@ -159,6 +168,10 @@ void take(const CUpti_Activity* rec, Collected& c) {
       e.tid = lane;
       e.key1 = "correlation";
       e.value1 = a->correlationId;
+      if (driver) {
+        c.driver[a->correlationId] = e;
+        break;
+      }
       c.api.push_back(e);
       c.calls[a->correlationId] = {lane, e.ts_ns};
       break;
@@ -231,7 +244,15 @@ size_t stop_gpu_activity() {
     out.swap(g->api);
     int64_t flow = 0;
     for (Event& e : g->device) {
-      const auto it = g->calls.find(static_cast<uint32_t>(e.value1));
+      const auto id = static_cast<uint32_t>(e.value1);
+      if (g->calls.find(id) == g->calls.end()) {
+        if (const auto d = g->driver.find(id); d != g->driver.end()) {
+          out.push_back(d->second);
+          g->calls[id] = {d->second.tid, d->second.ts_ns};
+          g->driver.erase(d);
+        }
+      }
+      const auto it = g->calls.find(id);
       if (it != g->calls.end()) {
         Event s;
         s.ph = 's';
@@ -256,6 +277,7 @@ size_t stop_gpu_activity() {
       if (call.lane >= 1000) name_lane(kHostPid, call.lane, "CUDA calls of another thread");
     g->device.clear();
     g->calls.clear();
+    g->driver.clear();
     g->lanes.clear();
   }
   add_device_events(std::move(out));

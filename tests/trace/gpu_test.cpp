@@ -75,6 +75,28 @@ TEST_CASE("a 1000-op chain run by the dynamic executor: 1000 kernels, 1000 launc
   CHECK_FALSE(testing::events_of(t, 'C', "memory: dynamic allocator").empty());
 }
 
+TEST_CASE("a training step of a wide MLP: every kernel, cuBLAS's included, has a launch before it") {
+  // cuBLAS launches some of its kernels with the driver API, not the runtime's: their launch
+  // flows come from CUPTI's driver records.
+  TG_REQUIRE_GPU();
+  auto be = make_backend(0);
+  MlpConfig c;
+  c.batch = 512;
+  c.in = 1024;
+  c.width = 1024;
+  c.depth = 3;
+  const ModelFn fn = [c](Builder& b) { return mlp(b, c); };
+  const Feeds feeds{{"x", std::vector<float>(static_cast<size_t>(c.batch * c.in), 0.25f)},
+                    {"target", std::vector<float>(static_cast<size_t>(c.batch * c.out), 0.5f)}};
+  DynamicOptions o;
+  DynamicTrainer dyn(fn, *be, "caching", o);
+  dyn.step(feeds);
+  const json t = traced_on_gpu(*be, [&] { dyn.step(feeds); });
+  CHECK(testing::count_cat(t, "kernel") >= 6);
+  CHECK(testing::kernel_launch_problem(t) == "");
+  CHECK(testing::nesting_problem(t) == "");
+}
+
 TEST_CASE("on a CUDA backend each span is an NVTX range of the same name") {
   TG_REQUIRE_GPU();
   auto be = make_backend(0);
