@@ -97,6 +97,7 @@ TEST_CASE("batch norm's running statistics: PyTorch's momentum rule over the bat
   auto be = cpu();
   CompileOptions co;
   co.backend = be;
+  co.params = std::make_shared<ParameterStore>(be, 0);
   CompiledPlan p = compile(batch_norm_model(xs), co);
   // The statistics are parameters the optimizer leaves alone: no gradient, no velocity.
   for (const Node& n : p.graph->nodes)
@@ -131,6 +132,17 @@ TEST_CASE("batch norm's running statistics: PyTorch's momentum rule over the bat
   }
   // gamma and beta did train.
   CHECK(p.read("bn.beta") != std::vector<float>(2, 0.0f));
+  // Inference of the training form (batch statistics) updates nothing: the static inference
+  // graph has no update, and the dynamic executor skips it.
+  CompileOptions ico = co;
+  ico.training = false;
+  const std::vector<float> before = dyn.parameter("bn.stats");
+  const Feeds f = testing::random_feeds(testing::input_shapes_of(*p.graph), 250);
+  CompiledPlan inf = compile(batch_norm_model(xs), ico);
+  inf.run(f);
+  CHECK(testing::bitwise_diff(inf.read(inf.prediction), dyn.run_inference(f)) == "");
+  CHECK(testing::bitwise_diff(dyn.parameter("bn.stats"), before) == "");
+  CHECK(testing::bitwise_diff(p.read("bn.stats"), before) == "");
 }
 
 TEST_CASE("the ResNet's inference reads the running statistics that its training steps left") {
