@@ -220,6 +220,7 @@ void EagerBuilder::mark_output(const Value& v) {
 
 Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs, const std::string& name) {
   if (!in_iteration_) throw std::logic_error("EagerBuilder::apply called outside begin_iteration()/end_iteration()");
+  if (op_is_update(op) && !run_updates_) return Value{};
   const bool timed = opt_.timing != Timing::off && (op_counter_++ & sample_mask_) == 0;
   trace::Steps steps(op_name(op), "build");
   Clock::time_point t0, t1, t2, t3;
@@ -333,6 +334,7 @@ void EagerBuilder::begin_iteration(const Feeds& feeds, bool training) {
   if (in_iteration_) end_iteration();
   feeds_ = &feeds;
   training_ = training && opt_.record_tape;
+  run_updates_ = training;
   taping_ = training_;
   role_ = training_ ? Role::activation : Role::temporary;
   in_iteration_ = true;

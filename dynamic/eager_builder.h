@@ -59,7 +59,8 @@ class EagerBuilder final : public Builder {
   Value training_state(const std::string& name, const Shape& shape, ParamInit init) override;
 
   // ---- iteration control ----
-  // Starts an iteration: `feeds` must outlive it. `training` records the tape.
+  // Starts an iteration: `feeds` must outlive it. `training` records the tape; without it
+  // updates are skipped (apply returns an invalid Value), as an inference graph has none.
   void begin_iteration(const Feeds& feeds, bool training);
   // Ops applied from here on are not taped and their outputs get `role` (the
   // trainer switches to Role::gradient for backward and the update).
@@ -150,6 +151,9 @@ class EagerBuilder final : public Builder {
   bool in_iteration_ = false;
   bool taping_ = true;
   bool training_ = false;
+  // Off in an inference iteration: updates (batch norm's running statistics in a model built
+  // with its loss) are skipped, as the static inference graph prunes them.
+  bool run_updates_ = true;
   Role role_ = Role::activation;
 
   std::vector<Slot> slots_;       // this iteration's tensors; index = Value id

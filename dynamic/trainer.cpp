@@ -8,6 +8,7 @@
 #include "graph/autodiff.h"
 #include "graph/errors.h"
 #include "graph/optimizers.h"
+#include "graph/training.h"
 #include "trace/trace.h"
 
 namespace tg {
@@ -65,9 +66,10 @@ float DynamicTrainer::step(const Feeds& feeds) {
     if (out.prediction.valid()) b.mark_output(out.prediction);
 
     // Parameters in first-use order: the order build_training_graph sees them in (value id order).
-    wrt_.clear();
+    std::vector<Value> params;
     for (const EagerBuilder::Persistent& p : b.persistent())
-      if (p.role == Role::parameter) wrt_.push_back(b.handle(p.id));
+      if (p.role == Role::parameter) params.push_back(b.handle(p.id));
+    wrt_ = trained_parameters(params, b.tape());
 
     // Loss scaling's ops in build_training_graph's order, so the two executors run the same ones.
     LossScaling ls;

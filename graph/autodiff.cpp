@@ -247,6 +247,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_inference:
+    case OpKind::batch_norm_stats_update:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
     case OpKind::max_pool2d_grad:

@@ -13,11 +13,13 @@ bool fail(std::string* why, std::string msg) {
 
 bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why) {
   // x, and the inputs that must be [C] or x's shape.
-  const bool grad = op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad_gamma;
-  const Shape& x = grad ? in[1] : in[0];
+  const bool update = op == OpKind::batch_norm_stats_update;
+  const bool x_second = update || op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad_gamma;
+  const bool grad = x_second && !update;
+  const Shape& x = x_second ? in[1] : in[0];
   if (x.rank < 2)
     return fail(why, fmt::format("x is {} of rank {}; it must be [N, C, ...] (NCHW, or [N, C])", x.str(), x.rank));
-  if (!(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
+  if (!update && !(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
   g.n = x[0];
   g.c = x[1];
   g.inner = 1;
@@ -30,7 +32,20 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometr
   };
   if (grad && in[0] != x)
     return fail(why, fmt::format("dy is {} but x is {}; dy must have x's shape", in[0].str(), x.str()));
+  auto running = [&](const Shape& s) {
+    return s == Shape{2, g.c} ? true
+                              : fail(why, fmt::format("stats is {}; it must be [2, {}]: the running mean, then the "
+                                                      "running variance", s.str(), g.c));
+  };
   switch (op) {
+    case OpKind::batch_norm_stats_update:
+      // The unbiased variance divides by count - 1.
+      if (g.count() < 2)
+        return fail(why, fmt::format("x {} has {} element(s) per channel; the running variance needs at least 2",
+                                     x.str(), g.count()));
+      if (!running(in[0])) return false;
+      out = Shape{};
+      return true;
     case OpKind::batch_norm:
       if (!per_channel(in[1], "gamma") || !per_channel(in[2], "beta")) return false;
       break;
@@ -39,9 +54,7 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometr
       break;
     case OpKind::batch_norm_inference:
       if (!per_channel(in[1], "gamma") || !per_channel(in[2], "beta")) return false;
-      if (in[3] != Shape{2, g.c})
-        return fail(why, fmt::format("stats is {}; it must be [2, {}]: the running mean, then the running variance",
-                                     in[3].str(), g.c));
+      if (!running(in[3])) return false;
       break;
     default: break;
   }

@@ -274,4 +274,10 @@ Value batch_norm_inference(Builder& b, Value x, Value gamma, Value beta, Value s
   return b.apply(OpKind::batch_norm_inference, {x, gamma, beta, stats}, at);
 }
 
+void batch_norm_stats_update(Builder& b, Value stats, Value x, float momentum) {
+  Attrs at;
+  at.momentum = momentum;
+  b.apply(OpKind::batch_norm_stats_update, {stats, x}, at);
+}
+
 }  // namespace tg

@@ -91,6 +91,9 @@ Value global_avg_pool(Builder& b, Value x);
 // with stats [2, C] (the running mean, then the running variance: inference).
 Value batch_norm(Builder& b, Value x, Value gamma, Value beta, float eps = 1e-5f);
 Value batch_norm_inference(Builder& b, Value x, Value gamma, Value beta, Value stats, float eps = 1e-5f);
+// In place: stats [2, C] = (1 - momentum) stats + momentum (mean, unbiased variance) of x's
+// channels, as PyTorch's BatchNorm updates its running statistics in training.
+void batch_norm_stats_update(Builder& b, Value stats, Value x, float momentum = 0.1f);
 // Joins the values along `axis` (every other dim equal): channels are axis 1 of NCHW.
 Value concat(Builder& b, const std::vector<Value>& xs, int axis);
 // x[.., start : start + size, ..] along `axis`. No gradient rule yet: it is concat's gradient.

@@ -55,19 +55,24 @@ Value conv(Builder& b, const Value& x, int64_t out, int k, int stride, bool bias
   return conv2d_bias(b, x, w, b.parameter(name + ".b", Shape{out}, init), a);
 }
 
-// Batch norm over x's channels: the batch's statistics in training, the running ones
-// ("<name>.stats": means 0, variances 1) in inference.
+// Batch norm over x's channels with its running statistics "<name>.stats" [2, C] (means 0,
+// variances 1 at the start). Training normalizes with the batch's statistics and moves the
+// running ones toward them (momentum 0.1, as PyTorch's BatchNorm2d); inference reads the
+// running ones.
 Value batch_norm_layer(Builder& b, const Value& x, bool training, const std::string& name) {
   const int64_t c = x.shape[1];
   const Value gamma = b.parameter(name + ".gamma", Shape{c}, constant(1.0f));
   const Value beta = b.parameter(name + ".beta", Shape{c}, constant(0.0f));
-  if (training) return batch_norm(b, x, gamma, beta);
-  ParamInit stats;
-  stats.kind = ParamInit::Kind::data;
+  ParamInit init;
+  init.kind = ParamInit::Kind::data;
   auto data = std::make_shared<std::vector<float>>(static_cast<size_t>(2 * c), 0.0f);
   std::fill(data->begin() + c, data->end(), 1.0f);
-  stats.data = std::move(data);
-  return batch_norm_inference(b, x, gamma, beta, b.parameter(name + ".stats", Shape{2, c}, stats));
+  init.data = std::move(data);
+  const Value stats = b.parameter(name + ".stats", Shape{2, c}, init);
+  if (!training) return batch_norm_inference(b, x, gamma, beta, stats);
+  const Value y = batch_norm(b, x, gamma, beta);
+  batch_norm_stats_update(b, stats, x);
+  return y;
 }
 
 // The Linear head on [N, features] and, in training, cross_entropy against "labels".

@@ -115,6 +115,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
   X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
   X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
+  X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum,              kPlain,                    kTypeF32,  batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
   X(slice,                1, 1, kNone,            kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient) */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kGuarded,                  kTypeF32,  optimizer) /* (param, grad[, found]): param -= lr*grad, in place */ \
@@ -152,7 +153,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 71, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 72, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
 // Variadic ops (kVariadic) take any multiple of their group, past this count too.
@@ -263,8 +264,9 @@ inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & a
 // Whether an update of `num_inputs` inputs writes input `input` in place: every update
 // writes the parameter (update_scale: its state), at position 0 of its group, one with
 // momentum the velocity, at position 2, and adamw its moments and step count, at positions
-// 2..4; the other inputs (the gradient, or what matmul_sgd_momentum makes it from, and the
-// found-inf flag) are only read.
+// 2..4, and batch_norm_stats_update its running statistics, at position 0; the other inputs
+// (the gradient, or what matmul_sgd_momentum makes it from, the batch, and the found-inf
+// flag) are only read.
 inline bool op_update_writes(OpKind op, int input, int num_inputs) {
   if (!op_is_update(op) || input >= op_group_inputs(op, num_inputs)) return false;
   const int pos = input % op_traits(op).inputs;

@@ -224,6 +224,9 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     const bool ok = conv ? conv_op_geometry(op, in.data(), at.conv, cg, out, &why)
                          : batch_norm_geometry(op, in.data(), at.eps, bg, out, &why);
     if (!ok) graph_error("{} {}: {}", name, node, why);
+    if (op == OpKind::batch_norm_stats_update && !(at.momentum >= 0.0f && at.momentum <= 1.0f))
+      graph_error("{} {}: momentum = {} must be in [0, 1] (0.1 is PyTorch's BatchNorm default)", name, node,
+                  at.momentum);
     return out;
   }
   // The ops of the table's kSameShape flag and the conv and batchnorm families were handled

@@ -1,5 +1,7 @@
 #include "graph/training.h"
 
+#include <unordered_set>
+
 #include "graph/errors.h"
 #include "graph/optimizers.h"
 
@@ -53,6 +55,18 @@ bool parse_optimizer(const std::string& name, TrainOptions& o) {
 
 std::vector<int> parameter_ids(const Graph& g) { return g.values_with_role(Role::parameter); }
 
+std::vector<Value> trained_parameters(const std::vector<Value>& params, const std::vector<TapeEntry>& tape) {
+  std::unordered_set<int> written;
+  for (const TapeEntry& e : tape)
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (op_update_writes(e.op, static_cast<int>(i), static_cast<int>(e.inputs.size())))
+        written.insert(e.inputs[i].id);
+  std::vector<Value> out;
+  for (const Value& p : params)
+    if (!written.count(p.id)) out.push_back(p);
+  return out;
+}
+
 Graph build_inference_graph(const ModelFn& model) {
   Graph g;
   RecordingBuilder b(g);
@@ -73,8 +87,9 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
   const size_t fwd_nodes = g.nodes.size();
   const int fwd_values = static_cast<int>(g.values.size());
 
-  std::vector<Value> params;
-  for (int id : parameter_ids(g)) params.push_back(RecordingBuilder::handle(g, id));
+  std::vector<Value> all;
+  for (int id : parameter_ids(g)) all.push_back(RecordingBuilder::handle(g, id));
+  const std::vector<Value> params = trained_parameters(all, tape_from_graph(g));
   if (params.empty())
     graph_error("build_training_graph: the model has no parameters; create them with Builder::parameter");
 

@@ -53,4 +53,10 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt = {});
 // Value ids with Role::parameter, in id order.
 std::vector<int> parameter_ids(const Graph& g);
 
+// The parameters the optimizer trains, in params' order: every one but those an update of
+// the forward pass writes itself (batch norm's running statistics, which
+// batch_norm_stats_update writes). Those persist as parameters but get no gradient, no
+// optimizer state and no optimizer update.
+std::vector<Value> trained_parameters(const std::vector<Value>& params, const std::vector<TapeEntry>& tape);
+
 }  // namespace tg

@@ -214,7 +214,8 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     std::string why;
     const Shape in[4] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}, c.num_inputs > 3 ? c.in[3].shape : Shape{}};
     if (!batch_norm_geometry(c.op, in, k.attrs().eps, g.bn, out, &why)) k.fail("{}", why);
-    k.numel("output", c.out.shape, out.numel());
+    if (op_is_update(c.op)) check_written_apart(k, c);
+    else k.numel("output", c.out.shape, out.numel());
     return g;
   }
   if (op_in_family(c.op, "conv")) {

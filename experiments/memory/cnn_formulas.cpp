@@ -15,12 +15,13 @@ namespace {
 constexpr int64_t kF32 = 4;
 
 // Element counts per role, summed layer by layer.
+// Running statistics are parameters the optimizer leaves alone: no gradient, no momentum.
 struct Tally {
-  int64_t params = 0, inputs = 0, activations = 0, workspace = 0;
+  int64_t params = 0, stats = 0, inputs = 0, activations = 0, workspace = 0;
   Predicted done(bool training, bool momentum) const {
     Predicted p;
     auto set = [&p](MemRole r, int64_t elements) { p.bytes[static_cast<size_t>(r)] = elements * kF32; };
-    set(MemRole::parameters, params);
+    set(MemRole::parameters, params + stats);
     set(MemRole::inputs, inputs);
     set(MemRole::gradients, training ? params : 0);
     set(MemRole::momentum, training && momentum ? params : 0);
@@ -100,11 +101,10 @@ Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum) {
   auto unit = [&](int64_t C, int64_t K, int64_t k, int64_t H0, int64_t H, bool relu, bool stem) {
     const int64_t S = B * K * H * H;
     t.params += K * C * k * k + 2 * K;
+    t.stats += 2 * K;  // the running statistics [2, K]: training updates them in place, inference reads them
     (training ? t.activations : t.workspace) += S;  // conv2d
     t.workspace += S;                                // batch norm
     if (!training) {
-      // Inference: batch_norm_inference reads the running statistics, a [2, K] parameter.
-      t.params += 2 * K;
       if (relu) t.workspace += S;
       return;
     }

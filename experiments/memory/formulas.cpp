@@ -24,7 +24,8 @@ const char* mem_role_name(MemRole r) {
 }
 
 Predicted with_adamw_state(Predicted p, int64_t param_tensors) {
-  const int64_t P = p.at(MemRole::parameters) / kF32;
+  // The trained parameters: those with a gradient (not batch norm's running statistics).
+  const int64_t P = p.at(MemRole::gradients) / kF32;
   set(p, MemRole::momentum, 2 * P + param_tensors);
   return p;
 }

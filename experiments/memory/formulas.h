@@ -30,8 +30,9 @@ struct Predicted {
 Predicted predict_mlp(const MlpConfig& c, bool training, bool momentum);
 Predicted predict_transformer(const TransformerConfig& c, bool training, bool momentum);
 // The same training step under AdamW (graph/optimizers.h): the optimizer-state role holds
-// exp_avg and exp_avg_sq for every parameter element and a step count [1] for each of the
-// param_tensors parameters, in place of momentum's one velocity per element.
+// exp_avg and exp_avg_sq for every trained parameter element (those with a gradient: not batch
+// norm's running statistics) and a step count [1] for each of the param_tensors trained
+// parameters, in place of momentum's one velocity per element.
 Predicted with_adamw_state(Predicted p, int64_t param_tensors);
 
 // The convolutional models (cnn_formulas.cpp).

@@ -12,7 +12,12 @@ struct ChannelStats {
   double mean, rstd;
 };
 
-ChannelStats channel_stats(const float* x, const BatchNormGeometry& g, int64_t ch, double eps) {
+// The channel's mean and its sum of squared deviations.
+struct Moments {
+  double mean, squares;
+};
+
+Moments channel_moments(const float* x, const BatchNormGeometry& g, int64_t ch) {
   const int64_t count = g.count();
   double s = 0.0;
   for (int64_t e = 0; e < count; ++e) s += x[g.index(ch, e)];
@@ -22,7 +27,12 @@ ChannelStats channel_stats(const float* x, const BatchNormGeometry& g, int64_t c
     const double d = x[g.index(ch, e)] - mean;
     v += d * d;
   }
-  return {mean, 1.0 / std::sqrt(v / static_cast<double>(count) + eps)};
+  return {mean, v};
+}
+
+ChannelStats channel_stats(const float* x, const BatchNormGeometry& g, int64_t ch, double eps) {
+  const Moments m = channel_moments(x, g, ch);
+  return {m.mean, 1.0 / std::sqrt(m.squares / static_cast<double>(g.count()) + eps)};
 }
 
 // y = (x - mean) rstd gamma + beta over channel ch.
@@ -47,6 +57,15 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
       case OpKind::batch_norm_inference: {
         const float* stats = c.in[3].data;
         normalize(a, b, c.in[2].data, out, g, ch, {stats[ch], 1.0 / std::sqrt(static_cast<double>(stats[g.c + ch]) + eps)});
+        break;
+      }
+      case OpKind::batch_norm_stats_update: {
+        // a = stats, written in place; b = x. The running variance takes the unbiased variance.
+        const Moments mo = channel_moments(b, g, ch);
+        const double m = c.attrs->momentum, var = mo.squares / static_cast<double>(g.count() - 1);
+        float* stats = c.in[0].data;
+        stats[ch] = static_cast<float>((1.0 - m) * stats[ch] + m * mo.mean);
+        stats[g.c + ch] = static_cast<float>((1.0 - m) * stats[g.c + ch] + m * var);
         break;
       }
       case OpKind::batch_norm_grad_x:

@@ -84,6 +84,7 @@ void run_cpu(const OpCall& c) {
     case OpKind::batch_norm:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_stats_update:
     case OpKind::batch_norm_inference: return cpu_batch_norm_op(c, g.bn);
     case OpKind::slice: return cpu_slice(c, g);
     case OpKind::conv2d:

@@ -70,9 +70,29 @@ __global__ void __launch_bounds__(kBnBlock) batch_norm_kernel(OpKind op, const T
   }
 }
 
+// batch_norm_stats_update, f32 only (the running statistics are master state): stats[2, C] in
+// place from the channel's mean and unbiased variance, summed as batch_norm_kernel sums them.
+__global__ void __launch_bounds__(kBnBlock) batch_norm_stats_update_kernel(float* stats, const float* x,
+                                                                           BatchNormGeometry g, double momentum) {
+  pdl::prologue();
+  __shared__ double smem[32];
+  const int64_t ch = blockIdx.x;
+  const double mean = channel_sum<float>(x, nullptr, false, 0.0, 1.0, g, ch, smem) / static_cast<double>(g.count());
+  const double var =
+      channel_sum<float>(x, nullptr, true, mean, 1.0, g, ch, smem) / static_cast<double>(g.count() - 1);
+  if (threadIdx.x != 0) return;
+  stats[ch] = static_cast<float>((1.0 - momentum) * stats[ch] + momentum * mean);
+  stats[g.c + ch] = static_cast<float>((1.0 - momentum) * stats[g.c + ch] + momentum * var);
+}
+
 }  // namespace
 
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s) {
+  if (c.op == OpKind::batch_norm_stats_update) {
+    detail::launch(TG_LAUNCH_SITE, batch_norm_stats_update_kernel, static_cast<unsigned>(g.c), kBnBlock, s,
+                   c.in[0].data, static_cast<const float*>(c.in[1].data), g, static_cast<double>(c.attrs->momentum));
+    return;
+  }
   with_element_type(c.out.dtype, [&](auto e) {
     using T = decltype(e);
     const T* c3 = c.num_inputs > 2 ? elements<const T>(c.in[2].data) : nullptr;

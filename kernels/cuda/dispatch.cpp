@@ -36,6 +36,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::batch_norm:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_stats_update:
     case OpKind::batch_norm_inference: return cuda::batch_norm_op(c, g.bn, s);
     case OpKind::slice: return cuda::slice(c, g, s);
     case OpKind::conv2d:

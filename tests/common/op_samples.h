@@ -275,6 +275,12 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         }
       return v;
     }
+    case OpKind::batch_norm_stats_update: {
+      auto momentum = [](float m) { return [m](Attrs& t) { t.momentum = m; }; };
+      return {tol(with(sample("NCHW [2,3,4,5]", {{2, 3}, {2, 3, 4, 5}}), momentum(0.1f)), 1e-5, 1e-5),
+              tol(with(sample("[4,3], momentum 0.5", {{2, 3}, {4, 3}}), momentum(0.5f)), 1e-5, 1e-5),
+              tol(with(sample("two elements a channel", {{2, 3}, {2, 3}}), momentum(1.0f)), 1e-5, 1e-5)};
+    }
     case OpKind::concat: {
       auto along = [](int axis) { return [axis](Attrs& t) { t.axis = axis; }; };
       return {with(sample("channels of NCHW, 3 + 1", {{2, 3, 2, 2}, {2, 1, 2, 2}}), along(1)),

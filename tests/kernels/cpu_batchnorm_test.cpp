@@ -1,5 +1,5 @@
-// batch_norm and batch_norm_inference against their definitions: per channel, over N and the
-// dims after C.
+// batch_norm, batch_norm_inference and batch_norm_stats_update against their definitions: per
+// channel, over N and the dims after C.
 #include <cmath>
 
 #include "tests/kernels/kernel_test_util.h"
@@ -39,7 +39,31 @@ TEST_CASE("batch_norm_inference: hand-computed with the running statistics") {
   CHECK(y.data == std::vector<float>{1, 2, 12, 14});
 }
 
+TEST_CASE("batch_norm_stats_update: hand-computed, PyTorch's rule with the unbiased variance") {
+  Attrs at;
+  at.momentum = 0.25f;
+  // Channel 0: 1, 3, 5, 7 (mean 4, squared deviations 20, unbiased variance 20/3); channel 1: all 2.
+  std::vector<Tensor> ins = {tensor({2, 2}, {0.0f, 1.0f, 1.0f, 3.0f}), tensor({2, 2, 2}, {1, 3, 2, 2, 5, 7, 2, 2})};
+  kernels::OpCall c;
+  std::vector<kernels::TensorView> more;
+  set_inputs(c, ins, more);
+  c.op = OpKind::batch_norm_stats_update;
+  c.attrs = &at;
+  kernels::run_cpu(c);
+  check_close(ins[0].data, std::vector<double>{0.75 * 0.0 + 0.25 * 4.0, 0.75 * 1.0 + 0.25 * 2.0, 0.75 * 1.0 + 0.25 * 20.0 / 3.0, 0.75 * 3.0},
+              1e-7, 1e-6, "stats");
+  CHECK(ins[1].data == std::vector<float>{1, 3, 2, 2, 5, 7, 2, 2});  // x is only read
+}
+
 TEST_CASE("the batch_norm shape rules name the input and the fix") {
+  CHECK(shape_rule_message(OpKind::batch_norm_stats_update, {{3}, {2, 3, 4}}, {}, "'up'")
+            .find("stats is [3]; it must be [2, 3]") != std::string::npos);
+  CHECK(shape_rule_message(OpKind::batch_norm_stats_update, {{2, 3}, {1, 3}}, {}, "'up'")
+            .find("the running variance needs at least 2") != std::string::npos);
+  Attrs big;
+  big.momentum = 1.5f;
+  CHECK(shape_rule_message(OpKind::batch_norm_stats_update, {{2, 3}, {2, 3}}, big, "'up'")
+            .find("momentum = 1.5 must be in [0, 1]") != std::string::npos);
   CHECK(shape_rule_message(OpKind::batch_norm, {{2, 3, 4, 4}, {4}, {3}}, {}, "'bn'") ==
         "batch_norm 'bn': gamma is [4] but x [2,3,4,4] has 3 channels (dim 1); it must be [3]");
   CHECK(shape_rule_message(OpKind::batch_norm_inference, {{2, 3}, {3}, {3}, {3}}, {}, "'bn'")
