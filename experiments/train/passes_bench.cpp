@@ -204,7 +204,12 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
     la.push_back(b);
     worst = std::max(worst, std::fabs(b - a) / std::max(std::fabs(a), 1e-30));
   }
-  constexpr double kTolerance = 1e-4;  // relative, per step (fp32 GEMMs summed in another order)
+  // Relative, per step: fp32 GEMMs summed in another order; in bf16 and fp16 the unfused graph
+  // also rounds each intermediate to 16 bits where a fused kernel keeps it in f32, so one
+  // rounding of the dtype (2^-8, 2^-11) is allowed on top.
+  const double kTolerance = c.precision == Precision::bf16   ? 0x1p-8
+                            : c.precision == Precision::fp16 ? 1e-4 + 0x1p-11
+                                                             : 1e-4;
   th::Measurement m;
   m.name = "loss_curve";
   m.params = pass_params(c, "train", every);
@@ -217,7 +222,7 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   e.report().add(std::move(m));
   if (worst > kTolerance)
     throw std::runtime_error(fmt::format("tg-train: with every pass the loss curve of {} differs from the unfused one "
-                                         "by {:.3g} (relative), more than {:.0e}", th::params_str(c.params), worst,
+                                         "by {:.3g} (relative), more than {:.2g}", th::params_str(c.params), worst,
                                          kTolerance));
 }
 
