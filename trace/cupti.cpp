@@ -245,14 +245,14 @@ size_t stop_gpu_activity() {
     int64_t flow = 0;
     for (Event& e : g->device) {
       const auto id = static_cast<uint32_t>(e.value1);
-      if (g->calls.find(id) == g->calls.end()) {
+      auto it = g->calls.find(id);
+      if (it == g->calls.end()) {
         if (const auto d = g->driver.find(id); d != g->driver.end()) {
           out.push_back(d->second);
-          g->calls[id] = {d->second.tid, d->second.ts_ns};
+          it = g->calls.emplace(id, ApiCall{d->second.tid, d->second.ts_ns}).first;
           g->driver.erase(d);
         }
       }
-      const auto it = g->calls.find(id);
       if (it != g->calls.end()) {
         Event s;
         s.ph = 's';
