@@ -8,11 +8,17 @@
 #                          workloads, eager and whole-step CUDA Graph (torch.compile's four
 #                          precisions take minutes of compiling: run the baseline without
 #                          --no-compile for them)
-# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step] [seconds-for-torch]
+#   matmul_precision.json  tg-matmul in every precision at n = 4096 and 8192 (TFLOP/s, percent of
+#                          the device's dense peak)
+#   train_<p>_200.json     tg-train --loss-steps 200 in fp32, bf16 and fp16 (the loss curves)
+#   memory_precision_gpu.json  tg-memory --precision all (each role predicted and measured)
+# With "quick" as the fourth argument only the tg-train and PyTorch reports are made.
+# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step] [seconds-for-torch] [quick]
 set -u
 build=${1:-build/default}
 per=${2:-90}
 torch_s=${3:-240}
+only_speed=${4:-}
 out=${OUT:-out}
 mkdir -p "$out"
 for p in fp32 tf32 bf16 fp16; do
@@ -23,3 +29,16 @@ done
 timeout "$torch_s" python3 experiments/peers/torch_baseline.py --device 0 --quick --precision all \
   --workloads train --no-compile --json "$out/torch_precision.json" > "$out/torch_precision.txt" 2>&1
 echo "torch_baseline --precision all rc=$?" | tee -a "$out/summary.txt"
+[ "$only_speed" = quick ] && exit 0
+timeout "$per" "$build/experiments/matmul/tg-matmul" --device 0 --precision fp32,tf32,bf16,fp16 --max-n 8192 \
+  --step 4096 --json "$out/matmul_precision.json" > "$out/matmul_precision.txt" 2>&1
+echo "tg-matmul --max-n 8192 rc=$?" | tee -a "$out/summary.txt"
+grep -E "n=8192 precision=(bf16|fp16|tf32) transfers=false" "$out/matmul_precision.txt" | tee -a "$out/summary.txt"
+for p in fp32 bf16 fp16; do
+  timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --precision "$p" --passes none \
+    --loss-steps 200 --json "$out/train_${p}_200.json" > "$out/train_${p}_200.txt" 2>&1
+  echo "tg-train --precision $p --loss-steps 200 rc=$?" | tee -a "$out/summary.txt"
+done
+timeout "$per" "$build/experiments/memory/tg-memory" --device 0 --quick --precision all \
+  --json "$out/memory_precision_gpu.json" > "$out/memory_precision_gpu.txt" 2>&1
+echo "tg-memory --precision all rc=$?" | tee -a "$out/summary.txt"

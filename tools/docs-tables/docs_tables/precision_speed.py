@@ -55,7 +55,8 @@ def _mode_table(mode):
             ratio = "n/a" if partial or not (mine and theirs) else x(theirs["median"] / mine["median"])
             their_cell = _cell(theirs) + (" (no update)" if partial and theirs else "")
             rows.append([_label(sweep, batch), p,
-                         _cell(_params(r, sweep, batch, mode, "static", "replay", p)), _cell(mine), their_cell, ratio,
+                         _cell(_params(r, sweep, batch, mode, "static", "pass_replay_host", p, passes="none")),
+                         _cell(mine), their_cell, ratio,
                          _cell(_params(r, sweep, batch, mode, "dynamic", "iteration", p)),
                          _cell(_params(report(TORCH), sweep, batch, mode, "torch_eager_h2d", "iteration", p))])
     head = ["configuration", "precision", "twograph static replay", "static replay, all passes",
