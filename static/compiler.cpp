@@ -56,11 +56,19 @@ CompiledPlan compile(const ModelFn& model_as_written, const CompileOptions& opt)
   return compile_graph(std::move(g), loss, opt, t, std::move(pruned));
 }
 
+PassOptions effective_pass_options(const CompileOptions& opt) {
+  PassOptions p = opt.pass_options;
+  // matmul_sgd_momentum computes its gradient GEMM in f32 on the CUDA cores; under TF32 the
+  // separate gradient GEMM runs on the tensor cores, several times faster than that.
+  if (opt.precision == Precision::tf32) p.gemm_updates = false;
+  return p;
+}
+
 CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, CompileTimings t,
                            std::vector<std::string> pruned_inputs) {
   TG_TRACE_SCOPE("compile");
   CompiledPlan out;
-  out.pass_options = opt.pass_options;
+  out.pass_options = effective_pass_options(opt);
   if (loss >= static_cast<int>(graph.values.size()))
     throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
   auto t0 = Clock::now();
@@ -69,7 +77,7 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
     // The passes renumber values; the loss keeps its name (a graph output is never fused away).
     validate(graph);  // a pass assumes a valid graph
     const std::string loss_name = loss >= 0 ? graph.values[static_cast<size_t>(loss)].name : "";
-    graph = run_passes(std::move(graph), opt.passes, opt.pass_options, &out.pass_stats);
+    graph = run_passes(std::move(graph), opt.passes, out.pass_options, &out.pass_stats);
     if (loss >= 0) loss = graph.find_value(loss_name);
   }
   t.passes = ms_since(t0);
@@ -96,10 +104,10 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   // The lanes pass: which nodes run on a side stream. Not in the batch-invariant mode, whose
   // GEMMs use the backend's one scratch buffer (kernels/gemm/gemm_mode.h).
   if (opt.passes.has(PassId::lanes) && !kernels::batch_invariant_matmul()) {
-    po.live_to_end = side_lane_nodes(graph, order, opt.pass_options);
+    po.live_to_end = side_lane_nodes(graph, order, out.pass_options);
     if (std::find(po.live_to_end.begin(), po.live_to_end.end(), true) == po.live_to_end.end()) po.live_to_end.clear();
     else po.workspace_bytes = 2 * ((po.workspace_bytes + 255) / 256 * 256);  // a half per stream
-    if (!po.live_to_end.empty() && opt.pass_options.lanes_early_updates)
+    if (!po.live_to_end.empty() && out.pass_options.lanes_early_updates)
       order = hoist_side_nodes(graph, order, po.live_to_end);
   }
   MemoryPlan plan = plan_memory(graph, order, po);

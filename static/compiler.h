@@ -26,8 +26,8 @@ struct CompileOptions {
   // The graph passes between autodiff and planning (static/passes/pass.h). none: the
   // graph autodiff made, which runs the same kernels as the dynamic executor.
   PassSet passes = PassSet::none();
-  // What the passes and the scheduling after them choose (static/passes/pass.h); copied
-  // into CompiledPlan::pass_options.
+  // What the passes and the scheduling after them choose (static/passes/pass.h), as
+  // effective_pass_options gives them to the passes: copied into CompiledPlan::pass_options.
   PassOptions pass_options;
   PlanOptions plan;
   bool use_cuda_graph = true;     // CUDA: capture + replay; false: plain launches of the schedule
@@ -53,7 +53,7 @@ struct CompiledPlan {
   std::shared_ptr<const Graph> graph;  // after the passes
   CompileTimings timings;
   std::vector<PassStats> pass_stats;   // one per pass that ran
-  PassOptions pass_options;            // what the passes were given (CompileOptions::pass_options)
+  PassOptions pass_options;            // what the passes were given: effective_pass_options(CompileOptions)
   int loss = -1;        // value id, -1 for inference
   int prediction = -1;  // value id
   std::unique_ptr<StaticExecutable> exec;
@@ -71,6 +71,9 @@ CompiledPlan compile(const ModelFn& model, const CompileOptions& opt = {});
 // The phases after autodiff, for a graph built elsewhere (a graph file, a test).
 // `loss` is the value id that step() returns, or -1 (an id of `graph`, before the passes
 // renumber it). `t` receives the timings.
+// The pass options as the passes get them: CompileOptions::pass_options, less the GEMM
+// updates under TF32 (their fused kernel computes in f32 on the CUDA cores).
+PassOptions effective_pass_options(const CompileOptions& opt);
 CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt = {}, CompileTimings t = {},
                            std::vector<std::string> pruned_inputs = {});
 

@@ -75,6 +75,24 @@ TEST_CASE("pass options: gemm_updates and its threshold reach the optimizer pass
   CHECK(count(run_passes(step, PassSet::only(PassId::optimizer)), OpKind::matmul_sgd_momentum) == 0);
 }
 
+TEST_CASE("pass options: under tf32 the passes get no GEMM updates, and the plan says so") {
+  // The fused update computes its gradient GEMM in f32 on the CUDA cores; TF32's tensor
+  // cores compute the separate gradient GEMM faster.
+  const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
+  CompileOptions o;
+  o.passes = PassSet::all();
+  o.pass_options = gemm_update_tiles(1);
+  o.precision = Precision::tf32;
+  const CompiledPlan tf32 = compile(model, o);
+  CHECK(count(*tf32.graph, OpKind::matmul_sgd_momentum) == 0);
+  CHECK_FALSE(tf32.pass_options.gemm_updates);
+  CHECK(tf32.pass_options.gemm_update_min_tiles == 1);
+  CHECK(effective_pass_options(o) == tf32.pass_options);
+  o.precision = Precision::fp32;
+  CHECK(count(*compile(model, o).graph, OpKind::matmul_sgd_momentum) == 2);
+  CHECK(effective_pass_options(o) == o.pass_options);
+}
+
 TEST_CASE("pass options: lanes_side_gemm_updates reaches the lanes marking through compile") {
   const ModelFn model = mlp_model(mlp_config(16, 128, 128, 3, 10));
   CompileOptions o;

@@ -141,7 +141,29 @@ def gpu_agreement():
     return ms
 
 
+def matmul_row(precision, n=8192):
+    """tg-matmul's GPU product at n without transfers (matmul_precision.json, precision-run.sh)."""
+    return report(DIR + "matmul_precision").one("matmul", n=n, backend="gpu", precision=precision, transfers=False)
+
+
+def matmul_tflops(precision, best=False):
+    """TFLOP/s of the median sample, or of the fastest one (best): a long run of large products
+    lowers the clock, so the first samples are faster than the median."""
+    m = matmul_row(precision)
+    if not best:
+        return f"{m['extra']['TFLOP/s']:.0f}"
+    n = m["params"]["n"]
+    return f"{2.0 * n ** 3 / min(m['samples']) / 1e12:.0f}"
+
+
 VALUES = {
+    "precision_speed.mm_gpu": lambda: report(DIR + "matmul_precision").r["gpus"][0]["name"],
+    "precision_speed.mm_bf16": lambda: matmul_tflops("bf16"),
+    "precision_speed.mm_bf16_best": lambda: matmul_tflops("bf16", best=True),
+    "precision_speed.mm_bf16_pct": lambda: f"{matmul_row('bf16')['extra']['pct_of_peak']:.0f}%",
+    "precision_speed.mm_fp16": lambda: matmul_tflops("fp16"),
+    "precision_speed.mm_tf32": lambda: matmul_tflops("tf32"),
+    "precision_speed.mm_fp32": lambda: matmul_tflops("fp32"),
     "precision_speed.gpu": lambda: tg("bf16").r["gpus"][0]["name"],
     "precision_speed.t_train_vs_torch": lambda: x(ratio_vs_torch("transformer", 32, "train")),
     "precision_speed.t_inf_vs_torch": lambda: x(ratio_vs_torch("transformer", 32, "inference")),
