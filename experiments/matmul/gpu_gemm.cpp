@@ -24,12 +24,12 @@ size_t matrix_bytes(int64_t n, GemmType p) {
 
 }  // namespace
 
-GpuGemm::GpuGemm(int64_t max_n) : max_n_(max_n) {
+GpuGemm::GpuGemm(int64_t max_n, bool tune) : max_n_(max_n) {
   const size_t bytes = matrix_bytes(max_n, GemmType{});  // the widest dtype
   stream_ = cuda::Stream::create();
   cublas_ = cuda::CublasHandle::create();
   lt_handle_ = cuda::CublasLtHandle::create();
-  lt_ = std::make_unique<kernels::cuda::LtCache>(lt_handle_.get(), kLtWorkspaceBytes);
+  lt_ = std::make_unique<kernels::cuda::LtCache>(lt_handle_.get(), kLtWorkspaceBytes, tune);
   da_ = cuda::DeviceBuffer::allocate(bytes);
   db_ = cuda::DeviceBuffer::allocate(bytes);
   dc_ = cuda::DeviceBuffer::allocate(bytes);

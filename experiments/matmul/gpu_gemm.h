@@ -16,7 +16,9 @@ namespace tg::matmul {
 
 class GpuGemm {
  public:
-  explicit GpuGemm(int64_t max_n);  // device A, B, C and pinned host A, B, C for n <= max_n
+  // Device A, B, C and pinned host A, B, C for n <= max_n. tune: the 16-bit products time
+  // cuBLASLt's candidates once per n and keep the fastest (the backend's gemm_autotune).
+  explicit GpuGemm(int64_t max_n, bool tune = false);
 
   // A and B (n x n, row-major) into the pinned host operands, in p's dtype
   // (rounded to nearest even for bf16 and fp16), before a run in that precision.

@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<tgm::GpuGemm> gpu;
     std::map<std::string, double> peaks;  // the device's dense FLOP/s by precision, where known
     if (ex.on_gpu()) {
-      gpu = std::make_unique<tgm::GpuGemm>(sizes.empty() ? 0 : sizes.back());
+      gpu = std::make_unique<tgm::GpuGemm>(sizes.empty() ? 0 : sizes.back(), ex.cuda_options().gemm_autotune);
       peaks = known_peaks(r, ex.device(), precisions);
     } else {
       r.skip(gpu_rows, "no GPU selected (--device cpu, or --device auto found no CUDA device)");
