@@ -40,6 +40,10 @@ tg-train's rows), so that tg-report compare pairs tg-train --precision P with th
 
 tg-launch's chain runs in fp32 only.
 
+--workloads matmul times torch.matmul on square n x n operands already on the GPU (--matmul-n)
+in each precision, the product alone with CUDA events, as rows `matmul backend=torch n=N
+precision=P transfers=false` beside tg-matmul's `backend=gpu` rows of the same session.
+
 Every iteration ends with the loss (training) or the prediction (inference) read
 back to the host, as twograph's iterations do. Rows carry tg-train's and tg-launch's
 names and params with executor set as above; see docs/bring-your-own-model.md.
@@ -402,6 +406,33 @@ def run_train(rep, torch, dev, args, loop):
 
 # ---- tg-launch's chain ----------------------------------------------------------------------
 
+def run_matmul(rep, torch, dev, args, loop):
+    """tg-matmul's GPU rows: C = A B for square n x n operands of uniform [-1, 1) values already
+    on the device, in each precision asked, each product timed alone with CUDA events (no
+    transfers). Rows: matmul backend=torch n precision transfers=false, TFLOP/s in extra."""
+    dtypes = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    for precision in args.precisions:
+        for n in args.matmul_n:
+            params = {"n": n, "backend": "torch", "precision": precision, "transfers": False}
+            with recorded_failure(rep, "torch_matmul", params), matmul_precision(torch, precision):
+                g = torch.Generator(device=dev).manual_seed(n)
+                a = (torch.rand(n, n, device=dev, generator=g) * 2 - 1).to(dtypes[precision])
+                b = (torch.rand(n, n, device=dev, generator=g) * 2 - 1).to(dtypes[precision])
+                c = torch.empty(n, n, device=dev, dtype=dtypes[precision])
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+                def sample():
+                    start.record()
+                    torch.matmul(a, b, out=c)
+                    end.record()
+                    end.synchronize()
+                    return start.elapsed_time(end) * 1e-3
+
+                samples = tr.run_loop(loop, sample)
+                med = sorted(samples)[len(samples) // 2]
+                rep.add_time("matmul", params, samples, {"TFLOP/s": 2.0 * n ** 3 / med / 1e12}, timer="gpu")
+
+
 def run_launch(rep, torch, dev, args, loop):
     _, _, Chain = tm.torch_modules()
     gpu = dev.type == "cuda"
@@ -469,7 +500,11 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto", help="auto (the GPU when torch sees one, else the CPU), cpu, or N")
     ap.add_argument("--quick", action="store_true", help="tg-train's and tg-launch's --quick sweeps and loop")
-    ap.add_argument("--workloads", default="train,launch", help="train (tg-train's), launch (tg-launch's), or both")
+    ap.add_argument("--workloads", default="train,launch",
+                    help="a comma list of train (tg-train's), launch (tg-launch's) and matmul (tg-matmul's square "
+                         "products on the GPU, at --matmul-n)")
+    ap.add_argument("--matmul-n", type=int, nargs="+", default=[4096, 8192],
+                    help="the matmul workload's sizes n (C = A B, all n x n)")
     ap.add_argument("--ops", type=int, nargs="+", help="chain lengths (default tg-launch's)")
     ap.add_argument("--size", type=int, default=64, help="elements per chain tensor (tg-launch's --size)")
     ap.add_argument("--loss-steps", type=int, default=20, help="steps of each loss curve (tg-train's default)")
@@ -484,9 +519,11 @@ def parse_args(argv):
     ap.add_argument("--min-time", type=float, help="minimum timed seconds per measurement")
     ap.add_argument("--json", help="write the report here (atomically)")
     args = ap.parse_args(argv)
-    bad = set(args.workloads.split(",")) - {"train", "launch"}
+    bad = set(args.workloads.split(",")) - {"train", "launch", "matmul"}
     if bad:
-        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give train, launch or train,launch")
+        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give a comma list of train, launch and matmul")
+    if min(args.matmul_n) < 1:
+        ap.error("--matmul-n: sizes must be >= 1")
     if args.json:
         folder = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(folder):
@@ -571,6 +608,11 @@ def main(argv):
     workloads = args.workloads.split(",")
     if "train" in workloads:
         run_train(rep, torch, dev, args, loop)
+    if "matmul" in workloads:
+        if dev.type == "cuda":
+            run_matmul(rep, torch, dev, args, loop)
+        else:
+            rep.skip("matmul", "CPU: the matmul workload measures the GPU's products (tg-matmul's GPU rows)")
     if "launch" in workloads:
         if args.precisions != ["fp32"]:
             rep.skip("launch precision", "tg-launch's chain runs in fp32 only: its rows are fp32's whatever --precision")
