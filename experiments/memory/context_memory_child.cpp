@@ -17,6 +17,9 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/raii.h"
+#ifdef TWOGRAPH_HAVE_CUDNN
+#include "kernels/cuda/cudnn_handles.h"
+#endif
 
 namespace tg::memory {
 
@@ -86,9 +89,11 @@ ContextChildOutput take_readings(const Nvml& nvml, int device) {
   else if (!env.requested.empty() && env.requested != mode)
     out.notes.emplace_back("module_loading", fmt::format("CUDA_MODULE_LOADING={} asks for {} loading, the driver "
                                                          "reports {}", env.text, env.requested, mode));
+#ifndef TWOGRAPH_HAVE_CUDNN
   out.notes.emplace_back("context_memory step=cudnn_handle",
                          "this build links no cuDNN (its convolutions are the project's own kernels): there is no "
                          "cuDNN handle to measure");
+#endif
 
   Reader reader(nvml, nvml_device, out);
   reader.read("before_context");
@@ -106,6 +111,12 @@ ContextChildOutput take_readings(const Nvml& nvml, int device) {
   reader.read("cublaslt_handle");
   const cuda::DeviceBuffer workspace = cuda::DeviceBuffer::allocate(CudaBackend::kCublasWorkspaceBytes);
   reader.read("cublas_workspace");
+#ifdef TWOGRAPH_HAVE_CUDNN
+  // What the backend's convolutions add (kernels/cuda/conv_cudnn.cpp makes one handle): cuDNN
+  // loads its kernels' modules into the context when its handle is made.
+  const cuda::CudnnHandle dnn = cuda::CudnnHandle::create();
+  reader.read("cudnn_handle");
+#endif
   return out;
 }
 

@@ -50,6 +50,12 @@ TEST_CASE("tg-memory context memory: the context and the cuBLAS workspace hold d
     CAPTURE(step);
     CHECK(row(step) != nullptr);
   }
+#ifdef TWOGRAPH_HAVE_CUDNN
+  // The backend's convolutions make a cuDNN handle: a build with cuDNN measures it.
+  CHECK(row("cudnn_handle") != nullptr);
+#else
+  CHECK(row("cudnn_handle") == nullptr);
+#endif
   const harness::Measurement* workspace = row("cublas_workspace");
   REQUIRE(workspace != nullptr);
   // Per process, nothing but this cudaMalloc moves the figure: at least the 32 MiB asked for.
