@@ -62,6 +62,10 @@ set_target_properties(twograph_fmt PROPERTIES POSITION_INDEPENDENT_CODE ON)
 add_library(twograph_common INTERFACE)
 target_include_directories(twograph_common INTERFACE ${PROJECT_SOURCE_DIR})
 target_link_libraries(twograph_common INTERFACE twograph_fmt)
+if(NOT TWOGRAPH_TRACE_SITES)
+  target_compile_definitions(twograph_common INTERFACE TWOGRAPH_NO_TRACE_SITES=1)
+  message(STATUS "Trace sites compiled out (TWOGRAPH_TRACE_SITES=OFF): --trace is refused")
+endif()
 if(TWOGRAPH_HAVE_CUDA)
   target_compile_definitions(twograph_common INTERFACE TWOGRAPH_HAVE_CUDA=1)
 endif()
@@ -80,8 +84,14 @@ if(NOT TWOGRAPH_GIT_REV)
 endif()
 # Only the report writer needs these; as definitions on every target they would
 # recompile the whole tree after each commit.
+# A build without the trace sites says so in every report's tool.build_type, so that its rows
+# are never taken for an ordinary build's.
+set(_tg_build_type "${CMAKE_BUILD_TYPE}")
+if(NOT TWOGRAPH_TRACE_SITES)
+  set(_tg_build_type "${CMAKE_BUILD_TYPE}, no trace sites")
+endif()
 set(TWOGRAPH_VERSION_DEFS TWOGRAPH_VERSION="${PROJECT_VERSION}" TWOGRAPH_GIT_REV="${TWOGRAPH_GIT_REV}"
-    TWOGRAPH_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
+    TWOGRAPH_BUILD_TYPE="${_tg_build_type}")
 
 # twograph_add_subfolders(): add_subdirectory for each subfolder of the current folder that
 # has a CMakeLists.txt, in name order: a new component or suite is a folder, not an edit here.

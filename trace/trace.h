@@ -34,7 +34,16 @@ void end_span(const char* name, int64_t t0_ns, uint8_t flags, const char* arg_ke
               int64_t arg = 0) noexcept;
 }  // namespace detail
 
+// Whether this build has the sites at all: CMake's TWOGRAPH_TRACE_SITES=OFF compiles them
+// out (on() is then a constant false and every site folds away), the baseline that shows
+// what the sites cost when no trace records (scripts/device/trace-cost.sh).
+#ifdef TWOGRAPH_NO_TRACE_SITES
+inline constexpr bool kSitesCompiled = false;
+constexpr bool on() { return false; }
+#else
+inline constexpr bool kSitesCompiled = true;
 inline bool on() { return detail::g_sites.load(std::memory_order_relaxed); }
+#endif
 // A trace is being recorded now (started, and not paused by a LoopWindow).
 inline bool recording() { return detail::g_recording.load(std::memory_order_relaxed); }
 

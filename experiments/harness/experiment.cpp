@@ -199,6 +199,11 @@ int Experiment::parse(int argc, char** argv) {
     std::string& write_path;
   } outputs[] = {{"--json", json_path_, json_write_}, {"--csv", csv_path_, csv_write_},
                  {"--trace", trace_path_, trace_write_}};
+  if (app_->count("--trace") && !trace::kSitesCompiled) {
+    say_line(tool_, "error: --trace: this build compiles the trace sites out (TWOGRAPH_TRACE_SITES=OFF, the "
+                    "baseline of their cost); configure with -DTWOGRAPH_TRACE_SITES=ON to take a trace");
+    return kExitUsage;
+  }
   if (app_->count("--trace-iterations") && !app_->count("--trace")) {
     say_line(tool_, "error: --trace-iterations sets the window of a trace: give --trace FILE too");
     return kExitUsage;
