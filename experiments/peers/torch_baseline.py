@@ -40,6 +40,10 @@ tg-train's rows), so that tg-report compare pairs tg-train --precision P with th
 
 tg-launch's chain runs in fp32 only.
 
+--workloads cnn runs tg-train's ImageNet networks (ResNet-18, ResNet-50, VGG-16 at 224 x 224)
+from torchvision with cudnn.benchmark on, in NCHW and, as rows with memory_format=channels_last,
+in NHWC; their weights keep torchvision's initialisation.
+
 --workloads matmul times torch.matmul on square n x n operands already on the GPU (--matmul-n)
 in each precision, the product alone with CUDA events, as rows `matmul backend=torch n=N
 precision=P transfers=false` beside tg-matmul's `backend=gpu` rows of the same session.
@@ -149,6 +153,28 @@ def transformer_config(batch, seq, d_model, heads):
             "inputs": [("x", (batch, seq, d_model)), ("target", (batch, seq, d_model))]}
 
 
+# tg-train's ImageNet networks (experiments/train/main.cpp imagenet_configs), as torchvision builds
+# them: the params tg-train's rows carry, so that tg-report compare pairs them.
+CNN_PARAMS = {
+    "resnet18": {"width": 64, "blocks": "2-2-2-2", "block": "basic"},
+    "resnet50": {"width": 64, "blocks": "3-4-6-3", "block": "bottleneck"},
+    "vgg16": {"width": 64, "fc": 4096, "stages": "2-2-3-3-3"},
+}
+
+
+def cnn_config(model, batch, image, channels_last=False):
+    import torchvision
+
+    params = {"model": model, "sweep": f"{model}_i{image}", "batch": batch, "image": image, **CNN_PARAMS[model],
+              **UPDATE_RULE}
+    if channels_last:
+        params["memory_format"] = "channels_last"
+    return {"params": params, "batch": batch, "rows": batch * image * image, "init": "torchvision",
+            "loss": "cross_entropy", "channels_last": channels_last,
+            "build": lambda: getattr(torchvision.models, model)(num_classes=1000),
+            "inputs": [("x", (batch, 3, image, image)), ("labels", (batch,))]}
+
+
 # ---- one way of running a step -------------------------------------------------------------
 
 class Runner:
@@ -160,7 +186,13 @@ class Runner:
 
         self.torch, self.dev, self.executor, self.training = torch, dev, executor, training
         self.model = config["build"]().to(dev)
-        tm.load_twograph_init(self.model, cache=config.setdefault("init_cache", {}))
+        # The CNNs keep torchvision's own initialisation (their timings do not depend on it);
+        # the MLP and the transformer start from twograph's weights, so loss curves compare.
+        if config.get("init", "twograph") == "twograph":
+            tm.load_twograph_init(self.model, cache=config.setdefault("init_cache", {}))
+        self.channels_last = config.get("channels_last", False)
+        if self.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM) if training else None
         # Autocast's low type (None: fp32 and tf32 run the model as written). Its weight-cast
         # cache must be off under a CUDA Graph capture (the cached casts would be freed
@@ -170,7 +202,7 @@ class Runner:
         self.scaler = torch.amp.GradScaler(dev.type, init_scale=INIT_SCALE) if training and precision == "fp16" else None
         self.count_skips, self.skipped = False, 0
         self.names = [n for n, _ in config["inputs"]] if training else ["x"]
-        self.mse = F.mse_loss
+        self.loss_fn = F.cross_entropy if config.get("loss") == "cross_entropy" else F.mse_loss
         self.graph = None
         self.setup_s = None
         if executor == "torch_cuda_graph":
@@ -179,7 +211,15 @@ class Runner:
             self._compile(config)
 
     def host(self, feeds):
-        return [self.torch.from_numpy(feeds[n]) for n in self.names]
+        out = []
+        for n in self.names:
+            t = self.torch.from_numpy(feeds[n])
+            if n == "labels":  # class indices, as twograph's labels are (it stores them as floats)
+                t = t.long()
+            elif self.channels_last and t.dim() == 4:
+                t = t.contiguous(memory_format=self.torch.channels_last)
+            out.append(t)
+        return out
 
     def _autocast(self):
         if self.low is None:
@@ -188,7 +228,7 @@ class Runner:
 
     def _forward_loss(self, x, target):
         with self._autocast():  # mse_loss runs in fp32 under autocast, as twograph's losses do
-            return self.mse(self.model(x), target)
+            return self.loss_fn(self.model(x), target)
 
     def _infer(self, x):
         with self._autocast():
@@ -404,6 +444,32 @@ def run_train(rep, torch, dev, args, loop):
         measure_train_config(rep, torch, dev, c, loop, args.loss_steps, compile_here, args.precisions)
 
 
+def run_cnn(rep, torch, dev, args, loop):
+    """tg-train's ImageNet networks from torchvision at 224 x 224, with cudnn.benchmark on (each
+    convolution's fastest algorithm, found on its first call), NCHW as tg-train runs them and
+    channels_last (NHWC, the tensor cores' layout for cuDNN) as rows of their own."""
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        rep.skip("cnn", "torchvision is not installed here (pip install torchvision)")
+        return
+    saved = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        batches = [32] if args.quick else [32, 64]
+        for model in args.cnn_models:
+            for batch in batches:
+                for channels_last in (False, True):
+                    c = cnn_config(model, batch, 224, channels_last)
+                    label = " ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
+                    print(f"torch-baseline: {label}", file=sys.stderr, flush=True)
+                    compile_here = not args.no_compile and batch == batches[0] and not channels_last
+                    measure_train_config(rep, torch, dev, c, loop, min(args.loss_steps, 5), compile_here,
+                                         args.precisions)
+    finally:
+        torch.backends.cudnn.benchmark = saved
+
+
 # ---- tg-launch's chain ----------------------------------------------------------------------
 
 def run_matmul(rep, torch, dev, args, loop):
@@ -501,8 +567,11 @@ def parse_args(argv):
     ap.add_argument("--device", default="auto", help="auto (the GPU when torch sees one, else the CPU), cpu, or N")
     ap.add_argument("--quick", action="store_true", help="tg-train's and tg-launch's --quick sweeps and loop")
     ap.add_argument("--workloads", default="train,launch",
-                    help="a comma list of train (tg-train's), launch (tg-launch's) and matmul (tg-matmul's square "
-                         "products on the GPU, at --matmul-n)")
+                    help="a comma list of train (tg-train's), launch (tg-launch's), matmul (tg-matmul's square "
+                         "products on the GPU, at --matmul-n) and cnn (tg-train's ImageNet networks from "
+                         "torchvision, GPU only)")
+    ap.add_argument("--cnn-models", default="resnet18,resnet50,vgg16",
+                    help="the cnn workload's torchvision networks (tg-train --models' ImageNet ones), comma-separated")
     ap.add_argument("--matmul-n", type=int, nargs="+", default=[4096, 8192],
                     help="the matmul workload's sizes n (C = A B, all n x n)")
     ap.add_argument("--ops", type=int, nargs="+", help="chain lengths (default tg-launch's)")
@@ -519,9 +588,13 @@ def parse_args(argv):
     ap.add_argument("--min-time", type=float, help="minimum timed seconds per measurement")
     ap.add_argument("--json", help="write the report here (atomically)")
     args = ap.parse_args(argv)
-    bad = set(args.workloads.split(",")) - {"train", "launch", "matmul"}
+    bad = set(args.workloads.split(",")) - {"train", "launch", "matmul", "cnn"}
     if bad:
-        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give a comma list of train, launch and matmul")
+        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give a comma list of train, launch, matmul and cnn")
+    args.cnn_models = [m for m in args.cnn_models.split(",") if m]
+    if set(args.cnn_models) - set(CNN_PARAMS):
+        ap.error(f"--cnn-models: unknown {', '.join(sorted(set(args.cnn_models) - set(CNN_PARAMS)))}; give "
+                 f"{', '.join(CNN_PARAMS)}")
     if min(args.matmul_n) < 1:
         ap.error("--matmul-n: sizes must be >= 1")
     if args.json:
@@ -608,6 +681,12 @@ def main(argv):
     workloads = args.workloads.split(",")
     if "train" in workloads:
         run_train(rep, torch, dev, args, loop)
+    if "cnn" in workloads:
+        if dev.type == "cuda":
+            run_cnn(rep, torch, dev, args, loop)
+        else:
+            rep.skip("cnn", "CPU: the ImageNet networks at 224 x 224 take minutes a step here (tg-train runs them "
+                            "on a GPU)")
     if "matmul" in workloads:
         if dev.type == "cuda":
             run_matmul(rep, torch, dev, args, loop)
