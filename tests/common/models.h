@@ -57,6 +57,14 @@ inline VggConfig vgg_config(int64_t batch, int64_t image, int64_t width, std::ve
   return c;
 }
 
+// A standard network (resnet18_config, resnet50_config, vgg16_config) at another batch and image.
+template <class Config>
+Config at_size(Config c, int64_t batch, int64_t image) {
+  c.batch = batch;
+  c.image = image;
+  return c;
+}
+
 inline ChainConfig chain_config(int n, int64_t size) {
   ChainConfig c;
   c.n = n;
@@ -83,6 +91,9 @@ inline ModelFn resnet_model(const ResNetConfig& c) {
 }
 inline ModelFn vgg_model(const VggConfig& c) {
   return [c](Builder& b) { return vgg(b, c); };
+}
+inline ModelFn resnet_imagenet_model(const ImageNetResNetConfig& c) {
+  return [c](Builder& b) { return resnet_imagenet(b, c); };
 }
 inline ModelFn chain_model(const ChainConfig& c) {
   return [c](Builder& b) { return chain(b, c); };
