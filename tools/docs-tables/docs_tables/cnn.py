@@ -1,4 +1,4 @@
-"""docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg, saved as
+"""docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg and the ImageNet ones, saved as
 docs/results/train_cnn.json): each model's training step and inference with both executors,
 and which convolution path the CUDA backend took (its conv_cudnn option, recorded in the run)."""
 from .common import Missing, distinct_params, report, t, table, x
@@ -16,7 +16,13 @@ def _cell(m):
     return "n/a" if m is None else t(m["median"]) + (" (noisy)" if m.get("noisy") else "")
 
 
+# tg-train --models' ImageNet networks (graph/models.h's resnet18_config, ...).
+_IMAGENET = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "vgg16": "VGG-16"}
+
+
 def _label(p):
+    if p["model"] in _IMAGENET:
+        return f"{_IMAGENET[p['model']]}, {p['image']}x{p['image']}"
     if p["model"] == "resnet":
         return f"ResNet-{6 * p['blocks'] + 2} (width {p['width']}), {p['image']}x{p['image']}"
     return f"VGG ({p['sweep']}), {p['image']}x{p['image']}"
