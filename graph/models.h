@@ -127,4 +127,13 @@ ImageNetResNetConfig resnet18_config();  // basic blocks {2, 2, 2, 2}
 ImageNetResNetConfig resnet50_config();  // bottleneck blocks {3, 4, 6, 3}
 VggConfig vgg16_config();                // stages {2, 2, 3, 3, 3}, width 64, fc 4096
 
+// An image network's config (ResNetConfig, VggConfig, ImageNetResNetConfig) at another batch
+// and image size.
+template <class Config>
+Config at_size(Config c, int64_t batch, int64_t image) {
+  c.batch = batch;
+  c.image = image;
+  return c;
+}
+
 }  // namespace tg

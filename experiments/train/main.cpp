@@ -76,17 +76,11 @@ void imagenet_configs(const std::set<std::string>& models, bool quick, bool gpu,
     }
     for (int64_t b : batches) {
       const std::string m = model, sweep = m + sweep_tail;
-      if (m == "vgg16") {
-        VggConfig v = vgg16_config();
-        v.batch = b;
-        v.image = image;
-        cs.push_back(train::vgg_config(sweep, v, m));
-        continue;
-      }
-      ImageNetResNetConfig r = m == "resnet18" ? resnet18_config() : resnet50_config();
-      r.batch = b;
-      r.image = image;
-      cs.push_back(train::resnet_imagenet_config(m, sweep, r));
+      if (m == "vgg16")
+        cs.push_back(train::vgg_config(sweep, at_size(vgg16_config(), b, image), m));
+      else
+        cs.push_back(train::resnet_imagenet_config(
+            m, sweep, at_size(m == "resnet18" ? resnet18_config() : resnet50_config(), b, image)));
     }
   }
 }

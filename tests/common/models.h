@@ -57,14 +57,6 @@ inline VggConfig vgg_config(int64_t batch, int64_t image, int64_t width, std::ve
   return c;
 }
 
-// A standard network (resnet18_config, resnet50_config, vgg16_config) at another batch and image.
-template <class Config>
-Config at_size(Config c, int64_t batch, int64_t image) {
-  c.batch = batch;
-  c.image = image;
-  return c;
-}
-
 inline ChainConfig chain_config(int n, int64_t size) {
   ChainConfig c;
   c.n = n;

@@ -61,10 +61,10 @@ TEST_CASE("the ImageNet networks' shapes: the stem and four stages take 224 down
 }
 
 TEST_CASE("static == dynamic bitwise on the CPU: ResNet-18 and ResNet-50 at 32 x 32, training and inference") {
-  const ImageNetResNetConfig r18 = testing::at_size(resnet18_config(), 2, 32);
+  const ImageNetResNetConfig r18 = at_size(resnet18_config(), 2, 32);
   testing::check_static_vs_dynamic(cpu, testing::resnet_imagenet_model(r18), "resnet18", false, r18.classes);
   // ResNet-50's blocks at a quarter of the width: the same graph, a sixteenth of the work.
-  ImageNetResNetConfig r50 = testing::at_size(resnet50_config(), 2, 32);
+  ImageNetResNetConfig r50 = at_size(resnet50_config(), 2, 32);
   r50.width = 16;
   r50.classes = 10;
   r50.in_place_relu = true;
@@ -75,7 +75,7 @@ TEST_CASE("static == dynamic bitwise on the CPU: ResNet-18 and ResNet-50 at 32 x
 TEST_CASE("the ImageNet ResNet refuses sizes it cannot build, naming the field") {
   Graph g;
   RecordingBuilder b(g);
-  ImageNetResNetConfig c = testing::at_size(resnet18_config(), 2, 48);
+  ImageNetResNetConfig c = at_size(resnet18_config(), 2, 48);
   CHECK_THROWS_WITH_AS(resnet_imagenet(b, c), doctest::Contains("image = 48 is not a multiple of 2^5 = 32"),
                        GraphError);
   c.image = 32;
