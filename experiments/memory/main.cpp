@@ -80,8 +80,13 @@ Case transformer_case(const TransformerConfig& c) {
 Case resnet_case(const ResNetConfig& c) {
   return make_case("resnet", c, [](Builder& b, const ResNetConfig& r) { return resnet_cifar(b, r); }, predict_resnet);
 }
-Case vgg_case(const VggConfig& c) {
-  return make_case("vgg", c, [](Builder& b, const VggConfig& v) { return vgg(b, v); }, predict_vgg);
+Case vgg_case(const VggConfig& c, const char* model = "vgg") {
+  return make_case(model, c, [](Builder& b, const VggConfig& v) { return vgg(b, v); }, predict_vgg);
+}
+Case resnet_imagenet_case(const ImageNetResNetConfig& c, const char* model) {
+  return make_case(
+      model, c, [](Builder& b, const ImageNetResNetConfig& r) { return resnet_imagenet(b, r); },
+      predict_resnet_imagenet);
 }
 
 // --models: the CIFAR ResNet-20 and VGG-11 at 32 x 32 (--quick: smaller ones at 16 x 16,
@@ -102,6 +107,29 @@ void cnn_cases(const std::set<std::string>& models, bool quick, std::vector<Case
     if (quick) v.image = 16, v.width = 8, v.stages = {1, 1, 2, 2}, v.fc = 64;
     for (int64_t b : batches) cases.push_back(vgg_case((v.batch = b, v)));
     main_batch["vgg"] = batches[1];
+  }
+}
+
+// --models resnet18, resnet50, vgg16: the ImageNet networks at `image` (224 on a GPU, 32 on
+// the CPU, whose reference convolutions take minutes per step at 224), over batches 8, 32 and,
+// without --quick, 64 on a GPU (32 the main one, the seed's image batch), 2 and 4 on the CPU (batch norm
+// needs two values a channel: at 32 x 32 the last stage is 1 x 1).
+void imagenet_cases(const std::set<std::string>& models, bool quick, bool gpu, int64_t image,
+                    std::vector<Case>& cases, std::map<std::string, int64_t>& main_batch) {
+  const std::vector<int64_t> batches =
+      gpu ? (quick ? std::vector<int64_t>{8, 32} : std::vector<int64_t>{8, 32, 64}) : std::vector<int64_t>{2, 4};
+  for (const char* model : {"resnet18", "resnet50", "vgg16"}) {
+    if (!models.count(model)) continue;
+    const std::string m = model;
+    for (int64_t b : batches) {
+      if (m == "vgg16") {
+        cases.push_back(vgg_case(at_size(vgg16_config(), b, image), model));
+        continue;
+      }
+      cases.push_back(resnet_imagenet_case(at_size(m == "resnet18" ? resnet18_config() : resnet50_config(), b, image),
+                                           model));
+    }
+    main_batch[m] = batches[1];
   }
 }
 
@@ -441,7 +469,12 @@ int main(int argc, char** argv) {
   std::string models = "mlp,transformer";
   ex.add_option("--models", models,
                 "The models to measure, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 "
-                "at 32 x 32)");
+                "at 32 x 32), resnet18, resnet50, vgg16 (the ImageNet networks at --image)");
+  int64_t image = 0;
+  ex.add_option("--image", image,
+                "Image side of resnet18, resnet50 and vgg16, a multiple of 32 (0: 224 on a GPU, 32 on the CPU, whose "
+                "reference convolutions take minutes per step at 224)",
+                0, 4096);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const std::vector<Precision> precisions = precision_list(precision_text, e.device() >= 0);
     const bool q = e.quick();
@@ -471,6 +504,11 @@ int main(int argc, char** argv) {
     if (listed.count("transformer"))
       for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
     cnn_cases(listed, q, cases, main_batch);
+    if (image % 32 != 0)
+      throw th::UsageError(fmt::format("--image {} is not a multiple of 32; the ImageNet networks halve it five times "
+                                       "(give 0 for the default)", image));
+    const int64_t side = image > 0 ? image : (e.on_gpu() ? 224 : 32);
+    imagenet_cases(listed, q, e.on_gpu(), side, cases, main_batch);
 
     if (e.on_gpu()) {
       TG_NVTX_RANGE("tg-memory context");
