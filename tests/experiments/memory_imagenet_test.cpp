@@ -6,7 +6,6 @@
 
 #include <numeric>
 
-#include "experiments/memory/vgg_layers.h"
 #include "graph/training.h"
 #include "tests/experiments/memory_checks.h"
 
@@ -29,19 +28,6 @@ MemoryPlan plan_of(const Graph& g, PlanMode mode, InPlacePolicy ip) {
   o.mode = mode;
   o.in_place = ip;
   return plan_memory(g, order, o);
-}
-
-VggConfig vgg16_at(int64_t batch, int64_t image, bool training, bool in_place) {
-  VggConfig v = at_size(vgg16_config(), batch, image);
-  v.with_loss = training;
-  v.in_place_relu = in_place;
-  return v;
-}
-
-int64_t sum(const std::vector<memory::LayerBytes>& layers, const std::string& quantity) {
-  int64_t n = 0;
-  for (const memory::LayerBytes& l : layers) n += memory::layer_quantity(l, quantity);
-  return n;
 }
 
 }  // namespace
@@ -74,10 +60,10 @@ TEST_CASE("tg-memory: the VGG-16 table layer by layer equals the planner at 32 x
         grads += vi.role == Role::gradient ? vi.bytes() : 0;
         velocities += vi.role == Role::optimizer_state ? vi.bytes() : 0;
       }
-      CHECK(sum(got, "parameters") == params);
-      CHECK(sum(got, "gradients") == grads);
-      CHECK(sum(got, "momentum") == velocities);
-      if (!m.training) CHECK(sum(got, "saved") == 0);
+      CHECK(layers_sum(got, "parameters") == params);
+      CHECK(layers_sum(got, "gradients") == grads);
+      CHECK(layers_sum(got, "momentum") == velocities);
+      if (!m.training) CHECK(layers_sum(got, "saved") == 0);
     }
 }
 
@@ -98,28 +84,7 @@ TEST_CASE("tg-memory: an in-place ReLU saves its layer one buffer, the size of i
 
 TEST_CASE("tg-memory: VGG-16 at 32 x 32, the dynamic executor with nothing freed early: per role and in total as "
           "predicted") {
-  for (const MemMode& m : {kMemModes[0], kMemModes[2]})  // train_momentum, inference
-    for (bool ip : {false, true}) {
-      CAPTURE(m.name);
-      CAPTURE(ip);
-      const VggConfig v = vgg16_at(2, 32, m.training, ip);
-      const ModelFn fn = vgg_model(v);
-      const memory::Predicted roles = memory::predict_vgg(v, m.training, m.momentum);
-      const auto off = memory::predict_vgg_layers(vgg16_at(2, 32, m.training, false), m.training, m.momentum);
-      const auto on = memory::predict_vgg_layers(v, m.training, m.momentum);
-      auto be = make_cpu_backend();
-      DynamicOptions o;
-      o.use_momentum = m.momentum;
-      o.inference = !m.training;
-      o.free_early = false;
-      const memory::DynamicMeasured keep =
-          memory::measure_dynamic(fn, *be, "caching", o, 1, bench::model_feeds(fn, 3, 5));
-      // Within the 2% of tg-memory's layer table; the formula is exact, so to the byte.
-      CHECK(keep.stats.peak == roles.total() - (sum(off, "forward") - sum(on, "forward")));
-      // In place, a ReLU's output lives in the bias add's buffer: its bytes count under that
-      // buffer's role (workspace), so the per-role formula holds with the ReLUs apart.
-      if (!ip) check_role_bytes(keep.role_peak, roles);
-    }
+  check_vgg16_dynamic_on(-1);
 }
 
 TEST_CASE("tg-memory: ResNet-18's and ResNet-50's per-role formulas equal the planner's count at 32 x 32") {
