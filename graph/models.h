@@ -99,4 +99,41 @@ struct VggConfig {
 };
 ModelOutputs vgg(Builder& b, const VggConfig& c);
 
+// An ImageNet ResNet (He et al.; torchvision's resnet18 ... resnet152, with the stride of a
+// bottleneck block on its 3x3 conv as torchvision puts it): a 7x7 stride-2 conv stem with
+// batch norm and ReLU, a 3x3 stride-2 max pool (padding 1), then one stage per entry of
+// `blocks` at width, 2 width, 4 width, ... channels, the first block of every stage but the
+// first halving H and W (stride 2). A basic block is two 3x3 conv + batch norm with a ReLU
+// between; a bottleneck block is 1x1 (to the stage's width), 3x3, 1x1 (to 4x the width),
+// each with batch norm, ReLUs between. The block's input is added back, through a 1x1 conv +
+// batch norm (projection) where the shapes differ, and a ReLU follows. Then a global average
+// pool and the Linear head. Convolutions have no bias.
+struct ImageNetResNetConfig {
+  int64_t batch = 32;
+  int64_t image = 224;  // H = W, a multiple of 2^(stages + 1): 32 for four stages
+  int64_t width = 64;   // the first stage's channels (a bottleneck's inner width)
+  std::vector<int> blocks{3, 4, 6, 3};  // blocks per stage
+  bool bottleneck = true;               // false: basic blocks
+  int64_t classes = 1000;
+  bool in_place_relu = false;
+  bool with_loss = true;
+};
+ModelOutputs resnet_imagenet(Builder& b, const ImageNetResNetConfig& c);
+
+// The standard networks at 224 x 224 with 1000 classes (the other fields: the defaults).
+// Trained parameters (batch norm's running statistics, buffers in PyTorch, left out) equal
+// torchvision's: resnet18 11,689,512, resnet50 25,557,032, vgg16 138,357,544.
+ImageNetResNetConfig resnet18_config();  // basic blocks {2, 2, 2, 2}
+ImageNetResNetConfig resnet50_config();  // bottleneck blocks {3, 4, 6, 3}
+VggConfig vgg16_config();                // stages {2, 2, 3, 3, 3}, width 64, fc 4096
+
+// An image network's config (ResNetConfig, VggConfig, ImageNetResNetConfig) at another batch
+// and image size.
+template <class Config>
+Config at_size(Config c, int64_t batch, int64_t image) {
+  c.batch = batch;
+  c.image = image;
+  return c;
+}
+
 }  // namespace tg

@@ -86,16 +86,26 @@ inline Precision precision_option(const std::string& text, bool on_gpu, const ch
   return p;
 }
 
-// A --models value of tg-train and tg-memory: a comma list of mlp, transformer, resnet and
-// vgg; another name is bad usage (exit 2).
+// The models tg-train's and tg-memory's --models choose from: the MLP, the transformer
+// block, the CIFAR-sized CNNs (resnet: ResNet-20, vgg: VGG-11) and the ImageNet ones at
+// 224 x 224 (graph/models.h's resnet18_config, resnet50_config, vgg16_config).
+inline const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names{"mlp", "transformer", "resnet", "vgg", "resnet18", "resnet50", "vgg16"};
+  return names;
+}
+
+// A --models value: a comma list of model_names(); another name is bad usage (exit 2).
 inline std::set<std::string> parse_models_flag(const std::string& text) {
+  const std::vector<std::string>& known = model_names();
+  std::string list;
+  for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
   std::set<std::string> models;
   for (size_t at = 0; at <= text.size();) {
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string m = text.substr(at, comma - at);
-    if (m != "mlp" && m != "transformer" && m != "resnet" && m != "vgg")
-      throw harness::UsageError(fmt::format("--models: {} is not a model; give a comma-separated list of mlp, "
-                                            "transformer, resnet and vgg", quote_name(m)));
+    if (std::find(known.begin(), known.end(), m) == known.end())
+      throw harness::UsageError(
+          fmt::format("--models: {} is not a model; give a comma-separated list of {}", quote_name(m), list));
     models.insert(m);
     at = comma + 1;
   }

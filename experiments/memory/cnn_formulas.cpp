@@ -88,17 +88,20 @@ Predicted predict_vgg(const VggConfig& c, bool training, bool momentum) {
   return t.done(training, momentum);
 }
 
+namespace {
+
 // ResNet: a conv + batch norm (+ ReLU) unit at K channels, output H x H (S = B K H H):
 // conv2d (saved: batch norm's gradients read it) and batch norm's output; backward
 // batch_norm_grad_x, beta's reduce_sums [B,K,H] and [B,K] (gamma's and beta's [K] are
 // gradients), and dX [B,C,H0,H0] of the conv but for the stem's. With a ReLU: its output
 // (saved) and relu_grad. A block adds the residual add (its output and, backward, relu_grad
 // after it) and one add joining the two gradients of its input [B,C,H0,H0].
-Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum) {
-  const int64_t B = c.batch;
+struct ResNetTally {
   Tally t;
-  t.inputs = B * 3 * c.image * c.image + (training ? B : 0);
-  auto unit = [&](int64_t C, int64_t K, int64_t k, int64_t H0, int64_t H, bool relu, bool stem) {
+  int64_t B;
+  bool training;
+
+  void unit(int64_t C, int64_t K, int64_t k, int64_t H0, int64_t H, bool relu, bool stem) {
     const int64_t S = B * K * H * H;
     t.params += K * C * k * k + 2 * K;
     t.stats += 2 * K;  // the running statistics [2, K]: training updates them in place, inference reads them
@@ -113,30 +116,79 @@ Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum) {
       t.activations += S;
       t.workspace += S;
     }
-  };
+  }
+  // The block's residual add and ReLU, K channels at Ho x Ho, its input C at H x H.
+  void join(int64_t C, int64_t K, int64_t H, int64_t Ho) {
+    const int64_t S = B * K * Ho * Ho;
+    t.workspace += S;                               // the residual add
+    (training ? t.activations : t.workspace) += S;  // the block's ReLU
+    if (training) t.workspace += S + B * C * H * H;  // relu_grad; the join of the input's two gradients
+  }
+  // The global average pool: reduce_mean over W [B,C,H], then H [B,C] (the head reads it
+  // through two reshapes); backward: scale and broadcast back through each. Then the head.
+  Predicted head(int64_t C, int64_t H, int64_t classes, bool momentum) {
+    t.workspace += B * C * H + B * C;
+    if (training) t.workspace += B * C + 2 * B * C * H + B * C * H * H;
+    linear_layers(t, B, C, {classes}, training);
+    return t.done(training, momentum);
+  }
+};
+
+}  // namespace
+
+Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum) {
+  ResNetTally r{{}, c.batch, training};
+  r.t.inputs = c.batch * 3 * c.image * c.image + (training ? c.batch : 0);
   int64_t C = c.width, H = c.image;
-  unit(3, C, 3, H, H, true, true);
+  r.unit(3, C, 3, H, H, true, true);
   for (int s = 0; s < 3; ++s) {
     const int64_t K = c.width << s;
     for (int k = 0; k < c.blocks; ++k) {
       const bool down = s > 0 && k == 0;
-      const int64_t Ho = down ? H / 2 : H, S = B * K * Ho * Ho;
-      unit(C, K, 3, H, Ho, true, false);
-      unit(K, K, 3, Ho, Ho, false, false);
-      if (down) unit(C, K, 1, H, Ho, false, false);
-      t.workspace += S;                                   // the residual add
-      (training ? t.activations : t.workspace) += S;      // the block's ReLU
-      if (training) t.workspace += S + B * C * H * H;     // relu_grad; the join of the input's two gradients
+      const int64_t Ho = down ? H / 2 : H;
+      r.unit(C, K, 3, H, Ho, true, false);
+      r.unit(K, K, 3, Ho, Ho, false, false);
+      if (down) r.unit(C, K, 1, H, Ho, false, false);
+      r.join(C, K, H, Ho);
       C = K;
       H = Ho;
     }
   }
-  // The global average pool: reduce_mean over W [B,C,H], then H [B,C] (the head reads it
-  // through two reshapes); backward: scale and broadcast back through each.
-  t.workspace += B * C * H + B * C;
-  if (training) t.workspace += B * C + 2 * B * C * H + B * C * H * H;
-  linear_layers(t, B, C, {c.classes}, training);
-  return t.done(training, momentum);
+  return r.head(C, H, c.classes, momentum);
+}
+
+// The ImageNet ResNet: the 7x7 stride-2 stem unit, then the 3x3 stride-2 max pool (its
+// output saved: the first block reads it; backward max_pool2d_grad [B,W,H/2,H/2]), then the
+// blocks: basic (3x3 with the stride + ReLU, 3x3) or bottleneck (1x1 + ReLU, 3x3 with the
+// stride + ReLU, 1x1 to 4 w), a projection unit where the shape changes, and the join.
+Predicted predict_resnet_imagenet(const ImageNetResNetConfig& c, bool training, bool momentum) {
+  const int64_t B = c.batch;
+  ResNetTally r{{}, B, training};
+  r.t.inputs = B * 3 * c.image * c.image + (training ? B : 0);
+  int64_t C = c.width, H = c.image / 2;
+  r.unit(3, C, 7, c.image, H, true, true);
+  H /= 2;
+  (training ? r.t.activations : r.t.workspace) += B * C * H * H;  // the pool's output
+  if (training) r.t.workspace += B * C * 4 * H * H;               // max_pool2d_grad
+  for (size_t s = 0; s < c.blocks.size(); ++s) {
+    const int64_t w = c.width << s, K = c.bottleneck ? 4 * w : w;
+    for (int k = 0; k < c.blocks[s]; ++k) {
+      const int64_t Ho = s > 0 && k == 0 ? H / 2 : H;
+      if (c.bottleneck) {
+        r.unit(C, w, 1, H, H, true, false);
+        r.unit(w, w, 3, H, Ho, true, false);
+        r.unit(w, K, 1, Ho, Ho, false, false);
+      } else {
+        r.unit(C, w, 3, H, Ho, true, false);
+        r.unit(w, w, 3, Ho, Ho, false, false);
+      }
+      if (Ho != H || C != K) r.unit(C, K, 1, H, Ho, false, false);
+      r.join(C, K, H, Ho);
+      C = K;
+      H = Ho;
+    }
+  }
+  return r.head(C, H, c.classes, momentum);
 }
 
 }  // namespace tg::memory

@@ -38,5 +38,6 @@ Predicted with_adamw_state(Predicted p, int64_t param_tensors);
 // The convolutional models (cnn_formulas.cpp).
 Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum);
 Predicted predict_vgg(const VggConfig& c, bool training, bool momentum);
+Predicted predict_resnet_imagenet(const ImageNetResNetConfig& c, bool training, bool momentum);
 
 }  // namespace tg::memory

@@ -26,6 +26,7 @@
 #include "experiments/memory/formulas.h"
 #include "experiments/memory/measure.h"
 #include "experiments/memory/precision_roles.h"
+#include "experiments/memory/vgg_layers.h"
 #include "graph/training.h"
 #include "kernels/out_of_memory.h"
 
@@ -80,8 +81,13 @@ Case transformer_case(const TransformerConfig& c) {
 Case resnet_case(const ResNetConfig& c) {
   return make_case("resnet", c, [](Builder& b, const ResNetConfig& r) { return resnet_cifar(b, r); }, predict_resnet);
 }
-Case vgg_case(const VggConfig& c) {
-  return make_case("vgg", c, [](Builder& b, const VggConfig& v) { return vgg(b, v); }, predict_vgg);
+Case vgg_case(const VggConfig& c, const char* model = "vgg") {
+  return make_case(model, c, [](Builder& b, const VggConfig& v) { return vgg(b, v); }, predict_vgg);
+}
+Case resnet_imagenet_case(const ImageNetResNetConfig& c, const char* model) {
+  return make_case(
+      model, c, [](Builder& b, const ImageNetResNetConfig& r) { return resnet_imagenet(b, r); },
+      predict_resnet_imagenet);
 }
 
 // --models: the CIFAR ResNet-20 and VGG-11 at 32 x 32 (--quick: smaller ones at 16 x 16,
@@ -102,6 +108,29 @@ void cnn_cases(const std::set<std::string>& models, bool quick, std::vector<Case
     if (quick) v.image = 16, v.width = 8, v.stages = {1, 1, 2, 2}, v.fc = 64;
     for (int64_t b : batches) cases.push_back(vgg_case((v.batch = b, v)));
     main_batch["vgg"] = batches[1];
+  }
+}
+
+// --models resnet18, resnet50, vgg16: the ImageNet networks at `image` (224 on a GPU, 32 on
+// the CPU, whose reference convolutions take minutes per step at 224), over batches 8, 32 and,
+// without --quick, 64 on a GPU (32 the main one, the seed's image batch), 2 and 4 on the CPU (batch norm
+// needs two values a channel: at 32 x 32 the last stage is 1 x 1).
+void imagenet_cases(const std::set<std::string>& models, bool quick, bool gpu, int64_t image,
+                    std::vector<Case>& cases, std::map<std::string, int64_t>& main_batch) {
+  const std::vector<int64_t> batches =
+      gpu ? (quick ? std::vector<int64_t>{8, 32} : std::vector<int64_t>{8, 32, 64}) : std::vector<int64_t>{2, 4};
+  for (const char* model : {"resnet18", "resnet50", "vgg16"}) {
+    if (!models.count(model)) continue;
+    const std::string m = model;
+    for (int64_t b : batches) {
+      if (m == "vgg16") {
+        cases.push_back(vgg_case(at_size(vgg16_config(), b, image), model));
+        continue;
+      }
+      cases.push_back(resnet_imagenet_case(at_size(m == "resnet18" ? resnet18_config() : resnet50_config(), b, image),
+                                           model));
+    }
+    main_batch[m] = batches[1];
   }
 }
 
@@ -419,6 +448,67 @@ void inplace_part(Ctx& c, const MlpConfig& mc) {
   }
 }
 
+// --models vgg16: the VGG table layer by layer (vgg_layers.h) at the main batch, training
+// with momentum and inference, in-place ReLU off and on. Each layer's bytes predicted and from
+// the planner's storage (a planned plan, in-place policy flagged: the ReLUs flagged in place
+// take their input's buffer), every quantity checked against kLayerTargetPct; and, from real
+// allocations, the dynamic executor's allocated peak with nothing freed early (every buffer of
+// the step live at its end) against the formula's total less the buffers in-place ReLUs share.
+constexpr double kLayerTargetPct = 2.0;
+
+void layer_table(Ctx& c, VggConfig v) {
+  c.agree.set_target("layers", kLayerTargetPct);
+  c.agree.set_target("layers_dynamic_keep_all", kLayerTargetPct);
+  for (const Mode& m : {kTrainMomentum, kInference})
+    for (bool ip : {false, true}) {
+      v.in_place_relu = ip;
+      v.with_loss = m.training;
+      const ModelFn fn = [v](Builder& b) { return vgg(b, v); };
+      Case k;
+      k.model = "vgg16";
+      k.batch = v.batch;
+      k.fn = k.infer_fn = fn;
+      const Graph g = graph_of(k, m);
+      const std::vector<LayerBytes> want = predict_vgg_layers(v, m.training, m.momentum);
+      const std::vector<LayerBytes> got = measure_vgg_layers(g, plan(g, PlanMode::planned, InPlacePolicy::flagged));
+      if (got.size() != want.size())
+        throw std::runtime_error(fmt::format("tg-memory: the vgg16 graph has {} layers, the formula {}", got.size(),
+                                             want.size()));
+      th::Params base{{"model", "vgg16"}, {"batch", v.batch}, {"image", v.image}, {"mode", m.name},
+                      {"in_place_relu", ip}};
+      const std::string label = fmt::format("vgg16 b{} {} in_place_relu={}", v.batch, m.name, ip ? "on" : "off");
+      int64_t forward_on = 0, forward_off = 0;  // the formula's, summed: what in-place ReLUs share
+      VggConfig off = v;
+      off.in_place_relu = false;
+      for (const LayerBytes& l : predict_vgg_layers(off, m.training, m.momentum)) forward_off += l.forward;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i].layer != want[i].layer)
+          throw std::runtime_error(fmt::format("tg-memory: vgg16 layer {} is {} in the graph, {} in the formula", i,
+                                               got[i].layer, want[i].layer));
+        th::Params q = base;
+        q.emplace("layer", got[i].layer);
+        q.emplace("kind", got[i].kind);
+        auto& row = c.e.report().add_value("layer_bytes", q, static_cast<double>(got[i].forward), "B");
+        for (const char* quantity : kLayerQuantities) {
+          const int64_t w = layer_quantity(want[i], quantity), h = layer_quantity(got[i], quantity);
+          row.extra[std::string(quantity) + "_B"] = static_cast<double>(h);
+          row.extra[std::string(quantity) + "_predicted_B"] = static_cast<double>(w);
+          c.agree.check("layers", fmt::format("{} {} {}", label, got[i].layer, quantity), w, h);
+        }
+        for (const char* per_image : {"output", "forward", "saved"})
+          row.extra[std::string(per_image) + "_per_image_B"] =
+              static_cast<double>(layer_quantity(got[i], per_image)) / static_cast<double>(v.batch);
+        forward_on += want[i].forward;
+      }
+      const Feeds feeds = bench::model_feeds(fn, 17, 10);
+      const DynamicMeasured d = measure_dynamic(fn, *c.be, "caching", dynamic_options(m, false), 1, feeds);
+      const int64_t predicted = predict_vgg(off, m.training, m.momentum).total() - (forward_off - forward_on);
+      auto& peak = c.e.report().add_value("layer_table_dynamic_peak", base, static_cast<double>(d.stats.peak), "B");
+      peak.extra["predicted_B"] = static_cast<double>(predicted);
+      c.agree.check("layers_dynamic_keep_all", label + " allocator peak", predicted, d.stats.peak);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -441,7 +531,13 @@ int main(int argc, char** argv) {
   std::string models = "mlp,transformer";
   ex.add_option("--models", models,
                 "The models to measure, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 "
-                "at 32 x 32)");
+                "at 32 x 32), resnet18, resnet50, vgg16 (the ImageNet networks at --image; vgg16 adds its table layer "
+                "by layer)");
+  int64_t image = 0;
+  ex.add_option("--image", image,
+                "Image side of resnet18, resnet50 and vgg16, a multiple of 32 (0: 224 on a GPU, 32 on the CPU, whose "
+                "reference convolutions take minutes per step at 224)",
+                0, 4096);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const std::vector<Precision> precisions = precision_list(precision_text, e.device() >= 0);
     const bool q = e.quick();
@@ -471,6 +567,11 @@ int main(int argc, char** argv) {
     if (listed.count("transformer"))
       for (int64_t b : tf_batches) { TransformerConfig c = tc; c.batch = b; cases.push_back(transformer_case(c)); }
     cnn_cases(listed, q, cases, main_batch);
+    if (image % 32 != 0)
+      throw th::UsageError(fmt::format("--image {} is not a multiple of 32; the ImageNet networks halve it five times "
+                                       "(give 0 for the default)", image));
+    const int64_t side = image > 0 ? image : (e.on_gpu() ? 224 : 32);
+    imagenet_cases(listed, q, e.on_gpu(), side, cases, main_batch);
 
     if (e.on_gpu()) {
       TG_NVTX_RANGE("tg-memory context");
@@ -507,6 +608,7 @@ int main(int argc, char** argv) {
     }
     inplace_part(c, mc);
     bar.tick("in-place relu");
+    if (listed.count("vgg16")) layer_table(c, at_size(vgg16_config(), main_batch.at("vgg16"), side));
     if (!e.on_gpu()) {
       e.report().skip("meminfo_delta", "cudaMemGetInfo needs a GPU (CPU backend: host memory is shared with "
                                        "everything else on the machine, so a delta means nothing)");

@@ -1,5 +1,5 @@
 // tg-train: the whole loop. MLP and transformer block (and, with --models, the CIFAR
-// ResNet and a VGG network), a batch sweep, static vs
+// ResNet, a VGG network and the ImageNet ResNet-18, ResNet-50 and VGG-16), a batch sweep, static vs
 // dynamic iterations/s for training steps (SGD momentum, or --optimizer) and inference, loss
 // curves asserted bitwise equal, and the batch where the run turns from
 // overhead-bound to compute-bound.
@@ -57,6 +57,34 @@ void cnn_configs(const std::set<std::string>& models, bool quick, bool gpu, std:
   }
 }
 
+// The ImageNet networks at 224 x 224 on the GPU. The CPU's reference convolutions take
+// minutes for one such training step, so there they run the same networks at 32 x 32, batch 2,
+// without --quick, and are skipped with --quick.
+void imagenet_configs(const std::set<std::string>& models, bool quick, bool gpu, std::vector<train::Config>& cs,
+                      th::Report& rep) {
+  const int64_t image = gpu ? 224 : 32;
+  const std::vector<int64_t> batches = gpu ? (quick ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 64})
+                                           : std::vector<int64_t>{2};
+  const std::string sweep_tail = fmt::format("_i{}", image);
+  for (const char* model : {"resnet18", "resnet50", "vgg16"}) {
+    if (!models.count(model)) continue;
+    if (quick && !gpu) {
+      rep.skip(fmt::format("{} image=224", model),
+               "--quick on the CPU: the reference convolutions take minutes per training step of an ImageNet network; "
+               "run on a GPU, or without --quick for the same network at 32 x 32, batch 2");
+      continue;
+    }
+    for (int64_t b : batches) {
+      const std::string m = model, sweep = m + sweep_tail;
+      if (m == "vgg16")
+        cs.push_back(train::vgg_config(sweep, at_size(vgg16_config(), b, image), m));
+      else
+        cs.push_back(train::resnet_imagenet_config(
+            m, sweep, at_size(m == "resnet18" ? resnet18_config() : resnet50_config(), b, image)));
+    }
+  }
+}
+
 std::vector<train::Config> configs(const std::set<std::string>& models, bool quick, bool gpu, int64_t max_rows,
                                    th::Report& rep) {
   std::vector<train::Config> cs;
@@ -76,6 +104,7 @@ std::vector<train::Config> configs(const std::set<std::string>& models, bool qui
   if (models.count("transformer"))
     for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
   cnn_configs(models, quick, gpu, cs);
+  imagenet_configs(models, quick, gpu, cs, rep);
   if (max_rows <= 0) return cs;
   std::vector<train::Config> kept;
   for (train::Config& c : cs) {
@@ -179,7 +208,8 @@ int main(int argc, char** argv) {
   std::string models_text = "mlp,transformer";
   ex.add_option("--models", models_text,
                 "The models to run, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 at "
-                "32 x 32)");
+                "32 x 32), resnet18, resnet50, vgg16 (at 224 x 224 on a GPU; on the CPU at 32 x 32, batch 2, and "
+                "skipped with --quick)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "

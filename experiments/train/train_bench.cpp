@@ -79,16 +79,36 @@ Config resnet_config(const std::string& sweep, const ResNetConfig& r) {
   return c;
 }
 
-Config vgg_config(const std::string& sweep, const VggConfig& v) {
+namespace {
+// "2-2-3-3-3": a row's parameter for blocks or convs per stage.
+std::string per_stage(const std::vector<int>& counts) {
+  std::string text;
+  for (int n : counts) text += (text.empty() ? "" : "-") + std::to_string(n);
+  return text;
+}
+}  // namespace
+
+Config vgg_config(const std::string& sweep, const VggConfig& v, const std::string& model) {
   VggConfig vi = v;
   vi.with_loss = false;
-  Config c{"vgg", sweep, v.batch, {}, [v](Builder& b) { return vgg(b, v); }, [vi](Builder& b) { return vgg(b, vi); }};
-  std::string stages;
-  for (int n : v.stages) stages += (stages.empty() ? "" : "-") + std::to_string(n);
-  c.params = {{"model", "vgg"},    {"sweep", sweep},   {"batch", v.batch}, {"image", v.image},
-              {"width", v.width},  {"stages", stages}, {"fc", v.fc}};
+  Config c{model, sweep, v.batch, {}, [v](Builder& b) { return vgg(b, v); }, [vi](Builder& b) { return vgg(b, vi); }};
+  c.params = {{"model", model},   {"sweep", sweep},   {"batch", v.batch},           {"image", v.image},
+              {"width", v.width}, {"fc", v.fc},       {"stages", per_stage(v.stages)}};
   c.rows = v.batch * v.image * v.image;
   c.classes = v.classes;
+  return c;
+}
+
+Config resnet_imagenet_config(const std::string& model, const std::string& sweep, const ImageNetResNetConfig& r) {
+  ImageNetResNetConfig ri = r;
+  ri.with_loss = false;
+  Config c{model, sweep, r.batch, {}, [r](Builder& b) { return resnet_imagenet(b, r); },
+           [ri](Builder& b) { return resnet_imagenet(b, ri); }};
+  c.params = {{"model", model},   {"sweep", sweep},  {"batch", r.batch},
+              {"image", r.image}, {"width", r.width}, {"blocks", per_stage(r.blocks)},
+              {"block", r.bottleneck ? "bottleneck" : "basic"}};
+  c.rows = r.batch * r.image * r.image;
+  c.classes = r.classes;
   return c;
 }
 

@@ -18,7 +18,7 @@
 namespace tg::train {
 
 struct Config {
-  std::string model;   // "mlp" or "transformer" (the plot's model parameter)
+  std::string model;   // "mlp", "transformer", "resnet", ... (the plot's model parameter)
   std::string sweep;   // which sweep it belongs to: "mlp_w256_d8", "mlp_w4096_d4", "transformer"
   int64_t batch = 0;
   harness::Params params;  // model, sweep, batch and the shape parameters
@@ -44,7 +44,10 @@ Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t h
 // The convolutional models (graph/models.h): rows = batch * image * image, the rows of
 // the convolutions as implicit GEMMs.
 Config resnet_config(const std::string& sweep, const ResNetConfig& r);
-Config vgg_config(const std::string& sweep, const VggConfig& v);
+// model: the row's model parameter ("vgg", or "vgg16" for the ImageNet network).
+Config vgg_config(const std::string& sweep, const VggConfig& v, const std::string& model = "vgg");
+// The ImageNet ResNets; model: "resnet18" or "resnet50", the row's model parameter.
+Config resnet_imagenet_config(const std::string& model, const std::string& sweep, const ImageNetResNetConfig& r);
 
 // Median seconds per iteration of each executor and mode; 0 where not measured.
 struct Result {

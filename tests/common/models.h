@@ -84,6 +84,9 @@ inline ModelFn resnet_model(const ResNetConfig& c) {
 inline ModelFn vgg_model(const VggConfig& c) {
   return [c](Builder& b) { return vgg(b, c); };
 }
+inline ModelFn resnet_imagenet_model(const ImageNetResNetConfig& c) {
+  return [c](Builder& b) { return resnet_imagenet(b, c); };
+}
 inline ModelFn chain_model(const ChainConfig& c) {
   return [c](Builder& b) { return chain(b, c); };
 }

@@ -18,6 +18,11 @@ TEST_CASE("tg-memory: per-role measured bytes equal the formulas on the CUDA bac
   check_roles_on(0);
 }
 
+TEST_CASE("tg-memory: VGG-16 at 32 x 32 on the CUDA backend, nothing freed early: per role and in total as predicted") {
+  TG_REQUIRE_GPU();
+  check_vgg16_dynamic_on(0);
+}
+
 TEST_CASE("tg-memory per precision: bytes by role and dtype equal the formulas on the CUDA backend") {
   TG_REQUIRE_GPU();
   check_precision_roles_on(0, {Precision::fp32});

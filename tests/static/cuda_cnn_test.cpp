@@ -5,6 +5,8 @@
 // algorithm per geometry, the same for both executors (kernels/cuda/conv_cudnn.h).
 #include <doctest/doctest.h>
 
+#include <utility>
+
 #include "tests/common/models.h"
 #include "tests/gpu_skip.h"
 
@@ -29,6 +31,20 @@ TEST_CASE("static == dynamic bitwise on CUDA: the CIFAR ResNet and the VGG netwo
   testing::check_static_vs_dynamic(gpu, testing::resnet_model(r), "resnet", true, r.classes);
   const VggConfig v = testing::vgg_config(4, 16, 8, {1, 1, 2}, 32, 10);
   testing::check_static_vs_dynamic(gpu, testing::vgg_model(v), "vgg", true, v.classes);
+}
+
+TEST_CASE("static == dynamic bitwise on CUDA: ResNet-18, ResNet-50 and VGG-16 at 64 x 64, graph replay") {
+  TG_REQUIRE_GPU();
+  // The 224 x 224 networks' layers, at an image the test runs in seconds: the 7x7 stem, the
+  // padded max pool, bottleneck blocks and projections, VGG's Linear layers.
+  using testing::resnet_imagenet_model;
+  for (const auto& [what, model] :
+       {std::pair<const char*, ModelFn>{"resnet18", resnet_imagenet_model(at_size(resnet18_config(), 4, 64))},
+        {"resnet50", resnet_imagenet_model(at_size(resnet50_config(), 4, 64))},
+        {"vgg16", testing::vgg_model(at_size(vgg16_config(), 4, 64))}}) {
+    CAPTURE(what);
+    testing::check_static_vs_dynamic(gpu, model, what, true, 1000);
+  }
 }
 
 TEST_CASE("static == dynamic bitwise on CUDA with the direct conv kernels (conv_cudnn=0): the CIFAR ResNet") {

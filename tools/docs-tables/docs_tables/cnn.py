@@ -1,9 +1,11 @@
-"""docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg, saved as
+"""docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg and the ImageNet ones, saved as
 docs/results/train_cnn.json): each model's training step and inference with both executors,
 and which convolution path the CUDA backend took (its conv_cudnn option, recorded in the run)."""
-from .common import Missing, distinct_params, report, t, table, x
+from .common import Missing, distinct_params, mib, pct, report, t, table, x
 
 STEM = "train_cnn"
+LAYERS_STEM = "memory_vgg16"
+LAYERS_COMMAND = "tg-memory --device 0 --models vgg16 --json docs/results/memory_vgg16.json"
 
 
 def _one(r, name, p, executor, mode):
@@ -16,7 +18,13 @@ def _cell(m):
     return "n/a" if m is None else t(m["median"]) + (" (noisy)" if m.get("noisy") else "")
 
 
+# tg-train --models' ImageNet networks (graph/models.h's resnet18_config, ...).
+_IMAGENET = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "vgg16": "VGG-16"}
+
+
 def _label(p):
+    if p["model"] in _IMAGENET:
+        return f"{_IMAGENET[p['model']]}, {p['image']}x{p['image']}"
     if p["model"] == "resnet":
         return f"ResNet-{6 * p['blocks'] + 2} (width {p['width']}), {p['image']}x{p['image']}"
     return f"VGG ({p['sweep']}), {p['image']}x{p['image']}"
@@ -47,6 +55,64 @@ def tab_cnn_gpu():
             f"\n\nConvolutions ran on {conv_path()}. " + r.source_line())
 
 
+def _layer_rows(r, mode, in_place):
+    return r.all("layer_bytes", mode=mode, in_place_relu=in_place)
+
+
+def _worst(rows):
+    """The largest |measured / predicted - 1| over every quantity of the rows."""
+    worst = 0.0
+    for m in rows:
+        for k, v in m["extra"].items():
+            if k.endswith("_predicted_B"):
+                got, want = m["extra"][k.replace("_predicted_B", "_B")], v
+                worst = max(worst, abs(got / want - 1) if want else (0.0 if got == 0 else 1.0))
+    return worst
+
+
+def tab_vgg16_layers():
+    """tg-memory --models vgg16: the VGG-16 table layer by layer (training with momentum), the
+    planner's bytes per image with and without in-place ReLU, and how far each layer's are from
+    the formula; then each mode's totals and the dynamic executor's allocated peak."""
+    try:
+        r = report(LAYERS_STEM)
+    except Missing:
+        return f"No run is saved yet: `{LAYERS_COMMAND}` on a GPU writes it, then `python3 tools/docs-tables`."
+    off, on = _layer_rows(r, "train_momentum", False), _layer_rows(r, "train_momentum", True)
+    if not off or len(off) != len(on):
+        raise Missing(f"{r.rel}: no layer_bytes rows of train_momentum with in-place ReLU off and on "
+                      f"({LAYERS_COMMAND})")
+    p0 = off[0]["params"]
+    rows = []
+    for a, b in zip(off, on):
+        e, f = a["extra"], b["extra"]
+        rows.append([f"`{a['params']['layer']}`", a["params"]["kind"], mib(e["output_per_image_B"]),
+                     mib(e["parameters_B"]), mib(e["forward_per_image_B"]), mib(f["forward_per_image_B"]),
+                     mib(e["saved_per_image_B"]), pct(_worst([a, b]), 2)])
+    def total(ms, k):
+        return sum(m["extra"][k] for m in ms)
+
+    rows.append(["**all**", "", mib(total(off, "output_per_image_B")), mib(total(off, "parameters_B")),
+                 mib(total(off, "forward_per_image_B")), mib(total(on, "forward_per_image_B")),
+                 mib(total(off, "saved_per_image_B")), pct(_worst(off + on), 2)])
+    head = table(["layer", "kind", "output / image", "parameters", "forward / image", "forward / image, in-place ReLU",
+                  "saved / image", "planner vs formula, worst"], rows,
+                 ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
+    modes = []
+    for mode in ("train_momentum", "inference"):
+        for ip in (False, True):
+            ms = _layer_rows(r, mode, ip)
+            peak = r.one("layer_table_dynamic_peak", mode=mode, in_place_relu=ip)
+            want = peak["extra"]["predicted_B"]
+            modes.append([mode, "on" if ip else "off", mib(total(ms, "forward_per_image_B")),
+                          mib(total(ms, "saved_per_image_B")), mib(peak["median"]), mib(want),
+                          pct(abs(peak["median"] / want - 1), 2)])
+    tail = table(["mode", "in-place ReLU", "forward / image", "saved / image", "dynamic peak, nothing freed early",
+                  "formula", "off by"], modes, ["---", "---", "---:", "---:", "---:", "---:", "---:"])
+    return (f"Batch {p0['batch']}, {p0['image']} x {p0['image']}, training with momentum:\n\n{head}\n\n"
+            f"Totals per mode:\n\n{tail}\n\n" + r.source_line())
+
+
 VALUES = {"cnn.gpu": lambda: report(STEM).r["gpus"][0]["name"], "cnn.conv_path": conv_path}
-TABLES = {"cnn-gpu": tab_cnn_gpu}
+TABLES = {"cnn-gpu": tab_cnn_gpu, "cnn-vgg16-layers": tab_vgg16_layers}
 PLOTTERS = {}
