@@ -56,6 +56,20 @@ TEST_CASE("conv pass: bias, residual and ReLU in the convolution's epilogue, to 
     if (n.op == OpKind::conv2d_bias_add_act) CHECK(n.attrs.act == Act::relu);
 }
 
+TEST_CASE("conv pass: the VGG network's convolutions fused, inference and training, to the unfused bits") {
+  const VggConfig c = vgg_config(2, 8, 4, {1, 2}, 8, 5);
+  const PassSet conv = PassSet::only(PassId::conv);
+  check_same_inference(vgg_model(without_loss(c)), conv);
+  // In training the backward ops read the ReLU's output, which the fused op writes, and the
+  // convolution's inputs: the fused graph trains to the same bits.
+  check_same_training(vgg_model(c), conv, 2);
+  CompileOptions o;
+  o.passes = conv;
+  CompiledPlan p = compile(vgg_model(c), o);
+  CHECK(count(*p.graph, OpKind::conv2d) == 0);
+  CHECK(count(*p.graph, OpKind::conv2d_bias_act) == 3);
+}
+
 TEST_CASE("conv pass: a convolution whose sum another node reads keeps it") {
   const Graph g = recorded([](RecordingBuilder& b) {
     const Value x = b.input("x", Shape{1, 2, 5, 5});
