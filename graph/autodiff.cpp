@@ -277,6 +277,9 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::matmul_sgd_momentum:
     case OpKind::adamw:
     case OpKind::adamw_multi:
+    case OpKind::batch_norm_fold:
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act:
     case OpKind::global_norm:
     case OpKind::clip_by_norm: break;
   }

@@ -9,9 +9,31 @@ bool fail(std::string* why, std::string msg) {
   if (why) *why = std::move(msg);
   return false;
 }
+// batch_norm_fold: the conv weight w [K, ...] scaled per output channel (dim 0), and the
+// statistics of those K channels.
+bool fold_geometry(const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why) {
+  const Shape& w = in[0];
+  if (w.rank < 2)
+    return fail(why, fmt::format("w is {} of rank {}; it must be a conv weight [K, C/groups, R, S]", w.str(), w.rank));
+  if (!(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
+  g.n = 1;
+  g.c = w[0];
+  g.inner = w.numel() / w[0];
+  for (int i = 1; i < 3; ++i)
+    if (in[i] != Shape{g.c})
+      return fail(why, fmt::format("{} is {} but w {} has {} output channels (dim 0); it must be [{}]",
+                                   i == 1 ? "gamma" : "beta", in[i].str(), w.str(), g.c, g.c));
+  if (in[3] != Shape{2, g.c})
+    return fail(why, fmt::format("stats is {}; it must be [2, {}]: the running mean, then the running variance",
+                                 in[3].str(), g.c));
+  out = w;
+  return true;
+}
+
 }  // namespace
 
 bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why) {
+  if (op == OpKind::batch_norm_fold) return fold_geometry(in, eps, g, out, why);
   // x, and the inputs that must be [C] or x's shape.
   const bool update = op == OpKind::batch_norm_stats_update;
   const bool x_second = update || op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad_gamma;

@@ -2,6 +2,7 @@
 // The geometry of the batch_norm ops (graph/op.h): x is [N, C, ...] (NCHW, or [N, C]) and
 // the statistics are per channel, over N and every dim after C. One definition for the
 // shape rule, the kernel entry check and both backends' kernels.
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -19,7 +20,35 @@ struct BatchNormGeometry {
 };
 
 // Any batch_norm op on its inputs (the node's order): the geometry, and the output's
-// shape in *out. False with the reason in *why when the shapes do not fit.
+// shape in *out (batch_norm_fold: the first one's; its second is [K], g.c). False with the
+// reason in *why when the shapes do not fit. batch_norm_fold's geometry is its weight's: K
+// channels (g.c) of g.inner elements each, g.n = 1.
 bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why);
+
+// batch_norm_fold's values, host and device: in double with explicit roundings, so that the
+// CPU reference and the CUDA kernel (where nvcc would contract a * b + c into one FMA) give
+// the same bits. s = gamma / sqrt(var + eps) of one channel.
+TG_HOST_DEVICE inline double bn_fold_scale(float gamma, float var, float eps) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(static_cast<double>(gamma), __dsqrt_rn(__dadd_rn(static_cast<double>(var), static_cast<double>(eps))));
+#else
+  return static_cast<double>(gamma) / std::sqrt(static_cast<double>(var) + static_cast<double>(eps));
+#endif
+}
+// The folded weight w s and the folded bias beta - mean s.
+TG_HOST_DEVICE inline float bn_fold_weight(float w, double s) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<float>(__dmul_rn(static_cast<double>(w), s));
+#else
+  return static_cast<float>(static_cast<double>(w) * s);
+#endif
+}
+TG_HOST_DEVICE inline float bn_fold_bias(float beta, float mean, double s) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<float>(__dsub_rn(static_cast<double>(beta), __dmul_rn(static_cast<double>(mean), s)));
+#else
+  return static_cast<float>(static_cast<double>(beta) - static_cast<double>(mean) * s);
+#endif
+}
 
 }  // namespace tg

@@ -103,7 +103,9 @@ bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometr
   const Shape* w = nullptr;
   const Shape* dy = nullptr;
   switch (op) {
-    case OpKind::conv2d: w = &in[1]; break;
+    case OpKind::conv2d:
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act: w = &in[1]; break;
     case OpKind::conv2d_grad_input: dy = &in[0], w = &in[1], x = &in[2]; break;
     case OpKind::conv2d_grad_weight: dy = &in[0], x = &in[1], w = &in[2]; break;
     case OpKind::max_pool2d_grad:
@@ -115,6 +117,12 @@ bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometr
     return fail(why, fmt::format("dy is {} but the forward output of x {}{}{} is {}; dy must have that shape", dy->str(),
                                  x->str(), w ? " and weight " : "", w ? w->str() : "", g.out_shape().str()));
   out = op == OpKind::conv2d_grad_weight ? *w : dy ? *x : g.out_shape();
+  if (conv_has_epilogue(op) && in[2] != Shape{g.k})
+    return fail(why, fmt::format("bias is {} but the weight {} has {} output channels; the bias must be [{}]",
+                                 in[2].str(), w->str(), g.k, g.k));
+  if (op == OpKind::conv2d_bias_add_act && in[3] != out)
+    return fail(why, fmt::format("the residual is {} but the convolution's output is {}; it must have that shape",
+                                 in[3].str(), out.str()));
   return true;
 }
 

@@ -19,8 +19,12 @@ namespace tg {
 // Whether the op takes its window from a weight (conv2d and its backward ops) rather than
 // from attrs.conv.kernel (the pools).
 inline bool conv_window_from_weight(OpKind op) {
-  return op == OpKind::conv2d || op == OpKind::conv2d_grad_input || op == OpKind::conv2d_grad_weight;
+  return op == OpKind::conv2d || op == OpKind::conv2d_grad_input || op == OpKind::conv2d_grad_weight ||
+         op == OpKind::conv2d_bias_act || op == OpKind::conv2d_bias_add_act;
 }
+// The fused forward convolutions: conv2d with a per-channel bias (and a residual) and an
+// activation applied to the sum before the single store.
+inline bool conv_has_epilogue(OpKind op) { return op == OpKind::conv2d_bias_act || op == OpKind::conv2d_bias_add_act; }
 
 struct ConvGeometry {
   int64_t n = 0, c = 0, h = 0, w = 0;  // the input x [N, C, H, W]
@@ -40,7 +44,8 @@ bool pool_geometry(const Shape& x, const ConvAttr& a, ConvGeometry& g, std::stri
 
 // Any op of the conv family (conv_window_from_weight, or a pool and its gradient) on its
 // inputs `in` (the node's order): the geometry, and the output's shape in *out. Checks that
-// a gradient's dy has the forward output's shape.
+// a gradient's dy has the forward output's shape, and a fused convolution's bias [K] and
+// residual (the output's shape).
 bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometry& g, Shape& out, std::string* why);
 
 // ---- the elements, host and device -------------------------------------------------------
@@ -68,6 +73,17 @@ TG_HOST_DEVICE inline float conv2d_element(const T* x, const T* wt, const ConvGe
       }
     }
   return static_cast<float>(acc);
+}
+
+// The fused convolutions' epilogue on element i of the output [N, K, P, Q] (conv_has_epilogue):
+// act(conv + bias[k] + residual[i]) in f32, the adds in the unfused ops' order, so that in
+// f32 it gives their bits. residual: null for conv2d_bias_act.
+template <typename T>
+TG_HOST_DEVICE inline float conv_epilogue_element(float conv, const T* bias, const T* residual, const ConvGeometry& g,
+                                                  Act act, int64_t i) {
+  float v = conv + static_cast<float>(bias[(i / (g.q * g.p)) % g.k]);
+  if (residual) v = v + static_cast<float>(residual[i]);
+  return act == Act::relu ? (v > 0.0f ? v : 0.0f) : v;
 }
 
 // The output position that reads input position `in` through window tap `t` along one

@@ -216,13 +216,16 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     if (!batch_norm_geometry(c.op, in, k.attrs().eps, g.bn, out, &why)) k.fail("{}", why);
     if (op_is_update(c.op)) check_written_apart(k, c);
     else k.numel("output", c.out.shape, out.numel());
+    if (c.op == OpKind::batch_norm_fold) k.numel("second output (the folded bias)", c.out2.shape, g.bn.c);
     return g;
   }
   if (op_in_family(c.op, "conv")) {
     Shape out;
     std::string why;
-    const Shape in[3] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}};
+    const Shape in[4] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}, c.num_inputs > 3 ? c.in[3].shape : Shape{}};
     if (!conv_op_geometry(c.op, in, k.attrs().conv, g.conv, out, &why)) k.fail("{}", why);
+    if (conv_has_epilogue(c.op) && k.attrs().act != Act::none && k.attrs().act != Act::relu)
+      k.fail("act {} is not supported; a fused convolution applies none or relu", act_name(k.attrs().act));
     k.numel("output", c.out.shape, out.numel());
     g.n = out.numel();
     return g;

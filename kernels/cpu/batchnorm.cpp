@@ -59,6 +59,14 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
         normalize(a, b, c.in[2].data, out, g, ch, {stats[ch], 1.0 / std::sqrt(static_cast<double>(stats[g.c + ch]) + eps)});
         break;
       }
+      case OpKind::batch_norm_fold: {
+        // a = w [K, ...] (channel ch: its inner elements), b = gamma; out2: the folded bias.
+        const float* stats = c.in[3].data;
+        const double sc = bn_fold_scale(b[ch], stats[g.c + ch], c.attrs->eps);
+        for (int64_t e = 0; e < g.inner; ++e) out[ch * g.inner + e] = bn_fold_weight(a[ch * g.inner + e], sc);
+        c.out2.data[ch] = bn_fold_bias(c.in[2].data[ch], stats[ch], sc);
+        break;
+      }
       case OpKind::batch_norm_stats_update: {
         // a = stats, written in place; b = x. The running variance takes the unbiased variance.
         const Moments mo = channel_moments(b, g, ch);

@@ -26,6 +26,14 @@ void cpu_conv_op(const OpCall& c, const ConvGeometry& g) {
     case OpKind::conv2d_grad_input: return each(y, n, [&](int64_t i) { return conv2d_grad_input_element(a, b, g, i); });
     case OpKind::conv2d_grad_weight:
       return each(y, n, [&](int64_t i) { return conv2d_grad_weight_element(a, b, g, i); });
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act: {
+      const float* residual = c.op == OpKind::conv2d_bias_add_act ? c.in[3].data : nullptr;
+      const Act act = c.attrs->act;
+      return each(y, n, [&](int64_t i) {
+        return conv_epilogue_element(conv2d_element(a, b, g, i), c.in[2].data, residual, g, act, i);
+      });
+    }
     case OpKind::max_pool2d: return each(y, n, [&](int64_t i) { return max_pool2d_element(a, g, i); });
     case OpKind::avg_pool2d: return each(y, n, [&](int64_t i) { return avg_pool2d_element(a, g, i); });
     case OpKind::max_pool2d_grad: return each(y, n, [&](int64_t i) { return pool2d_grad_element(a, b, g, i); });

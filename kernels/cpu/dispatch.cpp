@@ -85,11 +85,14 @@ void run_cpu(const OpCall& c) {
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_stats_update:
-    case OpKind::batch_norm_inference: return cpu_batch_norm_op(c, g.bn);
+    case OpKind::batch_norm_inference:
+    case OpKind::batch_norm_fold: return cpu_batch_norm_op(c, g.bn);
     case OpKind::slice: return cpu_slice(c, g);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act:
     case OpKind::max_pool2d:
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d:

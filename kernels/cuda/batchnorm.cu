@@ -111,6 +111,19 @@ __global__ void __launch_bounds__(kBnBlock) batch_norm_stats_update_kernel(float
 
 // Whether every flat index of the call's tensors fits the 32-bit division.
 bool small_index(const BatchNormGeometry& g) { return g.n * g.c * g.inner <= int64_t{UINT32_MAX}; }
+// batch_norm_fold: block ch scales output channel ch of the conv weight w [K, inner] and
+// writes its folded bias; the values are graph/batch_norm.h's, as the CPU reference's.
+template <typename T>
+__global__ void __launch_bounds__(kBnBlock) batch_norm_fold_kernel(const T* w, const T* gamma, const T* beta,
+                                                                   const T* stats, T* w_out, T* b_out,
+                                                                   BatchNormGeometry g, float eps) {
+  pdl::prologue();
+  const int64_t ch = blockIdx.x;
+  const double sc = bn_fold_scale(static_cast<float>(gamma[ch]), static_cast<float>(stats[g.c + ch]), eps);
+  for (int64_t e = threadIdx.x; e < g.inner; e += blockDim.x)
+    w_out[ch * g.inner + e] = narrow<T>(bn_fold_weight(static_cast<float>(w[ch * g.inner + e]), sc));
+  if (threadIdx.x == 0) b_out[ch] = narrow<T>(bn_fold_bias(static_cast<float>(beta[ch]), static_cast<float>(stats[ch]), sc));
+}
 
 }  // namespace
 
@@ -120,6 +133,16 @@ void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s) 
     auto kernel = small ? batch_norm_stats_update_kernel<uint32_t> : batch_norm_stats_update_kernel<int64_t>;
     detail::launch(TG_LAUNCH_SITE, kernel, static_cast<unsigned>(g.c), kBnBlock, s, c.in[0].data,
                    static_cast<const float*>(c.in[1].data), g, static_cast<double>(c.attrs->momentum));
+    return;
+  }
+  if (c.op == OpKind::batch_norm_fold) {
+    with_element_type(c.out.dtype, [&](auto e) {
+      using T = decltype(e);
+      detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T>, static_cast<unsigned>(g.c), kBnBlock, s,
+                     elements<const T>(c.in[0].data), elements<const T>(c.in[1].data), elements<const T>(c.in[2].data),
+                     elements<const T>(c.in[3].data), elements<T>(c.out.data), elements<T>(c.out2.data), g,
+                     c.attrs->eps);
+    });
     return;
   }
   with_element_type(c.out.dtype, [&](auto e) {

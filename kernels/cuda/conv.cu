@@ -15,14 +15,18 @@ namespace tg::kernels::cuda {
 
 namespace {
 
+// bias, residual, act: the fused convolutions' epilogue (conv_has_epilogue); else unused.
 template <typename T>
-__global__ void conv_family_kernel(OpKind op, const T* a, const T* b, T* y, ConvGeometry g, int64_t n) {
+__global__ void conv_family_kernel(OpKind op, const T* a, const T* b, const T* bias, const T* residual, Act act, T* y,
+                                   ConvGeometry g, int64_t n) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     float v = 0.0f;
     switch (op) {
       case OpKind::conv2d: v = conv2d_element(a, b, g, i); break;
+      case OpKind::conv2d_bias_act:
+      case OpKind::conv2d_bias_add_act: v = conv_epilogue_element(conv2d_element(a, b, g, i), bias, residual, g, act, i); break;
       case OpKind::conv2d_grad_input: v = conv2d_grad_input_element(a, b, g, i); break;
       case OpKind::conv2d_grad_weight: v = conv2d_grad_weight_element(a, b, g, i); break;
       case OpKind::max_pool2d: v = max_pool2d_element(a, g, i); break;
@@ -35,7 +39,26 @@ __global__ void conv_family_kernel(OpKind op, const T* a, const T* b, T* y, Conv
   }
 }
 
+// The epilogue alone, over a convolution already stored in y (cuDNN's, in T).
+template <typename T>
+__global__ void conv_epilogue_kernel(const T* bias, const T* residual, Act act, T* y, ConvGeometry g, int64_t n) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = narrow<T>(conv_epilogue_element(static_cast<float>(y[i]), bias, residual, g, act, i));
+}
+
 }  // namespace
+
+void conv_epilogue(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
+  const int64_t n = c.out.shape.numel();
+  with_element_type(c.out.dtype, [&](auto e) {
+    using T = decltype(e);
+    const T* residual = c.op == OpKind::conv2d_bias_add_act ? elements<const T>(c.in[3].data) : nullptr;
+    detail::launch(TG_LAUNCH_SITE, conv_epilogue_kernel<T>, detail::grid_for(n), detail::kBlock, s,
+                   elements<const T>(c.in[2].data), residual, c.attrs->act, elements<T>(c.out.data), g, n);
+  });
+}
 
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
   const int64_t n = c.out.shape.numel();
@@ -43,8 +66,12 @@ void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
   using detail::kBlock;
   with_element_type(c.out.dtype, [&](auto e) {
     using T = decltype(e);
+    const bool fused = conv_has_epilogue(c.op);
+    const T* bias = fused ? elements<const T>(c.in[2].data) : nullptr;
+    const T* residual = c.op == OpKind::conv2d_bias_add_act ? elements<const T>(c.in[3].data) : nullptr;
+    const Act act = fused ? c.attrs->act : Act::none;
     detail::launch(TG_LAUNCH_SITE, conv_family_kernel<T>, grid_for(n), kBlock, s, c.op, elements<const T>(c.in[0].data),
-                   elements<const T>(c.in[1].data), elements<T>(c.out.data), g, n);
+                   elements<const T>(c.in[1].data), bias, residual, act, elements<T>(c.out.data), g, n);
   });
 }
 

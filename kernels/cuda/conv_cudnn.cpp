@@ -45,9 +45,10 @@ namespace kernels::cuda {
 
 bool ConvDnnKey::operator==(const ConvDnnKey& o) const {
   const ConvGeometry &a = g, &b = o.g;
-  return op == o.op && dtype == o.dtype && tf32 == o.tf32 && a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w &&
-         a.k == b.k && a.p == b.p && a.q == b.q && a.r == b.r && a.s == b.s && a.groups == b.groups && a.sh == b.sh &&
-         a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.dh == b.dh && a.dw == b.dw;
+  return op == o.op && dtype == o.dtype && act == o.act && tf32 == o.tf32 && a.n == b.n && a.c == b.c &&
+         a.h == b.h && a.w == b.w && a.k == b.k && a.p == b.p && a.q == b.q && a.r == b.r && a.s == b.s &&
+         a.groups == b.groups && a.sh == b.sh && a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.dh == b.dh &&
+         a.dw == b.dw;
 }
 
 // A heuristic query: cuDNN answers NOT_SUPPORTED for a configuration it has no algorithm for
@@ -64,7 +65,8 @@ namespace {
 
 struct KeyHash {
   size_t operator()(const ConvDnnKey& k) const {
-    size_t h = std::hash<int>()(static_cast<int>(k.op)) * 31 + static_cast<size_t>(k.dtype) * 7 + k.tf32;
+    size_t h = std::hash<int>()(static_cast<int>(k.op)) * 31 + static_cast<size_t>(k.dtype) * 7 + k.tf32 +
+               static_cast<size_t>(k.act) * 101;
     for (int64_t v : {k.g.n, k.g.c, k.g.h, k.g.w, k.g.k, k.g.p, k.g.q, k.g.r, k.g.s, k.g.groups, k.g.sh, k.g.sw,
                       k.g.ph, k.g.pw, k.g.dh, k.g.dw})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
@@ -81,9 +83,7 @@ cudnnDataType_t dnn_type(DType dt) {
   return CUDNN_DATA_FLOAT;
 }
 
-bool is_conv(OpKind op) {
-  return op == OpKind::conv2d || op == OpKind::conv2d_grad_input || op == OpKind::conv2d_grad_weight;
-}
+bool is_conv(OpKind op) { return conv_window_from_weight(op); }
 
 // cuDNN's descriptors hold int dims and strides.
 bool fits_int(int64_t v) { return v >= 0 && v <= std::numeric_limits<int>::max(); }
@@ -147,6 +147,14 @@ class ConvDnnPlan {
   int algo = 0;  // the op's cudnnConvolution*Algo_t
   size_t workspace = 0;
   bool warmed = false;
+  // The fused convolutions: whether cudnnConvolutionBiasActivationForward runs them (else the
+  // convolution, then cuda::conv_epilogue), with the bias [1, K, 1, 1] and the activation.
+  // Cleared, under ConvDnn's lock, when cuDNN refuses the call for this key (NOT_SUPPORTED,
+  // before it enqueues anything): a property of the key and the device, so every call of the
+  // key, in either executor, then runs the same way.
+  mutable bool fused_call = false;
+  tg::cuda::CudnnTensorDesc bias;
+  tg::cuda::CudnnActivationDesc act;
 };
 
 size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p) { return p.workspace; }
@@ -159,9 +167,11 @@ struct ConvDnn::Impl {
 
   // The descriptors of key k and its algorithm, or null when no algorithm fits the rule.
   std::unique_ptr<ConvDnnPlan> make(const ConvDnnKey& k);
-  // a, b: the op's inputs in the node's order; out: its output.
-  void enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
-               cudaStream_t s);
+  // a, b: the op's inputs in the node's order; out: its output; bias, residual: the fused
+  // convolutions' (residual null without one). Returns whether cuDNN's fused call ran: false
+  // for a fused convolution leaves its epilogue to the caller.
+  bool enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
+               cudaStream_t s, const void* bias = nullptr, const void* residual = nullptr);
   void warm_up(ConvDnnPlan& p, cudaStream_t s);
 };
 
@@ -190,10 +200,12 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
   const cudnnHandle_t h = handle.get();
   // The first offer that is deterministic, sums the products and fits the workspace, its
   // workspace asked with the math type it will run with.
-  auto choose = [&](const auto& perf, int count, auto workspace_of) -> bool {
+  auto choose = [&](const auto& perf, int count, auto workspace_of, auto accept) -> bool {
     for (int j = 0; j < count; ++j) {
       const auto& r = perf[static_cast<size_t>(j)];
-      if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC || !sums_products(r.algo)) continue;
+      if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC || !sums_products(r.algo) ||
+          !accept(r.algo))
+        continue;
       TG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), run_math(k.dtype, k.tf32, r.mathType)));
       size_t bytes = 0;
       if (workspace_of(r.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > max_workspace) continue;
@@ -205,17 +217,41 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
   };
   int max = 0, count = 0;
   bool found = false;
+  auto any = [](auto) { return true; };
   switch (k.op) {
-    case OpKind::conv2d: {
+    case OpKind::conv2d:
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act: {
       TG_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max));
       TG_CUDNN_OFFERS(
           cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), max,
                                                             &count, perf.data()),
           count);
-      found = choose(perf, count, [&](cudnnConvolutionFwdAlgo_t a, size_t* b) {
+      auto workspace_of = [&](cudnnConvolutionFwdAlgo_t a, size_t* b) {
         return cudnnGetConvolutionForwardWorkspaceSize(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), a, b);
-      });
+      };
+      // The fused call: f32 and f16 only; an identity activation only with the implicit
+      // precomputed GEMM, so that algorithm is looked for first.
+      const bool fusable = conv_has_epilogue(k.op) && k.dtype != DType::BF16;
+      if (fusable && k.act == Act::none) {
+        p->fused_call = choose(perf, count, workspace_of, [](cudnnConvolutionFwdAlgo_t a) {
+          return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        });
+        found = p->fused_call || choose(perf, count, workspace_of, any);
+      } else {
+        found = choose(perf, count, workspace_of, any);
+        p->fused_call = found && fusable;
+      }
+      if (p->fused_call) {
+        p->bias = tg::cuda::CudnnTensorDesc::create();
+        TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->bias.get(), CUDNN_TENSOR_NCHW, dt, 1, i(g.k), 1, 1));
+        p->act = tg::cuda::CudnnActivationDesc::create();
+        // NaN not propagated: a NaN sum gives 0, as the reference's `v > 0 ? v : 0` does.
+        TG_CUDNN_CHECK(cudnnSetActivationDescriptor(
+            p->act.get(), k.act == Act::relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+            CUDNN_NOT_PROPAGATE_NAN, 0.0));
+      }
       break;
     }
     case OpKind::conv2d_grad_input: {
@@ -228,7 +264,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
       found = choose(perf, count, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* b) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(), a,
                                                             b);
-      });
+      }, any);
       break;
     }
     case OpKind::conv2d_grad_weight: {
@@ -241,7 +277,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
       found = choose(perf, count, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* b) {
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), a,
                                                               b);
-      });
+      }, any);
       break;
     }
     default: break;
@@ -249,16 +285,34 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
   return found ? std::move(p) : nullptr;
 }
 
-void ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
-                            cudaStream_t s) {
+bool ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
+                            cudaStream_t s, const void* bias, const void* residual) {
   if (p.workspace > ws_bytes)
     throw std::invalid_argument(fmt::format("cuDNN {}: its algorithm needs {} bytes of workspace, the call has {}",
                                             op_name(p.key.op), p.workspace, ws_bytes));
   const float one = 1.0f, zero = 0.0f;  // beta 0: the output is written, never read
   const cudnnHandle_t h = handle.get();
   TG_CUDNN_CHECK(cudnnSetStream(h, s));
+  if (p.fused_call) {
+    // z is the residual, or the output itself with alpha2 = 0. cuDNN does not promise to
+    // leave z unread at alpha2 = 0, and 0 * NaN is NaN: the output is zeroed first.
+    const float alpha2 = residual ? 1.0f : 0.0f;
+    if (!residual) {
+      const ConvGeometry& g = p.key.g;
+      TG_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(g.n * g.k * g.p * g.q) * dtype_size(p.key.dtype), s));
+    }
+    const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+        h, &one, p.x.get(), a, p.w.get(), b, p.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
+        p.workspace, &alpha2, p.y.get(), residual ? residual : out, p.bias.get(), bias, p.act.get(), p.y.get(), out);
+    if (st == CUDNN_STATUS_SUCCESS) return true;
+    if (st != CUDNN_STATUS_NOT_SUPPORTED)
+      ::tg::cuda_detail::throw_cudnn(st, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
+    p.fused_call = false;  // the convolution below, then the epilogue (ConvDnn::run)
+  }
   switch (p.key.op) {
-    case OpKind::conv2d:  // a = x, b = w
+    case OpKind::conv2d:  // a = x, b = w; the fused convolutions without the fused call: their convolution
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act:
       TG_CUDNN_CHECK(cudnnConvolutionForward(h, &one, p.x.get(), a, p.w.get(), b, p.conv.get(),
                                              static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &zero,
                                              p.y.get(), out));
@@ -275,6 +329,7 @@ void ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, 
       break;
     default: throw std::logic_error(std::string("cuDNN convolution given ") + op_name(p.key.op));
   }
+  return false;
 }
 
 void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
@@ -285,20 +340,22 @@ void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
   const size_t es = static_cast<size_t>(dtype_size(p.key.dtype));
   auto room = [&](int64_t elems) { return (static_cast<size_t>(elems) * es + 255) / 256 * 256; };
   const size_t bx = room(g.n * g.c * g.h * g.w), by = room(g.n * g.k * g.p * g.q);
-  const size_t bw = room(g.k * (g.c / g.groups) * g.r * g.s);
+  const size_t bw = room(g.k * (g.c / g.groups) * g.r * g.s), bb = room(g.k);
   tg::cuda::DeviceBuffer buf;
   try {
-    buf = tg::cuda::DeviceBuffer::allocate(bx + by + bw + p.workspace);
+    buf = tg::cuda::DeviceBuffer::allocate(bx + by + bw + bb + p.workspace);
   } catch (const CudaError&) {
     // Too little free memory for scratch operands: the warm-up is only there to load
     // cuDNN's kernels early; the call runs all the same.
     return;
   }
   char* x = buf.as<char>();
-  char *y = x + bx, *w = y + by, *ws = w + bw;
-  TG_CUDA_CHECK(cudaMemsetAsync(x, 0, bx + by + bw, s));
+  char *y = x + bx, *w = y + by, *bias = w + bw, *ws = bias + bb;
+  TG_CUDA_CHECK(cudaMemsetAsync(x, 0, bx + by + bw + bb, s));
   switch (p.key.op) {
     case OpKind::conv2d: enqueue(p, x, w, y, ws, p.workspace, s); break;
+    case OpKind::conv2d_bias_act: enqueue(p, x, w, y, ws, p.workspace, s, bias); break;
+    case OpKind::conv2d_bias_add_act: enqueue(p, x, w, y, ws, p.workspace, s, bias, y); break;
     case OpKind::conv2d_grad_input: enqueue(p, y, w, x, ws, p.workspace, s); break;
     default: enqueue(p, y, x, w, ws, p.workspace, s); break;
   }
@@ -312,12 +369,13 @@ ConvDnn::~ConvDnn() = default;
 
 const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf32, cudaStream_t s, bool warm_up) {
   if (!is_conv(c.op) || !conv_dnn_geometry_ok(g)) return nullptr;
-  for (const void* ptr : {static_cast<const void*>(c.in[0].data), static_cast<const void*>(c.in[1].data),
-                          static_cast<const void*>(c.out.data)})
-    if (!aligned16(ptr)) return nullptr;
+  for (int i = 0; i < c.num_inputs; ++i)
+    if (!aligned16(c.in[static_cast<size_t>(i)].data)) return nullptr;
+  if (!aligned16(c.out.data)) return nullptr;
   ConvDnnKey k;
   k.op = c.op;
   k.dtype = c.out.dtype;
+  if (conv_has_epilogue(c.op)) k.act = c.attrs->act;
   k.tf32 = tf32 && k.dtype == DType::F32;
   k.g = g;
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -332,8 +390,15 @@ const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf
 void ConvDnn::run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& ctx) {
   void* ws = c.workspace ? c.workspace : ctx.workspace;
   const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->enqueue(p, c.in[0].data, c.in[1].data, c.out.data, ws, ws_bytes, ctx.stream);
+  const bool fused = conv_has_epilogue(c.op);
+  bool fused_call = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    fused_call = impl_->enqueue(p, c.in[0].data, c.in[1].data, c.out.data, ws, ws_bytes, ctx.stream,
+                                fused ? c.in[2].data : nullptr,
+                                c.op == OpKind::conv2d_bias_add_act ? c.in[3].data : nullptr);
+  }
+  if (fused && !fused_call) conv_epilogue(c, p.key.g, ctx.stream);
 }
 
 bool run_conv_dnn(const OpCall& c, const ConvGeometry& g, const CudaExecContext& ctx) {

@@ -14,6 +14,15 @@
 // and the dynamic executor (which asks per call and runs in the backend's workspace) run the
 // same algorithm, to the same bits.
 //
+// The fused convolutions (conv2d_bias_act, conv2d_bias_add_act: graph/conv.h) choose their
+// algorithm as conv2d does and run as cudnnConvolutionBiasActivationForward, y = act(conv(x)
+// + z + bias) with the residual as z, in one pass over the output, where cuDNN defines that
+// call: f32 and f16 (it lists no bf16 configuration), ReLU or identity, and identity only with
+// the implicit precomputed GEMM, which the rule then prefers. Elsewhere they run as cuDNN's
+// convolution followed by the epilogue kernel (cuda::conv_epilogue), which reads the output
+// once more; so does a key whose fused call cuDNN refuses (NOT_SUPPORTED) from then on. The fused call rounds once, the epilogue after the stored convolution: in bf16
+// and f16 the two differ by a rounding of the output type.
+//
 // A call runs on the direct kernels (kernels/cuda/conv.cu) instead when cuDNN cannot take it:
 // pads whose trailing side is not the leading one's (cuDNN pads both sides alike; a geometry
 // whose symmetric padding gives the same output is taken), sizes past 32-bit ints, a pointer
@@ -39,6 +48,7 @@ namespace tg::kernels::cuda {
 struct ConvDnnKey {
   OpKind op = OpKind::conv2d;
   DType dtype = DType::F32;
+  Act act = Act::none;  // the fused convolutions' activation
   bool tf32 = false;
   ConvGeometry g;
   bool operator==(const ConvDnnKey& o) const;
@@ -78,7 +88,7 @@ size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p);
 // plan()'s.
 bool conv_dnn_geometry_ok(const ConvGeometry& g);
 
-// Runs c (a conv2d, conv2d_grad_input or conv2d_grad_weight of geometry g) through cuDNN
+// Runs c (a conv2d, conv2d_grad_input, conv2d_grad_weight or fused convolution of geometry g) through cuDNN
 // when the context has it (ctx.dnn) and a plan takes the call (c.prepared, else asked now);
 // false: nothing was enqueued, the call is the direct kernels'.
 bool run_conv_dnn(const OpCall& c, const ConvGeometry& g, const CudaExecContext& ctx);

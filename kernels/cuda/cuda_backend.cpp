@@ -144,7 +144,7 @@ Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
   if (conv_window_from_weight(call.op)) {
     ConvGeometry g;
     Shape out;
-    const Shape in[3] = {call.in[0].shape, call.in[1].shape, call.in[2].shape};
+    const Shape in[4] = {call.in[0].shape, call.in[1].shape, call.in[2].shape, call.in[3].shape};
     // A call whose shapes do not fit is left for run() to refuse, with its message.
     if (!dnn_ || !call.attrs || !conv_op_geometry(call.op, in, call.attrs->conv, g, out, nullptr)) return {};
     const kernels::cuda::ConvDnnPlan* p = dnn_->plan(call, g, tf32_, stream_.get(), true);

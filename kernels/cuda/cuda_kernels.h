@@ -235,6 +235,9 @@ void broadcast(const void* x, void* y, int64_t outer, int64_t size, int64_t inne
 // in the call's dtype (f32, bf16, f16), as is the batchnorm family. run_cuda sends the three
 // convolutions to cuDNN first (kernels/cuda/conv_cudnn.h) when the backend has it.
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
+// The fused convolutions' epilogue (graph/conv.h) in place over a convolution already in
+// c.out: what conv_cudnn.cpp runs after cuDNN's convolution when its fused call cannot.
+void conv_epilogue(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 // The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);
 // concat (one launch per input) and slice (kernels/block_copy.h), in kernels/cuda/layout.cu,

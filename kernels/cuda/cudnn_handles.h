@@ -39,6 +39,9 @@ inline void destroy_filter_desc(cudnnFilterDescriptor_t d) noexcept {
 inline void destroy_conv_desc(cudnnConvolutionDescriptor_t d) noexcept {
   TG_CUDNN_CHECK_NOTHROW(cudnnDestroyConvolutionDescriptor(d));
 }
+inline void destroy_activation_desc(cudnnActivationDescriptor_t d) noexcept {
+  TG_CUDNN_CHECK_NOTHROW(cudnnDestroyActivationDescriptor(d));
+}
 }  // namespace detail
 
 // A handle made by create(): owner and maker in one, as CublasHandle.
@@ -58,6 +61,8 @@ class CudnnOwned : public UniqueHandle<H, Destroy> {
 using CudnnHandle = CudnnOwned<cudnnHandle_t, cudnnCreate, detail::destroy_cudnn>;
 using CudnnTensorDesc = CudnnOwned<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, detail::destroy_tensor_desc>;
 using CudnnFilterDesc = CudnnOwned<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, detail::destroy_filter_desc>;
+using CudnnActivationDesc = CudnnOwned<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                                       detail::destroy_activation_desc>;
 using CudnnConvDesc =
     CudnnOwned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, detail::destroy_conv_desc>;
 

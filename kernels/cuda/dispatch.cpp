@@ -37,11 +37,14 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_stats_update:
-    case OpKind::batch_norm_inference: return cuda::batch_norm_op(c, g.bn, s);
+    case OpKind::batch_norm_inference:
+    case OpKind::batch_norm_fold: return cuda::batch_norm_op(c, g.bn, s);
     case OpKind::slice: return cuda::slice(c, g, s);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
     case OpKind::conv2d_grad_weight:
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act:
       if (cuda::run_conv_dnn(c, g.conv, ctx)) return;
       return cuda::conv_op(c, g.conv, s);
     case OpKind::max_pool2d:

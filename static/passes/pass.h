@@ -19,6 +19,8 @@ namespace tg {
 
 // In pipeline order: run_passes applies the selected ones in this order.
 enum class PassId : uint8_t {
+  bn_fold,  // inference batch norm folded into the convolution before it (weights and a bias, at run time)
+  conv,     // a convolution's bias, residual add and ReLU in its epilogue: one conv2d_bias(_add)_act
   heads,   // attention's products on the linear layers' layout: no head split or merge transposes
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
@@ -26,7 +28,7 @@ enum class PassId : uint8_t {
   optimizer,    // every sgd / sgd_momentum / adamw update of the step: one multi-tensor update
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
 };
-constexpr int kNumPasses = 6;
+constexpr int kNumPasses = 8;
 const char* pass_name(PassId p);
 
 class PassSet {
@@ -96,6 +98,8 @@ struct PassStats {
 Graph run_passes(Graph g, PassSet set, const PassOptions& opt = {}, std::vector<PassStats>* stats = nullptr);
 
 // The passes one by one (pure functions; see each file).
+Graph pass_bn_fold(const Graph& g);  // static/passes/conv.cpp
+Graph pass_conv(const Graph& g);     // static/passes/conv.cpp
 Graph pass_heads(const Graph& g);   // static/passes/heads.cpp
 Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp

@@ -10,6 +10,8 @@ namespace tg {
 
 const char* pass_name(PassId p) {
   switch (p) {
+    case PassId::bn_fold: return "bn_fold";
+    case PassId::conv: return "conv";
     case PassId::heads: return "heads";
     case PassId::rows: return "rows";
     case PassId::linear: return "linear";
@@ -94,6 +96,8 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
     const auto t0 = Clock::now();
     const int before = static_cast<int>(g.nodes.size());
     switch (p) {
+      case PassId::bn_fold: g = pass_bn_fold(g); break;
+      case PassId::conv: g = pass_conv(g); break;
       case PassId::heads: g = pass_heads(g); break;
       case PassId::rows: g = pass_rows(g); break;
       case PassId::linear: g = pass_linear(g); break;

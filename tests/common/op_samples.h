@@ -50,7 +50,7 @@ struct OpSample {
 // channels (conv2d), the taps of the group's output channels that may read an input
 // (conv2d_grad_input, an upper bound), the batch and the output plane (conv2d_grad_weight).
 inline int64_t conv_sum_length(OpKind op, const ConvGeometry& g) {
-  if (op == OpKind::conv2d) return g.c / g.groups * g.r * g.s;
+  if (op == OpKind::conv2d || conv_has_epilogue(op)) return g.c / g.groups * g.r * g.s;
   if (op == OpKind::conv2d_grad_input) return g.k / g.groups * g.r * g.s;
   return g.n * g.p * g.q;
 }
@@ -124,15 +124,29 @@ inline std::vector<OpSample> conv_samples(OpKind op) {
     s.attrs.conv = c.a;
     switch (op) {
       case OpKind::conv2d: s.in = {c.x, c.w}; break;
+      // The fused convolutions: every other case with ReLU.
+      case OpKind::conv2d_bias_act: s.in = {c.x, c.w, {g.k}}; break;
+      case OpKind::conv2d_bias_add_act: s.in = {c.x, c.w, {g.k}, y}; break;
       case OpKind::conv2d_grad_input: s.in = {y, c.w, c.x}; break;
       case OpKind::conv2d_grad_weight: s.in = {y, c.x, c.w}; break;
       case OpKind::max_pool2d_grad:
       case OpKind::avg_pool2d_grad: s.in = {y, c.x}; break;
       default: s.in = {c.x}; break;
     }
+    if (conv_has_epilogue(op) && out.size() % 2 == 1) {
+      s.what += ", relu";
+      s.attrs.act = Act::relu;
+    }
     const ConvTol tol = is_conv ? conv_cudnn_tol(op, g) : kConvDirectTol;
     s.cuda_atol = tol.atol;
     s.cuda_rtol = tol.rtol;
+    if (conv_has_epilogue(op)) {
+      // In bf16 cuDNN's convolution is stored, rounded, before the epilogue kernel adds the
+      // bias (conv_cudnn.h): half an ulp (2^-8 in bf16, the wider) of |conv| <= the sum's
+      // length, its inputs being in [-1, 1], which the bias and residual may cancel down to 0.
+      s.cuda_atol16 = tol.atol + 0x1p-8 * static_cast<double>(conv_sum_length(op, g));
+      s.cuda_rtol16 = tol.rtol + 0x1p-7;
+    }
     s.distinct = op == OpKind::max_pool2d;
     out.push_back(s);
   }
@@ -307,7 +321,21 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::max_pool2d:
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d:
-    case OpKind::avg_pool2d_grad: return conv_samples(op);
+    case OpKind::avg_pool2d_grad:
+    case OpKind::conv2d_bias_act:
+    case OpKind::conv2d_bias_add_act: return conv_samples(op);
+    case OpKind::batch_norm_fold: {
+      // A conv weight [K, C, R, S] and its K channels' statistics; the running variance must
+      // be > 0: the stats are drawn positive. Both sides compute in double, rounded once.
+      auto fold = [&](std::string what, Shape w) {
+        const Shape k{w[0]};
+        OpSample x = tol(sample(std::move(what), {w, k, k, {2, w[0]}}), 1e-7, 1e-6);
+        x.positive_inputs = 1u << 3;
+        return x;
+      };
+      return {fold("[4,3,3,3]", {4, 3, 3, 3}), fold("1x1, [6,2,1,1]", {6, 2, 1, 1}),
+              with(fold("eps 0.1", {3, 1, 3, 3}), [](Attrs& t) { t.eps = 0.1f; })};
+    }
     case OpKind::sgd:
       return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; }),
               with(flag(sample("[3,4], found-inf flag clear", {m, m, {1}}), 0.0f), [](Attrs& t) { t.lr = 0.05f; }),

@@ -26,7 +26,7 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK(parse_passes("all") == PassSet::all());
   CHECK(parse_passes("linear").has(PassId::linear));
   CHECK_FALSE(parse_passes("linear").has(PassId::rows));
-  CHECK(parse_passes("linear,rows,optimizer,elementwise,lanes,heads") == PassSet::all());
+  CHECK(parse_passes("linear,rows,optimizer,elementwise,lanes,heads,conv,bn_fold") == PassSet::all());
   CHECK_FALSE(parse_passes("linear,rows") == PassSet::all());
   CHECK_FALSE(parse_passes("linear,rows,optimizer,elementwise,lanes") == PassSet::all());
   CHECK(parse_passes("optimizer,rows").str() == "rows,optimizer");  // printed in pipeline order
@@ -42,6 +42,7 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK(parse_passes("all,rows") == PassSet::all());  // a pass all holds, named too: either order
   CHECK(parse_passes("rows,all") == PassSet::all());
   CHECK(parse_passes("rows,linear,elementwise,optimizer,lanes,all") == PassSet::all());
+  CHECK(parse_passes("conv,bn_fold").str() == "bn_fold,conv");
   CHECK_THROWS_WITH_AS(parse_passes("lineer"), doctest::Contains("'lineer' is not a pass"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_passes("rows,rows"), doctest::Contains("given twice"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_passes(""), doctest::Contains("is not a pass"), std::invalid_argument);
