@@ -30,7 +30,7 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
                    kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
                    kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start), kAdam = attr_bit(AttrId::adam),
-                   kMaxNorm = attr_bit(AttrId::max_norm);
+                   kMaxNorm = attr_bit(AttrId::max_norm), kCausal = attr_bit(AttrId::causal);
 constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
                              attr_bit(AttrId::growth_interval);
 // Flags.
@@ -138,7 +138,11 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
   X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */ \
-  X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded, kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups[, found]: every adamw of a step in one launch */
+  X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded, kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups[, found]: every adamw of a step in one launch */ \
+  /* Fused attention (graph/attention.h): q, k, v and the output are head views [B, S, heads * dh]. */         \
+  X(attention,            3, 1, kIn0|kIn1|kIn2,   kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* softmax(alpha q k^T, causal: keys <= query) v, never storing the scores */ \
+  X(attention_lse,        2, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* (q, k) -> [B*heads, Sq, 2]: each score row's logsumexp as hi + lo */ \
+  X(attention_grad,       6, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* (dout, q, k, v, out, lse) -> [3, B, S, D]: dq, dk, dv */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -153,7 +157,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 72, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 75, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
 // Variadic ops (kVariadic) take any multiple of their group, past this count too.
