@@ -51,6 +51,29 @@ TEST_CASE("transformer_block trains alike with fused and unfused attention, with
   CHECK(causal[0] != unfused[0]);
 }
 
+TEST_CASE("fused attention's training graph holds no S x S value, and its arena grows linearly in the sequence") {
+  auto plan_at = [](int64_t seq, bool fused) {
+    TransformerConfig c = testing::transformer_config(1, seq, 16, 2, 1);
+    c.fused_attention = fused;
+    return compile(testing::transformer_model(c));
+  };
+  auto largest = [](const CompiledPlan& p) {
+    int64_t n = 0;
+    for (const ValueInfo& v : p.graph->values) n = std::max(n, v.shape.numel());
+    return n;
+  };
+  const int64_t S = 64;
+  const CompiledPlan fused = plan_at(S, true), fused4 = plan_at(4 * S, true);
+  const CompiledPlan unfused = plan_at(S, false), unfused4 = plan_at(4 * S, false);
+  CHECK(largest(unfused) >= 2 * S * S);  // the scores of both heads: what the test would catch
+  CHECK(largest(fused) < S * S);
+  const double fused_growth = static_cast<double>(fused4.memory().arena_bytes) / fused.memory().arena_bytes;
+  const double unfused_growth = static_cast<double>(unfused4.memory().arena_bytes) / unfused.memory().arena_bytes;
+  MESSAGE("arena growth from seq ", S, " to ", 4 * S, ": fused ", fused_growth, "x, unfused ", unfused_growth, "x");
+  CHECK(fused_growth <= 4.2);
+  CHECK(unfused_growth > fused_growth + 1.0);
+}
+
 TEST_CASE("transformer_block refuses causal without fused attention") {
   TransformerConfig c = testing::transformer_config(2, 8, 16, 2);
   c.causal = true;
