@@ -19,7 +19,8 @@ AttentionGeometry geometry(const OpCall& c) {
   AttentionGeometry g;
   std::string why;
   const Shape& q = c.in[c.op == OpKind::attention_grad ? 1 : 0].shape;
-  if (!attention_geometry(q, *c.attrs, g, &why)) throw std::invalid_argument(std::string("run_cpu ") + op_name(c.op) + ": " + why);
+  if (!attention_geometry(q, *c.attrs, g, &why))
+    throw std::invalid_argument(std::string("run_cpu ") + op_name(c.op) + ": " + why);
   return g;
 }
 

@@ -202,12 +202,18 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dkv(const T* dout, cons
     load_tile(q, g, m, i0, n, qs, kPitch);
     load_tile(dout, g, m, i0, n, dos, kPitch);
     __syncthreads();
-    if (warp == 0 && lane < n) {  // D and the statistic of the tile's query rows, once per block
-      const int64_t i = i0 + lane;
-      float D = 0.0f;
-      for (int d = 0; d < dh; ++d) D = fmaf(dos[lane * kPitch + d], static_cast<float>(o[g.at(m, i) + d]), D);
-      Ds[lane] = D;
-      Ls[lane] = lse_at(lse, g, m, i);
+    // D and the statistic of the tile's query rows, once per block: D summed as attention_dq
+    // sums it (lanes over the dims, then the warp's tree), so both kernels use the same bits.
+    for (int r = warp; r < n; r += kWarps) {
+      const int64_t i = i0 + r;
+      float part = 0.0f;
+      for (int d = lane; d < dh; d += 32)
+        part = fmaf(dos[r * kPitch + d], static_cast<float>(o[g.at(m, i) + d]), part);
+      part = warp_sum(part);
+      if (lane == 0) {
+        Ds[r] = part;
+        Ls[r] = lse_at(lse, g, m, i);
+      }
     }
     __syncthreads();
     if (!active) continue;

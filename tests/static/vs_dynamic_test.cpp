@@ -28,7 +28,8 @@ TransformerConfig fused_transformer(bool causal) {
 }
 
 TEST_CASE("static == dynamic bitwise on the CPU: transformer_block with fused attention, causal and not, fp32 and bf16") {
-  testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(false)), "fused attention", false);
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(false)), "fused attention",
+                                   false);
   testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(true)), "fused causal", false);
   // Autocast stores q, k, v and the output in bf16; the statistic goes as its pair.
   testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(true)), "fused causal bf16", false,
