@@ -236,6 +236,15 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::cast:  // the gradient goes back to the input's dtype
       if (need(0)) g[0] = cast(b, dy, x.dtype);
       break;
+    case OpKind::attention: {
+      // The row statistic is recomputed (one more pass over the scores) rather than saved by
+      // the forward: an op has one output in both executors.
+      const Value lse = b.apply(OpKind::attention_lse, {x, e.inputs[1]}, e.attrs);
+      const Value grads = b.apply(OpKind::attention_grad, {dy, x, e.inputs[1], e.inputs[2], e.output, lse}, e.attrs);
+      for (size_t i = 0; i < 3; ++i)
+        if (need(i)) g[i] = reshape(b, slice(b, grads, 0, static_cast<int64_t>(i), 1), x.shape);
+      break;
+    }
     // No gradient rule (the table's grad column is kNone): refused above.
     case OpKind::relu_grad:
     case OpKind::gelu_grad:
@@ -244,6 +253,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::log_grad:
     case OpKind::gelu_erf_grad:
     case OpKind::slice:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_inference:

@@ -262,6 +262,14 @@ Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size) {
   return b.apply(OpKind::slice, {x}, at);
 }
 
+Value attention(Builder& b, Value q, Value k, Value v, int64_t heads, float scale, bool causal) {
+  Attrs a;
+  a.heads.count = heads;
+  a.alpha = scale;
+  a.causal = causal;
+  return b.apply(OpKind::attention, {q, k, v}, a);
+}
+
 Value batch_norm(Builder& b, Value x, Value gamma, Value beta, float eps) {
   Attrs at;
   at.eps = eps;

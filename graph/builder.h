@@ -98,6 +98,10 @@ void batch_norm_stats_update(Builder& b, Value stats, Value x, float momentum = 
 Value concat(Builder& b, const std::vector<Value>& xs, int axis);
 // x[.., start : start + size, ..] along `axis`. No gradient rule yet: it is concat's gradient.
 Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size);
+// Fused scaled-dot-product attention over head views q, k, v [B, S, heads * dh]
+// (graph/attention.h): softmax(scale q k^T, causal: query i sees keys 0..i) v per head, the
+// result a head view of q's shape, never storing the S x S scores.
+Value attention(Builder& b, Value q, Value k, Value v, int64_t heads, float scale, bool causal = false);
 
 // Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
 // (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name

@@ -365,6 +365,7 @@ class Loader {
         case AttrId::growth_interval: at.growth_interval = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
         case AttrId::adam: at.adam = get_adam(v, p); break;
         case AttrId::max_norm: at.max_norm = get_float(v, p); break;
+        case AttrId::causal: at.causal = get_bool(v, p); break;
       }
     }
   }

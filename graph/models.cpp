@@ -81,14 +81,26 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c) {
     return reshape(b, transpose(b, reshape(b, t, Shape{B, S, H, dh}), swap12), Shape{B * H, S, dh});
   };
 
+  if (c.causal && !c.fused_attention)
+    graph_error("{}: causal needs fused_attention; the unfused block has no mask", m);
+  const float score_scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
   const Value x = b.input("x", Shape{B, S, D});
   const Value h = layer_norm(b, x, "block.ln1");
-  const Value q = split(linear(b, h, D, "block.attn.q"));
-  const Value k = split(linear(b, h, D, "block.attn.k"));
-  const Value v = split(linear(b, h, D, "block.attn.v"));
-  const Value scores = scale(b, matmul(b, q, k, false, true), 1.0f / std::sqrt(static_cast<float>(dh)));
-  const Value ctx = matmul(b, softmax(b, scores), v);  // [B*H, S, dh]
-  const Value merged = reshape(b, transpose(b, reshape(b, ctx, Shape{B, H, S, dh}), swap12), Shape{B, S, D});
+  Value merged;
+  if (c.fused_attention) {
+    const Value q = linear(b, h, D, "block.attn.q");
+    const Value k = linear(b, h, D, "block.attn.k");
+    const Value v = linear(b, h, D, "block.attn.v");
+    merged = attention(b, q, k, v, H, score_scale, c.causal);
+  } else {
+    const Value q = split(linear(b, h, D, "block.attn.q"));
+    const Value k = split(linear(b, h, D, "block.attn.k"));
+    const Value v = split(linear(b, h, D, "block.attn.v"));
+    const Value scores = scale(b, matmul(b, q, k, false, true), score_scale);
+    const Value ctx = matmul(b, softmax(b, scores), v);  // [B*H, S, dh]
+    merged = reshape(b, transpose(b, reshape(b, ctx, Shape{B, H, S, dh}), swap12), Shape{B, S, D});
+  }
   const Value a = add(b, x, linear(b, merged, D, "block.attn.o"));
   const Value f = gelu(b, linear(b, layer_norm(b, a, "block.ln2"), c.mlp_ratio * D, "block.mlp.fc1"));
   const Value y = add(b, a, linear(b, f, D, "block.mlp.fc2"));

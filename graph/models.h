@@ -50,6 +50,9 @@ ModelOutputs mlp(Builder& b, const MlpConfig& c);
 // attention with heads split by reshape + transpose into [batch*heads, seq, dh]
 // batched matmuls, scores scaled by 1/sqrt(dh), softmax over keys (no mask),
 // mse loss of y against a "target" [batch, seq, d_model].
+// fused_attention: the one attention op (graph/attention.h) on the projections' head views
+// instead: no split, no merge, no S x S scores in memory, forward or backward. causal (only
+// with fused_attention: the unfused block has no mask): query i attends to keys 0..i.
 struct TransformerConfig {
   int64_t batch = 8;
   int64_t seq = 64;
@@ -57,6 +60,8 @@ struct TransformerConfig {
   int64_t heads = 4;
   int64_t mlp_ratio = 4;
   bool with_loss = true;
+  bool fused_attention = false;
+  bool causal = false;
 };
 ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
 

@@ -30,7 +30,7 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
                    kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
                    kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start), kAdam = attr_bit(AttrId::adam),
-                   kMaxNorm = attr_bit(AttrId::max_norm);
+                   kMaxNorm = attr_bit(AttrId::max_norm), kCausal = attr_bit(AttrId::causal);
 constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
                              attr_bit(AttrId::growth_interval);
 // Flags.
@@ -141,7 +141,11 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded, kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups[, found]: every adamw of a step in one launch */ \
   X(batch_norm_fold,      4, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, batchnorm) /* (w[K,..], gamma[K], beta[K], stats[2,K]) -> (w s, beta - mean s), s = gamma / sqrt(var + eps): inference batch norm folded into the conv before it */ \
   X(conv2d_bias_act,      3, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b[K] per channel); act none or relu */ \
-  X(conv2d_bias_add_act,  4, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b + r): the residual r [N,K,P,Q] before the activation */
+  X(conv2d_bias_add_act,  4, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b + r): the residual r [N,K,P,Q] before the activation */ \
+  /* Fused attention (graph/attention.h): q, k, v and the output are head views [B, S, heads * dh]. */         \
+  X(attention,            3, 1, kIn0|kIn1|kIn2,   kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* softmax(alpha q k^T, causal: keys <= query) v, never storing the scores */ \
+  X(attention_lse,        2, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* (q, k) -> [B*heads, Sq, 2]: each score row's logsumexp as hi + lo */ \
+  X(attention_grad,       6, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* (dout, q, k, v, out, lse) -> [3, B, S, D]: dq, dk, dv */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -156,7 +160,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 75, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 78, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
 // Variadic ops (kVariadic) take any multiple of their group, past this count too.

@@ -26,6 +26,9 @@ AutocastRule autocast_rule(OpKind op) {
   // with them, as the fused linear op (and torch.autocast's linear) computes it; the
   // bias is cast once a step.
   if (op_in_family(op, "matmul")) return AutocastRule::low;
+  // Fused attention too, as torch.autocast runs scaled_dot_product_attention: its kernels
+  // keep the softmax's statistics and sums in f32 whatever the storage.
+  if (op_in_family(op, "attention")) return AutocastRule::low;
   // Exponentials, normalizations and sums lose range or accuracy in 16 bits; the losses
   // and updates take f32 by the op table's dtype column anyway.
   if (op_is_f32_only(op) || op_in_family(op, "softmax") || op_in_family(op, "layernorm") ||

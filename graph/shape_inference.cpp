@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "graph/attention.h"
 #include "graph/batch_norm.h"
 #include "graph/conv.h"
 #include "graph/errors.h"
@@ -62,6 +63,28 @@ Shape matmul_shape(const std::vector<Shape>& in, const Attrs& at, const std::str
   out[a.rank - 2] = m;
   out[a.rank - 1] = n;
   return out;
+}
+
+// The attention ops: every head view has q's shape; attention_grad's lse is attention_lse's.
+Shape attention_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
+  const char* name = op_name(op);
+  const bool grad = op == OpKind::attention_grad;
+  const Shape& q = in[grad ? 1 : 0];
+  AttentionGeometry g;
+  std::string why;
+  if (!attention_geometry(q, at, g, &why)) graph_error("{} {}: {}", name, node, why);
+  static const char* const kNames[] = {"dout", "q", "k", "v", "out"};
+  const int views = op == OpKind::attention ? 3 : op == OpKind::attention_lse ? 2 : 5;
+  for (int i = 0; i < views; ++i)
+    if (in[static_cast<size_t>(i)] != q)
+      graph_error("{} {}: {} is {} but q is {}; q, k and v must have one shape [batch, seq, heads * dh] "
+                  "(self-attention: one sequence length)",
+                  name, node, kNames[grad ? i : i + 1], in[static_cast<size_t>(i)].str(), q.str());
+  if (grad && in[5] != g.lse_shape())
+    graph_error("{} {}: lse is {} but must be {}: attention_lse's output for this q", name, node, in[5].str(),
+                g.lse_shape().str());
+  if (op == OpKind::attention_lse) return g.lse_shape();
+  return grad ? g.grad_shape() : g.view_shape();
 }
 
 }  // namespace
@@ -475,6 +498,9 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       if (!(at.max_norm > 0.0f) || !std::isfinite(at.max_norm))
         graph_error("clip_by_norm {}: max_norm = {} must be finite and > 0", node, at.max_norm);
       return in[0];
+    case OpKind::attention:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad: return attention_shape(op, in, at, node);
     default: break;
   }
   graph_error("{} {}: op has no shape rule; give it one in graph/shape_inference.cpp or the kSameShape flag in "

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/attention.h"
 #include "graph/conv.h"
 #include "graph/heads.h"
 
@@ -133,6 +134,28 @@ void check_multi_update(const Checker& k, const OpCall& c) {
                c.input(i + j).shape.str(), i, n);
   }
   check_written_apart(k, c);
+}
+
+// The attention ops (graph/attention.h): the geometry from q, every head view of q's element
+// count, the lse pair per query row. g.rows: B * heads, g.cols: dh, g.len: seq, g.inner: heads.
+void check_attention(const Checker& k, const OpCall& c, CallGeometry& g) {
+  const bool grad = c.op == OpKind::attention_grad;
+  const Shape& q = c.in[grad ? 1 : 0].shape;
+  AttentionGeometry ag;
+  std::string why;
+  if (!attention_geometry(q, k.attrs(), ag, &why)) k.fail("{}", why);
+  const int views = c.op == OpKind::attention ? 3 : c.op == OpKind::attention_lse ? 2 : 5;
+  for (int i = 0; i < views; ++i)
+    if (c.in[static_cast<size_t>(i)].shape != q)
+      k.fail("input {} is {} but q is {}; every head view has q's shape", i, c.in[static_cast<size_t>(i)].shape.str(),
+             q.str());
+  if (grad) k.numel("lse", c.in[5].shape, ag.lse_shape().numel());
+  const Shape out = c.op == OpKind::attention ? ag.view_shape() : grad ? ag.grad_shape() : ag.lse_shape();
+  k.numel("output", c.out.shape, out.numel());
+  g.rows = ag.rows();
+  g.cols = ag.dh;
+  g.len = ag.seq;
+  g.inner = ag.heads;
 }
 
 // adamw's groups: the gradient and moments of the parameter's element count, a step count
@@ -423,6 +446,9 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       g.cols = x[1];
       break;
     }
+    case OpKind::attention:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad: check_attention(k, c, g); break;
     default: k.fail("has no call check; give it a case in kernels/op_call_check.cpp or the kSameShape flag in graph/op.h");
   }
   return g;

@@ -70,6 +70,11 @@ void cpu_gemm_op(const OpCall& c);
 // product (cpu_matmul), the result scattered when it is a head view: the bits of the
 // transposes and the batched matmul it replaces.
 void cpu_matmul_heads(const OpCall& c);
+// attention, attention_lse and attention_grad (kernels/cpu/attention.cpp, graph/attention.h).
+void cpu_attention_op(const OpCall& c);
+// attention_lse's f32 result (lse, 0) pairs, rows of them, made the pairs a dt store keeps
+// (graph/attention.h split_lse): how a 16-bit call keeps the statistic's precision.
+void cpu_attention_split_lse(float* pairs, int64_t rows, DType dt);
 // conv2d, its backward ops and the pools (kernels/cpu/conv.cpp): every output element by
 // its element function of graph/conv.h, which the CUDA kernels share.
 void cpu_conv_op(const OpCall& c, const ConvGeometry& g);

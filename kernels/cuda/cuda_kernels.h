@@ -162,6 +162,10 @@ void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows,
 // order, each output rounded once (the launchers above are its f32 form).
 void softmax_op(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 
+// ---- fused attention (attention.cu, graph/attention.h) ------------------------------------
+// attention, attention_lse and attention_grad in the call's dtype; heads of at most 128 dims.
+void attention_op(const OpCall& c, cudaStream_t s);
+
 // ---- layernorm over the last axis (layernorm.cu) ----------------------------------------
 void layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t cols,
                     float eps, cudaStream_t s);

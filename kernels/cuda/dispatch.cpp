@@ -70,6 +70,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::gelu_erf: return cuda::gelu_erf(x.data, out, n, s, dt);
     case OpKind::gelu_erf_grad: return cuda::gelu_erf_grad(x.data, y.data, out, n, s, dt);
     case OpKind::softmax: return cuda::softmax_op(c, g, s);
+    case OpKind::attention:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad: return cuda::attention_op(c, s);
     case OpKind::copy:
     case OpKind::reshape: return cuda::copy(x.data, out, n, s, dt);
     case OpKind::cast: return cuda::cast(x, c.out, s);  // reshape given its own memory copies

@@ -55,6 +55,10 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::layernorm_grad_params:
     case OpKind::reduce_sum:
     case OpKind::reduce_mean: return true;
+    // attention.cu: the same, its row statistic kept as a pair (graph/attention.h).
+    case OpKind::attention:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad: return true;
     default: return false;
   }
 }

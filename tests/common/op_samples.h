@@ -396,6 +396,36 @@ inline std::vector<OpSample> op_samples(OpKind op) {
               tol(with(sample("relu, batched", {{2, 3, 5}, {2, 5, 4}, {2, 3, 4}}), act(Act::relu, false)), 1e-5, 1e-4)};
     }
     case OpKind::matmul_bias_grad: return {tol(sample("[6,3]^T [6,4]", {{6, 3}, {6, 4}}), 1e-5, 1e-4)};
+    case OpKind::attention:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad: {
+      // Head views [B, S, heads * dh] (graph/attention.h); attention_grad's lse input is a
+      // [B * heads, S, 2] pair of any values: the kernels read hi + lo as the statistic.
+      auto heads = [](int64_t count, float alpha, bool causal) {
+        return [=](Attrs& t) {
+          t.heads.count = count;
+          t.alpha = alpha;
+          t.causal = causal;
+        };
+      };
+      auto shapes = [op](Shape view, int64_t heads) -> std::vector<Shape> {
+        if (op == OpKind::attention) return {view, view, view};
+        if (op == OpKind::attention_lse) return {view, view};
+        return {view, view, view, view, view, Shape{view[0] * heads, view[1], 2}};
+      };
+      std::vector<OpSample> out = {
+          tol(with(sample("2 heads", shapes({2, 5, 8}, 2)), heads(2, 0.5f, false)), 1e-5, 1e-4),
+          tol(with(sample("2 heads, causal", shapes({2, 5, 8}, 2)), heads(2, 0.5f, true)), 1e-5, 1e-4),
+          tol(with(sample("1 head, dh 3, causal", shapes({1, 4, 3}, 1)), heads(1, 1.0f, true)), 1e-5, 1e-4)};
+      // A statistic a few f32 ulps apart rounds to neighbouring 16-bit values near a rounding
+      // boundary: hi moves one 16-bit ulp (2^-6 in bf16 for |lse| < 4) and lo the other way.
+      if (op == OpKind::attention_lse)
+        for (OpSample& x : out) {
+          x.cuda_atol16 = 0x1p-5;
+          x.cuda_rtol16 = 0x1p-7;
+        }
+      return out;
+    }
     case OpKind::matmul_heads: {
       // 2 heads: q, k, v as [B=2, S=3, 2 heads x 4]; scores packed [4, 3, 3].
       auto views = [](bool a, bool b, bool out, bool ta, bool tb) {

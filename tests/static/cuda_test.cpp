@@ -191,6 +191,20 @@ TEST_CASE("static == dynamic bitwise on CUDA (graph replay and plain launches): 
   }
 }
 
+TEST_CASE("static == dynamic bitwise on CUDA: transformer_block with fused attention, causal and not, fp32 and bf16") {
+  TG_REQUIRE_GPU();
+  for (const bool causal : {false, true}) {
+    TransformerConfig c = testing::transformer_config(2, 40, 64, 2);  // two key tiles, dh 32
+    c.fused_attention = true;
+    c.causal = causal;
+    for (bool graph : {true, false}) {
+      testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "fused attention", graph);
+      testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "fused attention bf16", graph, 0,
+                                       Precision::bf16);
+    }
+  }
+}
+
 TEST_CASE("shape strategies == dynamic bitwise at every shape on CUDA: mlp, transformer_block (variable batch)") {
   TG_REQUIRE_GPU();
   testing::check_strategies_vs_dynamic(gpu, [](int64_t b) { return mlp_fn(b); }, "mlp", {8, 16, 5, 12, 16, 12, 1},

@@ -2,6 +2,8 @@
 // inference and training steps; every shape strategy at every shape.
 #include "tests/static/vs_dynamic_test.h"
 
+#include "graph/errors.h"
+
 namespace tg {
 namespace {
 
@@ -15,6 +17,70 @@ TEST_CASE("static == dynamic bitwise on the CPU: mlp (mse and cross_entropy) and
   testing::check_static_vs_dynamic(cpu, testing::mlp_model(ce), "mlp ce", false, ce.out);
   testing::check_static_vs_dynamic(cpu, testing::transformer_model(testing::transformer_config(2, 8, 16, 2)),
                                    "transformer", false);
+}
+
+// transformer_block with the fused attention op, causal or not.
+TransformerConfig fused_transformer(bool causal) {
+  TransformerConfig c = testing::transformer_config(2, 8, 16, 2);
+  c.fused_attention = true;
+  c.causal = causal;
+  return c;
+}
+
+TEST_CASE("static == dynamic bitwise on the CPU: transformer_block with fused attention, causal and not, fp32 and bf16") {
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(false)), "fused attention",
+                                   false);
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(true)), "fused causal", false);
+  // Autocast stores q, k, v and the output in bf16; the statistic goes as its pair.
+  testing::check_static_vs_dynamic(cpu, testing::transformer_model(fused_transformer(true)), "fused causal bf16", false,
+                                   0, Precision::bf16);
+}
+
+TEST_CASE("transformer_block trains alike with fused and unfused attention, with and without the passes") {
+  const std::vector<float> unfused = testing::train_losses(
+      testing::transformer_model(testing::transformer_config(2, 8, 16, 2)), Precision::fp32, PassSet::none(), 4);
+  for (const PassSet passes : {PassSet::none(), PassSet::all()}) {
+    const std::vector<float> fused =
+        testing::train_losses(testing::transformer_model(fused_transformer(false)), Precision::fp32, passes, 4);
+    REQUIRE(fused.size() == unfused.size());
+    for (size_t i = 0; i < fused.size(); ++i) CHECK(fused[i] == doctest::Approx(unfused[i]).epsilon(1e-4));
+    CHECK(fused.back() < fused.front());  // it learns
+  }
+  // The causal block is another model: its losses differ.
+  const std::vector<float> causal =
+      testing::train_losses(testing::transformer_model(fused_transformer(true)), Precision::fp32, PassSet::none(), 1);
+  CHECK(causal[0] != unfused[0]);
+}
+
+TEST_CASE("fused attention's training graph holds no S x S value, and its arena grows linearly in the sequence") {
+  auto plan_at = [](int64_t seq, bool fused) {
+    TransformerConfig c = testing::transformer_config(1, seq, 16, 2, 1);
+    c.fused_attention = fused;
+    return compile(testing::transformer_model(c));
+  };
+  auto largest = [](const CompiledPlan& p) {
+    int64_t n = 0;
+    for (const ValueInfo& v : p.graph->values) n = std::max(n, v.shape.numel());
+    return n;
+  };
+  const int64_t S = 64;
+  const CompiledPlan fused = plan_at(S, true), fused4 = plan_at(4 * S, true);
+  const CompiledPlan unfused = plan_at(S, false), unfused4 = plan_at(4 * S, false);
+  CHECK(largest(unfused) >= 2 * S * S);  // the scores of both heads: what the test would catch
+  CHECK(largest(fused) < S * S);
+  const double fused_growth = static_cast<double>(fused4.memory().arena_bytes) / fused.memory().arena_bytes;
+  const double unfused_growth = static_cast<double>(unfused4.memory().arena_bytes) / unfused.memory().arena_bytes;
+  MESSAGE("arena growth from seq ", S, " to ", 4 * S, ": fused ", fused_growth, "x, unfused ", unfused_growth, "x");
+  CHECK(fused_growth <= 4.2);
+  CHECK(unfused_growth > fused_growth + 1.0);
+}
+
+TEST_CASE("transformer_block refuses causal without fused attention") {
+  TransformerConfig c = testing::transformer_config(2, 8, 16, 2);
+  c.causal = true;
+  Graph g;
+  RecordingBuilder b(g);
+  CHECK_THROWS_WITH_AS(transformer_block(b, c), doctest::Contains("causal needs fused_attention"), GraphError);
 }
 
 TEST_CASE("static == dynamic bitwise on the CPU with AdamW, with and without gradient clipping") {
