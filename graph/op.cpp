@@ -55,6 +55,7 @@ const char* attr_name(AttrId a) {
     case AttrId::growth_interval: return "growth_interval";
     case AttrId::adam: return "adam";
     case AttrId::max_norm: return "max_norm";
+    case AttrId::ignore_index: return "ignore_index";
   }
   return "?";
 }

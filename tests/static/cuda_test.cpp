@@ -191,6 +191,14 @@ TEST_CASE("static == dynamic bitwise on CUDA (graph replay and plain launches): 
   }
 }
 
+TEST_CASE("static == dynamic bitwise on CUDA: a token model with i64 ids and labels, embedding, ignore_index") {
+  TG_REQUIRE_GPU();
+  for (bool graph : {true, false}) {
+    testing::check_static_vs_dynamic(gpu, testing::token_model(11, 3), "tokens", graph, 11);
+    testing::check_static_vs_dynamic(gpu, testing::token_model(11, 3), "tokens bf16", graph, 11, Precision::bf16);
+  }
+}
+
 TEST_CASE("shape strategies == dynamic bitwise at every shape on CUDA: mlp, transformer_block (variable batch)") {
   TG_REQUIRE_GPU();
   testing::check_strategies_vs_dynamic(gpu, [](int64_t b) { return mlp_fn(b); }, "mlp", {8, 16, 5, 12, 16, 12, 1},
