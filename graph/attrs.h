@@ -78,6 +78,7 @@ struct Attrs {
   AdamAttr adam;                   // adamw: betas, eps, weight decay
   float max_norm = 1.0f;           // clip_by_norm: the global norm the gradients are clipped to
   bool causal = false;             // attention: query i sees keys 0..i only
+  int64_t ignore_index = -100;     // cross_entropy(_grad): rows with this label count nowhere (torch's default)
 
   bool operator==(const Attrs& o) const;
 };
@@ -87,9 +88,9 @@ struct Attrs {
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
                              program, heads, to, conv, start, growth_factor, backoff_factor, growth_interval, adam,
-                             max_norm, causal };
-constexpr int kNumAttrs = 24;
-static_assert(static_cast<int>(AttrId::causal) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             max_norm, causal, ignore_index };
+constexpr int kNumAttrs = 25;
+static_assert(static_cast<int>(AttrId::ignore_index) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint32_t;
 static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

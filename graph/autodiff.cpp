@@ -88,8 +88,11 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     graph_error("autodiff: {} entry has {} inputs and {} needs flags; it takes {}", op_name(e.op),
                 e.inputs.size(), needs.size(), op_num_inputs(e.op));
   std::vector<Value> g(e.inputs.size());
-  // Only the inputs the op table marks have a gradient (not cross_entropy's labels, ...).
-  auto need = [&](size_t i) { return needs[i] && op_has_gradient_for(e.op, static_cast<int>(i)); };
+  // Only the inputs the op table marks have a gradient (not cross_entropy's labels, ...), and
+  // never an integer value: ids and labels are data, with no gradient to give.
+  auto need = [&](size_t i) {
+    return needs[i] && op_has_gradient_for(e.op, static_cast<int>(i)) && !dtype_is_int(e.inputs[i].dtype);
+  };
   const Value& x = e.inputs[0];
   switch (e.op) {
     case OpKind::matmul: {
@@ -194,7 +197,18 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       }
       break;
     case OpKind::cross_entropy:  // labels are class indices: no gradient
-      if (need(0)) g[0] = b.apply(OpKind::cross_entropy_grad, {x, e.inputs[1], dy});
+      if (need(0)) {
+        Attrs at;
+        at.ignore_index = e.attrs.ignore_index;
+        g[0] = b.apply(OpKind::cross_entropy_grad, {x, e.inputs[1], dy}, at);
+      }
+      break;
+    case OpKind::embedding:  // the ids are integers: no gradient
+      if (need(0)) {
+        Attrs at;
+        at.size = x.shape[0];
+        g[0] = b.apply(OpKind::embedding_grad, {dy, e.inputs[1]}, at);
+      }
       break;
     case OpKind::copy:
       if (need(0)) g[0] = dy;
@@ -269,6 +283,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::mse_loss_grad:
     case OpKind::padded_mse_loss_grad:
     case OpKind::cross_entropy_grad:
+    case OpKind::embedding_grad:
     case OpKind::fill:
     case OpKind::sgd:
     case OpKind::sgd_momentum:
@@ -313,8 +328,10 @@ std::vector<Value> backward(Builder& b, const std::vector<TapeEntry>& tape, cons
   // Forward sweep: which values depend on some wrt value. Also checks that ids
   // are fresh, since gradients are keyed by id.
   std::unordered_set<int> depends;
+  // An integer value has no gradient: it starts no path to the loss, and no path runs
+  // through it (a cast to an integer ends one).
   for (const Value& w : wrt)
-    if (w.valid()) depends.insert(w.id);
+    if (w.valid() && !dtype_is_int(w.dtype)) depends.insert(w.id);
   std::unordered_set<int> produced;
   std::vector<bool> live(tape.size(), false);
   for (size_t i = 0; i < tape.size(); ++i) {
@@ -330,7 +347,7 @@ std::vector<Value> backward(Builder& b, const std::vector<TapeEntry>& tape, cons
                     "when the op runs in place", i, op_name(e.op), in.id);
       any = any || depends.count(in.id) > 0;
     }
-    if (any) {
+    if (any && !dtype_is_int(e.output.dtype)) {
       live[i] = true;
       depends.insert(e.output.id);
     }

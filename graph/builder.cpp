@@ -68,9 +68,12 @@ Value mse_loss(Builder& b, Value pred, Value target) { return apply1(b, OpKind::
 Value padded_mse_loss(Builder& b, Value pred, Value target, Value count) {
   return apply1(b, OpKind::padded_mse_loss, {pred, target, count});
 }
-Value cross_entropy(Builder& b, Value logits, Value labels) {
-  return apply1(b, OpKind::cross_entropy, {logits, labels});
+Value cross_entropy(Builder& b, Value logits, Value labels, int64_t ignore_index) {
+  Attrs at;
+  at.ignore_index = ignore_index;
+  return apply1(b, OpKind::cross_entropy, {logits, labels}, at);
 }
+Value embedding(Builder& b, Value table, Value ids) { return apply1(b, OpKind::embedding, {table, ids}); }
 Value fill(Builder& b, Shape shape, float value) {
   Attrs at;
   at.shape = shape;

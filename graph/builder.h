@@ -74,7 +74,10 @@ Value mse_loss(Builder& b, Value pred, Value target);
 // is padding that neither the loss nor the gradient sees. count is a [1] input
 // holding an integer in [1, numel] (the bucket shape strategy feeds it).
 Value padded_mse_loss(Builder& b, Value pred, Value target, Value count);
-Value cross_entropy(Builder& b, Value logits, Value labels);
+// labels: i32, i64 or f32 class indices; rows labelled ignore_index count nowhere.
+Value cross_entropy(Builder& b, Value logits, Value labels, int64_t ignore_index = -100);
+// Rows of table[V, D] picked by ids (i32 or i64, of up to 3 dims): [..ids, D].
+Value embedding(Builder& b, Value table, Value ids);
 Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);
 // x in dtype `to`: rounded to nearest even when it narrows (graph/float_formats.h).

@@ -4,26 +4,53 @@
 
 namespace tg {
 
+namespace {
+
+// Refuses integer inputs where the op does not take them, and float ids where it needs integers.
+void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string& node) {
+  const char* name = op_name(op);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int pos = static_cast<int>(i);
+    if (op_input_is_index(op, pos)) {
+      if (op_index_must_be_int(op) && !dtype_is_int(in[i]))
+        graph_error("{} {}: input {} (the ids) is {}; ids are integers: give it an i32 or i64 value (cast it "
+                    "with to = i64)", name, node, i, dtype_name(in[i]));
+      if (!dtype_is_int(in[i]) && in[i] != DType::F32)
+        graph_error("{} {}: input {} (the labels) is {}; labels are i32, i64 or f32 class indices: cast them to i64",
+                    name, node, i, dtype_name(in[i]));
+      continue;
+    }
+    const bool cast_input = op_traits(op).dtype_rule == op_table::kTypeCast;
+    if (dtype_is_int(in[i]) && !op_moves_ints(op) && !cast_input)
+      graph_error("{} {}: input {} is {}, an integer; {} takes float values only (integers are ids and labels: "
+                  "embedding's ids and cross_entropy's labels read them, reshape, copy, slice and concat move them): "
+                  "cast the value to f32 first", name, node, i, dtype_name(in[i]), name);
+  }
+}
+
+}  // namespace
+
 DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   for (size_t i = 0; i < in.size(); ++i)
-    if (in[i] != DType::F32 && in[i] != DType::BF16 && in[i] != DType::F16)
-      graph_error("{} {}: input {} has dtype #{}, which is not a dtype; use f32, bf16 or f16", name, node, i,
+    if (!dtype_is_known(in[i]))
+      graph_error("{} {}: input {} has dtype #{}, which is not a dtype; use f32, bf16, f16, i32 or i64", name, node, i,
                   static_cast<int>(in[i]));
+  check_int_inputs(op, in, node);
   DType out = DType::F32;
   if (op_traits(op).dtype_rule == op_table::kTypeCast) {
     out = at.to;
-    if (out != DType::F32 && out != DType::BF16 && out != DType::F16)
-      graph_error("{} {}: to = #{} is not a dtype; use f32, bf16 or f16", name, node, static_cast<int>(out));
+    if (!dtype_is_known(out))
+      graph_error("{} {}: to = #{} is not a dtype; use f32, bf16, f16, i32 or i64", name, node, static_cast<int>(out));
   } else if (op_is_f32_only(op)) {
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i] != DType::F32)
+      if (in[i] != DType::F32 && !op_input_is_index(op, static_cast<int>(i)))
         graph_error("{} {}: input {} is {}; {} computes in f32 only (its inputs and its result are f32): "
                     "give it an f32 value", name, node, i, dtype_name(in[i]), name);
   } else {
     out = in.empty() ? DType::F32 : in[0];
     for (size_t i = 1; i < in.size(); ++i)
-      if (in[i] != out)
+      if (in[i] != out && !op_input_is_index(op, static_cast<int>(i)))
         graph_error("{} {}: input {} is {} but input 0 is {}; every input of {} has one dtype: give them the same",
                     name, node, i, dtype_name(in[i]), dtype_name(out), name);
   }

@@ -1,5 +1,16 @@
 #pragma once
-// The dtype rule of every op, from the op table's dtype column (graph/op.h).
+// The dtype rule of every op, from the op table's dtype column (graph/op.h), and which ops
+// take integer values.
+//
+// Integers (i32, i64) are data, never computed on: token ids and class labels. They enter a
+// graph as inputs, and only these ops take them:
+// - the ids and labels of op_index_inputs: embedding's and embedding_grad's ids (i32 or i64),
+//   cross_entropy's and cross_entropy_grad's labels (i32, i64, or f32 whole numbers);
+// - the layout ops of op_moves_ints (reshape, copy, slice, concat), which move them unchanged;
+// - cast, from and to any dtype: to an integer rounds toward zero (saturating; NaN gives 0),
+//   from one gives the nearest float (exact below 2^24).
+// Every other op refuses an integer input, naming the node and the op. Autodiff never
+// differentiates through an integer value (graph/autodiff.cpp).
 #include <string>
 #include <vector>
 
@@ -8,6 +19,26 @@
 #include "graph/shape.h"
 
 namespace tg {
+
+// The inputs of `op` that are ids or labels (a mask of positions, as the op table's).
+inline uint8_t op_index_inputs(OpKind op) {
+  switch (op) {
+    case OpKind::embedding:
+    case OpKind::embedding_grad:
+    case OpKind::cross_entropy:
+    case OpKind::cross_entropy_grad: return op_table::kIn1;
+    default: return op_table::kNone;
+  }
+}
+// Whether the ids input of `op` must be an integer (embedding's); cross_entropy's labels
+// may also be f32 class indices, as before integers existed.
+inline bool op_index_must_be_int(OpKind op) { return op == OpKind::embedding || op == OpKind::embedding_grad; }
+// Whether input `i` of `op` is an id or label input.
+inline bool op_input_is_index(OpKind op, int i) { return i < 8 && ((op_index_inputs(op) >> i) & 1); }
+// The layout ops, which move integer values as they move floats.
+inline bool op_moves_ints(OpKind op) {
+  return op == OpKind::reshape || op == OpKind::copy || op == OpKind::slice || op == OpKind::concat;
+}
 
 // The dtype of each output of `op` over inputs of `inputs` dtypes (op_num_outputs(op) of
 // them), or a GraphError naming the node, the input whose dtype breaks the rule, and

@@ -96,27 +96,69 @@ TG_HOST_DEVICE inline float f32_from_f16(uint16_t h) {
 #endif
 }
 
+// A float converted to an integer type I: rounded toward zero, saturated at I's limits,
+// NaN to 0. What cast does from a float dtype to i32 and i64 on every backend (CUDA's
+// cvt.rzi conversions do the same), so no float has an undefined conversion.
+template <typename I>
+TG_HOST_DEVICE inline I int_from_f32(float f) {
+  static_assert(sizeof(I) == 4 || sizeof(I) == 8, "int32_t or int64_t");
+  if (!(f == f)) return 0;
+  // 2^31 and 2^63 are floats; every float below them in magnitude converts exactly after truncation.
+  if constexpr (sizeof(I) == 4) {
+    if (f >= 2147483648.0f) return 2147483647;
+    if (f < -2147483648.0f) return -2147483647 - 1;
+  } else {
+    if (f >= 9223372036854775808.0f) return 9223372036854775807ll;
+    if (f < -9223372036854775808.0f) return -9223372036854775807ll - 1;
+  }
+  return static_cast<I>(f);  // C++ truncates toward zero
+}
+
 // f rounded to `dt` and widened back: what a kernel that stores in `dt` leaves in memory,
-// seen as f32. The CPU reference applies it wherever such a kernel stores.
+// seen as f32. The CPU reference applies it wherever such a kernel stores. An integer
+// dtype keeps f's integer part (int_from_f32), widened back to the nearest float.
 TG_HOST_DEVICE inline float round_to_dtype(float f, DType dt) {
   switch (dt) {
     case DType::F32: return f;
     case DType::BF16: return f32_from_bf16(bf16_from_f32(f));
     case DType::F16: return f32_from_f16(f16_from_f32(f));
+    case DType::I32: return static_cast<float>(int_from_f32<int32_t>(f));
+    case DType::I64: return static_cast<float>(int_from_f32<int64_t>(f));
   }
   return f;
 }
 
 // n values stored as `dt` at dst (dtype_size(dt) bytes each), rounded as above; and
-// back, widened exactly. For host buffers: graph files, feeds, read-backs, the CPU kernels.
+// back, widened exactly (an integer past 2^24 to the nearest float). For host buffers:
+// graph files, feeds, read-backs, the CPU kernels.
 inline void store_as_dtype(const float* src, size_t n, DType dt, void* dst) {
   if (dt == DType::F32) return static_cast<void>(std::memcpy(dst, src, n * sizeof(float)));
+  if (dt == DType::I32) {
+    auto* ints = static_cast<int32_t*>(dst);
+    for (size_t i = 0; i < n; ++i) ints[i] = int_from_f32<int32_t>(src[i]);
+    return;
+  }
+  if (dt == DType::I64) {
+    auto* ints = static_cast<int64_t*>(dst);
+    for (size_t i = 0; i < n; ++i) ints[i] = int_from_f32<int64_t>(src[i]);
+    return;
+  }
   auto* bits = static_cast<uint16_t*>(dst);
   const bool bf16 = dt == DType::BF16;
   for (size_t i = 0; i < n; ++i) bits[i] = bf16 ? bf16_from_f32(src[i]) : f16_from_f32(src[i]);
 }
 inline void load_from_dtype(const void* src, size_t n, DType dt, float* dst) {
   if (dt == DType::F32) return static_cast<void>(std::memcpy(dst, src, n * sizeof(float)));
+  if (dt == DType::I32) {
+    const auto* ints = static_cast<const int32_t*>(src);
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(ints[i]);
+    return;
+  }
+  if (dt == DType::I64) {
+    const auto* ints = static_cast<const int64_t*>(src);
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(ints[i]);
+    return;
+  }
   const auto* bits = static_cast<const uint16_t*>(src);
   for (size_t i = 0; i < n; ++i) dst[i] = dt == DType::BF16 ? f32_from_bf16(bits[i]) : f32_from_f16(bits[i]);
 }

@@ -202,7 +202,7 @@ class Loader {
 
   DType get_dtype(const json& j, const std::string& path) const {
     DType dt;
-    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype " + quote_name(j.get<std::string>()) + "; use f32, bf16 or f16");
+    if (!parse_dtype(get_string(j, path), dt)) fail(path, "unknown dtype " + quote_name(j.get<std::string>()) + "; use f32, bf16, f16, i32 or i64");
     return dt;
   }
 
@@ -366,6 +366,9 @@ class Loader {
         case AttrId::adam: at.adam = get_adam(v, p); break;
         case AttrId::max_norm: at.max_norm = get_float(v, p); break;
         case AttrId::causal: at.causal = get_bool(v, p); break;
+        case AttrId::ignore_index:
+          at.ignore_index = get_int(v, p, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+          break;
       }
     }
   }

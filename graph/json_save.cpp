@@ -106,6 +106,7 @@ ojson attrs_to_json(const Node& n, int input_rank) {
         break;
       case AttrId::max_norm: j[key] = float_json(at.max_norm); break;
       case AttrId::causal: if (at.causal) j[key] = true; break;
+      case AttrId::ignore_index: if (at.ignore_index != def.ignore_index) j[key] = at.ignore_index; break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

@@ -56,6 +56,7 @@ const char* attr_name(AttrId a) {
     case AttrId::adam: return "adam";
     case AttrId::max_norm: return "max_norm";
     case AttrId::causal: return "causal";
+    case AttrId::ignore_index: return "ignore_index";
   }
   return "?";
 }

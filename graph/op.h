@@ -30,7 +30,8 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kMomentum = attr_bit(AttrId::momentum), kShape = attr_bit(AttrId::shape),
                    kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
                    kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start), kAdam = attr_bit(AttrId::adam),
-                   kMaxNorm = attr_bit(AttrId::max_norm), kCausal = attr_bit(AttrId::causal);
+                   kMaxNorm = attr_bit(AttrId::max_norm), kCausal = attr_bit(AttrId::causal),
+                   kIgnoreIndex = attr_bit(AttrId::ignore_index);
 constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
                              attr_bit(AttrId::growth_interval);
 // Flags.
@@ -44,7 +45,8 @@ constexpr uint8_t kSameShape = 16;  // every input and the output have input 0's
 constexpr uint8_t kGuarded = 32;    // an update that may take one more input, last: loss scaling's found-inf
                                     // flag [1] (graph/loss_scale.h); when it is nonzero the update writes nothing
 // The dtype column.
-constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype)
+constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype), but
+                                  // the ids and labels (graph/dtype_rules.h: op_index_inputs), which are integers
 constexpr uint8_t kTypeF32 = 1;   // every input and every output are f32 (losses, with class indices and
                                   // counts held exactly; updates, whose parameters are the f32 master copy)
 constexpr uint8_t kTypeCast = 2;  // input 0 of any dtype, the output of attrs.to
@@ -99,8 +101,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(mse_loss_grad,        3, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, dloss) -> dpred */ \
   X(padded_mse_loss,      3, 1, kIn0|kIn1,        kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count[1]): mean over the first count elements */ \
   X(padded_mse_loss_grad, 4, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count, dloss) -> dpred, 0 past count */ \
-  X(cross_entropy,        2, 1, kIn0,             kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (logits[n,c], labels[n]) -> [1], mean */ \
-  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       0,                      kPlain,                    kTypeF32,  loss) /* (logits, labels, dloss) -> dlogits */ \
+  X(cross_entropy,        2, 1, kIn0,             kNone,      kIgnoreIndex,           kPlain,                    kTypeF32,  loss) /* (logits[n,c], labels[n] i32/i64/f32) -> [1], mean over the rows not ignored */ \
+  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       kIgnoreIndex,           kPlain,                    kTypeF32,  loss) /* (logits, labels, dloss) -> dlogits, 0 in ignored rows */ \
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
   X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \
@@ -126,6 +128,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(adamw,                5, 0, kNone,            kNone,      kLr|kAdam,              kGuarded,                  kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step[1][, found]), in place: torch.optim.AdamW */ \
   X(global_norm,          1, 1, kNone,            kNone,      0,                      kVariadic,                 kTypeF32,  clip) /* any inputs -> [1]: sqrt of the sum of every element's square */ \
   X(clip_by_norm,         2, 1, kNone,            kIn0,       kMaxNorm,               kInPlace,                  kTypeF32,  clip) /* (g, norm[1]) -> g * min(1, max_norm / (norm + 1e-6)) */ \
+  X(embedding,            2, 1, kIn0,             kNone,      0,                      kPlain,                    kTypeSame, embedding) /* (table[V,D], ids[...] i32/i64) -> [..., D]: row ids[i] of the table */ \
+  X(embedding_grad,       2, 1, kNone,            kNone,      kSize,                  kPlain,                    kTypeSame, embedding) /* (dy[..., D], ids) -> dtable[attrs.size = V, D]: each dy row added to its id's row, in id order */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
   X(linear,               3, 1, kNone,            kNone,      kTransB|kAct,           kFused,                    kTypeSame, matmul) /* act(x op(w) + b): a GEMM with its epilogue */ \
   X(linear_add,           4, 1, kNone,            kNone,      kTransB,                kFused,                    kTypeSame, matmul) /* x op(w) + b + r: a residual in the GEMM */ \
@@ -160,7 +164,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 78, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 80, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
 // Variadic ops (kVariadic) take any multiple of their group, past this count too.

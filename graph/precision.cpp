@@ -49,8 +49,8 @@ AutocastRule autocast_rule(OpKind op) {
 }
 
 Value AutocastBuilder::cast_to(const Value& v, DType dt) {
-  if (v.dtype == dt) return v;
-  const int64_t key = static_cast<int64_t>(v.id) * 4 + static_cast<int64_t>(dt);
+  if (v.dtype == dt || dtype_is_int(v.dtype)) return v;  // ids and labels stay integers
+  const int64_t key = static_cast<int64_t>(v.id) * 8 + static_cast<int64_t>(dt);
   if (auto it = casts_.find(key); it != casts_.end()) return it->second;
   Attrs at;
   at.to = dt;
@@ -67,7 +67,7 @@ Value AutocastBuilder::apply(OpKind op, const std::vector<Value>& inputs, const 
     case AutocastRule::f32: want = DType::F32; break;
     case AutocastRule::keep: {
       bool mixed = false;
-      for (const Value& v : inputs) mixed = mixed || v.dtype != inputs.front().dtype;
+      for (const Value& v : inputs) mixed = mixed || (v.dtype != inputs.front().dtype && !dtype_is_int(v.dtype));
       if (!mixed) return inner_.apply(op, inputs, attrs, name);
       want = DType::F32;  // the widest of f32 and one 16-bit type
       break;

@@ -8,14 +8,23 @@
 namespace tg {
 
 namespace {
-constexpr const char* kDtypeNames[] = {"f32", "bf16", "f16"};  // in DType's order
+constexpr const char* kDtypeNames[] = {"f32", "bf16", "f16", "i32", "i64"};  // in DType's order
 }  // namespace
 
 const char* dtype_name(DType dt) { return enum_name(kDtypeNames, dt); }
 
 std::string dtype_suffix(DType dt) { return dt == DType::F32 ? "" : std::string(" ") + dtype_name(dt); }
 
-int dtype_size(DType dt) { return dt == DType::F32 ? 4 : 2; }
+int dtype_size(DType dt) {
+  switch (dt) {
+    case DType::BF16:
+    case DType::F16: return 2;
+    case DType::I64: return 8;
+    case DType::F32:
+    case DType::I32: break;
+  }
+  return 4;
+}
 
 bool parse_dtype(const std::string& s, DType& out) { return parse_enum(kDtypeNames, s, out); }
 

@@ -12,7 +12,14 @@ constexpr int kMaxRank = 4;
 // The element types of the IR. Every value carries one; the op table's dtype column
 // (graph/op.h) says which combinations an op accepts; which of them a backend has kernels
 // for is Backend::runs (kernels/backend.h), asked by both executors before they run.
-enum class DType : uint8_t { F32, BF16, F16 };
+// I32 and I64 are data only (token ids, class labels): the ops that take them are listed
+// in graph/dtype_rules.h, and autodiff never differentiates through them.
+enum class DType : uint8_t { F32, BF16, F16, I32, I64 };
+
+inline bool dtype_is_int(DType dt) { return dt == DType::I32 || dt == DType::I64; }
+inline bool dtype_is_float(DType dt) { return dt == DType::F32 || dt == DType::BF16 || dt == DType::F16; }
+// Whether dt is one of DType's enumerators (a graph file or a cast may hold any byte).
+inline bool dtype_is_known(DType dt) { return dtype_is_float(dt) || dtype_is_int(dt); }
 
 const char* dtype_name(DType dt);
 // " bf16" for a value that is not f32, "" for f32: the suffix listings and DOT labels add.

@@ -501,6 +501,26 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     case OpKind::attention:
     case OpKind::attention_lse:
     case OpKind::attention_grad: return attention_shape(op, in, at, node);
+    case OpKind::embedding: {
+      if (in[0].rank != 2)
+        graph_error("embedding {}: the table {} must be [vocabulary, dim]", node, in[0].str());
+      if (in[1].rank < 1 || in[1].rank >= kMaxRank)
+        graph_error("embedding {}: ids {} must have 1 to {} dims (the output adds the table's dim)", node,
+                    in[1].str(), kMaxRank - 1);
+      Shape out = in[1];
+      out.dims[static_cast<size_t>(out.rank++)] = in[0][1];
+      return out;
+    }
+    case OpKind::embedding_grad: {
+      Shape ids = in[0];
+      if (ids.rank >= 2) --ids.rank;
+      if (in[0].rank < 2 || ids != in[1])
+        graph_error("embedding_grad {}: dy {} must be the ids' shape {} with the table's dim last", node, in[0].str(),
+                    in[1].str());
+      if (at.size < 1)
+        graph_error("embedding_grad {}: size = {} must be the table's vocabulary (its rows), >= 1", node, at.size);
+      return Shape{at.size, in[0].last()};
+    }
     default: break;
   }
   graph_error("{} {}: op has no shape rule; give it one in graph/shape_inference.cpp or the kSameShape flag in "

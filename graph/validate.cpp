@@ -89,8 +89,12 @@ class Checker {
         err("value {} (#{}): has the same name as value #{}; value names must be unique, rename one", quote_name(v.name), id,
             first->second);
       if (!valid_role(v.role)) err("value {}: role {} is not a role", quote_name(v.name), static_cast<int>(v.role));
-      if (v.dtype != DType::F32 && v.dtype != DType::BF16 && v.dtype != DType::F16)
-        err("value {}: dtype #{} is not a dtype; use f32, bf16 or f16", quote_name(v.name), static_cast<int>(v.dtype));
+      if (!dtype_is_known(v.dtype))
+        err("value {}: dtype #{} is not a dtype; use f32, bf16, f16, i32 or i64", quote_name(v.name),
+            static_cast<int>(v.dtype));
+      else if (dtype_is_int(v.dtype) && v.role != Role::input && v.producer < 0)
+        err("value {}: a {} of dtype {}; integers are data (ids, labels) fed as inputs: make it an input, or give "
+            "it a float dtype", quote_name(v.name), role_name(v.role), dtype_name(v.dtype));
       shape_ok_[static_cast<size_t>(id)] = check_shape(v);
       check_producer(id, v);
     }

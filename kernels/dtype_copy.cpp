@@ -6,9 +6,10 @@ namespace tg {
 
 void copy_to_device_as(Backend& be, void* dst, const std::vector<float>& host, DType dt) {
   if (dt == DType::F32) return be.copy_to_device(dst, host.data(), host.size() * sizeof(float));
-  std::vector<uint16_t> bits(host.size());
-  store_as_dtype(host.data(), host.size(), dt, bits.data());
-  be.copy_to_device(dst, bits.data(), bits.size() * sizeof(uint16_t));
+  const size_t bytes = host.size() * static_cast<size_t>(dtype_size(dt));
+  std::vector<unsigned char> stored(bytes);
+  store_as_dtype(host.data(), host.size(), dt, stored.data());
+  be.copy_to_device(dst, stored.data(), bytes);
 }
 
 std::vector<float> copy_to_host_from(Backend& be, const void* src, int64_t n, DType dt) {
@@ -17,9 +18,9 @@ std::vector<float> copy_to_host_from(Backend& be, const void* src, int64_t n, DT
     be.copy_to_host(host.data(), src, host.size() * sizeof(float));
     return host;
   }
-  std::vector<uint16_t> bits(host.size());
-  be.copy_to_host(bits.data(), src, bits.size() * sizeof(uint16_t));
-  load_from_dtype(bits.data(), bits.size(), dt, host.data());
+  std::vector<unsigned char> stored(host.size() * static_cast<size_t>(dtype_size(dt)));
+  be.copy_to_host(stored.data(), src, stored.size());
+  load_from_dtype(stored.data(), host.size(), dt, host.data());
   return host;
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 // For each input that a loss reads as data with a domain, the bound of that domain;
 // 0 for the other values. cross_entropy(_grad) labels (input 1): the class count of
-// the logits; padded_mse_loss(_grad) counts (input 2): the element count of pred. A
+// the logits; embedding's ids (input 1): the table's rows (embedding_grad's: attrs.size); padded_mse_loss(_grad) counts (input 2): the element count of pred. A
 // value read by two such nodes gets the smaller bound, so it is valid for both.
 struct DataBounds {
   std::vector<int64_t> classes;  // labels in [0, classes)
@@ -31,7 +31,8 @@ DataBounds data_bounds(const Graph& g) {
   auto in_range = [nv](int id) { return id >= 0 && id < nv; };
   auto lower = [](int64_t& bound, int64_t v) { bound = bound == 0 ? v : std::min(bound, v); };
   for (const Node& n : g.nodes) {
-    const bool labels = n.op == OpKind::cross_entropy || n.op == OpKind::cross_entropy_grad;
+    const bool ids = n.op == OpKind::embedding || n.op == OpKind::embedding_grad;
+    const bool labels = n.op == OpKind::cross_entropy || n.op == OpKind::cross_entropy_grad || ids;
     const bool count = n.op == OpKind::padded_mse_loss || n.op == OpKind::padded_mse_loss_grad;
     if (!labels && !count) continue;
     if (n.inputs.size() < (labels ? 2u : 3u)) continue;  // interpret() reports the malformed node
@@ -39,7 +40,8 @@ DataBounds data_bounds(const Graph& g) {
     if (!in_range(data) || !in_range(read)) continue;
     const Shape& s = g.values[static_cast<size_t>(data)].shape;
     int64_t numel = 0;
-    if (labels && s.rank == 2) lower(b.classes[static_cast<size_t>(read)], s[1]);
+    if (n.op == OpKind::embedding_grad && n.attrs.size >= 1) lower(b.classes[static_cast<size_t>(read)], n.attrs.size);
+    else if (labels && s.rank == 2) lower(b.classes[static_cast<size_t>(read)], ids ? s[0] : s[1]);
     if (count && numel_checked(s, numel) && numel > 0) lower(b.counts[static_cast<size_t>(read)], numel);
   }
   return b;

@@ -8,6 +8,7 @@
 
 #include "graph/attention.h"
 #include "graph/conv.h"
+#include "graph/dtype_rules.h"
 #include "graph/heads.h"
 
 namespace tg::kernels {
@@ -176,18 +177,29 @@ void check_adamw(const Checker& k, const OpCall& c) {
 }
 
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
-// 0's dtype on every view of a kTypeSame op.
+// 0's dtype on every view of a kTypeSame op; the ids and labels (graph/dtype_rules.h) are
+// integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
   const bool cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(0).dtype;
+  if (dtype_is_int(want) && !op_moves_ints(c.op) && !cast)
+    k.fail("input 0 is {}, an integer; the op takes float values only", dtype_name(want));
   auto check = [&](const TensorView& t, const std::string& what) {
-    if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
-      k.fail("{} has dtype #{}, which is not a dtype", what, static_cast<int>(t.dtype));
+    if (!dtype_is_known(t.dtype)) k.fail("{} has dtype #{}, which is not a dtype", what, static_cast<int>(t.dtype));
     if (t.dtype != want)
       k.fail("{} is {} but the op needs {} there{}", what, dtype_name(t.dtype), dtype_name(want),
              op_is_f32_only(c.op) ? " (it runs in f32 only)" : " (every input and output share input 0's dtype)");
   };
-  for (int i = 0; i < c.num_inputs; ++i) check(c.input(i), fmt::format("input {}", i));
+  for (int i = 0; i < c.num_inputs; ++i) {
+    const TensorView& t = c.input(i);
+    if (op_input_is_index(c.op, i)) {
+      if (!dtype_is_int(t.dtype) && t.dtype != DType::F32)
+        k.fail("input {} (ids or labels) is {}; it needs i32, i64 or f32 whole numbers", i, dtype_name(t.dtype));
+      continue;
+    }
+    if (cast && !dtype_is_known(t.dtype)) k.fail("input {} has dtype #{}, which is not a dtype", i, static_cast<int>(t.dtype));
+    if (!cast) check(t, fmt::format("input {}", i));
+  }
   if (cast) {
     if (c.out.dtype != k.attrs().to)
       k.fail("the output is {} but attrs.to is {}", dtype_name(c.out.dtype), dtype_name(k.attrs().to));
@@ -201,8 +213,15 @@ void check_dtypes(const Checker& k, const OpCall& c) {
 
 bool call_is_f32(const OpCall& c) {
   for (int i = 0; i < c.num_inputs; ++i)
-    if (c.input(i).dtype != DType::F32) return false;
+    if (c.input(i).dtype != DType::F32 && !op_input_is_index(c.op, i)) return false;
   return c.out.dtype == DType::F32 && c.out2.dtype == DType::F32;
+}
+
+bool call_has_ints(const OpCall& c) {
+  if (dtype_is_int(c.out.dtype)) return true;
+  for (int i = 0; i < c.num_inputs; ++i)
+    if (dtype_is_int(c.input(i).dtype) && !op_input_is_index(c.op, i)) return true;
+  return false;
 }
 
 DType call_dtype(const OpCall& c) { return c.num_inputs > 0 ? c.input(0).dtype : c.out.dtype; }
@@ -361,6 +380,21 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       break;
     case OpKind::fill:
       g.n = c.out.shape.numel();
+      break;
+    case OpKind::embedding:
+      if (x.rank != 2) k.fail("the table {} must be [vocabulary, dim]", x.str());
+      g.rows = y.numel();
+      g.cols = x[1];
+      g.len = x[0];
+      k.numel("output", c.out.shape, g.rows * g.cols);
+      break;
+    case OpKind::embedding_grad:
+      g.rows = y.numel();
+      g.cols = x.last();
+      g.len = k.attrs().size;
+      if (g.len < 1) k.fail("attrs.size = {} must be the vocabulary, >= 1", g.len);
+      k.numel("dy", x, g.rows * g.cols);
+      k.numel("output", c.out.shape, g.len * g.cols);
       break;
     case OpKind::sgd:
       k.numel("grad", y, g.n);

@@ -241,7 +241,8 @@ void StaticExecutable::feed(const Feeds& feeds) {
   // The staging pointer is fixed; only writing through it must wait for the previous run.
   char* staged = runner_ ? reinterpret_cast<char*>(runner_->staging()) : nullptr;
   std::vector<ParallelMemcpy::Job> jobs;
-  std::vector<std::vector<uint16_t>> narrowed;  // feeds of bf16 and f16 inputs, rounded on the host
+  // Feeds of bf16, f16, i32 and i64 inputs, converted on the host (graph/float_formats.h).
+  std::vector<std::vector<unsigned char>> narrowed;
   narrowed.reserve(feeds.size());
   for (const auto& [name, data] : feeds) {
     if (std::find(opt_.pruned_inputs.begin(), opt_.pruned_inputs.end(), name) != opt_.pruned_inputs.end() &&
@@ -255,7 +256,7 @@ void StaticExecutable::feed(const Feeds& feeds) {
                                               quote_name(name), data.size(), v.shape.str(), v.shape.numel()));
     const void* src = data.data();
     if (v.dtype != DType::F32) {
-      narrowed.emplace_back(data.size());
+      narrowed.emplace_back(data.size() * static_cast<size_t>(dtype_size(v.dtype)));
       store_as_dtype(data.data(), data.size(), v.dtype, narrowed.back().data());
       src = narrowed.back().data();
     }

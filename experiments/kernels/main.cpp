@@ -58,7 +58,7 @@ std::vector<tg::DType> parse_dtypes(const std::string& text) {
     if (item == "all")
       throw th::UsageError(fmt::format("--dtypes: all stands alone; give all, or a list such as f32,bf16 (got {})",
                                        tg::quote_name(text)));
-    if (!tg::parse_dtype(item, dt))
+    if (!tg::parse_dtype(item, dt) || !tg::dtype_is_float(dt))  // the kernels measured compute on floats
       throw th::UsageError(fmt::format("--dtypes: {} is not a dtype; give all, or a comma-separated list of f32, "
                                        "bf16 and f16", tg::quote_name(item)));
     if (std::find(out.begin(), out.end(), dt) != out.end())

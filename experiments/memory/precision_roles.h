@@ -17,7 +17,7 @@ namespace tg::memory {
 
 enum class PrecRole : int { parameters, weight_copies, gradients, momentum, activations, workspace, inputs };
 constexpr int kNumPrecRoles = 7;
-constexpr int kNumDTypes = 3;  // DType's F32, BF16, F16
+constexpr int kNumDTypes = 5;  // DType's F32, BF16, F16, I32, I64 (ids and labels are inputs)
 const char* prec_role_name(PrecRole r);
 
 // Bytes by (role, dtype).

@@ -180,9 +180,11 @@ void cpu_slice(const OpCall& c, const CallGeometry& g);
 // ---- losses (loss.cpp) -------------------------------------------------------------
 // mse_loss:           loss[0] = sum (p - t)^2 / n
 // mse_loss_grad:      s = 2 * dloss[0] / n (float);  dp = s * (p - t)
-// cross_entropy:      loss[0] = sum_r (logsumexp(x[r, :]) - x[r, label_r]) / rows
-// cross_entropy_grad: dx[r, j] = (softmax(x[r, :])[j] - (j == label_r)) * dloss[0] / rows
-// Labels are class indices stored as floats; each must be an integer in [0, cols).
+// cross_entropy:      loss[0] = sum_r (logsumexp(x[r, :]) - x[r, label_r]) / kept
+// cross_entropy_grad: dx[r, j] = (softmax(x[r, :])[j] - (j == label_r)) * dloss[0] / kept
+// over the rows whose label is not ignore_index (kept of them; their dx rows are 0).
+// Labels are class indices (i32, i64, or whole numbers in f32), each in [0, cols) or
+// ignore_index (tg::InputError otherwise).
 void cpu_mse_loss(const float* p, const float* t, float* loss, int64_t n);
 void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n);
 // padded_mse_loss(_grad): the same over the first c = count[0] of the n elements
@@ -191,9 +193,20 @@ void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float
 void cpu_padded_mse_loss(const float* p, const float* t, const float* count, float* loss, int64_t n);
 void cpu_padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp,
                               int64_t n);
-void cpu_cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols);
-void cpu_cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx,
-                            int64_t rows, int64_t cols);
+void cpu_cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
+                       int64_t ignore_index);
+void cpu_cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx,
+                            int64_t rows, int64_t cols, int64_t ignore_index);
+
+// ---- embedding (embedding.cpp) -----------------------------------------------------
+// embedding:      out[t, :] = table[ids[t], :] for the n ids
+// embedding_grad: dtable[v, :] = sum over t with ids[t] == v of dy[t, :], in ascending t, f32
+// ids are i32, i64 or whole numbers in f32, each in [0, vocab) (tg::InputError otherwise).
+void cpu_embedding(const float* table, int64_t vocab, int64_t dim, const TensorView& ids, float* out, int64_t n);
+void cpu_embedding_grad(const float* dy, const TensorView& ids, float* dtable, int64_t vocab, int64_t dim, int64_t n);
+// cast, copy, reshape, slice and concat over i32 and i64 values (and cast between them and
+// the float dtypes: to an integer toward zero, saturating, NaN to 0; graph/float_formats.h).
+void run_cpu_ints(const OpCall& c, const CallGeometry& g);
 
 // ---- optimizer updates, in place (optimizer.cpp) --------------------------------
 // sgd:          p = p - lr * g

@@ -11,6 +11,7 @@ namespace tg::kernels {
 
 void run_cpu(const OpCall& c) {
   const CallGeometry g = check_op_call(c, "run_cpu");
+  if (call_has_ints(c)) return run_cpu_ints(c, g);
   if (!call_is_f32(c)) return run_cpu_widened(c);
   const TensorView& x = c.in[0];
   const TensorView& y = c.in[1];
@@ -58,8 +59,11 @@ void run_cpu(const OpCall& c) {
     case OpKind::mse_loss_grad: return cpu_mse_loss_grad(x.data, y.data, z, out, n);
     case OpKind::padded_mse_loss: return cpu_padded_mse_loss(x.data, y.data, z, out, n);
     case OpKind::padded_mse_loss_grad: return cpu_padded_mse_loss_grad(x.data, y.data, z, c.in[3].data, out, n);
-    case OpKind::cross_entropy: return cpu_cross_entropy(x.data, y.data, out, g.rows, g.cols);
-    case OpKind::cross_entropy_grad: return cpu_cross_entropy_grad(x.data, y.data, z, out, g.rows, g.cols);
+    case OpKind::cross_entropy: return cpu_cross_entropy(x.data, y, out, g.rows, g.cols, c.attrs->ignore_index);
+    case OpKind::cross_entropy_grad:
+      return cpu_cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, c.attrs->ignore_index);
+    case OpKind::embedding: return cpu_embedding(x.data, g.len, g.cols, y, out, g.rows);
+    case OpKind::embedding_grad: return cpu_embedding_grad(x.data, y, out, g.len, g.cols, g.rows);
     case OpKind::fill: return cpu_fill(out, c.attrs->value, n);
     case OpKind::sgd:
       if (op_update_guarded(c.op, c.num_inputs)) return cpu_multi_update(c);

@@ -31,8 +31,10 @@ void run_cpu_widened(const OpCall& c) {
   }
   for (int i = 0; i < c.num_inputs; ++i) {
     const TensorView& t = c.input(i);
-    widen(t, inputs[static_cast<size_t>(i)]);
-    const TensorView wide{inputs[static_cast<size_t>(i)].data(), t.shape, DType::F32};
+    // Ids and labels are read in their own dtype by the kernels that take them.
+    const bool keep = dtype_is_int(t.dtype);
+    if (!keep) widen(t, inputs[static_cast<size_t>(i)]);
+    const TensorView wide = keep ? t : TensorView{inputs[static_cast<size_t>(i)].data(), t.shape, DType::F32};
     if (i < kMaxOpInputs) w.in[static_cast<size_t>(i)] = wide;
     else more.push_back(wide);
   }

@@ -79,6 +79,8 @@ cudnnDataType_t dnn_type(DType dt) {
     case DType::F32: return CUDNN_DATA_FLOAT;
     case DType::BF16: return CUDNN_DATA_BFLOAT16;
     case DType::F16: return CUDNN_DATA_HALF;
+    case DType::I32:
+    case DType::I64: break;  // no convolution takes integers (graph/dtype_rules.h)
   }
   return CUDNN_DATA_FLOAT;
 }

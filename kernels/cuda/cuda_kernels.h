@@ -223,10 +223,24 @@ void padded_mse_loss(const float* p, const float* t, const float* count, float* 
 // a count that is not an integer in [1, n].
 void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
                           cudaStream_t s);
-void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
-                   cudaStream_t s);
-void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
-                        int64_t cols, cudaStream_t s);
+// Labels i32, i64 or f32 class indices; rows labelled ignore_index count nowhere (their
+// gradient rows are 0); every row ignored gives a NaN loss, as torch does.
+void cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
+                   int64_t ignore_index, cudaStream_t s);
+void cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx, int64_t rows,
+                        int64_t cols, int64_t ignore_index, cudaStream_t s);
+
+// ---- embedding (embedding.cu) and casts over integers (ints.cu) ----------------------
+// embedding: out[t, :] = table[ids[t], :] (a row of zeros for an id outside [0, g.len));
+// embedding_grad: dtable[v, :] = sum of the dy rows whose id is v, in ascending position,
+// f32, without atomics (ids outside the table are dropped). g: rows = ids, cols = dim,
+// len = vocabulary (check_op_call).
+void embedding(const TensorView& table, const TensorView& ids, const TensorView& out, const CallGeometry& g,
+               cudaStream_t s);
+void embedding_grad(const TensorView& dy, const TensorView& ids, const TensorView& dtable, const CallGeometry& g,
+                    cudaStream_t s);
+// cast where either side is i32 or i64 (elementwise.cu's cast hands these over).
+void cast_ints(const TensorView& x, const TensorView& y, cudaStream_t s);
 
 // ---- layout (layout.cu): moves of elements, never arithmetic, so any dtype is its bits --
 void transpose(const void* x, const int64_t* in_dims, int rank, const int* perm, void* y, cudaStream_t s,

@@ -90,8 +90,12 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::padded_mse_loss:
       return cuda::padded_mse_loss(x.data, y.data, z, out, n, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::padded_mse_loss_grad: return cuda::padded_mse_loss_grad(x.data, y.data, z, c.in[3].data, out, n, s);
-    case OpKind::cross_entropy: return cuda::cross_entropy(x.data, y.data, out, g.rows, g.cols, s);
-    case OpKind::cross_entropy_grad: return cuda::cross_entropy_grad(x.data, y.data, z, out, g.rows, g.cols, s);
+    case OpKind::cross_entropy:
+      return cuda::cross_entropy(x.data, y, out, g.rows, g.cols, c.attrs->ignore_index, s);
+    case OpKind::cross_entropy_grad:
+      return cuda::cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, c.attrs->ignore_index, s);
+    case OpKind::embedding: return cuda::embedding(x, y, c.out, g, s);
+    case OpKind::embedding_grad: return cuda::embedding_grad(x, y, c.out, g, s);
     case OpKind::fill: return cuda::fill(out, c.attrs->value, n, s);
     case OpKind::sgd:
       if (op_update_guarded(c.op, c.num_inputs)) return cuda::multi_update(c, s);

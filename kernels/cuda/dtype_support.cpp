@@ -37,7 +37,9 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::transpose:
     case OpKind::broadcast:
     case OpKind::concat:
-    case OpKind::slice: return true;
+    case OpKind::slice:
+    case OpKind::embedding:
+    case OpKind::embedding_grad: return true;
     // The GEMM family on the tensor cores through cuBLASLt (kernels/cuda/gemm/gemm.h).
     case OpKind::matmul:
     case OpKind::linear:
@@ -63,8 +65,19 @@ bool has_16bit_kernel(OpKind op) {
   }
 }
 
+// The ops that take integers as their first input: cast from them, and the layout ops
+// that move them (graph/dtype_rules.h); the ids and labels of the others are not their
+// first input, which is what the executors ask about.
+bool has_int_kernel(OpKind op) {
+  return op == OpKind::cast || op == OpKind::copy || op == OpKind::reshape || op == OpKind::slice ||
+         op == OpKind::concat;
+}
+
 }  // namespace
 
-bool has_kernel(OpKind op, DType dt) { return dt == DType::F32 || has_16bit_kernel(op); }
+bool has_kernel(OpKind op, DType dt) {
+  if (dtype_is_int(dt)) return has_int_kernel(op);
+  return dt == DType::F32 || has_16bit_kernel(op);
+}
 
 }  // namespace tg::kernels::cuda

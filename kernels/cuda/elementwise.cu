@@ -265,6 +265,7 @@ void cast(const TensorView& x, const TensorView& y, cudaStream_t s) {
                                   cudaMemcpyDeviceToDevice, s));
     return;
   }
+  if (dtype_is_int(x.dtype) || dtype_is_int(y.dtype)) return cast_ints(x, y, s);
   const void* in = x.data;
   void* out = y.data;
   detail::with_dtype(x.dtype, [&](auto from) {

@@ -1,11 +1,12 @@
 // The losses and their gradients (kernels/cpu/loss.cpp): mse_loss and
 // padded_mse_loss (a fixed-order chunked sum), their gradients (the elementwise
 // frame), cross_entropy and its gradient (the row frame with the softmax blocks).
-// A label that is not an integer class, or a count that is not an integer in [1, n],
-// cannot throw from a kernel: the loss or gradient becomes NaN.
+// A label that is not an integer class (nor ignore_index), or a count that is not an
+// integer in [1, n], cannot throw from a kernel: the loss or gradient becomes NaN.
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
@@ -137,41 +138,71 @@ void launch_mse(const float* p, const float* t, const float* count, float* loss,
   detail::launch(TG_LAUNCH_SITE, mse_final_kernel, 1, kMseThreads, s, partial, chunks, count, loss, n);
 }
 
-// The label as a column, or -1 when it is not an integer class in [0, cols).
-__device__ __forceinline__ int64_t label_col(const float* labels, int64_t row, int64_t cols) {
-  const float l = labels[row];
-  // In double: float(cols) rounds down for some cols > 2^24, which would refuse the last class.
-  return (l >= 0.0f && static_cast<double>(l) < static_cast<double>(cols) && l == floorf(l)) ? static_cast<int64_t>(l)
-                                                                                              : -1;
+// The label of a row as a column; kIgnoredRow when it is ignore_index, -1 when it is
+// not an integer class in [0, cols). Labels are i32, i64, or whole numbers in f32.
+constexpr int64_t kIgnoredRow = -2;
+template <typename L>
+__device__ __forceinline__ int64_t label_col(const L* labels, int64_t row, int64_t cols, int64_t ignore) {
+  if constexpr (std::is_integral_v<L>) {
+    const int64_t l = labels[row];
+    if (l == ignore) return kIgnoredRow;
+    return l >= 0 && l < cols ? l : -1;
+  } else {
+    const float l = labels[row];
+    if (l == floorf(l) && fabsf(l) < 9.2e18f && static_cast<int64_t>(l) == ignore) return kIgnoredRow;
+    // In double: float(cols) rounds down for some cols > 2^24, which would refuse the last class.
+    return (l >= 0.0f && static_cast<double>(l) < static_cast<double>(cols) && l == floorf(l)) ? static_cast<int64_t>(l)
+                                                                                                : -1;
+  }
 }
 
+// The rows not ignored, counted over every label by the G threads of a row group (an exact
+// integer count in a float below 2^24 rows). Each row's group counts again: the gradient
+// has no scratch to keep one count in.
+template <int G, typename L>
+__device__ __forceinline__ float kept_rows(const L* labels, int64_t rows, int64_t cols, int64_t ignore, int t,
+                                           float* smem) {
+  float kept = 0.0f;
+  for (int64_t r = t; r < rows; r += G) kept += label_col(labels, r, cols, ignore) != kIgnoredRow;
+  return group_sum<G>(kept, smem);
+}
+
+// A row's gradient scale: NaN for a bad label, 0 for an ignored row, dloss / kept otherwise.
+__device__ __forceinline__ float row_scale(int64_t label, float dloss, float kept) {
+  if (label == kIgnoredRow) return 0.0f;
+  return label < 0 ? NAN : dloss / kept;
+}
+
+template <typename L>
 struct CrossEntropyGradOp {
   const float* logits;
-  const float* labels;
+  const L* labels;
   const float* dloss;
   float* dx;
-  int64_t rows, cols;
+  int64_t rows, cols, ignore;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
     const float* xr = logits + row * cols;
     float* dxr = dx + row * cols;
-    const int64_t label = label_col(labels, row, cols);
+    const int64_t label = label_col(labels, row, cols, ignore);
+    const float kept = kept_rows<G>(labels, rows, cols, ignore, t, smem);
     RowCache<VPT> c;
     float m, s;
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
     const float inv = 1.0f / s;
-    const float scale = label < 0 ? NAN : dloss[0] / static_cast<float>(rows);
+    const float scale = row_scale(label, dloss[0], kept);
     TG_ROW_LOOP(k, j) { dxr[j] = (cached_exp(c, k, xr, j, m) * inv - (j == label ? 1.0f : 0.0f)) * scale; }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
-    const int64_t label = label_col(labels, row, cols);
+    const int64_t label = label_col(labels, row, cols, ignore);
+    const float kept = kept_rows<32>(labels, rows, cols, ignore, t, nullptr);
     float v[NV][4];
     load_row4<NV>(logits + row * cols, t, nq, v);
     float m, s;
     exp_sum4<NV>(v, t, nq, m, s);
     const float inv = 1.0f / s;
-    const float scale = label < 0 ? NAN : dloss[0] / static_cast<float>(rows);
+    const float scale = row_scale(label, dloss[0], kept);
     TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] = (v[k][i] * inv - (chunk_col(t, k) + i == label ? 1.0f : 0.0f)) * scale;
     store_row4<NV>(dx + row * cols, t, nq, v);
   }
@@ -180,31 +211,46 @@ struct CrossEntropyGradOp {
 // cross_entropy: one block of 32 warps, warp w takes rows w, w+32, ...; each warp
 // sums its row losses in double in row order, then warp 0 sums the 32 warp totals.
 // A fixed order without a scratch buffer; one SM is plenty for a loss over logits.
-template <int VPT>
-__global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits, const float* labels, float* loss,
-                                                             int64_t rows, int64_t cols) {
+// Ignored rows add nothing, to the sum or to the count it is divided by.
+template <int VPT, typename L>
+__global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits, const L* labels, float* loss,
+                                                             int64_t rows, int64_t cols, int64_t ignore) {
   pdl::prologue();
   constexpr int G = 32;
   __shared__ double totals[32];
+  __shared__ double counts[32];
   const int t = threadIdx.x & 31, w = threadIdx.x >> 5;
-  double acc = 0.0;
+  double acc = 0.0, kept = 0.0;
   for (int64_t r = w; r < rows; r += 32) {
     const float* xr = logits + r * cols;
+    const int64_t label = label_col(labels, r, cols, ignore);
+    if (label == kIgnoredRow) continue;  // the same branch for the whole warp
     RowCache<VPT> c;
     float m, s;
     exp_sum<G, VPT>(xr, cols, t, nullptr, c, m, s);
-    const int64_t label = label_col(labels, r, cols);
     const double lr = label < 0 ? static_cast<double>(NAN)
                                 : static_cast<double>(m) + log(static_cast<double>(s)) - xr[label];
     acc += lr;
+    kept += 1.0;
   }
-  if (t == 0) totals[w] = acc;
+  if (t == 0) {
+    totals[w] = acc;
+    counts[w] = kept;
+  }
   __syncthreads();
   if (w == 0) {
-    double v = totals[t];
-    v = detail::warp_sum(v);
-    if (t == 0) loss[0] = static_cast<float>(v / static_cast<double>(rows));
+    const double v = detail::warp_sum(totals[t]);
+    const double k = detail::warp_sum(counts[t]);
+    if (t == 0) loss[0] = static_cast<float>(v / k);  // every row ignored: 0 / 0, NaN, as torch gives
   }
+}
+
+// fn(L{}) with L the element type of the labels' dtype.
+template <typename Fn>
+void with_label_type(DType dt, Fn&& fn) {
+  if (dt == DType::I32) return fn(int32_t{});
+  if (dt == DType::I64) return fn(int64_t{});
+  return fn(float{});
 }
 
 }  // namespace
@@ -227,23 +273,31 @@ void padded_mse_loss(const float* p, const float* t, const float* count, float* 
   launch_mse(p, t, count, loss, n, scratch, scratch_bytes, s);
 }
 
-void cross_entropy_grad(const float* logits, const float* labels, const float* dloss, float* dx, int64_t rows,
-                        int64_t cols, cudaStream_t s) {
-  launch_rows(CrossEntropyGradOp{logits, labels, dloss, dx, rows, cols}, rows, cols,
-              aligned16(logits) && aligned16(dx), s);
+void cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx, int64_t rows,
+                        int64_t cols, int64_t ignore_index, cudaStream_t s) {
+  with_label_type(labels.dtype, [&](auto le) {
+    using L = decltype(le);
+    launch_rows(CrossEntropyGradOp<L>{logits, elements<const L>(labels.data), dloss, dx, rows, cols, ignore_index},
+                rows, cols, aligned16(logits) && aligned16(dx), s);
+  });
 }
 
-void cross_entropy(const float* logits, const float* labels, float* loss, int64_t rows, int64_t cols,
-                   cudaStream_t s) {
+void cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
+                   int64_t ignore_index, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  if (cols <= 32)
-    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<1>, 1, 1024, s, logits, labels, loss, rows, cols);
-  else if (cols <= 128)
-    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<4>, 1, 1024, s, logits, labels, loss, rows, cols);
-  else if (cols <= 512)
-    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<16>, 1, 1024, s, logits, labels, loss, rows, cols);
-  else
-    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<0>, 1, 1024, s, logits, labels, loss, rows, cols);
+  with_label_type(labels.dtype, [&](auto le) {
+    using L = decltype(le);
+    const L* l = elements<const L>(labels.data);
+    if (cols <= 32)
+      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<1, L>, 1, 1024, s, logits, l, loss, rows, cols, ignore_index);
+    else if (cols <= 128)
+      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<4, L>, 1, 1024, s, logits, l, loss, rows, cols, ignore_index);
+    else if (cols <= 512)
+      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<16, L>, 1, 1024, s, logits, l, loss, rows, cols,
+                     ignore_index);
+    else
+      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<0, L>, 1, 1024, s, logits, l, loss, rows, cols, ignore_index);
+  });
 }
 
 }  // namespace tg::kernels::cuda

@@ -66,7 +66,11 @@ decltype(auto) with_dtype(DType dt, Fn&& fn) {
   switch (dt) {
     case DType::BF16: return fn(std::integral_constant<DType, DType::BF16>{});
     case DType::F16: return fn(std::integral_constant<DType, DType::F16>{});
-    case DType::F32: break;
+    case DType::F32:
+    // The float kernels never see an integer: the dtype rules (graph/dtype_rules.h) and
+    // has_kernel (dtype_support.cpp) keep i32 and i64 to the ops that read them as such.
+    case DType::I32:
+    case DType::I64: break;
   }
   return fn(std::integral_constant<DType, DType::F32>{});
 }

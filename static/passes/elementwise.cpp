@@ -140,6 +140,8 @@ Graph pass_elementwise(const Graph& g) {
   const std::vector<int> order = g.topo_order();
   std::vector<bool> taken(g.nodes.size(), false);
   auto shape_of = [&](int v) -> const Shape& { return g.values[static_cast<size_t>(v)].shape; };
+  // A copy of integers (ids) is no float program's.
+  auto is_int = [&](int v) { return dtype_is_int(g.values[static_cast<size_t>(v)].dtype); };
   // The op reading node n's output that may continue its chain, or -1.
   auto next_of = [&](int n) {
     const int out = g.nodes[static_cast<size_t>(n)].outputs[0];
@@ -149,14 +151,16 @@ Graph pass_elementwise(const Graph& g) {
     if (readers.size() != 1 || !rw.only_reader(out, readers[0])) return -1;
     const int r = readers[0];
     const Node& rn = g.nodes[static_cast<size_t>(r)];
-    if (!chain_op(rn.op) || taken[static_cast<size_t>(r)] || shape_of(rn.outputs[0]) != shape_of(out)) return -1;
+    if (!chain_op(rn.op) || taken[static_cast<size_t>(r)] || shape_of(rn.outputs[0]) != shape_of(out) ||
+        is_int(rn.outputs[0]))
+      return -1;
     // A bias_add continues the chain through its x, not through its bias.
     if (rn.op == OpKind::bias_add && rn.inputs[0] != out) return -1;
     return r;
   };
   for (int head : order) {
     const Node& h = g.nodes[static_cast<size_t>(head)];
-    if (taken[static_cast<size_t>(head)] || !chain_op(h.op)) continue;
+    if (taken[static_cast<size_t>(head)] || !chain_op(h.op) || is_int(h.outputs[0])) continue;
     Chain chain;
     chain.append(head, h, -1);
     taken[static_cast<size_t>(head)] = true;

@@ -37,7 +37,7 @@ TEST_CASE("gradcheck: every differentiable op of the table, every sample") {
                 if (k == s.count_input) {
                   ins.push_back(fill(b, s.in[i], s.count));
                 } else if (k == s.labels_input) {
-                  ins.push_back(b.input("labels", s.in[i]));
+                  ins.push_back(b.input("labels", s.in[i], s.labels_dtype));
                 } else {
                   ins.push_back(b.input("x" + std::to_string(i), s.in[i]));
                   if (op_has_gradient_for(op, k)) wrt.push_back(ins.back());

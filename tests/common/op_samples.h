@@ -29,6 +29,9 @@ struct OpSample {
   // elements (padded_mse_loss) with this value.
   int labels_input = -1;
   int64_t classes = 0;
+  // The labels input's dtype: i32 or i64 (embedding's ids, cross_entropy's labels), or f32
+  // class indices (held as whole numbers in f32, the form cross_entropy took first).
+  DType labels_dtype = DType::F32;
   // Loss scaling's found-inf flags (a guarded update's last input, found_inf's and
   // update_scale's) are this input too, so that a sample fixes whether the flag is set.
   int count_input = -1;
@@ -250,11 +253,20 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     }
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad: {
-      OpSample s = sample("[4,5], 4 labels", op == OpKind::cross_entropy ? std::vector<Shape>{{4, 5}, {4}}
-                                                                         : std::vector<Shape>{{4, 5}, {4}, {1}});
-      s.labels_input = 1;
-      s.classes = 5;
-      return {tol(s, 1e-5, 1e-5)};
+      auto labels = [op, &sample, &tol](std::string what, Shape logits, DType dt, int64_t ignore) {
+        OpSample s = sample(std::move(what), op == OpKind::cross_entropy ? std::vector<Shape>{logits, {logits[0]}}
+                                                                         : std::vector<Shape>{logits, {logits[0]}, {1}});
+        s.labels_input = 1;
+        s.classes = logits[1];
+        s.labels_dtype = dt;
+        s.attrs.ignore_index = ignore;
+        return tol(s, 1e-5, 1e-5);
+      };
+      // With ignore_index a class the labels are drawn from, some rows are ignored.
+      return {labels("[4,5], 4 labels", {4, 5}, DType::F32, -100),
+              labels("[4,5], i64 labels", {4, 5}, DType::I64, -100),
+              labels("[8,3], i32 labels, ignore_index 1", {8, 3}, DType::I32, 1),
+              labels("[8,3], f32 labels, ignore_index 2", {8, 3}, DType::F32, 2)};
     }
     case OpKind::fill:
       return {with(sample("[3,4] of 2.5", {}), [](Attrs& t) {
@@ -518,6 +530,24 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       return {positive_norm(with(sample("clipped", {m, {1}}), clip(0.1f))),
               positive_norm(with(sample("under max_norm", {m, {1}}), clip(10.0f)))};
     }
+    case OpKind::embedding:
+    case OpKind::embedding_grad: {
+      // (table, ids) or (dy, ids): the ids in [0, vocabulary), repeated in the gradient's
+      // samples (more ids than rows), so that rows sum several dy rows.
+      auto ids = [op, &sample](std::string what, int64_t vocab, int64_t dim, Shape ids, DType dt) {
+        Shape dy = ids;
+        dy.dims[static_cast<size_t>(dy.rank++)] = dim;
+        OpSample s = sample(std::move(what), op == OpKind::embedding ? std::vector<Shape>{{vocab, dim}, ids}
+                                                                     : std::vector<Shape>{dy, ids});
+        s.labels_input = 1;
+        s.classes = vocab;
+        s.labels_dtype = dt;
+        if (op == OpKind::embedding_grad) s.attrs.size = vocab;
+        return s;
+      };
+      return {ids("[5,3] table, 4 i64 ids", 5, 3, {4}, DType::I64), ids("[3,4] table, [2,5] i32 ids", 3, 4, {2, 5}, DType::I32),
+              ids("[7,6] table, [2,3,4] i64 ids", 7, 6, {2, 3, 4}, DType::I64)};
+    }
     case OpKind::sgd_momentum_multi:
       return {with(sample("1 tensor", {m, m, m}),
                    [](Attrs& t) {
@@ -539,6 +569,17 @@ inline std::vector<OpSample> op_samples(OpKind op) {
 // |x| in [0.25, 1) for x in [-1, 1): the data of a positive input.
 inline void make_positive(std::vector<float>& v) {
   for (float& x : v) x = 0.25f + 0.75f * (x < 0 ? -x : x);
+}
+
+// The dtype of input i of a sample whose float inputs are `dt`: the labels input keeps
+// its own (integers, or f32 class indices).
+inline DType sample_input_dtype(const OpSample& s, size_t i, DType dt = DType::F32) {
+  return static_cast<int>(i) == s.labels_input ? s.labels_dtype : dt;
+}
+inline std::vector<DType> sample_dtypes(const OpSample& s, DType dt = DType::F32) {
+  std::vector<DType> out;
+  for (size_t i = 0; i < s.in.size(); ++i) out.push_back(sample_input_dtype(s, i, dt));
+  return out;
 }
 
 // Fresh input data for a sample: uniform in [-1, 1), but the labels, the count and the

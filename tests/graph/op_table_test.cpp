@@ -44,7 +44,7 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
     else if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
     else if (op_update_writes(op, static_cast<int>(i), static_cast<int>(s.in.size())))
       r.ins.push_back(optimizer_state_of_shape(b, s.in[i], name));
-    else r.ins.push_back(b.input(name, s.in[i]));
+    else r.ins.push_back(b.input(name, s.in[i], sample_input_dtype(s, i)));
   }
   r.out = b.apply(op, r.ins, s.attrs, "node");
   if (r.out.valid()) b.mark_output(r.out);
@@ -90,11 +90,11 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
     CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
-      const std::vector<DType> f32(s.in.size(), DType::F32);
+      const std::vector<DType> f32 = sample_dtypes(s);
       CHECK(infer_dtypes(op, f32, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), DType::F32));
       if (op_traits(op).dtype_rule == op_table::kTypeCast) continue;  // its own case below
       for (DType low : {DType::BF16, DType::F16}) {
-        const std::vector<DType> all_low(s.in.size(), low);
+        const std::vector<DType> all_low = sample_dtypes(s, low);
         if (s.in.empty()) continue;
         if (op_is_f32_only(op)) {
           CHECK_THROWS_WITH_AS(infer_dtypes(op, all_low, s.attrs, "sample"),
@@ -102,7 +102,7 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
           continue;
         }
         CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), low));
-        if (s.in.size() < 2) continue;
+        if (s.in.size() < 2 || op_input_is_index(op, static_cast<int>(s.in.size()) - 1)) continue;
         std::vector<DType> mixed = all_low;
         mixed.back() = DType::F32;
         const std::string why = fmt::format("input {} is f32 but input 0 is {}", mixed.size() - 1, dtype_name(low));

@@ -161,7 +161,7 @@ TEST_CASE("validate: dtypes follow the op table's dtype rule") {
   CHECK_HAS(all_bf16.g, "output 'n3' is recorded as f16, but its inputs give bf16");
   Mlp corrupt;
   corrupt.g.values[1].dtype = static_cast<DType>(9);
-  CHECK_HAS(corrupt.g, "value 'w0': dtype #9 is not a dtype; use f32, bf16 or f16");
+  CHECK_HAS(corrupt.g, "value 'w0': dtype #9 is not a dtype; use f32, bf16, f16, i32 or i64");
 }
 
 TEST_CASE("validate: losses and updates run in f32 only") {

@@ -105,8 +105,12 @@ TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f3
         c.attrs = &s.attrs;
         c.num_inputs = static_cast<int>(ins.size());
         for (size_t k = 0; k < ins.size(); ++k) {
-          if (k < c.in.size()) c.in[k] = ins[k].view(dt);
-          else more.push_back(ins[k].view(dt));
+          // Ids stay whole numbers in f32 views (the form the interpreter holds them in).
+          const kernels::TensorView v = static_cast<int>(k) == s.labels_input
+                                            ? kernels::TensorView{wide[k].data.data(), s.in[k], DType::F32}
+                                            : ins[k].view(dt);
+          if (k < c.in.size()) c.in[k] = v;
+          else more.push_back(v);
         }
         c.more = more.empty() ? nullptr : more.data();
         c.out = out.view(dt);

@@ -137,6 +137,7 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed, DType dt) {
   c.dtype = dt;
   c.labels_input = s.labels_input;
   c.labels_classes = s.classes;
+  c.labels_dtype = s.labels_dtype;
   c.count_input = s.count_input;
   c.count_value = s.count;
   c.positive_inputs = s.positive_inputs;
@@ -226,7 +227,8 @@ struct Outputs {
 template <typename T, typename Run>
 Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>>& inputs, Run run) {
   const int nin = static_cast<int>(c.in.size());
-  const std::vector<DType> in_dt(c.in.size(), dt);
+  std::vector<DType> in_dt(c.in.size(), dt);
+  if (c.labels_input >= 0 && dtype_is_int(c.labels_dtype)) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
   std::vector<std::unique_ptr<T>> ins;
   kernels::OpCall call;
   call.op = c.op;
@@ -235,9 +237,9 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
   for (int i = 0; i < nin; ++i) {
     const auto k = static_cast<size_t>(i);
-    ins.push_back(std::make_unique<T>(c.in[k].numel(), c.unaligned, dt));
+    ins.push_back(std::make_unique<T>(c.in[k].numel(), c.unaligned, in_dt[k]));
     ins.back()->upload(inputs[k]);
-    const kernels::TensorView v{ins.back()->ptr, c.in[k], dt};
+    const kernels::TensorView v{ins.back()->ptr, c.in[k], in_dt[k]};
     if (i < kMaxOpInputs) call.in[k] = v;
     else more.push_back(v);
   }

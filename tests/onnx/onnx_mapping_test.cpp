@@ -493,13 +493,44 @@ TEST_CASE("onnx mapping: float16 and bfloat16 inputs, initializers and Cast keep
     }
   CHECK(found);
 
-  ModelBuilder to_int;
-  to_int.input("x", {2, 3}).node("Cast", {"x"}, {"y"}, {{"to", ai(7)}}).output("y");
-  CHECK(refusal(to_int).find("casts a tensor to ONNX type 7; the IR computes in float (1), float16 (10) and bfloat16 (16) only") !=
-        std::string::npos);
+  ModelBuilder to_double;
+  to_double.input("x", {2, 3}).node("Cast", {"x"}, {"y"}, {{"to", ai(11)}}).output("y");
+  CHECK(refusal(to_double).find("casts a tensor to ONNX type 11; the IR's values are float (1)") != std::string::npos);
   ModelBuilder mixed;  // an f16 input and an f32 weight: the dtype rule names the node
   mixed.input("x", {2, 3}, "float16").init("w", {3, 2}, {1, 2, 3, 4, 5, 6}).node("MatMul", {"x", "w"}, {"y"}).output("y");
   CHECK(refusal(mixed).find("input 1 is f32 but input 0 is f16") != std::string::npos);
+}
+
+TEST_CASE("onnx mapping: int64 ids, Gather on a table -> embedding, Cast to and from integers") {
+  ModelBuilder mb;
+  std::vector<float> table = seq(10 * 4);
+  mb.input("ids", {2, 3}, "int64").init("weight", {10, 4}, table);
+  mb.node("Gather", {"weight", "ids"}, {"emb"});
+  mb.node("Cast", {"ids"}, {"idf"}, {{"to", ai(1)}});  // ids as floats
+  mb.node("Cast", {"idf"}, {"back"}, {{"to", ai(6)}});  // and to int32
+  mb.output("emb").output("idf").output("back");
+  const Graph g = mb.import();
+  CHECK(validation_errors(g).empty());
+  CHECK(g.values[static_cast<size_t>(g.find_value("ids"))].dtype == DType::I64);
+  CHECK(g.values[static_cast<size_t>(g.find_value("back"))].dtype == DType::I32);
+  bool has_embedding = false;
+  for (const Node& n : g.nodes) has_embedding = has_embedding || n.op == OpKind::embedding;
+  CHECK(has_embedding);
+  const std::vector<float> ids = {9, 0, 3, 3, 1, 7};
+  std::vector<float> want;
+  for (float id : ids)
+    for (int j = 0; j < 4; ++j) want.push_back(table[static_cast<size_t>(id) * 4 + static_cast<size_t>(j)]);
+  CHECK(run(g, {{"ids", ids}}, "emb") == want);  // rows copied: the same floats
+  CHECK(run(g, {{"ids", ids}}, "back") == ids);
+
+  ModelBuilder axis1;  // rows only: a Gather along axis 1 with computed indices is refused
+  axis1.input("ids", {3}, "int64").init("weight", {10, 4}, table);
+  axis1.node("Gather", {"weight", "ids"}, {"y"}, {{"axis", ai(1)}}).output("y");
+  CHECK(refusal(axis1).find("the IR's embedding takes rows (axis 0) of a 2-D table") != std::string::npos);
+  ModelBuilder float_ids;
+  float_ids.input("ids", {3}).init("weight", {10, 4}, table);
+  float_ids.node("Gather", {"weight", "ids"}, {"y"}).output("y");
+  CHECK(refusal(float_ids).find("an embedding's ids are int32 or int64") != std::string::npos);
 }
 
 TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the op and why") {
@@ -528,7 +559,11 @@ TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the 
   CHECK(refusal(order).find("topological order") != std::string::npos);
   ModelBuilder ints;
   ints.input("ids", {2, 3}, "int64").node("Relu", {"ids"}, {"y"}).output("y");
-  CHECK(refusal(ints).find("input 'ids': is int64") != std::string::npos);
+  CHECK(refusal(ints).find("input 0 is i64, an integer; relu takes float values only") != std::string::npos);
+  ModelBuilder doubles;
+  doubles.input("x", {2, 3}, "double").node("Relu", {"x"}, {"y"}).output("y");
+  CHECK(refusal(doubles).find("input 'x': is double; the IR's values are float, float16, bfloat16, and int32 or int64") !=
+        std::string::npos);
   ModelBuilder constant_out;
   constant_out.input("x", {2, 3}).init("c", {2}, {1, 2}).node("Identity", {"c"}, {"y"}).output("y");
   CHECK(refusal(constant_out).find("output 'y' is a constant") != std::string::npos);

@@ -76,6 +76,45 @@ TEST_CASE("onnx fixtures: the committed graph files and weights are what importi
   }
 }
 
+TEST_CASE("onnx fixtures: nn.Embedding's export (Gather, int64 ids) imports as embedding and picks the table's rows") {
+  if (!onnx::have_onnx_reader()) {
+    std::printf("TG_SKIP: this build has no ONNX support (libonnx-dev or libprotobuf-dev not found)\n");
+    return;
+  }
+  const std::string path = onnx_dir() + "embedding.onnx";
+  const onnx::Imported im = onnx::import_model(onnx::read_model_file(path), {}, path);
+  const Graph& g = im.graph;
+  const int ids = g.find_value("ids");
+  REQUIRE(ids >= 0);
+  CHECK(g.values[static_cast<size_t>(ids)].dtype == DType::I64);
+  REQUIRE(g.nodes.size() == 1);
+  CHECK(g.nodes[0].op == OpKind::embedding);
+  const ValueInfo& table = g.values[static_cast<size_t>(g.nodes[0].inputs[0])];
+  REQUIRE(static_cast<bool>(table.init.data));
+  REQUIRE(table.shape == Shape{10, 4});
+  const std::vector<float> feed = {7, 0, 9};  // ids [1, 3]
+  std::vector<float> want;
+  for (float id : feed)
+    for (size_t j = 0; j < 4; ++j) want.push_back((*table.init.data)[static_cast<size_t>(id) * 4 + j]);
+  std::vector<std::vector<float>> values = make_values(g, 0);
+  values[static_cast<size_t>(ids)] = feed;
+  interpret(g, values);
+  CHECK(same_bits(values[static_cast<size_t>(g.outputs[0])], want));
+  // Both executors on the CPU backend, with the ids fed as i64.
+  auto be = std::shared_ptr<Backend>(make_cpu_backend());
+  const GraphModel gm = graph_model(g);
+  CompileOptions co;
+  co.training = false;
+  co.backend = be;
+  CompiledPlan p = compile(gm.infer_fn, co);
+  p.run({{"ids", feed}});
+  CHECK(same_bits(p.read(p.prediction), want));
+  DynamicOptions o;
+  o.inference = true;
+  DynamicTrainer dyn(gm.infer_fn, *be, "caching", o);
+  CHECK(same_bits(dyn.run_inference({{"ids", feed}}), want));
+}
+
 TEST_CASE("onnx fixtures: the TorchScript export's formulas (LayerNorm, tanh GELU, Div) import as the dynamo export's ops") {
   auto ops = [](const Graph& g) {
     std::map<std::string, int> n;

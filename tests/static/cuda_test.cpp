@@ -202,6 +202,11 @@ TEST_CASE("static == dynamic bitwise on CUDA: transformer_block with fused atten
       testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "fused attention bf16", graph, 0,
                                        Precision::bf16);
     }
+TEST_CASE("static == dynamic bitwise on CUDA: a token model with i64 ids and labels, embedding, ignore_index") {
+  TG_REQUIRE_GPU();
+  for (bool graph : {true, false}) {
+    testing::check_static_vs_dynamic(gpu, testing::token_model(11, 3), "tokens", graph, 11);
+    testing::check_static_vs_dynamic(gpu, testing::token_model(11, 3), "tokens bf16", graph, 11, Precision::bf16);
   }
 }
 

@@ -19,11 +19,26 @@ inline Feeds random_feeds(const std::map<std::string, Shape>& shapes, uint64_t s
   uint64_t salt = 0;
   for (const auto& [name, s] : shapes) {
     std::vector<float> v(static_cast<size_t>(s.numel()));
-    if (name == "labels") random_labels(v, seed + salt++, classes);
+    if (name == "labels" || name == "ids") random_labels(v, seed + salt++, classes);
     else random_fill(v, seed + salt++);
     f[name] = v;
   }
   return f;
+}
+
+// A token model: ids [4,6] i64 -> embedding of a [vocab, 8] table -> [24, 8] -> a linear
+// layer to vocab logits -> cross_entropy with i64 labels, the rows labelled
+// ignore_index counting nowhere. Its ids and labels are both in [0, vocab): feed
+// random_feeds with classes = vocab.
+inline ModelFn token_model(int64_t vocab, int64_t ignore_index) {
+  return [vocab, ignore_index](Builder& b) {
+    const Value ids = b.input("ids", {4, 6}, DType::I64);
+    const Value labels = b.input("labels", {24}, DType::I64);
+    const Value table = b.parameter("table", {vocab, 8});
+    const Value w = b.parameter("w", {8, vocab});
+    const Value logits = matmul(b, reshape(b, embedding(b, table, ids), Shape{24, 8}), w);
+    return ModelOutputs{logits, cross_entropy(b, logits, labels, ignore_index)};
+  };
 }
 
 inline std::map<std::string, Shape> input_shapes_of(const Graph& g) {

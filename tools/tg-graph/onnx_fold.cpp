@@ -297,9 +297,9 @@ void add_constant_handlers(std::map<std::string, Handler>& h) {
     const int64_t to = im.attr_i("to", 1);
     if (im.in(0).constant) return im.set_const(fold_cast(im.in(0).c, to, im.where()));
     DType dt = DType::F32;
-    if (!onnx_float_dtype(to, dt))
-      im.refuse(fmt::format("casts a tensor to ONNX type {}; the IR computes in float (1), float16 (10) and bfloat16 "
-                            "(16) only", to));
+    if (!onnx_value_dtype(to, dt))
+      im.refuse(fmt::format("casts a tensor to ONNX type {}; the IR's values are float (1), float16 (10), bfloat16 "
+                            "(16), int32 (6) and int64 (7)", to));
     const Value x = im.value(0);
     if (x.dtype == dt) return im.alias(im.in(0));
     Attrs at;
@@ -316,10 +316,25 @@ void add_constant_handlers(std::map<std::string, Handler>& h) {
     im.set_const(i64_tensor({static_cast<int64_t>(v.size())}, v));
   };
   h["Gather"] = [](Importer& im) {
-    if (!im.in(0).constant)
-      im.refuse("gathers from a computed tensor (an embedding lookup?); the IR has no gather: feed the embedded "
-                "inputs instead");
-    im.set_const(fold_gather(im.in(0).c, im.constant(1, "indices"), im.attr_i("axis", 0), im.fold_room(), im.where()));
+    if (im.in(0).constant && im.in(1).constant)
+      return im.set_const(
+          fold_gather(im.in(0).c, im.constant(1, "indices"), im.attr_i("axis", 0), im.fold_room(), im.where()));
+    // Indices computed at run time (token ids): rows of a [vocabulary, dim] table, an
+    // embedding lookup. Negative indices (ONNX counts them from the end) are ids outside
+    // the table to the IR's embedding.
+    const Dims& table = im.in(0).dims;
+    const int64_t axis = im.attr_i("axis", 0);
+    if (table.size() != 2 || (axis != 0 && axis != -2))
+      im.refuse(fmt::format("gathers along axis {} of a {} tensor with computed indices; the IR's embedding takes "
+                            "rows (axis 0) of a 2-D table", axis, dims_str(table)));
+    if (im.in(1).constant)
+      im.refuse("gathers constant indices from a computed tensor; the IR's embedding takes its ids as an input");
+    const Value ids = im.value(1);
+    if (!dtype_is_int(ids.dtype))
+      im.refuse(fmt::format("its indices are {}; an embedding's ids are int32 or int64", dtype_name(ids.dtype)));
+    Dims out = im.in(1).dims;
+    out.push_back(table[1]);
+    im.set(im.apply(OpKind::embedding, {im.value(0), ids}, {}, im.out_name()), out);
   };
   h["ConstantOfShape"] = [](Importer& im) {
     const std::vector<int64_t> shape = im.ints_input(0, "shape");

@@ -125,8 +125,8 @@ Value Importer::value_of(const Sym& s, const std::string& name) {
     refuse(fmt::format("{} keeps its data in an external file, which twograph does not read; save the model with "
                        "the weights inside (onnx.save(model, path, save_as_external_data=False))", quote_name(name)));
   if (s.c.type != Tensor::Type::f32)
-    refuse(fmt::format("{} is a tensor of {} used as data; the IR computes in f32 only", quote_name(name),
-                       s.c.type_name));
+    refuse(fmt::format("{} is a constant tensor of {} used as data; the IR's constants are float (integers enter "
+                       "a graph as inputs: make it a graph input and feed it)", quote_name(name), s.c.type_name));
   for (size_t k = 0; k < s.c.f.size(); ++k)
     if (!std::isfinite(s.c.f[k]))
       refuse(fmt::format("{} holds {} at element {}; it becomes a parameter, and the IR's parameters are finite "
@@ -307,9 +307,9 @@ void Importer::declare_inputs() {
     node_ = nullptr;
     const std::string w = fmt::format("{}: input {}", source_, quote_name(d.name));
     DType dtype = DType::F32;
-    if (!onnx_float_dtype(d.elem_type, dtype))
-      graph_error("{}: is {}; the IR computes in float, float16 and bfloat16 only (token ids and embedding lookups are "
-                  "not in the IR)", w, d.elem_type);
+    if (!onnx_value_dtype(d.elem_type, dtype))
+      graph_error("{}: is {}; the IR's values are float, float16, bfloat16, and int32 or int64 (ids and labels)", w,
+                  d.elem_type);
     if (!d.has_shape) graph_error("{}: has no shape in the file; export with example inputs of a fixed shape", w);
     Dims dims;
     for (const Dim& x : d.dims) {

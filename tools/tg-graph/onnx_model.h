@@ -28,6 +28,19 @@ inline bool onnx_float_dtype(const std::string& type_name, DType& out) {
   if (type_name == "bfloat16") return onnx_float_dtype(16, out);
   return false;
 }
+// The IR dtype of an ONNX element type a value may have: a float type above, or INT32
+// (6, "int32") and INT64 (7, "int64"), the ids and labels (graph/dtype_rules.h).
+inline bool onnx_value_dtype(int64_t onnx_type, DType& out) {
+  if (onnx_type == 6) out = DType::I32;
+  else if (onnx_type == 7) out = DType::I64;
+  else return onnx_float_dtype(onnx_type, out);
+  return true;
+}
+inline bool onnx_value_dtype(const std::string& type_name, DType& out) {
+  if (type_name == "int32") return onnx_value_dtype(6, out);
+  if (type_name == "int64") return onnx_value_dtype(7, out);
+  return onnx_float_dtype(type_name, out);
+}
 
 // A constant tensor: an initializer, or a Constant node's value. Integer types
 // are widened to int64 and float64 narrowed to float; others keep their type name

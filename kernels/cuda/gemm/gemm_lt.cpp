@@ -43,6 +43,8 @@ cudaDataType_t lt_data_type(DType dt) {
     case DType::F32: return CUDA_R_32F;
     case DType::BF16: return CUDA_R_16BF;
     case DType::F16: return CUDA_R_16F;
+    case DType::I32:
+    case DType::I64: break;  // no GEMM takes integers (graph/dtype_rules.h)
   }
   return CUDA_R_32F;
 }
