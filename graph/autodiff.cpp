@@ -278,7 +278,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::adamw:
     case OpKind::adamw_multi:
     case OpKind::global_norm:
-    case OpKind::clip_by_norm: break;
+    case OpKind::clip_by_norm:
+    case OpKind::all_reduce: break;
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (need(i) && !g[i].valid())

@@ -460,6 +460,9 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       return {positive_norm(with(sample("clipped", {m, {1}}), clip(0.1f))),
               positive_norm(with(sample("under max_norm", {m, {1}}), clip(10.0f)))};
     }
+    // Outside a group (no communicator): the mean over one rank, the input itself. The
+    // collective is tested over thread ranks in tests/kernels/collective_test.cpp.
+    case OpKind::all_reduce: return {sample("a bucket [17]", {{17}}), sample("[3,4]", {m})};
     case OpKind::sgd_momentum_multi:
       return {with(sample("1 tensor", {m, m, m}),
                    [](Attrs& t) {
