@@ -7,7 +7,7 @@
 //   - ThreadGroup (kernels/thread_group.h): N ranks as threads of one process on the CPU
 //     backend, so that the graph logic, the bucketing and the equality of the executors
 //     are tested without a GPU;
-//   - NCCL (kernels/cuda/nccl_communicator.h): one process per GPU.
+//   - NCCL (kernels/cuda/collective.h): one process per GPU.
 // Every rank must issue the same collectives, with the same element counts, in the same
 // order; both executors do, because both build the buckets through graph/data_parallel.h.
 #include <cstdint>
