@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "graph/errors.h"
@@ -28,6 +29,28 @@ std::vector<std::vector<int>> gradient_buckets(const std::vector<Shape>& shapes,
   if (!open.empty()) buckets.push_back(std::move(open));
   return buckets;
 }
+
+namespace {
+
+// One flat bucket from its flat gradients. The dynamic executor applies ops of at most
+// kMaxOpInputs inputs, so more are joined in a tree of concats, each level one more copy.
+Value join(Builder& b, std::vector<Value> parts, const std::string& name) {
+  Attrs along_0;
+  along_0.axis = 0;
+  while (parts.size() > 1) {
+    std::vector<Value> level;
+    for (size_t i = 0; i < parts.size(); i += kMaxOpInputs) {
+      const std::vector<Value> group(parts.begin() + static_cast<std::ptrdiff_t>(i),
+                                     parts.begin() + static_cast<std::ptrdiff_t>(std::min(parts.size(), i + kMaxOpInputs)));
+      const bool last = parts.size() <= static_cast<size_t>(kMaxOpInputs);
+      level.push_back(group.size() == 1 ? group[0] : b.apply(OpKind::concat, group, along_0, last ? name : ""));
+    }
+    parts = std::move(level);
+  }
+  return parts[0];
+}
+
+}  // namespace
 
 GradientReducer::GradientReducer(Builder& b, const std::vector<Value>& params, const std::vector<std::string>& names,
                                  const DataParallelOptions& opt)
@@ -65,9 +88,7 @@ void GradientReducer::reduce_bucket(size_t k) {
     const size_t i = static_cast<size_t>(p);
     flat.push_back(reshape(b_, grads_[i], Shape{params_[i].shape.numel()}));
   }
-  Attrs along_0;
-  along_0.axis = 0;
-  const Value joined = flat.size() == 1 ? flat[0] : b_.apply(OpKind::concat, flat, along_0, name);
+  const Value joined = join(b_, flat, name);
   const Value mean = b_.apply(OpKind::all_reduce, {joined}, {}, name + ".reduced");
   int64_t start = 0;
   for (int p : bucket) {

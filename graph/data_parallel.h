@@ -10,9 +10,10 @@
 // handed to the reducer as soon as it is final (graph/autodiff.h's GradientReady); a bucket
 // whose gradients are all in is reduced at once if every bucket before it has been, so every
 // rank issues its collectives in bucket order, whatever order its gradients arrive in. A
-// bucket is flattened (reshape, a view), joined (concat, one copy in), averaged over the ranks
-// in place (all_reduce) and split back (slice, one copy out, then reshape): DDP's copies into
-// and out of its bucket buffers.
+// bucket is flattened (reshape, a view), joined (concat, one copy in; a tree of concats past
+// kMaxOpInputs gradients, the most inputs the dynamic executor applies), averaged over the
+// ranks in place (all_reduce) and split back (slice, one copy out, then reshape): DDP's copies
+// into and out of its bucket buffers.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -150,6 +150,18 @@ TEST_CASE("data parallel: static == dynamic bitwise under AdamW with clipping, b
     testing::check_ranks_agree(
         train_data_parallel(transformer_at, batch, 2, cfg, global_feeds(transformer_at(batch), 3)));
   }
+  {
+    // 16 parameters in one bucket: joined in a tree of concats (at most kMaxOpInputs inputs each).
+    auto deep_at = [](int64_t b) { return testing::mlp_model(testing::mlp_config(b, 12, 16, 8, 4)); };
+    const Graph g = build_training_graph(deep_at(batch), [] {
+      TrainOptions o;
+      o.data_parallel.enabled = true;
+      return o;
+    }());
+    CHECK(testing::count_op(g, OpKind::all_reduce) == 1);
+    CHECK(testing::count_op(g, OpKind::concat) == 4);  // of six, six and four gradients, then of those three
+    testing::check_ranks_agree(train_data_parallel(deep_at, batch, 2, RunConfig{}, global_feeds(deep_at(batch), 3)));
+  }
 }
 
 // The mean over ranks of the per-rank mean gradients is the global batch's mean gradient, up
