@@ -2,14 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
 
 #include "experiments/harness/exec_common.h"
+#include "experiments/harness/ranks.h"
 #include "kernels/thread_group.h"
 #include "static/compiler.h"
+#if TWOGRAPH_HAVE_CUDA
+#include "kernels/cuda/collective.h"
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 namespace th = tg::harness;
 
@@ -71,6 +77,50 @@ RankTimes time_rank(th::Experiment& e, const Config& c, const RankBackends& be, 
   return out;
 }
 
+// --gpus N: each executor reduces over a group of its own, so rank 0 makes two NCCL ids.
+DataParallelRun gpu_ranks(th::Experiment& e, int gpus, bool tf32) {
+#if TWOGRAPH_HAVE_CUDA
+  const th::RankEnv env = th::rank_env();
+  if (!env.launched || env.world != gpus)
+    throw th::UsageError(fmt::format("--gpus {}: this process is not one of {} ranks a launcher started (RANK, "
+                                     "WORLD_SIZE); start tg-train itself with --gpus {}", gpus, gpus, gpus));
+  auto make = [&e, tf32, device = env.local_rank] { return make_backend(device, e.cuda_options(), tf32); };
+  const std::string ids = th::share_from_rank0(env, "nccl-ids", [] {
+    std::string bytes;
+    for (int group = 0; group < 2; ++group) {
+      const NcclUniqueId id = nccl_unique_id();
+      bytes.append(id.begin(), id.end());
+    }
+    return bytes;
+  });
+  if (ids.size() != 2 * sizeof(NcclUniqueId))
+    throw std::runtime_error(fmt::format("rank {}: the NCCL ids rank 0 published are {} bytes, not {}", env.rank,
+                                         ids.size(), 2 * sizeof(NcclUniqueId)));
+  auto join = [&](const std::shared_ptr<Backend>& be, int group) {
+    NcclUniqueId id;
+    std::copy_n(ids.begin() + group * static_cast<std::ptrdiff_t>(id.size()), id.size(), id.begin());
+    be->set_communicator(make_nccl_communicator(dynamic_cast<CudaBackend&>(*be), env.rank, env.world, id));
+  };
+  // One communicator per group for the whole run: an id makes one communicator.
+  RankBackends be{make(), make()};
+  join(be.for_static, 0);
+  join(be.for_dynamic, 1);
+  DataParallelRun run;
+  run.world = env.world;
+  run.transport = "nccl";
+  run.rank = env.rank;
+  run.run_ranks = [be, rank = env.rank](int, const std::function<void(int, const RankBackends&)>& body) {
+    body(rank, be);
+  };
+  if (env.rank == 0) run.baseline_backend = make;
+  return run;
+#else
+  (void)e;
+  (void)tf32;
+  throw th::UsageError(fmt::format("--gpus {}: this tg-train was built without CUDA", gpus));
+#endif
+}
+
 }  // namespace
 
 RankRunner thread_rank_runner() {
@@ -130,6 +180,37 @@ void measure_data_parallel(th::Experiment& e, const Config& c, const DataParalle
     m.extra["all_reduces"] = static_cast<double>(dp.all_reduces);
     if (base_median > 0) m.extra["scaling_efficiency"] = base_median / m.stats.median;
   }
+}
+
+void add_data_parallel_flags(th::Experiment& e, DataParallelFlags& f) {
+  e.add_option("--ranks", f.ranks,
+               "Data parallelism over N thread ranks of the CPU backend (with --device cpu): measures only the "
+               "data_parallel_step rows, each rank training the configuration's batch, against one rank", 1, 64);
+  e.add_option("--gpus", f.gpus,
+               "Data parallelism over GPUs 0..N-1, one process each, through NCCL (NCCL_NVLS_ENABLE=0 in each): "
+               "measures only the data_parallel_step rows, each rank training the configuration's batch; ranks "
+               "other than 0 write their reports as FILE.rank<i>. Exits 2 when the machine has fewer GPUs", 1, 1024);
+  e.add_option("--bucket-mb", f.bucket_mb, "Data parallelism's gradient bucket size in MiB (DDP's bucket_cap_mb)",
+               1.0 / (1 << 20), 1e6);
+}
+
+std::optional<DataParallelRun> data_parallel_run(th::Experiment& e, const DataParallelFlags& f, bool on_gpu, bool tf32) {
+  if (f.ranks <= 1 && f.gpus <= 1) return std::nullopt;
+  if (f.ranks > 1 && f.gpus > 1)
+    throw th::UsageError("--ranks (CPU thread ranks) and --gpus (one process per GPU) exclude each other");
+  if (f.ranks > 1 && on_gpu)
+    throw th::UsageError(fmt::format("--ranks {} runs thread ranks of the CPU backend: add --device cpu, or use "
+                                     "--gpus {} for GPUs", f.ranks, f.ranks));
+  DataParallelRun run;
+  if (f.gpus > 1) {
+    run = gpu_ranks(e, f.gpus, tf32);
+  } else {
+    run.world = f.ranks;
+    run.run_ranks = thread_rank_runner();
+    run.baseline_backend = [] { return std::shared_ptr<Backend>(make_cpu_backend()); };
+  }
+  run.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(f.bucket_mb * (1 << 20)));
+  return run;
 }
 
 }  // namespace tg::train

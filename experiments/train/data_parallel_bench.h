@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "experiments/train/train_bench.h"
@@ -41,5 +42,20 @@ void measure_data_parallel(harness::Experiment& e, const Config& c, const DataPa
 
 // The thread ranks of the CPU backend (kernels/thread_group.h).
 RankRunner thread_rank_runner();
+
+// The flags of a data-parallel run, shared by tg-train and tg-graph bench.
+struct DataParallelFlags {
+  int ranks = 1, gpus = 1;
+  double bucket_mb = 25.0;
+};
+void add_data_parallel_flags(harness::Experiment& e, DataParallelFlags& f);
+
+// The run the flags ask for, or nullopt when they ask for none (one rank). --gpus N is this
+// process's rank of a launch (experiments/harness/ranks.h): its GPU is its LOCAL_RANK, and it
+// joins one NCCL group per executor, rank 0 making the ids. `on_gpu`: the experiment's device
+// is a GPU (--ranks refuses it); `tf32`: the precision's TF32 switch for the GPU backends.
+// Throws harness::UsageError for flags that exclude each other.
+std::optional<DataParallelRun> data_parallel_run(harness::Experiment& e, const DataParallelFlags& f, bool on_gpu,
+                                                 bool tf32);
 
 }  // namespace tg::train

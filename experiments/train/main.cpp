@@ -16,10 +16,6 @@
 #include "experiments/harness/ranks.h"
 #include "experiments/train/data_parallel_bench.h"
 #include "experiments/train/train_bench.h"
-#if TWOGRAPH_HAVE_CUDA
-#include "kernels/cuda/collective.h"
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 namespace th = tg::harness;
 using namespace tg;
@@ -150,51 +146,6 @@ bool is_pass_target(const train::Config& c, const std::vector<train::Config>& al
   return c.rows == hi;
 }
 
-// --gpus N in one rank of a launch (experiments/harness/ranks.h): this process's GPU is its
-// LOCAL_RANK, and each executor reduces over a group of its own, so rank 0 makes two NCCL ids.
-train::DataParallelRun gpu_ranks(th::Experiment& e, int gpus, bool tf32) {
-#if TWOGRAPH_HAVE_CUDA
-  const th::RankEnv env = th::rank_env();
-  if (!env.launched || env.world != gpus)
-    throw th::UsageError(fmt::format("--gpus {}: this process is not one of {} ranks a launcher started (RANK, "
-                                     "WORLD_SIZE); start tg-train itself with --gpus {}", gpus, gpus, gpus));
-  auto make = [&e, tf32, device = env.local_rank] { return make_backend(device, e.cuda_options(), tf32); };
-  const std::string ids = th::share_from_rank0(env, "nccl-ids", [] {
-    std::string bytes;
-    for (int group = 0; group < 2; ++group) {
-      const NcclUniqueId id = nccl_unique_id();
-      bytes.append(id.begin(), id.end());
-    }
-    return bytes;
-  });
-  if (ids.size() != 2 * sizeof(NcclUniqueId))
-    throw std::runtime_error(fmt::format("rank {}: the NCCL ids rank 0 published are {} bytes, not {}", env.rank,
-                                         ids.size(), 2 * sizeof(NcclUniqueId)));
-  auto join = [&](const std::shared_ptr<Backend>& be, int group) {
-    NcclUniqueId id;
-    std::copy_n(ids.begin() + group * static_cast<std::ptrdiff_t>(id.size()), id.size(), id.begin());
-    be->set_communicator(make_nccl_communicator(dynamic_cast<CudaBackend&>(*be), env.rank, env.world, id));
-  };
-  // One communicator per group for the whole run: an id makes one communicator.
-  train::RankBackends be{make(), make()};
-  join(be.for_static, 0);
-  join(be.for_dynamic, 1);
-  train::DataParallelRun run;
-  run.world = env.world;
-  run.transport = "nccl";
-  run.rank = env.rank;
-  run.run_ranks = [be, rank = env.rank](int, const std::function<void(int, const train::RankBackends&)>& body) {
-    body(rank, be);
-  };
-  if (env.rank == 0) run.baseline_backend = make;
-  return run;
-#else
-  (void)e;
-  (void)tf32;
-  throw th::UsageError(fmt::format("--gpus {}: this tg-train was built without CUDA", gpus));
-#endif
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,17 +186,8 @@ int main(int argc, char** argv) {
                 "The models to run, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 at "
                 "32 x 32)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
-  int ranks = 1, gpus = 1;
-  double bucket_mb = 25.0;
-  ex.add_option("--ranks", ranks,
-                "Data parallelism over N thread ranks of the CPU backend (with --device cpu): measures only the "
-                "data_parallel_step rows, each rank training the configuration's batch, against one rank", 1, 64);
-  ex.add_option("--gpus", gpus,
-                "Data parallelism over GPUs 0..N-1, one process each, through NCCL (NCCL_NVLS_ENABLE=0 in each): "
-                "measures only the data_parallel_step rows, each rank training the configuration's batch; ranks "
-                "other than 0 write their reports as FILE.rank<i>. Exits 2 when the machine has fewer GPUs", 1, 1024);
-  ex.add_option("--bucket-mb", bucket_mb,
-                "Data parallelism's gradient bucket size in MiB (DDP's bucket_cap_mb)", 1.0 / (1 << 20), 1e6);
+  train::DataParallelFlags dp_flags;
+  train::add_data_parallel_flags(ex, dp_flags);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
                 "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
@@ -278,24 +220,11 @@ int main(int argc, char** argv) {
       if (loss_scale) c.params.emplace("loss_scale", *loss_scale ? "on" : "off");
       train::set_train_options(c, train_opt);
     }
-    if (ranks > 1 || gpus > 1) {
-      if (ranks > 1 && gpus > 1)
-        throw th::UsageError("--ranks (CPU thread ranks) and --gpus (one process per GPU) exclude each other");
-      if (ranks > 1 && gpu)
-        throw th::UsageError(fmt::format("--ranks {} runs thread ranks of the CPU backend: add --device cpu, or use "
-                                         "--gpus {} for GPUs", ranks, ranks));
-      train::DataParallelRun run;
-      if (gpus > 1) {
-        run = gpu_ranks(e, gpus, precision == Precision::tf32);
-      } else {
-        run.world = ranks;
-        run.run_ranks = train::thread_rank_runner();
-        run.baseline_backend = [] { return std::shared_ptr<Backend>(make_cpu_backend()); };
-      }
-      run.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20)));
+    if (const std::optional<train::DataParallelRun> run =
+            train::data_parallel_run(e, dp_flags, gpu, precision == Precision::tf32)) {
       th::Progress bar(cs.size(), "tg-train data parallel");
       for (const train::Config& c : cs) {
-        train::measure_data_parallel(e, c, run);
+        train::measure_data_parallel(e, c, *run);
         bar.tick(th::params_str(c.params));
       }
       return;
