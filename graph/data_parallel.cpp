@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "graph/errors.h"
+#include "graph/quote.h"
 
 namespace tg {
 
@@ -61,7 +62,7 @@ GradientReducer::GradientReducer(Builder& b, const std::vector<Value>& params, c
   for (const Value& p : params_) {
     if (p.dtype != DType::F32)
       graph_error("data parallel: parameter {} is {}; gradients are reduced in f32, the master weights' dtype",
-                  names_[shapes.size()], dtype_name(p.dtype));
+                  quote_name(names_[shapes.size()]), dtype_name(p.dtype));
     shapes.push_back(p.shape);
   }
   buckets_ = gradient_buckets(shapes, opt.bucket_bytes);
@@ -108,12 +109,6 @@ std::vector<Value> GradientReducer::reduced() const {
                                        "missing; refuse parameters without a gradient before asking",
                                        next_, buckets_.size()));
   return reduced_;
-}
-
-int64_t GradientReducer::bytes_per_step() const {
-  int64_t bytes = 0;
-  for (const Value& p : params_) bytes += p.shape.numel() * static_cast<int64_t>(sizeof(float));
-  return bytes;
 }
 
 }  // namespace tg

@@ -47,10 +47,6 @@ class GradientReducer {
   // std::logic_error when a bucket is still waiting for a gradient.
   std::vector<Value> reduced() const;
 
-  const std::vector<std::vector<int>>& buckets() const { return buckets_; }
-  // The bytes all_reduce reduces per step: every gradient once.
-  int64_t bytes_per_step() const;
-
  private:
   void reduce_bucket(size_t k);
 

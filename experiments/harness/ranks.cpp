@@ -69,6 +69,9 @@ pid_t start_rank(const std::vector<std::string>& args, int rank, int world, cons
   setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  // Every connection made when the communicator is, not at a collective's first call: that
+  // call may be inside the static executor's stream capture, where setting one up cannot run.
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   setenv(kRankDirVariable, dir.c_str(), 1);
   std::vector<char*> cargs;
   for (const std::string& a : args) cargs.push_back(const_cast<char*>(a.c_str()));
@@ -125,7 +128,19 @@ std::optional<int> launch_gpu_ranks(int argc, char** argv) {
     return kExitFailure;
   }
   std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) pids.push_back(start_rank(rank_args(argc, argv, r), r, static_cast<int>(n), dir));
+  std::error_code ec;
+  try {
+    for (int r = 0; r < n; ++r) pids.push_back(start_rank(rank_args(argc, argv, r), r, static_cast<int>(n), dir));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool.c_str(), e.what());
+    for (pid_t p : pids) kill(p, SIGTERM);
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+    std::filesystem::remove_all(dir, ec);
+    return kExitFailure;
+  }
+  // Ctrl-C reaches the ranks too (one process group): the launcher outlives them, to return
+  // their status and remove the ids' folder. Set after the forks, so the ranks keep SIGINT.
+  signal(SIGINT, SIG_IGN);
   // Wait for every rank; when one fails the others would wait for it in a collective forever,
   // so they are stopped.
   int result = kExitOk;
@@ -145,7 +160,6 @@ std::optional<int> launch_gpu_ranks(int argc, char** argv) {
         if (other != pid) kill(other, SIGTERM);
     }
   }
-  std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return result;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // One process per GPU for data parallelism (tg-train --gpus N), as torchrun starts them on one
 // machine: the launcher (the process the user started) checks that the machine has N GPUs,
-// starts N copies of its own program with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE)
-// and NCCL_NVLS_ENABLE=0, waits for them and exits with their status. Rank 0 makes the NCCL
+// starts N copies of its own program with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE),
+// NCCL_NVLS_ENABLE=0 and (unless set) NCCL_RUNTIME_CONNECT=0, waits for them and exits with their status. Rank 0 makes the NCCL
 // ids and hands them to the others through files in a folder the launcher made (no network
 // service of our own; NCCL's bootstrap then connects the ranks itself).
 //
