@@ -47,9 +47,21 @@ std::optional<std::string> flag_value(int argc, char** argv, const std::string& 
   return out;
 }
 
-// argv for rank r: rank 0's as given; the others' report files renamed FILE.rank<r>.
+// argv for rank r: --device r in place of the given one (the harness then makes, reports and
+// times this rank's GPU only), and for r > 0 the report files renamed FILE.rank<r>.
 std::vector<std::string> rank_args(int argc, char** argv, int r) {
-  std::vector<std::string> out(argv, argv + argc);
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--device" && i + 1 < argc) {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--device=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  out.push_back("--device");
+  out.push_back(std::to_string(r));
   if (r == 0) return out;
   for (size_t i = 1; i < out.size(); ++i)
     for (const char* flag : {"--json", "--csv", "--trace"}) {

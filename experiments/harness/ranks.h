@@ -26,8 +26,9 @@ RankEnv rank_env();
 
 // In a process no launcher started whose arguments ask for `--gpus N` with N > 1: starts the N
 // ranks and returns the status to exit with (rank 0's, or the first failing rank's; 2 with a
-// message when the machine has fewer than N GPUs or N is malformed). Ranks > 0 write their
-// reports (--json, --csv, --trace FILE) beside rank 0's as FILE.rank<i>. Otherwise nullopt: the
+// message when the machine has fewer than N GPUs or N is malformed). Rank i runs with
+// --device i in place of the given one; ranks > 0 write their reports (--json, --csv,
+// --trace FILE) beside rank 0's as FILE.rank<i>. Otherwise nullopt: the
 // caller runs as usual (one process, or one rank of a launch).
 std::optional<int> launch_gpu_ranks(int argc, char** argv);
 
