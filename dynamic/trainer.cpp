@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 #include "graph/autodiff.h"
@@ -36,6 +37,19 @@ auto run_iteration(EagerBuilder& b, const Feeds& feeds, bool training, Body body
   }
 }
 }  // namespace
+
+DynamicOptions dynamic_options_like(const TrainOptions& t) {
+  DynamicOptions o;
+  o.lr = t.lr;
+  o.momentum = t.momentum;
+  o.use_momentum = t.use_momentum;
+  o.adamw = t.adamw;
+  o.adam = t.adam;
+  o.clip_grad_norm = t.clip_grad_norm;
+  o.loss_scale = t.loss_scale;
+  o.data_parallel = t.data_parallel;
+  return o;
+}
 
 DynamicTrainer::DynamicTrainer(ModelFn model, Backend& backend, const std::string& allocator, DynamicOptions opt)
     : model_(with_precision(std::move(model), opt.precision)), backend_(backend), opt_(opt),
@@ -75,9 +89,6 @@ float DynamicTrainer::step(const Feeds& feeds) {
     LossScaling ls;
     const Value target = loss_scaled_ ? scale_loss(b, out.loss, opt_.loss_scale, ls) : out.loss;
     b.set_taping(false, Role::gradient);
-    trace::Span autodiff("backward");  // the tape walked, gradient ops run as they are made
-    std::vector<Value> grads = backward(b, b.tape(), target, wrt_);
-    autodiff.end();
     if (velocity_names_.size() != wrt_.size()) {
       param_names_.clear();
       velocity_names_.clear();
@@ -86,10 +97,21 @@ float DynamicTrainer::step(const Feeds& feeds) {
         velocity_names_.push_back(param_names_.back() + ".velocity");
       }
     }
+    // DDP: each bucket all-reduced as soon as backward has made its last gradient.
+    std::optional<GradientReducer> reducer;
+    GradientReady on_ready;
+    if (opt_.data_parallel.enabled) {
+      reducer.emplace(b, wrt_, param_names_, opt_.data_parallel);
+      on_ready = [&reducer](size_t i, const Value& grad) { reducer->ready(i, grad); };
+    }
+    trace::Span autodiff("backward");  // the tape walked, gradient ops run as they are made
+    std::vector<Value> grads = backward(b, b.tape(), target, wrt_, on_ready);
+    autodiff.end();
     for (size_t i = 0; i < wrt_.size(); ++i)
       if (!grads[i].valid())
         graph_error("DynamicTrainer::step: parameter {} does not influence the loss; remove it or use it",
                     quote_name(param_names_[i]));
+    if (reducer) grads = reducer->reduced();
     if (loss_scaled_) grads = unscale_gradients(b, grads, ls);
     const std::vector<Value> update_grads =
         opt_.clip_grad_norm > 0.0f ? clip_grad_norm(b, grads, param_names_, opt_.clip_grad_norm) : grads;

@@ -10,9 +10,11 @@
 
 #include "dynamic/allocator.h"
 #include "dynamic/eager_builder.h"
+#include "graph/data_parallel.h"
 #include "graph/loss_scale.h"
 #include "graph/models.h"
 #include "graph/precision.h"
+#include "graph/training.h"
 #include "kernels/backend.h"
 
 namespace tg {
@@ -32,7 +34,12 @@ struct DynamicOptions {
   uint64_t seed = 0;           // initial_values seed: use the interpreter's to start bit-identical
   Precision precision = Precision::fp32;  // as CompileOptions::precision (graph/precision.h)
   LossScaleOptions loss_scale;            // as TrainOptions::loss_scale; unset: on for fp16 only
+  DataParallelOptions data_parallel;      // as TrainOptions::data_parallel: buckets reduced as backward makes them
 };
+
+// The options that train as `t` does in the static compiler: its update rule, clipping, loss
+// scaling and data parallelism, the rest left at their defaults.
+DynamicOptions dynamic_options_like(const TrainOptions& t);
 
 // Host time of the last iteration. build + alloc + launch are apply()'s phases
 // (scaled up from the sampled ops); other is the rest of the iteration: inputs'

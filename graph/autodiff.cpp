@@ -307,7 +307,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::conv2d_bias_act:
     case OpKind::conv2d_bias_add_act:
     case OpKind::global_norm:
-    case OpKind::clip_by_norm: break;
+    case OpKind::clip_by_norm:
+    case OpKind::all_reduce: break;
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (need(i) && !g[i].valid())
@@ -318,7 +319,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
 }
 
 std::vector<Value> backward(Builder& b, const std::vector<TapeEntry>& tape, const Value& loss,
-                            const std::vector<Value>& wrt) {
+                            const std::vector<Value>& wrt, const GradientReady& ready) {
   if (!loss.valid())
     graph_error("autodiff: the loss is not a valid value; pass the value the model returns as its loss");
   if (loss.shape.numel() != 1)
@@ -362,21 +363,48 @@ std::vector<Value> backward(Builder& b, const std::vector<TapeEntry>& tape, cons
       it->second = add(b, it->second, g);
   };
 
+  // The earliest live entry reading each wrt value: walking in reverse, its gradient is final
+  // once that entry is done.
+  std::unordered_map<size_t, std::vector<size_t>> final_after;
+  std::vector<bool> reported(wrt.size(), false);
+  if (ready) {
+    std::unordered_map<int, size_t> first_reader;
+    for (size_t i = tape.size(); i-- > 0;)
+      if (live[i])
+        for (const Value& in : tape[i].inputs) first_reader[in.id] = i;
+    for (size_t w = 0; w < wrt.size(); ++w) {
+      auto it = wrt[w].valid() ? first_reader.find(wrt[w].id) : first_reader.end();
+      if (it != first_reader.end()) final_after[it->second].push_back(w);
+    }
+  }
+  auto report = [&](size_t w) {
+    reported[w] = true;
+    auto it = wrt[w].valid() ? grads.find(wrt[w].id) : grads.end();
+    ready(w, it == grads.end() ? Value{} : it->second);
+  };
+
   if (depends.count(loss.id)) {
     accumulate(loss, fill(b, loss.shape, 1.0f));
     for (size_t r = tape.size(); r-- > 0;) {
       if (!live[r]) continue;
       const TapeEntry& e = tape[r];
       auto it = grads.find(e.output.id);
-      if (it == grads.end()) continue;  // does not lead to the loss
-      const Value dy = it->second;
-      std::vector<bool> needs(e.inputs.size());
-      for (size_t j = 0; j < e.inputs.size(); ++j) needs[j] = depends.count(e.inputs[j].id) > 0;
-      const std::vector<Value> gin = vjp(b, e, dy, needs);
-      for (size_t j = 0; j < e.inputs.size(); ++j)
-        if (gin[j].valid()) accumulate(e.inputs[j], gin[j]);
+      if (it != grads.end()) {  // else it does not lead to the loss
+        const Value dy = it->second;
+        std::vector<bool> needs(e.inputs.size());
+        for (size_t j = 0; j < e.inputs.size(); ++j) needs[j] = depends.count(e.inputs[j].id) > 0;
+        const std::vector<Value> gin = vjp(b, e, dy, needs);
+        for (size_t j = 0; j < e.inputs.size(); ++j)
+          if (gin[j].valid()) accumulate(e.inputs[j], gin[j]);
+      }
+      auto f = final_after.find(r);
+      if (f != final_after.end())
+        for (size_t w : f->second) report(w);
     }
   }
+  if (ready)
+    for (size_t w = 0; w < wrt.size(); ++w)
+      if (!reported[w]) report(w);
 
   std::vector<Value> out;
   out.reserve(wrt.size());

@@ -3,6 +3,7 @@
 // compiler (RecordingBuilder over a recorded graph) and the dynamic executor
 // (its eager builder over this iteration's tape) share one set of gradient
 // rules and issue the same ops in the same order.
+#include <functional>
 #include <vector>
 
 #include "graph/builder.h"
@@ -35,8 +36,13 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dout, const 
 // to the loss, issue nothing. Returns one gradient per wrt value (an invalid
 // Value when the loss does not depend on it). The sequence of b.apply calls is a
 // deterministic function of (tape, loss, wrt): the two executors get identical ops.
+// `ready`, when given, is called with (i, gradient) as soon as wrt[i]'s gradient is final (no
+// entry left to walk reads wrt[i]), in the order backward produces them, so that data
+// parallelism can reduce a bucket of gradients while the rest of backward runs
+// (graph/data_parallel.h); a wrt value without a gradient is reported, invalid, at the end.
+using GradientReady = std::function<void(size_t i, const Value& grad)>;
 std::vector<Value> backward(Builder& b, const std::vector<TapeEntry>& tape, const Value& loss,
-                            const std::vector<Value>& wrt);
+                            const std::vector<Value>& wrt, const GradientReady& ready = {});
 
 // The graph's nodes in topological order as a tape (value ids are graph ids).
 std::vector<TapeEntry> tape_from_graph(const Graph& g);

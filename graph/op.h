@@ -130,6 +130,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(clip_by_norm,         2, 1, kNone,            kIn0,       kMaxNorm,               kInPlace,                  kTypeF32,  clip) /* (g, norm[1]) -> g * min(1, max_norm / (norm + 1e-6)) */ \
   X(embedding,            2, 1, kIn0,             kNone,      0,                      kPlain,                    kTypeSame, embedding) /* (table[V,D], ids[...] i32/i64) -> [..., D]: row ids[i] of the table */ \
   X(embedding_grad,       2, 1, kNone,            kNone,      kSize,                  kPlain,                    kTypeSame, embedding) /* (dy[..., D], ids) -> dtable[attrs.size = V, D]: each dy row added to its id's row, in id order */ \
+  X(all_reduce,           1, 1, kNone,            kIn0,       0,                      kInPlace|kSameShape,       kTypeF32,  collective) /* a gradient bucket summed over the backend's ranks, divided by their count (kernels/communicator.h) */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
   X(linear,               3, 1, kNone,            kNone,      kTransB|kAct,           kFused,                    kTypeSame, matmul) /* act(x op(w) + b): a GEMM with its epilogue */ \
   X(linear_add,           4, 1, kNone,            kNone,      kTransB,                kFused,                    kTypeSame, matmul) /* x op(w) + b + r: a residual in the GEMM */ \
@@ -164,7 +165,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 80, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 81, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
 // Variadic ops (kVariadic) take any multiple of their group, past this count too.

@@ -1,5 +1,6 @@
 #include "graph/training.h"
 
+#include <optional>
 #include <unordered_set>
 
 #include "graph/errors.h"
@@ -97,13 +98,24 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
   LossScaling ls;
   const Value target = scaled ? scale_loss(b, out.loss, opt.loss_scale, ls) : out.loss;
   b.set_default_role(Role::temporary);
-  std::vector<Value> grads = backward(b, tape_from_graph(g), target, params);
+  std::vector<std::string> names;
+  for (const Value& p : params) names.push_back(g.values[static_cast<size_t>(p.id)].name);
+  std::optional<GradientReducer> reducer;
+  GradientReady on_ready;
+  if (opt.data_parallel.enabled) {
+    reducer.emplace(b, params, names, opt.data_parallel);
+    on_ready = [&reducer](size_t i, const Value& grad) { reducer->ready(i, grad); };
+  }
+  std::vector<Value> grads = backward(b, tape_from_graph(g), target, params, on_ready);
   for (size_t i = 0; i < params.size(); ++i) {
-    const std::string& name = g.values[static_cast<size_t>(params[i].id)].name;
     if (!grads[i].valid())
       graph_error("build_training_graph: parameter {} does not influence the loss, so it has no gradient; "
-                  "use it in the forward pass or do not create it", quote_name(name));
+                  "use it in the forward pass or do not create it", quote_name(names[i]));
     if (grads[i].id >= fwd_values) g.values[static_cast<size_t>(grads[i].id)].role = Role::gradient;
+  }
+  if (reducer) {
+    grads = reducer->reduced();
+    for (const Value& r : grads) g.values[static_cast<size_t>(r.id)].role = Role::gradient;
   }
   if (scaled) {
     grads = unscale_gradients(b, grads, ls);
@@ -112,8 +124,6 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
 
   std::vector<Value> update_grads = grads;
   if (opt.clip_grad_norm > 0.0f) {
-    std::vector<std::string> names;
-    for (const Value& p : params) names.push_back(g.values[static_cast<size_t>(p.id)].name);
     update_grads = clip_grad_norm(b, grads, names, opt.clip_grad_norm);
     for (const Value& c : update_grads) g.values[static_cast<size_t>(c.id)].role = Role::gradient;
   }

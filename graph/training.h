@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "graph/autodiff.h"
+#include "graph/data_parallel.h"
 #include "graph/loss_scale.h"
 #include "graph/models.h"
 
@@ -23,6 +24,9 @@ struct TrainOptions {
   // > 0: the gradients are clipped to this global norm before the update
   // (clip_grad_norm, graph/optimizers.h); 0: not clipped.
   float clip_grad_norm = 0.0f;
+  // Data parallelism (graph/data_parallel.h): the gradients all-reduced in buckets as backward
+  // produces them, before loss scaling's checks, the clipping and the updates.
+  DataParallelOptions data_parallel;
 };
 
 // "sgd", "momentum" or "adamw": the update rule of o (tg-train's --optimizer).
@@ -43,7 +47,9 @@ Graph build_inference_graph(const ModelFn& model);
 // ".velocity"), sgd, or adamw_update), named "<param>.update". With loss scaling
 // (opt.loss_scale.enabled), backward differentiates loss * scale, each gradient is unscaled
 // and checked before the clipping, every update (sgd, sgd_momentum or adamw) takes the
-// found-inf flag, and update_scale closes the step (graph/loss_scale.h).
+// found-inf flag, and update_scale closes the step (graph/loss_scale.h). With
+// opt.data_parallel.enabled, every gradient is all-reduced first, in buckets recorded among
+// the backward nodes as the gradients become final (graph/data_parallel.h).
 // Forward values that a backward node reads get
 // Role::activation; the loss and the prediction are marked outputs (the loss
 // first). Throws GraphError when the model has no loss or a parameter does not

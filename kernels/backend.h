@@ -12,6 +12,8 @@
 
 namespace tg {
 
+class Communicator;  // kernels/communicator.h
+
 enum class DeviceKind { cpu, cuda };
 
 class Backend {
@@ -55,6 +57,18 @@ class Backend {
     (void)dt;
     return true;
   }
+
+  // The group this backend's all_reduce calls reduce over (data parallelism,
+  // kernels/communicator.h); without one the backend is a group of one. Join before
+  // compiling or stepping: a captured CUDA graph keeps the communicator it captured.
+  // Throws std::invalid_argument for a communicator of the other memory (host vs GPU).
+  void set_communicator(std::shared_ptr<Communicator> c);
+  Communicator* communicator() const { return comm_.get(); }
+  // The communicator's rank count; 1 without one.
+  int world_size() const;
+
+ private:
+  std::shared_ptr<Communicator> comm_;
 };
 
 // Refuses (GraphError, exit 2 in the tools) a node whose op `be` has no kernel for in dtype

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/backend.h"
+#include "kernels/communicator.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace tg {
@@ -17,7 +18,10 @@ class CpuBackend final : public Backend {
  public:
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override { return "cpu"; }
-  void run(const kernels::OpCall& call) override { kernels::run_cpu(call); }
+  void run(const kernels::OpCall& call) override {
+    if (call.op == OpKind::all_reduce && communicator()) return kernels::run_all_reduce(call, *communicator(), nullptr);
+    kernels::run_cpu(call);
+  }
 
   void* raw_alloc(size_t bytes) override {
     constexpr size_t kAlign = 256;

@@ -13,6 +13,8 @@
 
 #include "experiments/harness/harness.h"
 #include "experiments/harness/exec_common.h"
+#include "experiments/harness/ranks.h"
+#include "experiments/train/data_parallel_bench.h"
 #include "experiments/train/train_bench.h"
 
 namespace th = tg::harness;
@@ -147,7 +149,6 @@ void crossover(th::Experiment& e, const std::vector<train::Config>& cs, const st
   }
 }
 
-}  // namespace
 
 // --passes: "sweep", "none" (no pass measurements), or one set (measured against none).
 // A bad set is bad usage: the harness maps std::invalid_argument to exit 2.
@@ -174,7 +175,11 @@ bool is_pass_target(const train::Config& c, const std::vector<train::Config>& al
   return c.rows == hi;
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
+  // --gpus N: this process starts the N ranks and waits for them (experiments/harness/ranks.h).
+  if (const std::optional<int> status = th::launch_gpu_ranks(argc, argv)) return *status;
   th::Experiment ex("tg-train", "The whole loop: static vs dynamic training steps and inference, MLP and transformer",
                     "tg-train --device auto --json docs/results/train.json --csv train.csv");
   int loss_steps = 20;
@@ -211,6 +216,8 @@ int main(int argc, char** argv) {
                 "32 x 32), resnet18, resnet50, vgg16 (at 224 x 224 on a GPU; on the CPU at 32 x 32, batch 2, and "
                 "skipped with --quick)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
+  train::DataParallelFlags dp_flags;
+  train::add_data_parallel_flags(ex, dp_flags);
   ex.add_option("--max-rows", max_rows,
                 "Skip the configurations whose GEMMs have more rows (batch, or batch*seq) than this; 0: none skipped "
                 "(for slow tools such as compute-sanitizer)", 0, int64_t{1} << 40);
@@ -242,6 +249,15 @@ int main(int argc, char** argv) {
       c.loss_scale.enabled = loss_scale;
       if (loss_scale) c.params.emplace("loss_scale", *loss_scale ? "on" : "off");
       train::set_train_options(c, train_opt);
+    }
+    if (const std::optional<train::DataParallelRun> run =
+            train::data_parallel_run(e, dp_flags, gpu, precision == Precision::tf32)) {
+      th::Progress bar(cs.size(), "tg-train data parallel");
+      for (const train::Config& c : cs) {
+        train::measure_data_parallel(e, c, *run);
+        bar.tick(th::params_str(c.params));
+      }
+      return;
     }
     std::vector<train::Result> rs;
     th::Progress bar(cs.size(), "tg-train");

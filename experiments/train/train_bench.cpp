@@ -16,16 +16,10 @@ namespace th = tg::harness;
 namespace tg::train {
 
 DynamicOptions dynamic_options(const Config& c, bool inference) {
-  DynamicOptions o;
+  DynamicOptions o = dynamic_options_like(c.train_opt);
   o.precision = c.precision;
   o.loss_scale = c.loss_scale;
   o.inference = inference;
-  o.lr = c.train_opt.lr;
-  o.momentum = c.train_opt.momentum;
-  o.use_momentum = c.train_opt.use_momentum;
-  o.adamw = c.train_opt.adamw;
-  o.adam = c.train_opt.adam;
-  o.clip_grad_norm = c.train_opt.clip_grad_norm;
   return o;
 }
 

@@ -246,5 +246,8 @@ void cpu_adamw_multi(const OpCall& c);
 void cpu_global_norm(const OpCall& c, float* out);
 // clip_by_norm: y = g * min(1, max_norm / (norm[0] + 1e-6)), the factor in f32.
 void cpu_clip_by_norm(const float* g, const float* norm, float max_norm, float* y, int64_t n);
+// all_reduce outside any group (a backend that joined no communicator, the interpreter): the
+// mean over one rank, y = x. Backends joined to a group run it through their communicator.
+void cpu_all_reduce_alone(const float* x, float* y, int64_t n);
 
 }  // namespace tg::kernels

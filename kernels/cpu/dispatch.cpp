@@ -112,6 +112,7 @@ void run_cpu(const OpCall& c) {
     case OpKind::adamw_multi: return cpu_adamw_multi(c);
     case OpKind::global_norm: return cpu_global_norm(c, out);
     case OpKind::clip_by_norm: return cpu_clip_by_norm(x.data, y.data, c.attrs->max_norm, out, n);
+    case OpKind::all_reduce: return cpu_all_reduce_alone(x.data, out, n);
   }
   throw std::invalid_argument(std::string("run_cpu ") + op_name(c.op) + ": op has no CPU kernel");
 }

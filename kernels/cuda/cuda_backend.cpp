@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "kernels/communicator.h"
+
 namespace tg {
 
 namespace {
@@ -77,9 +79,13 @@ CudaBackend::~CudaBackend() {
   if (stream_) TG_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream_.get()));
 }
 
-void CudaBackend::run(const kernels::OpCall& call) { kernels::run_cuda(call, ctx_); }
+void CudaBackend::run(const kernels::OpCall& call) {
+  if (call.op == OpKind::all_reduce && communicator()) return kernels::run_all_reduce(call, *communicator(), ctx_.stream);
+  kernels::run_cuda(call, ctx_);
+}
 
 void CudaBackend::run_on(const kernels::OpCall& call, cudaStream_t s) {
+  if (call.op == OpKind::all_reduce && communicator()) return kernels::run_all_reduce(call, *communicator(), s);
   kernels::CudaExecContext ctx = side_ctx_;
   ctx.stream = s;
   kernels::run_cuda(call, ctx);

@@ -121,6 +121,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::adamw_multi: return cuda::adamw(c, s);
     case OpKind::global_norm: return cuda::global_norm(c, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::clip_by_norm: return cuda::clip_by_norm(x.data, y.data, c.attrs->max_norm, out, n, s);
+    // A group of one (no communicator joined: CudaBackend::run routes the others to it).
+    case OpKind::all_reduce: return x.data == out ? void() : cuda::copy(x.data, out, n, s, dt);
   }
   throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) + ": op has no CUDA kernel");
 }

@@ -548,6 +548,9 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       return {ids("[5,3] table, 4 i64 ids", 5, 3, {4}, DType::I64), ids("[3,4] table, [2,5] i32 ids", 3, 4, {2, 5}, DType::I32),
               ids("[7,6] table, [2,3,4] i64 ids", 7, 6, {2, 3, 4}, DType::I64)};
     }
+    // Outside a group (no communicator): the mean over one rank, the input itself. The
+    // collective is tested over thread ranks in tests/kernels/collective_test.cpp.
+    case OpKind::all_reduce: return {sample("a bucket [17]", {{17}}), sample("[3,4]", {m})};
     case OpKind::sgd_momentum_multi:
       return {with(sample("1 tensor", {m, m, m}),
                    [](Attrs& t) {

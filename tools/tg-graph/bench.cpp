@@ -8,13 +8,16 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "experiments/harness/exec_common.h"
 #include "experiments/harness/harness.h"
 #include "experiments/harness/output.h"
+#include "experiments/harness/ranks.h"
 #include "experiments/memory/measure.h"
+#include "experiments/train/data_parallel_bench.h"
 #include "experiments/train/train_bench.h"
 #include "graph/errors.h"
 #include "graph/graph_model.h"
@@ -131,6 +134,8 @@ void measure_compile_and_memory(th::Experiment& e, const std::shared_ptr<Backend
 }  // namespace
 
 int bench_main(int argc, char** argv) {
+  // --gpus N: this process starts the N ranks and waits for them (experiments/harness/ranks.h).
+  if (const std::optional<int> status = th::launch_gpu_ranks(argc, argv)) return *status;
   const std::string command_line = th::join_command_line(argc, argv);
   th::Experiment ex("tg-graph bench",
                     "Run a graph file with the static and the dynamic executor: inference, and a training step (SGD "
@@ -157,6 +162,8 @@ int bench_main(int argc, char** argv) {
                 "Both executors' precision, as tg-train's: fp32, tf32 (the CUDA GEMMs in TF32; the graph stays f32), "
                 "bf16 or fp16 (autocast: GEMMs in the low type, softmax, layernorm, reductions and losses in f32, f32 "
                 "master weights; fp16 with dynamic loss scaling). Rows other than fp32 carry a precision parameter");
+  train::DataParallelFlags dp_flags;
+  train::add_data_parallel_flags(ex, dp_flags);
   th::Params labels;
   // Every flag is checked before the graph is read or anything measured: a bad
   // --batch list must not cost a whole run first.
@@ -234,6 +241,16 @@ int bench_main(int argc, char** argv) {
     if (be->kind() != DeviceKind::cuda) {
       e.report().skip("static_plain", "CPU backend: no CUDA Graph, the static schedule runs as is (executor=static)");
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
+    }
+    if (const std::optional<train::DataParallelRun> run =
+            train::data_parallel_run(e, dp_flags, be->kind() == DeviceKind::cuda, precision == Precision::tf32)) {
+      th::Progress bar(configs.size(), "tg-graph bench data parallel");
+      for (const train::Config& c : configs) {
+        if (!c.train) throw th::UsageError("--ranks and --gpus train the graph: the file needs a loss output");
+        train::measure_data_parallel(e, c, *run);
+        bar.tick(fmt::format("batch {}", c.batch));
+      }
+      return;
     }
     th::Progress bar(configs.size(), "tg-graph bench");
     for (const train::Config& c : configs) {
