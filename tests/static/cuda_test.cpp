@@ -202,6 +202,9 @@ TEST_CASE("static == dynamic bitwise on CUDA: transformer_block with fused atten
       testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "fused attention bf16", graph, 0,
                                        Precision::bf16);
     }
+  }
+}
+
 TEST_CASE("static == dynamic bitwise on CUDA: a token model with i64 ids and labels, embedding, ignore_index") {
   TG_REQUIRE_GPU();
   for (bool graph : {true, false}) {

@@ -81,6 +81,8 @@ TEST_CASE("transformer_block refuses causal without fused attention") {
   Graph g;
   RecordingBuilder b(g);
   CHECK_THROWS_WITH_AS(transformer_block(b, c), doctest::Contains("causal needs fused_attention"), GraphError);
+}
+
 TEST_CASE("static == dynamic bitwise on the CPU: a token model with i64 ids and labels, embedding, ignore_index") {
   // Labels of class 3 are ignored; the ids repeat (24 of 11), so embedding_grad sums rows.
   testing::check_static_vs_dynamic(cpu, testing::token_model(11, 3), "tokens", false, 11);
