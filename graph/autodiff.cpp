@@ -231,6 +231,24 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       }
       break;
     }
+    case OpKind::slice:
+      if (need(0)) {
+        // dy in its place along the axis, zeros before and after it.
+        const int axis = normalize_axis(e.attrs.axis, x.shape.rank);
+        const int64_t before = e.attrs.start, after = x.shape[axis] - e.attrs.start - e.attrs.size;
+        auto zeros = [&](int64_t len) {
+          Shape s = x.shape;
+          s.dims[static_cast<size_t>(axis)] = len;
+          const Value z = fill(b, s, 0.0f);
+          return dy.dtype == DType::F32 ? z : cast(b, z, dy.dtype);
+        };
+        std::vector<Value> parts;
+        if (before > 0) parts.push_back(zeros(before));
+        parts.push_back(dy);
+        if (after > 0) parts.push_back(zeros(after));
+        g[0] = parts.size() == 1 ? dy : concat(b, parts, axis);
+      }
+      break;
     case OpKind::conv2d: {
       Attrs at;
       at.conv = e.attrs.conv;
@@ -266,7 +284,6 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::sigmoid_grad:
     case OpKind::log_grad:
     case OpKind::gelu_erf_grad:
-    case OpKind::slice:
     case OpKind::attention_lse:
     case OpKind::attention_grad:
     case OpKind::batch_norm_grad_x:

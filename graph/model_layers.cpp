@@ -48,6 +48,13 @@ Value linear(Builder& b, const Value& x, int64_t out, const std::string& name) {
   return bias_add(b, matmul(b, x, w), bias);
 }
 
+Value layer_norm(Builder& b, const Value& x, const std::string& name) {
+  const int64_t d = x.shape.last();
+  const Value gamma = b.parameter(name + ".gamma", Shape{d}, constant(1.0f));
+  const Value beta = b.parameter(name + ".beta", Shape{d}, constant(0.0f));
+  return layernorm(b, x, gamma, beta);
+}
+
 Value conv(Builder& b, const Value& x, int64_t out, int k, int stride, bool bias, const std::string& name) {
   const int64_t in = x.shape[1];
   ParamInit init;

@@ -29,6 +29,9 @@ void require_halvable(const char* model, int64_t image, int64_t halvings, const 
 // PyTorch's nn.Linear.
 Value linear(Builder& b, const Value& x, int64_t out, const std::string& name);
 
+// Layer norm over x's last axis: "<name>.gamma" (ones) and "<name>.beta" (zeros), eps 1e-5.
+Value layer_norm(Builder& b, const Value& x, const std::string& name);
+
 // A k x k conv to `out` channels, padding k / 2; weights uniform in ±1/sqrt(fan_in),
 // fan_in = C k k (as PyTorch's nn.Conv2d), with a bias of the same bound when `bias`.
 Value conv(Builder& b, const Value& x, int64_t out, int k, int stride, bool bias, const std::string& name);

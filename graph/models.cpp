@@ -10,17 +10,6 @@ namespace tg {
 
 using namespace model_layers;
 
-namespace {
-
-Value layer_norm(Builder& b, const Value& x, const std::string& name) {
-  const int64_t d = x.shape.last();
-  const Value gamma = b.parameter(name + ".gamma", Shape{d}, constant(1.0f));
-  const Value beta = b.parameter(name + ".beta", Shape{d}, constant(0.0f));
-  return layernorm(b, x, gamma, beta);
-}
-
-}  // namespace
-
 ModelOutputs chain(Builder& b, const ChainConfig& c) {
   require_positive("chain", "n", c.n);
   require_positive("chain", "size", c.size);

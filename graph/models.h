@@ -65,6 +65,33 @@ struct TransformerConfig {
 };
 ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
 
+// A GPT-2 language model (graph/gpt2_model.cpp): decoder-only and pre-LN. Token ids "ids"
+// [batch, seq] (ids_dtype, i64 or i32) pick rows of the token embedding "gpt2.wte"
+// [vocab, d_model], plus the first seq rows of the position embedding "gpt2.wpe" [context,
+// d_model]; then `layers` blocks, each x + Wo·attention(LN1(x)) with causal fused
+// attention over `heads` heads (graph/attention.h: no S x S scores in memory) and
+// x + W2·gelu(W1·LN2(x)) (W1: d -> mlp_ratio d); a final layer norm and the logits
+// [batch * seq, vocab] through the token embedding's transpose (tied weights, as GPT-2's
+// LM head). With the loss: cross_entropy of the logits against "labels" [batch, seq]
+// (ids_dtype: the next token at each place, ignore_index where there is none). No
+// dropout. Embeddings start uniform in +-0.02, the Linear layers as nn.Linear.
+struct Gpt2Config {
+  int64_t batch = 8;
+  int64_t seq = 128;        // <= context
+  int64_t vocab = 50257;
+  int64_t context = 1024;   // rows of the position embedding
+  int64_t d_model = 768;
+  int64_t heads = 12;
+  int layers = 12;
+  int64_t mlp_ratio = 4;
+  DType ids_dtype = DType::I64;
+  int64_t ignore_index = -100;
+  bool with_loss = true;
+};
+ModelOutputs gpt2(Builder& b, const Gpt2Config& c);
+// GPT-2 small (124M parameters with the tied head): the defaults above.
+Gpt2Config gpt2_small_config();
+
 // Convolutional networks (graph/cnn_models.cpp), NCHW: images x [batch, 3, image, image],
 // cross_entropy against "labels" [batch] (class indices). Batch norm takes the batch's
 // statistics when the model has its loss (training) and the running statistics, a

@@ -119,7 +119,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
   X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum,              kPlain,                    kTypeF32,  batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
-  X(slice,                1, 1, kNone,            kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient) */ \
+  X(slice,                1, 1, kIn0,             kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient; its own: dy between zeros) */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kGuarded,                  kTypeF32,  optimizer) /* (param, grad[, found]): param -= lr*grad, in place */ \
   X(sgd_momentum,         3, 0, kNone,            kNone,      kLr|kMomentum,          kGuarded,                  kTypeF32,  optimizer) /* (param, grad, velocity[, found]), in place */ \
   X(unscale,              2, 1, kNone,            kIn0,       0,                      kInPlace,                  kTypeF32,  loss_scale) /* (grad, scale[1]) -> grad * (1 / scale) */ \
