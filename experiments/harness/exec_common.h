@@ -25,7 +25,8 @@ namespace tg::bench {
 
 // Random feeds for every input the model declares (recorded once to learn the
 // shapes); "labels", and any input a cross_entropy reads as its labels, gets class
-// indices in [0, classes).
+// indices in [0, classes); an input an embedding reads as its ids gets ids in [0, the
+// table's rows).
 inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 0) {
   Graph g;
   {
@@ -33,14 +34,19 @@ inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 
     model(rb);
   }
   std::vector<bool> labels(g.values.size(), false);
-  for (const Node& n : g.nodes)
+  std::vector<int64_t> id_rows(g.values.size(), 0);
+  for (const Node& n : g.nodes) {
     if (n.op == OpKind::cross_entropy) labels[static_cast<size_t>(n.inputs[1])] = true;
+    if (n.op == OpKind::embedding)
+      id_rows[static_cast<size_t>(n.inputs[1])] = g.values[static_cast<size_t>(n.inputs[0])].shape[0];
+  }
   Feeds f;
   uint64_t salt = 0;
   for (int id : g.values_with_role(Role::input)) {
     const ValueInfo& v = g.values[static_cast<size_t>(id)];
     std::vector<float> data(static_cast<size_t>(v.shape.numel()));
-    if (v.name == "labels" || labels[static_cast<size_t>(id)]) random_labels(data, seed + salt++, classes);
+    if (id_rows[static_cast<size_t>(id)] > 0) random_labels(data, seed + salt++, id_rows[static_cast<size_t>(id)]);
+    else if (v.name == "labels" || labels[static_cast<size_t>(id)]) random_labels(data, seed + salt++, classes);
     else random_fill(data, seed + salt++);
     f[v.name] = std::move(data);
   }
@@ -94,9 +100,11 @@ inline const std::vector<std::string>& model_names() {
   return names;
 }
 
-// A --models value: a comma list of model_names(); another name is bad usage (exit 2).
-inline std::set<std::string> parse_models_flag(const std::string& text) {
-  const std::vector<std::string>& known = model_names();
+// A --models value: a comma list of model_names() and `more` (the models of one tool
+// alone); another name is bad usage (exit 2).
+inline std::set<std::string> parse_models_flag(const std::string& text, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> known = model_names();
+  known.insert(known.end(), more.begin(), more.end());
   std::string list;
   for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
   std::set<std::string> models;

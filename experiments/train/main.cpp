@@ -87,6 +87,32 @@ void imagenet_configs(const std::set<std::string>& models, bool quick, bool gpu,
   }
 }
 
+// GPT-2: on a GPU GPT-2 small (vocabulary 50257, 12 layers, d 768) at batch 4, sequence 256
+// (and batch 8, sequence 1024 without --quick); on the CPU a two-layer GPT-2 of width 64 over
+// 512 tokens, whose steps take milliseconds there.
+void gpt2_configs(const std::set<std::string>& models, bool quick, bool gpu, std::vector<train::Config>& cs) {
+  if (!models.count("gpt2")) return;
+  if (!gpu) {
+    Gpt2Config t;
+    t.batch = 4;
+    t.seq = 32;
+    t.vocab = 512;
+    t.context = 64;
+    t.d_model = 64;
+    t.heads = 2;
+    t.layers = 2;
+    cs.push_back(train::gpt2_config("gpt2_tiny", t));
+    return;
+  }
+  struct S { int64_t batch, seq; };
+  for (const S& s : quick ? std::vector<S>{{4, 256}} : std::vector<S>{{4, 256}, {8, 1024}}) {
+    Gpt2Config g = gpt2_small_config();
+    g.batch = s.batch;
+    g.seq = s.seq;
+    cs.push_back(train::gpt2_config("gpt2_small", g));
+  }
+}
+
 std::vector<train::Config> configs(const std::set<std::string>& models, bool quick, bool gpu, int64_t max_rows,
                                    th::Report& rep) {
   std::vector<train::Config> cs;
@@ -107,6 +133,7 @@ std::vector<train::Config> configs(const std::set<std::string>& models, bool qui
     for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
   cnn_configs(models, quick, gpu, cs);
   imagenet_configs(models, quick, gpu, cs, rep);
+  gpt2_configs(models, quick, gpu, cs);
   if (max_rows <= 0) return cs;
   std::vector<train::Config> kept;
   for (train::Config& c : cs) {
@@ -214,7 +241,7 @@ int main(int argc, char** argv) {
   ex.add_option("--models", models_text,
                 "The models to run, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 at "
                 "32 x 32), resnet18, resnet50, vgg16 (at 224 x 224 on a GPU; on the CPU at 32 x 32, batch 2, and "
-                "skipped with --quick)");
+                "skipped with --quick), gpt2 (GPT-2 small on a GPU, a two-layer one on the CPU; rows add tokens/s)");
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   train::DataParallelFlags dp_flags;
   train::add_data_parallel_flags(ex, dp_flags);
@@ -241,7 +268,7 @@ int main(int argc, char** argv) {
       e.report().skip("feed", "CPU backend: no pinned staging, the feeds go straight into the input buffers");
     }
     const std::vector<PassSet> sets = pass_sets(passes);  // a bad set is refused before anything runs
-    const std::set<std::string> models = bench::parse_models_flag(models_text);
+    const std::set<std::string> models = bench::parse_models_flag(models_text, {"gpt2"});
     std::vector<train::Config> cs = configs(models, e.quick(), gpu, max_rows, e.report());
     for (train::Config& c : cs) {
       c.precision = precision;

@@ -61,6 +61,17 @@ Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t h
   return c;
 }
 
+Config gpt2_config(const std::string& sweep, const Gpt2Config& g) {
+  Gpt2Config gi = g;
+  gi.with_loss = false;
+  Config c{"gpt2", sweep, g.batch, {}, [g](Builder& b) { return gpt2(b, g); }, [gi](Builder& b) { return gpt2(b, gi); }};
+  c.params = {{"model", "gpt2"},      {"sweep", sweep},       {"batch", g.batch},  {"seq", g.seq},
+              {"d_model", g.d_model}, {"layers", g.layers},   {"heads", g.heads},  {"vocab", g.vocab}};
+  c.rows = g.batch * g.seq;
+  c.classes = g.vocab;
+  return c;
+}
+
 Config resnet_config(const std::string& sweep, const ResNetConfig& r) {
   ResNetConfig ri = r;
   ri.with_loss = false;
@@ -119,6 +130,7 @@ double record(th::Experiment& e, const Config& c, const std::string& executor, c
   auto& m = e.report().add_time(name, with(c.params, executor, mode), std::move(samples));
   m.extra["iter/s"] = 1.0 / m.stats.median;
   m.extra["samples/s"] = static_cast<double>(c.batch) / m.stats.median;
+  if (c.model == "gpt2") m.extra["tokens/s"] = static_cast<double>(c.rows) / m.stats.median;
   if (compile_s >= 0) m.extra["compile_ms"] = compile_s * 1e3;
   return m.stats.median;
 }

@@ -43,6 +43,8 @@ Config mlp_config(const std::string& sweep, int64_t batch, int64_t width, int de
 Config transformer_config(int64_t batch, int64_t seq, int64_t d_model, int64_t heads);
 // The convolutional models (graph/models.h): rows = batch * image * image, the rows of
 // the convolutions as implicit GEMMs.
+// GPT-2 (graph/models.h gpt2): rows batch * seq, labels in [0, vocab); its rows add tokens/s.
+Config gpt2_config(const std::string& sweep, const Gpt2Config& g);
 Config resnet_config(const std::string& sweep, const ResNetConfig& r);
 // model: the row's model parameter ("vgg", or "vgg16" for the ImageNet network).
 Config vgg_config(const std::string& sweep, const VggConfig& v, const std::string& model = "vgg");
