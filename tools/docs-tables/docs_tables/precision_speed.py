@@ -156,7 +156,19 @@ def matmul_tflops(precision, best=False):
     return f"{2.0 * n ** 3 / min(m['samples']) / 1e12:.0f}"
 
 
+def tf32_update_fusion(passes):
+    """The tf32 width-4096 MLP's training replay with every pass or none (pass_replay_host)."""
+    m = _params(tg("tf32"), "mlp_w4096_d4", 1024, "train", "static", "pass_replay_host", "tf32", passes=passes)
+    if m is None:
+        raise Missing(f"{tg('tf32').rel}: no tf32 mlp_w4096_d4 pass_replay_host row with passes={passes}")
+    return m
+
+
 VALUES = {
+    "precision_speed.tf32_w4096_all": lambda: t(tf32_update_fusion("all")["median"]),
+    "precision_speed.tf32_w4096_none": lambda: t(tf32_update_fusion("none")["median"]),
+    "precision_speed.tf32_w4096_gemm_updates": lambda: (
+        "on" if tf32_update_fusion("all")["extra"].get("pass.gemm_updates", 1) else "off"),
     "precision_speed.mm_gpu": lambda: report(DIR + "matmul_precision").r["gpus"][0]["name"],
     "precision_speed.mm_bf16": lambda: matmul_tflops("bf16"),
     "precision_speed.mm_bf16_best": lambda: matmul_tflops("bf16", best=True),
