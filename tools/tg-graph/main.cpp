@@ -25,6 +25,8 @@
 #include "tools/tg-graph/commands.h"
 #include "tools/tg-graph/flags.h"
 #include "tools/tg-graph/output.h"
+#include "tools/tg-graph/run_files.h"
+#include "experiments/harness/report_io.h"
 
 namespace {
 
@@ -94,27 +96,50 @@ void check_fits(const std::string& path, double bytes, double max_mib) {
                     host.available_bytes > 0 ? "available now" : "in all");
 }
 
-std::string cmd_run(const std::string& path, uint64_t seed, double max_mib) {
-  const tg::Graph g = load_checked(path);
+std::string cmd_run(const std::string& path, uint64_t seed, double max_mib, const gt::RunFiles& files) {
+  tg::Graph g = load_checked(path);
+  if (!files.weights.empty()) gt::apply_weights(g, files.weights);
   double bytes = 0;
   for (const tg::ValueInfo& v : g.values) bytes += static_cast<double>(v.bytes());
   check_fits(path, bytes, max_mib);
   std::vector<std::vector<float>> values;
+  auto out_of_memory = [&] {
+    tg::graph_error("{}: ran out of host memory while allocating {} (one buffer per value); shrink the shapes "
+                    "or free memory", shown_path(path), mib(bytes));
+  };
   try {
     values = tg::make_values(g, seed);
+  } catch (const std::bad_alloc&) {
+    out_of_memory();
+  }
+  if (!files.inputs.empty())
+    for (const std::string& name : gt::apply_inputs(g, values, files.inputs))
+      say(fmt::format("tg-graph: note: --inputs: tensor {} names no input of the graph; not read", name));
+  try {
     tg::interpret(g, values);
   } catch (const tg::InputError& e) {
+    if (!files.inputs.empty())
+      tg::graph_error("{}: cannot run on the inputs of {}: {}; check the ids and labels there", shown_path(path),
+                      shown_path(files.inputs), e.what());
     // tg-graph run feeds valid labels and counts, so the bad data is computed by the graph.
     tg::graph_error("{}: cannot run: {}. The graph computes this value itself (run feeds every input "
                     "valid data): change the nodes that produce it", shown_path(path), e.what());
   } catch (const std::bad_alloc&) {
-    tg::graph_error("{}: ran out of host memory while allocating {} (one buffer per value); shrink the shapes "
-                    "or free memory", shown_path(path), mib(bytes));
+    out_of_memory();
   } catch (const tg::GraphError& e) {
     // The graph passed validation, so a refusal here is the interpreter's bug.
     throw std::runtime_error(std::string("the interpreter rejected a validated graph: ") + e.what());
   }
-  std::string out = fmt::format("{}: ran {} nodes on the CPU, seed {}\n", shown_path(path), g.nodes.size(), seed);
+  if (!files.outputs.empty()) {
+    try {
+      tg::harness::write_file_atomic(files.outputs, gt::outputs_safetensors(g, values));
+    } catch (const std::runtime_error& e) {
+      tg::graph_error("--outputs {}: {}; check the path", shown_path(files.outputs), e.what());
+    }
+  }
+  std::string out = fmt::format("{}: ran {} nodes on the CPU, {}\n", shown_path(path), g.nodes.size(),
+                                files.inputs.empty() ? fmt::format("seed {}", seed)
+                                                     : fmt::format("inputs from {}", shown_path(files.inputs)));
   auto show = [&](int id) {
     const tg::ValueInfo& v = g.values[static_cast<size_t>(id)];
     const auto& data = values[static_cast<size_t>(id)];
@@ -193,6 +218,8 @@ int main(int argc, char** argv) {
       "  tg-graph dot tests/graphs/mlp.json | dot -Tsvg > mlp.svg\n"
       "  tg-graph dot tests/graphs/classifier.json --training --passes all | dot -Tsvg > step-fused.svg\n"
       "  tg-graph run tests/graphs/mlp.json --seed 7\n"
+      "  tg-graph run tests/onnx/mlp.json --weights tests/onnx/mlp.safetensors --inputs tests/onnx/mlp.io.safetensors "
+      "--outputs out.safetensors\n"
       "Exit status: 0 ok; 1 internal failure, or stdout could not be written; 2 bad usage, a bad graph file, or a "
       "graph that cannot run (data an op cannot use, too large for this machine).");
   app.require_subcommand(1);
@@ -201,7 +228,7 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "Load and validate FILE; print a summary");
   CLI::App* dot = app.add_subcommand("dot", "Print FILE as Graphviz DOT on stdout");
   CLI::App* print = app.add_subcommand("print", "Print FILE as a readable listing");
-  CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs; print output shapes and checksums");
+  CLI::App* run = app.add_subcommand("run", "Run FILE on the CPU with random inputs or --inputs; print output shapes and checksums");
   for (CLI::App* sub : {check, dot, print, run}) add_file(sub);
   bool training = false;
   std::string passes_text, pass_options_text, precision_text = "fp32";
@@ -248,6 +275,14 @@ int main(int argc, char** argv) {
   run->add_option("--seed", seed_text, "Seed for inputs and initial parameters, 0 to 2^64 - 1")
       ->capture_default_str()
       ->check(parsed_by(gt::parse_seed, "UINT64"));
+  gt::RunFiles run_files;
+  run->add_option("--weights", run_files.weights,
+                  "Parameters from this safetensors file (as tg-graph import writes them), each under its name");
+  run->add_option("--inputs", run_files.inputs,
+                  "Inputs from this safetensors file (f32 tensors, each under its input's name; ids and labels as "
+                  "numbers), instead of random ones");
+  run->add_option("--outputs", run_files.outputs,
+                  "Write the graph's outputs to this safetensors file, each under its name (atomically)");
   run->add_option("--max-mib", max_mib_text, "Refuse graphs whose values need more host memory than this")
       ->capture_default_str()
       ->check(parsed_by(gt::parse_mib, "MIB"));
@@ -275,7 +310,7 @@ int main(int argc, char** argv) {
       double max_mib = 0;
       gt::parse_seed(seed_text, seed);  // both checked by CLI11 above
       gt::parse_mib(max_mib_text, max_mib);
-      out = cmd_run(file, seed, max_mib);
+      out = cmd_run(file, seed, max_mib, run_files);
     } else {
       tg::Precision precision = tg::Precision::fp32;
       tg::parse_precision(precision_text, precision);  // checked by CLI11 above
