@@ -26,6 +26,7 @@
 #include "tools/tg-graph/flags.h"
 #include "tools/tg-graph/output.h"
 #include "tools/tg-graph/run_files.h"
+#include "experiments/harness/output.h"
 #include "experiments/harness/report_io.h"
 
 namespace {
@@ -96,7 +97,23 @@ void check_fits(const std::string& path, double bytes, double max_mib) {
                     host.available_bytes > 0 ? "available now" : "in all");
 }
 
+// --outputs checked before anything runs: a path that cannot be written, or that is one of the
+// files the run reads (the graph, --weights, --inputs), which writing it would destroy.
+void check_outputs_path(const std::string& path, const gt::RunFiles& files) {
+  std::string write_path;
+  if (const std::string why = tg::harness::output_path_problem("--outputs", files.outputs, &write_path); !why.empty())
+    tg::graph_error("{}", why);
+  const std::pair<const char*, const std::string*> read[] = {
+      {"FILE", &path}, {"--weights", &files.weights}, {"--inputs", &files.inputs}};
+  for (const auto& [flag, in] : read)
+    if (!in->empty())
+      if (const std::string why = tg::harness::output_overwrites_input("--outputs", write_path, flag, *in);
+          !why.empty())
+        tg::graph_error("{}", why);
+}
+
 std::string cmd_run(const std::string& path, uint64_t seed, double max_mib, const gt::RunFiles& files) {
+  if (!files.outputs.empty()) check_outputs_path(path, files);
   tg::Graph g = load_checked(path);
   if (!files.weights.empty()) gt::apply_weights(g, files.weights);
   double bytes = 0;
