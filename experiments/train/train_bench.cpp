@@ -135,6 +135,17 @@ double record(th::Experiment& e, const Config& c, const std::string& executor, c
   return m.stats.median;
 }
 
+// The static plan's device bytes: its arena (activations, gradients, workspace) and, in
+// static_plan_bytes, the arena with what lives outside it (inputs, parameters, optimizer
+// state): what PyTorch's peak allocated bytes of the same step counts.
+void record_plan_bytes(th::Experiment& e, const Config& c, const std::string& mode, const CompiledPlan& p) {
+  const MemoryPlan& m = p.memory();
+  e.report().add_value("static_arena_bytes", with(c.params, "static", mode), static_cast<double>(m.arena_bytes), "B",
+                       "lower");
+  e.report().add_value("static_plan_bytes", with(c.params, "static", mode),
+                       static_cast<double>(m.arena_bytes + m.external_bytes), "B", "lower");
+}
+
 CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bool training, bool graph,
                          FeedCopy feed_copy = CompileOptions{}.feed_copy) {
   CompileOptions co;
@@ -234,6 +245,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
     const Feeds feeds = bench::model_feeds(c.fn, 42, c.classes);
     TG_NVTX_RANGE("train_steps");
     CompiledPlan p = compile_for(c, be, true, gpu);
+    record_plan_bytes(e, c, "train", p);
     r.static_train_s = record(e, c, "static", "train", th::time_host(e.loop(), [&] { p.step(feeds); }, sync),
                               p.timings.total() * 1e-3);
     // The replay alone, as a CUDA Graph benchmark reports it: the inputs already in
@@ -253,6 +265,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
     TG_NVTX_RANGE("inference");
     const Feeds infeeds = bench::model_feeds(c.infer_fn, 43, c.classes);
     CompiledPlan p = compile_for(c, be, false, gpu);
+    record_plan_bytes(e, c, "inference", p);
     DynamicTrainer dyn(c.infer_fn, *be, "caching", dynamic_options(c, true));
     p.run(infeeds);
     const std::string d = bench::bitwise_diff(p.read(p.prediction), dyn.run_inference(infeeds));
