@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a trace that a tg-* binary wrote with --trace, as a reader of the trace-event format.
 
-  check_trace.py TRACE [--backend cpu|cuda] [--ops-per-iteration N] [--kernels-at-least N]
+  check_trace.py TRACE[.gz] [--backend cpu|cuda] [--ops-per-iteration N] [--kernels-at-least N]
                        [--schema docs/trace.schema.json]
 
 What a schema cannot state: the complete events ("X") of one lane nest (a span ends before the
@@ -13,6 +13,7 @@ With --schema, the file is also validated by Python's jsonschema (exit 77, skipp
 Exit 0 when every check holds, 1 with the first problems listed otherwise, 2 for bad usage.
 """
 import argparse
+import gzip
 import json
 import sys
 from collections import defaultdict
@@ -70,7 +71,8 @@ def main():
     ap.add_argument("--schema")
     a = ap.parse_args()
     try:
-        with open(a.trace, encoding="utf-8") as f:
+        opener = gzip.open if a.trace.endswith(".gz") else open
+        with opener(a.trace, "rt", encoding="utf-8") as f:
             t = json.load(f)
     except (OSError, ValueError) as e:
         print(f"check_trace: {a.trace}: {e}", file=sys.stderr)
