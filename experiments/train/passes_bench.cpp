@@ -124,6 +124,25 @@ GemmFloor gemm_floor(th::Experiment& e, const CompiledPlan& p, CudaBackend& be) 
 
 }  // namespace
 
+namespace {
+
+// The CNN passes (bn_fold, conv) and nothing else: alone they leave a model without
+// convolutions as it is, so the sweep does not time them there.
+bool only_convolution_passes(const PassSet& set) {
+  return PassSet::only(PassId::bn_fold).with(PassId::conv).contains(set);
+}
+
+bool has_convolutions(const Config& c) {
+  Graph g;
+  RecordingBuilder b(g);
+  c.fn(b);
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::conv2d) return true;
+  return false;
+}
+
+}  // namespace
+
 void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c,
                     const std::vector<PassSet>& sets, const PassOptions& opt, int loss_steps) {
   TG_NVTX_RANGE("passes");
@@ -134,6 +153,12 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
     const Feeds feeds = bench::model_feeds(training ? c.fn : c.infer_fn, 42, c.classes);
     double none_step = 0, none_replay = 0;
     for (const PassSet& set : sets) {
+      if (!set.empty() && only_convolution_passes(set) && !has_convolutions(c)) {
+        if (training || !c.train)
+          e.report().skip(fmt::format("pass_step passes={} model={}", set.str(), c.model),
+                          "these passes rewrite convolutions and batch norms; this model has none");
+        continue;
+      }
       CompiledPlan p = compile_with(c, be, training, set, opt);
       const th::Params params = pass_params(c, mode, set);
       auto sync = [&] { be->synchronize(); };

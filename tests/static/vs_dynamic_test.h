@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "dynamic/trainer.h"
 #include "graph/init.h"
@@ -19,7 +20,12 @@ inline Feeds random_feeds(const std::map<std::string, Shape>& shapes, uint64_t s
   uint64_t salt = 0;
   for (const auto& [name, s] : shapes) {
     std::vector<float> v(static_cast<size_t>(s.numel()));
-    if (name == "labels" || name == "ids") random_labels(v, seed + salt++, classes);
+    if (name == "labels" || name == "ids") {
+      // A class count of 0 would divide by zero in random_labels: say which input needs one.
+      if (classes < 1)
+        throw std::invalid_argument("random_feeds: input '" + name + "' takes class indices; give classes >= 1");
+      random_labels(v, seed + salt++, classes);
+    }
     else random_fill(v, seed + salt++);
     f[name] = v;
   }
@@ -50,14 +56,14 @@ inline std::map<std::string, Shape> input_shapes_of(const Graph& g) {
 // The loss of each of `steps` training steps on fixed feeds, static executor, under a
 // precision policy; `be` null: the CPU backend.
 inline std::vector<float> train_losses(const ModelFn& model, Precision p, PassSet passes, int steps,
-                                       std::shared_ptr<Backend> be = nullptr) {
+                                       std::shared_ptr<Backend> be = nullptr, int64_t classes = 0) {
   CompileOptions co;
   co.backend = std::move(be);
   co.precision = p;
   co.passes = passes;
   co.train.lr = 0.05f;
   CompiledPlan plan = compile(model, co);
-  const Feeds f = random_feeds(input_shapes_of(*plan.graph), 11);
+  const Feeds f = random_feeds(input_shapes_of(*plan.graph), 11, classes);
   std::vector<float> losses;
   for (int i = 0; i < steps; ++i) losses.push_back(plan.step(f));
   return losses;
