@@ -495,7 +495,7 @@ def run_matmul(rep, torch, dev, args, loop):
                     return start.elapsed_time(end) * 1e-3
 
                 samples = tr.run_loop(loop, sample)
-                med = sorted(samples)[len(samples) // 2]
+                med = tr.summarize(samples)["median"]
                 rep.add_time("matmul", params, samples, {"TFLOP/s": 2.0 * n ** 3 / med / 1e12}, timer="gpu")
 
 

@@ -17,6 +17,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "trace"))
+from kernel_table import print_rows, ranked  # noqa: E402  (the same table as a twograph trace's)
 
 WORKLOADS = {
     "mlp_w256": ("mlp", 32, 256, 8),
@@ -44,12 +46,7 @@ def kernel_rows(prof):
         r = rows.setdefault(e.name, {"name": e.name, "calls": 0, "total_us": 0.0})
         r["calls"] += 1
         r["total_us"] += dev_us
-    busy = sum(r["total_us"] for r in rows.values())
-    out = sorted(rows.values(), key=lambda r: -r["total_us"])
-    for r in out:
-        r["mean_us"] = r["total_us"] / r["calls"]
-        r["share"] = r["total_us"] / busy if busy else 0.0
-    return out, busy
+    return ranked(list(rows.values()))
 
 
 def main():
@@ -88,9 +85,7 @@ def main():
             runner.sync()
     rows, busy = kernel_rows(prof)
     print(f"{a.workload} {a.precision} {a.executor} {a.mode}: GPU busy {busy / a.iterations:.1f} us per step")
-    print(f"{'total us':>10} {'share':>6} {'calls':>6} {'mean us':>9}  name")
-    for r in rows[:a.top]:
-        print(f"{r['total_us']:10.1f} {100 * r['share']:5.1f}% {r['calls']:6d} {r['mean_us']:9.2f}  {r['name'][:110]}")
+    print_rows(rows, a.top)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"workload": a.workload, "precision": a.precision, "executor": a.executor, "mode": a.mode,

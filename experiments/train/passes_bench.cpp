@@ -147,13 +147,14 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
                     const std::vector<PassSet>& sets, const PassOptions& opt, int loss_steps) {
   TG_NVTX_RANGE("passes");
   const bool cuda = be->kind() == DeviceKind::cuda;
+  const bool convolutions = has_convolutions(c);  // the model recorded once, not per pass set and mode
   for (const char* mode : {"train", "inference"}) {
     const bool training = std::string(mode) == "train";
     if (training && !c.train) continue;
     const Feeds feeds = bench::model_feeds(training ? c.fn : c.infer_fn, 42, c.classes);
     double none_step = 0, none_replay = 0;
     for (const PassSet& set : sets) {
-      if (!set.empty() && only_convolution_passes(set) && !has_convolutions(c)) {
+      if (!set.empty() && only_convolution_passes(set) && !convolutions) {
         if (training || !c.train)
           e.report().skip(fmt::format("pass_step passes={} model={}", set.str(), c.model),
                           "these passes rewrite convolutions and batch norms; this model has none");

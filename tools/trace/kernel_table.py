@@ -45,22 +45,34 @@ def exclusive_spans(events):
     return out
 
 
+def ranked(totals):
+    """Rows of {"name", "calls", "total_us", ...} per kernel name, slowest first, each with its
+    mean_us and its share of the busy time; and that busy time. Shared with
+    experiments/peers/torch_kernels.py, whose rows come from PyTorch's profiler."""
+    busy = sum(r["total_us"] for r in totals)
+    out = sorted(totals, key=lambda r: -r["total_us"])
+    for r in out:
+        r["mean_us"] = r["total_us"] / r["calls"]
+        r["share"] = r["total_us"] / busy if busy else 0.0
+    return out, busy
+
+
+def print_rows(rows, top):
+    print(f"{'total us':>10} {'share':>6} {'calls':>6} {'mean us':>9}  name")
+    for r in rows[:top]:
+        print(f"{r['total_us']:10.1f} {100 * r['share']:5.1f}% {r['calls']:6d} {r['mean_us']:9.2f}  {r['name'][:110]}")
+
+
 def table(events, window):
     lo, hi = window
-    rows = defaultdict(lambda: {"calls": 0, "total_us": 0.0, "cat": ""})
+    rows = {}
     for e, own_us in exclusive_spans(events):
         if not lo <= e["ts"] <= hi:
             continue
-        r = rows[e["name"]]
+        r = rows.setdefault(e["name"], {"name": e["name"], "cat": e["cat"], "calls": 0, "total_us": 0.0})
         r["calls"] += 1
         r["total_us"] += own_us
-        r["cat"] = e["cat"]
-    busy = sum(r["total_us"] for r in rows.values())
-    out = []
-    for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["total_us"]):
-        out.append({"name": name, "cat": r["cat"], "calls": r["calls"], "total_us": r["total_us"],
-                    "mean_us": r["total_us"] / r["calls"], "share": r["total_us"] / busy if busy else 0.0})
-    return out, busy
+    return ranked(list(rows.values()))
 
 
 def main():
@@ -86,9 +98,7 @@ def main():
         print(f"kernel_table.py: {e}", file=sys.stderr)
         return 2
     print(f"window {window[0]:.1f}:{window[1]:.1f} us, GPU busy {busy:.1f} us in {sum(r['calls'] for r in rows)} spans")
-    print(f"{'total us':>10} {'share':>6} {'calls':>6} {'mean us':>9}  name")
-    for r in rows[:a.top]:
-        print(f"{r['total_us']:10.1f} {100 * r['share']:5.1f}% {r['calls']:6d} {r['mean_us']:9.2f}  {r['name'][:110]}")
+    print_rows(rows, a.top)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"trace": a.trace, "window_us": list(window), "busy_us": busy, "rows": rows}, f, indent=1)

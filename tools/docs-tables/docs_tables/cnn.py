@@ -116,14 +116,6 @@ def tab_vgg16_layers():
 VS_TORCH = ("cnn224/train_resnet50", "cnn224/torch_resnet50")
 
 
-def _torch_row(r, p, executor, mode, name, channels_last=False):
-    want = dict(p, executor=executor, mode=mode)
-    if channels_last:
-        want["memory_format"] = "channels_last"
-    found = [m for m in r.all(name) if m["params"] == want]
-    return found[0] if found else None
-
-
 def tab_cnn_vs_torch():
     """ResNet-50 at 224 x 224, fp32: twograph's executors beside PyTorch's (torchvision's network,
     cudnn.benchmark on) in the same device session (scripts/device/cnn-run.sh)."""
@@ -136,12 +128,13 @@ def tab_cnn_vs_torch():
         for mode in ("train", "inference"):
             st_replay = _one(mine, "replay", p, "static", mode)
             dyn = _one(mine, "iteration", p, "dynamic", mode)
-            graph = _torch_row(theirs, p, "torch_cuda_graph", mode, "replay")
-            graph_cl = _torch_row(theirs, p, "torch_cuda_graph", mode, "replay", channels_last=True)
-            eager = _torch_row(theirs, p, "torch_eager_h2d", mode, "iteration")
+            nhwc = dict(p, memory_format="channels_last")  # torch_baseline.py's channels_last rows
+            graph = _one(theirs, "replay", p, "torch_cuda_graph", mode)
+            graph_cl = _one(theirs, "replay", nhwc, "torch_cuda_graph", mode)
+            eager = _one(theirs, "iteration", p, "torch_eager_h2d", mode)
             fastest = min((m for m in (graph, graph_cl) if m), key=lambda m: m["median"], default=None)
             ratio = x(fastest["median"] / st_replay["median"]) if fastest and st_replay else "n/a"
-            peak = _torch_row(theirs, p, "torch_cuda_graph", mode, "peak_bytes")
+            peak = _one(theirs, "peak_bytes", p, "torch_cuda_graph", mode)
             plan = _one(mine, "static_plan_bytes", p, "static", mode)
             rows.append([_label(p), p["batch"], mode, _cell(st_replay), _cell(dyn), _cell(graph), _cell(graph_cl),
                          _cell(eager), ratio, mib(plan["median"]) if plan else "n/a",

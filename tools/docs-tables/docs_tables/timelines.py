@@ -79,7 +79,7 @@ def same_binary_pct():
     for name, key, _ in ROWS:
         for build in (0, 1):
             first = {m["params"][key]: m["median"] for m in rounds[0][build].all(name) if key in m["params"]}
-            for later, _ in [(r[build], None) for r in rounds[1:]]:
+            for later in (r[build] for r in rounds[1:]):
                 for m in later.all(name):
                     n = m["params"].get(key)
                     if n in first and first[n] > 0:
