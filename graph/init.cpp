@@ -1,6 +1,8 @@
 #include "graph/init.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "graph/errors.h"
 
@@ -39,6 +41,10 @@ std::vector<float> initial_values(const ValueInfo& v, uint64_t seed) {
 }
 
 void random_labels(std::vector<float>& out, uint64_t seed, int64_t classes) {
+  // A class count below 1 would divide by zero below.
+  if (classes < 1 && !out.empty())
+    throw std::invalid_argument("random_labels: " + std::to_string(classes) +
+                                " classes; class indices need a class count >= 1");
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 7;
   for (float& x : out) x = static_cast<float>(splitmix64(state) % static_cast<uint64_t>(classes));
 }

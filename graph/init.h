@@ -29,6 +29,7 @@ void random_fill(std::vector<float>& out, uint64_t seed, float lo = -1.0f, float
 std::vector<float> initial_values(const ValueInfo& v, uint64_t seed);
 
 // Class labels for cross_entropy: integers in [0, classes) stored as floats.
+// std::invalid_argument for classes < 1 (with anything to fill).
 void random_labels(std::vector<float>& out, uint64_t seed, int64_t classes);
 
 }  // namespace tg

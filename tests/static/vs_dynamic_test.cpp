@@ -83,6 +83,15 @@ TEST_CASE("transformer_block refuses causal without fused attention") {
   CHECK_THROWS_WITH_AS(transformer_block(b, c), doctest::Contains("causal needs fused_attention"), GraphError);
 }
 
+TEST_CASE("random_labels refuses a class count below 1 instead of dividing by zero") {
+  std::vector<float> labels(4);
+  CHECK_THROWS_WITH_AS(random_labels(labels, 1, 0), doctest::Contains("class count >= 1"), std::invalid_argument);
+  std::vector<float> none;
+  random_labels(none, 1, 0);  // nothing to fill: nothing to divide
+  random_labels(labels, 1, 3);
+  for (float l : labels) CHECK((l >= 0.0f && l < 3.0f && l == static_cast<float>(static_cast<int>(l))));
+}
+
 TEST_CASE("static == dynamic bitwise on the CPU: a token model with i64 ids and labels, embedding, ignore_index") {
   // Labels of class 3 are ignored; the ids repeat (24 of 11), so embedding_grad sums rows.
   testing::check_static_vs_dynamic(cpu, testing::token_model(11, 3), "tokens", false, 11);
