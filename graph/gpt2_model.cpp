@@ -11,6 +11,18 @@ using namespace model_layers;
 
 Gpt2Config gpt2_small_config() { return Gpt2Config{}; }
 
+Gpt2Config gpt2_tiny_config() {
+  Gpt2Config t;
+  t.batch = 4;
+  t.seq = 32;
+  t.vocab = 512;
+  t.context = 64;
+  t.d_model = 64;
+  t.heads = 2;
+  t.layers = 2;
+  return t;
+}
+
 ModelOutputs gpt2(Builder& b, const Gpt2Config& c) {
   const char* m = "gpt2";
   require_positive(m, "batch", c.batch);

@@ -91,6 +91,9 @@ struct Gpt2Config {
 ModelOutputs gpt2(Builder& b, const Gpt2Config& c);
 // GPT-2 small (124M parameters with the tied head): the defaults above.
 Gpt2Config gpt2_small_config();
+// A two-layer GPT-2 of width 64 (2 heads, vocabulary 512, context 64) at batch 4, sequence
+// 32: the same graph at a size whose steps take milliseconds on the CPU.
+Gpt2Config gpt2_tiny_config();
 
 // Convolutional networks (graph/cnn_models.cpp), NCHW: images x [batch, 3, image, image],
 // cross_entropy against "labels" [batch] (class indices). Batch norm takes the batch's

@@ -328,11 +328,4 @@ void validate(const Graph& g) {
   throw GraphError(msg);
 }
 
-void require_f32_values(const Graph& g, const char* who) {
-  for (const ValueInfo& v : g.values)
-    if (v.dtype != DType::F32)
-      graph_error("{}: value {} is {}, and {} runs f32 values only so far; give the graph f32 values to run it there",
-                  who, quote_name(v.name), dtype_name(v.dtype), who);
-}
-
 }  // namespace tg

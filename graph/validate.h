@@ -28,9 +28,4 @@ constexpr size_t kMaxListedErrors = 20;
 // kMaxListedErrors, then how many more were left out.
 void validate(const Graph& g);
 
-// The gate of the executors that run f32 only so far (the CUDA kernels, the dynamic
-// executor): throws GraphError naming the first value that is not f32 and `who`. A valid
-// graph may carry any dtype; the CPU backend's static executor and the interpreter run it.
-void require_f32_values(const Graph& g, const char* who);
-
 }  // namespace tg

@@ -27,19 +27,37 @@ namespace tg::bench {
 // shapes); "labels", and any input a cross_entropy reads as its labels, gets class
 // indices in [0, classes); an input an embedding reads as its ids gets ids in [0, the
 // table's rows).
+// The values a graph reads as class labels (cross_entropy's second input) or as ids (an
+// embedding's: id_rows, the table's rows), followed back through reshapes to the inputs.
+struct IndexValues {
+  std::vector<bool> labels;
+  std::vector<int64_t> id_rows;  // 0: not ids
+};
+inline IndexValues index_values(const Graph& g) {
+  IndexValues iv{std::vector<bool>(g.values.size(), false), std::vector<int64_t>(g.values.size(), 0)};
+  for (const Node& n : g.nodes) {
+    if (n.op == OpKind::cross_entropy) iv.labels[static_cast<size_t>(n.inputs[1])] = true;
+    if (n.op == OpKind::embedding)
+      iv.id_rows[static_cast<size_t>(n.inputs[1])] = g.values[static_cast<size_t>(n.inputs[0])].shape[0];
+  }
+  for (auto n = g.nodes.rbegin(); n != g.nodes.rend(); ++n) {
+    if (n->op != OpKind::reshape) continue;
+    const auto in = static_cast<size_t>(n->inputs[0]), out = static_cast<size_t>(n->outputs[0]);
+    iv.labels[in] = iv.labels[in] || iv.labels[out];
+    if (iv.id_rows[in] == 0) iv.id_rows[in] = iv.id_rows[out];
+  }
+  return iv;
+}
+
 inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 0) {
   Graph g;
   {
     RecordingBuilder rb(g);
     model(rb);
   }
-  std::vector<bool> labels(g.values.size(), false);
-  std::vector<int64_t> id_rows(g.values.size(), 0);
-  for (const Node& n : g.nodes) {
-    if (n.op == OpKind::cross_entropy) labels[static_cast<size_t>(n.inputs[1])] = true;
-    if (n.op == OpKind::embedding)
-      id_rows[static_cast<size_t>(n.inputs[1])] = g.values[static_cast<size_t>(n.inputs[0])].shape[0];
-  }
+  const IndexValues iv = index_values(g);
+  const std::vector<bool>& labels = iv.labels;
+  const std::vector<int64_t>& id_rows = iv.id_rows;
   Feeds f;
   uint64_t salt = 0;
   for (int id : g.values_with_role(Role::input)) {

@@ -2,7 +2,7 @@
 # bench_test.sh TG_GRAPH TG_TRAIN TG_REPORT DIR   (from the repository root)
 # tg-graph bench on the CPU, quick: an imported model with its weights (inference), the
 # tg-train-sized imports with their mse loss (train, rebatched), a hand-written graph
-# with cross_entropy. Each report must be valid and hold both executors' rows; the MLP's
+# with cross_entropy, the built-in GPT-2 written by tg-graph model. Each report must be valid and hold both executors' rows; the MLP's
 # rows, labelled with tg-train's params, must pair with tg-train's own without --pair.
 set -euo pipefail
 graph=$1 train=$2 report=$3 dir=$4
@@ -36,4 +36,14 @@ validate "$dir/tr.json"
 has "$dir/tr.json" iteration executor=dynamic mode=train batch=2
 "$graph" bench tests/graphs/classifier.json "${quick[@]}" --json "$dir/cls.json" > /dev/null
 has "$dir/cls.json" loss_curve executor=static model=classifier
-echo "bench_test: every report valid, both executors' rows present, tg-train's mlp rows paired"
+# A built-in model written as a file (integer ids and labels): tg-train's GPT-2 rows pair with the bench's.
+"$graph" model gpt2_tiny -o "$dir/gpt2_tiny.json" > /dev/null
+"$graph" bench "$dir/gpt2_tiny.json" "${quick[@]}" \
+  --params model=gpt2,sweep=gpt2_tiny,seq=32,d_model=64,layers=2,heads=2,vocab=512 --json "$dir/gpt2.json" > /dev/null
+validate "$dir/gpt2.json"
+for e in static dynamic; do has "$dir/gpt2.json" loss_curve executor=$e model=gpt2 batch=4; done
+"$train" --device cpu --quick --repetitions 2 --min-time 0 --loss-steps 3 --models gpt2 --json "$dir/train_gpt2.json" \
+  > /dev/null
+paired "$dir/train_gpt2.json" "$dir/gpt2.json" "$dir/compare_gpt2.txt" \
+  "^iteration .*batch=4 .*executor=static .*mode=train model=gpt2 .*sweep=gpt2_tiny "
+echo "bench_test: every report valid, both executors' rows present, tg-train's mlp and gpt2 rows paired"

@@ -72,11 +72,30 @@ th::Params parse_params(const std::string& spec) {
   return p;
 }
 
+// The bench runs both executors on f32 and integer values and invents every input: an
+// integer input must be ids an embedding reads or labels a cross_entropy reads, whose valid
+// range the graph tells. Low-precision values come from --precision on an f32 graph.
+void require_bench_values(const Graph& g) {
+  const bench::IndexValues iv = bench::index_values(g);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const ValueInfo& vi = g.values[v];
+    if (vi.dtype == DType::BF16 || vi.dtype == DType::F16)
+      graph_error("tg-graph bench: value {} is {}; the bench runs f32 graphs and makes them {} with --precision {}: "
+                  "give the graph f32 values",
+                  quote_name(vi.name), dtype_name(vi.dtype), dtype_name(vi.dtype),
+                  vi.dtype == DType::BF16 ? "bf16" : "fp16");
+    if (dtype_is_int(vi.dtype) && vi.role == Role::input && !iv.labels[v] && iv.id_rows[v] == 0)
+      graph_error("tg-graph bench: input {} is {} but no embedding reads it as ids and no cross_entropy as labels, so "
+                  "the bench cannot tell which values are valid; feed it with tg-graph run --inputs instead",
+                  quote_name(vi.name), dtype_name(vi.dtype));
+  }
+}
+
 Graph load_checked(const std::string& file, const std::string& weights) {
   try {
     Graph g = load_graph_file(file);
     validate(g);
-    require_f32_values(g, "tg-graph bench");
+    require_bench_values(g);
     if (!weights.empty()) attach_weights(g, load_weights_file(weights), th::shown_path(weights));
     return g;
   } catch (const GraphError& e) {

@@ -1,7 +1,7 @@
 #pragma once
 // The tg-graph subcommands that live outside main.cpp: `bench` (both executors on
-// a graph file, under the experiments' harness) and `import` (ONNX -> graph file
-// and weights).
+// a graph file, under the experiments' harness), `import` (ONNX -> graph file and
+// weights) and `model` (a built-in model -> graph file).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,5 +25,14 @@ struct ImportArgs {
 // model that cannot be imported (the message names the node and why).
 CLI::App* add_import_command(CLI::App& app, ImportArgs& args);
 int run_import(const ImportArgs& args);
+
+struct ModelArgs {
+  std::string name, out;
+  int64_t batch = 0, seq = 0, image = 0;  // 0: the model's own
+  bool no_loss = false;
+};
+// Registers `model` on app: a built-in model (graph/models.h) written as a graph file.
+CLI::App* add_model_command(CLI::App& app, ModelArgs& args);
+int run_model(const ModelArgs& args);
 
 }  // namespace tg::tools

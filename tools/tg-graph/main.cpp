@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
       "  tg-graph print tests/graphs/mlp.json\n"
       "  tg-graph dot tests/graphs/mlp.json | dot -Tsvg > mlp.svg\n"
       "  tg-graph dot tests/graphs/classifier.json --training --passes all | dot -Tsvg > step-fused.svg\n"
+      "  tg-graph model gpt2_tiny -o gpt2.json && tg-graph bench gpt2.json --device auto\n"
       "  tg-graph run tests/graphs/mlp.json --seed 7\n"
       "  tg-graph run tests/onnx/mlp.json --weights tests/onnx/mlp.safetensors --inputs tests/onnx/mlp.io.safetensors "
       "--outputs out.safetensors\n"
@@ -289,6 +290,8 @@ int main(int argc, char** argv) {
                               "(see 'tg-graph bench --help')");
   tg::tools::ImportArgs import_args;
   CLI::App* import = tg::tools::add_import_command(app, import_args);
+  tg::tools::ModelArgs model_args;
+  CLI::App* model = tg::tools::add_model_command(app, model_args);
   run->add_option("--seed", seed_text, "Seed for inputs and initial parameters, 0 to 2^64 - 1")
       ->capture_default_str()
       ->check(parsed_by(gt::parse_seed, "UINT64"));
@@ -318,6 +321,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (import->parsed()) return tg::tools::run_import(import_args);
+    if (model->parsed()) return tg::tools::run_model(model_args);
     gt::require_stdout_open();
     std::string out;
     if (check->parsed()) {
