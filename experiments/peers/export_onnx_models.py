@@ -121,7 +121,7 @@ def main():
         sys.exit(f"export_onnx_models: needs torch, onnx, onnxruntime and onnxscript ({e}); "
                  "pip install torch onnx onnxruntime onnxscript")
 
-    Mlp, TransformerBlock, _ = torch_models.torch_modules()
+    Mlp, TransformerBlock, _, _ = torch_models.torch_modules()
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "bench"), exist_ok=True)
     torch.manual_seed(0)

@@ -44,6 +44,12 @@ tg-launch's chain runs in fp32 only.
 from torchvision with cudnn.benchmark on, in NCHW and, as rows with memory_format=channels_last,
 in NHWC; their weights keep torchvision's initialisation.
 
+--workloads gpt2 runs tg-train --models gpt2's language model (experiments/peers/torch_models.py
+Gpt2: graph/gpt2_model.cpp's GPT-2 with F.scaled_dot_product_attention, causal), GPT-2 small at
+batch 4, sequence 256 (and batch 8, sequence 1024 without --quick) on a GPU, the two-layer
+gpt2_tiny on the CPU, from twograph's initial weights, token ids and labels, cross-entropy over the
+vocabulary; rows add tokens/s.
+
 --workloads matmul times torch.matmul on square n x n operands already on the GPU (--matmul-n)
 in each precision, the product alone with CUDA events, as rows `matmul backend=torch n=N
 precision=P transfers=false` beside tg-matmul's `backend=gpu` rows of the same session.
@@ -139,14 +145,14 @@ UPDATE_RULE = {"optimizer": "momentum", "clip_grad_norm": 0.0}
 
 
 def mlp_config(sweep, batch, width, depth):
-    Mlp, _, _ = tm.torch_modules()
+    Mlp, _, _, _ = tm.torch_modules()
     return {"params": {"model": "mlp", "sweep": sweep, "batch": batch, "width": width, "depth": depth, **UPDATE_RULE},
             "batch": batch, "rows": batch, "build": lambda: Mlp(width, width, depth, 10),
             "inputs": [("x", (batch, width)), ("target", (batch, 10))]}
 
 
 def transformer_config(batch, seq, d_model, heads):
-    _, Block, _ = tm.torch_modules()
+    _, Block, _, _ = tm.torch_modules()
     return {"params": {"model": "transformer", "sweep": "transformer", "batch": batch, "seq": seq,
                        "d_model": d_model, "heads": heads, **UPDATE_RULE},
             "batch": batch, "rows": batch * seq, "build": lambda: Block(d_model, heads),
@@ -175,6 +181,29 @@ def cnn_config(model, batch, image, channels_last=False):
             "inputs": [("x", (batch, 3, image, image)), ("labels", (batch,))]}
 
 
+# tg-train --models gpt2 (experiments/train/main.cpp gpt2_configs; graph/models.h's gpt2_tiny_config
+# and gpt2_small_config), with the params its rows carry.
+GPT2_TINY = {"vocab": 512, "context": 64, "d_model": 64, "heads": 2, "layers": 2}
+GPT2_SMALL = {"vocab": 50257, "context": 1024, "d_model": 768, "heads": 12, "layers": 12}
+
+
+def gpt2_config(sweep, batch, seq, size):
+    *_, Gpt2 = tm.torch_modules()
+    params = {"model": "gpt2", "sweep": sweep, "batch": batch, "seq": seq, "d_model": size["d_model"],
+              "layers": size["layers"], "heads": size["heads"], "vocab": size["vocab"], **UPDATE_RULE}
+    return {"params": params, "batch": batch, "rows": batch * seq, "loss": "cross_entropy", "classes": size["vocab"],
+            "tokens": True,
+            "build": lambda: Gpt2(size["vocab"], size["context"], size["d_model"], size["heads"], size["layers"]),
+            "inputs": [("ids", (batch, seq)), ("labels", (batch, seq))]}
+
+
+def gpt2_configs(quick, gpu):
+    if not gpu:
+        return [gpt2_config("gpt2_tiny", 4, 32, GPT2_TINY)]
+    shapes = [(4, 256)] if quick else [(4, 256), (8, 1024)]
+    return [gpt2_config("gpt2_small", b, s, GPT2_SMALL) for b, s in shapes]
+
+
 # ---- one way of running a step -------------------------------------------------------------
 
 class Runner:
@@ -201,8 +230,9 @@ class Runner:
         self.cast_cache = executor != "torch_cuda_graph"
         self.scaler = torch.amp.GradScaler(dev.type, init_scale=INIT_SCALE) if training and precision == "fp16" else None
         self.count_skips, self.skipped = False, 0
-        self.names = [n for n, _ in config["inputs"]] if training else ["x"]
+        self.names = [n for n, _ in config["inputs"]] if training else [config["inputs"][0][0]]
         self.loss_fn = F.cross_entropy if config.get("loss") == "cross_entropy" else F.mse_loss
+        self.flat_labels = config.get("loss") == "cross_entropy"
         self.graph = None
         self.setup_s = None
         if executor == "torch_cuda_graph":
@@ -214,7 +244,7 @@ class Runner:
         out = []
         for n in self.names:
             t = self.torch.from_numpy(feeds[n])
-            if n == "labels":  # class indices, as twograph's labels are (it stores them as floats)
+            if n in ("labels", "ids"):  # class indices and token ids (twograph's feeds hold them as floats)
                 t = t.long()
             elif self.channels_last and t.dim() == 4:
                 t = t.contiguous(memory_format=self.torch.channels_last)
@@ -227,7 +257,9 @@ class Runner:
         return self.torch.autocast(device_type=self.dev.type, dtype=self.low, cache_enabled=self.cast_cache)
 
     def _forward_loss(self, x, target):
-        with self._autocast():  # mse_loss runs in fp32 under autocast, as twograph's losses do
+        with self._autocast():  # the losses run in fp32 under autocast, as twograph's do
+            if self.flat_labels:  # cross_entropy: one label per logit row (GPT-2's [B, S] flattened)
+                target = target.reshape(-1)
             return self.loss_fn(self.model(x), target)
 
     def _infer(self, x):
@@ -261,7 +293,7 @@ class Runner:
 
     def _capture(self, config):
         torch = self.torch
-        feeds = tm.model_feeds(config["inputs"], 42, CLASSES)
+        feeds = tm.model_feeds(config["inputs"], 42, config.get("classes", CLASSES))
         self.static = [t.to(self.dev) for t in self.host(feeds)]
         initial = [p.detach().clone() for p in self.model.parameters()]
         t0 = time.perf_counter()
@@ -303,7 +335,7 @@ class Runner:
         torch._dynamo.reset()
         target = self._forward_loss if self.training else self._infer
         self.compiled = torch.compile(target, mode="reduce-overhead")
-        dev = [t.to(self.dev) for t in self.host(tm.model_feeds(config["inputs"], 42, CLASSES))]
+        dev = [t.to(self.dev) for t in self.host(tm.model_feeds(config["inputs"], 42, config.get("classes", CLASSES)))]
         t0 = time.perf_counter()
         for _ in range(3):  # compile, then reduce-overhead's CUDA Graph warm-up and recording; no update
             self._mark_step()
@@ -388,7 +420,7 @@ def recorded_failure(rep, executor, params):
 
 
 def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here, precisions):
-    feeds = tm.model_feeds(c["inputs"], 42, CLASSES)
+    feeds = tm.model_feeds(c["inputs"], 42, c.get("classes", CLASSES))
     for precision in precisions:
         # tg-train's rows: a precision parameter on every row but fp32's
         base = dict(c["params"], precision=precision) if precision != "fp32" else c["params"]
@@ -406,7 +438,7 @@ def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precisi
     r = Runner(torch, dev, c, executor, training, precision)
     if training:  # the loss curve first, from the initial weights, with tg-train's batches
         r.count_skips = True
-        curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, CLASSES)) for i in range(loss_steps)]
+        curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, c.get("classes", CLASSES))) for i in range(loss_steps)]
         r.count_skips = False
         extra = {"steps": loss_steps}
         if r.scaler:
@@ -416,6 +448,8 @@ def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precisi
     samples = tr.time_host(loop, lambda: r.step(feeds, inputs), r.sync)
     med = tr.summarize(samples)["median"]
     extra = {"iter/s": 1.0 / med, "samples/s": c["batch"] / med}
+    if c.get("tokens"):
+        extra["tokens/s"] = c["rows"] / med
     if r.setup_s is not None:
         extra["compile_ms"] = r.setup_s * 1e3
     rep.add_time("iteration", params, samples, extra)
@@ -472,6 +506,16 @@ def run_cnn(rep, torch, dev, args, loop):
 
 # ---- tg-launch's chain ----------------------------------------------------------------------
 
+def run_gpt2(rep, torch, dev, args, loop):
+    """tg-train --models gpt2: GPT-2 small on a GPU, gpt2_tiny on the CPU; torch.compile at the first
+    configuration only (a GPT-2 small compile takes minutes)."""
+    for i, c in enumerate(gpt2_configs(args.quick, dev.type == "cuda")):
+        label = " ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
+        print(f"torch-baseline: {label}", file=sys.stderr, flush=True)
+        compile_here = not args.no_compile and i == 0
+        measure_train_config(rep, torch, dev, c, loop, min(args.loss_steps, 5), compile_here, args.precisions)
+
+
 def run_matmul(rep, torch, dev, args, loop):
     """tg-matmul's GPU rows: C = A B for square n x n operands of uniform [-1, 1) values already
     on the device, in each precision asked, each product timed alone with CUDA events (no
@@ -500,7 +544,7 @@ def run_matmul(rep, torch, dev, args, loop):
 
 
 def run_launch(rep, torch, dev, args, loop):
-    _, _, Chain = tm.torch_modules()
+    _, _, Chain, _ = tm.torch_modules()
     gpu = dev.type == "cuda"
     ns = args.ops or ([1, 10, 100, 1000] if args.quick else [1, 10, 100, 1000, 10000])
     reps = 3 if args.quick else 7  # tg-launch's compile repetitions
@@ -568,8 +612,8 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true", help="tg-train's and tg-launch's --quick sweeps and loop")
     ap.add_argument("--workloads", default="train,launch",
                     help="a comma list of train (tg-train's), launch (tg-launch's), matmul (tg-matmul's square "
-                         "products on the GPU, at --matmul-n) and cnn (tg-train's ImageNet networks from "
-                         "torchvision, GPU only)")
+                         "products on the GPU, at --matmul-n), cnn (tg-train's ImageNet networks from "
+                         "torchvision, GPU only) and gpt2 (tg-train --models gpt2)")
     ap.add_argument("--cnn-models", default="resnet18,resnet50,vgg16",
                     help="the cnn workload's torchvision networks (tg-train --models' ImageNet ones), comma-separated")
     ap.add_argument("--matmul-n", type=int, nargs="+", default=[4096, 8192],
@@ -588,9 +632,10 @@ def parse_args(argv):
     ap.add_argument("--min-time", type=float, help="minimum timed seconds per measurement")
     ap.add_argument("--json", help="write the report here (atomically)")
     args = ap.parse_args(argv)
-    bad = set(args.workloads.split(",")) - {"train", "launch", "matmul", "cnn"}
+    bad = set(args.workloads.split(",")) - {"train", "launch", "matmul", "cnn", "gpt2"}
     if bad:
-        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give a comma list of train, launch, matmul and cnn")
+        ap.error(f"--workloads: unknown {', '.join(sorted(bad))}; give a comma list of train, launch, matmul, cnn "
+                 "and gpt2")
     args.cnn_models = [m for m in args.cnn_models.split(",") if m]
     if set(args.cnn_models) - set(CNN_PARAMS):
         ap.error(f"--cnn-models: unknown {', '.join(sorted(set(args.cnn_models) - set(CNN_PARAMS)))}; give "
@@ -687,6 +732,8 @@ def main(argv):
         else:
             rep.skip("cnn", "CPU: the ImageNet networks at 224 x 224 take minutes a step here (tg-train runs them "
                             "on a GPU)")
+    if "gpt2" in workloads:
+        run_gpt2(rep, torch, dev, args, loop)
     if "matmul" in workloads:
         if dev.type == "cuda":
             run_matmul(rep, torch, dev, args, loop)

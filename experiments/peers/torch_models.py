@@ -6,6 +6,8 @@ same data as tg-train and tg-launch.
     Mlp              depth Linear layers, ReLU after every one but the last
     TransformerBlock pre-LN: a = x + Wo attention(LN1 x), y = a + W2 gelu_tanh(W1 LN2 a)
     Chain            n tiny ops on a [size] vector: add(w), scale(0.5), relu, cycling
+    Gpt2             graph/gpt2_model.cpp: token + position embeddings, pre-LN blocks with
+                     causal attention (F.scaled_dot_product_attention), the tied LM head
 
 Parameter names follow twograph's ("mlp.l0.w" [in, out]); a torch Linear stores the
 transpose ([out, in]), which twograph_parameters() takes care of.
@@ -62,11 +64,13 @@ def initial_uniform(name, shape, a=0.0, seed=0):
 
 
 def model_feeds(inputs, seed, classes=10):
-    """exec_common.h model_feeds: inputs in declaration order, seeds seed + 0, 1, ..."""
+    """exec_common.h model_feeds: inputs in declaration order, seeds seed + 0, 1, ...; labels
+    and token ids (GPT-2's, whose table has `classes` rows) are indices below classes."""
     out = {}
     for salt, (name, shape) in enumerate(inputs):
         n = int(np.prod(shape))
-        data = random_labels(n, seed + salt, classes) if name == "labels" else random_fill(n, seed + salt)
+        index = name in ("labels", "ids")
+        data = random_labels(n, seed + salt, classes) if index else random_fill(n, seed + salt)
         out[name] = data.reshape(shape)
     return out
 
@@ -151,23 +155,70 @@ def torch_modules():
         def twograph_names(self):
             yield "chain.w", self.w, None
 
-    return Mlp, TransformerBlock, Chain
+    class Gpt2(nn.Module):
+        """graph/gpt2_model.cpp: ids [B, S] -> logits [B * S, vocab]; separate q, k, v
+        projections, GELU's tanh form (GPT-2's), the head tied to the token embedding."""
+
+        def __init__(self, vocab, context, d_model, heads, layers, mlp_ratio=4):
+            super().__init__()
+            self.heads = heads
+            self.wte, self.wpe = nn.Embedding(vocab, d_model), nn.Embedding(context, d_model)
+            self.blocks = nn.ModuleList()
+            for _ in range(layers):
+                blk = nn.Module()
+                blk.ln1, blk.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+                blk.q, blk.k, blk.v, blk.o = (nn.Linear(d_model, d_model) for _ in range(4))
+                blk.fc = nn.Linear(d_model, mlp_ratio * d_model)
+                blk.proj = nn.Linear(mlp_ratio * d_model, d_model)
+                self.blocks.append(blk)
+            self.ln_f = nn.LayerNorm(d_model)
+
+        def forward(self, ids):
+            b, s = ids.shape
+            d = self.wte.weight.shape[1]
+            h, dh = self.heads, d // self.heads
+            x = self.wte(ids) + self.wpe.weight[:s]
+            for blk in self.blocks:
+                n = blk.ln1(x)
+                q, k, v = (p(n).reshape(b, s, h, dh).transpose(1, 2) for p in (blk.q, blk.k, blk.v))
+                ctx = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / math.sqrt(dh))
+                x = x + blk.o(ctx.transpose(1, 2).reshape(b, s, d))
+                x = x + blk.proj(nn.functional.gelu(blk.fc(blk.ln2(x)), approximate="tanh"))
+            return self.ln_f(x).reshape(b * s, d) @ self.wte.weight.t()
+
+        def twograph_names(self):
+            # (name, tensor, fan_in or None, uniform bound when not 1/sqrt(fan_in))
+            yield "gpt2.wte", self.wte.weight, None, 0.02
+            yield "gpt2.wpe", self.wpe.weight, None, 0.02
+            for i, blk in enumerate(self.blocks):
+                n = f"gpt2.h{i}"
+                for ln in ("ln1", "ln2"):
+                    yield f"{n}.{ln}.gamma", getattr(blk, ln).weight, None
+                    yield f"{n}.{ln}.beta", getattr(blk, ln).bias, None
+                for lin, name in ((blk.q, "attn.q"), (blk.k, "attn.k"), (blk.v, "attn.v"), (blk.o, "attn.o"),
+                                  (blk.fc, "mlp.fc"), (blk.proj, "mlp.proj")):
+                    yield f"{n}.{name}.w", lin.weight, lin.in_features
+                    yield f"{n}.{name}.b", lin.bias, lin.in_features
+            yield "gpt2.ln_f.gamma", self.ln_f.weight, None
+            yield "gpt2.ln_f.beta", self.ln_f.bias, None
+
+    return Mlp, TransformerBlock, Chain, Gpt2
 
 
 def load_twograph_init(module, seed=0, cache=None):
     """Sets every parameter to twograph's initial value of the same name: Linear
     weight and bias uniform +-1/sqrt(in) (graph/models.cpp linear), LayerNorm gamma
-    1 and beta 0, chain.w the default bound 1/sqrt(size). twograph's weight is
+    1 and beta 0, embeddings +-0.02, chain.w the default bound 1/sqrt(size). twograph's weight is
     [in, out], torch's the transpose. `cache` (a dict) keeps the values for the
     next module of the same config: they take seconds for a 4096-wide MLP."""
     import torch
 
     with torch.no_grad():
-        for name, p, fan_in in module.twograph_names():
+        for name, p, fan_in, *bound in module.twograph_names():
             if name.endswith(".gamma") or name.endswith(".beta"):
                 p.fill_(1.0 if name.endswith(".gamma") else 0.0)
                 continue
-            a = float(np.float32(1.0) / np.sqrt(np.float32(fan_in))) if fan_in else 0.0
+            a = float(np.float32(1.0) / np.sqrt(np.float32(fan_in))) if fan_in else (bound[0] if bound else 0.0)
             weight = name.endswith(".w") and p.dim() == 2
             shape = tuple(p.shape[::-1]) if weight else tuple(p.shape)
             key = (name, shape, a, seed)

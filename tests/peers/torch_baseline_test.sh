@@ -39,10 +39,12 @@ fi
 
 py=$(bash "$(dirname "$0")/../python_with.sh" "torch, numpy" \
   "torch or numpy is not installed here (pip install torch numpy): the PyTorch baseline was not run") || exit 77
-# The smallest of tg-train's quick CPU configurations, and two chain lengths.
-"$py" "$script" --device cpu --quick --no-compile --max-rows 64 --loss-steps 5 --ops 1 10 --json "$dir/torch.json"
+# The smallest of tg-train's quick CPU configurations, its CPU GPT-2, and two chain lengths.
+"$py" "$script" --device cpu --quick --no-compile --max-rows 128 --loss-steps 5 --ops 1 10 \
+  --workloads train,launch,gpt2 --json "$dir/torch.json"
 validate "$dir/torch.json"
-"$train" --device cpu --quick --max-rows 64 --loss-steps 5 --json "$dir/train.json" > /dev/null
+"$train" --device cpu --quick --max-rows 128 --loss-steps 5 --models mlp,transformer,gpt2 --json "$dir/train.json" \
+  > /dev/null
 "$launch" --device cpu --quick --ops 1 10 --json "$dir/launch.json" > /dev/null
 for a in train launch; do  # exit 1 (something slower) is a verdict, not a failure
   rc=0
