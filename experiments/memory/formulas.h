@@ -40,4 +40,7 @@ Predicted predict_resnet(const ResNetConfig& c, bool training, bool momentum);
 Predicted predict_vgg(const VggConfig& c, bool training, bool momentum);
 Predicted predict_resnet_imagenet(const ImageNetResNetConfig& c, bool training, bool momentum);
 
+// GPT-2 (gpt2_formula.cpp): f32 values, the i64 ids and labels at 8 bytes an element.
+Predicted predict_gpt2(const Gpt2Config& c, bool training, bool momentum);
+
 }  // namespace tg::memory

@@ -90,6 +90,23 @@ Case resnet_imagenet_case(const ImageNetResNetConfig& c, const char* model) {
       predict_resnet_imagenet);
 }
 
+Case gpt2_case(const Gpt2Config& c) {
+  return make_case("gpt2", c, [](Builder& b, const Gpt2Config& g) { return gpt2(b, g); }, predict_gpt2);
+}
+
+// --models gpt2: GPT-2 small at sequence 256 on a GPU, gpt2_tiny (graph/models.h) on the CPU, over a
+// batch sweep whose main batch is the second.
+void gpt2_cases(const std::set<std::string>& models, bool quick, bool gpu, std::vector<Case>& cases,
+                std::map<std::string, int64_t>& main_batch) {
+  if (!models.count("gpt2")) return;
+  Gpt2Config g = gpu ? gpt2_small_config() : gpt2_tiny_config();
+  if (gpu) g.seq = 256;
+  const std::vector<int64_t> batches =
+      gpu ? (quick ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{2, 4, 8}) : std::vector<int64_t>{2, 4, 8};
+  for (int64_t b : batches) cases.push_back(gpt2_case((g.batch = b, g)));
+  main_batch["gpt2"] = batches[1];
+}
+
 // --models: the CIFAR ResNet-20 and VGG-11 at 32 x 32 (--quick: smaller ones at 16 x 16,
 // which the CPU's reference convolutions run in seconds), each over a batch sweep whose
 // main batch is the second.
@@ -509,6 +526,36 @@ void layer_table(Ctx& c, VggConfig v) {
     }
 }
 
+// --models gpt2: activations and workspace by sequence length at the main batch, training with
+// momentum, formula against the planner's count (naive plan: every value its own buffer).
+// Beside them, the S x S bytes attention without the fused op would hold: the transformer block's
+// terms (predict_transformer, checked on that model), per layer: the saved softmax and, not
+// saved, the scores and their scaled copy forward and three S x S gradients backward.
+void gpt2_by_seq(Ctx& c, Gpt2Config g) {
+  for (int64_t seq = g.context / 8; seq <= g.context; seq *= 2) {
+    g.seq = seq;
+    Case k = gpt2_case(g);
+    const Graph graph = graph_of(k, kTrainMomentum);
+    const RoleBytes got = plan_role_bytes(plan(graph, PlanMode::naive));
+    const Predicted& want = k.train_mom;
+    th::Params base{{"model", "gpt2"}, {"batch", g.batch}, {"seq", seq}, {"mode", kTrainMomentum.name}};
+    for (MemRole role : {MemRole::activations, MemRole::workspace}) {
+      th::Params q = base;
+      q.emplace("role", mem_role_name(role));
+      auto& row = c.e.report().add_value("seq_role_bytes", q, static_cast<double>(got[static_cast<size_t>(role)]), "B");
+      row.extra["predicted_B"] = static_cast<double>(want.at(role));
+      c.agree.check("planner_by_seq", fmt::format("gpt2 b{} s{} {}", g.batch, seq, mem_role_name(role)),
+                    want.at(role), got[static_cast<size_t>(role)]);
+    }
+    const int64_t scores = g.batch * g.heads * seq * seq * 4;  // one [B H, S, S] f32
+    th::Params u = base;
+    u.emplace("source", "predicted");
+    auto& row = c.e.report().add_value("unfused_attention_scores_bytes", u, static_cast<double>(g.layers * 6 * scores), "B");
+    row.extra["saved_B"] = static_cast<double>(g.layers * scores);
+    row.extra["not_saved_B"] = static_cast<double>(g.layers * 5 * scores);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -532,7 +579,8 @@ int main(int argc, char** argv) {
   ex.add_option("--models", models,
                 "The models to measure, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 "
                 "at 32 x 32), resnet18, resnet50, vgg16 (the ImageNet networks at --image; vgg16 adds its table layer "
-                "by layer)");
+                "by layer), gpt2 (GPT-2 small at sequence 256 on a GPU, a two-layer one on the CPU; with its "
+                "activations by sequence length)");
   int64_t image = 0;
   ex.add_option("--image", image,
                 "Image side of resnet18, resnet50 and vgg16, a multiple of 32 (0: 224 on a GPU, 32 on the CPU, whose "
@@ -559,7 +607,7 @@ int main(int argc, char** argv) {
       if (std::find(sweep->begin(), sweep->end(), main_b) == sweep->end())
         throw std::logic_error(fmt::format("tg-memory: main batch {} is not in its sweep", main_b));
 
-    const std::set<std::string> listed = bench::parse_models_flag(models);
+    const std::set<std::string> listed = bench::parse_models_flag(models, {"gpt2"});
     std::vector<Case> cases;
     std::map<std::string, int64_t> main_batch{{"mlp", mc.batch}, {"transformer", tc.batch}};
     if (listed.count("mlp"))
@@ -572,6 +620,7 @@ int main(int argc, char** argv) {
                                        "(give 0 for the default)", image));
     const int64_t side = image > 0 ? image : (e.on_gpu() ? 224 : 32);
     imagenet_cases(listed, q, e.on_gpu(), side, cases, main_batch);
+    gpt2_cases(listed, q, e.on_gpu(), cases, main_batch);
 
     if (e.on_gpu()) {
       TG_NVTX_RANGE("tg-memory context");
@@ -609,6 +658,11 @@ int main(int argc, char** argv) {
     inplace_part(c, mc);
     bar.tick("in-place relu");
     if (listed.count("vgg16")) layer_table(c, at_size(vgg16_config(), main_batch.at("vgg16"), side));
+    if (listed.count("gpt2")) {
+      Gpt2Config g = e.on_gpu() ? gpt2_small_config() : gpt2_tiny_config();
+      g.batch = main_batch.at("gpt2");
+      gpt2_by_seq(c, g);
+    }
     if (!e.on_gpu()) {
       e.report().skip("meminfo_delta", "cudaMemGetInfo needs a GPU (CPU backend: host memory is shared with "
                                        "everything else on the machine, so a delta means nothing)");
