@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
+# the language-model measurements of docs/language-models.md in one session. tg-train's GPT-2
+# small (static and dynamic) in fp32 and bf16, PyTorch's same GPT-2 (eager, CUDA graph,
+# torch.compile) in both precisions, tg-memory's GPT-2 per role and by sequence length.
+#   Usage: bash scripts/device/lm-run.sh [build-dir] [seconds-per-step] [device]
+# Writes $OUT/train_gpt2.json, train_gpt2_bf16.json, torch_gpt2.json, memory_gpt2.json (each
+# with its .txt); save them under docs/results/lm/ and run python3 tools/docs-tables.
+set -u
+build=${1:-build/default}
+per=${2:-200}
+device=${3:-0}
+out=${OUT:-out}
+mkdir -p "$out"
+for p in fp32 bf16; do
+  f=train_gpt2$([ "$p" = fp32 ] || echo "_$p")
+  timeout "$per" "$build/experiments/train/tg-train" --device "$device" --quick --models gpt2 --passes none \
+    --precision "$p" --json "$out/$f.json" > "$out/$f.txt" 2>&1
+  echo "tg-train --models gpt2 --precision $p rc=$?" | tee -a "$out/summary.txt"
+done
+timeout "$per" python3 experiments/peers/torch_baseline.py --device "$device" --quick --workloads gpt2 \
+  --precision fp32,bf16 --json "$out/torch_gpt2.json" > "$out/torch_gpt2.txt" 2>&1
+echo "torch_baseline --workloads gpt2 rc=$?" | tee -a "$out/summary.txt"
+timeout "$per" "$build/experiments/memory/tg-memory" --device "$device" --quick --models gpt2 --precision fp32 \
+  --json "$out/memory_gpt2.json" > "$out/memory_gpt2.txt" 2>&1
+echo "tg-memory --models gpt2 rc=$?" | tee -a "$out/summary.txt"

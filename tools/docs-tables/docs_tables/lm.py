@@ -1,0 +1,138 @@
+"""docs/language-models.md: GPT-2 both ways (scripts/device/lm-run.sh saves its reports in
+docs/results/lm/): tg-train --models gpt2's steps beside PyTorch's same model in the same
+session, and tg-memory --models gpt2's bytes per role and by sequence length."""
+from .common import Missing, distinct_params, mib, num, report, sources_line, t, table, x
+
+TRAIN = {"fp32": "lm/train_gpt2", "bf16": "lm/train_gpt2_bf16"}
+TORCH = "lm/torch_gpt2"
+MEMORY = "lm/memory_gpt2"
+COMMAND = "bash scripts/device/lm-run.sh build/default (OUT=docs/results/lm)"
+
+# The row's params, less what names the executor, the mode and the precision.
+_DROP = ("executor", "mode", "precision")
+# PyTorch's ways, in the order the table shows them: the host-fed eager loop (pairs with the
+# dynamic executor; on the CPU only torch_eager exists), the captured step, Inductor.
+_TORCH = (("torch_eager_h2d", "torch_eager"), ("torch_cuda_graph",), ("torch_compile",))
+
+
+def _pick(r, name, params):
+    found = [m for m in r.all(name) if m["params"] == params]
+    return found[0] if found else None
+
+
+def _cell(m):
+    return "n/a" if m is None else t(m["median"]) + (" (noisy)" if m.get("noisy") else "")
+
+
+def _torch(p, executors, precision, mode):
+    for e in executors:
+        want = dict(p, executor=e, mode=mode)
+        if precision != "fp32":
+            want["precision"] = precision
+        m = _pick(report(TORCH), "iteration", want)
+        if m:
+            return m
+    return None
+
+
+def tab_lm_step():
+    """Each precision and mode: twograph's static replay and step and its dynamic step, then
+    PyTorch's eager, CUDA-graph and compiled steps of the same model, weights and tokens."""
+    rows, stems = [], []
+    for precision, stem in TRAIN.items():
+        try:
+            r = report(stem)
+        except Missing:
+            continue
+        stems.append(stem)
+        for p in distinct_params(r.all("iteration", model="gpt2"), _DROP):
+            for mode in ("train", "inference"):
+                tagged = dict(p, precision=precision) if precision != "fp32" else p
+                st = _pick(r, "iteration", dict(tagged, executor="static", mode=mode))
+                dy = _pick(r, "iteration", dict(tagged, executor="dynamic", mode=mode))
+                rp = _pick(r, "replay", dict(tagged, executor="static", mode=mode))
+                tok = f"{num(st['extra']['tokens/s'] / 1e3)}k" if st and "tokens/s" in st["extra"] else "n/a"
+                torch = [_torch(p, e, precision, mode) for e in _TORCH]
+                best = min((m["median"] for m in torch if m), default=None)
+                vs = x(best / st["median"]) if st and best else "n/a"
+                rows.append([p["sweep"], f"{p['batch']} x {p['seq']}", precision, mode, _cell(rp), _cell(st), tok,
+                             _cell(dy)] + [_cell(m) for m in torch] + [vs])
+    if not stems:
+        raise Missing(f"no lm/train_gpt2 report: run `{COMMAND}`")
+    try:
+        report(TORCH)
+        stems.append(TORCH)
+    except Missing:
+        pass
+    head = ["model", "batch x seq", "precision", "mode", "static replay", "static step", "static tokens/s",
+            "dynamic step", "PyTorch eager", "PyTorch CUDA graph", "torch.compile", "fastest PyTorch / static"]
+    return table(head, rows, ["---"] * 4 + ["---:"] * 8) + "\n\n" + sources_line(*stems)
+
+
+def _roles(r, mode, batch):
+    out = {}
+    for m in r.all("role_bytes", model="gpt2", mode=mode, batch=batch):
+        out.setdefault(m["params"]["role"], {})[m["params"]["source"]] = m["median"]
+    for m in r.all("role_bytes_measured", model="gpt2", mode=mode, batch=batch):
+        out.setdefault(m["params"]["role"], {})[m["params"]["source"]] = m["median"]
+    return out
+
+
+ROLES = ("parameters", "gradients", "momentum", "activations", "workspace", "inputs")
+
+
+def tab_lm_memory():
+    """tg-memory --models gpt2 at its main batch: each role's bytes by the closed formula, the
+    planner's count and the bytes both executors allocated (nothing freed early)."""
+    r = report(MEMORY)
+    seq_rows = r.all("seq_role_bytes")
+    if not seq_rows:
+        raise Missing(f"{r.rel}: no seq_role_bytes rows (run tg-memory --models gpt2)")
+    batch = seq_rows[0]["params"]["batch"]
+    rows = []
+    for mode in ("train_momentum", "inference"):
+        roles = _roles(r, mode, batch)
+        for role in ROLES:
+            s = roles.get(role, {})
+            if not any(s.values()):
+                continue
+            cells = [mib(s[k]) if k in s else "n/a" for k in ("predicted", "planner", "dynamic_keep_all", "static")]
+            rows.append([mode, role] + cells)
+    return (f"GPT-2 at batch {batch}.\n\n" +
+            table(["mode", "role", "formula", "planner", "dynamic (keep all)", "static"], rows,
+                  ["---", "---"] + ["---:"] * 4) + "\n\n" + r.source_line())
+
+
+def tab_lm_seq():
+    """Activations and workspace of a training step by sequence length (planner against the
+    formula), and the S x S bytes an unfused attention would hold on top."""
+    r = report(MEMORY)
+    seqs = sorted({m["params"]["seq"] for m in r.all("seq_role_bytes")})
+    if not seqs:
+        raise Missing(f"{r.rel}: no seq_role_bytes rows (run tg-memory --models gpt2)")
+    rows = []
+    for s in seqs:
+        act = r.one("seq_role_bytes", seq=s, role="activations")
+        ws = r.one("seq_role_bytes", seq=s, role="workspace")
+        un = r.one("unfused_attention_scores_bytes", seq=s)
+        rows.append([s, mib(act["median"]), mib(act["extra"]["predicted_B"]), mib(ws["median"]),
+                     mib(ws["extra"]["predicted_B"]), mib(un["median"]),
+                     x(un["median"] / (act["median"] + ws["median"]))])
+    return (table(["seq", "activations", "formula", "workspace", "formula", "unfused attention's S x S bytes",
+                   "S x S / (activations + workspace)"], rows, ["---:"] * 7) + "\n\n" + r.source_line())
+
+
+def _device():
+    for stem in (*TRAIN.values(), MEMORY):
+        try:
+            r = report(stem).r
+        except Missing:
+            continue
+        gpu = (r.get("gpus") or [{}])[0]
+        return gpu.get("name") or r.get("device", {}).get("name", "?")
+    raise Missing(f"no lm report: run `{COMMAND}`")
+
+
+TABLES = {"lm-step": tab_lm_step, "lm-memory": tab_lm_memory, "lm-seq": tab_lm_seq}
+VALUES = {"lm.device": _device}
+PLOTTERS = {}
