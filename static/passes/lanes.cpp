@@ -11,7 +11,8 @@
 // fill a few SMs) that removes half the backward kernels from the critical path.
 //
 // What a side node may be: an update (the optimizer family) but a GEMM update, or any node all of whose
-// outputs are read only by updates and none a graph output: the weight-gradient GEMMs, and
+// outputs are read only by updates and none a graph output (and, in a data-parallel step, a
+// gradient bucket's join, all-reduce and split read only by side nodes): the weight-gradient GEMMs, and
 // the bias gradients' column sums (memory-bound, so better beside the compute-bound input
 // gradients than between them; the backend gives the side stream a scratch of its own for
 // them, CudaBackend::run_on). It waits for every
@@ -57,6 +58,25 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
         if (!side_update(g.nodes[static_cast<size_t>(r)].op)) only_updates = false;
     }
     side[n] = only_updates;
+  }
+  // Data parallelism: a gradient bucket's join, all-reduce and split (graph/data_parallel.h)
+  // feed nothing but the updates when nothing else reads the reduced gradients (no clipping,
+  // no loss-scale check), and then the whole chain runs beside the rest of backward: the
+  // collective of the last layers' bucket overlaps the first layers' gradients, which is
+  // what DDP's buckets are for. Walked backwards, so a chain is marked from its updates up.
+  const bool collectives =
+      std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& x) { return x.op == OpKind::all_reduce; });
+  for (auto it = schedule.rbegin(); collectives && it != schedule.rend(); ++it) {
+    const Node& node = g.nodes[static_cast<size_t>(*it)];
+    const bool bucket_op = node.op == OpKind::all_reduce || node.op == OpKind::concat || node.op == OpKind::slice ||
+                           node.op == OpKind::reshape;
+    if (side[static_cast<size_t>(*it)] || !bucket_op) continue;
+    bool only_side = true;
+    for (int o : node.outputs) {
+      if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) only_side = false;
+      for (int r : readers[static_cast<size_t>(o)]) only_side = only_side && side[static_cast<size_t>(r)];
+    }
+    side[static_cast<size_t>(*it)] = only_side;
   }
   // The hazards: a main node after a side node that reads what it writes or writes what it
   // reads. The updates' in-place writes are what this guards; any one marks nothing.

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "graph/validate.h"
+#include "static/passes/pass.h"
 #include "kernels/thread_group.h"
 #include "tests/common/models.h"
 #include "tests/static/data_parallel_util.h"
@@ -113,6 +114,42 @@ TEST_CASE("data parallel: the training graph reduces every gradient once, bucket
   CHECK(first_reduce < last_matmul);
   // Off: no all_reduce at all, the graph of a one-process run.
   CHECK(testing::count_op(build_training_graph(mlp_at(8)), OpKind::all_reduce) == 0);
+}
+
+TEST_CASE("data parallel: the lanes pass runs every bucket's all-reduce beside backward, unless clipping reads it") {
+  TrainOptions o;
+  o.data_parallel.enabled = true;
+  o.data_parallel.bucket_bytes = 1;  // a bucket per parameter: several collectives
+  const Graph g = build_training_graph(mlp_at(8), o);
+  const std::vector<int> order = g.topo_order();
+  const std::vector<bool> side = side_lane_nodes(g, order);
+  int reduces = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].op != OpKind::all_reduce) continue;
+    ++reduces;
+    CHECK(side[n]);
+    // Its bucket's join and split go with it.
+    const int producer = g.values[static_cast<size_t>(g.nodes[n].inputs[0])].producer;
+    CHECK(side[static_cast<size_t>(producer)]);
+  }
+  CHECK(reduces > 1);
+  // On the side stream the first bucket's collective is issued before the main stream's last
+  // input gradient: it overlaps the rest of backward.
+  const std::vector<int> issued = hoist_side_nodes(g, order, side);
+  size_t first_reduce = issued.size(), last_main_matmul = 0;
+  for (size_t i = 0; i < issued.size(); ++i) {
+    const Node& node = g.nodes[static_cast<size_t>(issued[i])];
+    if (node.op == OpKind::all_reduce) first_reduce = std::min(first_reduce, i);
+    if (node.op == OpKind::matmul && !side[static_cast<size_t>(issued[i])]) last_main_matmul = i;
+  }
+  CHECK(first_reduce < last_main_matmul);
+  // Clipping reads every reduced gradient for the global norm: the collectives stay on the main
+  // stream (the hazard rule would otherwise have nothing to guard).
+  o.clip_grad_norm = 1.0f;
+  const Graph clipped = build_training_graph(mlp_at(8), o);
+  const std::vector<bool> clipped_side = side_lane_nodes(clipped, clipped.topo_order());
+  for (size_t n = 0; n < clipped.nodes.size(); ++n)
+    if (clipped.nodes[n].op == OpKind::all_reduce) CHECK_FALSE(clipped_side[n]);
 }
 
 TEST_CASE("data parallel: static == dynamic bitwise over 2 and 4 thread ranks, every rank alike") {
