@@ -69,6 +69,9 @@ const std::map<std::string, OpSpec>& op_specs() {
                                {{"epsilon", Kind::f, false}, {"momentum", Kind::f, false},
                                 {"training_mode", Kind::i, false}, {"spatial", Kind::i, false}}};
     s["Sum"] = {1, -1, 1, 1, 0, 0, {}};
+    // Before opset 10 the starts, ends and axes were attributes; from 10 they are inputs.
+    s["Slice"] = {1, 5, 1, 1, 10, 3, {{"starts", Kind::ints, false}, {"ends", Kind::ints, false}, {"axes", Kind::ints, false}}};
+    s["Split"] = {1, 2, 1, -1, 0, 0, {{"axis", Kind::i, false}, {"split", Kind::ints, false}, {"num_outputs", Kind::i, false}}};
     return s;
   }();
   return specs;
@@ -219,7 +222,7 @@ class ModelChecker {
       graph_error("{}: has {} input{}, but {} takes {}{}; fix the node's inputs", where, ins, ins == 1 ? "" : "s",
                   n.op_type, count_text(min_in, spec.max_inputs, "input"),
                   min_in != spec.min_inputs ? fmt::format(" from opset {}", spec.since_opset) : "");
-    if (outs < spec.min_outputs || outs > spec.max_outputs)
+    if (outs < spec.min_outputs || (spec.max_outputs >= 0 && outs > spec.max_outputs))
       graph_error("{}: has {} output{}, but {} gives {}; fix the node's outputs", where, outs, outs == 1 ? "" : "s",
                   n.op_type, count_text(spec.min_outputs, spec.max_outputs, "output"));
     for (int i = 0; i < std::min(ins, min_in); ++i)

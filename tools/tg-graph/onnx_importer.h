@@ -2,7 +2,7 @@
 // The importer's state, shared by its files: onnx_import.cpp (environment,
 // dispatch, elementwise ops and broadcasting), onnx_ops.cpp (matrix products,
 // shapes, reductions, normalizations), onnx_cnn.cpp (convolutions, pools, batch
-// norm, concat) and onnx_fold.cpp (constant folding).
+// norm, concat), onnx_slice.cpp (Slice, Split) and onnx_fold.cpp (constant folding).
 #include <functional>
 #include <map>
 #include <set>
@@ -145,5 +145,6 @@ void add_elementwise_handlers(std::map<std::string, Handler>& h);
 void add_tensor_handlers(std::map<std::string, Handler>& h);
 void add_constant_handlers(std::map<std::string, Handler>& h);
 void add_cnn_handlers(std::map<std::string, Handler>& h);
+void add_slice_handlers(std::map<std::string, Handler>& h);  // onnx_slice.cpp
 
 }  // namespace tg::onnx

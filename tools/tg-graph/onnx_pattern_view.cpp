@@ -62,7 +62,9 @@ const std::vector<View::Reader>& View::readers(int v) const {
 bool View::usable(int i) const {
   const Node& n = node(i);
   if (n.outputs.empty()) return false;
-  const bool unary = n.op_type == "Tanh" || n.op_type == "Erf" || n.op_type == "Sqrt" || n.op_type == "ReduceMean";
+  const bool unary = n.op_type == "Tanh" || n.op_type == "Erf" || n.op_type == "Sqrt" || n.op_type == "ReduceMean" ||
+                     n.op_type == "IsNaN" || n.op_type == "Softmax";
+  if (n.op_type == "Where") return n.inputs.size() == 3;
   return n.inputs.size() >= (n.op_type == "Constant" ? 0u : unary ? 1u : 2u);
 }
 

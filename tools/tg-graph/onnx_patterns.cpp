@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <set>
@@ -200,6 +201,51 @@ std::optional<Match> layernorm_formula(const View& v, const Model& model, int di
   return m;
 }
 
+// Whether softmax's input x has a finite entry in every row, assuming finite scores: x is not
+// a sum, or a sum with a constant mask (an initializer) that has no NaN and in every row of its
+// last axis an entry above -inf (exporters write "masked" as -inf or as the float minimum).
+bool rows_keep_a_finite_entry(const View& v, const Model& model, const std::string& x) {
+  const int add = v.prod(x, "Add");
+  if (add < 0) return v.prod(x, "Sub") < 0;
+  const Node& a = v.node(add);
+  for (const std::string& operand : a.inputs) {
+    const auto it = model.initializers.find(operand);
+    if (it == model.initializers.end()) continue;
+    const Tensor& mask = it->second;
+    if (mask.type != Tensor::Type::f32 || mask.external || mask.dims.empty() || mask.dims.back() < 1) return false;
+    const size_t row = static_cast<size_t>(mask.dims.back());
+    for (size_t r = 0; r < mask.f.size(); r += row) {
+      bool finite = false;
+      for (size_t k = r; k < r + row; ++k) {
+        if (std::isnan(mask.f[k])) return false;
+        finite = finite || mask.f[k] > -std::numeric_limits<float>::infinity();
+      }
+      if (!finite) return false;
+    }
+    return v.prod(v.other(add, operand), "Add") < 0;  // the other operand: the scores, not a second mask
+  }
+  return false;
+}
+
+// Where(IsNaN(s), 0, s) after s = Softmax(x): the guard PyTorch's exported attention puts on a
+// softmax whose rows may be all masked. A softmax row is NaN only when every entry of x's row is
+// -inf (or a NaN comes in), so where every row keeps a finite entry the guard is s itself.
+std::optional<Match> softmax_nan_guard(const View& v, const Model& model, int isnan) {
+  const std::string& s = v.node(isnan).inputs[0];
+  const int softmax = v.prod(s, "Softmax");
+  const int where = v.only_consumer(isnan, "Where");
+  if (softmax < 0 || where < 0) return std::nullopt;
+  const Node& w = v.node(where);
+  if (w.inputs[0] != v.node(isnan).outputs[0] || !v.is_scalar(w.inputs[1], 0.0) || w.inputs[2] != s) return std::nullopt;
+  if (!rows_keep_a_finite_entry(v, model, v.node(softmax).inputs[0])) return std::nullopt;
+  Match m;
+  m.inner = {isnan};
+  m.last = where;
+  m.fused.op_type = "Identity";
+  m.fused.inputs = {s};
+  return m;
+}
+
 // The rewrite anchored at node i, if one matches there.
 std::optional<Match> match_at(const View& v, const Model& model, int i) {
   const Node& n = v.node(i);
@@ -207,15 +253,25 @@ std::optional<Match> match_at(const View& v, const Model& model, int i) {
   if (n.op_type == "Tanh") return gelu_tanh(v, i);
   if (n.op_type == "Erf") return gelu_erf(v, i);
   if (n.op_type == "Div") return layernorm_formula(v, model, i);
+  if (n.op_type == "IsNaN") return softmax_nan_guard(v, model, i);
   return std::nullopt;
 }
 
 bool is_anchor(const Node& n) {
-  return n.domain.empty() && (n.op_type == "Tanh" || n.op_type == "Erf" || n.op_type == "Div");
+  return n.domain.empty() &&
+         (n.op_type == "Tanh" || n.op_type == "Erf" || n.op_type == "Div" || n.op_type == "IsNaN");
 }
 
 // The note a rewrite leaves: the formula's first and last nodes, and what it became.
 void note_match(const Model& model, const Match& m, std::vector<std::string>& notes) {
+  if (m.fused.op_type == "Identity") {
+    notes.push_back(fmt::format("nodes {}..{}: the NaN guard of softmax {} dropped: every row of its input keeps a "
+                                "finite entry (finite scores, a mask constant that masks no whole row), so no row "
+                                "is NaN",
+                                model.nodes[static_cast<size_t>(*m.inner.begin())].name,
+                                model.nodes[static_cast<size_t>(m.last)].name, m.fused.inputs[0]));
+    return;
+  }
   const bool gelu = m.fused.op_type == "Gelu";
   const bool exact = gelu && m.fused.attrs.at("approximate").s == "none";
   notes.push_back(fmt::format("nodes {}..{}: the {} formula ({} nodes) imported as one {}",
