@@ -12,6 +12,9 @@ Models:
   hf_gpt2   transformers.GPT2LMHeadModel: vocabulary 100, context 16, d 32, 2 heads, 2 layers,
             token ids [2, 8] -> logits [2, 8, 100] (the fused c_attn projection split in three,
             the causal mask a constant, the tanh GELU as its formula, the head tied to wte)
+  hf_bert   transformers.BertModel: vocabulary 100, 16 positions, d 32, 2 heads, 2 layers, FFN 64,
+            token ids [2, 8] -> last hidden state [2, 8, 32], called as model(input_ids) (no
+            attention mask: every token attends to every other; token types all 0)
 
 Each <name>.io.safetensors holds the token ids under the input's ONNX name (as numbers, the
 way tg-graph run --inputs takes ids) and onnxruntime's output as "out.y".
@@ -62,22 +65,35 @@ def main():
         def forward(self, input_ids):
             return self.m(input_ids=input_ids, use_cache=False).logits
 
-    ids = torch.randint(0, cfg.vocab_size, (2, 8))
-    name = "hf_gpt2"
-    path = os.path.join(out, name + ".onnx")
-    torch.onnx.export(Logits(gpt2), (ids,), path, dynamo=True, input_names=["input_ids"], output_names=["y"])
-    inline_weights(path)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-    y = sess.run(None, {"input_ids": ids.numpy()})[0]
-    with torch.no_grad():
-        y_torch = Logits(gpt2)(ids).numpy()
-    print(f"{name}: onnxruntime vs torch max |diff| {np.abs(y - y_torch).max():.3g}")
-    save_safetensors(os.path.join(out, name + ".io.safetensors"),
-                     {"input_ids": ids.numpy().astype(np.float32), "out.y": y}, meta)
-    if args.tg_graph:
-        tg_import(args.tg_graph, path, os.path.join(out, name + ".json"))
+    bcfg = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=64, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                   attention_probs_dropout_prob=0.0)
+    bert = randomized(torch, transformers.BertModel(bcfg, add_pooling_layer=False))
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids):
+            return self.m(input_ids=input_ids).last_hidden_state
+
+    for name, module, vocab in (("hf_gpt2", Logits(gpt2), cfg.vocab_size), ("hf_bert", Hidden(bert), bcfg.vocab_size)):
+        ids = torch.randint(0, vocab, (2, 8))
+        path = os.path.join(out, name + ".onnx")
+        torch.onnx.export(module, (ids,), path, dynamo=True, input_names=["input_ids"], output_names=["y"])
+        inline_weights(path)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        y = sess.run(None, {"input_ids": ids.numpy()})[0]
+        with torch.no_grad():
+            y_torch = module(ids).numpy()
+        print(f"{name}: onnxruntime vs torch max |diff| {np.abs(y - y_torch).max():.3g}")
+        save_safetensors(os.path.join(out, name + ".io.safetensors"),
+                         {"input_ids": ids.numpy().astype(np.float32), "out.y": y}, meta)
+        if args.tg_graph:
+            tg_import(args.tg_graph, path, os.path.join(out, name + ".json"))
 
 
 if __name__ == "__main__":
