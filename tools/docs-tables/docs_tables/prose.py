@@ -96,6 +96,8 @@ def hand_written(path):
 # checkout, and every relative link must resolve to a file of the repository.
 OUTSIDE = re.compile(r"\.\./shared|/work/|\bdesign\.md\b")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A merge left half done: the generator updates both halves alike, so nothing else shows it.
+CONFLICT = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.M)
 
 
 def outside_references():
@@ -105,6 +107,8 @@ def outside_references():
         text = path.read_text()
         for m in OUTSIDE.finditer(text):
             errors.append(f"{rel}:{line_of(text, m.start())}: '{m.group(0)}' points outside the repository")
+        for m in CONFLICT.finditer(text):
+            errors.append(f"{rel}:{line_of(text, m.start())}: a merge conflict marker '{m.group(1)}': resolve the merge")
         for m in LINK.finditer(text):
             target = m.group(1).split("#")[0]
             if not target or re.match(r"[a-z]+:", target):
