@@ -15,6 +15,10 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
       switch_option<O, &O::pdl>("pdl", "programmatic dependent launch where the device has it (sm_90 and later)"),
       switch_option<O, &O::conv_cudnn>("conv_cudnn",
                                        "conv2d and its gradients through cuDNN; 0: the direct kernels (default 1 with cuDNN)"),
+      switch_option<O, &O::conv_benchmark>(
+          "conv_benchmark", "time cuDNN's algorithms per convolution shape, keep the fastest (cudnn.benchmark); 0: its heuristic"),
+      switch_option<O, &O::conv_deterministic>(
+          "conv_deterministic", "only cuDNN algorithms that give the same bits every run; 0: also those with atomics"),
   };
   return f;
 }

@@ -46,6 +46,16 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // geometry (kernels/cuda/conv_cudnn.h); off: the direct kernels of kernels/cuda/conv.cu.
   // On by default in a build with cuDNN; a backend refuses it on in a build without.
   bool conv_cudnn = kBuiltWithCudnn;
+  // How cuDNN's algorithm is chosen, once per convolution shape (kernels/cuda/conv_cudnn.h):
+  // off, cuDNN's heuristic list (no timing: the same choice in every process); on, each
+  // candidate is timed on the device the first time a shape is seen (cudnnFind*AlgorithmEx,
+  // as PyTorch's cudnn.benchmark) and the fastest kept. Timing may pick another algorithm
+  // from one process to the next, so it is off by default, as gemm_autotune is.
+  bool conv_benchmark = false;
+  // Only algorithms cuDNN marks deterministic (the same bits from every run of a call);
+  // off admits those that sum with atomics (some of the gradients' algorithms), whose last
+  // bits may vary between runs. On by default: static == dynamic bitwise needs it.
+  bool conv_deterministic = true;
 
   static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();

@@ -1,8 +1,11 @@
 // The backend for a device the harness resolved (kernels/device_info.h): the one
 // place that knows which backends this build has.
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 #include "kernels/backend.h"
+#include "kernels/conv_algorithms.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -26,6 +29,32 @@ void* backend_stream(Backend& b) {
 #endif
   (void)b;
   return nullptr;
+}
+
+std::vector<ConvAlgorithm> conv_algorithms(const Backend& b) {
+  std::vector<ConvAlgorithm> out;
+#ifdef TWOGRAPH_HAVE_CUDA
+  if (b.kind() != DeviceKind::cuda) return out;
+  for (const kernels::cuda::ConvDnnChoice& c : static_cast<const CudaBackend&>(b).conv_choices()) {
+    const ConvGeometry& g = c.key.g;
+    ConvAlgorithm a;
+    a.op = op_name(c.key.op);
+    a.dtype = dtype_name(c.key.dtype);
+    a.geometry = fmt::format("n{} c{} {}x{} k{} {}x{} s{}x{} p{}x{} d{}x{} g{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r,
+                             g.s, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, c.key.tf32 ? " tf32" : "",
+                             c.key.act != Act::none ? std::string(" ") + act_name(c.key.act) : std::string());
+    a.algo = c.algo;
+    a.benchmarked = c.benchmarked;
+    a.deterministic = c.deterministic;
+    a.workspace_bytes = static_cast<int64_t>(c.workspace);
+    a.choose_ms = c.choose_ms;
+    a.algo_ms = c.algo_ms;
+    out.push_back(std::move(a));
+  }
+#else
+  (void)b;
+#endif
+  return out;
 }
 
 }  // namespace tg

@@ -18,6 +18,7 @@
 #include "graph/models.h"
 #include "graph/quote.h"
 #include "kernels/backend.h"
+#include "kernels/conv_algorithms.h"
 #include "static/compiler.h"
 #include "static/executable.h"
 
@@ -189,6 +190,26 @@ inline void report_compile_phases(harness::Report& r, const std::vector<CompileT
   std::vector<double> total;
   for (const CompileTimings& t : ts) total.push_back(t.total() * 1e-3);
   r.add_time("compile_total", base, std::move(total), "host");
+}
+
+// One conv_algorithm row per convolution shape the backend chose an algorithm for
+// (kernels/conv_algorithms.h): params op, dtype, geometry, algo and how it was chosen
+// (chosen_by = benchmark or heuristic), value the host time the choice cost the shape's first
+// call (seconds), extras the workspace, cuDNN's time of the algorithm when timed, and
+// whether it is deterministic. None on the CPU or with conv_cudnn off.
+inline void report_conv_algorithms(harness::Report& r, const Backend& be) {
+  for (const ConvAlgorithm& a : conv_algorithms(be)) {
+    auto& m = r.add_value("conv_algorithm",
+                          {{"op", a.op},
+                           {"dtype", a.dtype},
+                           {"geometry", a.geometry},
+                           {"algo", a.algo},
+                           {"chosen_by", a.benchmarked ? "benchmark" : "heuristic"}},
+                          a.choose_ms * 1e-3, "s");
+    m.extra["workspace_bytes"] = static_cast<double>(a.workspace_bytes);
+    m.extra["deterministic"] = a.deterministic ? 1 : 0;
+    if (a.benchmarked) m.extra["algo_s"] = a.algo_ms * 1e-3;
+  }
 }
 
 }  // namespace tg::bench

@@ -1,7 +1,7 @@
 #include "experiments/pipeline/image_batch.h"
 
 #include <stdexcept>
-#include <string>
+#include <utility>
 
 namespace tg::pipeline {
 
@@ -9,9 +9,12 @@ namespace {
 void check_shape(const ImageShape& s) {
   if (s.n < 1 || s.h < 1 || s.w < 1)
     throw std::invalid_argument("image batch: batch, height and width must be at least 1");
-  if (s.c != 3) throw std::invalid_argument("image batch: RGB only (3 channels), ImageNet's mean and std are per RGB channel");
+  if (s.c != 3)
+    throw std::invalid_argument("image batch: RGB only (3 channels): ImageNet's mean and std are per RGB channel");
 }
 }  // namespace
+
+const char* image_path_name(ImagePath p) { return p == ImagePath::u8 ? "u8_device_normalize" : "f32_host_normalize"; }
 
 std::vector<uint8_t> make_image_batch(const ImageShape& s, uint64_t seed) {
   check_shape(s);

@@ -5,6 +5,7 @@
 // events), with per-stage times and the GPU busy fraction (compute / wall time),
 // at each compute work level of a sweep from input-bound to compute-bound.
 // Checked first: overlapped == serialized bitwise, and against the CPU reference.
+// With --images, instead: the seed's image batch into a CNN's training step (image_run.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include "experiments/harness/harness.h"
 #include "experiments/pipeline/gpu_pipeline.h"
 #include "experiments/pipeline/host_stage.h"
+#include "experiments/pipeline/image_run.h"
+#include "experiments/harness/exec_common.h"
 
 namespace th = tg::harness;
 using namespace tg::pipeline;
@@ -201,8 +204,48 @@ int main(int argc, char** argv) {
                 1, 10000000);
   ex.add_option("--batches", batches, "Batches per pass (0: 32, 12 with --quick; >= 2 otherwise)", 0, 100000);
   ex.add_option("--passes", passes, "Timed passes per mode and work level (0: 10, 3 with --quick)", 0, 10000);
+  bool images = false;
+  int64_t image_batch = 0, image_size = 0;
+  std::string models_text;
+  double link_gbps = kSeedPcieGBps;
+  ex.add_flag("--images", images,
+              "Feed image batches instead of the synthetic sweep: uint8 NHWC pixels normalized on the GPU against f32 "
+              "normalized on the host, each copied over PCIe, optionally into a CNN's training step (--models)");
+  ex.add_option("--image-batch", image_batch,
+                "Images per batch with --images (0: 32; on the CPU with --models, 2)", 0, 4096);
+  ex.add_option("--image-size", image_size,
+                "Height = width of the images with --images (0: 224; on the CPU with --models, 32)", 0, 4096);
+  ex.add_option("--models", models_text,
+                "With --images, the networks whose training step reads the batch, comma-separated, as tg-train spells "
+                "them: resnet (the CIFAR ResNet-20), vgg (VGG-11), resnet18, resnet50, vgg16; unset: the input path alone");
+  ex.add_option("--link-gbps", link_gbps,
+                "With --images, the link rate (GB/s) the copy estimates assume (default: PCIe 3.0 x16, the seed's)", 0.001,
+                1e6);
   return ex.run(argc, argv, [&](th::Experiment& e) {
     const bool gpu = e.on_gpu();
+    if (!images && (image_batch || image_size || !models_text.empty()))
+      throw th::UsageError("--image-batch, --image-size and --models take effect with --images only; add --images");
+    if (images) {
+      if (gpu && !have_cuda_build()) throw std::logic_error("tg-pipeline: a GPU was selected but this build has no CUDA");
+      ImageRunOptions o;
+      if (!models_text.empty()) {
+        o.models = tg::bench::parse_models_flag(models_text);
+        for (const char* m : {"mlp", "transformer"})
+          if (o.models.count(m))
+            throw th::UsageError(fmt::format("--models {}: not a network that reads images; use resnet, vgg, resnet18, "
+                                             "resnet50 or vgg16", m));
+      }
+      const bool small = !gpu && !o.models.empty();
+      o.shape.n = image_batch > 0 ? image_batch : (small ? 2 : 32);
+      o.shape.h = o.shape.w = image_size > 0 ? image_size : (small ? 32 : 224);
+      for (const std::string& m : o.models)
+        if (const std::string why = image_model_problem(m, o.shape); !why.empty()) throw th::UsageError(why);
+      o.batches = batches > 0 ? batches : 4;
+      o.passes = passes > 0 ? passes : (e.quick() ? 3 : 10);
+      o.link_gbps = link_gbps;
+      run_images(e, o);
+      return;
+    }
     if (batches == 1) throw th::UsageError("--batches must be >= 2: overlap needs a next batch to work on");
     PipelineConfig cfg;
     cfg.elems = static_cast<int64_t>((batch_mib > 0 ? batch_mib : (gpu ? 16.0 : 1.0)) * (1 << 20) / sizeof(float));

@@ -287,5 +287,6 @@ int main(int argc, char** argv) {
       bar.tick(th::params_str(c.params));
     }
     crossover(e, cs, rs);
+    bench::report_conv_algorithms(e.report(), *be);
   });
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -138,6 +139,55 @@ cudnnMathType_t ask_math(DType dt, bool tf32) {
   return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
+// The algorithms' names in reports: cuDNN's enumerators, lower case, without their prefix.
+std::string algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+    default: return fmt::format("fwd_algo_{}", static_cast<int>(a));
+  }
+}
+std::string algo_name(cudnnConvolutionBwdDataAlgo_t a) { return fmt::format("bwd_data_algo_{}", static_cast<int>(a)); }
+std::string algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  return fmt::format("bwd_filter_algo_{}", static_cast<int>(a));
+}
+
+bool capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
+  return cap != cudaStreamCaptureStatusNone;
+}
+
+// Zeroed operands of a key's geometry, and a workspace after them, in one allocation: what
+// the warm-up runs on and what benchmarking times. Empty (no pointers) when the device has
+// too little free memory: both are optional, the call runs all the same.
+struct ScratchOperands {
+  tg::cuda::DeviceBuffer buf;
+  char *x = nullptr, *y = nullptr, *w = nullptr, *bias = nullptr, *ws = nullptr;
+
+  ScratchOperands(const ConvDnnKey& k, size_t workspace, cudaStream_t s) {
+    const ConvGeometry& g = k.g;
+    const size_t es = static_cast<size_t>(dtype_size(k.dtype));
+    auto room = [&](int64_t elems) { return (static_cast<size_t>(elems) * es + 255) / 256 * 256; };
+    const size_t bx = room(g.n * g.c * g.h * g.w), by = room(g.n * g.k * g.p * g.q);
+    const size_t bw = room(g.k * (g.c / g.groups) * g.r * g.s), bb = room(g.k);
+    try {
+      buf = tg::cuda::DeviceBuffer::allocate(bx + by + bw + bb + workspace);
+    } catch (const CudaError&) {
+      return;
+    }
+    x = buf.as<char>();
+    y = x + bx;
+    w = y + by;
+    bias = w + bw;
+    ws = bias + bb;
+    TG_CUDA_CHECK(cudaMemsetAsync(x, 0, bx + by + bw + bb, s));
+  }
+  bool ok() const { return x != nullptr; }
+};
+
 }  // namespace
 
 class ConvDnnPlan {
@@ -163,12 +213,15 @@ size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p) { return p.workspace; }
 
 struct ConvDnn::Impl {
   size_t max_workspace;
-  std::mutex mu;
+  ConvDnnRule rule;
+  mutable std::mutex mu;
   tg::cuda::CudnnHandle handle;  // made at the first plan
   std::unordered_map<ConvDnnKey, std::unique_ptr<ConvDnnPlan>, KeyHash> plans;  // null: the direct kernels
+  std::vector<ConvDnnChoice> chosen;  // one per key, in the order the keys were met
 
-  // The descriptors of key k and its algorithm, or null when no algorithm fits the rule.
-  std::unique_ptr<ConvDnnPlan> make(const ConvDnnKey& k);
+  // The descriptors of key k and its algorithm, or null when no algorithm fits the rule;
+  // `choice` says which and how. Timing (rule.benchmark) runs on s, unless s is capturing.
+  std::unique_ptr<ConvDnnPlan> make(const ConvDnnKey& k, cudaStream_t s, ConvDnnChoice& choice);
   // a, b: the op's inputs in the node's order; out: its output; bias, residual: the fused
   // convolutions' (residual null without one). Returns whether cuDNN's fused call ran: false
   // for a fused convolution leaves its epilogue to the caller.
@@ -177,7 +230,7 @@ struct ConvDnn::Impl {
   void warm_up(ConvDnnPlan& p, cudaStream_t s);
 };
 
-std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
+std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream_t s, ConvDnnChoice& choice) {
   const ConvGeometry& g = k.g;
   const cudnnDataType_t dt = dnn_type(k.dtype);
   auto p = std::make_unique<ConvDnnPlan>();
@@ -200,19 +253,35 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
   if (on != g.n || ok != g.k || op != g.p || oq != g.q) return nullptr;
 
   const cudnnHandle_t h = handle.get();
-  // The first offer that is deterministic, sums the products and fits the workspace, its
-  // workspace asked with the math type it will run with.
+  // Timed on scratch operands (zeros: a convolution's time does not depend on its values)
+  // with a workspace of the most any algorithm may use; the heuristic when the stream is
+  // being captured (no work may run there) or the scratch does not fit on the device.
+  std::unique_ptr<ScratchOperands> scratch;
+  if (rule.benchmark && !capturing(s)) {
+    scratch = std::make_unique<ScratchOperands>(k, max_workspace, s);
+    if (!scratch->ok()) scratch.reset();
+    else TG_CUDNN_CHECK(cudnnSetStream(h, s));
+  }
+  const bool timed = scratch != nullptr;
+  // The first offer (fastest first when timed) that is deterministic where the rule asks
+  // it, sums the products and fits the workspace, its workspace asked with the math type it
+  // will run with.
   auto choose = [&](const auto& perf, int count, auto workspace_of, auto accept) -> bool {
     for (int j = 0; j < count; ++j) {
       const auto& r = perf[static_cast<size_t>(j)];
-      if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC || !sums_products(r.algo) ||
-          !accept(r.algo))
+      if (r.status != CUDNN_STATUS_SUCCESS || (rule.deterministic && r.determinism != CUDNN_DETERMINISTIC) ||
+          !sums_products(r.algo) || !accept(r.algo))
         continue;
       TG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), run_math(k.dtype, k.tf32, r.mathType)));
       size_t bytes = 0;
       if (workspace_of(r.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > max_workspace) continue;
       p->algo = static_cast<int>(r.algo);
       p->workspace = bytes;
+      choice.algo = algo_name(r.algo);
+      choice.benchmarked = timed;
+      choice.deterministic = r.determinism == CUDNN_DETERMINISTIC;
+      choice.workspace = bytes;
+      choice.algo_ms = timed ? static_cast<double>(r.time) : 0.0;
       return true;
     }
     return false;
@@ -226,10 +295,15 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
     case OpKind::conv2d_bias_add_act: {
       TG_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max));
-      TG_CUDNN_OFFERS(
-          cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), max,
-                                                            &count, perf.data()),
-          count);
+      if (timed)
+        TG_CUDNN_OFFERS(cudnnFindConvolutionForwardAlgorithmEx(h, p->x.get(), scratch->x, p->w.get(), scratch->w,
+                                                               p->conv.get(), p->y.get(), scratch->y, max, &count,
+                                                               perf.data(), scratch->ws, max_workspace),
+                        count);
+      else
+        TG_CUDNN_OFFERS(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
+                                                               max, &count, perf.data()),
+                        count);
       auto workspace_of = [&](cudnnConvolutionFwdAlgo_t a, size_t* b) {
         return cudnnGetConvolutionForwardWorkspaceSize(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), a, b);
       };
@@ -259,10 +333,15 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
     case OpKind::conv2d_grad_input: {
       TG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(max));
-      TG_CUDNN_OFFERS(
-          cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
-                                                                 max, &count, perf.data()),
-          count);
+      if (timed)
+        TG_CUDNN_OFFERS(cudnnFindConvolutionBackwardDataAlgorithmEx(h, p->w.get(), scratch->w, p->y.get(), scratch->y,
+                                                                    p->conv.get(), p->x.get(), scratch->x, max,
+                                                                    &count, perf.data(), scratch->ws, max_workspace),
+                        count);
+      else
+        TG_CUDNN_OFFERS(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.get(), p->y.get(), p->conv.get(),
+                                                                    p->x.get(), max, &count, perf.data()),
+                        count);
       found = choose(perf, count, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* b) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(), a,
                                                             b);
@@ -272,10 +351,16 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
     case OpKind::conv2d_grad_weight: {
       TG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(max));
-      TG_CUDNN_OFFERS(
-          cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.get(), p->y.get(), p->conv.get(),
-                                                                   p->w.get(), max, &count, perf.data()),
-          count);
+      if (timed)
+        TG_CUDNN_OFFERS(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p->x.get(), scratch->x, p->y.get(),
+                                                                      scratch->y, p->conv.get(), p->w.get(),
+                                                                      scratch->w, max, &count, perf.data(),
+                                                                      scratch->ws, max_workspace),
+                        count);
+      else
+        TG_CUDNN_OFFERS(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.get(), p->y.get(), p->conv.get(),
+                                                                      p->w.get(), max, &count, perf.data()),
+                        count);
       found = choose(perf, count, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* b) {
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), a,
                                                               b);
@@ -284,6 +369,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k) {
     }
     default: break;
   }
+  // The scratch is freed here, and cudaFree waits for the device: the timing is finished.
   return found ? std::move(p) : nullptr;
 }
 
@@ -335,37 +421,26 @@ bool ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, 
 }
 
 void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
-  if (cap != cudaStreamCaptureStatusNone) return;
-  const ConvGeometry& g = p.key.g;
-  const size_t es = static_cast<size_t>(dtype_size(p.key.dtype));
-  auto room = [&](int64_t elems) { return (static_cast<size_t>(elems) * es + 255) / 256 * 256; };
-  const size_t bx = room(g.n * g.c * g.h * g.w), by = room(g.n * g.k * g.p * g.q);
-  const size_t bw = room(g.k * (g.c / g.groups) * g.r * g.s), bb = room(g.k);
-  tg::cuda::DeviceBuffer buf;
-  try {
-    buf = tg::cuda::DeviceBuffer::allocate(bx + by + bw + bb + p.workspace);
-  } catch (const CudaError&) {
-    // Too little free memory for scratch operands: the warm-up is only there to load
-    // cuDNN's kernels early; the call runs all the same.
-    return;
-  }
-  char* x = buf.as<char>();
-  char *y = x + bx, *w = y + by, *bias = w + bw, *ws = bias + bb;
-  TG_CUDA_CHECK(cudaMemsetAsync(x, 0, bx + by + bw + bb, s));
+  if (capturing(s)) return;
+  // Too little free memory for scratch operands: the warm-up is only there to load cuDNN's
+  // kernels early; the call runs all the same.
+  ScratchOperands o(p.key, p.workspace, s);
+  if (!o.ok()) return;
   switch (p.key.op) {
-    case OpKind::conv2d: enqueue(p, x, w, y, ws, p.workspace, s); break;
-    case OpKind::conv2d_bias_act: enqueue(p, x, w, y, ws, p.workspace, s, bias); break;
-    case OpKind::conv2d_bias_add_act: enqueue(p, x, w, y, ws, p.workspace, s, bias, y); break;
-    case OpKind::conv2d_grad_input: enqueue(p, y, w, x, ws, p.workspace, s); break;
-    default: enqueue(p, y, x, w, ws, p.workspace, s); break;
+    case OpKind::conv2d: enqueue(p, o.x, o.w, o.y, o.ws, p.workspace, s); break;
+    case OpKind::conv2d_bias_act: enqueue(p, o.x, o.w, o.y, o.ws, p.workspace, s, o.bias); break;
+    case OpKind::conv2d_bias_add_act: enqueue(p, o.x, o.w, o.y, o.ws, p.workspace, s, o.bias, o.y); break;
+    case OpKind::conv2d_grad_input: enqueue(p, o.y, o.w, o.x, o.ws, p.workspace, s); break;
+    default: enqueue(p, o.y, o.x, o.w, o.ws, p.workspace, s); break;
   }
   TG_CUDA_CHECK(cudaStreamSynchronize(s));
   p.warmed = true;
 }
 
-ConvDnn::ConvDnn(size_t max_workspace) : impl_(std::make_unique<Impl>()) { impl_->max_workspace = max_workspace; }
+ConvDnn::ConvDnn(size_t max_workspace, ConvDnnRule rule) : impl_(std::make_unique<Impl>()) {
+  impl_->max_workspace = max_workspace;
+  impl_->rule = rule;
+}
 
 ConvDnn::~ConvDnn() = default;
 
@@ -383,7 +458,15 @@ const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->handle) impl_->handle = tg::cuda::CudnnHandle::create();
   auto it = impl_->plans.find(k);
-  if (it == impl_->plans.end()) it = impl_->plans.emplace(k, impl_->make(k)).first;
+  if (it == impl_->plans.end()) {
+    ConvDnnChoice choice;
+    choice.key = k;
+    choice.algo = "direct";  // until an algorithm fits
+    const auto t0 = std::chrono::steady_clock::now();
+    it = impl_->plans.emplace(k, impl_->make(k, s, choice)).first;
+    choice.choose_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    impl_->chosen.push_back(std::move(choice));
+  }
   ConvDnnPlan* p = it->second.get();
   if (p && warm_up && !p->warmed) impl_->warm_up(*p, s);
   return p;
@@ -401,6 +484,11 @@ void ConvDnn::run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& 
                                 c.op == OpKind::conv2d_bias_add_act ? c.in[3].data : nullptr);
   }
   if (fused && !fused_call) conv_epilogue(c, p.key.g, ctx.stream);
+}
+
+std::vector<ConvDnnChoice> ConvDnn::choices() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->chosen;
 }
 
 bool run_conv_dnn(const OpCall& c, const ConvGeometry& g, const CudaExecContext& ctx) {

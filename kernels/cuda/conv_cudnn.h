@@ -6,13 +6,19 @@
 // backend's tf32 switch is on (CudaExecContext::tf32), as the GEMMs do.
 //
 // The algorithm is chosen once per geometry, op and dtype (ConvDnnKey) and kept: the first
-// of cuDNN's heuristic list (cudnnGet*Algorithm_v7, no timing) that is deterministic,
-// computes the products directly (the implicit-GEMM and GEMM forms: FFT and Winograd round
-// the operands in a transformed domain) and needs at most the backend's workspace. The
-// heuristic's answer depends only on the key and the device, so the static executor (which
-// asks at compile time through Backend::prepare and gives the call a workspace in its arena)
-// and the dynamic executor (which asks per call and runs in the backend's workspace) run the
-// same algorithm, to the same bits.
+// of a list of cuDNN's that is deterministic (ConvDnnRule::deterministic), computes the
+// products directly (the implicit-GEMM and GEMM forms: FFT and Winograd round the operands in
+// a transformed domain) and needs at most the backend's workspace. The list is cuDNN's
+// heuristic (cudnnGet*Algorithm_v7, no timing) by default, or, with ConvDnnRule::benchmark,
+// every algorithm timed on the device on scratch operands (cudnnFind*AlgorithmEx), fastest
+// first, as PyTorch's cudnn.benchmark does. The heuristic's answer depends only on the key and
+// the device, so the static executor (which asks at compile time through Backend::prepare and
+// gives the call a workspace in its arena) and the dynamic executor (which asks per call and
+// runs in the backend's workspace) run the same algorithm, to the same bits. A timed choice
+// is kept per backend: executors sharing one backend share it; two backends, or two
+// processes, may time differently and choose differently. Either way the first call of a
+// key pays for the choice (ConvDnnChoice::choose_ms): the static executor at compile time,
+// the dynamic one at the first step that meets the shape.
 //
 // The fused convolutions (conv2d_bias_act, conv2d_bias_add_act: graph/conv.h) choose their
 // algorithm as conv2d does and run as cudnnConvolutionBiasActivationForward, y = act(conv(x)
@@ -34,6 +40,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "graph/conv.h"
 #include "kernels/op_call.h"
@@ -57,12 +65,29 @@ struct ConvDnnKey {
 // One key's descriptors and algorithm (defined where cuDNN's types are).
 class ConvDnnPlan;
 
+// How algorithms are chosen (CudaBackendOptions::conv_benchmark, conv_deterministic).
+struct ConvDnnRule {
+  bool benchmark = false;     // time cuDNN's algorithms (cudnnFind*AlgorithmEx); else its heuristic
+  bool deterministic = true;  // only algorithms cuDNN marks deterministic
+};
+
+// What the first call of a key settled, for reports.
+struct ConvDnnChoice {
+  ConvDnnKey key;
+  std::string algo;          // "implicit_precomp_gemm", "bwd_filter_algo_1", ...; "direct" when none fits
+  bool benchmarked = false;  // chosen by timing (else the heuristic's order, or no choice at all)
+  bool deterministic = false;
+  size_t workspace = 0;
+  double choose_ms = 0;  // host time of the choice: what the key's first call paid
+  double algo_ms = 0;    // cuDNN's time of the chosen algorithm when timed; 0 otherwise
+};
+
 // The cuDNN state of one backend: one handle (made at the first convolution, so a backend
 // that runs none never loads cuDNN) and the plans by key. Thread-safe.
 class ConvDnn {
  public:
   // max_workspace: the most workspace an algorithm may need (the same for both executors).
-  explicit ConvDnn(size_t max_workspace);
+  explicit ConvDnn(size_t max_workspace, ConvDnnRule rule = {});
   ~ConvDnn();
   ConvDnn(const ConvDnn&) = delete;
   ConvDnn& operator=(const ConvDnn&) = delete;
@@ -75,6 +100,8 @@ class ConvDnn {
   // Enqueues c on ctx.stream with plan p, in c.workspace when the call brings one, else in
   // ctx.workspace.
   void run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& ctx);
+  // Every key's choice so far, in the order the keys were first met.
+  std::vector<ConvDnnChoice> choices() const;
 
  private:
   struct Impl;

@@ -9,7 +9,7 @@ namespace tg::kernels::cuda {
 
 struct ConvDnn::Impl {};
 
-ConvDnn::ConvDnn(size_t) { throw std::logic_error("ConvDnn: this build has no cuDNN (cmake/Cudnn.cmake found none)"); }
+ConvDnn::ConvDnn(size_t, ConvDnnRule) { throw std::logic_error("ConvDnn: this build has no cuDNN (cmake/Cudnn.cmake found none)"); }
 
 ConvDnn::~ConvDnn() = default;
 
@@ -18,6 +18,8 @@ const ConvDnnPlan* ConvDnn::plan(const OpCall&, const ConvGeometry&, bool, cudaS
 void ConvDnn::run(const ConvDnnPlan&, const OpCall&, const CudaExecContext&) {
   throw std::logic_error("ConvDnn::run: this build has no cuDNN");
 }
+
+std::vector<ConvDnnChoice> ConvDnn::choices() const { return {}; }
 
 size_t conv_dnn_workspace_bytes(const ConvDnnPlan&) { return 0; }
 

@@ -67,7 +67,9 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
   ctx_.workspace_bytes = workspace_.bytes();
   // The convolutions' algorithms are held to the same workspace as the GEMMs', for the same
   // reason: one choice for both executors.
-  if (options.conv_cudnn) dnn_ = std::make_unique<kernels::cuda::ConvDnn>(kCublasWorkspaceBytes);
+  if (options.conv_cudnn)
+    dnn_ = std::make_unique<kernels::cuda::ConvDnn>(
+        kCublasWorkspaceBytes, kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic});
   ctx_.dnn = dnn_.get();
   side_ctx_ = ctx_;
   side_ctx_.scratch = side_scratch_.as<float>();
@@ -77,6 +79,10 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
 CudaBackend::~CudaBackend() {
   // Work still queued may use the workspace and the scratch: finish it first.
   if (stream_) TG_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream_.get()));
+}
+
+std::vector<kernels::cuda::ConvDnnChoice> CudaBackend::conv_choices() const {
+  return dnn_ ? dnn_->choices() : std::vector<kernels::cuda::ConvDnnChoice>{};
 }
 
 void CudaBackend::run(const kernels::OpCall& call) {

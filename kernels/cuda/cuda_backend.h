@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cuda/conv_cudnn.h"
@@ -63,6 +64,9 @@ class CudaBackend : public Backend {
   // kernels gets nothing.
   Prepared prepare(const kernels::OpCall& call) override;
   bool runs(OpKind op, DType dt) const override { return kernels::cuda::has_kernel(op, dt); }
+  // The cuDNN algorithm chosen for every convolution shape met so far (none with conv_cudnn
+  // off), in the order the shapes were met.
+  std::vector<kernels::cuda::ConvDnnChoice> conv_choices() const;
 
  private:
   // The stream-K GEMM update's workspaces, one a stream (about 17 MiB each on an H200): made

@@ -245,6 +245,56 @@ TEST_CASE("cuda conv direct kernels (conv_cudnn=0) == cpu to 1e-6: every conv sa
   }
 }
 
+// conv_benchmark: every algorithm timed once per shape (cudnnFind*AlgorithmEx), the fastest
+// that fits the rule kept. Whatever it picks, the result is within the same tolerance of the
+// CPU: the rule still admits only the algorithms that sum the products as given. With
+// conv_deterministic off the choice may use atomics; the tolerance is the same (the order of
+// an f32 sum is already free).
+TEST_CASE("cuda conv through cuDNN, benchmarked (conv_benchmark=1) == cpu, and every choice is recorded") {
+  TG_REQUIRE_GPU();
+  if (skip_without_cudnn()) return;
+  for (bool deterministic : {true, false}) {
+    CAPTURE(deterministic);
+    CudaBackendOptions o = with_cudnn(true);
+    o.conv_benchmark = true;
+    o.conv_deterministic = deterministic;
+    CudaBackend& b = backend(o);
+    uint64_t seed = 9000;
+    for (OpKind op : kConvOps)
+      for (DType dt : kDtypes) {
+        const std::string label = std::string(op_name(op)) + " " + dtype_name(dt);
+        CAPTURE(label);
+        for (const Window& win : larger_windows()) {
+          CAPTURE(win.what);
+          const OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
+          CHECK(takes_cudnn(b, c));
+          CHECK(run_case_on(b, c) == 0);
+        }
+      }
+    const std::vector<kernels::cuda::ConvDnnChoice> chosen = b.conv_choices();
+    REQUIRE(!chosen.empty());
+    for (const kernels::cuda::ConvDnnChoice& ch : chosen) {
+      CAPTURE(ch.algo);
+      CHECK(ch.benchmarked);  // nothing here was captured, and the scratch fits
+      CHECK(ch.algo != "direct");
+      CHECK(ch.algo_ms > 0);
+      CHECK(ch.choose_ms >= ch.algo_ms);  // the search times every candidate, the chosen one among them
+      if (deterministic) CHECK(ch.deterministic);
+    }
+  }
+  // The default backend asks the heuristic: recorded as not timed, deterministic.
+  CudaBackend& h = backend(with_cudnn(true));
+  const OpCase c = window_case(OpKind::conv2d, larger_windows()[0], DType::F32,
+                               tol_of(conv_cudnn_tol(OpKind::conv2d, window_geometry(larger_windows()[0]))), 9999);
+  CHECK(run_case_on(h, c) == 0);
+  REQUIRE(!h.conv_choices().empty());
+  for (const kernels::cuda::ConvDnnChoice& ch : h.conv_choices()) {
+    CHECK_FALSE(ch.benchmarked);
+    CHECK(ch.algo_ms == 0);
+    if (ch.algo != "direct") CHECK(ch.deterministic);
+  }
+}
+
 TEST_CASE("cuda backend: conv_cudnn is in its options' values, and refused on without cuDNN") {
   TG_REQUIRE_GPU();
   for (bool on : {false, true}) {

@@ -20,7 +20,10 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
   CHECK(d.pdl);
   CHECK(d.conv_cudnn == kBuiltWithCudnn);  // on wherever the build has cuDNN
   const std::string dnn = kBuiltWithCudnn ? "1" : "0";
-  CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn);
+  CHECK_FALSE(d.conv_benchmark);   // cuDNN's heuristic: the same algorithm in every process
+  CHECK(d.conv_deterministic);      // static == dynamic bitwise
+  CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn +
+                       ",conv_benchmark=0,conv_deterministic=1");
   CHECK(CudaBackendOptions::from_string(d.str()) == d);
   CHECK(CudaBackendOptions::from_string("") == d);
   CHECK(CudaBackendOptions::from_string("   ") == d);
@@ -33,7 +36,9 @@ TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces
   CHECK(o.gemm_autotune);
   CHECK(o.skinny_gemm);  // not named: the base's
   CHECK_FALSE(o.conv_cudnn);
-  CHECK(o.str() == "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0,conv_cudnn=0");
+  CHECK(o.str() ==
+        "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0,conv_cudnn=0,conv_benchmark=0,"
+        "conv_deterministic=1");
   // Over a base (the environment's, then the flag's): only the named keys change.
   const CudaBackendOptions flag = CudaBackendOptions::from_string("small_gemm=1", o);
   CHECK(flag.small_gemm);
@@ -47,8 +52,9 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
   CudaBackendOptions o;
   o.gemm_update_streamk = false;
   o.conv_cudnn = false;
+  o.conv_benchmark = true;
   const auto v = o.values();
-  REQUIRE(v.size() == 6);
+  REQUIRE(v.size() == 8);
   CHECK(v[0].key == "small_gemm");
   CHECK(v[2].key == "gemm_update_streamk");
   CHECK(v[2].value == 0);
@@ -56,10 +62,15 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
   CHECK(v[4].value == 1);
   CHECK(v[5].key == "conv_cudnn");  // reports say which convolution path ran
   CHECK(v[5].value == 0);
+  CHECK(v[6].key == "conv_benchmark");  // and how its algorithms were chosen
+  CHECK(v[6].value == 1);
+  CHECK(v[7].key == "conv_deterministic");
+  CHECK(v[7].value == 1);
   for (const auto& x : v) CHECK(x.is_switch);
   // --help lists each key with its default.
   const std::string help = CudaBackendOptions::help();
-  for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1"})
+  for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1",
+                        "conv_benchmark=0", "conv_deterministic=1"})
     CHECK_MESSAGE(help.find(k) != std::string::npos, k);
   CHECK(help.find(std::string("conv_cudnn=") + (kBuiltWithCudnn ? "1" : "0")) != std::string::npos);
 }
@@ -71,7 +82,7 @@ TEST_CASE("cuda options: a bad item is refused with the item named, never read a
       {"pdl=", "pdl='': expected 1 (on) or 0 (off)"},
       {"pdl=true", "expected 1 (on) or 0 (off)"},
       {"smal_gemm=0", "'smal_gemm' is not a CUDA backend option; the keys are small_gemm, skinny_gemm, "
-                      "gemm_update_streamk, gemm_autotune, pdl, conv_cudnn"},
+                      "gemm_update_streamk, gemm_autotune, pdl, conv_cudnn, conv_benchmark, conv_deterministic"},
       {"small_gemm", "'small_gemm' is not key=value"},
       {"pdl=0,pdl=1", "'pdl' is given twice"},
       {"pdl=0,,small_gemm=1", "an empty item"},

@@ -53,6 +53,27 @@ TEST_CASE("static == dynamic bitwise on CUDA with the direct conv kernels (conv_
   testing::check_static_vs_dynamic(gpu_direct_convs, testing::resnet_model(r), "resnet", true, r.classes);
 }
 
+// conv_benchmark on: the static executor times each shape when it compiles (Backend::prepare),
+// and the dynamic one, on the same backend, finds the choice in the backend's cache: the same
+// algorithms, so the same bits. (Two backends would each time, and may choose differently.)
+TEST_CASE("static == dynamic bitwise on CUDA with benchmarked cuDNN algorithms on one backend: the CIFAR ResNet") {
+  TG_REQUIRE_GPU();
+  if (!kBuiltWithCudnn) return;
+  CudaBackendOptions o;
+  o.conv_benchmark = true;
+  const auto shared = std::shared_ptr<CudaBackend>(new CudaBackend(0, false, o));
+  const ResNetConfig r = testing::resnet_config(4, 16, 8, 1, 10);
+  testing::check_static_vs_dynamic([&] { return std::static_pointer_cast<Backend>(shared); },
+                                   testing::resnet_model(r), "resnet", true, r.classes);
+  const auto chosen = shared->conv_choices();
+  REQUIRE(!chosen.empty());
+  for (const auto& c : chosen) {
+    CAPTURE(c.algo);
+    CHECK(c.benchmarked);
+    CHECK(c.deterministic);  // conv_deterministic stays on by default
+  }
+}
+
 }  // namespace
 }  // namespace tg
 #endif

@@ -277,6 +277,7 @@ int bench_main(int argc, char** argv) {
       measure_compile_and_memory(e, be, c);
       bar.tick(fmt::format("batch {}", c.batch));
     }
+    bench::report_conv_algorithms(e.report(), *be);
   });
 }
 

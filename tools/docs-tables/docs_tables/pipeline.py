@@ -2,6 +2,7 @@
 stage, the overlap summary, the --work sweep, and the plots."""
 from . import common
 from .common import Missing, mib, noisy, num, pct, report, t, table, x
+from .classic import GEN3_X16, IMAGE_ELEMENTS
 from .plotting import grouped_bars, save
 
 PIPE_STAGES = ("host", "h2d", "compute", "d2h")
@@ -127,8 +128,58 @@ def plots_pipeline():
     return save("tg-pipeline", figs)
 
 
+# tg-pipeline --images (experiments/pipeline/image_run.h): the seed's image batch, uint8 copied and
+# normalized on the GPU against f32 normalized on the host and copied, into a CNN's training step.
+IMAGES_STEM = "pipeline_images"
+IMAGES_COMMAND = "tg-pipeline --device 0 --images --models resnet50 --json docs/results/pipeline_images.json"
+IMAGE_PATHS = (("u8_device_normalize", "uint8, normalized on the GPU"), ("f32_host_normalize", "f32, normalized on the host"))
+
+
+def tab_pipeline_image_bytes():
+    """The seed's (32, 224, 224, 3) batch in bytes at 8 (the seed's count), 4 (f32) and 1 (uint8) bytes an
+    element, and each at PCIe 3.0 x16's 15.75 GB/s: arithmetic, no measurement."""
+    rows = [[label, str(size), f"{IMAGE_ELEMENTS * size:,}", t(IMAGE_ELEMENTS * size / GEN3_X16)]
+            for label, size in (("the seed's count", 8), ("f32 (the network's input)", 4),
+                                ("uint8 (the decoded pixels)", 1))]
+    return (table(["batch as", "bytes an element", "bytes", "at 15.75 GB/s"], rows, ["---", "---:", "---:", "---:"]) +
+            "\n\nArithmetic, bytes / rate: no measurement.")
+
+
+def tab_pipeline_images():
+    """Per model and path: the bytes copied, the measured copy beside the estimates (the stated
+    link's, and the seed's 8 bytes an element at PCIe 3.0 x16), and each stage to the whole step."""
+    try:
+        r = report(IMAGES_STEM)
+    except Missing:
+        return f"No run is saved yet: `{IMAGES_COMMAND}` on a GPU writes it, then `python3 tools/docs-tables`."
+    if not r.all("image_stage", stage="h2d"):
+        raise Missing(f"{r.rel}: no image_stage h2d rows: a GPU run of `{IMAGES_COMMAND}` has them")
+    rows = []
+    models = []
+    for m in r.all("image_stage", stage="total"):
+        if m["params"]["model"] not in models:
+            models.append(m["params"]["model"])
+    for model in models:
+        for path, label in IMAGE_PATHS:
+            stage = lambda st: r.all("image_stage", model=model, path=path, stage=st)
+            h2d = r.one("image_stage", model=model, path=path, stage="h2d")
+            e = h2d["extra"]
+            cell = lambda st: t(stage(st)[0]["median"]) if stage(st) else "-"
+            rows.append([model, label, f"{e['bytes'] / 1e6:.2f} MB",
+                         f"{t(h2d['median'])} ({num(e['GB/s'])} GB/s)", t(e["estimate_s"]),
+                         cell("host"), cell("normalize"), cell("step"), cell("total")])
+    seed = r.one("image_batch_bytes", dtype="f64_sized")
+    return (table(["model", "batch as", "copied", "copy, measured", "copy, estimated", "host", "GPU normalize",
+                   "training step", "total"], rows, ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:",
+                                                     "---:"]) +
+            f"\n\nMedians per batch of {seed['params']['batch']} (N x H x W x C) images, serialized. Estimates at "
+            f"{num(seed['extra']['link_GBps'])} GB/s; the seed's own figure, {seed['median'] / 1e6:.1f} MB (8 bytes an "
+            f"element), would take {t(seed['extra']['estimate_s'])} there.\n\n" + r.source_line())
+
+
 TABLES = {"pipeline-stages": tab_pipeline_stages, "pipeline-summary": tab_pipeline_summary,
-          "pipeline-work": tab_pipeline_work}
+          "pipeline-work": tab_pipeline_work, "pipeline-image-bytes": tab_pipeline_image_bytes,
+          "pipeline-images": tab_pipeline_images}
 PLOTTERS = {"pipeline": plots_pipeline}
 
 
@@ -182,6 +233,7 @@ def per_step_us():
 
 
 VALUES = {
+    "pipeline.seed_estimate": lambda: t(IMAGE_ELEMENTS * 8 / GEN3_X16),
     "pipeline.host": lambda: t(ser_mean("host")),
     "pipeline.host_gbs": lambda: f"{num(batch_bytes() / ser_mean('host') / 1e9)} GB/s",
     "pipeline.h2d": lambda: t(ser_mean("h2d")),

@@ -32,6 +32,7 @@ DEFINITIONS = [
     ("docs/transfer.md", "1 GB/s", "the unit: 1 GB/s = 10^9 bytes/s"),
     ("docs/classic.md", "1 GB/s", "the same unit"),
     ("docs/classic.md", "15.75 GB/s", "PCIe 3.0 x16 in theory: 8 GT/s x 16 lanes x 128/130 / 8, the estimate's link"),
+    ("docs/pipeline.md", "15.75 GB/s", "the same link, the seed's estimate of the image batch's copy"),
     ("docs/README.md", "1 GB/s", "the same unit, quoted as an example of a definition"),
     ("README.md", "5%", "tg-report compare's default threshold"),
     ("docs/train.md", "1.1x", "the speedup below which compute_bound_batch calls a batch compute-bound"),
@@ -49,6 +50,7 @@ DEFINITIONS = [
 # parameters, not measurements: (module, exact text, why).
 CAPTION_DEFINITIONS = [
     ("classic.py", "15.75 GB/s", "PCIe 3.0 x16 in theory, the link of the image batch's estimate"),
+    ("pipeline.py", "15.75 GB/s", "the same link, in the image batch's bytes table"),
     ("compiler.py", "100%", "the device-to-device copy is the 100% the kernel table measures against"),
     ("memory_measured.py", "3 iterations", "how many iterations the allocator comparison runs"),
     ("shapes.py", "1x", "the break-even ratio of a strategy against dynamic"),
