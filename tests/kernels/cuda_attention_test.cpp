@@ -1,7 +1,8 @@
 // The fused attention kernels (kernels/cuda/attention.cu) against the CPU reference over the
 // regimes of their tiles: sequences shorter than a tile, several tiles with a partial last
 // one, row blocks past the sequence's end, head dims below, across and at the 32-lane and
-// 128-dim limits, causal and not, in every float dtype.
+// 128-dim limits, causal and not, with and without the padding mask's key lengths (0 among
+// them: rows with no key), in every float dtype.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -26,6 +27,7 @@ void attention_cases(OpKind op) {
   uint64_t seed = 500;
   for (const Regime& r : kRegimes)
     for (const bool causal : {false, true})
+      for (const bool padded : {false, true})
       for (const DType dt : {DType::F32, DType::BF16, DType::F16}) {
         OpCase c;
         c.op = op;
@@ -43,6 +45,13 @@ void attention_cases(OpKind op) {
           c.in = {view, view, view, view, view, lse};
           c.out = Shape{3, r.batch, r.seq, r.heads * r.dh};
         }
+        if (padded) {
+          // Lengths drawn in [0, seq]: 0 masks every key of its sequence.
+          c.in.push_back(Shape{r.batch});
+          c.labels_input = static_cast<int>(c.in.size()) - 1;
+          c.labels_classes = r.seq + 1;
+          c.labels_dtype = DType::I32;
+        }
         c.dtype = dt;
         c.tol = dt == DType::F32 ? attention_tol(r.seq) : low_precision_tol(attention_tol(r.seq), dt);
         // The statistic's hi may round the other way near a 16-bit boundary (tests/common/op_samples.h).
@@ -57,17 +66,17 @@ void attention_cases(OpKind op) {
 
 }  // namespace
 
-TEST_CASE("cuda attention: every tile regime, causal and not, f32 bf16 f16") {
+TEST_CASE("cuda attention: every tile regime, causal and not, padded and not, f32 bf16 f16") {
   TG_REQUIRE_GPU();
   attention_cases(OpKind::attention);
 }
 
-TEST_CASE("cuda attention_lse: every tile regime, causal and not, f32 bf16 f16") {
+TEST_CASE("cuda attention_lse: every tile regime, causal and not, padded and not, f32 bf16 f16") {
   TG_REQUIRE_GPU();
   attention_cases(OpKind::attention_lse);
 }
 
-TEST_CASE("cuda attention_grad: every tile regime, causal and not, f32 bf16 f16") {
+TEST_CASE("cuda attention_grad: every tile regime, causal and not, padded and not, f32 bf16 f16") {
   TG_REQUIRE_GPU();
   attention_cases(OpKind::attention_grad);
 }
