@@ -69,6 +69,7 @@ const std::map<std::string, OpSpec>& op_specs() {
                                {{"epsilon", Kind::f, false}, {"momentum", Kind::f, false},
                                 {"training_mode", Kind::i, false}, {"spatial", Kind::i, false}}};
     s["Sum"] = {1, -1, 1, 1, 0, 0, {}};
+    s["Where"] = {3, 3, 1, 1, 0, 0, {}};
     return s;
   }();
   return specs;
