@@ -26,7 +26,7 @@ namespace tg::bench {
 // Random feeds for every input the model declares (recorded once to learn the
 // shapes); "labels", and any input a cross_entropy reads as its labels, gets class
 // indices in [0, classes); an input an embedding reads as its ids gets ids in [0, the
-// table's rows).
+// table's rows); an input an attention reads as its key lengths gets lengths in [1, seq].
 inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 0) {
   Graph g;
   {
@@ -34,8 +34,10 @@ inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 
     model(rb);
   }
   std::vector<bool> labels(g.values.size(), false);
-  std::vector<int64_t> id_rows(g.values.size(), 0);
+  std::vector<int64_t> id_rows(g.values.size(), 0), seq_of(g.values.size(), 0);
   for (const Node& n : g.nodes) {
+    if (op_has_key_lengths(n.op, static_cast<int>(n.inputs.size())))
+      seq_of[static_cast<size_t>(n.inputs.back())] = g.values[static_cast<size_t>(n.inputs[0])].shape[1];
     if (n.op == OpKind::cross_entropy) labels[static_cast<size_t>(n.inputs[1])] = true;
     if (n.op == OpKind::embedding)
       id_rows[static_cast<size_t>(n.inputs[1])] = g.values[static_cast<size_t>(n.inputs[0])].shape[0];
@@ -45,9 +47,16 @@ inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 
   for (int id : g.values_with_role(Role::input)) {
     const ValueInfo& v = g.values[static_cast<size_t>(id)];
     std::vector<float> data(static_cast<size_t>(v.shape.numel()));
-    if (id_rows[static_cast<size_t>(id)] > 0) random_labels(data, seed + salt++, id_rows[static_cast<size_t>(id)]);
-    else if (v.name == "labels" || labels[static_cast<size_t>(id)]) random_labels(data, seed + salt++, classes);
-    else random_fill(data, seed + salt++);
+    if (seq_of[static_cast<size_t>(id)] > 0) {
+      random_labels(data, seed + salt++, seq_of[static_cast<size_t>(id)]);
+      for (float& x : data) x += 1.0f;
+    } else if (id_rows[static_cast<size_t>(id)] > 0) {
+      random_labels(data, seed + salt++, id_rows[static_cast<size_t>(id)]);
+    } else if (v.name == "labels" || labels[static_cast<size_t>(id)]) {
+      random_labels(data, seed + salt++, classes);
+    } else {
+      random_fill(data, seed + salt++);
+    }
     f[v.name] = std::move(data);
   }
   return f;
