@@ -93,15 +93,7 @@ void imagenet_configs(const std::set<std::string>& models, bool quick, bool gpu,
 void gpt2_configs(const std::set<std::string>& models, bool quick, bool gpu, std::vector<train::Config>& cs) {
   if (!models.count("gpt2")) return;
   if (!gpu) {
-    Gpt2Config t;
-    t.batch = 4;
-    t.seq = 32;
-    t.vocab = 512;
-    t.context = 64;
-    t.d_model = 64;
-    t.heads = 2;
-    t.layers = 2;
-    cs.push_back(train::gpt2_config("gpt2_tiny", t));
+    cs.push_back(train::gpt2_config("gpt2_tiny", bench::cpu_gpt2_config()));
     return;
   }
   struct S { int64_t batch, seq; };
