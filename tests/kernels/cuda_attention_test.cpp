@@ -28,40 +28,40 @@ void attention_cases(OpKind op) {
   for (const Regime& r : kRegimes)
     for (const bool causal : {false, true})
       for (const bool padded : {false, true})
-      for (const DType dt : {DType::F32, DType::BF16, DType::F16}) {
-        OpCase c;
-        c.op = op;
-        c.attrs.heads.count = r.heads;
-        c.attrs.alpha = 1.0f / std::sqrt(static_cast<float>(r.dh));
-        c.attrs.causal = causal;
-        const Shape view{r.batch, r.seq, r.heads * r.dh}, lse{r.batch * r.heads, r.seq, 2};
-        if (op == OpKind::attention) {
-          c.in = {view, view, view};
-          c.out = view;
-        } else if (op == OpKind::attention_lse) {
-          c.in = {view, view};
-          c.out = lse;
-        } else {
-          c.in = {view, view, view, view, view, lse};
-          c.out = Shape{3, r.batch, r.seq, r.heads * r.dh};
+        for (const DType dt : {DType::F32, DType::BF16, DType::F16}) {
+          OpCase c;
+          c.op = op;
+          c.attrs.heads.count = r.heads;
+          c.attrs.alpha = 1.0f / std::sqrt(static_cast<float>(r.dh));
+          c.attrs.causal = causal;
+          const Shape view{r.batch, r.seq, r.heads * r.dh}, lse{r.batch * r.heads, r.seq, 2};
+          if (op == OpKind::attention) {
+            c.in = {view, view, view};
+            c.out = view;
+          } else if (op == OpKind::attention_lse) {
+            c.in = {view, view};
+            c.out = lse;
+          } else {
+            c.in = {view, view, view, view, view, lse};
+            c.out = Shape{3, r.batch, r.seq, r.heads * r.dh};
+          }
+          if (padded) {
+            // Lengths drawn in [0, seq]: 0 masks every key of its sequence.
+            c.in.push_back(Shape{r.batch});
+            c.labels_input = static_cast<int>(c.in.size()) - 1;
+            c.labels_classes = r.seq + 1;
+            c.labels_dtype = DType::I32;
+          }
+          c.dtype = dt;
+          c.tol = dt == DType::F32 ? attention_tol(r.seq) : low_precision_tol(attention_tol(r.seq), dt);
+          // The statistic's hi may round the other way near a 16-bit boundary (tests/common/op_samples.h).
+          if (op == OpKind::attention_lse && dt != DType::F32) c.tol = Tol{0x1p-4, 0x1p-7};
+          c.seed = seed++;
+          TG_CHECK_CASE(c);
+          // The 16-bit kernels compute as the f32 one does on the widened inputs: its result
+          // rounded once, bit for bit (not the statistic, whose 16-bit form is a pair).
+          if (dt != DType::F32 && op != OpKind::attention_lse) CHECK(run_case_vs_f32(c) == 0);
         }
-        if (padded) {
-          // Lengths drawn in [0, seq]: 0 masks every key of its sequence.
-          c.in.push_back(Shape{r.batch});
-          c.labels_input = static_cast<int>(c.in.size()) - 1;
-          c.labels_classes = r.seq + 1;
-          c.labels_dtype = DType::I32;
-        }
-        c.dtype = dt;
-        c.tol = dt == DType::F32 ? attention_tol(r.seq) : low_precision_tol(attention_tol(r.seq), dt);
-        // The statistic's hi may round the other way near a 16-bit boundary (tests/common/op_samples.h).
-        if (op == OpKind::attention_lse && dt != DType::F32) c.tol = Tol{0x1p-4, 0x1p-7};
-        c.seed = seed++;
-        TG_CHECK_CASE(c);
-        // The 16-bit kernels compute as the f32 one does on the widened inputs: its result
-        // rounded once, bit for bit (not the statistic, whose 16-bit form is a pair).
-        if (dt != DType::F32 && op != OpKind::attention_lse) CHECK(run_case_vs_f32(c) == 0);
-      }
 }
 
 }  // namespace
