@@ -12,6 +12,14 @@
 // (exp(score - lse) inherits that error). f32 stores lo = 0. The backward recomputes the
 // probabilities block by block from it: memory O(S), never the S x S scores.
 //
+// The padding mask: each op may take one more input, last, the key lengths [B] (i32 or i64;
+// the op table's kKeyLengths): sequence b's keys at positions >= lengths[b] are masked, as
+// for right-padded batches (cuDNN's padding mask, PyTorch's key_padding_mask), combined with
+// causal (a query sees the keys below both bounds). Lengths are clamped to [0, S]. Padded
+// query rows are computed as any other (over the real keys); the loss ignores them. A row
+// with no key to see (length 0) has output 0, gradients 0 and a statistic of 0, never NaN.
+// The mask is a bound on a loop, so memory stays O(S).
+//
 // attention_grad stacks its three results into one tensor [3, B, S, heads * dh]: dq, dk,
 // dv, each a head view; the gradient rule slices them apart.
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "graph/autodiff.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -24,6 +25,18 @@ Value transpose_last2(Builder& b, const Value& x) {
 Value sum_rows(Builder& b, const Value& dy) {
   if (dy.shape.rank == 2) return reduce_sum(b, dy, 0);
   return reduce_sum(b, reshape(b, dy, Shape{-1, dy.shape.last()}), 0);
+}
+
+// dy summed down to `to`, the shape an input broadcast from (graph/broadcast.h): over the
+// leading dims `to` lacks and the dims where it is 1.
+Value sum_to(Builder& b, Value dy, const Shape& to) {
+  if (dy.shape == to) return dy;
+  // reduce_sum keeps a rank-1 input's one dim ([n] -> [1]): a scalar `to` takes the reshape.
+  while (dy.shape.rank > std::max(to.rank, 1)) dy = reduce_sum(b, dy, 0);
+  if (to.rank == 0 && dy.shape[0] != 1) dy = reduce_sum(b, dy, 0);
+  for (int d = to.rank - 1; d >= 0; --d)
+    if (to[d] == 1 && dy.shape[d] != 1) dy = reduce_sum(b, dy, d);  // from the last: d's index stays
+  return dy.shape == to ? dy : reshape(b, dy, to);
 }
 
 // Sum of dy over every axis but 1: the gradient of a [C] vector applied to every channel of
@@ -265,14 +278,27 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
         g[0] = b.apply(e.op == OpKind::max_pool2d ? OpKind::max_pool2d_grad : OpKind::avg_pool2d_grad, {dy, x}, at);
       }
       break;
+    case OpKind::where: {
+      // dy where cond picked the input, zeros elsewhere; summed over the dims it broadcast along.
+      Value zero = fill(b, Shape{1}, 0.0f);
+      if (dy.dtype != DType::F32) zero = cast(b, zero, dy.dtype);
+      if (need(1)) g[1] = sum_to(b, where(b, x, dy, zero), e.inputs[1].shape);
+      if (need(2)) g[2] = sum_to(b, where(b, x, zero, dy), e.inputs[2].shape);
+      break;
+    }
     case OpKind::cast:  // the gradient goes back to the input's dtype
       if (need(0)) g[0] = cast(b, dy, x.dtype);
       break;
     case OpKind::attention: {
       // The row statistic is recomputed (one more pass over the scores) rather than saved by
       // the forward: an op has one output in both executors.
-      const Value lse = b.apply(OpKind::attention_lse, {x, e.inputs[1]}, e.attrs);
-      const Value grads = b.apply(OpKind::attention_grad, {dy, x, e.inputs[1], e.inputs[2], e.output, lse}, e.attrs);
+      // The key lengths of a padding mask (the last input, when given) go to both.
+      std::vector<Value> lse_in{x, e.inputs[1]}, grad_in{dy, x, e.inputs[1], e.inputs[2], e.output};
+      if (e.inputs.size() == 4) lse_in.push_back(e.inputs[3]);
+      const Value lse = b.apply(OpKind::attention_lse, lse_in, e.attrs);
+      grad_in.push_back(lse);
+      if (e.inputs.size() == 4) grad_in.push_back(e.inputs[3]);
+      const Value grads = b.apply(OpKind::attention_grad, grad_in, e.attrs);
       for (size_t i = 0; i < 3; ++i)
         if (need(i)) g[i] = reshape(b, slice(b, grads, 0, static_cast<int64_t>(i), 1), x.shape);
       break;

@@ -86,6 +86,12 @@ Value cast(Builder& b, Value x, DType to) {
   at.to = to;
   return apply1(b, OpKind::cast, {x}, at);
 }
+Value where(Builder& b, Value cond, Value x, Value y) { return apply1(b, OpKind::where, {cond, x, y}); }
+Value masked_fill(Builder& b, Value x, Value mask, float value) {
+  Value v = fill(b, Shape{1}, value);
+  if (x.dtype != DType::F32) v = cast(b, v, x.dtype);
+  return where(b, mask, v, x);
+}
 
 ParamInit optimizer_state_init() { return ParamInit{ParamInit::Kind::constant, 0.0f}; }
 
@@ -265,11 +271,12 @@ Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size) {
   return b.apply(OpKind::slice, {x}, at);
 }
 
-Value attention(Builder& b, Value q, Value k, Value v, int64_t heads, float scale, bool causal) {
+Value attention(Builder& b, Value q, Value k, Value v, int64_t heads, float scale, bool causal, const Value& lengths) {
   Attrs a;
   a.heads.count = heads;
   a.alpha = scale;
   a.causal = causal;
+  if (lengths.valid()) return b.apply(OpKind::attention, {q, k, v, lengths}, a);
   return b.apply(OpKind::attention, {q, k, v}, a);
 }
 

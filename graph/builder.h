@@ -82,6 +82,12 @@ Value fill(Builder& b, Shape shape, float value);
 Value copy(Builder& b, Value x);
 // x in dtype `to`: rounded to nearest even when it narrows (graph/float_formats.h).
 Value cast(Builder& b, Value x, DType to);
+// cond != 0 ? x : y, elementwise over numpy-broadcast shapes (graph/broadcast.h); cond i32,
+// i64 or f32 (nonzero is true), x and y one float dtype, which the result takes.
+Value where(Builder& b, Value cond, Value x, Value y);
+// x with `value` wherever mask != 0 (torch's masked_fill): where(mask, value, x), the value
+// a [1] constant in x's dtype.
+Value masked_fill(Builder& b, Value x, Value mask, float value);
 // Convolutional networks, NCHW (graph/conv.h). conv2d_bias adds a per-channel bias [K] to
 // conv2d's output through broadcast and add, so its gradient is reduce_sum's and no op of
 // its own; global_avg_pool is [N,C,H,W] -> [N,C,1,1] as two reduce_means.
@@ -104,7 +110,10 @@ Value slice(Builder& b, Value x, int axis, int64_t start, int64_t size);
 // Fused scaled-dot-product attention over head views q, k, v [B, S, heads * dh]
 // (graph/attention.h): softmax(scale q k^T, causal: query i sees keys 0..i) v per head, the
 // result a head view of q's shape, never storing the S x S scores.
-Value attention(Builder& b, Value q, Value k, Value v, int64_t heads, float scale, bool causal = false);
+// lengths (i32 or i64 [B], optional): the padding mask, sequence b's keys at positions >=
+// lengths[b] masked (graph/attention.h).
+Value attention(Builder& b, Value q, Value k, Value v, int64_t heads, float scale, bool causal = false,
+                const Value& lengths = Value{});
 
 // Appends nodes to a Graph, inferring shapes as it goes. It indexes the graph's names
 // (graph/name_index.h): what is appended to the graph meanwhile is picked up, but a name

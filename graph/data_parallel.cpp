@@ -35,15 +35,19 @@ namespace {
 
 // One flat bucket from its flat gradients. The dynamic executor applies ops of at most
 // kMaxOpInputs inputs, so more are joined in a tree of concats, each level one more copy.
+// The tree's width is its own constant: the bucket graphs do not move with the op table.
+constexpr size_t kJoinGroup = 6;
+static_assert(kJoinGroup <= static_cast<size_t>(kMaxOpInputs), "the dynamic executor applies each concat");
+
 Value join(Builder& b, std::vector<Value> parts, const std::string& name) {
   Attrs along_0;
   along_0.axis = 0;
   while (parts.size() > 1) {
     std::vector<Value> level;
-    for (size_t i = 0; i < parts.size(); i += kMaxOpInputs) {
+    for (size_t i = 0; i < parts.size(); i += kJoinGroup) {
       const std::vector<Value> group(parts.begin() + static_cast<std::ptrdiff_t>(i),
-                                     parts.begin() + static_cast<std::ptrdiff_t>(std::min(parts.size(), i + kMaxOpInputs)));
-      const bool last = parts.size() <= static_cast<size_t>(kMaxOpInputs);
+                                     parts.begin() + static_cast<std::ptrdiff_t>(std::min(parts.size(), i + kJoinGroup)));
+      const bool last = parts.size() <= kJoinGroup;
       level.push_back(group.size() == 1 ? group[0] : b.apply(OpKind::concat, group, along_0, last ? name : ""));
     }
     parts = std::move(level);

@@ -12,12 +12,15 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
   for (size_t i = 0; i < in.size(); ++i) {
     const int pos = static_cast<int>(i);
     if (op_input_is_index(op, pos)) {
+      const char* what = op == OpKind::where ? "condition" : op_in_family(op, "attention") ? "key lengths"
+                         : op_index_must_be_int(op)                                    ? "ids"
+                                                                                       : "labels";
       if (op_index_must_be_int(op) && !dtype_is_int(in[i]))
-        graph_error("{} {}: input {} (the ids) is {}; ids are integers: give it an i32 or i64 value (cast it "
-                    "with to = i64)", name, node, i, dtype_name(in[i]));
+        graph_error("{} {}: input {} (the {}) is {}; {} are integers: give it an i32 or i64 value (cast it "
+                    "with to = i64)", name, node, i, what, dtype_name(in[i]), what);
       if (!dtype_is_int(in[i]) && in[i] != DType::F32)
-        graph_error("{} {}: input {} (the labels) is {}; labels are i32, i64 or f32 class indices: cast them to i64",
-                    name, node, i, dtype_name(in[i]));
+        graph_error("{} {}: input {} (the {}) is {}; the {} must be i32, i64 or f32: cast it to i32", name, node, i,
+                    what, dtype_name(in[i]), what);
       continue;
     }
     const bool cast_input = op_traits(op).dtype_rule == op_table::kTypeCast;
@@ -48,11 +51,14 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
         graph_error("{} {}: input {} is {}; {} computes in f32 only (its inputs and its result are f32): "
                     "give it an f32 value", name, node, i, dtype_name(in[i]), name);
   } else {
-    out = in.empty() ? DType::F32 : in[0];
-    for (size_t i = 1; i < in.size(); ++i)
+    // The first input that is not an index gives the dtype (input 0 but for where's condition).
+    size_t first = 0;
+    while (first < in.size() && op_input_is_index(op, static_cast<int>(first))) ++first;
+    out = first < in.size() ? in[first] : DType::F32;
+    for (size_t i = first + 1; i < in.size(); ++i)
       if (in[i] != out && !op_input_is_index(op, static_cast<int>(i)))
-        graph_error("{} {}: input {} is {} but input 0 is {}; every input of {} has one dtype: give them the same",
-                    name, node, i, dtype_name(in[i]), dtype_name(out), name);
+        graph_error("{} {}: input {} is {} but input {} is {}; every input of {} has one dtype: give them the same",
+                    name, node, i, dtype_name(in[i]), first, dtype_name(out), name);
   }
   return out;
 }

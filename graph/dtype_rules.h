@@ -5,7 +5,9 @@
 // Integers (i32, i64) are data, never computed on: token ids and class labels. They enter a
 // graph as inputs, and only these ops take them:
 // - the ids and labels of op_index_inputs: embedding's and embedding_grad's ids (i32 or i64),
-//   cross_entropy's and cross_entropy_grad's labels (i32, i64, or f32 whole numbers);
+//   cross_entropy's and cross_entropy_grad's labels (i32, i64, or f32 whole numbers), where's
+//   condition (i32, i64, or f32: nonzero is true; the output takes a's dtype), the attention
+//   ops' key lengths (i32 or i64, their optional last input);
 // - the layout ops of op_moves_ints (reshape, copy, slice, concat), which move them unchanged;
 // - cast, from and to any dtype: to an integer rounds toward zero (saturating; NaN gives 0),
 //   from one gives the nearest float (exact below 2^24).
@@ -21,18 +23,26 @@
 namespace tg {
 
 // The inputs of `op` that are ids or labels (a mask of positions, as the op table's).
+// The attention ops' key lengths sit past their fixed inputs, where a node has them.
 inline uint8_t op_index_inputs(OpKind op) {
   switch (op) {
     case OpKind::embedding:
     case OpKind::embedding_grad:
     case OpKind::cross_entropy:
     case OpKind::cross_entropy_grad: return op_table::kIn1;
+    case OpKind::where: return op_table::kIn0;
+    case OpKind::attention:
+    case OpKind::attention_lse:
+    case OpKind::attention_grad: return static_cast<uint8_t>(1u << op_num_inputs(op));
     default: return op_table::kNone;
   }
 }
-// Whether the ids input of `op` must be an integer (embedding's); cross_entropy's labels
-// may also be f32 class indices, as before integers existed.
-inline bool op_index_must_be_int(OpKind op) { return op == OpKind::embedding || op == OpKind::embedding_grad; }
+// Whether the index input of `op` must be an integer (embedding's ids, attention's key
+// lengths); cross_entropy's labels may also be f32 class indices, as before integers
+// existed, and where's condition an f32 mask.
+inline bool op_index_must_be_int(OpKind op) {
+  return op == OpKind::embedding || op == OpKind::embedding_grad || op_in_family(op, "attention");
+}
 // Whether input `i` of `op` is an id or label input.
 inline bool op_input_is_index(OpKind op, int i) { return i < 8 && ((op_index_inputs(op) >> i) & 1); }
 // The layout ops, which move integer values as they move floats.

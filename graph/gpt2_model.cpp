@@ -51,13 +51,14 @@ ModelOutputs gpt2(Builder& b, const Gpt2Config& c) {
   const Value ids = b.input("ids", Shape{B, S}, c.ids_dtype);
   const Value positions = broadcast(b, slice(b, wpe, 0, 0, S), 0, B);  // [B, S, D]
   Value x = add(b, embedding(b, wte, ids), positions);
+  const Value lengths = c.padding ? b.input("lengths", Shape{B}, DType::I32) : Value{};
   for (int l = 0; l < c.layers; ++l) {
     const std::string n = "gpt2.h" + std::to_string(l);
     const Value h = layer_norm(b, x, n + ".ln1");
     const Value q = linear(b, h, D, n + ".attn.q");
     const Value k = linear(b, h, D, n + ".attn.k");
     const Value v = linear(b, h, D, n + ".attn.v");
-    x = add(b, x, linear(b, attention(b, q, k, v, c.heads, score_scale, true), D, n + ".attn.o"));
+    x = add(b, x, linear(b, attention(b, q, k, v, c.heads, score_scale, true, lengths), D, n + ".attn.o"));
     const Value f = gelu(b, linear(b, layer_norm(b, x, n + ".ln2"), c.mlp_ratio * D, n + ".mlp.fc"));
     x = add(b, x, linear(b, f, D, n + ".mlp.proj"));
   }

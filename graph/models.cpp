@@ -70,8 +70,8 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c) {
     return reshape(b, transpose(b, reshape(b, t, Shape{B, S, H, dh}), swap12), Shape{B * H, S, dh});
   };
 
-  if (c.causal && !c.fused_attention)
-    graph_error("{}: causal needs fused_attention; the unfused block has no mask", m);
+  if ((c.causal || c.padding) && !c.fused_attention)
+    graph_error("{}: {} needs fused_attention; the unfused block has no mask", m, c.causal ? "causal" : "padding");
   const float score_scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
   const Value x = b.input("x", Shape{B, S, D});
@@ -81,7 +81,8 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c) {
     const Value q = linear(b, h, D, "block.attn.q");
     const Value k = linear(b, h, D, "block.attn.k");
     const Value v = linear(b, h, D, "block.attn.v");
-    merged = attention(b, q, k, v, H, score_scale, c.causal);
+    const Value lengths = c.padding ? b.input("lengths", Shape{B}, DType::I32) : Value{};
+    merged = attention(b, q, k, v, H, score_scale, c.causal, lengths);
   } else {
     const Value q = split(linear(b, h, D, "block.attn.q"));
     const Value k = split(linear(b, h, D, "block.attn.k"));

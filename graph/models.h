@@ -53,6 +53,8 @@ ModelOutputs mlp(Builder& b, const MlpConfig& c);
 // fused_attention: the one attention op (graph/attention.h) on the projections' head views
 // instead: no split, no merge, no S x S scores in memory, forward or backward. causal (only
 // with fused_attention: the unfused block has no mask): query i attends to keys 0..i.
+// padding (only with fused_attention): a "lengths" input [batch] (i32), each sequence's real
+// length in a right-padded batch; keys past it are masked (graph/attention.h).
 struct TransformerConfig {
   int64_t batch = 8;
   int64_t seq = 64;
@@ -62,6 +64,7 @@ struct TransformerConfig {
   bool with_loss = true;
   bool fused_attention = false;
   bool causal = false;
+  bool padding = false;
 };
 ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
 
@@ -74,7 +77,9 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
 // [batch * seq, vocab] through the token embedding's transpose (tied weights, as GPT-2's
 // LM head). With the loss: cross_entropy of the logits against "labels" [batch, seq]
 // (ids_dtype: the next token at each place, ignore_index where there is none). No
-// dropout. Embeddings start uniform in +-0.02, the Linear layers as nn.Linear.
+// dropout. Embeddings start uniform in +-0.02, the Linear layers as nn.Linear. padding: a
+// "lengths" input [batch] (i32) masks the keys past each sequence's real length (a
+// right-padded batch; graph/attention.h), whose labels the caller sets to ignore_index.
 struct Gpt2Config {
   int64_t batch = 8;
   int64_t seq = 128;        // <= context
@@ -87,6 +92,7 @@ struct Gpt2Config {
   DType ids_dtype = DType::I64;
   int64_t ignore_index = -100;
   bool with_loss = true;
+  bool padding = false;
 };
 ModelOutputs gpt2(Builder& b, const Gpt2Config& c);
 // GPT-2 small (124M parameters with the tied head): the defaults above.

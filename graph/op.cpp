@@ -18,7 +18,9 @@ bool parse_op(const std::string& name, OpKind& out) {
 
 std::string op_arity_text(OpKind op) {
   const int k = op_num_inputs(op);
-  const char* flag = op_can_be_guarded(op) ? " (and one more, last: the found-inf flag)" : "";
+  const char* flag = op_can_be_guarded(op)                                   ? " (and one more, last: the found-inf flag)"
+                     : (op_traits(op).flags & op_table::kKeyLengths) != 0 ? " (and one more, last: the key lengths)"
+                                                                          : "";
   if (op_is_variadic(op)) return k == 1 ? "one or more inputs" : fmt::format("a multiple of {} inputs{}", k, flag);
   return fmt::format("{} input{}{}", k, k == 1 ? "" : "s", flag);
 }

@@ -44,6 +44,8 @@ constexpr uint8_t kSameShape = 16;  // every input and the output have input 0's
                                     // graph/shape_inference.cpp or kernels/op_call_check.cpp
 constexpr uint8_t kGuarded = 32;    // an update that may take one more input, last: loss scaling's found-inf
                                     // flag [1] (graph/loss_scale.h); when it is nonzero the update writes nothing
+constexpr uint8_t kKeyLengths = 64; // an attention op that may take one more input, last: each sequence's key
+                                    // count [B], i32 or i64 (graph/attention.h: the padding mask)
 // The dtype column.
 constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype), but
                                   // the ids and labels (graph/dtype_rules.h: op_index_inputs), which are integers
@@ -62,7 +64,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //   alias            the inputs the output may share memory with: each element is read
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
-//   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded
+//   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths
 //   dtype            kTypeSame, kTypeF32 or kTypeCast: the dtype rule (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
@@ -106,6 +108,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
   X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \
+  X(where,                3, 1, kIn1|kIn2,        kNone,      0,                      kPlain,                    kTypeSame, elementwise) /* (cond i32/i64/f32, a, b) -> cond != 0 ? a : b; numpy broadcasting (graph/broadcast.h) */ \
   X(conv2d,               2, 1, kIn0|kIn1,        kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (x[N,C,H,W], w[K,C/groups,R,S]) -> [N,K,P,Q]; attrs.conv */ \
   X(conv2d_grad_input,    3, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, w, x) -> dx; x gives only its shape */ \
   X(conv2d_grad_weight,   3, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x, w) -> dw; w gives only its shape */ \
@@ -148,9 +151,9 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(conv2d_bias_act,      3, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b[K] per channel); act none or relu */ \
   X(conv2d_bias_add_act,  4, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b + r): the residual r [N,K,P,Q] before the activation */ \
   /* Fused attention (graph/attention.h): q, k, v and the output are head views [B, S, heads * dh]. */         \
-  X(attention,            3, 1, kIn0|kIn1|kIn2,   kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* softmax(alpha q k^T, causal: keys <= query) v, never storing the scores */ \
-  X(attention_lse,        2, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* (q, k) -> [B*heads, Sq, 2]: each score row's logsumexp as hi + lo */ \
-  X(attention_grad,       6, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kPlain,                    kTypeSame, attention) /* (dout, q, k, v, out, lse) -> [3, B, S, D]: dq, dk, dv */
+  X(attention,            3, 1, kIn0|kIn1|kIn2,   kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* softmax(alpha q k^T, causal: keys <= query; [, lengths]: keys < lengths[b]) v, never storing the scores */ \
+  X(attention_lse,        2, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* (q, k) -> [B*heads, Sq, 2]: each score row's logsumexp as hi + lo */ \
+  X(attention_grad,       6, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* (dout, q, k, v, out, lse) -> [3, B, S, D]: dq, dk, dv */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -165,12 +168,12 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 81, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 82, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
-// The most inputs a fixed-arity op takes: a guarded adamw (five, and the found-inf flag).
-// Variadic ops (kVariadic) take any multiple of their group, past this count too.
+// The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
+// lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.
 // OpCall::in holds this many inputs, and the dynamic executor applies no op with more.
-constexpr int kMaxOpInputs = 6;
+constexpr int kMaxOpInputs = 7;
 // The most outputs an op has (the fused ops with a second result).
 constexpr int kMaxOpOutputs = 2;
 
@@ -202,6 +205,7 @@ constexpr bool rows_consistent() {
     if (t.inputs < 0 || t.inputs > kMaxOpInputs || t.outputs < 0 || t.outputs > kMaxOpOutputs) return false;
     // A guarded fixed-arity update takes its flag in OpCall::in too.
     if ((t.flags & kGuarded) && !(t.flags & kVariadic) && t.inputs + 1 > kMaxOpInputs) return false;
+    if ((t.flags & kKeyLengths) && ((t.flags & (kGuarded | kVariadic)) || t.inputs + 1 > kMaxOpInputs)) return false;
     if ((t.flags & kVariadic) && (t.inputs < 1 || t.outputs == 2)) return false;
     const int all = (1 << t.inputs) - 1;
     if ((t.grad_inputs & ~all) || (t.outputs == 0 && t.alias_inputs)) return false;
@@ -234,9 +238,14 @@ inline bool op_can_be_guarded(OpKind op) { return (op_traits(op).flags & op_tabl
 inline bool op_update_guarded(OpKind op, int n) {
   return op_can_be_guarded(op) && n > op_num_inputs(op) && n % op_num_inputs(op) == 1;
 }
+// Whether a node of `op` with `n` inputs has the key lengths of the padding mask (its last input).
+inline bool op_has_key_lengths(OpKind op, int n) {
+  return (op_traits(op).flags & op_table::kKeyLengths) != 0 && n == op_num_inputs(op) + 1;
+}
 // Whether a node of `op` may have `n` inputs.
 inline bool op_arity_ok(OpKind op, int n) {
   const int k = op_num_inputs(op);
+  if (op_has_key_lengths(op, n)) return true;
   const int groups = op_update_guarded(op, n) ? n - 1 : n;
   return op_is_variadic(op) ? groups >= k && groups % k == 0 : groups == k;
 }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "graph/dtype_rules.h"
 #include "graph/enum_names.h"
 
 namespace tg {
@@ -66,8 +67,16 @@ Value AutocastBuilder::apply(OpKind op, const std::vector<Value>& inputs, const 
     case AutocastRule::low: want = low_; break;
     case AutocastRule::f32: want = DType::F32; break;
     case AutocastRule::keep: {
+      // Ids, labels and where's condition (graph/dtype_rules.h) keep their dtype and do not
+      // count: an f32 mask leaves a bf16 where in bf16.
+      const Value* first = nullptr;
       bool mixed = false;
-      for (const Value& v : inputs) mixed = mixed || (v.dtype != inputs.front().dtype && !dtype_is_int(v.dtype));
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const Value& v = inputs[i];
+        if (dtype_is_int(v.dtype) || op_input_is_index(op, static_cast<int>(i))) continue;
+        if (!first) first = &v;
+        mixed = mixed || v.dtype != first->dtype;
+      }
       if (!mixed) return inner_.apply(op, inputs, attrs, name);
       want = DType::F32;  // the widest of f32 and one 16-bit type
       break;
@@ -75,7 +84,8 @@ Value AutocastBuilder::apply(OpKind op, const std::vector<Value>& inputs, const 
   }
   std::vector<Value> cast_inputs;
   cast_inputs.reserve(inputs.size());
-  for (const Value& v : inputs) cast_inputs.push_back(cast_to(v, want));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    cast_inputs.push_back(op_input_is_index(op, static_cast<int>(i)) ? inputs[i] : cast_to(inputs[i], want));
   return inner_.apply(op, cast_inputs, attrs, name);
 }
 

@@ -8,6 +8,7 @@
 
 #include "graph/attention.h"
 #include "graph/batch_norm.h"
+#include "graph/broadcast.h"
 #include "graph/conv.h"
 #include "graph/errors.h"
 #include "graph/heads.h"
@@ -83,6 +84,9 @@ Shape attention_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, 
   if (grad && in[5] != g.lse_shape())
     graph_error("{} {}: lse is {} but must be {}: attention_lse's output for this q", name, node, in[5].str(),
                 g.lse_shape().str());
+  if (op_has_key_lengths(op, static_cast<int>(in.size())) && in.back() != Shape{g.batch})
+    graph_error("{} {}: the key lengths (last input) are {} but must be [{}]: one count per sequence of the batch",
+                name, node, in.back().str(), g.batch);
   if (op == OpKind::attention_lse) return g.lse_shape();
   return grad ? g.grad_shape() : g.view_shape();
 }
@@ -501,6 +505,12 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     case OpKind::attention:
     case OpKind::attention_lse:
     case OpKind::attention_grad: return attention_shape(op, in, at, node);
+    case OpKind::where: {
+      Shape out;
+      std::string why;
+      if (!broadcast_shapes(in, out, &why)) graph_error("where {}: {}", node, why);
+      return out;
+    }
     case OpKind::embedding: {
       if (in[0].rank != 2)
         graph_error("embedding {}: the table {} must be [vocabulary, dim]", node, in[0].str());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/attention.h"
+#include "graph/broadcast.h"
 #include "graph/conv.h"
 #include "graph/dtype_rules.h"
 #include "graph/heads.h"
@@ -151,6 +152,7 @@ void check_attention(const Checker& k, const OpCall& c, CallGeometry& g) {
       k.fail("input {} is {} but q is {}; every head view has q's shape", i, c.in[static_cast<size_t>(i)].shape.str(),
              q.str());
   if (grad) k.numel("lse", c.in[5].shape, ag.lse_shape().numel());
+  if (op_has_key_lengths(c.op, c.num_inputs)) k.numel("key lengths", c.input(c.num_inputs - 1).shape, ag.batch);
   const Shape out = c.op == OpKind::attention ? ag.view_shape() : grad ? ag.grad_shape() : ag.lse_shape();
   k.numel("output", c.out.shape, out.numel());
   g.rows = ag.rows();
@@ -181,14 +183,16 @@ void check_adamw(const Checker& k, const OpCall& c) {
 // integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
   const bool cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
-  const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(0).dtype;
+  const int first = c.op == OpKind::where ? 1 : 0;  // where's input 0 is its condition
+  const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(first).dtype;
   if (dtype_is_int(want) && !op_moves_ints(c.op) && !cast)
-    k.fail("input 0 is {}, an integer; the op takes float values only", dtype_name(want));
+    k.fail("input {} is {}, an integer; the op takes float values only", first, dtype_name(want));
   auto check = [&](const TensorView& t, const std::string& what) {
     if (!dtype_is_known(t.dtype)) k.fail("{} has dtype #{}, which is not a dtype", what, static_cast<int>(t.dtype));
     if (t.dtype != want)
       k.fail("{} is {} but the op needs {} there{}", what, dtype_name(t.dtype), dtype_name(want),
-             op_is_f32_only(c.op) ? " (it runs in f32 only)" : " (every input and output share input 0's dtype)");
+             op_is_f32_only(c.op) ? " (it runs in f32 only)"
+                                  : fmt::format(" (every input and output share input {}'s dtype)", first));
   };
   for (int i = 0; i < c.num_inputs; ++i) {
     const TensorView& t = c.input(i);
@@ -224,7 +228,10 @@ bool call_has_ints(const OpCall& c) {
   return false;
 }
 
-DType call_dtype(const OpCall& c) { return c.num_inputs > 0 ? c.input(0).dtype : c.out.dtype; }
+DType call_dtype(const OpCall& c) {
+  if (c.op == OpKind::where) return c.out.dtype;  // input 0 is the condition
+  return c.num_inputs > 0 ? c.input(0).dtype : c.out.dtype;
+}
 
 CallGeometry check_op_call(const OpCall& c, const char* backend) {
   const Checker k(c, backend);
@@ -483,6 +490,15 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     case OpKind::attention:
     case OpKind::attention_lse:
     case OpKind::attention_grad: check_attention(k, c, g); break;
+    case OpKind::where: {
+      Shape out;
+      std::string why;
+      if (!broadcast_shapes({x, y, c.in[2].shape}, out, &why)) k.fail("{}", why);
+      k.numel("output", c.out.shape, out.numel());
+      if (c.out.shape.rank != out.rank) k.fail("the output is {} but the inputs broadcast to {}", c.out.shape.str(), out.str());
+      g.n = out.numel();
+      break;
+    }
     default: k.fail("has no call check; give it a case in kernels/op_call_check.cpp or the kSameShape flag in graph/op.h");
   }
   return g;

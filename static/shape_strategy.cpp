@@ -18,7 +18,8 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 constexpr const char* kCount = "__count";
 
 // Forwards everything to the builder it wraps, except mse_loss, which it records
-// as padded_mse_loss over the real elements (see shape_strategy.h).
+// as padded_mse_loss over the real elements (see shape_strategy.h). cross_entropy
+// masks itself: its padded labels are ignore_index (ShapeStrategyRunner::pad_feeds).
 class MaskingBuilder final : public Builder {
  public:
   explicit MaskingBuilder(Builder& inner) : b_(inner) {}
@@ -27,9 +28,6 @@ class MaskingBuilder final : public Builder {
     return b_.parameter(name, shape, init, dtype);
   }
   Value apply(OpKind op, const std::vector<Value>& in, const Attrs& attrs, const std::string& name) override {
-    if (op == OpKind::cross_entropy)
-      graph_error("bucket strategy: cross_entropy {} cannot be masked (a padded row would count as a sample); use "
-                  "mse loss, or the cache / update strategies", name);
     if (op != OpKind::mse_loss) return b_.apply(op, in, attrs, name);
     if (masked_) graph_error("bucket strategy: the model has more than one mse_loss; only one can be masked");
     masked_ = true;
@@ -168,23 +166,56 @@ CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
   if (small.nodes.size() != big.nodes.size())
     graph_error("bucket strategy: the model records {} ops at extent 1 but {} at extent 2; padding needs the same "
                 "graph at every extent; use the cache or update strategy", small.nodes.size(), big.nodes.size());
+  // The padded axis: the one axis along which the inputs at extent 1 and 2 differ.
+  bool has_mse = false;
+  for (const Node& n : small.nodes) has_mse = has_mse || n.op == OpKind::mse_loss;
+  pad_axis_ = -1;
+  for (int v : small.values_with_role(Role::input)) {
+    const ValueInfo& vi = small.values[static_cast<size_t>(v)];
+    const int w = big.find_value(vi.name);
+    const Shape* other = w < 0 ? nullptr : &big.values[static_cast<size_t>(w)].shape;
+    int differ = other && other->rank == vi.shape.rank ? 0 : 2, axis = -1;
+    for (int d = 0; differ < 2 && d < vi.shape.rank; ++d)
+      if (vi.shape[d] != (*other)[d]) {
+        ++differ;
+        axis = d;
+      }
+    if (differ == 0) continue;
+    if (differ > 1 || (pad_axis_ >= 0 && axis != pad_axis_) || (has_mse && axis != 0))
+      graph_error("bucket strategy: input {} does not vary along {} only ({} at extent 1); bucket pads one axis of "
+                  "the inputs{}; use the cache or update strategy for this model", quote_name(vi.name),
+                  has_mse ? "its leading axis" : "the axis the other inputs vary along", vi.shape.str(),
+                  has_mse ? " (with an mse loss, the leading one: a batch)" : "");
+    pad_axis_ = axis;
+  }
+  if (pad_axis_ < 0) pad_axis_ = 0;
   auto leading_only = [](const Shape& a, const Shape& b) {
     if (a.rank != b.rank || a.rank == 0) return false;
     for (int d = 1; d < a.rank; ++d)
       if (a[d] != b[d]) return false;
     return true;
   };
-  for (int v : small.values_with_role(Role::input)) {
-    const ValueInfo& vi = small.values[static_cast<size_t>(v)];
-    const int w = big.find_value(vi.name);
-    if (w < 0 || !leading_only(vi.shape, big.values[static_cast<size_t>(w)].shape))
-      graph_error("bucket strategy: input {} does not vary in its leading axis only ({} at extent 1); bucket pads "
-                  "the leading axis (a batch); use the cache or update strategy for this model", quote_name(vi.name),
-                  vi.shape.str());
-  }
-  if (small_out.loss.valid() && !leading_only(small_out.prediction.shape, big_out.prediction.shape))
+  if (has_mse && small_out.loss.valid() && !leading_only(small_out.prediction.shape, big_out.prediction.shape))
     graph_error("bucket strategy: the prediction {} does not vary in its leading axis only; the loss could not "
                 "tell the padding from the real rows; use the cache or update strategy", small_out.prediction.shape.str());
+  // cross_entropy's labels are padded with its ignore_index, so that padded rows count nowhere:
+  // they must be an input, reshaped at most.
+  pad_fill_.clear();
+  for (const Node& n : small.nodes) {
+    if (n.op != OpKind::cross_entropy) continue;
+    int v = n.inputs[1];
+    while (small.values[static_cast<size_t>(v)].producer >= 0) {
+      const Node& p = small.nodes[static_cast<size_t>(small.values[static_cast<size_t>(v)].producer)];
+      if (p.op != OpKind::reshape) break;
+      v = p.inputs[0];
+    }
+    const ValueInfo& labels = small.values[static_cast<size_t>(v)];
+    if (labels.role != Role::input)
+      graph_error("bucket strategy: the labels of cross_entropy {} are computed ({}); bucket pads them with "
+                  "ignore_index, so they must be an input (reshaped at most); use the cache or update strategy",
+                  quote_name(n.name), quote_name(labels.name));
+    pad_fill_[labels.name] = static_cast<float>(n.attrs.ignore_index);
+  }
   for (size_t n = 0; n < small.nodes.size(); ++n) {
     const Node& ns = small.nodes[n];
     const Node& nb = big.nodes[n];
@@ -198,6 +229,13 @@ CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
       graph_error("bucket strategy: {} {} {} over the variable axis, so padding would change the real results "
                   "(attention over padded keys needs a key mask); use the cache or update strategy for this model",
                   op_name(ns.op), ns.name, softmax_axis ? "normalizes" : "reduces");
+    // Fused attention over a padded sequence: real queries must not see the padded keys, which
+    // the key lengths (graph/attention.h) or causal (keys after the query) keep out.
+    const bool attention_over_axis = ns.op == OpKind::attention && xs.rank == 3 && xs[1] != xb[1];
+    if (attention_over_axis && !ns.attrs.causal && !op_has_key_lengths(ns.op, static_cast<int>(ns.inputs.size())))
+      graph_error("bucket strategy: attention {} attends over the variable axis without a key mask, so real queries "
+                  "would see padded keys; give it key lengths (graph/attention.h) or use the cache or update strategy",
+                  ns.name);
   }
   return compile(masked_model(model_(key)), co);
 }
@@ -211,7 +249,9 @@ Feeds ShapeStrategyRunner::pad_feeds(const Feeds& feeds, int64_t extent, const C
     auto it = real.inputs.find(name);
     if (it == real.inputs.end()) throw std::invalid_argument(fmt::format("feed {} is not an input of the model", quote_name(name)));
     if (id < 0) continue;  // an input the plan pruned (the loss's target in inference): ignored, as plan.run does
-    out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape);
+    auto fill = pad_fill_.find(name);
+    out[name] = pad_to(data, it->second, g.values[static_cast<size_t>(id)].shape,
+                       fill == pad_fill_.end() ? 0.0f : fill->second);
   }
   if (g.find_value(kCount) >= 0) {
     // The count is an f32 input: integers are exact in it up to 2^24.
@@ -293,6 +333,13 @@ std::vector<float> ShapeStrategyRunner::prediction() const {
   std::vector<float> v = p.read(p.prediction);
   if (opt_.strategy != ShapeStrategy::bucket) return v;
   auto it = shapes_.find(current_extent_);
+  const Shape& padded = p.graph->values[static_cast<size_t>(p.prediction)].shape;
+  bool apart = padded.rank == it->second.prediction.rank;  // only the padded axis differs: a corner crops it
+  for (int d = 0; apart && d < padded.rank; ++d) apart = d == pad_axis_ || padded[d] == it->second.prediction[d];
+  if (!apart)
+    throw std::logic_error(fmt::format("ShapeStrategyRunner::prediction: the inputs were padded along axis {}, and "
+                                       "the prediction {} does not keep that axis apart; read it at the padded shape "
+                                       "through the plan, or use another strategy", pad_axis_, padded.str()));
   return crop_to(v, p.graph->values[static_cast<size_t>(p.prediction)].shape, it->second.prediction);
 }
 

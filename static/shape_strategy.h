@@ -16,21 +16,30 @@
 // Every plan binds the same ParameterStore, so training continues across shapes
 // exactly as it does in the dynamic executor.
 //
-// Bucket padding: the variable extent must be the leading axis of every input
-// (a batch), so that the padding is the tail of every tensor in row-major order.
-// The mse_loss of the model is recorded as padded_mse_loss(pred, target, count)
-// with one extra [1] input "__count", the number of real elements of pred: the loss
-// and its gradient see only those, and padded rows get exactly zero gradient (so
-// does everything backpropagated from them). The result is bit for bit the
-// unpadded run's: padded_mse_loss groups its sum by element position only (so the
-// real elements sum as they would alone), the rows of every row-wise op are
-// independent, and the sums over the padded axis (weight and bias gradients) only
-// gain exact zeros at their end. What the bits also need, and is measured rather
-// than guaranteed, is that the BLAS computes one output element the same way for
-// both row counts (tests/static checks it for the CPU's OpenBLAS and for cuBLAS on
-// the shapes tested; docs/shapes.md). Models that reduce or normalize over the
-// padded axis (softmax over padded keys, a mean over the batch), record a different
-// graph per extent, or use cross_entropy are rejected for bucketing.
+// Bucket padding: the variable extent is one axis of the inputs, the same for every
+// input that varies, and each input is padded at the end of that axis.
+//
+// With an mse loss the axis must be the leading one of every input (a batch), so that
+// the padding is the tail of every tensor in row-major order. The mse_loss of the
+// model is recorded as padded_mse_loss(pred, target, count) with one extra [1] input
+// "__count", the number of real elements of pred: the loss and its gradient see only
+// those, and padded rows get exactly zero gradient (so does everything backpropagated
+// from them). The result is bit for bit the unpadded run's: padded_mse_loss groups its
+// sum by element position only (so the real elements sum as they would alone), the
+// rows of every row-wise op are independent, and the sums over the padded axis (weight
+// and bias gradients) only gain exact zeros at their end. What the bits also need, and
+// is measured rather than guaranteed, is that the BLAS computes one output element the
+// same way for both row counts (tests/static checks it for the CPU's OpenBLAS and for
+// cuBLAS on the shapes tested; docs/shapes.md).
+//
+// With cross_entropy (a language model, padded along its sequence axis), the labels
+// input is padded with the loss's ignore_index, so padded positions count neither in
+// the loss nor in its mean, and get zero gradient. Fused attention over the padded axis
+// must keep real queries off the padded keys: with key lengths (graph/attention.h: the
+// feed gives each sequence's real length, which padding does not change) or causal.
+// Models that reduce or normalize over the padded axis (softmax over padded keys, a
+// mean over the batch) or record a different graph per extent are rejected for
+// bucketing. prediction() crops only a prediction that keeps the padded axis apart.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -112,6 +121,8 @@ class ShapeStrategyRunner {
 
   ShapedModelFn model_;
   ShapeStrategyOptions opt_;
+  int pad_axis_ = 0;                      // bucket: the axis the inputs vary along
+  std::map<std::string, float> pad_fill_; // bucket: inputs padded with other than 0 (labels: ignore_index)
   std::shared_ptr<ParameterStore> params_;
   std::list<Entry> plans_;  // most recently used first
   Entry* current_ = nullptr;

@@ -27,16 +27,21 @@ namespace tg::bench {
 // Random feeds for every input the model declares (recorded once to learn the
 // shapes); "labels", and any input a cross_entropy reads as its labels, gets class
 // indices in [0, classes); an input an embedding reads as its ids gets ids in [0, the
-// table's rows).
-// The values a graph reads as class labels (cross_entropy's second input) or as ids (an
-// embedding's: id_rows, the table's rows), followed back through reshapes to the inputs.
+// table's rows); an input an attention reads as its key lengths gets lengths in [1, seq].
+// The values a graph reads as class labels (cross_entropy's second input), as ids (an
+// embedding's: id_rows, the table's rows) or as key lengths (an attention's: seq_of, the
+// sequence length), followed back through reshapes to the inputs.
 struct IndexValues {
   std::vector<bool> labels;
   std::vector<int64_t> id_rows;  // 0: not ids
+  std::vector<int64_t> seq_of;   // 0: not key lengths
 };
 inline IndexValues index_values(const Graph& g) {
-  IndexValues iv{std::vector<bool>(g.values.size(), false), std::vector<int64_t>(g.values.size(), 0)};
+  const size_t nv = g.values.size();
+  IndexValues iv{std::vector<bool>(nv, false), std::vector<int64_t>(nv, 0), std::vector<int64_t>(nv, 0)};
   for (const Node& n : g.nodes) {
+    if (op_has_key_lengths(n.op, static_cast<int>(n.inputs.size())))
+      iv.seq_of[static_cast<size_t>(n.inputs.back())] = g.values[static_cast<size_t>(n.inputs[0])].shape[1];
     if (n.op == OpKind::cross_entropy) iv.labels[static_cast<size_t>(n.inputs[1])] = true;
     if (n.op == OpKind::embedding)
       iv.id_rows[static_cast<size_t>(n.inputs[1])] = g.values[static_cast<size_t>(n.inputs[0])].shape[0];
@@ -46,6 +51,7 @@ inline IndexValues index_values(const Graph& g) {
     const auto in = static_cast<size_t>(n->inputs[0]), out = static_cast<size_t>(n->outputs[0]);
     iv.labels[in] = iv.labels[in] || iv.labels[out];
     if (iv.id_rows[in] == 0) iv.id_rows[in] = iv.id_rows[out];
+    if (iv.seq_of[in] == 0) iv.seq_of[in] = iv.seq_of[out];
   }
   return iv;
 }
@@ -59,14 +65,22 @@ inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 
   const IndexValues iv = index_values(g);
   const std::vector<bool>& labels = iv.labels;
   const std::vector<int64_t>& id_rows = iv.id_rows;
+  const std::vector<int64_t>& seq_of = iv.seq_of;
   Feeds f;
   uint64_t salt = 0;
   for (int id : g.values_with_role(Role::input)) {
     const ValueInfo& v = g.values[static_cast<size_t>(id)];
     std::vector<float> data(static_cast<size_t>(v.shape.numel()));
-    if (id_rows[static_cast<size_t>(id)] > 0) random_labels(data, seed + salt++, id_rows[static_cast<size_t>(id)]);
-    else if (v.name == "labels" || labels[static_cast<size_t>(id)]) random_labels(data, seed + salt++, classes);
-    else random_fill(data, seed + salt++);
+    if (seq_of[static_cast<size_t>(id)] > 0) {
+      random_labels(data, seed + salt++, seq_of[static_cast<size_t>(id)]);
+      for (float& x : data) x += 1.0f;
+    } else if (id_rows[static_cast<size_t>(id)] > 0) {
+      random_labels(data, seed + salt++, id_rows[static_cast<size_t>(id)]);
+    } else if (v.name == "labels" || labels[static_cast<size_t>(id)]) {
+      random_labels(data, seed + salt++, classes);
+    } else {
+      random_fill(data, seed + salt++);
+    }
     f[v.name] = std::move(data);
   }
   return f;

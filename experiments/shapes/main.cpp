@@ -1,9 +1,15 @@
 // tg-shapes: an NLP-like workload whose sequence length changes every iteration.
-// The model is an MLP applied per token: x [len, in] -> [len, out], mse loss, one
-// SGD-momentum training step per iteration. Dynamic rebuilds per iteration and does
-// not care about the shape; the four static strategies (static/shape_strategy.h)
-// each pay for it differently. Checked first: every strategy's losses and final
-// parameters against dynamic's, bitwise (bucket: with the batch-invariant matmul).
+// The default model is an MLP applied per token: x [len, in] -> [len, out], mse loss, one
+// SGD-momentum training step per iteration. With --models gpt2, a GPT-2 language model
+// (the two-layer one on the CPU, GPT-2 small on a GPU, as tg-train sizes them) over a batch
+// of sequences of the iteration's length, each itself right-padded to a length of its own
+// (the key lengths of its attention, graph/attention.h), cross_entropy ignoring the labels
+// past it. Dynamic rebuilds per iteration and does not care about the shape; the four
+// static strategies (static/shape_strategy.h) each pay for it differently; bucket pads the
+// sequence to its bucket, the padded labels ignore_index. Checked first: every strategy's
+// losses and final parameters against dynamic's, bitwise (the MLP's bucket: with the
+// batch-invariant matmul; GPT-2's bucket: to f32 rounding, its padded rows interleaved
+// with the real ones in the sums over rows).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,31 +32,62 @@ using namespace tg;
 
 namespace {
 
-constexpr int64_t kMinLen = 8, kMaxLen = 128;
-
-struct Model {
-  int64_t in = 64, width = 256, out = 64;
-  int depth = 4;
-  ShapedModelFn at() const {
-    return [m = *this](int64_t len) -> ModelFn {
-      MlpConfig c;
-      c.batch = len;  // one row per token
-      c.in = m.in;
-      c.width = m.width;
-      c.depth = m.depth;
-      c.out = m.out;
-      return [c](Builder& b) { return mlp(b, c); };
-    };
-  }
+// The workload: a model at each length, the length range, the buckets.
+struct Workload {
+  std::string model = "mlp";  // "mlp", or "gpt2_tiny" / "gpt2_small"
+  int64_t min_len = 8, max_len = 128;
+  std::vector<int64_t> buckets = {16, 32, 64, 128};  // powers of two over the length range
+  ShapedModelFn at;
+  Gpt2Config gpt2;  // the GPT-2 workloads' configuration (seq set per length)
+  bool is_gpt2() const { return model != "mlp"; }
+  // The report's row names: the MLP's as they always were, GPT-2's apart.
+  std::string row(const char* name) const { return is_gpt2() ? std::string("lm_") + name : std::string(name); }
 };
+
+// The per-token MLP: x [len, in] -> [len, out], depth 4, width 256.
+Workload mlp_workload() {
+  Workload w;
+  w.at = [](int64_t len) -> ModelFn {
+    MlpConfig c;
+    c.batch = len;  // one row per token
+    c.in = 64;
+    c.width = 256;
+    c.depth = 4;
+    c.out = 64;
+    return [c](Builder& b) { return mlp(b, c); };
+  };
+  return w;
+}
+
+// GPT-2 as tg-train sizes it: on a GPU GPT-2 small at batch 4 over lengths 16..512; on the
+// CPU a two-layer GPT-2 of width 64 at batch 4 over lengths 4..64, whose steps take
+// milliseconds there. The key lengths are an input (padding on).
+Workload gpt2_workload(bool gpu) {
+  Workload w;
+  Gpt2Config g = gpu ? gpt2_small_config() : gpt2_tiny_config();
+  g.batch = 4;
+  g.padding = true;
+  w.model = gpu ? "gpt2_small" : "gpt2_tiny";
+  w.min_len = gpu ? 16 : 4;
+  w.max_len = gpu ? 512 : 64;
+  w.buckets = gpu ? std::vector<int64_t>{64, 128, 256, 512} : std::vector<int64_t>{8, 16, 32, 64};
+  w.gpt2 = g;
+  w.at = [g](int64_t len) -> ModelFn {
+    Gpt2Config c = g;
+    c.seq = len;
+    return [c](Builder& b) { return gpt2(b, c); };
+  };
+  return w;
+}
 
 // Deterministic lengths (splitmix64). Skewed like real sentence lengths: the
 // minimum of two uniform draws puts most mass on short sequences, with a long tail
-// to kMaxLen. `distinct` > 0 restricts the lengths to that many values spread
-// evenly over [kMinLen, kMaxLen] (the sweep's x axis).
+// to max_len. `distinct` > 0 restricts the lengths to that many values spread
+// evenly over [min_len, max_len] (the sweep's x axis).
 struct Lengths {
   uint64_t state;
   int distinct;
+  int64_t min_len, max_len;
   uint64_t next_u64() {
     uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -59,37 +96,55 @@ struct Lengths {
   }
   int64_t next() {
     const double u = std::min(next_u64() >> 11, next_u64() >> 11) * 0x1.0p-53;
-    if (distinct <= 0) return kMinLen + static_cast<int64_t>(u * static_cast<double>(kMaxLen - kMinLen + 1));
+    if (distinct <= 0) return min_len + static_cast<int64_t>(u * static_cast<double>(max_len - min_len + 1));
     const int k = std::min(distinct - 1, static_cast<int>(u * distinct));
-    return distinct == 1 ? kMaxLen / 2 : kMinLen + (kMaxLen - kMinLen) * k / (distinct - 1);
+    return distinct == 1 ? max_len / 2 : min_len + (max_len - min_len) * k / (distinct - 1);
   }
 };
 
-std::vector<int64_t> make_lengths(int n, int distinct, uint64_t seed) {
-  Lengths g{seed, distinct};
+std::vector<int64_t> make_lengths(const Workload& w, int n, int distinct, uint64_t seed) {
+  Lengths g{seed, distinct, w.min_len, w.max_len};
   std::vector<int64_t> v;
   for (int i = 0; i < n; ++i) v.push_back(g.next());
   return v;
 }
 
-// Feeds per length, made once: the experiment times the executors, not the RNG.
+// Feeds per length, made once: the experiment times the executors, not the RNG. GPT-2's:
+// ids and labels in [0, vocab), each sequence's key length in [1, len] (a right-padded batch)
+// and its labels past it ignore_index.
 class FeedBank {
  public:
-  explicit FeedBank(ShapedModelFn m) : runner_(std::move(m), ShapeStrategyOptions{}) {}
+  explicit FeedBank(const Workload& w) : w_(w), runner_(w.at, ShapeStrategyOptions{}) {}
   const Feeds& at(int64_t len) {
     auto it = feeds_.find(len);
     if (it != feeds_.end()) return it->second;
     Feeds f;
     uint64_t salt = 0;
+    const uint64_t seed = 7000 + static_cast<uint64_t>(len) * 131;
     for (const auto& [name, s] : runner_.input_shapes(len)) {
       std::vector<float> v(static_cast<size_t>(s.numel()));
-      random_fill(v, 7000 + static_cast<uint64_t>(len) * 131 + salt++);
+      if (w_.is_gpt2() && name == "lengths") {
+        random_labels(v, seed + salt++, len);
+        for (float& x : v) x += 1.0f;
+      } else if (w_.is_gpt2()) {
+        random_labels(v, seed + salt++, w_.gpt2.vocab);  // ids and labels
+      } else {
+        random_fill(v, seed + salt++);
+      }
       f[name] = std::move(v);
+    }
+    if (w_.is_gpt2()) {
+      const std::vector<float>& lengths = f.at("lengths");
+      std::vector<float>& labels = f.at("labels");
+      for (size_t b = 0; b < lengths.size(); ++b)
+        for (int64_t t = static_cast<int64_t>(lengths[b]); t < len; ++t)
+          labels[b * static_cast<size_t>(len) + static_cast<size_t>(t)] = static_cast<float>(w_.gpt2.ignore_index);
     }
     return feeds_[len] = std::move(f);
   }
 
  private:
+  const Workload& w_;
   ShapeStrategyRunner runner_;  // used only for input_shapes (records, never compiles)
   std::map<int64_t, Feeds> feeds_;
 };
@@ -102,14 +157,15 @@ const std::vector<ShapeStrategy> kStrategies = {ShapeStrategy::recapture, ShapeS
 PassSet g_passes = PassSet::none();
 PassOptions g_pass_options;
 
-ShapeStrategyOptions strategy_options(ShapeStrategy s, const std::shared_ptr<Backend>& be, size_t cache_capacity) {
+ShapeStrategyOptions strategy_options(const Workload& w, ShapeStrategy s, const std::shared_ptr<Backend>& be,
+                                     size_t cache_capacity) {
   ShapeStrategyOptions o;
   o.strategy = s;
   o.compile.backend = be;
   o.compile.passes = g_passes;
   o.compile.pass_options = g_pass_options;
   o.cache_capacity = cache_capacity;
-  o.buckets = {16, 32, 64, 128};  // powers of two over the length range
+  o.buckets = w.buckets;
   return o;
 }
 
@@ -126,10 +182,11 @@ std::string first_mismatch(const std::vector<float>& a, const std::vector<float>
 // current length when it runs, which is all define-by-run needs (parameters are
 // found by name, so they carry over between shapes).
 struct DynamicAtLength {
-  std::shared_ptr<int64_t> len = std::make_shared<int64_t>(kMinLen);
+  std::shared_ptr<int64_t> len;
   DynamicTrainer trainer;
-  DynamicAtLength(const Model& m, Backend& be)
-      : trainer([len = len, at = m.at()](Builder& b) { return at(*len)(b); }, be, "caching", DynamicOptions{}) {}
+  DynamicAtLength(const Workload& w, Backend& be)
+      : len(std::make_shared<int64_t>(w.min_len)),
+        trainer([len = len, at = w.at](Builder& b) { return at(*len)(b); }, be, "caching", DynamicOptions{}) {}
   float step(int64_t l, const Feeds& f) {
     *len = l;
     return trainer.step(f);
@@ -138,25 +195,29 @@ struct DynamicAtLength {
 
 // Every strategy against dynamic over a short sequence with repeats, both from the
 // same initial parameters: per-step loss and, at the end, every parameter and
-// velocity, bit for bit. bucket twice: with the batch-invariant matmul
+// velocity, bit for bit. The MLP's bucket twice: with the batch-invariant matmul
 // (kernels/gemm/gemm_mode.h, both executors) it must be exact too; with the vendor
 // BLAS, which may round a row differently for another row count, to f32 rounding.
-void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const Model& m, FeedBank& bank) {
+// GPT-2's bucket to f32 rounding (its padding is interleaved with the real rows).
+void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const Workload& w, FeedBank& bank) {
   TG_NVTX_RANGE("check_results");
-  const std::vector<int64_t> lens = {24, 100, 8, 100, 57, 24, 128, 8, 57};
+  // Over the length range: its ends, repeats, and lengths in between.
+  std::vector<int64_t> lens;
+  for (int64_t l : {24, 100, 8, 100, 57, 24, 128, 8, 57})
+    lens.push_back(w.min_len + (l - 8) * (w.max_len - w.min_len) / 120);
   std::vector<std::pair<ShapeStrategy, bool>> runs;
   for (ShapeStrategy s : kStrategies) runs.emplace_back(s, false);
-  runs.emplace_back(ShapeStrategy::bucket, true);
+  if (!w.is_gpt2()) runs.emplace_back(ShapeStrategy::bucket, true);
   for (const auto& [s, invariant] : runs) {
     // With passes, a CUDA GEMM's epilogue rounds otherwise than the unfused ops, except
     // in the batch-invariant mode (which runs the fused ops unfused); on the CPU the fused
     // kernels give the unfused bits.
     const bool fused_rounding = !g_passes.empty() && be->kind() == DeviceKind::cuda && !invariant;
-    const bool exact = (s != ShapeStrategy::bucket || invariant) && !fused_rounding;
+    const bool exact = (s != ShapeStrategy::bucket || (invariant && !w.is_gpt2())) && !fused_rounding;
     const kernels::BatchInvariantMatmul mode(invariant);
     const char* matmul = invariant ? "batch_invariant" : "vendor";
-    ShapeStrategyRunner runner(m.at(), strategy_options(s, be, 3));
-    DynamicAtLength dyn(m, *be);
+    ShapeStrategyRunner runner(w.at, strategy_options(w, s, be, 3));
+    DynamicAtLength dyn(w, *be);
     trace::LoopWindow window;
     for (size_t i = 0; i < lens.size(); ++i) {
       th::throw_if_interrupted();
@@ -179,9 +240,10 @@ void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const 
         ++checked;
       }
     }
-    e.report().add_value("check_vs_dynamic",
-                         bench::with_passes({{"strategy", shape_strategy_name(s)}, {"exact", exact}, {"matmul", matmul}},
-                                            g_passes),
+    th::Params p = bench::with_passes({{"strategy", shape_strategy_name(s)}, {"exact", exact}, {"matmul", matmul}},
+                                      g_passes);
+    if (w.is_gpt2()) p.insert_or_assign("model", th::Param(w.model));
+    e.report().add_value(w.row("check_vs_dynamic"), p,
                          static_cast<double>(checked), "tensors", "higher");
   }
 }
@@ -195,9 +257,10 @@ struct RunStats {
   int64_t max_bytes = 0;
 };
 
-RunStats run_dynamic(const std::shared_ptr<Backend>& be, const Model& m, FeedBank& bank, const std::vector<int64_t>& lens) {
+RunStats run_dynamic(const std::shared_ptr<Backend>& be, const Workload& w, FeedBank& bank,
+                     const std::vector<int64_t>& lens) {
   RunStats r;
-  DynamicAtLength dyn(m, *be);
+  DynamicAtLength dyn(w, *be);
   trace::LoopWindow window;
   for (int64_t l : lens) {
     th::throw_if_interrupted();  // the steps are this experiment's own loop, not run_loop's
@@ -210,10 +273,10 @@ RunStats run_dynamic(const std::shared_ptr<Backend>& be, const Model& m, FeedBan
   return r;
 }
 
-RunStats run_strategy(ShapeStrategy s, const std::shared_ptr<Backend>& be, const Model& m, FeedBank& bank,
+RunStats run_strategy(ShapeStrategy s, const std::shared_ptr<Backend>& be, const Workload& w, FeedBank& bank,
                       const std::vector<int64_t>& lens, size_t cache_capacity) {
   RunStats r;
-  ShapeStrategyRunner runner(m.at(), strategy_options(s, be, cache_capacity));
+  ShapeStrategyRunner runner(w.at, strategy_options(w, s, be, cache_capacity));
   trace::LoopWindow window;
   for (int64_t l : lens) {
     th::throw_if_interrupted();
@@ -243,6 +306,77 @@ th::Measurement& record(th::Experiment& e, const std::string& name, th::Params p
   return meas;
 }
 
+// The checks, then the skewed distribution and the sweep over distinct lengths, for one workload.
+void run_workload(th::Experiment& e, const std::shared_ptr<Backend>& be, const Workload& w, int n,
+                  size_t cache_capacity, th::Progress& bar) {
+  const bool gpu = e.on_gpu();
+  FeedBank bank(w);
+  check_results(e, be, w, bank);
+  bar.tick("checked");
+  auto params = [&](th::Params p) {
+    if (w.is_gpt2()) p.insert_or_assign("model", th::Param(w.model));
+    return bench::with_passes(std::move(p), g_passes);
+  };
+  // 1) The skewed length distribution, every length in [min_len, max_len] possible.
+  {
+    const std::vector<int64_t> lens = make_lengths(w, n, 0, 42);
+    int64_t tokens = 0;
+    for (int64_t l : lens) tokens += l;
+    const th::Params base = params(
+        {{"distribution", fmt::format("skewed_min_of_2_uniform_{}_{}", w.min_len, w.max_len)}, {"iterations", n}});
+    auto with = [&](std::string strat) { th::Params p = base; p.insert_or_assign("strategy", th::Param(std::move(strat))); return p; };
+    auto& d = record(e, w.row("iteration"), with("dynamic"), run_dynamic(be, w, bank, lens));
+    d.extra["mean_len"] = static_cast<double>(tokens) / n;
+    for (ShapeStrategy s : kStrategies) {
+      const RunStats r = run_strategy(s, be, w, bank, lens, cache_capacity);
+      auto& meas = record(e, w.row("iteration"), with(shape_strategy_name(s)), r);
+      if (s == ShapeStrategy::update && gpu) {
+        meas.extra["graph_exec_updates"] = r.updates;
+        meas.extra["reinstantiations"] = r.reinstantiations;
+      }
+      if (s == ShapeStrategy::cache) meas.extra["cache_capacity"] = static_cast<double>(cache_capacity);
+    }
+    bar.tick("skewed");
+  }
+  // 2) Sweep: how many distinct lengths occur. Few -> caching pays off; many ->
+  //    recompiles dominate and the static strategies fall behind dynamic.
+  {
+    const int all = static_cast<int>(w.max_len - w.min_len + 1);
+    std::vector<int> ds = e.quick() ? std::vector<int>{1, 4, 16, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, all};
+    const int sweep_n = e.quick() ? n / 2 : n;
+    for (int dcount : ds) {
+      const std::vector<int64_t> lens = make_lengths(w, sweep_n, dcount == all ? 0 : dcount, 1000 + dcount);
+      auto p = [&](std::string strat) {
+        return params(
+            {{"distinct_shapes", int64_t{dcount}}, {"iterations", int64_t{sweep_n}}, {"strategy", std::move(strat)}});
+      };
+      const double dyn = record(e, w.row("sweep_iteration"), p("dynamic"), run_dynamic(be, w, bank, lens)).stats.mean;
+      for (ShapeStrategy s : kStrategies) {
+        auto& meas = record(e, w.row("sweep_iteration"), p(shape_strategy_name(s)),
+                            run_strategy(s, be, w, bank, lens, cache_capacity));
+        meas.extra["mean_vs_dynamic"] = meas.stats.mean / dyn;  // < 1: static wins over the whole run
+      }
+    }
+    bar.tick("sweep");
+  }
+}
+
+// The --models list: mlp and gpt2; bad usage (exit 2) names the ones there are.
+std::vector<std::string> parse_workloads(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string m = text.substr(at, comma - at);
+    if (m != "mlp" && m != "gpt2")
+      throw th::UsageError(fmt::format("--models: {} is not a workload of tg-shapes; give a comma-separated list of "
+                                       "mlp and gpt2 (the CNNs with variable image sizes are not run here)",
+                                       quote_name(m)));
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,63 +390,26 @@ int main(int argc, char** argv) {
   ex.add_option("--passes", passes, "Graph passes of every static plan: none, all, or a comma list (static/passes)");
   std::string pass_options;
   bench::add_pass_options_flag(ex, pass_options);
+  std::string models = "mlp";
+  ex.add_option("--models", models,
+                "The workloads, comma-separated: mlp (an MLP per token), gpt2 (a GPT-2 language model: GPT-2 small on a "
+                "GPU, a two-layer one on the CPU; bucket pads each sequence and masks the padding)");
   return ex.run(argc, argv, [&](th::Experiment& e) {
+    const std::vector<std::string> workloads = parse_workloads(models);
     const bool gpu = e.on_gpu();
     const int n = iterations > 0 ? iterations : (e.quick() ? (gpu ? 120 : 60) : 400);
     g_passes = bench::parse_passes_flag(passes);
     g_pass_options = bench::resolve_pass_options(e, pass_options);
     const std::shared_ptr<Backend> be = make_backend(e.device(), e.cuda_options());
-    const Model m;
-    FeedBank bank(m.at());
-    th::Progress bar(3, "tg-shapes");
-    check_results(e, be, m, bank);
-    bar.tick("checked");
+    th::Progress bar(3 * static_cast<int>(workloads.size()), "tg-shapes");
     if (!gpu) {
       e.report().skip("update: cudaGraphExecUpdate vs re-instantiation",
                       "no GPU: the CPU backend has no CUDA graph instance to update, so `update` runs as recapture");
       e.report().skip("CUDA graph capture/replay cost", "no GPU: on the CPU a static plan runs its schedule directly; "
                                                       "compile = record + autodiff + plan + schedule, no capture");
     }
-    // 1) The skewed length distribution, every length in [8, 128] possible.
-    {
-      const std::vector<int64_t> lens = make_lengths(n, 0, 42);
-      int64_t tokens = 0;
-      for (int64_t l : lens) tokens += l;
-      const th::Params base =
-          bench::with_passes({{"distribution", "skewed_min_of_2_uniform_8_128"}, {"iterations", n}}, g_passes);
-      auto with = [&](std::string strat) { th::Params p = base; p.insert_or_assign("strategy", th::Param(std::move(strat))); return p; };
-      auto& d = record(e, "iteration", with("dynamic"), run_dynamic(be, m, bank, lens));
-      d.extra["mean_len"] = static_cast<double>(tokens) / n;
-      for (ShapeStrategy s : kStrategies) {
-        const RunStats r = run_strategy(s, be, m, bank, lens, static_cast<size_t>(cache_capacity));
-        auto& meas = record(e, "iteration", with(shape_strategy_name(s)), r);
-        if (s == ShapeStrategy::update && gpu) {
-          meas.extra["graph_exec_updates"] = r.updates;
-          meas.extra["reinstantiations"] = r.reinstantiations;
-        }
-        if (s == ShapeStrategy::cache) meas.extra["cache_capacity"] = static_cast<double>(cache_capacity);
-      }
-      bar.tick("skewed");
-    }
-    // 2) Sweep: how many distinct lengths occur. Few -> caching pays off; many ->
-    //    recompiles dominate and the static strategies fall behind dynamic.
-    {
-      std::vector<int> ds = e.quick() ? std::vector<int>{1, 4, 16, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 121};
-      const int sweep_n = e.quick() ? n / 2 : n;
-      for (int dcount : ds) {
-        const std::vector<int64_t> lens = make_lengths(sweep_n, dcount == 121 ? 0 : dcount, 1000 + dcount);
-        auto p = [&](std::string strat) {
-          return bench::with_passes(
-              {{"distinct_shapes", int64_t{dcount}}, {"iterations", int64_t{sweep_n}}, {"strategy", std::move(strat)}},
-              g_passes);
-        };
-        const double dyn = record(e, "sweep_iteration", p("dynamic"), run_dynamic(be, m, bank, lens)).stats.mean;
-        for (ShapeStrategy s : kStrategies) {
-          auto& meas = record(e, "sweep_iteration", p(shape_strategy_name(s)), run_strategy(s, be, m, bank, lens, static_cast<size_t>(cache_capacity)));
-          meas.extra["mean_vs_dynamic"] = meas.stats.mean / dyn;  // < 1: static wins over the whole run
-        }
-      }
-      bar.tick("sweep");
-    }
+    for (const std::string& name : workloads)
+      run_workload(e, be, name == "gpt2" ? gpt2_workload(gpu) : mlp_workload(), n,
+                   static_cast<size_t>(cache_capacity), bar);
   });
 }

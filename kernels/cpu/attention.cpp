@@ -1,6 +1,7 @@
 // The fused attention ops on the CPU (graph/attention.h): the reference the CUDA kernels are
 // checked against. Plain loops over one query row at a time, dot products and sums in
-// double; scratch of one score row per call, never the S x S scores.
+// double; scratch of one score row per call, never the S x S scores. The keys a query sees
+// are a prefix (causal, the padding mask's length, or both), so masking is a shorter loop.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,6 +11,7 @@
 
 #include "graph/attention.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/indices.h"
 
 namespace tg::kernels {
 
@@ -27,12 +29,31 @@ AttentionGeometry geometry(const OpCall& c) {
 // Row r of matrix m (= b * heads + h) of a head view.
 struct Views {
   AttentionGeometry g;
+  bool causal = false;
+  std::vector<int64_t> lengths;  // each sequence's key count (graph/attention.h), seq without a mask
   int64_t offset(int64_t m, int64_t r) const {
     return (m / g.heads) * g.seq * g.ld() + (m % g.heads) * g.dh + r * g.ld();
   }
-  // The keys query i sees: 0..i when causal, else all.
-  int64_t keys(int64_t i, bool causal) const { return causal ? i + 1 : g.seq; }
+  // The keys query i of matrix m sees, a prefix: 0..i when causal, those below the length.
+  int64_t keys(int64_t m, int64_t i) const {
+    return std::min(causal ? i + 1 : g.seq, lengths[static_cast<size_t>(m / g.heads)]);
+  }
 };
+
+Views views(const OpCall& c) {
+  Views v{geometry(c), c.attrs->causal, {}};
+  v.lengths.assign(static_cast<size_t>(v.g.batch), v.g.seq);
+  if (!op_has_key_lengths(c.op, c.num_inputs)) return v;
+  const TensorView& t = c.input(c.num_inputs - 1);
+  for (int64_t b = 0; b < v.g.batch; ++b) {
+    int64_t n = 0;
+    if (!read_index(t, b, n))
+      throw std::invalid_argument(std::string("run_cpu ") + op_name(c.op) + ": key length " + std::to_string(b) +
+                                  " is not a whole number; give each sequence's count of real keys");
+    v.lengths[static_cast<size_t>(b)] = std::clamp<int64_t>(n, 0, v.g.seq);
+  }
+  return v;
+}
 
 double dot(const float* a, const float* b, int64_t n) {
   double s = 0.0;
@@ -41,10 +62,14 @@ double dot(const float* a, const float* b, int64_t n) {
 }
 
 // The scaled scores of query i of matrix m against its keys into s; returns their
-// logsumexp.
+// logsumexp (0 for a row without keys: graph/attention.h).
 double score_row(const Views& v, const float* q, const float* k, int64_t m, int64_t i, const Attrs& at,
                  std::vector<double>& s) {
-  const int64_t nk = v.keys(i, at.causal);
+  const int64_t nk = v.keys(m, i);
+  if (nk == 0) {
+    s.clear();
+    return 0.0;
+  }
   s.resize(static_cast<size_t>(nk));
   double mx = -std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < nk; ++j) {
@@ -101,7 +126,7 @@ void attention_grad(const OpCall& c, const Views& v) {
       const double row_lse = static_cast<double>(lse[(m * S + i) * 2]) + lse[(m * S + i) * 2 + 1];
       const double D = dot(doi, out + v.offset(m, i), dh);
       std::fill(dq.begin(), dq.end(), 0.0);
-      for (int64_t j = 0; j < v.keys(i, at.causal); ++j) {
+      for (int64_t j = 0; j < v.keys(m, i); ++j) {
         const float* kj = k + v.offset(m, j);
         const double p = std::exp(at.alpha * dot(qi, kj, dh) - row_lse);
         const double ds = p * (dot(doi, val + v.offset(m, j), dh) - D);
@@ -125,7 +150,7 @@ void attention_grad(const OpCall& c, const Views& v) {
 }  // namespace
 
 void cpu_attention_op(const OpCall& c) {
-  const Views v{geometry(c)};
+  const Views v = views(c);
   switch (c.op) {
     case OpKind::attention: return attention(c, v);
     case OpKind::attention_lse: return attention_lse(c, v);

@@ -92,6 +92,9 @@ void cpu_mul(const float* a, const float* b, float* y, int64_t n);    // y = a *
 void cpu_scale(const float* x, float alpha, float* y, int64_t n);     // y = alpha * x
 void cpu_fill(float* y, float value, int64_t n);                      // y = value
 void cpu_copy(const float* x, float* y, int64_t n);                   // y = x (memmove)
+// where: cond != 0 ? a : b over the call's broadcast shapes (graph/broadcast.h); cond i32,
+// i64 or f32, a and b f32.
+void cpu_where(const OpCall& c);
 // fused_elementwise: attrs.program (graph/ew_program.h) over the call's inputs, tile by
 // tile through the kernels of the ops it fuses (cpu_add, cpu_relu, cpu_gelu, ...), so
 // that it gives the unfused chain's bits. A [cols] input is read at every row.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "graph/broadcast.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/indices.h"
 
 namespace tg::kernels {
 
@@ -81,6 +83,26 @@ void cpu_fused_elementwise(const OpCall& c) {
       }
       operand[nin + k] = y;
     }
+  }
+}
+
+// Each output element reads the elements of cond, a and b its index broadcasts to
+// (graph/broadcast.h); the output never shares their memory (the op table's alias column).
+void cpu_where(const OpCall& c) {
+  const Shape& out = c.out.shape;
+  const auto sc = broadcast_strides(c.in[0].shape, out), sa = broadcast_strides(c.in[1].shape, out),
+             sb = broadcast_strides(c.in[2].shape, out);
+  const int64_t n = out.numel();
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t rem = e, pc = 0, pa = 0, pb = 0;
+    for (int d = out.rank - 1; d >= 0; --d) {
+      const int64_t i = rem % out[d];
+      rem /= out[d];
+      pc += i * sc[static_cast<size_t>(d)];
+      pa += i * sa[static_cast<size_t>(d)];
+      pb += i * sb[static_cast<size_t>(d)];
+    }
+    c.out.data[e] = condition_at(c.in[0], pc) ? c.in[1].data[pa] : c.in[2].data[pb];
   }
 }
 

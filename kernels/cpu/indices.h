@@ -23,4 +23,13 @@ inline bool read_index(const TensorView& t, int64_t i, int64_t& out) {
   return true;
 }
 
+// Element i of where's condition as a truth value: nonzero is true (an f32 NaN too).
+inline bool condition_at(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::I32: return reinterpret_cast<const int32_t*>(t.data)[i] != 0;
+    case DType::I64: return reinterpret_cast<const int64_t*>(t.data)[i] != 0;
+    default: return t.data[i] != 0.0f;
+  }
+}
+
 }  // namespace tg::kernels

@@ -9,6 +9,9 @@
 // dv (walking the query tiles), another per query row block gives dq (walking the key
 // tiles); each output element is written by one lane, its sums in a fixed order.
 //
+// The padding mask (graph/attention.h) bounds the key loops as causal does: a query's keys
+// are a prefix, so neither adds memory.
+//
 // The products are plain f32 FMAs, not the tensor cores: correct first. Every float dtype:
 // T is the element type (storage.h), loads widened, the arithmetic f32's, stores rounded once.
 #include <cuda_runtime.h>
@@ -36,8 +39,19 @@ constexpr int kPitch = kMaxDh + 1;  // tiles read by lane-indexed row: the pad s
 
 struct Geo {
   int64_t heads, seq, dh, ld;
+  const void* lengths;  // the padding mask's key lengths [B] (graph/attention.h), or null
+  DType lengths_dtype;
   // Row r of matrix m (= b * heads + h) of a head view.
   __device__ int64_t at(int64_t m, int64_t r) const { return (m / heads) * seq * ld + (m % heads) * dh + r * ld; }
+  // The keys of matrix m below its sequence's length, clamped to [0, seq].
+  __device__ int64_t keys(int64_t m) const {
+    if (!lengths) return seq;
+    const int64_t b = m / heads;
+    const int64_t n = lengths_dtype == DType::I32   ? static_cast<const int32_t*>(lengths)[b]
+                      : lengths_dtype == DType::I64 ? static_cast<const int64_t*>(lengths)[b]
+                                                    : static_cast<int64_t>(static_cast<const float*>(lengths)[b]);
+    return n < 0 ? 0 : n > seq ? seq : n;
+  }
 };
 
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -77,7 +91,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_fwd(const T* q, const T
   const bool active = i < g.seq;
   if (active)
     for (int d = lane; d < dh; d += 32) qs[warp][d] = static_cast<float>(q[g.at(m, i) + d]);
-  const int64_t kend = causal ? min64(g.seq, row0 + kWarps) : g.seq;
+  const int64_t kend = min64(causal ? min64(g.seq, row0 + kWarps) : g.seq, g.keys(m));
   float mx = -INFINITY, l = 0.0f, acc[kPerLane] = {};
   for (int64_t j0 = 0; j0 < kend; j0 += kTile) {
     const int n = static_cast<int>(min64(kTile, kend - j0));
@@ -110,12 +124,12 @@ __global__ void __launch_bounds__(kWarps * 32) attention_fwd(const T* q, const T
   if constexpr (kLse) {
     if (lane == 0) {
       float hi, lo;
-      split_lse(mx + logf(l), dtype_of<T>(), hi, lo);
+      split_lse(l > 0.0f ? mx + logf(l) : 0.0f, dtype_of<T>(), hi, lo);  // 0 for a row without keys
       out[(m * g.seq + i) * 2] = narrow<T>(hi);
       out[(m * g.seq + i) * 2 + 1] = narrow<T>(lo);
     }
   } else {
-    const float inv = 1.0f / l;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a row without keys gives 0
 #pragma unroll
     for (int r = 0; r < kPerLane; ++r)
       if (lane + 32 * r < dh) out[g.at(m, i) + lane + 32 * r] = narrow<T>(acc[r] * inv);
@@ -147,7 +161,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dq(const T* dout, const
     D = warp_sum(part);
     L = lse_at(lse, g, m, i);
   }
-  const int64_t kend = causal ? min64(g.seq, row0 + kWarps) : g.seq;
+  const int64_t kend = min64(causal ? min64(g.seq, row0 + kWarps) : g.seq, g.keys(m));
   float acc[kPerLane] = {};
   for (int64_t j0 = 0; j0 < kend; j0 += kTile) {
     const int n = static_cast<int>(min64(kTile, kend - j0));
@@ -189,7 +203,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dkv(const T* dout, cons
   __shared__ float vr[kWarps][kMaxDh];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, dh = static_cast<int>(g.dh);
   const int64_t m = blockIdx.x, row0 = static_cast<int64_t>(blockIdx.y) * kWarps, j = row0 + warp;
-  const bool active = j < g.seq;
+  const bool active = j < g.seq, real = j < g.keys(m);  // a masked key gets dk = dv = 0
   if (active)
     for (int d = lane; d < dh; d += 32) {
       kr[warp][d] = static_cast<float>(k[g.at(m, j) + d]);
@@ -219,7 +233,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dkv(const T* dout, cons
     if (!active) continue;
     const int64_t i = i0 + lane;
     float p = 0.0f, ds = 0.0f;
-    if (lane < n && (!causal || i >= j)) {
+    if (real && lane < n && (!causal || i >= j)) {
       p = expf(alpha * dot_smem(qs + lane * kPitch, kr[warp], dh) - Ls[lane]);
       ds = p * (dot_smem(dos + lane * kPitch, vr[warp], dh) - Ds[lane]);
     }
@@ -258,7 +272,10 @@ void attention_op(const OpCall& c, cudaStream_t s) {
   if (row_blocks > 65535 || ag.rows() > 0x7fffffff)
     throw std::invalid_argument(std::string("run_cuda ") + op_name(c.op) + ": sequence " + std::to_string(ag.seq) +
                                 " or batch x heads " + std::to_string(ag.rows()) + " exceeds the kernel's grid");
-  const Geo g{ag.heads, ag.seq, ag.dh, ag.ld()};
+  const bool masked = op_has_key_lengths(c.op, c.num_inputs);
+  const TensorView* lengths = masked ? &c.input(c.num_inputs - 1) : nullptr;
+  const Geo g{ag.heads, ag.seq, ag.dh, ag.ld(), lengths ? static_cast<const void*>(lengths->data) : nullptr,
+              lengths ? lengths->dtype : DType::I32};
   const dim3 grid(static_cast<unsigned>(ag.rows()), static_cast<unsigned>(row_blocks)), block(kWarps * 32);
   const float alpha = c.attrs->alpha;
   const bool causal = c.attrs->causal;

@@ -102,6 +102,9 @@ void copy(const void* x, void* y, int64_t n, cudaStream_t s, DType dt = DType::F
 // y = x in y's dtype, each element rounded as graph/float_formats.h rounds (a copy when the
 // dtypes agree); x and y do not overlap.
 void cast(const TensorView& x, const TensorView& y, cudaStream_t s);
+// where: cond != 0 ? a : b over the call's broadcast shapes (graph/broadcast.h), a and b in
+// the output's dtype, cond i32, i64 or f32; each element's bits copied.
+void where(const OpCall& c, cudaStream_t s);
 // attrs.program (graph/ew_program.h) over the call's inputs in one kernel: a [cols] input
 // is read at every row; each step rounds as its unfused op's kernel does (16-bit: the chain
 // in f32 registers, the store rounded once).

@@ -75,7 +75,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::attention_grad: return cuda::attention_op(c, s);
     case OpKind::copy:
     case OpKind::reshape: return cuda::copy(x.data, out, n, s, dt);
-    case OpKind::cast: return cuda::cast(x, c.out, s);  // reshape given its own memory copies
+    case OpKind::cast: return cuda::cast(x, c.out, s);
+    case OpKind::where: return cuda::where(c, s);  // reshape given its own memory copies
     case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s, dt);
     case OpKind::layernorm:
     case OpKind::layernorm_grad_x: return cuda::layernorm_op(c, g, s);

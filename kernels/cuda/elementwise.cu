@@ -1,4 +1,4 @@
-// add, sub, mul, scale, fill, copy and cast (kernels/cpu/elementwise.cpp), on the frame of
+// add, sub, mul, scale, fill, copy, cast and where (kernels/cpu/elementwise.cpp), on the frame of
 // elementwise.cuh, and fused_elementwise: a chain of those and the activations in one
 // kernel, each step by the functor the unfused op runs. All but fill (f32) and cast run
 // in every dtype of storage.h.
@@ -6,6 +6,7 @@
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
 
+#include "graph/broadcast.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
@@ -68,6 +69,31 @@ __global__ void cast_vec_kernel(const Store<From>* x, Store<To>* y, int64_t n) {
     }
   }
   if (first < n - 8 * n8) store<To>(y, 8 * n8 + first, load<From>(x, 8 * n8 + first));
+}
+// where's index arithmetic: the output's dims and each input's strides (0 where it broadcasts).
+struct WhereIndex {
+  int rank;
+  int64_t dims[kMaxRank];
+  int64_t strides[3][kMaxRank];
+};
+template <DType D>
+__global__ void where_kernel(const void* cond, DType cond_dtype, const Store<D>* a, const Store<D>* b, Store<D>* y,
+                             const __grid_constant__ WhereIndex w, int64_t n) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += stride) {
+    int64_t rem = e, p[3] = {0, 0, 0};
+    for (int d = w.rank - 1; d >= 0; --d) {
+      const int64_t i = rem % w.dims[d];
+      rem /= w.dims[d];
+#pragma unroll
+      for (int k = 0; k < 3; ++k) p[k] += i * w.strides[k][d];
+    }
+    const bool t = cond_dtype == DType::I32   ? static_cast<const int32_t*>(cond)[p[0]] != 0
+                   : cond_dtype == DType::I64 ? static_cast<const int64_t*>(cond)[p[0]] != 0
+                                              : static_cast<const float*>(cond)[p[0]] != 0.0f;
+    y[e] = t ? a[p[1]] : b[p[2]];
+  }
 }
 __global__ void fill_kernel(float* y, float value, int64_t n) {
   pdl::prologue();
@@ -283,6 +309,26 @@ void cast(const TensorView& x, const TensorView& y, cudaStream_t s) {
 void fill(float* y, float value, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   detail::launch(TG_LAUNCH_SITE, fill_kernel, grid_for(aligned16(y) ? n / 4 + 4 : n), kBlock, s, y, value, n);
+}
+
+void where(const OpCall& c, cudaStream_t s) {
+  const Shape& out = c.out.shape;
+  const int64_t n = out.numel();
+  if (n <= 0) return;
+  WhereIndex w{};
+  w.rank = out.rank;
+  for (int d = 0; d < out.rank; ++d) w.dims[d] = out[d];
+  for (int k = 0; k < 3; ++k) {
+    const auto st = broadcast_strides(c.in[static_cast<size_t>(k)].shape, out);
+    for (int d = 0; d < out.rank; ++d) w.strides[k][d] = st[static_cast<size_t>(d)];
+  }
+  detail::with_dtype(c.out.dtype, [&](auto dt) {
+    constexpr DType D = decltype(dt)::value;
+    detail::launch(TG_LAUNCH_SITE, where_kernel<D>, grid_for(n), kBlock, s, static_cast<const void*>(c.in[0].data),
+                   c.in[0].dtype, static_cast<const Store<D>*>(static_cast<const void*>(c.in[1].data)),
+                   static_cast<const Store<D>*>(static_cast<const void*>(c.in[2].data)),
+                   static_cast<Store<D>*>(static_cast<void*>(c.out.data)), w, n);
+  });
 }
 
 }  // namespace tg::kernels::cuda

@@ -110,4 +110,25 @@ inline std::function<ModelFn(int64_t)> transformer_model_at(const TransformerCon
   return model_at(base, axis, &transformer_model);
 }
 
+// A GPT-2 of vocabulary 11 (ids and labels both in [0, 11)), context 12, two layers of two
+// heads over batch 2, sequence 8; the labels equal to 3 are ignored.
+inline Gpt2Config tiny_gpt2_config() {
+  Gpt2Config c;
+  c.batch = 2;
+  c.seq = 8;
+  c.vocab = 11;
+  c.context = 12;
+  c.d_model = 16;
+  c.heads = 2;
+  c.layers = 2;
+  c.ignore_index = 3;
+  return c;
+}
+inline ModelFn gpt2_model(const Gpt2Config& c) {
+  return [c](Builder& b) { return gpt2(b, c); };
+}
+inline std::function<ModelFn(int64_t)> gpt2_model_at(const Gpt2Config& base, int64_t Gpt2Config::*axis) {
+  return model_at(base, axis, &gpt2_model);
+}
+
 }  // namespace tg::testing

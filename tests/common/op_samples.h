@@ -275,6 +275,19 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       })};
     case OpKind::copy: return {sample("[3,4]", {m})};
     case OpKind::cast: return {sample("[3,4] to f32", {m})};
+    case OpKind::where: {
+      // The condition drawn in {0, 1} (as labels of 2 classes), in each dtype it takes.
+      auto cond = [&sample](std::string what, std::vector<Shape> in, DType dt) {
+        OpSample s = sample(std::move(what), std::move(in));
+        s.labels_input = 0;
+        s.classes = 2;
+        s.labels_dtype = dt;
+        return s;
+      };
+      return {cond("[3,4], i32 cond", {m, m, m}, DType::I32),
+              cond("[2,3,4], i64 cond [3,4], b [4]", {{3, 4}, {2, 3, 4}, {4}}, DType::I64),
+              cond("[2,1,4] cond, a [3,1], b [1], f32 cond", {{2, 1, 4}, {3, 1}, {1}}, DType::F32)};
+    }
     case OpKind::batch_norm:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
@@ -429,6 +442,19 @@ inline std::vector<OpSample> op_samples(OpKind op) {
           tol(with(sample("2 heads", shapes({2, 5, 8}, 2)), heads(2, 0.5f, false)), 1e-5, 1e-4),
           tol(with(sample("2 heads, causal", shapes({2, 5, 8}, 2)), heads(2, 0.5f, true)), 1e-5, 1e-4),
           tol(with(sample("1 head, dh 3, causal", shapes({1, 4, 3}, 1)), heads(1, 1.0f, true)), 1e-5, 1e-4)};
+      // The padding mask: key lengths [B] in [0, S] (0: every row of that sequence fully
+      // masked, its output zero), alone and with causal.
+      auto lengths = [&](std::string what, Shape view, int64_t count, bool causal, DType dt) {
+        std::vector<Shape> in = shapes(view, count);
+        in.push_back(Shape{view[0]});
+        OpSample x = tol(with(sample(std::move(what), in), heads(count, 0.5f, causal)), 1e-5, 1e-4);
+        x.labels_input = static_cast<int>(in.size()) - 1;
+        x.classes = view[1] + 1;
+        x.labels_dtype = dt;
+        return x;
+      };
+      out.push_back(lengths("2 heads, key lengths", {3, 5, 8}, 2, false, DType::I32));
+      out.push_back(lengths("2 heads, causal, i64 key lengths", {3, 6, 8}, 2, true, DType::I64));
       // A statistic a few f32 ulps apart rounds to neighbouring 16-bit values near a rounding
       // boundary: hi moves one 16-bit ulp (2^-6 in bf16 for |lse| < 4) and lo the other way.
       if (op == OpKind::attention_lse)

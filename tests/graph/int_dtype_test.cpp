@@ -163,3 +163,18 @@ TEST_CASE("int dtypes: autocast leaves ids and labels integers") {
   CHECK(loss.dtype == DType::F32);
   for (const Node& n : g.nodes) CHECK(n.op != OpKind::cast);
 }
+
+TEST_CASE("int dtypes: autocast leaves where's condition alone, an f32 mask keeping a bf16 where in bf16") {
+  Graph g;
+  RecordingBuilder inner(g);
+  AutocastBuilder b(inner, Precision::bf16);
+  const Value x = cast(b, b.input("x", {3, 4}), DType::BF16);
+  const Value y = cast(b, b.input("y", {3, 4}), DType::BF16);
+  for (const DType mask_dtype : {DType::F32, DType::I32}) {
+    const Value picked = where(b, b.input(std::string("mask_") + dtype_name(mask_dtype), {3, 4}, mask_dtype), x, y);
+    CHECK(picked.dtype == DType::BF16);
+  }
+  int casts = 0;
+  for (const Node& n : g.nodes) casts += n.op == OpKind::cast;
+  CHECK(casts == 2);  // x's and y's own
+}

@@ -234,8 +234,13 @@ TEST_CASE("every op: arity, dims and overflow are checked first") {
     const OpKind op = static_cast<OpKind>(i);
     const int arity = tg::op_num_inputs(op);
     // One too many, or none for a variadic op of groups of one (which takes any count >= 1);
-    // an update that takes a found-inf flag takes one more, so one input, too few, there.
-    const int wrong = tg::op_can_be_guarded(op) ? 1 : tg::op_is_variadic(op) && arity == 1 ? 0 : arity + 1;
+    // an update that takes a found-inf flag takes one more, so one input, too few, there;
+    // an attention op takes its key lengths as one more, so two more there.
+    const bool lengths = (tg::op_traits(op).flags & tg::op_table::kKeyLengths) != 0;
+    const int wrong = tg::op_can_be_guarded(op)                  ? 1
+                      : tg::op_is_variadic(op) && arity == 1     ? 0
+                      : lengths                                  ? arity + 2
+                                                                 : arity + 1;
     std::vector<Shape> too_many(static_cast<size_t>(wrong), Shape{4});
     CHECK_ERROR(error_of(op, too_many), "takes");
     if (arity == 0) continue;

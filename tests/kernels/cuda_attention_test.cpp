@@ -1,7 +1,8 @@
 // The fused attention kernels (kernels/cuda/attention.cu) against the CPU reference over the
 // regimes of their tiles: sequences shorter than a tile, several tiles with a partial last
 // one, row blocks past the sequence's end, head dims below, across and at the 32-lane and
-// 128-dim limits, causal and not, in every float dtype.
+// 128-dim limits, causal and not, with and without the padding mask's key lengths (0 among
+// them: rows with no key), in every float dtype.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -26,48 +27,56 @@ void attention_cases(OpKind op) {
   uint64_t seed = 500;
   for (const Regime& r : kRegimes)
     for (const bool causal : {false, true})
-      for (const DType dt : {DType::F32, DType::BF16, DType::F16}) {
-        OpCase c;
-        c.op = op;
-        c.attrs.heads.count = r.heads;
-        c.attrs.alpha = 1.0f / std::sqrt(static_cast<float>(r.dh));
-        c.attrs.causal = causal;
-        const Shape view{r.batch, r.seq, r.heads * r.dh}, lse{r.batch * r.heads, r.seq, 2};
-        if (op == OpKind::attention) {
-          c.in = {view, view, view};
-          c.out = view;
-        } else if (op == OpKind::attention_lse) {
-          c.in = {view, view};
-          c.out = lse;
-        } else {
-          c.in = {view, view, view, view, view, lse};
-          c.out = Shape{3, r.batch, r.seq, r.heads * r.dh};
+      for (const bool padded : {false, true})
+        for (const DType dt : {DType::F32, DType::BF16, DType::F16}) {
+          OpCase c;
+          c.op = op;
+          c.attrs.heads.count = r.heads;
+          c.attrs.alpha = 1.0f / std::sqrt(static_cast<float>(r.dh));
+          c.attrs.causal = causal;
+          const Shape view{r.batch, r.seq, r.heads * r.dh}, lse{r.batch * r.heads, r.seq, 2};
+          if (op == OpKind::attention) {
+            c.in = {view, view, view};
+            c.out = view;
+          } else if (op == OpKind::attention_lse) {
+            c.in = {view, view};
+            c.out = lse;
+          } else {
+            c.in = {view, view, view, view, view, lse};
+            c.out = Shape{3, r.batch, r.seq, r.heads * r.dh};
+          }
+          if (padded) {
+            // Lengths drawn in [0, seq]: 0 masks every key of its sequence.
+            c.in.push_back(Shape{r.batch});
+            c.labels_input = static_cast<int>(c.in.size()) - 1;
+            c.labels_classes = r.seq + 1;
+            c.labels_dtype = DType::I32;
+          }
+          c.dtype = dt;
+          c.tol = dt == DType::F32 ? attention_tol(r.seq) : low_precision_tol(attention_tol(r.seq), dt);
+          // The statistic's hi may round the other way near a 16-bit boundary (tests/common/op_samples.h).
+          if (op == OpKind::attention_lse && dt != DType::F32) c.tol = Tol{0x1p-4, 0x1p-7};
+          c.seed = seed++;
+          TG_CHECK_CASE(c);
+          // The 16-bit kernels compute as the f32 one does on the widened inputs: its result
+          // rounded once, bit for bit (not the statistic, whose 16-bit form is a pair).
+          if (dt != DType::F32 && op != OpKind::attention_lse) CHECK(run_case_vs_f32(c) == 0);
         }
-        c.dtype = dt;
-        c.tol = dt == DType::F32 ? attention_tol(r.seq) : low_precision_tol(attention_tol(r.seq), dt);
-        // The statistic's hi may round the other way near a 16-bit boundary (tests/common/op_samples.h).
-        if (op == OpKind::attention_lse && dt != DType::F32) c.tol = Tol{0x1p-4, 0x1p-7};
-        c.seed = seed++;
-        TG_CHECK_CASE(c);
-        // The 16-bit kernels compute as the f32 one does on the widened inputs: its result
-        // rounded once, bit for bit (not the statistic, whose 16-bit form is a pair).
-        if (dt != DType::F32 && op != OpKind::attention_lse) CHECK(run_case_vs_f32(c) == 0);
-      }
 }
 
 }  // namespace
 
-TEST_CASE("cuda attention: every tile regime, causal and not, f32 bf16 f16") {
+TEST_CASE("cuda attention: every tile regime, causal and not, padded and not, f32 bf16 f16") {
   TG_REQUIRE_GPU();
   attention_cases(OpKind::attention);
 }
 
-TEST_CASE("cuda attention_lse: every tile regime, causal and not, f32 bf16 f16") {
+TEST_CASE("cuda attention_lse: every tile regime, causal and not, padded and not, f32 bf16 f16") {
   TG_REQUIRE_GPU();
   attention_cases(OpKind::attention_lse);
 }
 
-TEST_CASE("cuda attention_grad: every tile regime, causal and not, f32 bf16 f16") {
+TEST_CASE("cuda attention_grad: every tile regime, causal and not, padded and not, f32 bf16 f16") {
   TG_REQUIRE_GPU();
   attention_cases(OpKind::attention_grad);
 }

@@ -228,7 +228,9 @@ template <typename T, typename Run>
 Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>>& inputs, Run run) {
   const int nin = static_cast<int>(c.in.size());
   std::vector<DType> in_dt(c.in.size(), dt);
-  if (c.labels_input >= 0 && dtype_is_int(c.labels_dtype)) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
+  // Ids and labels keep their dtype in every case: an integer, or whole numbers in f32 (where's
+  // f32 condition next to 16-bit values).
+  if (c.labels_input >= 0) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
   std::vector<std::unique_ptr<T>> ins;
   kernels::OpCall call;
   call.op = c.op;

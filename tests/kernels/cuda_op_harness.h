@@ -44,7 +44,7 @@ struct OpCase {
   bool unaligned = false;  // every device pointer is offset by one element (hits the scalar paths)
   int labels_input = -1;   // this input gets integer class ids in [0, labels_classes)
   int64_t labels_classes = 0;
-  DType labels_dtype = DType::F32;  // i32 or i64 ids and labels keep their dtype in every case
+  DType labels_dtype = DType::F32;  // ids and labels keep their dtype (i32, i64 or f32) in every case
   int alias_input = -1;    // the output is this input's buffer (in-place run)
   int count_input = -1;    // this [1] input holds count_value (padded_mse_loss's count)
   float count_value = 0;

@@ -533,6 +533,41 @@ TEST_CASE("onnx mapping: int64 ids, Gather on a table -> embedding, Cast to and 
   CHECK(refusal(float_ids).find("an embedding's ids are int32 or int64") != std::string::npos);
 }
 
+TEST_CASE("onnx mapping: Where over a bool input, a constant condition and masked fill, with broadcasting") {
+  const std::vector<float> x = seq(12), other = seq(12, 0.03f, 0.5f);
+  // Masked fill as exporters write it: Where(mask, x, fill value), the mask [1, 4] and the value a scalar.
+  ModelBuilder fill;
+  fill.input("mask", {1, 4}, "bool").input("x", {3, 4}).init("lowest", {}, {-1e9f});
+  fill.node("Where", {"mask", "x", "lowest"}, {"y"}).output("y");
+  const Graph g = fill.import();
+  CHECK(validation_errors(g).empty());
+  CHECK(g.values[static_cast<size_t>(g.find_value("mask"))].dtype == DType::I32);  // the IR has no bool
+  bool has_where = false;
+  for (const Node& n : g.nodes) has_where = has_where || n.op == OpKind::where;
+  CHECK(has_where);
+  const std::vector<float> mask = {1, 0, 0, 1};
+  std::vector<float> want(12);
+  for (size_t i = 0; i < 12; ++i) want[i] = mask[i % 4] != 0 ? x[i] : -1e9f;
+  CHECK(run(g, {{"mask", mask}, {"x", x}}, "y") == want);  // elements copied: the same floats
+
+  // A constant condition of integers (a bool initializer reads as them) between two tensors.
+  ModelBuilder picked;
+  picked.input("a", {3, 4}).input("b", {3, 4}).ints("c", {0, 1, 1, 0});
+  picked.node("Where", {"c", "a", "b"}, {"y"}).output("y");
+  for (size_t i = 0; i < 12; ++i) want[i] = (i % 4 == 1 || i % 4 == 2) ? x[i] : other[i];
+  CHECK(run(picked.import(), {{"a", x}, {"b", other}}, "y") == want);
+
+  // Every input constant folds; a condition that is all one value picks its side without a where.
+  ModelBuilder folded;
+  folded.input("a", {4}).ints("c", {1, 0, 1, 0}).init("p", {4}, {1, 2, 3, 4}).init("q", {4}, {5, 6, 7, 8});
+  folded.ints("yes", {1, 1, 1, 1});
+  folded.node("Where", {"c", "p", "q"}, {"k"}).node("Add", {"a", "k"}, {"s"});
+  folded.node("Where", {"yes", "s", "q"}, {"y"}).output("y");
+  const Graph gf = folded.import();
+  for (const Node& n : gf.nodes) CHECK(n.op != OpKind::where);
+  CHECK(run(gf, {{"a", {0.5f, 0.5f, 0.5f, 0.5f}}}, "y") == std::vector<float>{1.5f, 6.5f, 3.5f, 8.5f});
+}
+
 TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the op and why") {
   auto one = [](const std::string& op, std::map<std::string, Attribute> attrs = {}, int64_t opset = 18) {
     ModelBuilder mb(opset);
@@ -562,7 +597,7 @@ TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the 
   CHECK(refusal(ints).find("input 0 is i64, an integer; relu takes float values only") != std::string::npos);
   ModelBuilder doubles;
   doubles.input("x", {2, 3}, "double").node("Relu", {"x"}, {"y"}).output("y");
-  CHECK(refusal(doubles).find("input 'x': is double; the IR's values are float, float16, bfloat16, and int32 or int64") !=
+  CHECK(refusal(doubles).find("input 'x': is double; the IR's values are float, float16, bfloat16, int32 or int64") !=
         std::string::npos);
   ModelBuilder constant_out;
   constant_out.input("x", {2, 3}).init("c", {2}, {1, 2}).node("Identity", {"c"}, {"y"}).output("y");

@@ -10,24 +10,9 @@ namespace {
 
 std::shared_ptr<Backend> cpu() { return std::shared_ptr<Backend>(make_cpu_backend()); }
 
-ModelFn gpt2_model(const Gpt2Config& c) {
-  return [c](Builder& b) { return gpt2(b, c); };
-}
+using testing::gpt2_model;
 
-// Vocabulary 11 (ids and labels both in [0, 11): random_feeds with classes 11), context 12,
-// two layers of two heads; the labels equal to 3 are ignored.
-Gpt2Config tiny() {
-  Gpt2Config c;
-  c.batch = 2;
-  c.seq = 8;
-  c.vocab = 11;
-  c.context = 12;
-  c.d_model = 16;
-  c.heads = 2;
-  c.layers = 2;
-  c.ignore_index = 3;
-  return c;
-}
+Gpt2Config tiny() { return testing::tiny_gpt2_config(); }
 
 TEST_CASE("gpt2: GPT-2 small has 124,439,808 parameters, a logit row per token over the vocabulary") {
   Graph g;

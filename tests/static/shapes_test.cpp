@@ -3,7 +3,9 @@
 // carried over (what the dynamic executor does).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "graph/errors.h"
 #include "graph/init.h"
@@ -186,10 +188,23 @@ TEST_CASE("shape strategies: bucket refuses what it cannot mask, pad/crop round-
     ShapeStrategyRunner r(over_axis[std::string(what) == "softmax" ? 0 : 1], opt);
     CHECK_THROWS_WITH_AS(r.step(3, feeds_for(r.input_shapes(3), 0)), doctest::Contains(what), GraphError);
   }
-  ShapedModelFn ce =
-      testing::mlp_model_at(testing::mlp_config(/*batch: varies*/ 0, 4, 4, 2, 3, MlpConfig::Loss::cross_entropy));
-  ShapeStrategyRunner r2(ce, opt);
-  CHECK_THROWS_WITH_AS(r2.step(3, feeds_for(r2.input_shapes(3), 0)), doctest::Contains("cross_entropy"), GraphError);
+  // cross_entropy's padded labels must be given ignore_index: computed labels cannot be.
+  ShapedModelFn computed_labels = [](int64_t n) -> ModelFn {
+    return [n](Builder& b) {
+      const Value y = matmul(b, b.input("x", Shape{n, 2}), b.parameter("w", Shape{2, 3}));
+      return ModelOutputs{y, cross_entropy(b, y, scale(b, b.input("labels", Shape{n}), 1.0f))};
+    };
+  };
+  ShapeStrategyRunner r2(computed_labels, opt);
+  CHECK_THROWS_WITH_AS(r2.step(3, feeds_for(r2.input_shapes(3), 0)), doctest::Contains("the labels of cross_entropy"),
+                       GraphError);
+  // Fused attention over the padded sequence without key lengths (nor causal) would see the padding.
+  TransformerConfig fused = testing::transformer_config(1, 0, 8, 2);
+  fused.fused_attention = true;
+  fused.with_loss = false;
+  ShapeStrategyRunner r3(testing::transformer_model_at(fused, &TransformerConfig::seq), opt);
+  CHECK_THROWS_WITH_AS(r3.step(3, feeds_for(r3.input_shapes(3), 0)), doctest::Contains("without a key mask"),
+                       GraphError);
   CHECK_THROWS_WITH_AS(r2.bucket_for(9), doctest::Contains("largest bucket"), std::invalid_argument);
 
   std::vector<float> src(2 * 3 * 2);
@@ -202,4 +217,63 @@ TEST_CASE("shape strategies: bucket refuses what it cannot mask, pad/crop round-
 }
 
 }  // namespace
+// A GPT-2 bucketed along its sequence: ids and labels padded at the end of each sequence,
+// the labels with ignore_index, the key lengths fed as each sequence's real length. Every
+// step's loss and, at the end, every parameter equal the unpadded runs' (the cache
+// strategy) to f32 rounding: the padded rows add zeros to the sums over rows, in another
+// grouping of the terms.
+TEST_CASE("shape strategies: GPT-2 bucketed along the sequence with key lengths equals the unpadded runs") {
+  Gpt2Config base = testing::tiny_gpt2_config();
+  base.padding = true;
+  const ShapedModelFn at = testing::gpt2_model_at(base, &Gpt2Config::seq);
+  const std::vector<int64_t> extents = {5, 8, 3, 8, 7, 2};
+  auto feeds = [&](int64_t seq, int step) {
+    // Sequence 0 fills the length; sequence 1 is itself right-padded (its labels ignored there).
+    const std::vector<int64_t> lengths = {seq, std::max<int64_t>(1, seq - 2)};
+    Feeds f;
+    std::vector<float> ids(static_cast<size_t>(2 * seq)), labels(ids.size());
+    random_labels(ids, 50 + static_cast<uint64_t>(step), base.vocab);
+    random_labels(labels, 90 + static_cast<uint64_t>(step), base.vocab);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t t = lengths[static_cast<size_t>(b)]; t < seq; ++t)
+        labels[static_cast<size_t>(b * seq + t)] = static_cast<float>(base.ignore_index);
+    f["ids"] = ids;
+    f["labels"] = labels;
+    f["lengths"] = {static_cast<float>(lengths[0]), static_cast<float>(lengths[1])};
+    return f;
+  };
+  auto runner = [&](ShapeStrategy s) {
+    ShapeStrategyOptions opt;
+    opt.strategy = s;
+    opt.compile.seed = kSeed;
+    opt.compile.poison_arena = true;
+    opt.buckets = {4, 8};
+    return std::make_unique<ShapeStrategyRunner>(at, opt);
+  };
+  const auto bucket = runner(ShapeStrategy::bucket), cache = runner(ShapeStrategy::cache);
+  for (size_t i = 0; i < extents.size(); ++i) {
+    INFO("step ", i, " length ", extents[i]);
+    const Feeds f = feeds(extents[i], static_cast<int>(i));
+    const ShapeStepReport rb = bucket->step(extents[i], f);
+    const ShapeStepReport rc = cache->step(extents[i], f);
+    CHECK(rb.padded_extent == (extents[i] <= 4 ? 4 : 8));
+    CHECK(std::isfinite(rb.loss));
+    CHECK(same({rb.loss}, {rc.loss}, false));
+  }
+  Graph g;
+  {
+    RecordingBuilder rb(g);
+    at(8)(rb);
+  }
+  int checked = 0;
+  for (int v : g.values_with_role(Role::parameter)) {
+    const std::string& name = g.values[static_cast<size_t>(v)].name;
+    INFO(name);
+    CHECK(same(bucket->parameter(name), cache->parameter(name), false));
+    ++checked;
+  }
+  CHECK(checked > 10);
+  CHECK_THROWS_WITH_AS(bucket->prediction(), doctest::Contains("padded along axis 1"), std::logic_error);
+}
+
 }  // namespace tg

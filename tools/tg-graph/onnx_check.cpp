@@ -72,6 +72,7 @@ const std::map<std::string, OpSpec>& op_specs() {
     // Before opset 10 the starts, ends and axes were attributes; from 10 they are inputs.
     s["Slice"] = {1, 5, 1, 1, 10, 3, {{"starts", Kind::ints, false}, {"ends", Kind::ints, false}, {"axes", Kind::ints, false}}};
     s["Split"] = {1, 2, 1, -1, 0, 0, {{"axis", Kind::i, false}, {"split", Kind::ints, false}, {"num_outputs", Kind::i, false}}};
+    s["Where"] = {3, 3, 1, 1, 0, 0, {}};
     return s;
   }();
   return specs;

@@ -137,6 +137,29 @@ Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, int6
   return r;
 }
 
+Tensor fold_where(const Tensor& cond, const Tensor& a, const Tensor& b, int64_t room, const std::string& where) {
+  require_known(cond, where);
+  require_known(a, where);
+  require_known(b, where);
+  if (a.type != b.type) graph_error("{}: operands are {} and {}; ONNX requires one type", where, a.type_name, b.type_name);
+  Tensor r;
+  r.dims = broadcast_dims(broadcast_dims(cond.dims, a.dims, where), b.dims, where);
+  check_fold_size(r.dims, room, where);
+  r.type = a.type;
+  r.type_name = a.type_name;
+  r.dtype = a.dtype;
+  const int64_t n = numel(r.dims, where);
+  for (int64_t k = 0; k < n; ++k) {
+    const size_t c = static_cast<size_t>(broadcast_index(k, r.dims, cond.dims));
+    const bool t = cond.type == Tensor::Type::i64 ? cond.i[c] != 0 : cond.f[c] != 0.0f;
+    const Tensor& from = t ? a : b;
+    const size_t i = static_cast<size_t>(broadcast_index(k, r.dims, from.dims));
+    if (r.type == Tensor::Type::f32) r.f.push_back(from.f[i]);
+    else r.i.push_back(from.i[i]);
+  }
+  return r;
+}
+
 Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& where) {
   require_known(a, where);
   Tensor r = a;

@@ -307,9 +307,12 @@ void Importer::declare_inputs() {
     node_ = nullptr;
     const std::string w = fmt::format("{}: input {}", source_, quote_name(d.name));
     DType dtype = DType::F32;
-    if (!onnx_value_dtype(d.elem_type, dtype))
-      graph_error("{}: is {}; the IR's values are float, float16, bfloat16, and int32 or int64 (ids and labels)", w,
-                  d.elem_type);
+    // The IR has no bool: a bool input (an attention mask) is fed as i32 0 and 1, which where's
+    // condition takes (graph/dtype_rules.h).
+    if (d.elem_type == "bool") dtype = DType::I32;
+    else if (!onnx_value_dtype(d.elem_type, dtype))
+      graph_error("{}: is {}; the IR's values are float, float16, bfloat16, int32 or int64 (ids and labels), and "
+                  "bool (as int32)", w, d.elem_type);
     if (!d.has_shape) graph_error("{}: has no shape in the file; export with example inputs of a fixed shape", w);
     Dims dims;
     for (const Dim& x : d.dims) {

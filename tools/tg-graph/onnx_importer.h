@@ -66,6 +66,8 @@ int64_t normalize_axis(int64_t axis, size_t rank, const std::string& where);
 void check_fold_size(const Dims& d, int64_t room, const std::string& where);
 Tensor fold_binary(const std::string& op, const Tensor& a, const Tensor& b, int64_t room, const std::string& where);
 Tensor fold_unary(const std::string& op, const Tensor& a, const std::string& where);
+// cond ? a : b with numpy broadcasting; cond of any known type, nonzero is true.
+Tensor fold_where(const Tensor& cond, const Tensor& a, const Tensor& b, int64_t room, const std::string& where);
 Tensor fold_transpose(const Tensor& a, const std::vector<int64_t>& perm);
 Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where);
 Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, int64_t room, const std::string& where);
@@ -143,6 +145,7 @@ using Handler = std::function<void(Importer&)>;
 const std::map<std::string, Handler>& handlers();
 void add_elementwise_handlers(std::map<std::string, Handler>& h);
 void add_tensor_handlers(std::map<std::string, Handler>& h);
+void add_mask_handlers(std::map<std::string, Handler>& h);
 void add_constant_handlers(std::map<std::string, Handler>& h);
 void add_cnn_handlers(std::map<std::string, Handler>& h);
 void add_slice_handlers(std::map<std::string, Handler>& h);  // onnx_slice.cpp

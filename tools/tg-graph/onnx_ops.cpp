@@ -299,6 +299,7 @@ const std::map<std::string, Handler>& handlers() {
     add_constant_handlers(m);
     add_cnn_handlers(m);
     add_slice_handlers(m);
+    add_mask_handlers(m);
     return m;
   }();
   return h;
