@@ -24,7 +24,8 @@ namespace tg::testing {
 namespace {
 
 // The cnn_* models are written with onnx.helper (experiments/peers/make_cnn_onnx.py), the rest exported by PyTorch.
-const char* const kModels[] = {"mlp", "transformer", "transformer_ts14", "cnn_resnet", "cnn_vgg", "cnn_conv1d"};
+const char* const kModels[] = {"mlp",     "transformer", "transformer_ts14", "cnn_resnet", "cnn_vgg",
+                               "cnn_conv1d", "cnn_convt", "cnn_lrn"};
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
