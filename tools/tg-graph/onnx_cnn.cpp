@@ -378,8 +378,9 @@ void clip_op(Importer& im) {
   auto plus = [&](Value v, float k, const char* what) {
     return im.apply(OpKind::bias_add, {v, im.fill_vec(last, k, name + what)}, {}, im.fresh(name + what + ".add"));
   };
-  Value y = im.value(0);
+  if (lo == -inf && hi == inf) return im.alias(im.in(0));
   if (xd.empty()) im.refuse("clips a scalar; twograph clips tensors of rank >= 1");
+  Value y = im.value(0);
   if (lo > -inf) {
     y = im.apply(OpKind::relu, {lo == 0.0f ? y : plus(y, -lo, ".min")}, {}, im.fresh(name + ".relu"));
     if (lo != 0.0f) y = plus(y, lo, ".min_back");
@@ -388,9 +389,9 @@ void clip_op(Importer& im) {
     const Value over = im.apply(OpKind::relu, {plus(y, -hi, ".max")}, {}, im.fresh(name + ".over"));
     y = im.apply(OpKind::sub, {y, over}, {}, im.fresh(name + ".clip"));
   }
-  if (y.id == im.value(0).id) return im.alias(im.in(0));
   im.finish(y, xd);
 }
+
 }  // namespace
 
 void add_cnn_handlers(std::map<std::string, Handler>& h) {
