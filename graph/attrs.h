@@ -35,9 +35,12 @@ struct ConvAttr {
   std::array<int, 2> dilation{{1, 1}};
   int groups = 1;
   bool ceil_mode = false;  // pools: the output extent rounds up (a last, partial window)
+  // conv_transpose2d: rows and columns added at the end (bottom, right) of the output, which
+  // its extent alone cannot say (strides > 1 map several output extents onto one input's).
+  std::array<int, 2> output_padding{{0, 0}};
   bool operator==(const ConvAttr& o) const {
     return kernel == o.kernel && stride == o.stride && pads == o.pads && dilation == o.dilation &&
-           groups == o.groups && ceil_mode == o.ceil_mode;
+           groups == o.groups && ceil_mode == o.ceil_mode && output_padding == o.output_padding;
   }
 };
 

@@ -270,6 +270,18 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       if (need(1)) g[1] = b.apply(OpKind::conv2d_grad_weight, {dy, x, w}, at);
       break;
     }
+    case OpKind::conv_transpose2d: {
+      // y = A^T x, A the conv2d of weight w taking y's shape to x's (graph/conv.h): dx = A dy
+      // is that conv2d of dy, and dw, from <dy, A_w^T x> = <A_w dy, x>, is its weight
+      // gradient with x in the place of its output gradient and dy in the place of its input.
+      Attrs at;
+      at.conv = e.attrs.conv;
+      at.conv.output_padding = {0, 0};
+      const Value& w = e.inputs[1];
+      if (need(0)) g[0] = b.apply(OpKind::conv2d, {dy, w}, at);
+      if (need(1)) g[1] = b.apply(OpKind::conv2d_grad_weight, {x, dy, w}, at);
+      break;
+    }
     case OpKind::max_pool2d:
     case OpKind::avg_pool2d:
       if (need(0)) {

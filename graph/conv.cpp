@@ -58,6 +58,9 @@ bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeomet
   if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
   if (a.groups < 1) return fail(why, fmt::format("groups = {} must be >= 1", a.groups));
   if (a.ceil_mode) return fail(why, "ceil_mode is the pools' attribute; conv2d takes none");
+  if (a.output_padding[0] != 0 || a.output_padding[1] != 0)
+    return fail(why, fmt::format("output_padding = [{}, {}] is conv_transpose2d's attribute; leave it out",
+                                 a.output_padding[0], a.output_padding[1]));
   if (a.kernel[0] != 0 || a.kernel[1] != 0)
     return fail(why, fmt::format("kernel = [{}, {}] is the pools' attribute; conv2d's window is its weight's [R, S], "
                                  "so leave kernel out", a.kernel[0], a.kernel[1]));
@@ -78,11 +81,53 @@ bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeomet
   return spatial(x, a, false, g, why);
 }
 
+bool conv_transpose_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why) {
+  if (w.rank != 4)
+    return fail(why, fmt::format("weight is {} of rank {}; it must be [C, K/groups, R, S]", w.str(), w.rank));
+  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
+  if (a.groups < 1) return fail(why, fmt::format("groups = {} must be >= 1", a.groups));
+  if (w[0] != x[1])
+    return fail(why, fmt::format("weight {} has {} input channels (dim 0) but x {} has C = {}; the weight of a "
+                                 "transposed convolution is [C, K/groups, R, S]",
+                                 w.str(), w[0], x.str(), x[1]));
+  if (x[1] % a.groups != 0)
+    return fail(why, fmt::format("x {} has C = {} channels (dim 1), not a multiple of groups = {}", x.str(), x[1],
+                                 a.groups));
+  const int64_t dims[2] = {x[2], x[3]}, win[2] = {w[2], w[3]};
+  int64_t out[2];
+  for (int d = 0; d < 2; ++d) {
+    // Checked here because the extent below divides nothing but must not go negative.
+    if (a.stride[d] < 1) return fail(why, fmt::format("stride[{}] = {} must be >= 1", d, a.stride[d]));
+    if (a.dilation[d] < 1) return fail(why, fmt::format("dilation[{}] = {} must be >= 1", d, a.dilation[d]));
+    if (a.output_padding[d] < 0 || a.output_padding[d] >= a.stride[d])
+      return fail(why, fmt::format("output_padding[{}] = {} must be >= 0 and below the stride {}; a larger one "
+                                   "would add rows no input element reaches",
+                                   d, a.output_padding[d], a.stride[d]));
+    out[d] = (dims[d] - 1) * a.stride[d] + static_cast<int64_t>(a.dilation[d]) * (win[d] - 1) + 1 +
+             a.output_padding[d] - a.pads[d] - a.pads[d + 2];
+    if (out[d] < 1)
+      return fail(why, fmt::format("the output's {} would be {}: pads {} and {} crop more than the {} the "
+                                   "transposed convolution makes; use smaller pads",
+                                   d == 0 ? "H (dim 2)" : "W (dim 3)", out[d], a.pads[d], a.pads[d + 2],
+                                   out[d] + a.pads[d] + a.pads[d + 2]));
+  }
+  ConvAttr forward = a;
+  forward.output_padding = {0, 0};
+  const Shape y{x[0], w[1] * a.groups, out[0], out[1]};
+  if (!conv_geometry(y, w, forward, g, why)) return false;
+  if (g.p != x[2] || g.q != x[3])  // output_padding below the stride keeps the extents
+    return fail(why, fmt::format("internal: the convolution of {} gives {} x {}, not x's {} x {}", y.str(), g.p, g.q,
+                                 x[2], x[3]));
+  return true;
+}
+
 bool pool_geometry(const Shape& x, const ConvAttr& a, ConvGeometry& g, std::string* why) {
   if (a.kernel[0] < 1 || a.kernel[1] < 1)
     return fail(why, fmt::format("kernel = [{}, {}]; a pool needs its window, both extents >= 1", a.kernel[0],
                                  a.kernel[1]));
   if (a.groups != 1) return fail(why, fmt::format("groups = {}; a pool takes none (it must be 1)", a.groups));
+  if (a.output_padding[0] != 0 || a.output_padding[1] != 0)
+    return fail(why, "output_padding is conv_transpose2d's attribute; a pool takes none");
   if (a.dilation[0] != 1 || a.dilation[1] != 1)
     return fail(why, fmt::format("dilation = [{}, {}]; pools support dilation 1 only", a.dilation[0], a.dilation[1]));
   for (int d = 0; d < 4; ++d)
@@ -111,6 +156,11 @@ bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometr
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d_grad: dy = &in[0], x = &in[1]; break;
     default: break;
+  }
+  if (op == OpKind::conv_transpose2d) {
+    if (!conv_transpose_geometry(in[0], in[1], a, g, why)) return false;
+    out = Shape{g.n, g.c, g.h, g.w};
+    return true;
   }
   if (!(w ? conv_geometry(*x, *w, a, g, why) : pool_geometry(*x, a, g, why))) return false;
   if (dy && *dy != g.out_shape())

@@ -20,7 +20,7 @@ namespace tg {
 // from attrs.conv.kernel (the pools).
 inline bool conv_window_from_weight(OpKind op) {
   return op == OpKind::conv2d || op == OpKind::conv2d_grad_input || op == OpKind::conv2d_grad_weight ||
-         op == OpKind::conv2d_bias_act || op == OpKind::conv2d_bias_add_act;
+         op == OpKind::conv2d_bias_act || op == OpKind::conv2d_bias_add_act || op == OpKind::conv_transpose2d;
 }
 // The fused forward convolutions: conv2d with a per-channel bias (and a residual) and an
 // activation applied to the sum before the single store.
@@ -41,6 +41,13 @@ struct ConvGeometry {
 bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why);
 // max_pool2d and avg_pool2d: x [N, C, H, W], the window attrs.conv.kernel.
 bool pool_geometry(const Shape& x, const ConvAttr& a, ConvGeometry& g, std::string* why);
+
+// conv_transpose2d: x [N, C, H, W] and w [C, K/groups, R, S]. Its output [N, K, P, Q] is the
+// input of the conv2d (weight w, the same stride, pads, dilation and groups) whose output is
+// x's shape, with P = (H - 1) stride - pads + dilation (R - 1) + 1 + output_padding, and
+// its value that conv2d's input gradient for dy = x: the geometry returned is that conv2d's,
+// so the kernels run conv2d_grad_input's (the output is g's x, [g.n, g.c, g.h, g.w]).
+bool conv_transpose_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why);
 
 // Any op of the conv family (conv_window_from_weight, or a pool and its gradient) on its
 // inputs `in` (the node's order): the geometry, and the output's shape in *out. Checks that

@@ -374,7 +374,7 @@ class Loader {
   }
 
   // {"kernel": [r, s], "stride": [..], "pads": [top, left, bottom, right], "dilation": [..],
-  // "groups": g, "ceil_mode": bool}, every key optional (ONNX's defaults); whether the
+  // "groups": g, "ceil_mode": bool, "output_padding": [..]}, every key optional (ONNX's defaults); whether the
   // window fits the input is the shape rule's to check.
   ConvAttr get_conv(const json& j, const std::string& path) const {
     if (!j.is_object())
@@ -400,8 +400,10 @@ class Loader {
         c.groups = static_cast<int>(get_int(v, p, 1, int_max));
       else if (it.key() == "ceil_mode")
         c.ceil_mode = get_bool(v, p);
+      else if (it.key() == "output_padding")
+        ints(v, p, c.output_padding.data(), 2, 0);
       else
-        fail(p, "is not a key of conv; give kernel, stride, pads, dilation, groups and ceil_mode");
+        fail(p, "is not a key of conv; give kernel, stride, pads, dilation, groups, ceil_mode and output_padding");
     }
     return c;
   }

@@ -58,6 +58,7 @@ ojson conv_json(const ConvAttr& c, OpKind op) {
   j["dilation"] = ojson::array({c.dilation[0], c.dilation[1]});
   j["groups"] = c.groups;
   j["ceil_mode"] = c.ceil_mode;
+  if (op == OpKind::conv_transpose2d) j["output_padding"] = ojson::array({c.output_padding[0], c.output_padding[1]});
   return j;
 }
 

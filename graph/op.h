@@ -134,6 +134,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(embedding,            2, 1, kIn0,             kNone,      0,                      kPlain,                    kTypeSame, embedding) /* (table[V,D], ids[...] i32/i64) -> [..., D]: row ids[i] of the table */ \
   X(embedding_grad,       2, 1, kNone,            kNone,      kSize,                  kPlain,                    kTypeSame, embedding) /* (dy[..., D], ids) -> dtable[attrs.size = V, D]: each dy row added to its id's row, in id order */ \
   X(all_reduce,           1, 1, kNone,            kIn0,       0,                      kInPlace|kSameShape,       kTypeF32,  collective) /* a gradient bucket summed over the backend's ranks, divided by their count (kernels/communicator.h) */ \
+  X(conv_transpose2d,     2, 1, kIn0|kIn1,        kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (x[N,C,H,W], w[C,K/groups,R,S]) -> [N,K,P,Q]: conv2d_grad_input of x as dy; attrs.conv with output_padding */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
   X(linear,               3, 1, kNone,            kNone,      kTransB|kAct,           kFused,                    kTypeSame, matmul) /* act(x op(w) + b): a GEMM with its epilogue */ \
   X(linear_add,           4, 1, kNone,            kNone,      kTransB,                kFused,                    kTypeSame, matmul) /* x op(w) + b + r: a residual in the GEMM */ \
@@ -168,7 +169,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 82, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 83, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.

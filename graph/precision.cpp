@@ -39,7 +39,8 @@ AutocastRule autocast_rule(OpKind op) {
     case OpKind::bias_add:
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
-    case OpKind::conv2d_grad_weight: return AutocastRule::low;
+    case OpKind::conv2d_grad_weight:
+    case OpKind::conv_transpose2d: return AutocastRule::low;
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
     case OpKind::exp:

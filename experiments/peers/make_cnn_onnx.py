@@ -20,8 +20,13 @@ Models (batch 2, 3 x 16 x 16 images, channel counts of 4 to 8):
               (inference) between: a VGG-style classifier with the pooling options
   cnn_conv1d  Conv1d with bias, SAME_UPPER padding and stride 2, AveragePool over length,
               Sum of two branches
+  cnn_convt   ConvTranspose three ways: grouped with bias, stride 2, pads and output_padding;
+              dilated with output_shape (pads derived, the odd one at the beginning); SAME_UPPER
+              at stride 2 (the odd pad at the end); and a 1-D ConvTranspose
+  cnn_lrn     LRN with windows of 5 and 3 (onnxruntime takes odd ones only; alpha, beta and bias off their defaults),
+              Clip as ReLU6 (opset 11's inputs min 0, max 6) and Clip to [-1, 1.5]
 
-  bad/lrn     one LRN node, an op the IR does not have: the refusal's fixture
+  bad/hardmax one Hardmax node, an op the IR does not have: the refusal's fixture
 
 Each <name>.io.safetensors holds the input "x" and onnxruntime's output as "out.y".
 """
@@ -54,6 +59,13 @@ class Net:
 
         name = self.name(base)
         self.inits.append(numpy_helper.from_array(self.rng.uniform(lo, hi, shape).astype(np.float32), name))
+        return name
+
+    def ints(self, base, values):
+        from onnx import numpy_helper
+
+        name = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
         return name
 
     def op(self, op_type, inputs, **attrs):
@@ -129,10 +141,46 @@ def conv1d(rng):
     return n.model([2, 2, 12], "y", [2, 4, 6]), (2, 2, 12)
 
 
-def lrn():
+def convt(rng):
+    n = Net(rng)
+
+    def convt_op(x, cin, cout, k, group=1, bias=False, **attrs):
+        ins = [x, n.init("convt.w", (cin, cout // group) + k, -0.4, 0.4)]
+        if bias:
+            ins.append(n.init("convt.b", (cout,), -0.2, 0.2))
+        return n.op("ConvTranspose", ins, kernel_shape=list(k), group=group, **attrs)
+
+    # [2, 4, 5, 5] -> [2, 6, 10, 10]: (5 - 1) 2 + 3 - 2 + 1
+    h = n.op("Relu", [convt_op("x", 4, 6, (3, 3), group=2, bias=True, strides=[2, 2], pads=[1, 1, 1, 1],
+                               output_padding=[1, 1])])
+    # full extents 12 x 21; output_shape 11 x 20: one pad each, at the beginning
+    h = convt_op(h, 6, 4, (2, 3), strides=[1, 2], dilations=[2, 1], output_shape=[11, 20])
+    # SAME_UPPER: 2x the input, 22 x 40; total pad 1 each, at the end
+    h = convt_op(h, 4, 3, (3, 3), strides=[2, 2], auto_pad="SAME_UPPER")
+    # 1-D: [2, 3, 22 * 40] through a Reshape, then ConvTranspose over the length
+    h = n.op("Reshape", [h, n.ints("shape", [2, 3, 22 * 40])])
+    convt_op(h, 3, 2, (3,), bias=True, strides=[2], pads=[1, 0])
+    n.nodes[-1].output[0] = "y"
+    return n.model([2, 4, 5, 5], "y", [2, 2, 2 * 880]), (2, 4, 5, 5)
+
+
+def lrn(rng):
+    n = Net(rng)
+    h = n.op("LRN", ["x"], size=5, alpha=0.5, beta=0.6, bias=1.5)
+    h = n.conv(h, 6, 6, (3, 3), bias=True, pads=[1, 1, 1, 1])
+    h = n.op("Mul", [h, n.init("gain", (1,), 8.0, 8.0)])  # past 6, so that ReLU6's top clips
+    h = n.op("Clip", [h, n.init("zero", (), 0.0, 0.0), n.init("six", (), 6.0, 6.0)])
+    h = n.op("LRN", [h], size=3, alpha=0.02, beta=0.75, bias=2.0)
+    n.op("Clip", [n.op("Sub", [h, n.init("shift", (1,), 1.0, 1.0)]), n.init("lo", (), -1.0, -1.0),
+                  n.init("hi", (), 1.5, 1.5)])
+    n.nodes[-1].output[0] = "y"
+    return n.model([2, 6, 4, 5], "y", [2, 6, 4, 5]), (2, 6, 4, 5)
+
+
+def hardmax():
     from onnx import TensorProto, helper
 
-    graph = helper.make_graph([helper.make_node("LRN", ["x"], ["y"], size=3)], "lrn",
+    graph = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"])], "hardmax",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 3, 3])])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="make_cnn_onnx.py")
@@ -150,7 +198,8 @@ def main():
     rng = np.random.default_rng(33)
     meta = {"onnx": onnx.__version__, "onnxruntime": ort.__version__, "made_by": "experiments/peers/make_cnn_onnx.py"}
     out = os.path.abspath(args.out)
-    for name, make in [("cnn_resnet", resnet), ("cnn_vgg", vgg), ("cnn_conv1d", conv1d)]:
+    for name, make in [("cnn_resnet", resnet), ("cnn_vgg", vgg), ("cnn_conv1d", conv1d), ("cnn_convt", convt),
+                       ("cnn_lrn", lrn)]:
         model, x_shape = make(rng)
         onnx.checker.check_model(model, full_check=True)
         path = os.path.join(out, name + ".onnx")
@@ -163,7 +212,7 @@ def main():
             cmd = [args.tg_graph, "import", path, "-o", os.path.join(out, name + ".json")]
             print("+", " ".join(cmd))
             subprocess.run(cmd, check=True)
-    onnx.save(lrn(), os.path.join(out, "bad", "lrn.onnx"))
+    onnx.save(hardmax(), os.path.join(out, "bad", "hardmax.onnx"))
 
 
 if __name__ == "__main__":

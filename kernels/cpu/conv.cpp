@@ -23,7 +23,9 @@ void cpu_conv_op(const OpCall& c, const ConvGeometry& g) {
   const int64_t n = c.out.shape.numel();
   switch (c.op) {
     case OpKind::conv2d: return each(y, n, [&](int64_t i) { return conv2d_element(a, b, g, i); });
-    case OpKind::conv2d_grad_input: return each(y, n, [&](int64_t i) { return conv2d_grad_input_element(a, b, g, i); });
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv_transpose2d:  // x as dy (graph/conv.h: conv_transpose_geometry)
+      return each(y, n, [&](int64_t i) { return conv2d_grad_input_element(a, b, g, i); });
     case OpKind::conv2d_grad_weight:
       return each(y, n, [&](int64_t i) { return conv2d_grad_weight_element(a, b, g, i); });
     case OpKind::conv2d_bias_act:

@@ -98,6 +98,7 @@ void run_cpu(const OpCall& c) {
     case OpKind::slice: return cpu_slice(c, g);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
+    case OpKind::conv_transpose2d:
     case OpKind::conv2d_grad_weight:
     case OpKind::conv2d_bias_act:
     case OpKind::conv2d_bias_add_act:

@@ -27,7 +27,8 @@ __global__ void conv_family_kernel(OpKind op, const T* a, const T* b, const T* b
       case OpKind::conv2d: v = conv2d_element(a, b, g, i); break;
       case OpKind::conv2d_bias_act:
       case OpKind::conv2d_bias_add_act: v = conv_epilogue_element(conv2d_element(a, b, g, i), bias, residual, g, act, i); break;
-      case OpKind::conv2d_grad_input: v = conv2d_grad_input_element(a, b, g, i); break;
+      case OpKind::conv2d_grad_input:
+      case OpKind::conv_transpose2d: v = conv2d_grad_input_element(a, b, g, i); break;
       case OpKind::conv2d_grad_weight: v = conv2d_grad_weight_element(a, b, g, i); break;
       case OpKind::max_pool2d: v = max_pool2d_element(a, g, i); break;
       case OpKind::avg_pool2d: v = avg_pool2d_element(a, g, i); break;

@@ -450,7 +450,9 @@ const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf
     if (!aligned16(c.in[static_cast<size_t>(i)].data)) return nullptr;
   if (!aligned16(c.out.data)) return nullptr;
   ConvDnnKey k;
-  k.op = c.op;
+  // A transposed convolution is conv2d_grad_input of its x (graph/conv.h: the same geometry,
+  // operands in the same order), so it shares that op's plans.
+  k.op = c.op == OpKind::conv_transpose2d ? OpKind::conv2d_grad_input : c.op;
   k.dtype = c.out.dtype;
   if (conv_has_epilogue(c.op)) k.act = c.attrs->act;
   k.tf32 = tf32 && k.dtype == DType::F32;

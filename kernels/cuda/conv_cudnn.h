@@ -1,6 +1,6 @@
 #pragma once
 // conv2d, conv2d_grad_input and conv2d_grad_weight through cuDNN's convolution API
-// (cudnnConvolutionForward, BackwardData, BackwardFilter), in f32, bf16 and f16: NCHW
+// (cudnnConvolutionForward, BackwardData, BackwardFilter; conv_transpose2d as BackwardData), in f32, bf16 and f16: NCHW
 // tensors, f32 compute type (16-bit: products exact in f32, f32 sums, one rounding on the
 // store), groups through the descriptor's group count. f32 runs on the FMA units unless the
 // backend's tf32 switch is on (CudaExecContext::tf32), as the GEMMs do.

@@ -42,6 +42,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::slice: return cuda::slice(c, g, s);
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
+    case OpKind::conv_transpose2d:
     case OpKind::conv2d_grad_weight:
     case OpKind::conv2d_bias_act:
     case OpKind::conv2d_bias_add_act:

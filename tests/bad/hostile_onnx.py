@@ -8,7 +8,7 @@
                             starts a forged line
       hostile_utf8.onnx     the same with names that are not UTF-8: refused (a graph
                             file is JSON, which holds UTF-8 only)
-      hostile_refused.onnx  an LRN (not in the IR) with a name holding all three: refused
+      hostile_refused.onnx  a Hardmax (not in the IR) with a name holding all three: refused
       symbolic_dims.onnx    plain names, an input of dims [batch, 4]: for --dim's checks
     hostile_onnx.py --huge FILE  writes a refused model whose node name is 10 MB (made
                             at test time: it is too big to commit)
@@ -56,8 +56,8 @@ def names_model(bad=""):
 def refused_model(name):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])
-    lrn = helper.make_node("LRN", ["x"], ["y"], name=name, size=3)
-    return model_of([lrn], [x], [y], [])
+    hardmax = helper.make_node("Hardmax", ["x"], ["y"], name=name)
+    return model_of([hardmax], [x], [y], [])
 
 
 def symbolic_model():

@@ -66,7 +66,7 @@ import)
   grep -qF 'note: Gemm' "$dir/stdout" || fail "import: the note naming the Gemm is missing"
   run 0 "" import "$m/hostile_names.onnx" -o "$dir/out/g${ANSI}${FORGED}${BADUTF}.json"
   run 2 "is not valid UTF-8" import "$m/hostile_utf8.onnx" -o "$dir/out/g.json"
-  run 2 "(LRN):" import "$m/hostile_refused.onnx" -o "$dir/out/g.json"
+  run 2 "(Hardmax):" import "$m/hostile_refused.onnx" -o "$dir/out/g.json"
   if python3 -c 'import onnx' 2>/dev/null; then
     python3 "$bad/hostile_onnx.py" --huge "$dir/huge.onnx" || fail "hostile_onnx.py --huge failed"
     run 2 "(a name of 100000" import "$dir/huge.onnx" -o "$dir/out/g.json"

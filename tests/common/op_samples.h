@@ -54,7 +54,7 @@ struct OpSample {
 // (conv2d_grad_input, an upper bound), the batch and the output plane (conv2d_grad_weight).
 inline int64_t conv_sum_length(OpKind op, const ConvGeometry& g) {
   if (op == OpKind::conv2d || conv_has_epilogue(op)) return g.c / g.groups * g.r * g.s;
-  if (op == OpKind::conv2d_grad_input) return g.k / g.groups * g.r * g.s;
+  if (op == OpKind::conv2d_grad_input || op == OpKind::conv_transpose2d) return g.k / g.groups * g.r * g.s;
   return g.n * g.p * g.q;
 }
 
@@ -151,6 +151,51 @@ inline std::vector<OpSample> conv_samples(OpKind op) {
       s.cuda_rtol16 = tol.rtol + 0x1p-7;
     }
     s.distinct = op == OpKind::max_pool2d;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// conv_transpose2d: x [N, C, H, W] and w [C, K/groups, R, S], output_padding with strides.
+// Its geometry is the conv2d's whose input gradient it computes (graph/conv.h), and so is
+// its CUDA tolerance.
+inline std::vector<OpSample> conv_transpose_samples() {
+  struct Case {
+    std::string what;
+    Shape x, w;
+    std::array<int, 2> stride;
+    std::array<int, 4> pads;
+    std::array<int, 2> dilation;
+    int groups;
+    std::array<int, 2> output_padding;
+  };
+  const Case cases[] = {
+      {"3x3, pads 1", {2, 4, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}},
+      {"stride 2, pads 1, output_padding 1", {1, 2, 3, 4}, {2, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {1, 1}},
+      {"3x2, stride 2x3, pads top 1 right 1, output_padding 0x2", {1, 3, 4, 3}, {3, 2, 3, 2}, {2, 3}, {1, 0, 0, 1},
+       {1, 1}, 1, {0, 2}},
+      {"dilation 2, groups 2", {1, 4, 4, 4}, {4, 3, 3, 3}, {1, 1}, {0, 0, 0, 0}, {2, 2}, 2, {0, 0}},
+      {"depthwise, stride 2, pads 1, output_padding 1", {2, 3, 3, 3}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3,
+       {1, 1}}};
+  std::vector<OpSample> out;
+  for (const Case& c : cases) {
+    OpSample s;
+    s.what = c.what;
+    s.in = {c.x, c.w};
+    ConvAttr& a = s.attrs.conv;
+    a.stride = c.stride;
+    a.pads = c.pads;
+    a.dilation = c.dilation;
+    a.groups = c.groups;
+    a.output_padding = c.output_padding;
+    ConvGeometry g;
+    Shape y;
+    std::string why;
+    if (!conv_op_geometry(OpKind::conv_transpose2d, s.in.data(), a, g, y, &why))
+      throw std::logic_error("conv_transpose2d sample " + c.what + ": " + why);
+    const ConvTol tol = conv_cudnn_tol(OpKind::conv_transpose2d, g);
+    s.cuda_atol = tol.atol;
+    s.cuda_rtol = tol.rtol;
     out.push_back(s);
   }
   return out;
@@ -349,6 +394,7 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::avg_pool2d_grad:
     case OpKind::conv2d_bias_act:
     case OpKind::conv2d_bias_add_act: return conv_samples(op);
+    case OpKind::conv_transpose2d: return conv_transpose_samples();
     case OpKind::batch_norm_fold: {
       // A conv weight [K, C, R, S] and its K channels' statistics; the running variance must
       // be > 0: the stats are drawn positive. Both sides compute in double, rounded once.

@@ -44,6 +44,33 @@ std::vector<double> conv2d_padded_reference(const Tensor& x, const Tensor& w, co
   return y;
 }
 
+// ONNX ConvTranspose's definition, written as a scatter: each x[n, c, h, w] times the window
+// w[c, k, r, s] added at output (h stride + r dilation - top, w stride + s dilation - left),
+// what falls outside the output (cropped by the pads) dropped.
+std::vector<double> conv_transpose_scatter_reference(const Tensor& x, const Tensor& w, const ConvAttr& a) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t Kg = w.shape[1], R = w.shape[2], S = w.shape[3], K = Kg * a.groups, Cg = C / a.groups;
+  const int64_t P = (H - 1) * a.stride[0] + a.dilation[0] * (R - 1) + 1 + a.output_padding[0] - a.pads[0] - a.pads[2];
+  const int64_t Q = (W - 1) * a.stride[1] + a.dilation[1] * (S - 1) + 1 + a.output_padding[1] - a.pads[1] - a.pads[3];
+  std::vector<double> y(static_cast<size_t>(N * K * P * Q), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t v = 0; v < W; ++v)
+          for (int64_t k = 0; k < Kg; ++k)
+            for (int64_t r = 0; r < R; ++r)
+              for (int64_t s = 0; s < S; ++s) {
+                const int64_t p = h * a.stride[0] + r * a.dilation[0] - a.pads[0];
+                const int64_t q = v * a.stride[1] + s * a.dilation[1] - a.pads[1];
+                if (p < 0 || p >= P || q < 0 || q >= Q) continue;
+                const int64_t ko = c / Cg * Kg + k;
+                y[static_cast<size_t>(((n * K + ko) * P + p) * Q + q)] +=
+                    static_cast<double>(x.data[static_cast<size_t>(((n * C + c) * H + h) * W + v)]) *
+                    w.data[static_cast<size_t>(((c * Kg + k) * R + r) * S + s)];
+              }
+  return y;
+}
+
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
@@ -93,6 +120,18 @@ TEST_CASE("conv2d's gradients are its adjoints: <conv(x, w), dy> = <x, dx> = <w,
     const double want = dot(y.data, dy.data);
     CHECK(dot(x.data, dx.data) == doctest::Approx(want).epsilon(1e-5));
     CHECK(dot(w.data, dw.data) == doctest::Approx(want).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("conv_transpose2d equals ONNX ConvTranspose's scatter on every sample (output_padding, groups)") {
+  uint64_t seed = 200;
+  for (const OpSample& s : op_samples(OpKind::conv_transpose2d)) {
+    CAPTURE(s.what);
+    const Tensor x = random_tensor(s.in[0], seed++), w = random_tensor(s.in[1], seed++);
+    const Tensor y = run_op(OpKind::conv_transpose2d, {x, w}, s.attrs);
+    const std::vector<double> want = conv_transpose_scatter_reference(x, w, s.attrs.conv);
+    REQUIRE(static_cast<size_t>(y.shape.numel()) == want.size());
+    check_close(y.data, want, 1e-6, 1e-6, "conv_transpose2d");
   }
 }
 

@@ -164,6 +164,39 @@ TEST_CASE("cuda conv through cuDNN == cpu: every conv sample and larger windows,
     }
 }
 
+// conv_transpose2d runs as the BackwardData of its geometry (graph/conv.h), under
+// conv2d_grad_input's plans: the samples (output_padding, groups, depthwise) and a DCGAN-style
+// upsampling layer, 4x4 at stride 2.
+TEST_CASE("cuda conv_transpose2d through cuDNN == cpu: every sample and an upsampling layer, in f32, bf16 and f16") {
+  TG_REQUIRE_GPU();
+  if (skip_without_cudnn()) return;
+  CudaBackend& b = backend(with_cudnn(true));
+  const OpKind op = OpKind::conv_transpose2d;
+  OpSample up;
+  up.what = "4x4, stride 2, pads 1, 64 to 32 channels, 16 x 16 to 32 x 32";
+  up.in = {{8, 64, 16, 16}, {64, 32, 4, 4}};
+  up.attrs.conv = conv_attr({2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+  ConvGeometry g;
+  Shape y;
+  std::string why;
+  REQUIRE_MESSAGE(conv_op_geometry(op, up.in.data(), up.attrs.conv, g, y, &why), why);
+  CHECK(y == Shape{8, 32, 32, 32});
+  const ConvTol tol = conv_cudnn_tol(op, g);
+  up.cuda_atol = tol.atol;
+  up.cuda_rtol = tol.rtol;
+  std::vector<OpSample> samples = op_samples(op);
+  samples.push_back(up);
+  uint64_t seed = 9000;
+  for (DType dt : kDtypes)
+    for (const OpSample& s : samples) {
+      CAPTURE(s.what);
+      CAPTURE(dtype_name(dt));
+      const OpCase c = sample_case(op, s, seed++, dt);
+      if (symmetric_pads(s.attrs.conv)) CHECK(takes_cudnn(b, c));
+      CHECK(run_case_on(b, c) == 0);
+    }
+}
+
 TEST_CASE("cuda conv through cuDNN: asymmetric pads run there when the output is the symmetric one's, else direct") {
   TG_REQUIRE_GPU();
   if (skip_without_cudnn()) return;

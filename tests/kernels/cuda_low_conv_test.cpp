@@ -73,6 +73,12 @@ TEST_CASE("cuda conv2d, its gradients and the pools in bf16 and f16: groups, dil
   }
 }
 
+TEST_CASE("cuda conv_transpose2d in bf16 and f16 on its direct kernels: output_padding, groups, depthwise") {
+  TG_REQUIRE_GPU();
+  for (const OpSample& s : op_samples(OpKind::conv_transpose2d))
+    CHECK(check_low_both(from_sample(OpKind::conv_transpose2d, s)) == 0);
+}
+
 TEST_CASE("cuda batch_norm and its gradients in bf16 and f16") {
   TG_REQUIRE_GPU();
   for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,

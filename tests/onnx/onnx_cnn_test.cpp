@@ -63,6 +63,50 @@ TEST_CASE("onnx cnn: what the IR's convolutions, pools and batch norm cannot do 
   ModelBuilder sum;
   sum.input("a", {2, 3}).input("b", {3}).node("Sum", {"a", "b"}, {"y"}).output("y");
   CHECK(refused_with(sum, "inputs of one shape"));
+
+  auto convt = [](std::map<std::string, Attribute> attrs) {
+    ModelBuilder mb;
+    mb.input("x", {1, 2, 3, 3}).init("w", {2, 1, 3, 3}, std::vector<float>(18, 0.5f));
+    mb.node("ConvTranspose", {"x", "w"}, {"y"}, std::move(attrs)).output("y");
+    return mb;
+  };
+  // Stride 2 makes 7 x 7 at the most: 8 would need padding the output.
+  CHECK(refused_with(convt({{"strides", aints({2, 2})}, {"output_shape", aints({8, 8})}}),
+                     "more than the 7 the transposed convolution makes"));
+  CHECK(refused_with(convt({{"strides", aints({2, 2})}, {"output_padding", aints({2, 0})}}),
+                     "output_padding[0] = 2 must be >= 0 and below the stride 2"));
+  CHECK(refused_with(convt({{"output_shape", aints({3})}}), "does not give the output's 2 spatial extents"));
+  ModelBuilder lrn;
+  lrn.input("x", {2, 3}).node("LRN", {"x"}, {"y"}, {{"size", ai(3)}}).output("y");
+  CHECK(refused_with(lrn, "LRN normalizes over the channels"));
+  ModelBuilder clip;
+  clip.input("x", {2, 3}).input("lo", {1}).node("Clip", {"x", "lo"}, {"y"}).output("y");
+  CHECK(refused_with(clip, "its min bound is not a constant scalar"));
+}
+
+TEST_CASE("onnx cnn: ConvTranspose's output_shape and SAME_UPPER give ONNX's pads, ReLU6 clips exactly") {
+  auto pads_of = [](std::map<std::string, Attribute> attrs) {
+    ModelBuilder mb;
+    mb.input("x", {1, 1, 3, 3}).init("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+    mb.node("ConvTranspose", {"x", "w"}, {"y"}, std::move(attrs)).output("y");
+    const Graph g = mb.import();
+    for (const Node& n : g.nodes)
+      if (n.op == OpKind::conv_transpose2d) return n.attrs.conv.pads;
+    return std::array<int, 4>{{-1, -1, -1, -1}};
+  };
+  // Full extent (3 - 1) 2 + 3 = 7; asked 6: one pad, at the beginning unless SAME_UPPER.
+  CHECK(pads_of({{"strides", aints({2, 2})}, {"output_shape", aints({6, 6})}}) == std::array<int, 4>{{1, 1, 0, 0}});
+  CHECK(pads_of({{"strides", aints({2, 2})}, {"auto_pad", as("SAME_UPPER")}}) == std::array<int, 4>{{0, 0, 1, 1}});
+  CHECK(pads_of({{"strides", aints({2, 2})}, {"auto_pad", as("SAME_LOWER")}}) == std::array<int, 4>{{1, 1, 0, 0}});
+
+  ModelBuilder relu6;
+  relu6.input("x", {1, 6}).init("lo", {}, {0.0f}).init("hi", {}, {6.0f});
+  relu6.node("Clip", {"x", "lo", "hi"}, {"y"}).output("y");
+  const Graph g = relu6.import();
+  std::vector<std::vector<float>> values = make_values(g, 0);
+  values[static_cast<size_t>(g.find_value("x"))] = {-3.0f, 0.1f, 5.999999f, 6.0f, 7.3f, 1.0e6f};
+  interpret(g, values);
+  CHECK(values[static_cast<size_t>(g.find_value("y"))] == std::vector<float>{0.0f, 0.1f, 5.999999f, 6.0f, 6.0f, 6.0f});
 }
 
 TEST_CASE("onnx cnn: batch norm's running statistics become one 2 x C parameter, and the output follows them") {

@@ -574,7 +574,7 @@ TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the 
     mb.input("x", {2, 3}).input("z", {2, 3}).node(op, {"x", "z"}, {"y"}, std::move(attrs)).output("y");
     return refusal(mb);
   };
-  CHECK(one("LRN").find("node 'n0' (LRN): op LRN is not supported") != std::string::npos);
+  CHECK(one("Hardmax").find("node 'n0' (Hardmax): op Hardmax is not supported") != std::string::npos);
   CHECK(one("Div").find("divides two tensors") != std::string::npos);
   ModelBuilder gelu;
   gelu.input("x", {2, 3}).node("Gelu", {"x"}, {"y"}, {{"approximate", as("fast")}}).output("y");

@@ -4,7 +4,10 @@ run with --inputs <name>.io.safetensors, whose "x" is the input onnxruntime saw,
 the written output must match onnxruntime's ("out.y" in the same file) within the fixtures'
 tolerance (tests/onnx/onnx_fixture.h: 1e-4 relative plus 1e-5 absolute).
 
-    run_io_test.py TG_GRAPH FIXTURE_DIR WORK_DIR NAME [NAME ...]
+    run_io_test.py TG_GRAPH FIXTURE_DIR WORK_DIR [--import] NAME [NAME ...]
+
+With --import, each <name>.onnx is imported into WORK_DIR first (tg-graph import) and that
+graph file and its weights run: the fixtures whose weights are committed once, in the model.
 """
 import json
 import os
@@ -39,12 +42,22 @@ def load(path):
 
 def main():
     tool, fixtures, work, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    imported = names[:1] == ["--import"]
+    names = names[1:] if imported else names
     os.makedirs(work, exist_ok=True)
     failed = 0
     for name in names:
         base = os.path.join(fixtures, name)
+        graph = base
+        if imported:
+            graph = os.path.join(work, name)
+            r = subprocess.run([tool, "import", base + ".onnx", "-o", graph + ".json"], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {name}: tg-graph import exited {r.returncode}: {r.stderr.strip()}")
+                failed += 1
+                continue
         out = os.path.join(work, name + ".out.safetensors")
-        r = subprocess.run([tool, "run", base + ".json", "--weights", base + ".safetensors", "--inputs",
+        r = subprocess.run([tool, "run", graph + ".json", "--weights", graph + ".safetensors", "--inputs",
                             base + ".io.safetensors", "--outputs", out], capture_output=True, text=True)
         if r.returncode != 0:
             print(f"FAIL {name}: tg-graph run exited {r.returncode}: {r.stderr.strip()}")

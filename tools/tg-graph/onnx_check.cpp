@@ -73,6 +73,14 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Slice"] = {1, 5, 1, 1, 10, 3, {{"starts", Kind::ints, false}, {"ends", Kind::ints, false}, {"axes", Kind::ints, false}}};
     s["Split"] = {1, 2, 1, -1, 0, 0, {{"axis", Kind::i, false}, {"split", Kind::ints, false}, {"num_outputs", Kind::i, false}}};
     s["Where"] = {3, 3, 1, 1, 0, 0, {}};
+    s["ConvTranspose"] = {2, 3, 1, 1, 0, 0, window};
+    for (AttrSpec a : {AttrSpec{"group", Kind::i, false}, AttrSpec{"kernel_shape", Kind::ints, false},
+                       AttrSpec{"output_padding", Kind::ints, false}, AttrSpec{"output_shape", Kind::ints, false}})
+      s["ConvTranspose"].attrs.push_back(a);
+    s["LRN"] = {1, 1, 1, 1, 0, 0,
+                {{"size", Kind::i, true}, {"alpha", Kind::f, false}, {"beta", Kind::f, false}, {"bias", Kind::f, false}}};
+    // Before opset 11 the bounds were attributes; from 11 they are optional inputs.
+    s["Clip"] = {1, 3, 1, 1, 0, 0, {{"min", Kind::f, false}, {"max", Kind::f, false}}};
     return s;
   }();
   return specs;
