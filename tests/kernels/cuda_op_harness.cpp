@@ -141,6 +141,8 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed, DType dt) {
   c.count_input = s.count_input;
   c.count_value = s.count;
   c.positive_inputs = s.positive_inputs;
+  c.copy_group = s.copy_group;
+  c.copy_dtype = s.copy_dtype;
   c.seed = seed;
   return c;
 }
@@ -229,6 +231,8 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   const int nin = static_cast<int>(c.in.size());
   std::vector<DType> in_dt(c.in.size(), dt);
   if (c.labels_input >= 0 && dtype_is_int(c.labels_dtype)) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
+  for (int i = 0; i < nin; ++i)
+    if (c.copy_group > 0 && i != c.count_input && (i + 1) % c.copy_group == 0) in_dt[static_cast<size_t>(i)] = c.copy_dtype;
   std::vector<std::unique_ptr<T>> ins;
   kernels::OpCall call;
   call.op = c.op;
