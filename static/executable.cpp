@@ -14,6 +14,7 @@
 #include "kernels/dtype_copy.h"
 #include "kernels/out_of_memory.h"
 #include "kernels/parallel_memcpy.h"
+#include "static/passes/pass.h"
 #include "trace/trace.h"
 
 namespace tg {
@@ -114,9 +115,16 @@ void StaticExecutable::allocate() {
     }
   }
   ptr_.assign(g.values.size(), nullptr);
+  // The low-precision weight copies (the low_copies pass) are filled from their parameters:
+  // bound after every parameter.
+  std::vector<int> master_of(g.values.size(), -1);
+  for (const Node& n : g.nodes)
+    if (op_update_writes_copy(n.op))
+      for (const auto& [param, copy] : weight_copies_of(g, n)) master_of[static_cast<size_t>(copy)] = param;
   size_t staging = 0;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const ValueInfo& info = g.values[v];
+    if (master_of[v] >= 0) continue;
     switch (plan_.placement[v]) {
       case Placement::arena:
         ptr_[v] = reinterpret_cast<float*>(static_cast<char*>(arena_) + plan_.offset[v]);
@@ -139,6 +147,9 @@ void StaticExecutable::allocate() {
       case Placement::unused: break;
     }
   }
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (master_of[v] >= 0)
+      ptr_[v] = params_->bind_copy(g.values[v], g.values[static_cast<size_t>(master_of[v])], held, advice);
   for (size_t v = 0; v < g.values.size(); ++v)
     if (plan_.placement[v] == Placement::view) ptr_[v] = ptr_[static_cast<size_t>(plan_.storage[v])];
   if (be.kind() == DeviceKind::cuda) staging_bytes_ = static_cast<int64_t>(staging);
