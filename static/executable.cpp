@@ -120,7 +120,7 @@ void StaticExecutable::allocate() {
   std::vector<int> master_of(g.values.size(), -1);
   for (const Node& n : g.nodes)
     if (op_update_writes_copy(n.op))
-      for (const auto& [param, copy] : weight_copies_of(g, n)) master_of[static_cast<size_t>(copy)] = param;
+      for (const auto& [param, copy] : weight_copies_of(n)) master_of[static_cast<size_t>(copy)] = param;
   size_t staging = 0;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const ValueInfo& info = g.values[v];

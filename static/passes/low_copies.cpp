@@ -61,12 +61,11 @@ bool is_low_float(DType d) { return d == DType::BF16 || d == DType::F16; }
 
 }  // namespace
 
-std::vector<std::pair<int, int>> weight_copies_of(const Graph& g, const Node& update) {
+std::vector<std::pair<int, int>> weight_copies_of(const Node& update) {
   std::vector<std::pair<int, int>> out;
   if (!op_update_writes_copy(update.op)) return out;
   const int k = op_num_inputs(update.op);
   const int end = op_group_inputs(update.op, static_cast<int>(update.inputs.size()));
-  (void)g;
   for (int i = 0; i + k <= end; i += k)
     out.emplace_back(update.inputs[static_cast<size_t>(i)], update.inputs[static_cast<size_t>(i + k - 1)]);
   return out;
@@ -75,7 +74,7 @@ std::vector<std::pair<int, int>> weight_copies_of(const Graph& g, const Node& up
 bool is_weight_copy(const Graph& g, int v) {
   if (g.values[static_cast<size_t>(v)].role != Role::optimizer_state) return false;
   for (const Node& n : g.nodes)
-    for (const auto& pc : weight_copies_of(g, n))
+    for (const auto& pc : weight_copies_of(n))
       if (pc.second == v) return true;
   return false;
 }
@@ -99,8 +98,8 @@ Graph pass_low_copies(const Graph& g) {
   std::vector<bool> is_output(static_cast<size_t>(nv), false);
   for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
 
-  // Per parameter that can have a copy: the dtype it is cast to (F32: several, or none yet)
-  // and its casts.
+  // Per parameter that can have a copy: its casts, all to one 16-bit dtype (a parameter cast
+  // to both, or whose cast is a graph output, keeps its casts).
   std::map<int, std::vector<int>> casts_of;  // ordered: copies are made in parameter order
   std::unordered_set<int> refused;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -121,7 +120,7 @@ Graph pass_low_copies(const Graph& g) {
   for (int p : refused) casts_of.erase(p);
   if (casts_of.empty()) return g;
 
-  // Per update node: its groups' copies (value ids, -1: none), and per copy dtype.
+  // One copy per parameter, named after it; per update node, the copy of each group that has one.
   GraphRewrite rw(g);
   NameIndex names(g);
   std::unordered_set<std::string> given;

@@ -122,7 +122,7 @@ Graph pass_optimizer(const Graph& g, int64_t split_bytes, int64_t gemm_min_tiles
 // parameter when it is bound and after every write from outside the step (parameter_store.h).
 Graph pass_low_copies(const Graph& g);
 // Of a *_multi_cast update (op_update_writes_copy): (parameter, copy) value ids, per group.
-std::vector<std::pair<int, int>> weight_copies_of(const Graph& g, const Node& update);
+std::vector<std::pair<int, int>> weight_copies_of(const Node& update);
 // Whether value v is a persistent low-precision copy that an update of g writes.
 bool is_weight_copy(const Graph& g, int v);
 // The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side

@@ -13,6 +13,7 @@
 #include "graph/training.h"
 #include "graph/validate.h"
 #include "kernels/dtype_copy.h"
+#include "kernels/interpreter.h"
 #include "tests/common/models.h"
 #include "tests/static/loss_scale_util.h"
 #include "tests/static/vs_dynamic_test.h"
@@ -33,7 +34,7 @@ void check_copies_match(const CompiledPlan& plan) {
   const Graph& g = *plan.graph;
   int copies = 0;
   for (const Node& n : g.nodes)
-    for (const auto& [param, copy] : weight_copies_of(g, n)) {
+    for (const auto& [param, copy] : weight_copies_of(n)) {
       const ValueInfo& c = g.values[static_cast<size_t>(copy)];
       INFO("copy ", c.name);
       std::vector<float> want = plan.read(param);
@@ -59,7 +60,7 @@ TEST_CASE("low_copies: every cast weight becomes a copy its update writes, nothi
     REQUIRE(count_op(c, t.adamw ? OpKind::adamw_multi_cast : OpKind::sgd_momentum_multi_cast) == 1);
     int copies = 0;
     for (const Node& n : c.nodes)
-      for (const auto& [param, copy] : weight_copies_of(c, n)) {
+      for (const auto& [param, copy] : weight_copies_of(n)) {
         CHECK(c.values[static_cast<size_t>(param)].role == Role::parameter);
         CHECK(c.values[static_cast<size_t>(copy)].role == Role::optimizer_state);
         CHECK(c.values[static_cast<size_t>(copy)].dtype == precision_dtype(p));
@@ -98,6 +99,31 @@ TEST_CASE("low_copies: the copies equal their rounded parameters before the firs
   for (int i = 0; i < 3; ++i) {
     plan.step(f);
     check_copies_match(plan);
+  }
+}
+
+TEST_CASE("low_copies: the reference interpreter runs the multi_cast updates as the static plan does") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    CAPTURE(precision_name(p));
+    CompileOptions co;
+    co.precision = p;
+    co.passes = kMultiCopies;
+    co.seed = 5;
+    co.train.loss_scale.enabled = false;
+    CompiledPlan plan = compile(small_mlp(), co);
+    const Graph& g = *plan.graph;
+    std::vector<std::vector<float>> want = make_values(g, 5);
+    const Feeds feeds = testing::feeds_from(g, want);
+    for (int s = 0; s < 3; ++s) {
+      const float loss = plan.step(s == 0 ? feeds : Feeds{});
+      interpret(g, want);
+      CHECK(testing::bitwise_diff({loss}, want[static_cast<size_t>(plan.loss)]) == "");
+    }
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].role == Role::parameter || g.values[v].role == Role::optimizer_state) {
+        INFO("value ", g.values[v].name);
+        CHECK(testing::bitwise_diff(plan.read(static_cast<int>(v)), want[v]) == "");
+      }
   }
 }
 
