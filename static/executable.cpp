@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "graph/errors.h"
 #include "graph/float_formats.h"
@@ -150,6 +151,16 @@ void StaticExecutable::allocate() {
   for (size_t v = 0; v < g.values.size(); ++v)
     if (master_of[v] >= 0)
       ptr_[v] = params_->bind_copy(g.values[v], g.values[static_cast<size_t>(master_of[v])], held, advice);
+  std::vector<bool> has_copy(g.values.size(), false);
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (master_of[v] >= 0) has_copy[static_cast<size_t>(master_of[v])] = true;
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int v = n.inputs[i];
+      if (op_update_writes(n.op, static_cast<int>(i), static_cast<int>(n.inputs.size())) &&
+          g.values[static_cast<size_t>(v)].role == Role::parameter && !has_copy[static_cast<size_t>(v)])
+        updated_without_copy_.push_back(g.values[static_cast<size_t>(v)].name);
+    }
   for (size_t v = 0; v < g.values.size(); ++v)
     if (plan_.placement[v] == Placement::view) ptr_[v] = ptr_[static_cast<size_t>(plan_.storage[v])];
   if (be.kind() == DeviceKind::cuda) staging_bytes_ = static_cast<int64_t>(staging);
@@ -296,6 +307,7 @@ void StaticExecutable::run(const Feeds& feeds) {
   if (runner_) {
     TG_TRACE_SCOPE(runner_->has_graph() ? "replay" : "launch schedule");
     runner_->run();
+    refresh_unwritten_copies();
     return;
   }
   TG_TRACE_SCOPE("run schedule");
@@ -307,12 +319,27 @@ void StaticExecutable::run(const Feeds& feeds) {
       rethrow_at_node(e, l.call.op, graph_->nodes[static_cast<size_t>(l.node)].name);
     }
   }
+  refresh_unwritten_copies();
+}
+
+void StaticExecutable::refresh_unwritten_copies() {
+  if (updated_without_copy_.empty()) return;
+  if (params_->copies_bound() != copies_seen_) {
+    copies_seen_ = params_->copies_bound();
+    stale_after_run_.clear();
+    std::unordered_set<std::string> masters;
+    for (const auto& entry : params_->copies()) masters.insert(entry.second);
+    for (const std::string& p : updated_without_copy_)
+      if (masters.count(p)) stale_after_run_.push_back(p);
+  }
+  for (const std::string& p : stale_after_run_) params_->refresh_copies_of(p);
 }
 
 void StaticExecutable::replay_resident() {
   if (!runner_) throw std::logic_error("StaticExecutable::replay_resident: a CUDA plan only (this one runs on the CPU)");
   TG_TRACE_SCOPE("replay");
   runner_->replay_resident();
+  refresh_unwritten_copies();
 }
 
 int StaticExecutable::kernels_per_run() const {

@@ -117,8 +117,17 @@ void ParameterStore::write(const std::string& name, const std::vector<float>& ho
                                             host.size()));
   backend_->synchronize();  // a replay still running may read or write it
   copy_to_device_as(*backend_, it->second.data, host, it->second.dtype);
-  for (const auto& [copy, master] : copy_of_)
-    if (master == name) fill_copy(copy);
+  refresh_copies_of(name);
+}
+
+void ParameterStore::refresh_copies_of(const std::string& master) {
+  bool synced = false;
+  for (const auto& [copy, of] : copy_of_) {
+    if (of != master) continue;
+    if (!synced) backend_->synchronize();
+    synced = true;
+    fill_copy(copy);
+  }
 }
 
 void ParameterStore::refresh_copies() {

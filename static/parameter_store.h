@@ -46,6 +46,11 @@ class ParameterStore {
   // Fills every low-precision copy from its parameter again: after writing through a
   // pointer from find(), which the store cannot see.
   void refresh_copies();
+  // The same for the copies of one parameter (none: nothing to do).
+  void refresh_copies_of(const std::string& master);
+  // How many copies were bound so far: a plan that watches for copies of the parameters it
+  // updates asks again when it changes (StaticExecutable).
+  uint64_t copies_bound() const { return copy_of_.size(); }
   // The copies bound so far: copy name -> its parameter's name.
   const std::unordered_map<std::string, std::string>& copies() const { return copy_of_; }
   // -1-safe lookups for tools and tests; nullptr when absent.

@@ -240,6 +240,32 @@ TEST_CASE("low_copies: a plan compiled later on the same store binds the copies 
   check_copies_match(second[0]);
 }
 
+TEST_CASE("low_copies: a plan without the pass on the same store keeps the copies of what it updates") {
+  // Store 0: a plan with the pass and one without, stepping in turns; store 1: two plans
+  // without. The steps without the pass update the masters and leave the copies to the
+  // store, which must refresh them before the plan with the pass reads them.
+  const std::shared_ptr<Backend> be = cpu();
+  std::shared_ptr<ParameterStore> stores[2] = {std::make_shared<ParameterStore>(be, 0),
+                                               std::make_shared<ParameterStore>(be, 0)};
+  auto plan = [&](int store, bool pass) {
+    CompileOptions co;
+    co.backend = be;
+    co.params = stores[store];
+    co.precision = Precision::bf16;
+    co.passes = pass ? kMultiCopies : PassSet::only(PassId::optimizer);
+    return compile(small_mlp(), co);
+  };
+  CompiledPlan with[2] = {plan(0, true), plan(1, false)};
+  CompiledPlan without[2] = {plan(0, false), plan(1, false)};
+  const Feeds f = testing::random_feeds(testing::input_shapes_of(*with[0].graph), 12);
+  for (int round = 0; round < 2; ++round) {
+    INFO("round ", round);
+    CHECK(testing::bitwise_diff({without[0].step(f)}, {without[1].step(f)}) == "");
+    check_copies_match(with[0]);
+    CHECK(testing::bitwise_diff({with[0].step(f)}, {with[1].step(f)}) == "");
+  }
+}
+
 TEST_CASE("low_copies: fp16 loss scaling skips the copy with the step it skips, in both update rules") {
   for (bool adamw : {false, true}) {
     CAPTURE(adamw);
