@@ -358,6 +358,9 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::matmul_sgd_momentum:
     case OpKind::adamw:
     case OpKind::adamw_multi:
+    case OpKind::sgd_multi_cast:
+    case OpKind::sgd_momentum_multi_cast:
+    case OpKind::adamw_multi_cast:
     case OpKind::batch_norm_fold:
     case OpKind::conv2d_bias_act:
     case OpKind::conv2d_bias_add_act:

@@ -46,10 +46,22 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
     if (!dtype_is_known(out))
       graph_error("{} {}: to = #{} is not a dtype; use f32, bf16, f16, i32 or i64", name, node, static_cast<int>(out));
   } else if (op_is_f32_only(op)) {
-    for (size_t i = 0; i < in.size(); ++i)
+    const int n = static_cast<int>(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (op_input_is_copy(op, static_cast<int>(i), n)) {
+        const DType low = in[static_cast<size_t>(op_num_inputs(op) - 1)];  // the first group's copy
+        if (in[i] != DType::BF16 && in[i] != DType::F16)
+          graph_error("{} {}: input {} (a parameter's low-precision copy, last in its group) is {}; the copy is bf16 "
+                      "or f16: give it the dtype the model's GEMMs read", name, node, i, dtype_name(in[i]));
+        if (in[i] != low)
+          graph_error("{} {}: input {} (a low-precision copy) is {} but the first group's is {}; every copy of one "
+                      "update has one dtype: split the update by dtype", name, node, i, dtype_name(in[i]), dtype_name(low));
+        continue;
+      }
       if (in[i] != DType::F32 && !op_input_is_index(op, static_cast<int>(i)))
         graph_error("{} {}: input {} is {}; {} computes in f32 only (its inputs and its result are f32): "
                     "give it an f32 value", name, node, i, dtype_name(in[i]), name);
+    }
   } else {
     // The first input that is not an index gives the dtype (input 0 but for where's condition).
     size_t first = 0;

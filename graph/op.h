@@ -46,6 +46,9 @@ constexpr uint8_t kGuarded = 32;    // an update that may take one more input, l
                                     // flag [1] (graph/loss_scale.h); when it is nonzero the update writes nothing
 constexpr uint8_t kKeyLengths = 64; // an attention op that may take one more input, last: each sequence's key
                                     // count [B], i32 or i64 (graph/attention.h: the padding mask)
+constexpr uint8_t kWeightCopy = 128;// an update whose every group ends with the parameter's low-precision copy
+                                    // (bf16 or f16, one dtype for the node): written, after the parameter, with
+                                    // the parameter's new value rounded to nearest even, as `cast` rounds it
 // The dtype column.
 constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's dtype (any float dtype), but
                                   // the ids and labels (graph/dtype_rules.h: op_index_inputs), which are integers
@@ -64,7 +67,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //   alias            the inputs the output may share memory with: each element is read
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
-//   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths
+//   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths, kWeightCopy
 //   dtype            kTypeSame, kTypeF32 or kTypeCast: the dtype rule (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
@@ -148,6 +151,10 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
   X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */ \
   X(adamw_multi,          5, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded, kTypeF32,  adamw) /* (param, grad, exp_avg, exp_avg_sq, step) groups[, found]: every adamw of a step in one launch */ \
+  /* The multi updates that also write each parameter's persistent low-precision copy (static/passes/low_copies.cpp). */ \
+  X(sgd_multi_cast,       3, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, optimizer) /* (param, grad, param_low) groups[, found]: sgd_multi, then param_low = cast(param) */ \
+  X(sgd_momentum_multi_cast,4,0,kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, optimizer) /* (param, grad, velocity, param_low) groups[, found] */ \
+  X(adamw_multi_cast,     6, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, adamw) /* (param, grad, exp_avg, exp_avg_sq, step, param_low) groups[, found] */ \
   X(batch_norm_fold,      4, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, batchnorm) /* (w[K,..], gamma[K], beta[K], stats[2,K]) -> (w s, beta - mean s), s = gamma / sqrt(var + eps): inference batch norm folded into the conv before it */ \
   X(conv2d_bias_act,      3, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b[K] per channel); act none or relu */ \
   X(conv2d_bias_add_act,  4, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b + r): the residual r [N,K,P,Q] before the activation */ \
@@ -169,7 +176,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 83, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 86, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.
@@ -218,6 +225,9 @@ constexpr bool rows_consistent() {
     if ((t.flags & kSameShape) && t.outputs != 1) return false;
     // The flag is told apart from the groups by the input count: one more than a multiple.
     if ((t.flags & kGuarded) && (t.outputs != 0 || t.inputs < 2)) return false;
+    // The copy is the last member of a multi update's groups, after the parameter and its gradient.
+    if ((t.flags & kWeightCopy) && (!(t.flags & kVariadic) || t.outputs != 0 || t.inputs < 3 || t.dtype_rule != kTypeF32))
+      return false;
   }
   return true;
 }
@@ -283,14 +293,22 @@ inline bool op_output_may_alias(OpKind op, int input) {
   return (op_traits(op).alias_inputs >> pos) & 1;
 }
 inline bool op_reads_attr(OpKind op, AttrId a) { return (op_traits(op).attrs & attr_bit(a)) != 0; }
+// Whether each group of an update ends with the parameter's low-precision copy (kWeightCopy).
+inline bool op_update_writes_copy(OpKind op) { return (op_traits(op).flags & op_table::kWeightCopy) != 0; }
+// Whether input `input` of a node of `op` is a group's low-precision copy.
+inline bool op_input_is_copy(OpKind op, int input, int num_inputs) {
+  return op_update_writes_copy(op) && input < op_group_inputs(op, num_inputs) &&
+         input % op_traits(op).inputs == op_traits(op).inputs - 1;
+}
 // Whether an update of `num_inputs` inputs writes input `input` in place: every update
 // writes the parameter (update_scale: its state), at position 0 of its group, one with
 // momentum the velocity, at position 2, and adamw its moments and step count, at positions
-// 2..4, and batch_norm_stats_update its running statistics, at position 0; the other inputs
-// (the gradient, or what matmul_sgd_momentum makes it from, the batch, and the found-inf
-// flag) are only read.
+// 2..4, and batch_norm_stats_update its running statistics, at position 0; the *_cast
+// updates their copy too, last in the group; the other inputs (the gradient, or what
+// matmul_sgd_momentum makes it from, the batch, and the found-inf flag) are only read.
 inline bool op_update_writes(OpKind op, int input, int num_inputs) {
   if (!op_is_update(op) || input >= op_group_inputs(op, num_inputs)) return false;
+  if (op_input_is_copy(op, input, num_inputs)) return true;
   const int pos = input % op_traits(op).inputs;
   if (op_reads_attr(op, AttrId::adam)) return pos != 1;
   return pos == 0 || (pos == 2 && op_reads_attr(op, AttrId::momentum));

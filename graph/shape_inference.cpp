@@ -195,16 +195,18 @@ void require_guard(OpKind op, const std::vector<Shape>& in, const std::string& n
 // update's flag of one element.
 Shape adamw_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
+  const size_t k = static_cast<size_t>(op_num_inputs(op));  // 5, or 6 with the low-precision copy last
   require_guard(op, in, node);
   const size_t groups = static_cast<size_t>(op_group_inputs(op, static_cast<int>(in.size())));
-  for (size_t i = 0; i < groups; i += 5) {
-    for (size_t j = 1; j < 4; ++j)
-      if (in[i + j] != in[i])
+  for (size_t i = 0; i < groups; i += k) {
+    for (size_t j = 1; j < k; ++j)
+      if (j != 4 && in[i + j] != in[i])
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
-                    "its gradient, exp_avg and exp_avg_sq of its shape, and its step count [1]", name, node, i / 5, i,
-                    i + 4, j == 1 ? "the gradient" : j == 2 ? "exp_avg" : "exp_avg_sq", in[i + j].str(), in[i].str());
+                    "its gradient, exp_avg and exp_avg_sq of its shape, and its step count [1]{}", name, node, i / k, i,
+                    i + k - 1, j == 1 ? "the gradient" : j == 2 ? "exp_avg" : j == 3 ? "exp_avg_sq" : "the low-precision copy",
+                    in[i + j].str(), in[i].str(), k == 6 ? ", then its low-precision copy of its shape" : "");
     if (in[i + 4].numel() != 1)
-      graph_error("{} {}: group {}: the step count (input {}) is {}; it must be one element, [1]", name, node, i / 5,
+      graph_error("{} {}: group {}: the step count (input {}) is {}; it must be one element, [1]", name, node, i / k,
                   i + 4, in[i + 4].str());
   }
   require_rates(op, at, node);
@@ -227,8 +229,11 @@ Shape multi_update_shape(OpKind op, const std::vector<Shape>& in, const Attrs& a
     for (size_t j = 1; j < k; ++j)
       if (in[i + j] != in[i])
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
-                    "its gradient{} of the same shape", name, node, i / k, i, i + k - 1, j == 1 ? "gradient" : "velocity",
-                    in[i + j].str(), in[i].str(), k == 3 ? " and its velocity" : "");
+                    "its gradient{} of the same shape", name, node, i / k, i, i + k - 1,
+                    j == 1 ? "gradient" : op_input_is_copy(op, static_cast<int>(i + j), static_cast<int>(in.size())) ? "low-precision copy" : "velocity",
+                    in[i + j].str(), in[i].str(),
+                    op_update_writes_copy(op) ? (k == 4 ? ", its velocity and its low-precision copy" : " and its low-precision copy")
+                                              : k == 3 ? " and its velocity" : "");
   require_rates(op, at, node);
   return Shape{};
 }
@@ -491,9 +496,12 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       return {Shape{in[0].last()}, Shape{in[0].last()}};
     case OpKind::fused_elementwise: return fused_elementwise_shape(in, at, node);
     case OpKind::sgd_multi:
-    case OpKind::sgd_momentum_multi: return multi_update_shape(op, in, at, node);
+    case OpKind::sgd_momentum_multi:
+    case OpKind::sgd_multi_cast:
+    case OpKind::sgd_momentum_multi_cast: return multi_update_shape(op, in, at, node);
     case OpKind::adamw:
-    case OpKind::adamw_multi: return adamw_shape(op, in, at, node);
+    case OpKind::adamw_multi:
+    case OpKind::adamw_multi_cast: return adamw_shape(op, in, at, node);
     case OpKind::global_norm: return Shape{1};
     case OpKind::clip_by_norm:
       if (in[1].numel() != 1)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -104,6 +105,16 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
       values[i].assign(n, std::numeric_limits<float>::quiet_NaN());
     }
   }
+  // A low-precision weight copy (the *_multi_cast updates) starts as its parameter, rounded
+  // (interpret rounds the leaves), as the static executor's parameter store fills it.
+  for (const Node& n : g.nodes) {
+    if (!op_update_writes_copy(n.op)) continue;
+    const int k = op_num_inputs(n.op);
+    const int end = op_group_inputs(n.op, static_cast<int>(n.inputs.size()));
+    for (int i = 0; i + k <= end; i += k)
+      values[static_cast<size_t>(n.inputs[static_cast<size_t>(i + k - 1)])] =
+          values[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
+  }
   return values;
 }
 
@@ -140,8 +151,16 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     call.attrs = n.op == OpKind::cast ? &f32_cast : &n.attrs;
     call.num_inputs = arity;
     std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
+    // The *_multi_cast updates store their copies in the copy's own 16 bits: held here, then
+    // widened back into the copy's f32 vector.
+    std::vector<std::vector<uint16_t>> copies(op_update_writes_copy(n.op) ? n.inputs.size() : 0);
     for (int i = 0; i < arity; ++i) {
-      const kernels::TensorView v = view(values, g, n.inputs[static_cast<size_t>(i)], n);
+      kernels::TensorView v = view(values, g, n.inputs[static_cast<size_t>(i)], n);
+      if (op_input_is_copy(n.op, i, arity)) {
+        copies[static_cast<size_t>(i)].assign(static_cast<size_t>(v.shape.numel()), 0);
+        v = {reinterpret_cast<float*>(copies[static_cast<size_t>(i)].data()), v.shape,
+             g.values[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])].dtype};
+      }
       if (i < kMaxOpInputs) call.in[static_cast<size_t>(i)] = v;
       else more.push_back(v);
     }
@@ -156,6 +175,10 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
       graph_error("node {} ({}): {}", quote_name(n.name), op_name(n.op), e.what());
     }
     for (int o : n.outputs) round_value(o);
+    for (size_t i = 0; i < copies.size(); ++i)
+      if (!copies[i].empty() && !(op_update_guarded(n.op, arity) && values[static_cast<size_t>(n.inputs.back())][0] != 0.0f))
+        load_from_dtype(copies[i].data(), copies[i].size(), g.values[static_cast<size_t>(n.inputs[i])].dtype,
+                        values[static_cast<size_t>(n.inputs[i])].data());
   }
 }
 

@@ -165,14 +165,15 @@ void check_attention(const Checker& k, const OpCall& c, CallGeometry& g) {
 // of one element; nothing written appears twice; a guarded update's flag of one element.
 void check_adamw(const Checker& k, const OpCall& c) {
   check_guard(k, c);
-  for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += 5) {
+  const int group = op_num_inputs(c.op);  // 5, or 6 with the low-precision copy last
+  for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += group) {
     const int64_t n = c.input(i).shape.numel();
-    for (int j = 1; j < 4; ++j)
-      if (c.input(i + j).shape.numel() != n)
-        k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / 5, i + j,
+    for (int j = 1; j < group; ++j)
+      if (j != 4 && c.input(i + j).shape.numel() != n)
+        k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / group, i + j,
                c.input(i + j).shape.str(), i, n);
     if (c.input(i + 4).shape.numel() != 1)
-      k.fail("group {}: the step count (input {}) has shape {}; it must be one element", i / 5, i + 4,
+      k.fail("group {}: the step count (input {}) has shape {}; it must be one element", i / group, i + 4,
              c.input(i + 4).shape.str());
   }
   check_written_apart(k, c);
@@ -202,6 +203,15 @@ void check_dtypes(const Checker& k, const OpCall& c) {
       continue;
     }
     if (cast && !dtype_is_known(t.dtype)) k.fail("input {} has dtype #{}, which is not a dtype", i, static_cast<int>(t.dtype));
+    if (op_input_is_copy(c.op, i, c.num_inputs)) {
+      const DType low = c.input(op_num_inputs(c.op) - 1).dtype;  // the first group's copy
+      if (t.dtype != DType::BF16 && t.dtype != DType::F16)
+        k.fail("input {} (a low-precision copy) is {}; it needs bf16 or f16", i, dtype_name(t.dtype));
+      if (t.dtype != low)
+        k.fail("input {} (a low-precision copy) is {} but the first group's is {}; one dtype for every copy", i,
+               dtype_name(t.dtype), dtype_name(low));
+      continue;
+    }
     if (!cast) check(t, fmt::format("input {}", i));
   }
   if (cast) {
@@ -216,8 +226,10 @@ void check_dtypes(const Checker& k, const OpCall& c) {
 }  // namespace
 
 bool call_is_f32(const OpCall& c) {
+  // A low-precision weight copy is only stored, rounded, by the f32 update that writes it.
   for (int i = 0; i < c.num_inputs; ++i)
-    if (c.input(i).dtype != DType::F32 && !op_input_is_index(c.op, i)) return false;
+    if (c.input(i).dtype != DType::F32 && !op_input_is_index(c.op, i) && !op_input_is_copy(c.op, i, c.num_inputs))
+      return false;
   return c.out.dtype == DType::F32 && c.out2.dtype == DType::F32;
 }
 
@@ -465,9 +477,12 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       break;
     case OpKind::fused_elementwise: check_fused_elementwise(k, c, g); break;
     case OpKind::sgd_multi:
-    case OpKind::sgd_momentum_multi: check_multi_update(k, c); break;
+    case OpKind::sgd_momentum_multi:
+    case OpKind::sgd_multi_cast:
+    case OpKind::sgd_momentum_multi_cast: check_multi_update(k, c); break;
     case OpKind::adamw:
-    case OpKind::adamw_multi: check_adamw(k, c); break;
+    case OpKind::adamw_multi:
+    case OpKind::adamw_multi_cast: check_adamw(k, c); break;
     case OpKind::global_norm:
       k.numel("output", c.out.shape, 1);
       break;

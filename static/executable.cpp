@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "graph/errors.h"
 #include "graph/float_formats.h"
@@ -14,6 +15,7 @@
 #include "kernels/dtype_copy.h"
 #include "kernels/out_of_memory.h"
 #include "kernels/parallel_memcpy.h"
+#include "static/passes/pass.h"
 #include "trace/trace.h"
 
 namespace tg {
@@ -114,9 +116,16 @@ void StaticExecutable::allocate() {
     }
   }
   ptr_.assign(g.values.size(), nullptr);
+  // The low-precision weight copies (the low_copies pass) are filled from their parameters:
+  // bound after every parameter.
+  std::vector<int> master_of(g.values.size(), -1);
+  for (const Node& n : g.nodes)
+    if (op_update_writes_copy(n.op))
+      for (const auto& [param, copy] : weight_copies_of(n)) master_of[static_cast<size_t>(copy)] = param;
   size_t staging = 0;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const ValueInfo& info = g.values[v];
+    if (master_of[v] >= 0) continue;
     switch (plan_.placement[v]) {
       case Placement::arena:
         ptr_[v] = reinterpret_cast<float*>(static_cast<char*>(arena_) + plan_.offset[v]);
@@ -139,6 +148,19 @@ void StaticExecutable::allocate() {
       case Placement::unused: break;
     }
   }
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (master_of[v] >= 0)
+      ptr_[v] = params_->bind_copy(g.values[v], g.values[static_cast<size_t>(master_of[v])], held, advice);
+  std::vector<bool> has_copy(g.values.size(), false);
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (master_of[v] >= 0) has_copy[static_cast<size_t>(master_of[v])] = true;
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int v = n.inputs[i];
+      if (op_update_writes(n.op, static_cast<int>(i), static_cast<int>(n.inputs.size())) &&
+          g.values[static_cast<size_t>(v)].role == Role::parameter && !has_copy[static_cast<size_t>(v)])
+        updated_without_copy_.push_back(g.values[static_cast<size_t>(v)].name);
+    }
   for (size_t v = 0; v < g.values.size(); ++v)
     if (plan_.placement[v] == Placement::view) ptr_[v] = ptr_[static_cast<size_t>(plan_.storage[v])];
   if (be.kind() == DeviceKind::cuda) staging_bytes_ = static_cast<int64_t>(staging);
@@ -285,6 +307,7 @@ void StaticExecutable::run(const Feeds& feeds) {
   if (runner_) {
     TG_TRACE_SCOPE(runner_->has_graph() ? "replay" : "launch schedule");
     runner_->run();
+    refresh_unwritten_copies();
     return;
   }
   TG_TRACE_SCOPE("run schedule");
@@ -296,12 +319,27 @@ void StaticExecutable::run(const Feeds& feeds) {
       rethrow_at_node(e, l.call.op, graph_->nodes[static_cast<size_t>(l.node)].name);
     }
   }
+  refresh_unwritten_copies();
+}
+
+void StaticExecutable::refresh_unwritten_copies() {
+  if (updated_without_copy_.empty()) return;
+  if (params_->copies_bound() != copies_seen_) {
+    copies_seen_ = params_->copies_bound();
+    stale_after_run_.clear();
+    std::unordered_set<std::string> masters;
+    for (const auto& entry : params_->copies()) masters.insert(entry.second);
+    for (const std::string& p : updated_without_copy_)
+      if (masters.count(p)) stale_after_run_.push_back(p);
+  }
+  for (const std::string& p : stale_after_run_) params_->refresh_copies_of(p);
 }
 
 void StaticExecutable::replay_resident() {
   if (!runner_) throw std::logic_error("StaticExecutable::replay_resident: a CUDA plan only (this one runs on the CPU)");
   TG_TRACE_SCOPE("replay");
   runner_->replay_resident();
+  refresh_unwritten_copies();
 }
 
 int StaticExecutable::kernels_per_run() const {

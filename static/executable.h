@@ -132,6 +132,10 @@ class StaticExecutable {
   // For out-of-memory messages: bytes per place (arena, inputs, parameters) and per role.
   std::string memory_breakdown() const;
   void build_schedule();
+  // After a run: the copies (the low_copies pass) of the parameters this plan updates but
+  // whose copies it does not write, bound in the shared store by a plan compiled with the
+  // pass, filled again from their parameters, so that plan reads what a cast would give.
+  void refresh_unwritten_copies();
 
   std::shared_ptr<const Graph> graph_;
   std::vector<int> order_;
@@ -154,6 +158,9 @@ class StaticExecutable {
   std::vector<Launch> launches_;
   std::vector<std::vector<kernels::TensorView>> more_;  // variadic inputs past kMaxOpInputs, per launch
   std::unique_ptr<DeviceRunner> runner_;  // CUDA only
+  std::vector<std::string> updated_without_copy_;  // parameters this plan updates without writing a copy
+  std::vector<std::string> stale_after_run_;       // of those, the ones with copies in the store
+  uint64_t copies_seen_ = ~uint64_t{0};            // ParameterStore::copies_bound() when stale_after_run_ was made
 };
 
 }  // namespace tg

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "graph/errors.h"
 #include "graph/init.h"
 #include "kernels/dtype_copy.h"
@@ -13,29 +15,40 @@ ParameterStore::~ParameterStore() {
   for (auto& [name, e] : entries_) backend_->raw_free(e.data);
 }
 
-float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string()>& held,
-                            const std::string& advice) {
-  auto it = entries_.find(v.name);
-  if (it != entries_.end()) {
-    if (it->second.shape != v.shape)
-      graph_error("parameter {} is {} in this graph but {} in the plans compiled before; a parameter's shape "
-                  "must not depend on the input shape (only activations may vary)",
-                  quote_name(v.name), v.shape.str(), it->second.shape.str());
-    if (it->second.dtype != v.dtype)
-      graph_error("parameter {} is {} in this graph but {} in the plans compiled before; one store holds one dtype "
-                  "per parameter", quote_name(v.name), dtype_name(v.dtype), dtype_name(it->second.dtype));
-    return it->second.data;
-  }
-  // Allocated before the host values are generated: a buffer that does not fit
-  // fails at once, without first computing (possibly GiBs of) initial values.
+namespace {
+void require_same_layout(const ValueInfo& v, const Shape& shape, DType dtype) {
+  if (shape != v.shape)
+    graph_error("parameter {} is {} in this graph but {} in the plans compiled before; a parameter's shape "
+                "must not depend on the input shape (only activations may vary)",
+                quote_name(v.name), v.shape.str(), shape.str());
+  if (dtype != v.dtype)
+    graph_error("parameter {} is {} in this graph but {} in the plans compiled before; one store holds one dtype "
+                "per parameter", quote_name(v.name), dtype_name(v.dtype), dtype_name(dtype));
+}
+}  // namespace
+
+float* ParameterStore::allocate(const ValueInfo& v, const std::function<std::string()>& held,
+                                const std::string& advice) {
   const size_t bytes = static_cast<size_t>(v.bytes());
-  auto* p = static_cast<float*>(raw_alloc_or_throw(
+  return static_cast<float*>(raw_alloc_or_throw(
       *backend_, bytes, fmt::format("parameter store ({}, {})", quote_name(v.name), role_name(v.role)),
       [&] {
         std::string s = fmt::format("the parameter store holds {} in {} buffers", format_bytes(bytes_), entries_.size());
         return held ? s + "; " + held() : s;
       },
       advice));
+}
+
+float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string()>& held,
+                            const std::string& advice) {
+  auto it = entries_.find(v.name);
+  if (it != entries_.end()) {
+    require_same_layout(v, it->second.shape, it->second.dtype);
+    return it->second.data;
+  }
+  // Allocated before the host values are generated: a buffer that does not fit
+  // fails at once, without first computing (possibly GiBs of) initial values.
+  float* p = allocate(v, held, advice);
   std::vector<float> init;
   try {
     init = initial_values(v, seed_);
@@ -47,8 +60,79 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
     throw;
   }
   entries_[v.name] = {v.shape, p, v.dtype};
-  bytes_ += static_cast<int64_t>(bytes);
+  bytes_ += v.bytes();
   return p;
+}
+
+float* ParameterStore::bind_copy(const ValueInfo& copy, const ValueInfo& master, const std::function<std::string()>& held,
+                                 const std::string& advice) {
+  auto m = entries_.find(master.name);
+  if (m == entries_.end() || m->second.dtype != DType::F32 || m->second.shape != copy.shape)
+    graph_error("low-precision copy {}: its parameter {} must be bound first, f32, of the copy's shape {}",
+                quote_name(copy.name), quote_name(master.name), copy.shape.str());
+  auto it = entries_.find(copy.name);
+  if (it != entries_.end()) {
+    require_same_layout(copy, it->second.shape, it->second.dtype);
+    auto c = copy_of_.find(copy.name);
+    if (c == copy_of_.end() || c->second != master.name)
+      graph_error("low-precision copy {} is bound as {} here but was bound before as something else; name copies "
+                  "after their parameter only", quote_name(copy.name),
+                  fmt::format("the copy of {}", quote_name(master.name)));
+    return it->second.data;
+  }
+  float* p = allocate(copy, held, advice);
+  entries_[copy.name] = {copy.shape, p, copy.dtype};
+  bytes_ += copy.bytes();
+  copy_of_[copy.name] = master.name;
+  fill_copy(copy.name);
+  return p;
+}
+
+void ParameterStore::fill_copy(const std::string& copy) {
+  const Entry& c = entries_.at(copy);
+  const Entry& m = entries_.at(copy_of_.at(copy));
+  Attrs at;
+  at.to = c.dtype;
+  kernels::OpCall call;
+  call.op = OpKind::cast;
+  call.attrs = &at;
+  call.num_inputs = 1;
+  call.in[0] = {m.data, m.shape, m.dtype};
+  call.out = {c.data, c.shape, c.dtype};
+  backend_->run(call);
+  backend_->synchronize();  // `at` lives on this frame; a plan replays on its own stream
+}
+
+void ParameterStore::write(const std::string& name, const std::vector<float>& host) {
+  auto it = entries_.find(name);
+  if (it == entries_.end())
+    throw std::invalid_argument(fmt::format("parameter store: no parameter or state named {}; compile a plan that "
+                                            "binds it first", quote_name(name)));
+  if (copy_of_.count(name))
+    throw std::invalid_argument(fmt::format("parameter store: {} is the low-precision copy of {}; write the parameter "
+                                            "and the copy follows", quote_name(name), quote_name(copy_of_.at(name))));
+  if (static_cast<int64_t>(host.size()) != it->second.shape.numel())
+    throw std::invalid_argument(fmt::format("parameter store: {} is {} ({} elements) but {} values were given",
+                                            quote_name(name), it->second.shape.str(), it->second.shape.numel(),
+                                            host.size()));
+  backend_->synchronize();  // a replay still running may read or write it
+  copy_to_device_as(*backend_, it->second.data, host, it->second.dtype);
+  refresh_copies_of(name);
+}
+
+void ParameterStore::refresh_copies_of(const std::string& master) {
+  bool synced = false;
+  for (const auto& [copy, of] : copy_of_) {
+    if (of != master) continue;
+    if (!synced) backend_->synchronize();
+    synced = true;
+    fill_copy(copy);
+  }
+}
+
+void ParameterStore::refresh_copies() {
+  backend_->synchronize();
+  for (const auto& entry : copy_of_) fill_copy(entry.first);
 }
 
 float* ParameterStore::find(const std::string& name) const {

@@ -30,6 +30,29 @@ class ParameterStore {
   // `held` (the binding plan's memory breakdown) and `advice` go into its message.
   float* bind(const ValueInfo& v, const std::function<std::string()>& held = nullptr,
               const std::string& advice = "Reduce the model size.");
+  // The buffer of `copy`, a parameter's persistent low-precision copy (the low_copies pass,
+  // static/passes/pass.h), created on first use and filled from `master`'s buffer (bound
+  // before) by a `cast`, so it holds the bits the cast the pass removed would give. From
+  // then on the store refreshes it after every write it makes to the master (write,
+  // refresh_copies): the step's update writes it otherwise.
+  float* bind_copy(const ValueInfo& copy, const ValueInfo& master, const std::function<std::string()>& held = nullptr,
+                   const std::string& advice = "Reduce the model size.");
+  // Writes host values into a bound parameter or optimizer-state buffer (rounded to its
+  // dtype as initial values are), then refreshes the low-precision copies of it. The one
+  // way to set weights from outside a step. Throws std::invalid_argument for a name the
+  // store does not hold, a size that differs from its element count, or a copy (which
+  // only follows its parameter).
+  void write(const std::string& name, const std::vector<float>& host);
+  // Fills every low-precision copy from its parameter again: after writing through a
+  // pointer from find(), which the store cannot see.
+  void refresh_copies();
+  // The same for the copies of one parameter (none: nothing to do).
+  void refresh_copies_of(const std::string& master);
+  // How many copies were bound so far: a plan that watches for copies of the parameters it
+  // updates asks again when it changes (StaticExecutable).
+  uint64_t copies_bound() const { return copy_of_.size(); }
+  // The copies bound so far: copy name -> its parameter's name.
+  const std::unordered_map<std::string, std::string>& copies() const { return copy_of_; }
   // -1-safe lookups for tools and tests; nullptr when absent.
   float* find(const std::string& name) const;
   int64_t bytes() const { return bytes_; }
@@ -45,7 +68,13 @@ class ParameterStore {
   };
   std::shared_ptr<Backend> backend_;
   uint64_t seed_;
+  // The buffer for v, allocated (the error naming what is held) and left unfilled.
+  float* allocate(const ValueInfo& v, const std::function<std::string()>& held, const std::string& advice);
+  // Rounds the master's buffer into the copy's (a cast on the backend) and waits for it.
+  void fill_copy(const std::string& copy);
+
   std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, std::string> copy_of_;  // copy -> parameter
   int64_t bytes_ = 0;
 };
 

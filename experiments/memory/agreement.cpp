@@ -83,7 +83,7 @@ bool Agreement::finish(th::Report& r) const {
                 {{"source", source}, {"verdict", pass ? "pass" : "fail"}, {"target_pct", target},
                  {"roles_checked", w.checked}},
                 pct, "%");
-    fmt::print(stderr, "tg-memory: {:<26} worst role {:.2f}% over {} roles ({}): {} {:g}%)\n", source, pct, w.checked,
+    fmt::print(stderr, "tg-memory: {:<27} worst role {:.2f}% over {} roles ({}): {} {:g}%)\n", source, pct, w.checked,
                w.where.empty() ? "-" : w.where, pass ? "PASS (<=" : "FAIL (>", target);
     if (!pass)
       r.skip("agreement (" + source + ")", fmt::format("a role is off by {:.1f}% (> {:g}%): {}", pct, target, w.where));

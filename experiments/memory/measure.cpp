@@ -103,6 +103,8 @@ StaticMeasured measure_static(const ModelFn& fn, CompileOptions co, const std::s
     const int64_t bytes = pl == Placement::external ? static_cast<int64_t>(it->second) : vi.bytes();
     at(m.roles, mem_role_of(vi.role)) += bytes;
     m.by_dtype.at(prec_role_of(g, static_cast<int>(v)), vi.dtype) += bytes;
+    if (pl == Placement::external && vi.role != Role::input)
+      m.persistent.at(prec_role_of(g, static_cast<int>(v)), vi.dtype) += bytes;
     if (pl != Placement::external) {
       if (arena && arena != it->first)
         throw std::runtime_error(fmt::format("tg-memory: the plan's arena values lie in two allocations ('{}')", vi.name));

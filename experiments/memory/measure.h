@@ -47,6 +47,7 @@ struct StaticMeasured {
   // optimizer state and inputs, and of the arena's values by their role.
   RoleBytes roles{};
   DtypeRoleBytes by_dtype;      // the same bytes by (role, dtype), weight copies apart (precision_roles.h)
+  DtypeRoleBytes persistent;    // of by_dtype, the bytes in the parameter store (outside the arena)
   int64_t arena_alloc_B = 0;    // size of the device allocation that holds the arena
   int64_t planner_arena_B = 0;  // the plan's arena_bytes: what the planner predicted
   int64_t new_allocs_B = 0;     // everything compiling and one step took from the device

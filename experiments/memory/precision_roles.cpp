@@ -1,6 +1,7 @@
 #include "experiments/memory/precision_roles.h"
 
 #include "experiments/memory/measure.h"
+#include "static/passes/pass.h"
 
 namespace tg::memory {
 
@@ -36,6 +37,8 @@ PrecRole prec_role_of(const Graph& g, int v) {
     if (n.op == OpKind::cast && g.values[static_cast<size_t>(n.inputs[0])].role == Role::parameter)
       return PrecRole::weight_copies;
   }
+  // The low_copies pass's persistent copies: optimizer state that the updates write.
+  if (vi.role == Role::optimizer_state && vi.dtype != DType::F32 && is_weight_copy(g, v)) return PrecRole::weight_copies;
   switch (mem_role_of(vi.role)) {
     case MemRole::parameters: return PrecRole::parameters;
     case MemRole::gradients: return PrecRole::gradients;

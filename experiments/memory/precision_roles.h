@@ -2,7 +2,8 @@
 // tg-memory per precision (graph/precision.h): bytes by role *and* dtype. Autocast
 // keeps the parameters, gradients and momentum in f32 and adds what an f32 graph does
 // not have: a low-precision copy of each parameter a GEMM reads (its `cast` node, made
-// once a step) and activations stored in the low type. So the roles here are
+// once a step, or with the low_copies pass a persistent copy its update writes) and
+// activations stored in the low type. So the roles here are
 // tg-memory's with the weight copies taken out of whichever role the graph gives them
 // (activation when backward reads the copy, workspace otherwise).
 #include <array>
@@ -29,7 +30,9 @@ struct DtypeRoleBytes {
   int64_t total() const;
 };
 
-// Value v's role here: a weight copy when a `cast` of a parameter produced it, else
+// Value v's role here: a weight copy when a `cast` of a parameter produced it (a value of
+// the step, in the arena) or when it is the persistent copy an update writes (the
+// low_copies pass, static/passes/pass.h: optimizer state, in the parameter store), else
 // its graph role as tg-memory's (mem_role_of).
 PrecRole prec_role_of(const Graph& g, int v);
 

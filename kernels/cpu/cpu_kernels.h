@@ -218,8 +218,12 @@ void cpu_sgd(float* p, const float* g, float lr, int64_t n);
 void cpu_sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, int64_t n);
 // sgd_multi, sgd_momentum_multi: cpu_sgd / cpu_sgd_momentum on every (param, grad[, velocity]) group;
 // nothing when the call has a found-inf flag (its last input) that is nonzero. sgd and
-// sgd_momentum with the flag run here too.
+// sgd_momentum with the flag run here too, and sgd_multi_cast and sgd_momentum_multi_cast,
+// which then store each group's parameter into its low-precision copy (the group's last).
 void cpu_multi_update(const OpCall& c);
+// The *_multi_cast updates' last step per group: the group's parameter (input `group`),
+// updated, rounded to nearest even into the group's last input, the copy, as cast rounds.
+void cpu_store_weight_copy(const OpCall& c, int group);
 // matmul_sgd_momentum (param, a, velocity, dz): cpu_sgd_momentum with the gradient a^T dz
 // (a [rows, k], dz [rows, n]), computed as matmul_bias_grad's product is.
 void cpu_matmul_sgd_momentum(const OpCall& c);
@@ -240,7 +244,8 @@ void cpu_update_scale(float* scaler, const float* found, const Attrs& at);
 void cpu_adamw(float* p, const float* g, float* m, float* v, float* step, const Attrs& at, int64_t n);
 // adamw_multi: cpu_adamw on every group of five; nothing when the call has a found-inf flag
 // (its last input) that is nonzero: no parameter, moment or step count moves, as
-// torch.amp.GradScaler skips optimizer.step(). adamw with the flag runs here too.
+// torch.amp.GradScaler skips optimizer.step(). adamw with the flag runs here too, and
+// adamw_multi_cast, whose groups of six end with the copy cpu_store_weight_copy writes.
 void cpu_adamw_multi(const OpCall& c);
 
 // ---- gradient clipping by global norm (clip.cpp) ----------------------------------

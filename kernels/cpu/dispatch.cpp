@@ -107,11 +107,14 @@ void run_cpu(const OpCall& c) {
     case OpKind::avg_pool2d:
     case OpKind::avg_pool2d_grad: return cpu_conv_op(c, g.conv);
     case OpKind::sgd_multi:
-    case OpKind::sgd_momentum_multi: return cpu_multi_update(c);
+    case OpKind::sgd_momentum_multi:
+    case OpKind::sgd_multi_cast:
+    case OpKind::sgd_momentum_multi_cast: return cpu_multi_update(c);
     case OpKind::adamw:
       if (op_update_guarded(c.op, c.num_inputs)) return cpu_adamw_multi(c);
       return cpu_adamw(x.data, y.data, c.in[2].data, c.in[3].data, c.in[4].data, *c.attrs, n);
-    case OpKind::adamw_multi: return cpu_adamw_multi(c);
+    case OpKind::adamw_multi:
+    case OpKind::adamw_multi_cast: return cpu_adamw_multi(c);
     case OpKind::global_norm: return cpu_global_norm(c, out);
     case OpKind::clip_by_norm: return cpu_clip_by_norm(x.data, y.data, c.attrs->max_norm, out, n);
     case OpKind::all_reduce: return cpu_all_reduce_alone(x.data, out, n);

@@ -1,6 +1,8 @@
 // In-place parameter updates, plain float arithmetic as written in cpu_kernels.h.
 #include <vector>
 
+#include "graph/float_formats.h"
+
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace tg::kernels {
@@ -28,6 +30,12 @@ void cpu_matmul_sgd_momentum(const OpCall& c) {
   cpu_sgd_momentum(p.data, grad.data(), c.in[2].data, c.attrs->lr, c.attrs->momentum, p.shape.numel());
 }
 
+void cpu_store_weight_copy(const OpCall& c, int group) {
+  const TensorView& p = c.input(group);
+  const TensorView& low = c.input(group + op_num_inputs(c.op) - 1);
+  store_as_dtype(p.data, static_cast<size_t>(p.shape.numel()), low.dtype, low.data);
+}
+
 void cpu_multi_update(const OpCall& c) {
   const Attrs& at = *c.attrs;
   const int group = op_num_inputs(c.op);
@@ -37,8 +45,9 @@ void cpu_multi_update(const OpCall& c) {
     float* p = c.input(i).data;
     const float* g = c.input(i + 1).data;
     const int64_t n = c.input(i).shape.numel();
-    if (group == 3) cpu_sgd_momentum(p, g, c.input(i + 2).data, at.lr, at.momentum, n);
+    if (op_update_has_velocity(c.op)) cpu_sgd_momentum(p, g, c.input(i + 2).data, at.lr, at.momentum, n);
     else cpu_sgd(p, g, at.lr, n);
+    if (op_update_writes_copy(c.op)) cpu_store_weight_copy(c, i);
   }
 }
 

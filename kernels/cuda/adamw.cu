@@ -1,4 +1,4 @@
-// adamw and adamw_multi (kernels/cpu/adamw.cpp), in place: every group of the call in one
+// adamw, adamw_multi and adamw_multi_cast (kernels/cpu/adamw.cpp), in place: every group of the call in one
 // launch per kAdamTensors groups, then a launch that counts each group's step. The main
 // kernel reads the step counts and the second writes them, so no block reads a count
 // another has already moved on (the second kernel waits for the first, pdl.cuh).
@@ -12,6 +12,8 @@
 #include "kernels/cuda/chunk_table.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/storage.h"
+#include "kernels/cuda/weight_copy.cuh"
 #include "kernels/optimizer_math.h"
 
 namespace tg::kernels::cuda {
@@ -40,11 +42,13 @@ struct AdamArgs {
   float* m[kAdamTensors];
   float* v[kAdamTensors];
   float* step[kAdamTensors];
+  uint16_t* low[kAdamTensors];  // adamw_multi_cast: each parameter's low-precision copy, else null
   int64_t n[kAdamTensors];
   int64_t first_chunk[kAdamTensors + 1];
   int count;
   float lr, beta1, beta2, eps, weight_decay;
   const float* found;  // loss scaling's found-inf flag, or null: nonzero skips the update
+  bool low_bf16;       // the copies' dtype: bf16, else f16
 };
 static_assert(sizeof(AdamArgs) <= 4096, "a launch parameter of at most 4 KB");
 
@@ -61,6 +65,7 @@ __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
     const float* g = a.g[lo] + begin;
     float* m = a.m[lo] + begin;
     float* v = a.v[lo] + begin;
+    uint16_t* low = a.low[lo] ? a.low[lo] + begin : nullptr;
     int64_t i = threadIdx.x;
     if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
       const int64_t n4 = len / 4;
@@ -75,10 +80,14 @@ __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
         reinterpret_cast<float4*>(p)[j] = pp;
         reinterpret_cast<float4*>(m)[j] = mm;
         reinterpret_cast<float4*>(v)[j] = vv;
+        if (low) store_weight_copy4(low, a.low_bf16, j, pp);
       }
       i = 4 * n4 + threadIdx.x;  // the tail, by the first threads
     }
-    for (; i < len; i += blockDim.x) adamw_element(p[i], g[i], m[i], v[i], s);
+    for (; i < len; i += blockDim.x) {
+      adamw_element(p[i], g[i], m[i], v[i], s);
+      if (low) store_weight_copy(low, a.low_bf16, i, p[i]);
+    }
   }
 }
 
@@ -109,13 +118,17 @@ void adamw(const OpCall& c, cudaStream_t s) {
     a.first_chunk[0] = 0;
   };
   static_assert(kAdamTensors <= 64, "count_steps_kernel runs one thread per group in a block of 64");
-  for (int i = 0; i < groups_end; i += 5) {
+  const int group = op_num_inputs(c.op);  // 5, or 6 with the low-precision copy last
+  const bool copies = op_update_writes_copy(c.op);
+  for (int i = 0; i < groups_end; i += group) {
     const int t = a.count++;
     a.p[t] = c.input(i).data;
     a.g[t] = c.input(i + 1).data;
     a.m[t] = c.input(i + 2).data;
     a.v[t] = c.input(i + 3).data;
     a.step[t] = c.input(i + 4).data;
+    a.low[t] = copies ? elements<uint16_t>(c.input(i + 5).data) : nullptr;
+    if (copies) a.low_bf16 = c.input(i + 5).dtype == DType::BF16;
     a.n[t] = c.input(i).shape.numel();
     a.first_chunk[t + 1] = a.first_chunk[t] + (a.n[t] + kChunk - 1) / kChunk;
     if (a.count == kAdamTensors) flush();

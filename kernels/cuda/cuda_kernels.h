@@ -137,10 +137,12 @@ void sgd_momentum(float* p, const float* g, float* v, float lr, float momentum, 
 // sgd_multi, sgd_momentum_multi: every (param, grad[, velocity]) group of the call in one
 // launch per kMultiTensors groups, with sgd's and sgd_momentum's arithmetic; with a
 // found-inf flag (the call's last input, read on the device) nonzero, nothing is written.
-// sgd and sgd_momentum with the flag run here too.
+// sgd and sgd_momentum with the flag run here too, and sgd_multi_cast and
+// sgd_momentum_multi_cast, which round each new parameter into its copy (weight_copy.cuh).
 constexpr int kMultiTensors = 64;
 void multi_update(const OpCall& c, cudaStream_t s);
-// adamw and adamw_multi (adamw.cu): every (param, grad, exp_avg, exp_avg_sq, step) group
+// adamw, adamw_multi and adamw_multi_cast (adamw.cu, the last with the copy as multi_update
+// writes it): every (param, grad, exp_avg, exp_avg_sq, step) group
 // of the call, kernels/optimizer_math.h's arithmetic, then each step count + 1; with a
 // found-inf flag (the call's last input, read on the device) nonzero, nothing is written.
 void adamw(const OpCall& c, cudaStream_t s);

@@ -118,9 +118,12 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::layernorm_grad_params: return cuda::layernorm_params_op(c, g, ctx);
     case OpKind::fused_elementwise: return cuda::fused_elementwise(c, s);
     case OpKind::sgd_multi:
-    case OpKind::sgd_momentum_multi: return cuda::multi_update(c, s);
+    case OpKind::sgd_momentum_multi:
+    case OpKind::sgd_multi_cast:
+    case OpKind::sgd_momentum_multi_cast: return cuda::multi_update(c, s);
     case OpKind::adamw:
-    case OpKind::adamw_multi: return cuda::adamw(c, s);
+    case OpKind::adamw_multi:
+    case OpKind::adamw_multi_cast: return cuda::adamw(c, s);
     case OpKind::global_norm: return cuda::global_norm(c, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::clip_by_norm: return cuda::clip_by_norm(x.data, y.data, c.attrs->max_norm, out, n, s);
     // A group of one (no communicator joined: CudaBackend::run routes the others to it).

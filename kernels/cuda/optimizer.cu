@@ -8,6 +8,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/sgd_step.cuh"
+#include "kernels/cuda/weight_copy.cuh"
 
 namespace tg::kernels::cuda {
 
@@ -74,12 +75,15 @@ struct MultiArgs {
   float* p[kMultiTensors];
   const float* g[kMultiTensors];
   float* v[kMultiTensors];
+  uint16_t* low[kMultiTensors];  // sgd_multi_cast, sgd_momentum_multi_cast: each parameter's copy, else null
   int64_t n[kMultiTensors];
   int64_t first_chunk[kMultiTensors + 1];
   int count;
   float lr, momentum;
   const float* found;  // loss scaling's found-inf flag, or null: nonzero skips the update
+  bool low_bf16;       // the copies' dtype: bf16, else f16
 };
+static_assert(sizeof(MultiArgs) <= 4096, "a launch parameter of at most 4 KB");
 
 template <bool kMomentum>
 __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
@@ -94,6 +98,7 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
     float* p = a.p[lo] + begin;
     const float* g = a.g[lo] + begin;
     float* v = kMomentum ? a.v[lo] + begin : nullptr;
+    uint16_t* low = a.low[lo] ? a.low[lo] + begin : nullptr;
     float unused = 0.0f;  // sgd's velocity
     int64_t i = threadIdx.x;
     if (aligned16(p) && aligned16(g) && (!kMomentum || aligned16(v))) {
@@ -106,10 +111,14 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
         step(pp, g4[j], vv);
         p4[j] = pp;
         if (kMomentum) v4[j] = vv;
+        if (low) store_weight_copy4(low, a.low_bf16, j, pp);
       }
       i = 4 * n4 + threadIdx.x;  // the tail, by the first threads
     }
-    for (; i < len; i += blockDim.x) step(p[i], g[i], kMomentum ? v[i] : unused);
+    for (; i < len; i += blockDim.x) {
+      step(p[i], g[i], kMomentum ? v[i] : unused);
+      if (low) store_weight_copy(low, a.low_bf16, i, p[i]);
+    }
   }
 }
 
@@ -117,7 +126,8 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
 
 void multi_update(const OpCall& c, cudaStream_t s) {
   const int group = op_num_inputs(c.op);
-  const bool momentum = group == 3;
+  const bool momentum = op_update_has_velocity(c.op);
+  const bool copies = op_update_writes_copy(c.op);
   MultiArgs a{};
   a.lr = c.attrs->lr;
   a.momentum = c.attrs->momentum;
@@ -139,6 +149,8 @@ void multi_update(const OpCall& c, cudaStream_t s) {
     a.p[t] = c.input(i).data;
     a.g[t] = c.input(i + 1).data;
     a.v[t] = momentum ? c.input(i + 2).data : nullptr;
+    a.low[t] = copies ? elements<uint16_t>(c.input(i + group - 1).data) : nullptr;
+    if (copies) a.low_bf16 = c.input(i + group - 1).dtype == DType::BF16;
     a.n[t] = n;
     a.first_chunk[t + 1] = a.first_chunk[t] + (n + kChunk - 1) / kChunk;
     if (a.count == kMultiTensors) flush();

@@ -10,6 +10,7 @@
 // never fuses away a value that is a graph output or that another node still reads.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -26,9 +27,10 @@ enum class PassId : uint8_t {
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
   optimizer,    // every sgd / sgd_momentum / adamw update of the step: one multi-tensor update
+  low_copies,   // a weight's per-step cast to bf16/f16 becomes a persistent copy its update writes
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
 };
-constexpr int kNumPasses = 8;
+constexpr int kNumPasses = 9;
 const char* pass_name(PassId p);
 
 class PassSet {
@@ -112,6 +114,17 @@ Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp
 Graph pass_optimizer(const Graph& g, const PassOptions& opt = {}, int64_t split_bytes = 0);
 // The same with the GEMM updates' threshold in tiles given (0: none fused).
 Graph pass_optimizer(const Graph& g, int64_t split_bytes, int64_t gemm_min_tiles);
+// The low_copies pass (static/passes/low_copies.cpp): every `cast` of a parameter to bf16 or
+// f16 whose parameter one sgd / sgd_momentum / adamw update (or its multi form) writes
+// becomes a persistent optimizer-state copy that the update (now its *_multi_cast form)
+// writes right after the parameter, rounded as `cast` rounds: the next step reads the bits
+// the cast would have made, without the cast. The parameter store fills each copy from its
+// parameter when it is bound and after every write from outside the step (parameter_store.h).
+Graph pass_low_copies(const Graph& g);
+// Of a *_multi_cast update (op_update_writes_copy): (parameter, copy) value ids, per group.
+std::vector<std::pair<int, int>> weight_copies_of(const Node& update);
+// Whether value v is a persistent low-precision copy that an update of g writes.
+bool is_weight_copy(const Graph& g, int v);
 // The lanes pass (static/passes/lanes.cpp): per node id, whether it may run on the side
 // stream when the nodes run in the order `schedule`. The graph is left as it is.
 std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedule, const PassOptions& opt = {});

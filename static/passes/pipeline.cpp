@@ -17,6 +17,7 @@ const char* pass_name(PassId p) {
     case PassId::linear: return "linear";
     case PassId::elementwise: return "elementwise";
     case PassId::optimizer: return "optimizer";
+    case PassId::low_copies: return "low_copies";
     case PassId::lanes: return "lanes";
   }
   return "?";
@@ -105,6 +106,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
       case PassId::optimizer:
         g = pass_optimizer(g, opt, set.has(PassId::lanes) && opt.lanes_early_updates ? kEarlyUpdateBytes : 0);
         break;
+      case PassId::low_copies: g = pass_low_copies(g); break;
       case PassId::lanes: break;  // marks nodes after scheduling (side_lane_nodes); rewrites nothing
     }
     if (stats)

@@ -42,6 +42,11 @@ struct OpSample {
   unsigned positive_inputs = 0;
   // max_pool2d's maximum: finite differences need distinct values, far apart.
   bool distinct = false;
+  // The *_multi_cast updates (graph/op.h kWeightCopy): each group's last input is the
+  // parameter's low-precision copy, of this dtype; copy_group is the group size, 0 for
+  // every other op.
+  int copy_group = 0;
+  DType copy_dtype = DType::BF16;
   // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
   double cuda_atol = 0, cuda_rtol = 0;
   // The same in bf16 and f16, where the kernel's 16-bit form needs its own; negative: derived
@@ -591,6 +596,35 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                               1.0f),
                          adam(0.1f, 0.9f)))};
     }
+    case OpKind::sgd_multi_cast:
+    case OpKind::sgd_momentum_multi_cast:
+    case OpKind::adamw_multi_cast: {
+      // The plain multi update's samples with a copy after every group: bf16, and f16 in the
+      // guarded ones. The copy is written, so its starting data does not matter.
+      const OpKind plain = op == OpKind::sgd_multi_cast           ? OpKind::sgd_multi
+                           : op == OpKind::sgd_momentum_multi_cast ? OpKind::sgd_momentum_multi
+                                                                   : OpKind::adamw_multi;
+      const size_t k = static_cast<size_t>(op_num_inputs(plain));
+      std::vector<OpSample> out;
+      for (OpSample x : op_samples(plain)) {
+        std::vector<Shape> in;
+        unsigned positive = 0;
+        for (size_t i = 0; i < x.in.size(); ++i) {
+          const bool flag_input = static_cast<int>(i) == x.count_input;
+          if (!flag_input && (x.positive_inputs >> i) & 1u) positive |= 1u << (in.size());
+          in.push_back(x.in[i]);
+          if (!flag_input && (i + 1) % k == 0) in.push_back(x.in[i - k + 1]);
+        }
+        if (x.count_input >= 0) x.count_input = static_cast<int>(in.size()) - 1;
+        x.in = std::move(in);
+        x.positive_inputs = positive;
+        x.copy_group = static_cast<int>(k) + 1;
+        x.copy_dtype = x.count_input >= 0 ? DType::F16 : DType::BF16;
+        x.what += std::string(", ") + dtype_name(x.copy_dtype) + " copies";
+        out.push_back(std::move(x));
+      }
+      return out;
+    }
     case OpKind::global_norm:
       return {tol(sample("1 tensor", {m}), 1e-7, 1e-6), tol(sample("3 tensors", {m, {5}, {2, 3, 2}}), 1e-7, 1e-6)};
     case OpKind::clip_by_norm: {
@@ -648,7 +682,11 @@ inline void make_positive(std::vector<float>& v) {
 
 // The dtype of input i of a sample whose float inputs are `dt`: the labels input keeps
 // its own (integers, or f32 class indices).
+inline bool sample_input_is_copy(const OpSample& s, size_t i) {
+  return s.copy_group > 0 && static_cast<int>(i) != s.count_input && (i + 1) % static_cast<size_t>(s.copy_group) == 0;
+}
 inline DType sample_input_dtype(const OpSample& s, size_t i, DType dt = DType::F32) {
+  if (sample_input_is_copy(s, i)) return s.copy_dtype;
   return static_cast<int>(i) == s.labels_input ? s.labels_dtype : dt;
 }
 inline std::vector<DType> sample_dtypes(const OpSample& s, DType dt = DType::F32) {

@@ -224,6 +224,25 @@ inline void check_precision_roles_on(int device, const std::vector<Precision>& p
         check_role_bytes(s.roles, want.graph_roles);
         CHECK(s.unattributed_B == 0);
 
+        // The low_copies pass moves the weight copies into the parameter store, written by the
+        // updates: the same bytes by (role, dtype), every copy's now persistent.
+        if (m.training && precision_dtype(p) != DType::F32) {
+          INFO("low_copies pass");
+          const Graph lg = pass_low_copies(g);
+          std::vector<int> lorder(lg.nodes.size());
+          std::iota(lorder.begin(), lorder.end(), 0);
+          check_dtype_roles(memory::plan_dtype_role_bytes(lg, plan_memory(lg, lorder, po)), want.bytes);
+          co.passes = PassSet::only(PassId::low_copies);
+          const memory::StaticMeasured l = memory::measure_static(fn, co, be, *log, feeds);
+          check_dtype_roles(l.by_dtype, want.bytes);
+          const DType low = precision_dtype(p);
+          CHECK(want.bytes.at(memory::PrecRole::weight_copies, low) > 0);
+          CHECK(l.persistent.at(memory::PrecRole::weight_copies, low) == want.bytes.at(memory::PrecRole::weight_copies, low));
+          CHECK(s.persistent.at(memory::PrecRole::weight_copies, low) == 0);
+          CHECK(l.unattributed_B == 0);
+          co.passes = PassSet::none();
+        }
+
         DynamicOptions o;
         o.use_momentum = m.momentum;
         o.inference = !m.training;

@@ -42,7 +42,13 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
     const size_t pos = op_is_update(op) && !flag ? i % static_cast<size_t>(op_num_inputs(op)) : 1;
     if (op == OpKind::update_scale && i == 0) r.ins.push_back(b.training_state(name, s.in[i], optimizer_state_init()));
     else if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
-    else if (op_update_writes(op, static_cast<int>(i), static_cast<int>(s.in.size())))
+    else if (sample_input_is_copy(s, i)) {
+      // A low-precision copy: optimizer state of the copy's dtype (the low_copies pass makes it).
+      Value c = optimizer_state_of_shape(b, s.in[i], name);
+      r.g.values[static_cast<size_t>(c.id)].dtype = s.copy_dtype;
+      c.dtype = s.copy_dtype;
+      r.ins.push_back(c);
+    } else if (op_update_writes(op, static_cast<int>(i), static_cast<int>(s.in.size())))
       r.ins.push_back(optimizer_state_of_shape(b, s.in[i], name));
     else r.ins.push_back(b.input(name, s.in[i], sample_input_dtype(s, i)));
   }

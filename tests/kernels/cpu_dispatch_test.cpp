@@ -1,11 +1,13 @@
 // The entry layer (run_cpu): coverage of every op, rejection of malformed
 // calls, and the CPU backend object.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
+#include "graph/float_formats.h"
 #include "kernels/backend.h"
 #include "tests/common/op_samples.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -41,6 +43,15 @@ TEST_CASE("run_cpu has a kernel for every op and writes every output element") {
         kernels::OpCall c;
         std::vector<kernels::TensorView> more;
         set_inputs(c, ins, more);
+        // A low-precision copy (the *_multi_cast updates) is 16-bit storage, compared widened.
+        std::vector<std::vector<uint16_t>> copies(ins.size());
+        for (size_t k = 0; k < ins.size(); ++k) {
+          if (!sample_input_is_copy(s, k)) continue;
+          copies[k].assign(ins[k].data.size(), 0);
+          const kernels::TensorView v{reinterpret_cast<float*>(copies[k].data()), ins[k].shape, s.copy_dtype};
+          if (k < c.in.size()) c.in[k] = v;
+          else more[k - c.in.size()] = v;
+        }
         c.op = op;
         c.attrs = &s.attrs;
         try {
@@ -52,14 +63,22 @@ TEST_CASE("run_cpu has a kernel for every op and writes every output element") {
         if (skipped) {
           for (size_t k = 0; k < groups_end; ++k)
             if (op_update_writes(op, static_cast<int>(k), static_cast<int>(ins.size())))
-              CHECK_MESSAGE(bitwise_equal(ins[k].data, before[k]), op_label, ": the update wrote input ", k,
-                            " although its found-inf flag is set");
+              CHECK_MESSAGE((bitwise_equal(ins[k].data, before[k]) &&
+                             std::all_of(copies[k].begin(), copies[k].end(), [](uint16_t b) { return b == 0; })),
+                            op_label, ": the update wrote input ", k, " although its found-inf flag is set");
           continue;
         }
         for (size_t k = 0; k < groups_end; k += group) {
           CHECK_MESSAGE(!bitwise_equal(ins[k].data, before[k]), op_label, ": the update left parameter ", k,
                         " unchanged: its dispatch case (kernels/cpu/dispatch.cpp) runs no kernel, or one that does "
                         "not write the parameter");
+          if (!op_update_writes_copy(op)) continue;
+          // The copy is the new parameter rounded to nearest even, as cast rounds it.
+          std::vector<float> copy(ins[k].data.size());
+          load_from_dtype(copies[k + group - 1].data(), copy.size(), s.copy_dtype, copy.data());
+          for (size_t i = 0; i < copy.size(); ++i)
+            CHECK_MESSAGE(copy[i] == round_to_dtype(ins[k].data[i], s.copy_dtype), op_label, ": group ", k / group,
+                          " copy element ", i, " is not its parameter rounded");
         }
       } else {
         Tensor out;

@@ -49,6 +49,8 @@ struct OpCase {
   int count_input = -1;    // this [1] input holds count_value (padded_mse_loss's count)
   float count_value = 0;
   unsigned positive_inputs = 0;  // a mask: these inputs are drawn in [0.25, 1) (log's domain)
+  int copy_group = 0;            // the *_multi_cast updates: the group size; each group's last input
+  DType copy_dtype = DType::BF16;  // is a low-precision copy of this dtype (OpSample::copy_group)
   uint64_t seed = 1;
 };
 

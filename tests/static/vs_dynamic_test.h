@@ -63,12 +63,27 @@ inline std::vector<float> train_losses(const ModelFn& model, Precision p, PassSe
   return losses;
 }
 
+// f(precision, train) for bf16 and fp16, each with SGD with momentum and with AdamW.
+template <typename F>
+void for_each_low_precision_rule(const F& f) {
+  for (Precision p : {Precision::bf16, Precision::fp16})
+    for (bool adamw : {false, true}) {
+      const std::string label = std::string(precision_name(p)) + (adamw ? " adamw" : " sgd momentum");
+      CAPTURE(label);
+      TrainOptions t;
+      t.adamw = adamw;
+      if (adamw) t.lr = 0.01f;
+      f(p, t);
+    }
+}
+
 // Inference, then 5 training steps with new feeds each, both executors with the update
-// rule of `train`; every loss, the prediction and every parameter and optimizer state
+// rule of `train` (the static plan with `passes`: only passes that keep the bits); every loss, the prediction and every parameter and optimizer state
 // compared bit for bit.
 inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>()>& make_backend, const ModelFn& model,
                                     const char* what, bool use_cuda_graph, int64_t classes = 0,
-                                    Precision precision = Precision::fp32, const TrainOptions& train = {}) {
+                                    Precision precision = Precision::fp32, const TrainOptions& train = {},
+                                    PassSet passes = PassSet::none()) {
   auto be_static = make_backend();
   auto be_dynamic = make_backend();
   // The same choices for both executors, in training or inference.
@@ -79,6 +94,7 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
     co.use_cuda_graph = use_cuda_graph;
     co.precision = precision;
     co.train = train;
+    co.passes = passes;
     return co;
   };
   auto dynamic_options = [&](bool training) {

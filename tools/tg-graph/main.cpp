@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
                   "must have a loss output");
     sub->add_option("--passes", passes_text,
                     "Apply these graph passes first: none, all, or a comma list of bn_fold, conv, heads, rows, linear, "
-                    "elementwise, optimizer, lanes, and all (every pass; each prints its node counts on stderr; "
+                    "elementwise, optimizer, low_copies, lanes, and all (every pass; each prints its node counts on stderr; "
                     "lanes marks nodes for a second CUDA stream and changes none)")
         ->check(CLI::Validator([](std::string& v) {
           try {

@@ -73,11 +73,15 @@ def tab_precision_memory_roles():
                     [mib(t), x(t / t32), agreement(r, point)])
     head = (["config (model, batch, mode)", "precision"] + [x_.replace("_", " ") for x_ in ROLES] +
             ["total", "of fp32's", "planner, static, dynamic vs formula"])
+    # Reports from before the low_copies pass have no such rows.
+    copies = bool(r.all("precision_role_bytes", source="static_low_copies"))
     return (table(head, rows, ["---", "---"] + ["---:"] * 9 + ["---"]) +
             "\n\nBytes by role and dtype from the autocast formulas (experiments/memory/formulas_precision.cpp), "
             "naive (every value its own buffer). The last column compares them with the static planner's count, "
-            "the static executor's allocations (both by role and dtype) and the dynamic executor's per-role peaks "
-            "with nothing freed early.\n\n" + r.source_line())
+            "the static executor's allocations (both by role and dtype)" +
+            (", the same with the low_copies pass in training (its weight copies persistent, in the parameter "
+             "store)" if copies else "") +
+            " and the dynamic executor's per-role peaks with nothing freed early.\n\n" + r.source_line())
 
 
 def planned(r, point):
