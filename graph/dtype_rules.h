@@ -5,6 +5,7 @@
 // Integers (i32, i64) are data, never computed on: token ids and class labels. They enter a
 // graph as inputs, and only these ops take them:
 // - the ids and labels of op_index_inputs: embedding's and embedding_grad's ids (i32 or i64),
+//   dropout's and rng_advance's rng state (i64 [2]: the seed, the offset; graph/dropout.h),
 //   cross_entropy's and cross_entropy_grad's labels (i32, i64, or f32 whole numbers);
 // - the layout ops of op_moves_ints (reshape, copy, slice, concat), which move them unchanged;
 // - cast, from and to any dtype: to an integer rounds toward zero (saturating; NaN gives 0),
@@ -20,19 +21,26 @@
 
 namespace tg {
 
+// Whether `op` reads dropout's rng state (graph/dropout.h), an i64 [2] index input.
+inline bool op_reads_rng(OpKind op) { return op == OpKind::dropout || op == OpKind::rng_advance; }
+
 // The inputs of `op` that are ids or labels (a mask of positions, as the op table's).
 inline uint8_t op_index_inputs(OpKind op) {
   switch (op) {
     case OpKind::embedding:
     case OpKind::embedding_grad:
     case OpKind::cross_entropy:
-    case OpKind::cross_entropy_grad: return op_table::kIn1;
+    case OpKind::cross_entropy_grad:
+    case OpKind::dropout: return op_table::kIn1;
+    case OpKind::rng_advance: return op_table::kIn0;
     default: return op_table::kNone;
   }
 }
-// Whether the ids input of `op` must be an integer (embedding's); cross_entropy's labels
-// may also be f32 class indices, as before integers existed.
-inline bool op_index_must_be_int(OpKind op) { return op == OpKind::embedding || op == OpKind::embedding_grad; }
+// Whether the ids input of `op` must be an integer (embedding's, and dropout's rng state,
+// i64); cross_entropy's labels may also be f32 class indices, as before integers existed.
+inline bool op_index_must_be_int(OpKind op) {
+  return op == OpKind::embedding || op == OpKind::embedding_grad || op_reads_rng(op);
+}
 // Whether input `i` of `op` is an id or label input.
 inline bool op_input_is_index(OpKind op, int i) { return i < 8 && ((op_index_inputs(op) >> i) & 1); }
 // The layout ops, which move integer values as they move floats.

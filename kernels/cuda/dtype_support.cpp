@@ -39,7 +39,8 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::concat:
     case OpKind::slice:
     case OpKind::embedding:
-    case OpKind::embedding_grad: return true;
+    case OpKind::embedding_grad:
+    case OpKind::dropout: return true;
     // The GEMM family on the tensor cores through cuBLASLt (kernels/cuda/gemm/gemm.h).
     case OpKind::matmul:
     case OpKind::linear:
@@ -65,12 +66,13 @@ bool has_16bit_kernel(OpKind op) {
   }
 }
 
-// The ops that take integers as their first input: cast from them, and the layout ops
-// that move them (graph/dtype_rules.h); the ids and labels of the others are not their
-// first input, which is what the executors ask about.
+// The ops that take integers as their first input: cast from them, the layout ops that
+// move them (graph/dtype_rules.h), and rng_advance, whose one input is dropout's rng state;
+// the ids and labels of the others are not their first input, which is what the executors
+// ask about.
 bool has_int_kernel(OpKind op) {
   return op == OpKind::cast || op == OpKind::copy || op == OpKind::reshape || op == OpKind::slice ||
-         op == OpKind::concat;
+         op == OpKind::concat || op == OpKind::rng_advance;
 }
 
 }  // namespace
