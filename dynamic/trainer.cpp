@@ -132,8 +132,10 @@ float DynamicTrainer::step(const Feeds& feeds) {
     }
     if (loss_scaled_) update_loss_scale(b, ls, opt_.loss_scale);
     // The next step's dropout masks, as build_training_graph ends the step.
+    Value rng;
     for (const EagerBuilder::Persistent& p : b.persistent())
-      if (p.name == kRngStateName && p.role == Role::optimizer_state) advance_rng(b, b.handle(p.id));
+      if (p.name == kRngStateName && p.role == Role::optimizer_state) rng = b.handle(p.id);
+    advance_rng(b, rng);
     return b.read(out.loss)[0];
   };
   return run_iteration(*builder_, feeds, /*training=*/true, body, [this](double s) { finish(s); });
