@@ -204,10 +204,10 @@ Value EagerBuilder::optimizer_state(const Value& param, const std::string& name)
   return take_persistent(idx);
 }
 
-Value EagerBuilder::training_state(const std::string& name, const Shape& shape, ParamInit init) {
+Value EagerBuilder::training_state(const std::string& name, const Shape& shape, ParamInit init, DType dtype) {
   int idx = find_persistent(name);
   if (idx < 0) {
-    new_persistent(name, shape, Role::optimizer_state, std::move(init), DType::F32);
+    new_persistent(name, shape, Role::optimizer_state, std::move(init), dtype);
     idx = static_cast<int>(persistent_.size() - 1);
   }
   return take_persistent(idx);

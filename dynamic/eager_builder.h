@@ -56,7 +56,10 @@ class EagerBuilder final : public Builder {
               const std::string& name = "") override;
   void mark_output(const Value& v) override;
   Value optimizer_state(const Value& param, const std::string& name) override;
-  Value training_state(const std::string& name, const Shape& shape, ParamInit init) override;
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init,
+                       DType dtype = DType::F32) override;
+  // An iteration begun without training (inference) builds in eval mode.
+  bool eval() const override { return !training_; }
 
   // ---- iteration control ----
   // Starts an iteration: `feeds` must outlive it. `training` records the tape; without it

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "graph/autodiff.h"
+#include "graph/dropout.h"
 #include "graph/errors.h"
 #include "graph/optimizers.h"
 #include "graph/training.h"
@@ -130,6 +131,11 @@ float DynamicTrainer::step(const Feeds& feeds) {
       b.apply(opt_.use_momentum ? OpKind::sgd_momentum : OpKind::sgd, in, at);
     }
     if (loss_scaled_) update_loss_scale(b, ls, opt_.loss_scale);
+    // The next step's dropout masks, as build_training_graph ends the step.
+    Value rng;
+    for (const EagerBuilder::Persistent& p : b.persistent())
+      if (p.name == kRngStateName && p.role == Role::optimizer_state) rng = b.handle(p.id);
+    advance_rng(b, rng);
     return b.read(out.loss)[0];
   };
   return run_iteration(*builder_, feeds, /*training=*/true, body, [this](double s) { finish(s); });

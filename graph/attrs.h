@@ -82,6 +82,8 @@ struct Attrs {
   float max_norm = 1.0f;           // clip_by_norm: the global norm the gradients are clipped to
   bool causal = false;             // attention: query i sees keys 0..i only
   int64_t ignore_index = -100;     // cross_entropy(_grad): rows with this label count nowhere (torch's default)
+  float p = 0.0f;                  // dropout: the probability of zeroing an element, in [0, 1)
+  int64_t rng_stream = 0;          // dropout: which of the rng state's streams draws the mask (one per node)
 
   bool operator==(const Attrs& o) const;
 };
@@ -91,9 +93,9 @@ struct Attrs {
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
                              program, heads, to, conv, start, growth_factor, backoff_factor, growth_interval, adam,
-                             max_norm, causal, ignore_index };
-constexpr int kNumAttrs = 25;
-static_assert(static_cast<int>(AttrId::ignore_index) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             max_norm, causal, ignore_index, p, rng_stream };
+constexpr int kNumAttrs = 27;
+static_assert(static_cast<int>(AttrId::rng_stream) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint32_t;
 static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

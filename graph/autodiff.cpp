@@ -223,6 +223,17 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
         g[0] = b.apply(OpKind::embedding_grad, {dy, e.inputs[1]}, at);
       }
       break;
+    // y = x * m with m the mask times 1 / (1 - p): dx = dy * m, the same dropout (the same rng
+    // state, p and stream) of dy. The mask is drawn again rather than stored: it is a pure
+    // function of the rng state, which changes only at the end of the step (rng_advance).
+    case OpKind::dropout:
+      if (need(0)) {
+        Attrs at;
+        at.p = e.attrs.p;
+        at.rng_stream = e.attrs.rng_stream;
+        g[0] = b.apply(OpKind::dropout, {dy, e.inputs[1]}, at);
+      }
+      break;
     case OpKind::copy:
       if (need(0)) g[0] = dy;
       break;
@@ -339,6 +350,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::padded_mse_loss_grad:
     case OpKind::cross_entropy_grad:
     case OpKind::embedding_grad:
+    case OpKind::rng_advance:
     case OpKind::fill:
     case OpKind::sgd:
     case OpKind::sgd_momentum:

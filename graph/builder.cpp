@@ -162,7 +162,7 @@ Value RecordingBuilder::optimizer_state(const Value& param, const std::string& n
   return training_state(name, param.shape, optimizer_state_init());
 }
 
-Value RecordingBuilder::training_state(const std::string& name, const Shape& shape, ParamInit init) {
+Value RecordingBuilder::training_state(const std::string& name, const Shape& shape, ParamInit init, DType dtype) {
   names_.sync();
   const int existing = names_.find_value(name);
   if (existing >= 0) return handle(g_, existing);
@@ -171,6 +171,7 @@ Value RecordingBuilder::training_state(const std::string& name, const Shape& sha
   v.shape = shape;
   v.role = Role::optimizer_state;
   v.init = std::move(init);
+  v.dtype = dtype;
   return handle(g_, g_.add_value(v));
 }
 

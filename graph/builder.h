@@ -42,8 +42,13 @@ class Builder {
   // first use with zeros.
   virtual Value optimizer_state(const Value& param, const std::string& name) = 0;
   // Persistent optimizer state of its own shape, not a parameter's (the loss scaler's,
-  // graph/loss_scale.h), created on first use with `init`.
-  virtual Value training_state(const std::string& name, const Shape& shape, ParamInit init) = 0;
+  // graph/loss_scale.h; dropout's rng state, i64, graph/dropout.h), created on first use with `init`.
+  virtual Value training_state(const std::string& name, const Shape& shape, ParamInit init,
+                               DType dtype = DType::F32) = 0;
+  // Eval mode, PyTorch's module.eval(): the model is built for inference, so dropout is the
+  // identity and adds no node (graph/dropout.h). build_inference_graph and the dynamic
+  // executor's inference runs build in it; training steps never do.
+  virtual bool eval() const { return false; }
 };
 
 // The init every Builder gives optimizer state: zeros, so that the first update
@@ -128,7 +133,10 @@ class RecordingBuilder : public Builder {
               const std::string& name = "") override;
   void mark_output(const Value& v) override;
   Value optimizer_state(const Value& param, const std::string& name) override;
-  Value training_state(const std::string& name, const Shape& shape, ParamInit init) override;
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init,
+                       DType dtype = DType::F32) override;
+  bool eval() const override { return eval_; }
+  void set_eval(bool on) { eval_ = on; }
 
   // The role given to values created by apply() (the autodiff switches this to
   // gradient/temporary while it records the backward pass).
@@ -150,6 +158,7 @@ class RecordingBuilder : public Builder {
   size_t outputs_seen_ = 0;
   Role default_role_ = Role::temporary;
   int counter_ = 0;
+  bool eval_ = false;
 };
 
 }  // namespace tg

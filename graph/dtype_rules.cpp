@@ -12,9 +12,14 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
   for (size_t i = 0; i < in.size(); ++i) {
     const int pos = static_cast<int>(i);
     if (op_input_is_index(op, pos)) {
-      const char* what = op == OpKind::where ? "condition" : op_in_family(op, "attention") ? "key lengths"
-                         : op_index_must_be_int(op)                                    ? "ids"
-                                                                                       : "labels";
+      const char* what = op == OpKind::where                    ? "condition"
+                         : op_in_family(op, "attention")          ? "key lengths"
+                         : op_reads_rng(op)                       ? "rng state"
+                         : op_index_must_be_int(op)               ? "ids"
+                                                                  : "labels";
+      if (op_reads_rng(op) && in[i] != DType::I64)
+        graph_error("{} {}: input {} (the rng state) is {}; it is i64 [2], the seed and the offset: make it with "
+                    "rng_state() (graph/dropout.h)", name, node, i, dtype_name(in[i]));
       if (op_index_must_be_int(op) && !dtype_is_int(in[i]))
         graph_error("{} {}: input {} (the {}) is {}; {} are integers: give it an i32 or i64 value (cast it "
                     "with to = i64)", name, node, i, what, dtype_name(in[i]), what);

@@ -5,6 +5,7 @@
 // Integers (i32, i64) are data, never computed on: token ids and class labels. They enter a
 // graph as inputs, and only these ops take them:
 // - the ids and labels of op_index_inputs: embedding's and embedding_grad's ids (i32 or i64),
+//   dropout's and rng_advance's rng state (i64 [2]: the seed, the offset; graph/dropout.h),
 //   cross_entropy's and cross_entropy_grad's labels (i32, i64, or f32 whole numbers), where's
 //   condition (i32, i64, or f32: nonzero is true; the output takes a's dtype), the attention
 //   ops' key lengths (i32 or i64, their optional last input);
@@ -22,6 +23,9 @@
 
 namespace tg {
 
+// Whether `op` reads dropout's rng state (graph/dropout.h), an i64 [2] index input.
+inline bool op_reads_rng(OpKind op) { return op == OpKind::dropout || op == OpKind::rng_advance; }
+
 // The inputs of `op` that are ids or labels (a mask of positions, as the op table's).
 // The attention ops' key lengths sit past their fixed inputs, where a node has them.
 inline uint8_t op_index_inputs(OpKind op) {
@@ -29,7 +33,9 @@ inline uint8_t op_index_inputs(OpKind op) {
     case OpKind::embedding:
     case OpKind::embedding_grad:
     case OpKind::cross_entropy:
-    case OpKind::cross_entropy_grad: return op_table::kIn1;
+    case OpKind::cross_entropy_grad:
+    case OpKind::dropout: return op_table::kIn1;
+    case OpKind::rng_advance:
     case OpKind::where: return op_table::kIn0;
     case OpKind::attention:
     case OpKind::attention_lse:
@@ -38,10 +44,11 @@ inline uint8_t op_index_inputs(OpKind op) {
   }
 }
 // Whether the index input of `op` must be an integer (embedding's ids, attention's key
-// lengths); cross_entropy's labels may also be f32 class indices, as before integers
-// existed, and where's condition an f32 mask.
+// lengths, dropout's rng state, i64); cross_entropy's labels may also be f32 class indices,
+// as before integers existed, and where's condition an f32 mask.
 inline bool op_index_must_be_int(OpKind op) {
-  return op == OpKind::embedding || op == OpKind::embedding_grad || op_in_family(op, "attention");
+  return op == OpKind::embedding || op == OpKind::embedding_grad || op_in_family(op, "attention") ||
+         op_reads_rng(op);
 }
 // Whether input `i` of `op` is an id or label input.
 inline bool op_input_is_index(OpKind op, int i) { return i < 8 && ((op_index_inputs(op) >> i) & 1); }

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/dropout.h"
 #include "graph/errors.h"
 #include "graph/model_layers.h"
 #include "graph/models.h"
@@ -33,6 +34,8 @@ ModelOutputs gpt2(Builder& b, const Gpt2Config& c) {
   require_positive(m, "heads", c.heads);
   require_positive(m, "layers", c.layers);
   require_positive(m, "mlp_ratio", c.mlp_ratio);
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
+    graph_error("{}: dropout = {} must be in [0, 1) (0: none; GPT-2 trains with 0.1)", m, c.dropout);
   if (c.seq > c.context)
     graph_error("{}: seq = {} is longer than the context = {} the position embedding has rows for", m, c.seq,
                 c.context);
@@ -50,7 +53,8 @@ ModelOutputs gpt2(Builder& b, const Gpt2Config& c) {
   const Value wpe = b.parameter("gpt2.wpe", Shape{c.context, D}, embed_init);
   const Value ids = b.input("ids", Shape{B, S}, c.ids_dtype);
   const Value positions = broadcast(b, slice(b, wpe, 0, 0, S), 0, B);  // [B, S, D]
-  Value x = add(b, embedding(b, wte, ids), positions);
+  // Each dropout draws from its own rng stream: 0 for the embeddings, 1 + 2l and 2 + 2l in block l.
+  Value x = dropout(b, add(b, embedding(b, wte, ids), positions), c.dropout, 0);
   const Value lengths = c.padding ? b.input("lengths", Shape{B}, DType::I32) : Value{};
   for (int l = 0; l < c.layers; ++l) {
     const std::string n = "gpt2.h" + std::to_string(l);
@@ -58,9 +62,10 @@ ModelOutputs gpt2(Builder& b, const Gpt2Config& c) {
     const Value q = linear(b, h, D, n + ".attn.q");
     const Value k = linear(b, h, D, n + ".attn.k");
     const Value v = linear(b, h, D, n + ".attn.v");
-    x = add(b, x, linear(b, attention(b, q, k, v, c.heads, score_scale, true, lengths), D, n + ".attn.o"));
+    const Value attn = linear(b, attention(b, q, k, v, c.heads, score_scale, true, lengths), D, n + ".attn.o");
+    x = add(b, x, dropout(b, attn, c.dropout, 1 + 2 * int64_t{l}));
     const Value f = gelu(b, linear(b, layer_norm(b, x, n + ".ln2"), c.mlp_ratio * D, n + ".mlp.fc"));
-    x = add(b, x, linear(b, f, D, n + ".mlp.proj"));
+    x = add(b, x, dropout(b, linear(b, f, D, n + ".mlp.proj"), c.dropout, 2 + 2 * int64_t{l}));
   }
   const Value hidden = reshape(b, layer_norm(b, x, "gpt2.ln_f"), Shape{B * S, D});
   ModelOutputs out;

@@ -31,7 +31,8 @@ bool Attrs::operator==(const Attrs& o) const {
          momentum == o.momentum && in_place == o.in_place && shape == o.shape && perm == o.perm && act == o.act &&
          program == o.program && heads == o.heads && to == o.to && conv == o.conv && start == o.start &&
          growth_factor == o.growth_factor && backoff_factor == o.backoff_factor && growth_interval == o.growth_interval &&
-         adam == o.adam && max_norm == o.max_norm && causal == o.causal && ignore_index == o.ignore_index;
+         adam == o.adam && max_norm == o.max_norm && causal == o.causal && ignore_index == o.ignore_index &&
+         p == o.p && rng_stream == o.rng_stream;
 }
 
 int Graph::add_value(ValueInfo v) {

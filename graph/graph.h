@@ -31,7 +31,9 @@ bool parse_role(const std::string& s, Role& out);
 // `data` holds given values (weights imported from a model file, graph/weights.h):
 // shared, so that copies of a graph and of its values do not copy the weights.
 struct ParamInit {
-  enum class Kind : uint8_t { uniform, constant, data };
+  // seed: the executor's seed in element 0 (modulo 2^24, which an f32 holds exactly), zeros
+  // after: dropout's rng state (graph/dropout.h), so that the seed option seeds the masks too.
+  enum class Kind : uint8_t { uniform, constant, data, seed };
   ParamInit() = default;
   ParamInit(Kind k, float value) : kind(k), a(value) {}
   Kind kind = Kind::uniform;

@@ -1,6 +1,7 @@
 #include "graph/graph_model.h"
 
 #include "graph/builder.h"
+#include "graph/dropout.h"
 #include "graph/errors.h"
 
 namespace tg {
@@ -26,6 +27,12 @@ Needed needed_by(const Graph& g, const std::vector<int>& roots, const std::vecto
   return n;
 }
 
+// Dropout's rng state (graph/dropout.h), the one optimizer state a forward graph may hold: the
+// trainers advance it.
+bool is_rng_state(const ValueInfo& v) {
+  return v.name == kRngStateName && v.dtype == DType::I64 && v.shape == Shape{2} && v.producer < 0;
+}
+
 // Declares the needed leaves (in id order) and applies the needed nodes (in
 // topological order) on b; returns the builder's handle per value id.
 std::vector<Value> replay(const Graph& g, const std::vector<int>& order, const Needed& need, Builder& b) {
@@ -35,6 +42,7 @@ std::vector<Value> replay(const Graph& g, const std::vector<int>& order, const N
     if (!need.value[id] || v.producer >= 0) continue;
     if (v.role == Role::input) h[id] = b.input(v.name, v.shape, v.dtype);
     else if (v.role == Role::parameter) h[id] = b.parameter(v.name, v.shape, v.init, v.dtype);
+    else if (is_rng_state(v)) h[id] = rng_state(b);
     else graph_error("value '{}' has no producer and role {}; a forward graph's leaves are inputs and parameters",
                      v.name, role_name(v.role));
   }
@@ -43,7 +51,8 @@ std::vector<Value> replay(const Graph& g, const std::vector<int>& order, const N
     const Node& n = g.nodes[static_cast<size_t>(nid)];
     std::vector<Value> ins;
     for (int in : n.inputs) ins.push_back(h[static_cast<size_t>(in)]);
-    const Value out = b.apply(n.op, ins, n.attrs, n.name);
+    // Eval mode (inference): dropout is the identity, as graph/dropout.h's helper makes it.
+    const Value out = n.op == OpKind::dropout && b.eval() ? ins[0] : b.apply(n.op, ins, n.attrs, n.name);
     if (!n.outputs.empty()) h[static_cast<size_t>(n.outputs[0])] = out;
   }
   return h;
@@ -58,7 +67,7 @@ void check_forward(const Graph& g) {
                   "forward graph with its loss as an output instead: both executors differentiate it themselves",
                   n.name, op_name(n.op));
   for (const ValueInfo& v : g.values)
-    if (v.role == Role::optimizer_state)
+    if (v.role == Role::optimizer_state && !is_rng_state(v))
       graph_error("value '{}' is optimizer state: the graph is a training step written out by hand. Give the "
                   "forward graph with its loss as an output instead", v.name);
 }

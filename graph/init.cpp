@@ -29,6 +29,10 @@ std::vector<float> initial_values(const ValueInfo& v, uint64_t seed) {
     return *v.init.data;
   }
   std::vector<float> out(static_cast<size_t>(v.shape.numel()));
+  if (v.init.kind == ParamInit::Kind::seed) {
+    if (!out.empty()) out[0] = static_cast<float>(seed % kSeedInitModulus);
+    return out;
+  }
   if (v.init.kind == ParamInit::Kind::constant) {
     for (float& x : out) x = v.init.a;
     return out;

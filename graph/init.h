@@ -27,6 +27,8 @@ void random_fill(std::vector<float>& out, uint64_t seed, float lo = -1.0f, float
 // The generator is seeded by `seed` and the value's name, not its id, so a graph
 // loaded from a file and the same model recorded in code start identically.
 std::vector<float> initial_values(const ValueInfo& v, uint64_t seed);
+// ParamInit::Kind::seed keeps the seed modulo this: the initial values pass through f32.
+constexpr uint64_t kSeedInitModulus = uint64_t{1} << 24;
 
 // Class labels for cross_entropy: integers in [0, classes) stored as floats.
 // std::invalid_argument for classes < 1 (with anything to fill).

@@ -242,7 +242,8 @@ class Loader {
     const std::string key = j.begin().key();
     if (key == "uniform") init.kind = ParamInit::Kind::uniform;
     else if (key == "constant") init.kind = ParamInit::Kind::constant;
-    else fail(path, "unknown init " + quote_name(key) + "; known: uniform, constant");
+    else if (key == "seed") init.kind = ParamInit::Kind::seed;  // dropout's rng state: {"seed": 0}
+    else fail(path, "unknown init " + quote_name(key) + "; known: uniform, constant, seed");
     const json& a = j.begin().value();
     init.a = get_float(a, path + "." + key);
     // The sign is checked on the float and on the number as written: -1e-50 rounds
@@ -369,6 +370,8 @@ class Loader {
         case AttrId::ignore_index:
           at.ignore_index = get_int(v, p, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
           break;
+        case AttrId::p: at.p = get_float(v, p); break;
+        case AttrId::rng_stream: at.rng_stream = get_int(v, p, 0, std::numeric_limits<uint32_t>::max()); break;
       }
     }
   }

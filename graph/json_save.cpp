@@ -20,6 +20,10 @@ using ojson = nlohmann::ordered_json;
 
 unsigned op_attrs(OpKind op) { return op_traits(op).attrs; }
 
+const char* init_kind_name(ParamInit::Kind k) {
+  return k == ParamInit::Kind::uniform ? "uniform" : k == ParamInit::Kind::seed ? "seed" : "constant";
+}
+
 // The shortest decimal that reads back as the same float, so files stay readable
 // ("0.01", not "0.009999999776482582") and round-trip exactly.
 // Read back through a double, the short form could in principle round to a
@@ -108,6 +112,8 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::max_norm: j[key] = float_json(at.max_norm); break;
       case AttrId::causal: if (at.causal) j[key] = true; break;
       case AttrId::ignore_index: if (at.ignore_index != def.ignore_index) j[key] = at.ignore_index; break;
+      case AttrId::p: j[key] = float_json(at.p); break;
+      case AttrId::rng_stream: j[key] = at.rng_stream; break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;
@@ -156,7 +162,7 @@ std::string save_graph_json(const Graph& g) {
                   "write them with save_weights (graph/weights.h) and the graph without them (strip_weights)", v.name);
     // Parameters always show their init; optimizer state only when it is not zeros.
     if (s == 1 || (s == 2 && !(v.init == ParamInit{ParamInit::Kind::constant, 0.0f})))
-      e["init"] = ojson{{v.init.kind == ParamInit::Kind::uniform ? "uniform" : "constant", float_json(v.init.a)}};
+      e["init"] = ojson{{init_kind_name(v.init.kind), float_json(v.init.a)}};
     sections[s].push_back(e);
     canonical[s].push_back(id);
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/dropout.h"
 #include "graph/errors.h"
 #include "graph/model_layers.h"
 
@@ -91,9 +92,9 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c) {
     const Value ctx = matmul(b, softmax(b, scores), v);  // [B*H, S, dh]
     merged = reshape(b, transpose(b, reshape(b, ctx, Shape{B, H, S, dh}), swap12), Shape{B, S, D});
   }
-  const Value a = add(b, x, linear(b, merged, D, "block.attn.o"));
+  const Value a = add(b, x, dropout(b, linear(b, merged, D, "block.attn.o"), c.dropout, 0));
   const Value f = gelu(b, linear(b, layer_norm(b, a, "block.ln2"), c.mlp_ratio * D, "block.mlp.fc1"));
-  const Value y = add(b, a, linear(b, f, D, "block.mlp.fc2"));
+  const Value y = add(b, a, dropout(b, linear(b, f, D, "block.mlp.fc2"), c.dropout, 1));
 
   ModelOutputs out;
   out.prediction = y;

@@ -65,6 +65,9 @@ struct TransformerConfig {
   bool fused_attention = false;
   bool causal = false;
   bool padding = false;
+  // > 0: dropout (graph/dropout.h) of this probability on the attention and MLP outputs
+  // before each residual add, as GPT-2 places it; none in eval mode.
+  float dropout = 0.0f;
 };
 ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
 
@@ -76,10 +79,14 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c);
 // x + W2·gelu(W1·LN2(x)) (W1: d -> mlp_ratio d); a final layer norm and the logits
 // [batch * seq, vocab] through the token embedding's transpose (tied weights, as GPT-2's
 // LM head). With the loss: cross_entropy of the logits against "labels" [batch, seq]
-// (ids_dtype: the next token at each place, ignore_index where there is none). No
-// dropout. Embeddings start uniform in +-0.02, the Linear layers as nn.Linear. padding: a
-// "lengths" input [batch] (i32) masks the keys past each sequence's real length (a
-// right-padded batch; graph/attention.h), whose labels the caller sets to ignore_index.
+// (ids_dtype: the next token at each place, ignore_index where there is none). With
+// dropout > 0, dropout (graph/dropout.h) of that probability where GPT-2 has it (its own
+// default is 0.1): on the embeddings' sum, and on the attention and MLP outputs before each
+// residual add; none in eval mode, and none on the attention probabilities (the fused
+// attention kernel has no dropout). Embeddings start uniform in +-0.02, the Linear layers
+// as nn.Linear. padding: a "lengths" input [batch] (i32) masks the keys past each
+// sequence's real length (a right-padded batch; graph/attention.h), whose labels the caller
+// sets to ignore_index.
 struct Gpt2Config {
   int64_t batch = 8;
   int64_t seq = 128;        // <= context
@@ -93,6 +100,7 @@ struct Gpt2Config {
   int64_t ignore_index = -100;
   bool with_loss = true;
   bool padding = false;
+  float dropout = 0.0f;  // 0: none, today's model; GPT-2 trains with 0.1
 };
 ModelOutputs gpt2(Builder& b, const Gpt2Config& c);
 // GPT-2 small (124M parameters with the tied head): the defaults above.

@@ -59,6 +59,8 @@ const char* attr_name(AttrId a) {
     case AttrId::max_norm: return "max_norm";
     case AttrId::causal: return "causal";
     case AttrId::ignore_index: return "ignore_index";
+    case AttrId::p: return "p";
+    case AttrId::rng_stream: return "rng_stream";
   }
   return "?";
 }

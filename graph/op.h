@@ -31,7 +31,8 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kPerm = attr_bit(AttrId::perm), kHeads = attr_bit(AttrId::heads), kTo = attr_bit(AttrId::to),
                    kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start), kAdam = attr_bit(AttrId::adam),
                    kMaxNorm = attr_bit(AttrId::max_norm), kCausal = attr_bit(AttrId::causal),
-                   kIgnoreIndex = attr_bit(AttrId::ignore_index);
+                   kIgnoreIndex = attr_bit(AttrId::ignore_index), kP = attr_bit(AttrId::p),
+                   kRngStream = attr_bit(AttrId::rng_stream);
 constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
                              attr_bit(AttrId::growth_interval);
 // Flags.
@@ -136,6 +137,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(clip_by_norm,         2, 1, kNone,            kIn0,       kMaxNorm,               kInPlace,                  kTypeF32,  clip) /* (g, norm[1]) -> g * min(1, max_norm / (norm + 1e-6)) */ \
   X(embedding,            2, 1, kIn0,             kNone,      0,                      kPlain,                    kTypeSame, embedding) /* (table[V,D], ids[...] i32/i64) -> [..., D]: row ids[i] of the table */ \
   X(embedding_grad,       2, 1, kNone,            kNone,      kSize,                  kPlain,                    kTypeSame, embedding) /* (dy[..., D], ids) -> dtable[attrs.size = V, D]: each dy row added to its id's row, in id order */ \
+  X(dropout,              2, 1, kIn0,             kIn0,       kP|kRngStream,          kInPlace,                  kTypeSame, dropout) /* (x, rng[2] i64: seed, offset) -> x * keep / (1 - p), keep drawn by Philox (kernels/philox.h) */ \
+  X(rng_advance,          1, 0, kNone,            kNone,      0,                      kPlain,                    kTypeF32,  dropout) /* (rng[2] i64), in place: offset += 1, the next step's fresh mask */ \
   X(all_reduce,           1, 1, kNone,            kIn0,       0,                      kInPlace|kSameShape,       kTypeF32,  collective) /* a gradient bucket summed over the backend's ranks, divided by their count (kernels/communicator.h) */ \
   X(conv_transpose2d,     2, 1, kIn0|kIn1,        kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (x[N,C,H,W], w[C,K/groups,R,S]) -> [N,K,P,Q]: conv2d_grad_input of x as dy; attrs.conv with output_padding */ \
   /* Fused ops, made by the graph passes of the static compiler (static/passes). */                         \
@@ -176,7 +179,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 86, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 88, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.

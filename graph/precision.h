@@ -52,9 +52,11 @@ class AutocastBuilder final : public Builder {
   Value optimizer_state(const Value& param, const std::string& name) override {
     return inner_.optimizer_state(param, name);
   }
-  Value training_state(const std::string& name, const Shape& shape, ParamInit init) override {
-    return inner_.training_state(name, shape, std::move(init));
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init,
+                       DType dtype = DType::F32) override {
+    return inner_.training_state(name, shape, std::move(init), dtype);
   }
+  bool eval() const override { return inner_.eval(); }
 
  private:
   Value cast_to(const Value& v, DType dt);

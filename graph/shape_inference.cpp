@@ -30,6 +30,17 @@ void require_same(const char* op, const std::string& node, const Shape& a, const
                 op, node, a.str(), b.str());
 }
 
+// dropout's rng state: [2], the seed and the offset (graph/dropout.h).
+void require_rng_state(const char* op, const std::string& node, const Shape& rng) {
+  if (rng != Shape{2})
+    graph_error("{} {}: the rng state {} must be [2] (the seed, then the offset); make it with rng_state() "
+                "(graph/dropout.h)", op, node, rng.str());
+}
+
+// The elements one dropout may draw for (kernels/philox.h, kDropoutMaxElements): the group
+// index is one 32-bit counter word, four elements a group.
+constexpr int64_t kDropoutMaxElements = (int64_t{1} << 32) * 4;
+
 int normalize_axis(const char* op, const std::string& node, int axis, int rank) {
   int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
@@ -539,6 +550,21 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
         graph_error("embedding_grad {}: size = {} must be the table's vocabulary (its rows), >= 1", node, at.size);
       return Shape{at.size, in[0].last()};
     }
+    case OpKind::dropout:
+      require_rng_state(name, node, in[1]);
+      if (!(at.p >= 0.0f && at.p < 1.0f))
+        graph_error("dropout {}: p = {} must be in [0, 1) (the probability of zeroing an element; 0.1 is usual)", node,
+                    at.p);
+      if (at.rng_stream < 0 || at.rng_stream > 0xFFFFFFFFll)
+        graph_error("dropout {}: rng_stream = {} must be in [0, 2^32): give each dropout of a model its own", node,
+                    at.rng_stream);
+      if (in[0].numel() > kDropoutMaxElements)
+        graph_error("dropout {}: x {} has more than 2^34 elements, more than one rng stream draws for; split it",
+                    node, in[0].str());
+      return in[0];
+    case OpKind::rng_advance:
+      require_rng_state(name, node, in[0]);
+      return Shape{};
     default: break;
   }
   graph_error("{} {}: op has no shape rule; give it one in graph/shape_inference.cpp or the kSameShape flag in "

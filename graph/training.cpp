@@ -3,6 +3,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "graph/dropout.h"
 #include "graph/errors.h"
 #include "graph/optimizers.h"
 
@@ -71,6 +72,7 @@ std::vector<Value> trained_parameters(const std::vector<Value>& params, const st
 Graph build_inference_graph(const ModelFn& model) {
   Graph g;
   RecordingBuilder b(g);
+  b.set_eval(true);  // dropout is the identity
   const ModelOutputs out = model(b);
   if (!out.prediction.valid())
     graph_error("build_inference_graph: the model returned no prediction; return the value to read back "
@@ -144,6 +146,10 @@ Graph build_training_graph(const ModelFn& model, const TrainOptions& opt) {
     b.apply(opt.use_momentum ? OpKind::sgd_momentum : OpKind::sgd, in, at, name + ".update");
   }
   if (scaled) update_loss_scale(b, ls, opt.loss_scale);
+  // The next step's dropout masks: after every reader of the rng state, as the updates are.
+  const int rng = g.find_value(kRngStateName);
+  if (rng >= 0 && g.values[static_cast<size_t>(rng)].role == Role::optimizer_state)
+    advance_rng(b, RecordingBuilder::handle(g, rng));
 
   for (size_t n = fwd_nodes; n < g.nodes.size(); ++n)
     for (int in : g.nodes[n].inputs)

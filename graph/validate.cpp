@@ -92,9 +92,10 @@ class Checker {
       if (!dtype_is_known(v.dtype))
         err("value {}: dtype #{} is not a dtype; use f32, bf16, f16, i32 or i64", quote_name(v.name),
             static_cast<int>(v.dtype));
-      else if (dtype_is_int(v.dtype) && v.role != Role::input && v.producer < 0)
-        err("value {}: a {} of dtype {}; integers are data (ids, labels) fed as inputs: make it an input, or give "
-            "it a float dtype", quote_name(v.name), role_name(v.role), dtype_name(v.dtype));
+      else if (dtype_is_int(v.dtype) && v.role == Role::parameter && v.producer < 0)
+        err("value {}: a {} of dtype {}; integers are data (ids, labels) fed as inputs, or training state (dropout's "
+            "rng state): make it an input, or give it a float dtype", quote_name(v.name), role_name(v.role),
+            dtype_name(v.dtype));
       shape_ok_[static_cast<size_t>(id)] = check_shape(v);
       check_producer(id, v);
     }
@@ -256,11 +257,12 @@ class Checker {
     const size_t k = static_cast<size_t>(op_num_inputs(n.op));
     const size_t groups = static_cast<size_t>(op_group_inputs(n.op, num_inputs));
     const bool velocity = op_update_has_velocity(n.op);
-    if (n.op == OpKind::update_scale) {
+    if (n.op == OpKind::update_scale || n.op == OpKind::rng_advance) {
       const ValueInfo& s = val(n.inputs[0]);
       if (s.role != Role::optimizer_state)
-        err("update_scale {}: scaler {} is {}, not optimizer_state; declare it under \"optimizer_state\"",
-            quote_name(n.name), quote_name(s.name), valid_role(s.role) ? role_name(s.role) : "?");
+        err("{} {}: {} {} is {}, not optimizer_state; declare it under \"optimizer_state\"", op_name(n.op),
+            quote_name(n.name), n.op == OpKind::update_scale ? "scaler" : "rng state", quote_name(s.name),
+            valid_role(s.role) ? role_name(s.role) : "?");
       return;
     }
     for (size_t i = 0; i < groups; i += k) {

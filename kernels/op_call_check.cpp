@@ -11,6 +11,7 @@
 #include "graph/conv.h"
 #include "graph/dtype_rules.h"
 #include "graph/heads.h"
+#include "kernels/philox.h"
 
 namespace tg::kernels {
 
@@ -414,6 +415,15 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       if (g.len < 1) k.fail("attrs.size = {} must be the vocabulary, >= 1", g.len);
       k.numel("dy", x, g.rows * g.cols);
       k.numel("output", c.out.shape, g.len * g.cols);
+      break;
+    case OpKind::dropout:
+      k.numel("rng state", y, 2);
+      k.numel("output", c.out.shape, g.n);
+      if (!(k.attrs().p >= 0.0f && k.attrs().p < 1.0f)) k.fail("attrs.p = {} must be in [0, 1)", k.attrs().p);
+      if (g.n > kDropoutMaxElements) k.fail("x has {} elements; one dropout draws for at most 2^34", g.n);
+      break;
+    case OpKind::rng_advance:
+      k.numel("rng state", x, 2);
       break;
     case OpKind::sgd:
       k.numel("grad", y, g.n);

@@ -35,9 +35,10 @@ class MaskingBuilder final : public Builder {
   }
   void mark_output(const Value& v) override { b_.mark_output(v); }
   Value optimizer_state(const Value& param, const std::string& name) override { return b_.optimizer_state(param, name); }
-  Value training_state(const std::string& name, const Shape& shape, ParamInit init) override {
-    return b_.training_state(name, shape, std::move(init));
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init, DType dtype) override {
+    return b_.training_state(name, shape, std::move(init), dtype);
   }
+  bool eval() const override { return b_.eval(); }
 
  private:
   Builder& b_;

@@ -90,10 +90,13 @@ void imagenet_configs(const std::set<std::string>& models, bool quick, bool gpu,
 // GPT-2: on a GPU GPT-2 small (vocabulary 50257, 12 layers, d 768) at batch 4, sequence 256
 // (and batch 8, sequence 1024 without --quick); on the CPU a two-layer GPT-2 of width 64 over
 // 512 tokens, whose steps take milliseconds there.
-void gpt2_configs(const std::set<std::string>& models, bool quick, bool gpu, std::vector<train::Config>& cs) {
+void gpt2_configs(const std::set<std::string>& models, bool quick, bool gpu, float dropout,
+                  std::vector<train::Config>& cs) {
   if (!models.count("gpt2")) return;
   if (!gpu) {
-    cs.push_back(train::gpt2_config("gpt2_tiny", gpt2_tiny_config()));
+    Gpt2Config t = gpt2_tiny_config();
+    t.dropout = dropout;
+    cs.push_back(train::gpt2_config("gpt2_tiny", t));
     return;
   }
   struct S { int64_t batch, seq; };
@@ -101,12 +104,13 @@ void gpt2_configs(const std::set<std::string>& models, bool quick, bool gpu, std
     Gpt2Config g = gpt2_small_config();
     g.batch = s.batch;
     g.seq = s.seq;
+    g.dropout = dropout;
     cs.push_back(train::gpt2_config("gpt2_small", g));
   }
 }
 
 std::vector<train::Config> configs(const std::set<std::string>& models, bool quick, bool gpu, int64_t max_rows,
-                                   th::Report& rep) {
+                                   float gpt2_dropout, th::Report& rep) {
   std::vector<train::Config> cs;
   std::vector<int64_t> batches{32, 64, 128, 256, 512, 1024, 2048, 4096};
   if (quick) batches = gpu ? std::vector<int64_t>{32, 256, 1024, 4096} : std::vector<int64_t>{32, 256};
@@ -125,7 +129,7 @@ std::vector<train::Config> configs(const std::set<std::string>& models, bool qui
     for (const T& t : ts) cs.push_back(train::transformer_config(t.batch, t.seq, t.d, t.heads));
   cnn_configs(models, quick, gpu, cs);
   imagenet_configs(models, quick, gpu, cs, rep);
-  gpt2_configs(models, quick, gpu, cs);
+  gpt2_configs(models, quick, gpu, gpt2_dropout, cs);
   if (max_rows <= 0) return cs;
   std::vector<train::Config> kept;
   for (train::Config& c : cs) {
@@ -234,6 +238,10 @@ int main(int argc, char** argv) {
                 "The models to run, comma-separated: mlp, transformer, resnet (the CIFAR ResNet-20), vgg (VGG-11 at "
                 "32 x 32), resnet18, resnet50, vgg16 (at 224 x 224 on a GPU; on the CPU at 32 x 32, batch 2, and "
                 "skipped with --quick), gpt2 (GPT-2 small on a GPU, a two-layer one on the CPU; rows add tokens/s)");
+  double dropout = 0.0;
+  ex.add_option("--dropout", dropout,
+                "GPT-2's dropout probability (graph/dropout.h: on the embeddings and on the attention and MLP outputs, "
+                "as GPT-2 trains with 0.1); 0: none. Its rows carry it as the dropout parameter when > 0", 0.0, 0.99);
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   train::DataParallelFlags dp_flags;
   train::add_data_parallel_flags(ex, dp_flags);
@@ -261,7 +269,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<PassSet> sets = pass_sets(passes);  // a bad set is refused before anything runs
     const std::set<std::string> models = bench::parse_models_flag(models_text, {"gpt2"});
-    std::vector<train::Config> cs = configs(models, e.quick(), gpu, max_rows, e.report());
+    std::vector<train::Config> cs = configs(models, e.quick(), gpu, max_rows, static_cast<float>(dropout), e.report());
     for (train::Config& c : cs) {
       c.precision = precision;
       if (precision != Precision::fp32) c.params.emplace("precision", precision_name(precision));

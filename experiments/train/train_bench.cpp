@@ -67,6 +67,8 @@ Config gpt2_config(const std::string& sweep, const Gpt2Config& g) {
   Config c{"gpt2", sweep, g.batch, {}, [g](Builder& b) { return gpt2(b, g); }, [gi](Builder& b) { return gpt2(b, gi); }};
   c.params = {{"model", "gpt2"},      {"sweep", sweep},       {"batch", g.batch},  {"seq", g.seq},
               {"d_model", g.d_model}, {"layers", g.layers},   {"heads", g.heads},  {"vocab", g.vocab}};
+  // The shortest decimal of the float, as clip_grad_norm: 0.1, not 0.10000000149.
+  if (g.dropout > 0.0f) c.params.emplace("dropout", std::stod(fmt::format("{}", g.dropout)));
   c.rows = g.batch * g.seq;
   c.classes = g.vocab;
   return c;

@@ -207,6 +207,13 @@ void cpu_cross_entropy_grad(const float* logits, const TensorView& labels, const
 // ids are i32, i64 or whole numbers in f32, each in [0, vocab) (tg::InputError otherwise).
 void cpu_embedding(const float* table, int64_t vocab, int64_t dim, const TensorView& ids, float* out, int64_t n);
 void cpu_embedding_grad(const float* dy, const TensorView& ids, float* dtable, int64_t vocab, int64_t dim, int64_t n);
+
+// ---- dropout (dropout.cpp) ------------------------------------------------------------
+// dropout:     y[i] = x[i] * (keep ? 1 / (1 - p) : 0), keep drawn by Philox from the rng state
+//              (seed, offset: i64, or whole numbers in f32) and attrs.rng_stream (kernels/philox.h)
+// rng_advance: rng[1] += 1, in place
+void cpu_dropout(const float* x, const TensorView& rng, float* y, int64_t n, const Attrs& at);
+void cpu_rng_advance(const TensorView& rng);
 // cast, copy, reshape, slice and concat over i32 and i64 values (and cast between them and
 // the float dtypes: to an integer toward zero, saturating, NaN to 0; graph/float_formats.h).
 void run_cpu_ints(const OpCall& c, const CallGeometry& g);

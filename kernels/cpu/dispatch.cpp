@@ -65,6 +65,8 @@ void run_cpu(const OpCall& c) {
       return cpu_cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, c.attrs->ignore_index);
     case OpKind::embedding: return cpu_embedding(x.data, g.len, g.cols, y, out, g.rows);
     case OpKind::embedding_grad: return cpu_embedding_grad(x.data, y, out, g.len, g.cols, g.rows);
+    case OpKind::dropout: return cpu_dropout(x.data, y, out, n, *c.attrs);
+    case OpKind::rng_advance: return cpu_rng_advance(x);
     case OpKind::fill: return cpu_fill(out, c.attrs->value, n);
     case OpKind::sgd:
       if (op_update_guarded(c.op, c.num_inputs)) return cpu_multi_update(c);

@@ -244,6 +244,12 @@ void embedding(const TensorView& table, const TensorView& ids, const TensorView&
                cudaStream_t s);
 void embedding_grad(const TensorView& dy, const TensorView& ids, const TensorView& dtable, const CallGeometry& g,
                     cudaStream_t s);
+// dropout (dropout.cu): y = x * (keep ? 1 / (1 - p) : 0), the mask of kernels/philox.h from the
+// rng state (i64 [2], read on the device) and attrs.rng_stream; x and y of one float dtype.
+// rng_advance: rng[1] += 1 on the device.
+void dropout(const TensorView& x, const TensorView& rng, const TensorView& y, int64_t n, const Attrs& at,
+             cudaStream_t s);
+void rng_advance(const TensorView& rng, cudaStream_t s);
 // cast where either side is i32 or i64 (elementwise.cu's cast hands these over).
 void cast_ints(const TensorView& x, const TensorView& y, cudaStream_t s);
 

@@ -98,6 +98,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
       return cuda::cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, c.attrs->ignore_index, s);
     case OpKind::embedding: return cuda::embedding(x, y, c.out, g, s);
     case OpKind::embedding_grad: return cuda::embedding_grad(x, y, c.out, g, s);
+    case OpKind::dropout: return cuda::dropout(x, y, c.out, n, *c.attrs, s);
+    case OpKind::rng_advance: return cuda::rng_advance(x, s);
     case OpKind::fill: return cuda::fill(out, c.attrs->value, n, s);
     case OpKind::sgd:
       if (op_update_guarded(c.op, c.num_inputs)) return cuda::multi_update(c, s);

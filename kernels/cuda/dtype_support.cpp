@@ -41,6 +41,7 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::embedding:
     case OpKind::embedding_grad:
     case OpKind::where: return true;
+    case OpKind::dropout: return true;
     // The GEMM family on the tensor cores through cuBLASLt (kernels/cuda/gemm/gemm.h).
     case OpKind::matmul:
     case OpKind::linear:
@@ -67,12 +68,12 @@ bool has_16bit_kernel(OpKind op) {
 }
 
 // The ops that take integers as their first input: cast from them, the layout ops that
-// move them (graph/dtype_rules.h), and where, whose condition it is (its kernel runs every
-// float dtype of a and b); the ids and labels of the others are not their first input,
-// which is what the executors ask about.
+// move them (graph/dtype_rules.h), where, whose condition it is (its kernel runs every
+// float dtype of a and b), and rng_advance, whose one input is dropout's rng state; the ids
+// and labels of the others are not their first input, which is what the executors ask about.
 bool has_int_kernel(OpKind op) {
   return op == OpKind::cast || op == OpKind::copy || op == OpKind::reshape || op == OpKind::slice ||
-         op == OpKind::concat || op == OpKind::where;
+         op == OpKind::concat || op == OpKind::where || op == OpKind::rng_advance;
 }
 
 }  // namespace

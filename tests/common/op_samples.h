@@ -654,6 +654,26 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       return {ids("[5,3] table, 4 i64 ids", 5, 3, {4}, DType::I64), ids("[3,4] table, [2,5] i32 ids", 3, 4, {2, 5}, DType::I32),
               ids("[7,6] table, [2,3,4] i64 ids", 7, 6, {2, 3, 4}, DType::I64)};
     }
+    // (x, rng) and (rng): the rng state's seed and offset are whole numbers below 1000 in i64
+    // (still whole where a suite holds them in f16 or bf16); the element counts cover a
+    // partial Philox group of four, and 16-bit vector loads.
+    case OpKind::dropout:
+    case OpKind::rng_advance: {
+      auto rng = [op, &sample](std::string what, Shape x, float p, int64_t stream) {
+        OpSample s = sample(std::move(what), op == OpKind::dropout ? std::vector<Shape>{x, {2}} : std::vector<Shape>{{2}});
+        s.labels_input = op == OpKind::dropout ? 1 : 0;
+        s.classes = 1000;
+        s.labels_dtype = DType::I64;
+        if (op == OpKind::dropout) {
+          s.attrs.p = p;
+          s.attrs.rng_stream = stream;
+        }
+        return s;
+      };
+      if (op == OpKind::rng_advance) return {rng("the offset + 1", {2}, 0, 0)};
+      return {rng("[17], p 0.5", {17}, 0.5f, 0), rng("[3,5,8], p 0.1, stream 3", {3, 5, 8}, 0.1f, 3),
+              rng("[2,4], p 0: the identity", {2, 4}, 0.0f, 1)};
+    }
     // Outside a group (no communicator): the mean over one rank, the input itself. The
     // collective is tested over thread ranks in tests/kernels/collective_test.cpp.
     case OpKind::all_reduce: return {sample("a bucket [17]", {{17}}), sample("[3,4]", {m})};

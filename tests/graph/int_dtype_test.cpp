@@ -6,8 +6,10 @@
 
 #include "graph/autodiff.h"
 #include "graph/builder.h"
+#include "graph/dropout.h"
 #include "graph/dtype_rules.h"
 #include "graph/errors.h"
+#include "graph/init.h"
 #include "graph/json_io.h"
 #include "graph/precision.h"
 #include "graph/text_dump.h"
@@ -177,4 +179,47 @@ TEST_CASE("int dtypes: autocast leaves where's condition alone, an f32 mask keep
   int casts = 0;
   for (const Node& n : g.nodes) casts += n.op == OpKind::cast;
   CHECK(casts == 2);  // x's and y's own
+}
+
+TEST_CASE("int dtypes: dropout's rng state is i64 training state from the seed, and eval mode emits no dropout") {
+  Graph g;
+  RecordingBuilder b(g);
+  const Value x = b.input("x", {3, 5});
+  const Value y = dropout(b, x, 0.25f, 2);
+  b.mark_output(y);
+  const int rng = g.find_value(kRngStateName);
+  REQUIRE(rng >= 0);
+  const ValueInfo& r = g.values[static_cast<size_t>(rng)];
+  CHECK(r.dtype == DType::I64);
+  CHECK(r.role == Role::optimizer_state);
+  CHECK(r.shape == Shape{2});
+  CHECK(validation_errors(g).empty());
+  CHECK(initial_values(r, 7) == std::vector<float>{7.0f, 0.0f});
+  CHECK(initial_values(r, (uint64_t{1} << 24) + 5) == std::vector<float>{5.0f, 0.0f});  // modulo 2^24
+  // The init, p and rng_stream survive a graph file.
+  const Graph back = load_graph_json(save_graph_json(g), "saved");
+  const ValueInfo& rb = back.values[static_cast<size_t>(back.find_value(kRngStateName))];
+  CHECK(rb.init == r.init);
+  CHECK(rb.dtype == DType::I64);
+  const Node& d = back.nodes[static_cast<size_t>(back.find_node(g.nodes[0].name))];
+  CHECK(d.attrs.p == 0.25f);
+  CHECK(d.attrs.rng_stream == 2);
+  // No gradient reaches the rng state; x's is the same dropout of dy.
+  const Value loss = reduce_sum(b, reduce_sum(b, y, 1), 0);
+  const std::vector<Value> grads = backward(b, tape_from_graph(g), loss, {x, RecordingBuilder::handle(g, rng)});
+  CHECK(grads[0].valid());
+  CHECK(!grads[1].valid());
+  const Node& dx = g.nodes[static_cast<size_t>(g.values[static_cast<size_t>(grads[0].id)].producer)];
+  CHECK(dx.op == OpKind::dropout);
+  CHECK(dx.inputs[1] == rng);
+  CHECK(dx.attrs.p == 0.25f);
+  CHECK(dx.attrs.rng_stream == 2);
+
+  Graph e;
+  RecordingBuilder eb(e);
+  eb.set_eval(true);
+  const Value ex = eb.input("x", {3, 5});
+  CHECK(dropout(eb, ex, 0.25f, 0).id == ex.id);
+  CHECK(e.nodes.empty());
+  CHECK(e.find_value(kRngStateName) < 0);
 }

@@ -41,6 +41,7 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
     const bool flag = i >= static_cast<size_t>(op_group_inputs(op, static_cast<int>(s.in.size())));
     const size_t pos = op_is_update(op) && !flag ? i % static_cast<size_t>(op_num_inputs(op)) : 1;
     if (op == OpKind::update_scale && i == 0) r.ins.push_back(b.training_state(name, s.in[i], optimizer_state_init()));
+    else if (op == OpKind::rng_advance) r.ins.push_back(b.training_state(name, s.in[i], optimizer_state_init(), DType::I64));
     else if (pos == 0) r.ins.push_back(b.parameter(name, s.in[i]));
     else if (sample_input_is_copy(s, i)) {
       // A low-precision copy: optimizer state of the copy's dtype (the low_copies pass makes it).
@@ -102,6 +103,9 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
       for (DType low : {DType::BF16, DType::F16}) {
         const std::vector<DType> all_low = sample_dtypes(s, low);
         if (s.in.empty()) continue;
+        bool any_float = false;  // rng_advance's one input is the rng state: nothing to refuse
+        for (size_t i = 0; i < s.in.size(); ++i) any_float = any_float || !op_input_is_index(op, static_cast<int>(i));
+        if (op_is_f32_only(op) && !any_float) continue;
         if (op_is_f32_only(op)) {
           CHECK_THROWS_WITH_AS(infer_dtypes(op, all_low, s.attrs, "sample"),
                                doctest::Contains("computes in f32 only"), GraphError);

@@ -11,17 +11,14 @@
 
 #include "graph/errors.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "tests/kernels/kernel_test_util.h"
 
 namespace {
 
 using namespace tg;
 using kernels::OpCall;
 using kernels::TensorView;
-
-template <typename T>
-TensorView view(std::vector<T>& v, Shape s, DType dt) {
-  return {reinterpret_cast<float*>(v.data()), s, dt};
-}
+using testing::view;
 
 TensorView scalar(float* p) { return {p, Shape{1}, DType::F32}; }
 

@@ -28,6 +28,12 @@ inline Tensor random_tensor(Shape s, uint64_t seed, float lo = -1.0f, float hi =
   return t;
 }
 
+// A host vector of any element type (i64 ids, 16-bit bits) as a view of dtype dt.
+template <typename T>
+kernels::TensorView view(std::vector<T>& v, Shape s, DType dt) {
+  return {reinterpret_cast<float*>(v.data()), s, dt};
+}
+
 inline Tensor tensor(Shape s, std::vector<float> v) {
   REQUIRE(static_cast<int64_t>(v.size()) == s.numel());
   return {std::move(v), s};

@@ -288,6 +288,16 @@ TEST_CASE("onnx mapping: Softmax's axis by opset, LayerNormalization without a b
     wg.push_back(static_cast<float>(0.5 * r * (1 + std::tanh(std::sqrt(2 / M_PI) * (r + 0.044715 * r * r * r)))));
   }
   check_close(run(act.import(), {{"x", x}}, "y"), wg, 1e-4);
+
+  // Dropout in inference (training_mode false, as model.eval() exports it) is the identity.
+  ModelBuilder drop;
+  drop.input("x", {2, 3}).init("ratio", {}, {0.1f}).ints("mode", {0});
+  drop.node("Dropout", {"x", "ratio", "mode"}, {"d"}).node("Relu", {"d"}, {"y"}).output("y");
+  const Graph dg = drop.import();
+  for (const Node& n : dg.nodes) CHECK(n.op != OpKind::dropout);
+  std::vector<float> wr;
+  for (float v : x) wr.push_back(std::max(0.0f, v));
+  check_close(run(dg, {{"x", x}}, "y"), wr, 1e-6);
 }
 
 TEST_CASE("onnx mapping: the tanh GELU formula fuses to one gelu in each order of its factors, only when closed") {
@@ -611,6 +621,9 @@ TEST_CASE("onnx mapping: what cannot be mapped is refused, naming the node, the 
   ModelBuilder bcast;
   bcast.input("x", {2, 3}).input("z", {4, 3}).node("Add", {"x", "z"}, {"y"}).output("y");
   CHECK(refusal(bcast).find("do not broadcast") != std::string::npos);
+  ModelBuilder train_dropout;
+  train_dropout.input("x", {2, 3}).init("r", {}, {0.1f}).ints("t", {1}).node("Dropout", {"x", "r", "t"}, {"y"}).output("y");
+  CHECK(refusal(train_dropout).find("is a dropout in training mode (training_mode true)") != std::string::npos);
   ModelBuilder ext;
   ext.input("x", {2, 3}).init("w", {3, 2}, {}).node("MatMul", {"x", "w"}, {"y"}).output("y");
   ext.m.initializers["w"].external = true;

@@ -5,6 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
+
+#include "graph/dropout.h"
 #include "graph/errors.h"
 #include "graph/init.h"
 #include "kernels/interpreter.h"
@@ -203,6 +206,29 @@ TEST_CASE("static == dynamic bitwise on CUDA: transformer_block with fused atten
                                        Precision::bf16);
     }
   }
+}
+
+TEST_CASE("static == dynamic bitwise on CUDA: transformer_block with dropout, fp32, bf16 and f16, and replays advance it") {
+  TG_REQUIRE_GPU();
+  TransformerConfig c = testing::transformer_config(2, 16, 32, 2);
+  c.dropout = 0.2f;
+  for (bool graph : {true, false}) {
+    testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "dropout", graph);
+    testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "dropout bf16", graph, 0, Precision::bf16);
+    testing::check_static_vs_dynamic(gpu, testing::transformer_model(c), "dropout f16", graph, 0, Precision::fp16);
+  }
+  // lr 1e-30 (0 is refused): a loss that moves by more than 1e-4 moved because the masks did;
+  // each CUDA-graph replay advances the rng state on the device.
+  CompileOptions co;
+  co.backend = gpu();
+  co.train.lr = 1e-30f;
+  co.train.use_momentum = false;
+  CompiledPlan plan = compile(testing::transformer_model(c), co);
+  REQUIRE(plan.exec->uses_cuda_graph());
+  const Feeds f = testing::random_feeds(testing::input_shapes_of(*plan.graph), 3);
+  const float first = plan.step(f), second = plan.step(f);
+  CHECK(std::fabs(first - second) > 1e-4f);
+  CHECK(plan.read(kRngStateName) == std::vector<float>{0.0f, 2.0f});
 }
 
 TEST_CASE("static == dynamic bitwise on CUDA: a token model with i64 ids and labels, embedding, ignore_index") {

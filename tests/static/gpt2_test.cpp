@@ -1,7 +1,9 @@
 // The GPT-2 model of graph/models.h: GPT-2 small has Hugging Face's parameter count with the
 // tied head (the same structure: its fused qkv projection holds what q, k and v hold here),
 // a bad configuration is refused by name, and a small one trains bit for bit alike in both
-// executors on the CPU, in fp32 and bf16, with SGD and with AdamW.
+// executors on the CPU, in fp32 and bf16, with SGD and with AdamW, with dropout too (fresh
+// masks each step, the same ones from the same seed, none in inference).
+#include "graph/dropout.h"
 #include "graph/errors.h"
 #include "tests/static/vs_dynamic_test.h"
 
@@ -61,6 +63,63 @@ TEST_CASE("gpt2: static == dynamic bitwise on the CPU, fp32 and bf16, SGD and Ad
   i32.ids_dtype = DType::I32;
   testing::check_static_vs_dynamic(cpu, gpt2_model(i32), "gpt2 i32 adamw clipped", false, c.vocab, Precision::fp32,
                                    adamw);
+}
+
+TEST_CASE("gpt2 with dropout: static == dynamic bitwise on the CPU, fp32 and bf16, and none in inference") {
+  Gpt2Config c = tiny();
+  c.dropout = 0.1f;
+  testing::check_static_vs_dynamic(cpu, gpt2_model(c), "gpt2 dropout", false, c.vocab);
+  testing::check_static_vs_dynamic(cpu, gpt2_model(c), "gpt2 dropout bf16", false, c.vocab, Precision::bf16);
+  const Graph train = build_training_graph(gpt2_model(c));
+  int dropouts = 0, advances = 0;
+  for (const Node& n : train.nodes) {
+    dropouts += n.op == OpKind::dropout;
+    advances += n.op == OpKind::rng_advance;
+  }
+  // The embeddings, then attention and MLP in each block; each once forward, once backward.
+  CHECK(dropouts == 2 * (1 + 2 * c.layers));
+  CHECK(advances == 1);
+  CHECK(train.nodes.back().op == OpKind::rng_advance);
+  const Graph infer = build_inference_graph(gpt2_model(c));
+  for (const Node& n : infer.nodes) CHECK(n.op != OpKind::dropout);
+  CHECK(infer.find_value(kRngStateName) < 0);
+}
+
+TEST_CASE("gpt2 with dropout: each step draws fresh masks, and the same seed the same ones in both executors") {
+  Gpt2Config c = tiny();
+  c.dropout = 0.3f;
+  // lr 1e-30 (0 is refused): the updates move a parameter by ~1e-33, so a loss that moves by
+  // more than 1e-4 from one step to the next moved because the masks did.
+  TrainOptions frozen;
+  frozen.lr = 1e-30f;
+  frozen.use_momentum = false;
+  auto run_static = [&](uint64_t seed, int steps, const Feeds& f) {
+    CompileOptions co;
+    co.seed = seed;
+    co.train = frozen;
+    CompiledPlan plan = compile(gpt2_model(c), co);
+    CHECK(plan.read(kRngStateName) == std::vector<float>{static_cast<float>(seed), 0.0f});
+    std::vector<float> losses;
+    for (int i = 0; i < steps; ++i) losses.push_back(plan.step(f));
+    CHECK(plan.read(kRngStateName) == std::vector<float>{static_cast<float>(seed), static_cast<float>(steps)});
+    return losses;
+  };
+  const Shape tokens{c.batch, c.seq};
+  const Feeds f = testing::random_feeds({{"ids", tokens}, {"labels", tokens}}, 5, c.vocab);
+  const std::vector<float> a = run_static(7, 3, f);
+  CHECK(std::fabs(a[0] - a[1]) > 1e-4f);
+  CHECK(std::fabs(a[1] - a[2]) > 1e-4f);
+  CHECK(testing::bitwise_diff(run_static(7, 3, f), a) == "");
+  CHECK(run_static(8, 1, f)[0] != a[0]);  // another seed: other masks (and other weights)
+
+  DynamicOptions d = dynamic_options_like(frozen);
+  d.seed = 7;
+  auto be = cpu();
+  DynamicTrainer dyn(gpt2_model(c), *be, "caching", d);
+  std::vector<float> b;
+  for (int i = 0; i < 3; ++i) b.push_back(dyn.step(f));
+  CHECK(testing::bitwise_diff(b, a) == "");
+  CHECK(dyn.parameter(kRngStateName) == std::vector<float>{7.0f, 3.0f});
 }
 
 TEST_CASE("gpt2: the loss falls over a few steps on fixed tokens") {

@@ -307,12 +307,16 @@ void add_constant_handlers(std::map<std::string, Handler>& h) {
     im.set_const(t);
   };
   h["Identity"] = [](Importer& im) { im.alias(im.in(0)); };
+  // Dropout imports for inference, the identity (its mask output, all ones, is not mapped);
+  // training_mode true is refused, since an import makes an inference graph.
   h["Dropout"] = [](Importer& im) {
     if (im.has_input(2)) {
       const Tensor& mode = im.constant(2, "training_mode");
       if ((mode.type == Tensor::Type::i64 && !mode.i.empty() && mode.i[0] != 0) ||
           mode.type == Tensor::Type::other)
-        im.refuse("is a dropout in training mode; export the model after model.eval()");
+        im.refuse("is a dropout in training mode (training_mode true); an imported model is an inference graph, "
+                  "where dropout is the identity: export the model after model.eval() (a model that trains with "
+                  "dropout builds it in C++, graph/dropout.h)");
     }
     im.alias(im.in(0));
   };
