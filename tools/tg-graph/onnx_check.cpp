@@ -51,6 +51,9 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Shape"] = {1, 1, 1, 1, 0, 0, {{"start", Kind::i, false}, {"end", Kind::i, false}}};
     s["Concat"] = {1, -1, 1, 1, 0, 0, {{"axis", Kind::i, true}}};
     s["ConstantOfShape"] = {1, 1, 1, 1, 0, 0, {{"value", Kind::tensor, false}}};
+    // From opset 13 the split sizes are an optional input; from 18 num_outputs may say how many.
+    s["Split"] = {1, 2, 1, kMaxSplitOutputs, 0, 0,
+                  {{"axis", Kind::i, false}, {"split", Kind::ints, false}, {"num_outputs", Kind::i, false}}};
     const std::vector<AttrSpec> window{{"strides", Kind::ints, false}, {"pads", Kind::ints, false},
                                        {"dilations", Kind::ints, false}, {"auto_pad", Kind::s, false}};
     s["Conv"] = {2, 3, 1, 1, 0, 0, window};

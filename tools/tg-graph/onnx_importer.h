@@ -52,6 +52,8 @@ struct OpSpec {
   int min_inputs_since;  // ... the op needs this many inputs
   std::vector<AttrSpec> attrs;  // the attributes the import reads, with their ONNX types
 };
+// The most outputs a Split may have: one slice node each.
+constexpr int kMaxSplitOutputs = 4096;
 // The op's spec, or nullptr for an op the import does not map.
 const OpSpec* op_spec(const std::string& op_type);
 // "an integer (INT)", for messages.
@@ -145,5 +147,7 @@ void add_elementwise_handlers(std::map<std::string, Handler>& h);
 void add_tensor_handlers(std::map<std::string, Handler>& h);
 void add_constant_handlers(std::map<std::string, Handler>& h);
 void add_cnn_handlers(std::map<std::string, Handler>& h);
+// Last: it wraps handlers registered before it (onnx_lm.cpp).
+void add_language_model_handlers(std::map<std::string, Handler>& h);
 
 }  // namespace tg::onnx

@@ -298,6 +298,7 @@ const std::map<std::string, Handler>& handlers() {
     add_tensor_handlers(m);
     add_constant_handlers(m);
     add_cnn_handlers(m);
+    add_language_model_handlers(m);
     return m;
   }();
   return h;
