@@ -1,9 +1,11 @@
 // The ONNX ops of exported language models (tools/tg-graph/onnx_lm.cpp) and the ranks
 // they reach: Unsqueeze and Squeeze to 5 and 6 dims in both forms (axes as the input
 // from opset 13, as the attribute before), Gather of constant indices from a computed
-// tensor, Split; each imported graph run on the interpreter against the op's definition.
+// tensor, Split, masks of constants; each imported graph run on the interpreter
+// against the op's definition.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -174,6 +176,75 @@ TEST_CASE("onnx lm: Split by sizes (input or attribute) and into equal chunks eq
   ModelBuilder bad;
   bad.input("x", {2, 7}).ints("s", {2, 2}).node("Split", {"x", "s"}, {"a", "b"}, {{"axis", ai(1)}}).output("a");
   CHECK(refusal(bad).find("split sizes [2,2] sum to 4, but axis 1 of [2,7] is 7") != std::string::npos);
+}
+
+}  // namespace tg::testing
+
+namespace tg::testing {
+
+TEST_CASE("onnx lm: a causal mask built of constants (LessOrEqual, And, Not, Where) folds into an added constant") {
+  // rows [3, 1] and columns [1, 3]: key j is visible to query i when j <= i (and not masked by `keep`)
+  ModelBuilder mb;
+  mb.input("x", {2, 3, 3}).ints("rows", {0, 1, 2}).ints("cols", {0, 1, 2}).ints("keep", {1, 1, 0});
+  mb.m.initializers["rows"].dims = {3, 1};
+  mb.init("zero", {}, {0.0f}).init("low", {}, {-1e9f});
+  mb.node("LessOrEqual", {"cols", "rows"}, {"causal"})
+      .node("And", {"causal", "keep"}, {"visible"})
+      .node("Not", {"visible"}, {"hidden"})
+      .node("Where", {"hidden", "low", "zero"}, {"bias"})
+      .node("Add", {"x", "bias"}, {"y"})
+      .output("y");
+  const std::vector<float> data = iota(18);
+  const Outputs o = import_and_run(mb, data);
+  std::vector<float> want;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        const bool visible = j <= i && j != 2;
+        want.push_back(data[static_cast<size_t>((b * 3 + i) * 3 + j)] + (visible ? 0.0f : -1e9f));
+      }
+  CHECK(o.at("y") == want);
+  for (const Node& n : o.g.nodes) CHECK(std::string(op_name(n.op)) != "where");
+  // Equal, Less, Greater, GreaterOrEqual, Or, Xor and IsNaN of constants: their definitions.
+  struct Case {
+    const char* op;
+    std::vector<int64_t> want;  // of a = [0, 1, 2] and b = [1, 1, 1]
+  };
+  for (const Case& c : std::vector<Case>{{"Equal", {0, 1, 0}}, {"Less", {1, 0, 0}}, {"Greater", {0, 0, 1}},
+                                         {"GreaterOrEqual", {0, 1, 1}}, {"Or", {1, 1, 1}}, {"Xor", {1, 0, 0}}}) {
+    CAPTURE(c.op);
+    ModelBuilder cmp;
+    cmp.input("x", {3}).ints("a", {0, 1, 2}).ints("b", {1, 1, 1}).init("one", {}, {1.0f}).init("zero", {}, {0.0f});
+    cmp.node(c.op, {"a", "b"}, {"m"}).node("Where", {"m", "one", "zero"}, {"f"}).node("Mul", {"x", "f"}, {"y"}).output("y");
+    std::vector<float> want;
+    for (int64_t v : c.want) want.push_back(static_cast<float>(v) * 2.0f);
+    CHECK(import_and_run(cmp, {2.0f, 2.0f, 2.0f}).at("y") == want);
+  }
+  ModelBuilder nan;
+  nan.input("x", {2}).init("v", {2}, {std::nanf(""), 1.0f}).init("zero", {}, {0.0f});
+  nan.node("IsNaN", {"v"}, {"m"}).node("Where", {"m", "zero", "v"}, {"c"}).node("Add", {"x", "c"}, {"y"}).output("y");
+  CHECK(import_and_run(nan, {1.0f, 1.0f}).at("y") == std::vector<float>{1.0f, 2.0f});
+}
+
+TEST_CASE("onnx lm: a comparison of a computed tensor is refused, naming the node") {
+  ModelBuilder mb;
+  mb.input("x", {2, 3}).init("z", {}, {0.0f}).node("Less", {"x", "z"}, {"m"}).output("m");
+  const std::string why = refusal(mb);
+  CHECK_MESSAGE(why.find("node 'n0' (Less): computes Less of a tensor known only at run time: the IR has no boolean "
+                         "tensors") != std::string::npos, why);
+}
+
+}  // namespace tg::testing
+
+namespace tg::testing {
+
+TEST_CASE("onnx lm: Expand of a constant folds, as numpy broadcasts it") {
+  ModelBuilder mb;
+  mb.input("x", {2, 3}).init("row", {1, 3}, {1.0f, 2.0f, 3.0f}).ints("shape", {2, 1});
+  mb.node("Expand", {"row", "shape"}, {"e"}).node("Add", {"x", "e"}, {"y"}).output("y");
+  const Outputs o = import_and_run(mb, {0, 0, 0, 10, 10, 10});
+  CHECK(o.at("y") == std::vector<float>{1, 2, 3, 11, 12, 13});
+  CHECK(o.g.find_node("e") < 0);  // folded: no node computes it
 }
 
 }  // namespace tg::testing

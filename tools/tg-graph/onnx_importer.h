@@ -73,6 +73,8 @@ Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where);
 Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, int64_t room, const std::string& where);
 Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, int64_t room, const std::string& where);
 Tensor i64_tensor(const Dims& dims, std::vector<int64_t> values);
+// Index into a tensor of dims `d` broadcast to `out`, for flat output index `flat`.
+int64_t broadcast_index(int64_t flat, const Dims& out, const Dims& d);
 // Every element equal: the value, for scale/bias rewrites.
 bool uniform_value(const Tensor& t, float& out);
 
