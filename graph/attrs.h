@@ -2,6 +2,7 @@
 // Node attributes. One plain struct for every op: each op reads the fields it
 // documents in op.h and validation rejects values that make no sense for it.
 #include <array>
+#include <initializer_list>
 #include <string>
 
 #include "graph/ew_program.h"
@@ -56,6 +57,23 @@ struct AdamAttr {
   }
 };
 
+// transpose's axis order: output dim d is input dim perm[d]. The entries past the input's
+// rank hold their own index (a graph file lists only the first rank entries, and the loader
+// and Builder's transpose restore the rest so), which keeps two equal orders equal.
+using Perm = std::array<int, kMaxRank>;
+constexpr Perm identity_perm() {
+  Perm p{};
+  for (int i = 0; i < kMaxRank; ++i) p[static_cast<size_t>(i)] = i;
+  return p;
+}
+// The given leading entries, the identity past them: perm_of({1, 0}) swaps a matrix.
+inline Perm perm_of(std::initializer_list<int> lead) {
+  Perm p = identity_perm();
+  size_t i = 0;
+  for (int a : lead) p[i++] = a;
+  return p;
+}
+
 struct Attrs {
   bool trans_a = false;            // matmul: use A^T
   bool trans_b = false;            // matmul: use B^T
@@ -69,7 +87,7 @@ struct Attrs {
   float momentum = 0.9f;           // sgd_momentum
   bool in_place = false;           // relu (and elementwise ops): write into input 0
   Shape shape;                     // reshape target (one dim may be -1), fill shape
-  std::array<int, kMaxRank> perm{{0, 1, 2, 3}};  // transpose
+  Perm perm = identity_perm();     // transpose
   Act act = Act::none;             // linear: the activation of the GEMM's epilogue
   EwProgram program;               // fused_elementwise: the chain it runs (graph/ew_program.h)
   HeadView heads;                  // matmul_heads: the head count and which operands are head views

@@ -14,7 +14,7 @@ int normalize_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
 // Swaps the last two dims (matmul's implicit transpose made explicit).
 Value transpose_last2(Builder& b, const Value& x) {
-  std::array<int, kMaxRank> perm{{0, 1, 2, 3}};
+  Perm perm = identity_perm();
   perm[static_cast<size_t>(x.shape.rank - 2)] = x.shape.rank - 1;
   perm[static_cast<size_t>(x.shape.rank - 1)] = x.shape.rank - 2;
   return transpose(b, x, perm);
@@ -187,7 +187,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       break;
     case OpKind::transpose:
       if (need(0)) {
-        std::array<int, kMaxRank> inv{{0, 1, 2, 3}};
+        Perm inv = identity_perm();
         for (int d = 0; d < x.shape.rank; ++d) inv[static_cast<size_t>(e.attrs.perm[static_cast<size_t>(d)])] = d;
         g[0] = transpose(b, dy, inv);
       }

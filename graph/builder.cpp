@@ -54,9 +54,10 @@ Value broadcast(Builder& b, Value x, int axis, int64_t size) {
   at.size = size;
   return apply1(b, OpKind::broadcast, {x}, at);
 }
-Value transpose(Builder& b, Value x, std::array<int, kMaxRank> perm) {
+Value transpose(Builder& b, Value x, Perm perm) {
   Attrs at;
   at.perm = perm;
+  for (int d = x.shape.rank; d < kMaxRank; ++d) at.perm[static_cast<size_t>(d)] = d;
   return apply1(b, OpKind::transpose, {x}, at);
 }
 Value reshape(Builder& b, Value x, Shape shape) {

@@ -72,7 +72,7 @@ Value layernorm(Builder& b, Value x, Value gamma, Value beta, float eps = 1e-5f)
 Value reduce_sum(Builder& b, Value x, int axis);
 Value reduce_mean(Builder& b, Value x, int axis);
 Value broadcast(Builder& b, Value x, int axis, int64_t size);
-Value transpose(Builder& b, Value x, std::array<int, kMaxRank> perm);
+Value transpose(Builder& b, Value x, Perm perm);
 Value reshape(Builder& b, Value x, Shape shape);
 Value mse_loss(Builder& b, Value pred, Value target);
 // mse_loss over the first count[0] elements (row-major) of pred and target; the rest

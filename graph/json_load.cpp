@@ -346,7 +346,7 @@ class Loader {
         case AttrId::shape: at.shape = get_shape(v, p, d.node.op == OpKind::reshape); break;
         case AttrId::perm: {
           if (!v.is_array() || v.empty() || v.size() > static_cast<size_t>(kMaxRank))
-            fail(p, "must be an array of 1 to 4 axes like [1, 0], got " + shown(v));
+            fail(p, fmt::format("must be an array of 1 to {} axes like [1, 0], got {}", kMaxRank, shown(v)));
           for (size_t i = 0; i < v.size(); ++i)
             at.perm[i] = static_cast<int>(get_int(v[i], fmt::format("{}[{}]", p, i), 0, kMaxRank - 1));
           d.perm_len = static_cast<int>(v.size());

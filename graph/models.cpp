@@ -65,7 +65,7 @@ ModelOutputs transformer_block(Builder& b, const TransformerConfig& c) {
     graph_error("{}: d_model = {} is not a multiple of heads = {}; each head needs d_model / heads dims", m,
                 c.d_model, c.heads);
   const int64_t B = c.batch, S = c.seq, D = c.d_model, H = c.heads, dh = D / H;
-  const std::array<int, kMaxRank> swap12{{0, 2, 1, 3}};
+  const Perm swap12 = perm_of({0, 2, 1, 3});
   // [B, S, D] -> [B*H, S, dh]
   auto split = [&](const Value& t) {
     return reshape(b, transpose(b, reshape(b, t, Shape{B, S, H, dh}), swap12), Shape{B * H, S, dh});

@@ -29,7 +29,7 @@ int dtype_size(DType dt) {
 bool parse_dtype(const std::string& s, DType& out) { return parse_enum(kDtypeNames, s, out); }
 
 Shape::Shape(std::initializer_list<int64_t> d) {
-  if (d.size() > static_cast<size_t>(kMaxRank)) throw std::invalid_argument("Shape: more than 4 dims");
+  if (d.size() > static_cast<size_t>(kMaxRank)) throw std::invalid_argument("Shape: more than kMaxRank (6) dims");
   for (int64_t v : d) dims[static_cast<size_t>(rank++)] = v;
 }
 

@@ -7,7 +7,9 @@
 
 namespace tg {
 
-constexpr int kMaxRank = 4;
+// The most dims a tensor has: attention's [batch, heads, groups, query, key] views and
+// the reshapes around them in exported language models reach 5 and 6.
+constexpr int kMaxRank = 6;
 
 // The element types of the IR. Every value carries one; the op table's dtype column
 // (graph/op.h) says which combinations an op accepts; which of them a backend has kernels

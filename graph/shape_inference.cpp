@@ -355,7 +355,7 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     }
     case OpKind::transpose: {
       const int r = in[0].rank;
-      bool seen[kMaxRank] = {false, false, false, false};
+      bool seen[kMaxRank] = {};
       for (int d = 0; d < r; ++d) {
         int p = at.perm[static_cast<size_t>(d)];
         if (p < 0 || p >= r || seen[p])

@@ -80,7 +80,7 @@ void check_matmul(const Checker& k, const OpCall& c) {
 void check_transpose(const Checker& k, const OpCall& c) {
   const Attrs& at = k.attrs();
   const Shape& x = c.in[0].shape;
-  bool seen[kMaxRank] = {false, false, false, false};
+  bool seen[kMaxRank] = {};
   for (int d = 0; d < x.rank; ++d) {
     const int p = at.perm[static_cast<size_t>(d)];
     if (p < 0 || p >= x.rank || seen[p]) k.fail("perm is not a permutation of 0..{}", x.rank - 1);

@@ -1,4 +1,4 @@
-// transpose (any permutation of up to 4 dims), reshape (a view), concat and slice.
+// transpose (any permutation of up to kMaxRank dims), reshape (a view), concat and slice.
 #include <cstring>
 
 #include "kernels/block_copy.h"
@@ -7,28 +7,36 @@
 namespace tg::kernels {
 
 void cpu_transpose(const float* x, const int64_t* in_dims, int rank, const int* perm, float* y) {
-  // Pad to 4 dims with leading 1s, then walk the output in order and gather
-  // from the input through its permuted strides.
+  // Walk the output in order and gather from the input through its permuted strides:
+  // the outer output dims as a counter, the last one as the inner loop.
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
   int64_t in_stride[kMaxRank];
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; --d) {
     in_stride[d] = s;
     s *= in_dims[d];
   }
-  int64_t od[kMaxRank] = {1, 1, 1, 1};  // output dims, padded
-  int64_t st[kMaxRank] = {0, 0, 0, 0};  // input stride of each output dim
-  const int pad = kMaxRank - rank;
+  int64_t od[kMaxRank], st[kMaxRank];  // output dims, input stride of each output dim
   for (int d = 0; d < rank; ++d) {
-    od[pad + d] = in_dims[perm[d]];
-    st[pad + d] = in_stride[perm[d]];
+    od[d] = in_dims[perm[d]];
+    st[d] = in_stride[perm[d]];
   }
-  int64_t o = 0;
-  for (int64_t i0 = 0; i0 < od[0]; ++i0)
-    for (int64_t i1 = 0; i1 < od[1]; ++i1)
-      for (int64_t i2 = 0; i2 < od[2]; ++i2) {
-        const float* src = x + i0 * st[0] + i1 * st[1] + i2 * st[2];
-        for (int64_t i3 = 0; i3 < od[3]; ++i3) y[o++] = src[i3 * st[3]];
-      }
+  const int last = rank - 1;
+  int64_t idx[kMaxRank] = {};
+  int64_t src = 0, o = 0;
+  const int64_t rows = s / od[last];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < od[last]; ++i) y[o++] = x[src + i * st[last]];
+    for (int d = last - 1; d >= 0; --d) {  // the next output row: carry through the counter
+      src += st[d];
+      if (++idx[d] < od[d]) break;
+      src -= st[d] * od[d];
+      idx[d] = 0;
+    }
+  }
 }
 
 void cpu_reshape(const float* x, float* y, int64_t n) {

@@ -1,4 +1,4 @@
-// transpose of up to 4 dims, broadcast, concat and slice (kernels/cpu/layout.cpp,
+// transpose of up to kMaxRank dims, broadcast, concat and slice (kernels/cpu/layout.cpp,
 // kernels/cpu/reduce.cpp): moves, so every dtype runs as its bits; the figures below are f32's.
 // transpose: the permutation is first reduced: size-1 dims dropped, input dims that stay
 // neighbours in the output merged. Then:
@@ -19,6 +19,9 @@
 //    floor, 256 MB: 131 us; expected ~80-90% of copy.
 // Index arithmetic is 32-bit with multiply-shift division (FastDiv) where it fits; a
 // tensor beyond 2^31 elements takes the plain 64-bit gather.
+// Every kernel's dim loop has a fixed trip count (its arguments stay in registers): the
+// count of a rank-4 tensor (after the reduction) for ranks up to 4, kMaxRank's above, so
+// the rank-5 and rank-6 transposes cost the common ones nothing.
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -48,19 +51,24 @@ struct FastDiv {
 
 constexpr int64_t kMax32 = int64_t{1} << 31;
 
-struct Dims4 {
-  int64_t od[kMaxRank];  // output dims, padded to 4 with leading 1s
-  int64_t st[kMaxRank];  // input stride of each output dim
+// The rank a kernel's loops are unrolled for: 4 for the tensors of up to 4 dims.
+constexpr int kSmallRank = 4;
+static_assert(kMaxRank >= kSmallRank, "the small-rank kernels are a subset");
+
+template <int R>
+struct DimsR {
+  int64_t od[R];  // output dims, padded to R with leading 1s
+  int64_t st[R];  // input stride of each output dim
 };
 
-template <typename E>
-__global__ void transpose_gather_kernel(const E* x, E* y, Dims4 d, int64_t total) {
+template <typename E, int R>
+__global__ void transpose_gather_kernel(const E* x, E* y, DimsR<R> d, int64_t total) {
   pdl::prologue();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     int64_t rem = idx, src = 0;
 #pragma unroll
-    for (int k = kMaxRank - 1; k >= 0; --k) {
+    for (int k = R - 1; k >= 0; --k) {
       const int64_t i = rem % d.od[k];
       rem /= d.od[k];
       src += i * d.st[k];
@@ -70,18 +78,19 @@ __global__ void transpose_gather_kernel(const E* x, E* y, Dims4 d, int64_t total
 }
 
 // ---- the last dim stays: a gather of runs --------------------------------------------
+template <int N>
 struct RunArgs {
-  int nd;             // outer output dims, at most 3; od[nd - 1] varies fastest
-  FastDiv od[3];
-  int64_t ist[3];     // input stride (elements) of each
+  int nd;             // outer output dims, at most N; od[nd - 1] varies fastest
+  FastDiv od[N];
+  int64_t ist[N];     // input stride (elements) of each
   FastDiv run;        // vectors per run (L / W)
   uint32_t total;     // vectors in the tensor
 };
 
 // V: a vector of W elements (16 bytes, or one element); 4 vectors per thread per step,
 // their loads issued together.
-template <typename V, int W>
-__global__ void __launch_bounds__(256) transpose_runs_kernel(const void* x, void* y, RunArgs a) {
+template <typename V, int W, int N>
+__global__ void __launch_bounds__(256) transpose_runs_kernel(const void* x, void* y, RunArgs<N> a) {
   pdl::prologue();
   const V* xv = static_cast<const V*>(x);
   V* yv = static_cast<V*>(y);
@@ -95,7 +104,7 @@ __global__ void __launch_bounds__(256) transpose_runs_kernel(const void* x, void
       uint32_t row = a.run.div(i);
       int64_t src = static_cast<int64_t>(i - row * a.run.d);  // in vectors
 #pragma unroll
-      for (int k = 2; k >= 0; --k) {  // a fixed trip count keeps a.od in registers
+      for (int k = N - 1; k >= 0; --k) {  // a fixed trip count keeps a.od in registers
         if (k >= a.nd) continue;
         const uint32_t q = a.od[k].div(row);
         src += static_cast<int64_t>(row - q * a.od[k].d) * (a.ist[k] / W);
@@ -112,13 +121,14 @@ __global__ void __launch_bounds__(256) transpose_runs_kernel(const void* x, void
 }
 
 // ---- the last dim moves: 64 x 64 tiles ----------------------------------------------
+template <int NB>
 struct TileArgs {
   int64_t nx, ny;     // X: the input's last dim; Y: the dim that is the output's last
   int64_t sy_in;      // input stride of Y
   int64_t sx_out;     // output stride of X
-  int nb;             // batch dims, at most 2; bdim[nb - 1] varies fastest
-  FastDiv bdim[2];
-  int64_t bin[2], bout[2];
+  int nb;             // batch dims, at most NB; bdim[nb - 1] varies fastest
+  FastDiv bdim[NB];
+  int64_t bin[NB], bout[NB];
   FastDiv ntx, nty;   // tiles along X and Y
   uint32_t tiles;
 };
@@ -134,8 +144,8 @@ using Quad = std::conditional_t<sizeof(E) == 4, float4, uint2>;
 // (4 c4 + i + rr) % 32, all different again.
 // 16-bit elements take the same tiles (in their own type, so the shared memory holds half
 // the bytes and its banks see other strides); the loads and stores carry 8 bytes.
-template <typename E, bool kVec>
-__global__ void __launch_bounds__(256) transpose_tile_kernel(const E* x, E* y, TileArgs a) {
+template <typename E, bool kVec, int NB>
+__global__ void __launch_bounds__(256) transpose_tile_kernel(const E* x, E* y, TileArgs<NB> a) {
   pdl::prologue();
   __shared__ E tile[4][32][33];
   const int c4 = threadIdx.x & 7, rr = threadIdx.x >> 3;
@@ -145,7 +155,7 @@ __global__ void __launch_bounds__(256) transpose_tile_kernel(const E* x, E* y, T
     int64_t in_off = 0, out_off = 0;
     uint32_t rest = q2;
 #pragma unroll
-    for (int k = 1; k >= 0; --k) {
+    for (int k = NB - 1; k >= 0; --k) {
       if (k >= a.nb) continue;
       const uint32_t q = a.bdim[k].div(rest);
       const int64_t i = rest - q * a.bdim[k].d;
@@ -239,6 +249,95 @@ Reduced reduce_perm(const int64_t* in_dims, int rank, const int* perm) {
   return r;
 }
 
+// The reduced permutation's strides: input strides by input dim, output strides by output position.
+struct Strides {
+  int64_t in[kMaxRank], out[kMaxRank];
+};
+
+Strides strides_of(const Reduced& r) {
+  Strides t;
+  for (int64_t d = r.rank - 1, st = 1; d >= 0; --d) {
+    t.in[d] = st;
+    st *= r.in[d];
+  }
+  for (int64_t d = r.rank - 1, st = 1; d >= 0; --d) {
+    t.out[d] = st;
+    st *= r.in[r.perm[d]];
+  }
+  return t;
+}
+
+// The last dim stays: runs of its L elements, N outer dims at most.
+template <int N, typename E>
+void launch_runs(const E* x, E* y, const Reduced& r, const Strides& t, int64_t total, cudaStream_t s) {
+  constexpr int kW = static_cast<int>(16 / sizeof(E));  // elements per 16-byte vector
+  const int last = r.rank - 1;
+  const int64_t L = r.in[last];
+  const int w = L % kW == 0 && detail::aligned16(x) && detail::aligned16(y) ? kW : 1;
+  RunArgs<N> a{};
+  a.nd = last;
+  for (int d = 0; d < last; ++d) {
+    a.od[d] = FastDiv(static_cast<uint32_t>(r.in[r.perm[d]]));
+    a.ist[d] = t.in[r.perm[d]];
+  }
+  a.run = FastDiv(static_cast<uint32_t>(L / w));
+  a.total = static_cast<uint32_t>(total / w);
+  const int grid = grid_for((a.total + 3) / 4);
+  if (w == kW)
+    detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<uint4, kW, N>, grid, kBlock, s, x, y, a);
+  else
+    detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<E, 1, N>, grid, kBlock, s, x, y, a);
+}
+
+// The last dim moves: 64 x 64 tiles, NB batch dims at most. False when the tile counts
+// need more than 32 bits.
+template <int NB, typename E>
+bool launch_tiles(const E* x, E* y, const Reduced& r, const Strides& t, cudaStream_t s) {
+  const int last = r.rank - 1;
+  TileArgs<NB> a{};
+  int px = 0;  // output position of X
+  while (r.perm[px] != last) ++px;
+  a.nx = r.in[last];
+  a.ny = r.in[r.perm[last]];
+  a.sy_in = t.in[r.perm[last]];
+  a.sx_out = t.out[px];
+  int64_t batch = 1;
+  for (int d = 0; d < last; ++d) {
+    if (d == px) continue;
+    a.bdim[a.nb] = FastDiv(static_cast<uint32_t>(r.in[r.perm[d]]));
+    a.bin[a.nb] = t.in[r.perm[d]];
+    a.bout[a.nb] = t.out[d];
+    batch *= r.in[r.perm[d]];
+    ++a.nb;
+  }
+  const int64_t ntx = (a.nx + 63) / 64, nty = (a.ny + 63) / 64;
+  const int64_t tiles = ntx * nty * batch;
+  if (tiles >= kMax32 || ntx >= kMax32 || nty >= kMax32) return false;
+  a.ntx = FastDiv(static_cast<uint32_t>(ntx));
+  a.nty = FastDiv(static_cast<uint32_t>(nty));
+  a.tiles = static_cast<uint32_t>(tiles);
+  const bool vec = a.nx % 4 == 0 && a.ny % 4 == 0 && detail::aligned16(x) && detail::aligned16(y);
+  const int grid = static_cast<int>(tiles < 0x7fffffff ? tiles : 0x7fffffff);
+  if (vec)
+    detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<E, true, NB>, grid, kBlock, s, x, y, a);
+  else
+    detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<E, false, NB>, grid, kBlock, s, x, y, a);
+  return true;
+}
+
+// Beyond 32-bit indices: the plain gather over the output in order, R dims.
+template <int R, typename E>
+void launch_gather(const E* x, E* y, const Reduced& r, const Strides& t, int64_t total, cudaStream_t s) {
+  DimsR<R> d{};
+  for (int k = 0; k < R; ++k) d.od[k] = 1;
+  const int pad = R - r.rank;
+  for (int k = 0; k < r.rank; ++k) {
+    d.od[pad + k] = r.in[r.perm[k]];
+    d.st[pad + k] = t.in[r.perm[k]];
+  }
+  detail::launch(TG_LAUNCH_SITE, transpose_gather_kernel<E, R>, grid_for(total), kBlock, s, x, y, d, total);
+}
+
 // E: the element, by its size (float for f32, uint16_t for bf16 and f16): a move needs
 // only the bits.
 template <typename E>
@@ -251,75 +350,19 @@ void transpose_as(const E* x, const int64_t* in_dims, int rank, const int* perm,
   for (int d = 0; d < r.rank; ++d) identity = identity && r.perm[d] == d;
   if (identity) return copy(x, y, total, s, dt);
 
-  int64_t ist[kMaxRank], ost[kMaxRank];  // input strides by input dim, output strides by output position
-  for (int64_t d = r.rank - 1, st = 1; d >= 0; --d) {
-    ist[d] = st;
-    st *= r.in[d];
-  }
-  for (int64_t d = r.rank - 1, st = 1; d >= 0; --d) {
-    ost[d] = st;
-    st *= r.in[r.perm[d]];
-  }
+  const Strides t = strides_of(r);
+  const bool small = r.rank <= kSmallRank;
   const int last = r.rank - 1;
   if (r.perm[last] == last && total < kMax32) {
-    constexpr int kW = static_cast<int>(16 / sizeof(E));  // elements per 16-byte vector
-    const int64_t L = r.in[last];
-    const int w = L % kW == 0 && detail::aligned16(x) && detail::aligned16(y) ? kW : 1;
-    RunArgs a{};
-    a.nd = last;
-    for (int d = 0; d < last; ++d) {
-      a.od[d] = FastDiv(static_cast<uint32_t>(r.in[r.perm[d]]));
-      a.ist[d] = ist[r.perm[d]];
-    }
-    a.run = FastDiv(static_cast<uint32_t>(L / w));
-    a.total = static_cast<uint32_t>(total / w);
-    const int grid = grid_for((a.total + 3) / 4);
-    if (w == kW)
-      detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<uint4, kW>, grid, kBlock, s, x, y, a);
-    else
-      detail::launch(TG_LAUNCH_SITE, transpose_runs_kernel<E, 1>, grid, kBlock, s, x, y, a);
-    return;
+    if (small) return launch_runs<kSmallRank - 1>(x, y, r, t, total, s);
+    return launch_runs<kMaxRank - 1>(x, y, r, t, total, s);
   }
   if (r.perm[last] != last) {
-    TileArgs a{};
-    int px = 0;  // output position of X
-    while (r.perm[px] != last) ++px;
-    a.nx = r.in[last];
-    a.ny = r.in[r.perm[last]];
-    a.sy_in = ist[r.perm[last]];
-    a.sx_out = ost[px];
-    int64_t batch = 1;
-    for (int d = 0; d < last; ++d) {
-      if (d == px) continue;
-      a.bdim[a.nb] = FastDiv(static_cast<uint32_t>(r.in[r.perm[d]]));
-      a.bin[a.nb] = ist[r.perm[d]];
-      a.bout[a.nb] = ost[d];
-      batch *= r.in[r.perm[d]];
-      ++a.nb;
-    }
-    const int64_t ntx = (a.nx + 63) / 64, nty = (a.ny + 63) / 64;
-    const int64_t tiles = ntx * nty * batch;
-    if (tiles < kMax32 && ntx < kMax32 && nty < kMax32) {
-      a.ntx = FastDiv(static_cast<uint32_t>(ntx));
-      a.nty = FastDiv(static_cast<uint32_t>(nty));
-      a.tiles = static_cast<uint32_t>(tiles);
-      const bool vec = a.nx % 4 == 0 && a.ny % 4 == 0 && detail::aligned16(x) && detail::aligned16(y);
-      const int grid = static_cast<int>(tiles < 0x7fffffff ? tiles : 0x7fffffff);
-      if (vec)
-        detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<E, true>, grid, kBlock, s, x, y, a);
-      else
-        detail::launch(TG_LAUNCH_SITE, transpose_tile_kernel<E, false>, grid, kBlock, s, x, y, a);
-      return;
-    }
+    const bool done = small ? launch_tiles<kSmallRank - 2>(x, y, r, t, s) : launch_tiles<kMaxRank - 2>(x, y, r, t, s);
+    if (done) return;
   }
-  // Beyond 32-bit indices: the plain gather over the output in order.
-  Dims4 d4{{1, 1, 1, 1}, {0, 0, 0, 0}};
-  const int pad = kMaxRank - r.rank;
-  for (int d = 0; d < r.rank; ++d) {
-    d4.od[pad + d] = r.in[r.perm[d]];
-    d4.st[pad + d] = ist[r.perm[d]];
-  }
-  detail::launch(TG_LAUNCH_SITE, transpose_gather_kernel<E>, grid_for(total), kBlock, s, x, y, d4, total);
+  if (small) return launch_gather<kSmallRank>(x, y, r, t, total, s);
+  launch_gather<kMaxRank>(x, y, r, t, total, s);
 }
 
 // fn(E{}) with E the element of dt's size.

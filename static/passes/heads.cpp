@@ -25,7 +25,8 @@ namespace tg {
 
 namespace {
 
-constexpr std::array<int, kMaxRank> kSwapMiddle{{0, 2, 1, 3}};
+// The head split's order on its rank-4 input; the entries past that rank are never read.
+bool swaps_middle(const Perm& p) { return p[0] == 0 && p[1] == 2 && p[2] == 1 && p[3] == 3; }
 
 const Shape& shape_of(const Graph& g, int v) { return g.values[static_cast<size_t>(v)].shape; }
 
@@ -43,7 +44,7 @@ bool as_split(const Graph& g, int v, Split& s) {
   const int t4 = g.nodes[static_cast<size_t>(r2)].inputs[0];
   const int t = g.values[static_cast<size_t>(t4)].producer;
   if (t < 0 || g.nodes[static_cast<size_t>(t)].op != OpKind::transpose ||
-      g.nodes[static_cast<size_t>(t)].attrs.perm != kSwapMiddle)
+      !swaps_middle(g.nodes[static_cast<size_t>(t)].attrs.perm))
     return false;
   const int s4 = g.nodes[static_cast<size_t>(t)].inputs[0];
   const int r1 = g.values[static_cast<size_t>(s4)].producer;
@@ -76,7 +77,7 @@ bool as_merge(const Graph& g, const GraphRewrite& rw, int v, Merge& m) {
   if (r1 < 0) return false;
   const int x4 = g.nodes[static_cast<size_t>(r1)].outputs[0];
   const int t = only_reader(x4, OpKind::transpose);
-  if (t < 0 || g.nodes[static_cast<size_t>(t)].attrs.perm != kSwapMiddle) return false;
+  if (t < 0 || !swaps_middle(g.nodes[static_cast<size_t>(t)].attrs.perm)) return false;
   const int y4 = g.nodes[static_cast<size_t>(t)].outputs[0];
   const int r2 = only_reader(y4, OpKind::reshape);
   if (r2 < 0) return false;

@@ -229,6 +229,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     return s;
   };
   const Shape m{3, 4};
+  // The ranks past 4 (graph/shape.h: kMaxRank), small enough for the finite differences.
+  const Shape r5{2, 1, 3, 2, 2}, r6{2, 1, 3, 1, 2, 3};
   switch (op) {
     case OpKind::matmul: {
       const double a = 1e-5, r = 1e-4;  // cuBLAS sums in another order
@@ -241,22 +243,26 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::add:
     case OpKind::sub:
     case OpKind::mul:
-    case OpKind::relu_grad: return {sample("[3,4]", {m, m})};
-    case OpKind::scale: return {with(sample("alpha -1.5", {m}), [](Attrs& t) { t.alpha = -1.5f; })};
-    case OpKind::bias_add: return {sample("rank 1", {{4}, {4}}), sample("rank 2", {m, {4}}), sample("rank 3", {{2, 3, 4}, {4}})};
+    case OpKind::relu_grad: return {sample("[3,4]", {m, m}), sample("rank 5", {r5, r5}), sample("rank 6", {r6, r6})};
+    case OpKind::scale:
+      return {with(sample("alpha -1.5", {m}), [](Attrs& t) { t.alpha = -1.5f; }),
+              with(sample("rank 6, alpha 0.5", {r6}), [](Attrs& t) { t.alpha = 0.5f; })};
+    case OpKind::bias_add:
+      return {sample("rank 1", {{4}, {4}}), sample("rank 2", {m, {4}}), sample("rank 3", {{2, 3, 4}, {4}}),
+              sample("rank 5", {r5, {2}}), sample("rank 6", {r6, {3}})};
     case OpKind::relu: {
-      OpSample s = sample("[4,5]", {{4, 5}});
-      s.away_from_zero = true;
-      return {s};
+      OpSample s = sample("[4,5]", {{4, 5}}), s6 = sample("rank 6", {r6});
+      s.away_from_zero = s6.away_from_zero = true;
+      return {s, s6};
     }
-    case OpKind::gelu: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5)};
+    case OpKind::gelu: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5), tol(sample("rank 5", {r5}), 2e-6, 2e-5)};
     case OpKind::gelu_grad: return {tol(sample("[3,4]", {m, m}), 2e-6, 2e-5)};
     // The float math of the CUDA kernels (tanhf, expf, logf, erff, a rounding per step)
     // against the CPU's double, rounded once: a few ulp.
     case OpKind::tanh:
     case OpKind::sigmoid:
     case OpKind::exp:
-    case OpKind::gelu_erf: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5)};
+    case OpKind::gelu_erf: return {tol(sample("[4,5]", {{4, 5}}), 2e-6, 2e-5), tol(sample("rank 6", {r6}), 2e-6, 2e-5)};
     case OpKind::tanh_grad:
     case OpKind::sigmoid_grad:
     case OpKind::gelu_erf_grad: return {tol(sample("[3,4]", {m, m}), 2e-6, 2e-5)};
@@ -268,28 +274,42 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       return {s};
     }
     case OpKind::softmax:
-      return {tol(sample("[3,5]", {{3, 5}}), 2e-6, 2e-5),
+      return {tol(sample("[3,5]", {{3, 5}}), 2e-6, 2e-5), tol(sample("rank 6", {r6}), 2e-6, 2e-5),
               tol(with(sample("alpha 0.125", {{3, 5}}), [](Attrs& t) { t.alpha = 0.125f; }), 2e-6, 2e-5)};
     case OpKind::softmax_grad:
       return {tol(sample("[3,5]", {{3, 5}, {3, 5}}), 1e-5, 1e-4),
               tol(with(sample("alpha 0.125", {{3, 5}, {3, 5}}), [](Attrs& t) { t.alpha = 0.125f; }), 1e-5, 1e-4)};
-    case OpKind::layernorm: return {tol(sample("[3,6]", {{3, 6}, {6}, {6}}), 1e-5, 1e-4)};
+    case OpKind::layernorm:
+      return {tol(sample("[3,6]", {{3, 6}, {6}, {6}}), 1e-5, 1e-4), tol(sample("rank 6", {r6, {3}, {3}}), 1e-5, 1e-4)};
     case OpKind::layernorm_grad_x: return {tol(sample("[3,6]", {{3, 6}, {3, 6}, {6}}), 5e-4, 2e-3)};
     case OpKind::layernorm_grad_gamma: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
       return {tol(with(sample("axis 0 of [3,4]", {m}), [](Attrs& t) { t.axis = 0; }), 1e-5, 1e-5),
               tol(with(sample("axis 1 of [2,3,4]", {{2, 3, 4}}), [](Attrs& t) { t.axis = 1; }), 1e-5, 1e-5),
-              tol(with(sample("[5] to [1]", {{5}}), [](Attrs& t) { t.axis = 0; }), 1e-5, 1e-5)};
-    case OpKind::broadcast:
-      return {with(sample("axis 1, size 2", {m}), [](Attrs& t) {
-        t.axis = 1;
-        t.size = 2;
-      })};
+              tol(with(sample("[5] to [1]", {{5}}), [](Attrs& t) { t.axis = 0; }), 1e-5, 1e-5),
+              tol(with(sample("axis 2 of rank 5", {r5}), [](Attrs& t) { t.axis = 2; }), 1e-5, 1e-5),
+              tol(with(sample("axis 0 of rank 6", {r6}), [](Attrs& t) { t.axis = 0; }), 1e-5, 1e-5),
+              tol(with(sample("the last axis of rank 6", {r6}), [](Attrs& t) { t.axis = -1; }), 1e-5, 1e-5)};
+    case OpKind::broadcast: {
+      auto insert = [](int axis, int64_t size) {
+        return [=](Attrs& t) {
+          t.axis = axis;
+          t.size = size;
+        };
+      };
+      return {with(sample("axis 1, size 2", {m}), insert(1, 2)), with(sample("rank 5 to 6, axis 3", {r5}), insert(3, 2)),
+              with(sample("rank 5 to 6, the last axis", {r5}), insert(-1, 3))};
+    }
     case OpKind::transpose:
-      return {with(sample("[3,4] perm 1,0", {m}), [](Attrs& t) { t.perm = {1, 0, 2, 3}; }),
-              with(sample("[2,3,4] perm 2,0,1", {{2, 3, 4}}), [](Attrs& t) { t.perm = {2, 0, 1, 3}; })};
-    case OpKind::reshape: return {with(sample("[3,4] to [2,-1]", {m}), [](Attrs& t) { t.shape = Shape{2, -1}; })};
+      return {with(sample("[3,4] perm 1,0", {m}), [](Attrs& t) { t.perm = perm_of({1, 0}); }),
+              with(sample("[2,3,4] perm 2,0,1", {{2, 3, 4}}), [](Attrs& t) { t.perm = perm_of({2, 0, 1}); }),
+              with(sample("rank 5 perm 4,2,0,3,1", {r5}), [](Attrs& t) { t.perm = perm_of({4, 2, 0, 3, 1}); }),
+              with(sample("rank 6 perm 5,3,1,0,4,2", {r6}), [](Attrs& t) { t.perm = perm_of({5, 3, 1, 0, 4, 2}); }),
+              with(sample("rank 6, the last dim stays", {r6}), [](Attrs& t) { t.perm = perm_of({2, 0, 4, 1, 3, 5}); })};
+    case OpKind::reshape:
+      return {with(sample("[3,4] to [2,-1]", {m}), [](Attrs& t) { t.shape = Shape{2, -1}; }),
+              with(sample("rank 6 to rank 5", {r6}), [](Attrs& t) { t.shape = Shape{3, 2, 1, -1, 2}; })};
     case OpKind::mse_loss: return {tol(sample("[3,4]", {m, m}), 1e-7, 1e-6)};
     case OpKind::mse_loss_grad: return {sample("[3,4]", {m, m, {1}})};
     case OpKind::padded_mse_loss:
@@ -323,8 +343,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         t.shape = Shape{3, 4};
         t.value = 2.5f;
       })};
-    case OpKind::copy: return {sample("[3,4]", {m})};
-    case OpKind::cast: return {sample("[3,4] to f32", {m})};
+    case OpKind::copy: return {sample("[3,4]", {m}), sample("rank 6", {r6})};
+    case OpKind::cast: return {sample("[3,4] to f32", {m}), sample("rank 6 to f32", {r6})};
     case OpKind::where: {
       // The condition drawn in {0, 1} (as labels of 2 classes), in each dtype it takes.
       auto cond = [&sample](std::string what, std::vector<Shape> in, DType dt) {
@@ -376,7 +396,9 @@ inline std::vector<OpSample> op_samples(OpKind op) {
               with(sample("axis 0, three inputs", {{1, 4}, {2, 4}, {3, 4}}), along(0)),
               with(sample("last axis, six inputs (past the fixed input slots)", {m, {3, 1}, {3, 2}, m, {3, 1}, {3, 3}}),
                    along(-1)),
-              with(sample("one input", {m}), along(0))};
+              with(sample("one input", {m}), along(0)),
+              with(sample("rank 6, axis 3", {r6, {2, 1, 3, 2, 2, 3}}), along(3)),
+              with(sample("rank 5, the last axis", {r5, {2, 1, 3, 2, 1}}), along(-1))};
     }
     case OpKind::slice: {
       auto take = [](int axis, int64_t start, int64_t size) {
@@ -388,7 +410,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       };
       return {with(sample("channels 1..2 of NCHW", {{2, 4, 2, 3}}), take(1, 1, 2)),
               with(sample("the first row", {m}), take(0, 0, 1)),
-              with(sample("the last 2 of the last axis", {m}), take(-1, 2, 2))};
+              with(sample("the last 2 of the last axis", {m}), take(-1, 2, 2)),
+              with(sample("rank 6, axis 2", {r6}), take(2, 1, 2)), with(sample("rank 5, axis 4", {r5}), take(4, 1, 1))};
     }
     case OpKind::conv2d:
     case OpKind::conv2d_grad_input:
@@ -652,7 +675,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         return s;
       };
       return {ids("[5,3] table, 4 i64 ids", 5, 3, {4}, DType::I64), ids("[3,4] table, [2,5] i32 ids", 3, 4, {2, 5}, DType::I32),
-              ids("[7,6] table, [2,3,4] i64 ids", 7, 6, {2, 3, 4}, DType::I64)};
+              ids("[7,6] table, [2,3,4] i64 ids", 7, 6, {2, 3, 4}, DType::I64),
+              ids("[4,3] table, rank-5 i64 ids", 4, 3, r5, DType::I64)};
     }
     // (x, rng) and (rng): the rng state's seed and offset are whole numbers below 1000 in i64
     // (still whole where a suite holds them in f16 or bf16); the element counts cover a

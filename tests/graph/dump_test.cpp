@@ -95,7 +95,7 @@ TEST_CASE("dot: names are escaped and update edges dashed") {
 
 TEST_CASE("example files: every file under tests/graphs loads, validates and round-trips") {
   // docs/graph-format.md quotes these files; this test keeps its examples honest.
-  for (const char* name : {"minimal", "mlp", "train_step", "attention", "classifier", "padded_loss"}) {
+  for (const char* name : {"minimal", "mlp", "train_step", "attention", "classifier", "padded_loss", "rank6"}) {
     CAPTURE(name);
     const Graph g = load_graph_file(std::string("tests/graphs/") + name + ".json");
     CHECK(validation_errors(g).empty());

@@ -131,7 +131,8 @@ TEST_CASE("broadcast inserts an axis") {
   at.size = 0;
   CHECK_ERROR(error_of(OpKind::broadcast, {{5}}, at), "size = 0 must be >= 1");
   at.size = 2;
-  CHECK_ERROR(error_of(OpKind::broadcast, {{1, 2, 3, 4}}, at), "at most 4 are supported");
+  CHECK(infer(OpKind::broadcast, {{1, 2, 3, 4, 5}}, at) == Shape{1, 2, 3, 4, 5, 2});
+  CHECK_ERROR(error_of(OpKind::broadcast, {{1, 2, 3, 4, 5, 6}}, at), "at most 6 are supported");
 }
 
 TEST_CASE("transpose: perm must be a permutation") {

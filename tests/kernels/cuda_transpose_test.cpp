@@ -16,8 +16,6 @@ namespace tg::testing {
 
 namespace {
 
-using Perm = std::array<int, kMaxRank>;
-
 void check_transpose(const Shape& s, const Perm& perm, uint64_t& seed, DType dt = DType::F32) {
   for (bool unaligned : {false, true}) {
     OpCase c;
@@ -70,16 +68,39 @@ TEST_CASE("cuda transpose: every permutation of rank-3 and rank-4 shapes") {
   TG_REQUIRE_GPU();
   uint64_t seed = 7500;
   for (const Shape& s : {Shape{3, 4, 5, 8}, Shape{2, 3, 64, 33}, Shape{1, 4, 68, 3}, Shape{9, 65, 4, 1}}) {
-    Perm p{{0, 1, 2, 3}};
+    Perm p = identity_perm();
     do {
       for (DType dt : {DType::F32, DType::BF16}) check_transpose(s, p, seed, dt);
-    } while (std::next_permutation(p.begin(), p.end()));
+    } while (std::next_permutation(p.begin(), p.begin() + 4));
   }
   for (const Shape& s : {Shape{33, 65, 4}, Shape{5, 1, 130}}) {
-    Perm p{{0, 1, 2, 3}};
+    Perm p = identity_perm();
     do {
       check_transpose(s, p, seed);
     } while (std::next_permutation(p.begin(), p.begin() + 3));
+  }
+}
+
+}  // namespace tg::testing
+
+namespace tg::testing {
+
+// Ranks 5 and 6 take the kernels unrolled for kMaxRank dims once the reduction leaves more
+// than 4: runs with up to 5 outer dims, tiles with up to 4 batch dims, the 64-bit gather.
+TEST_CASE("cuda transpose: every permutation of rank-5 and rank-6 shapes") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 7900;
+  for (const Shape& s : {Shape{2, 3, 4, 5, 8}, Shape{3, 2, 5, 66, 4}, Shape{2, 3, 2, 5, 3, 4}, Shape{2, 1, 3, 2, 68, 4}}) {
+    Perm p = identity_perm();
+    do {
+      check_transpose(s, p, seed);
+    } while (std::next_permutation(p.begin(), p.begin() + s.rank));
+  }
+  // The 16-bit moves at both ranks, a chosen order each.
+  for (DType dt : {DType::BF16, DType::F16}) {
+    check_transpose(Shape{2, 3, 4, 5, 8}, perm_of({4, 2, 0, 3, 1}), seed, dt);
+    check_transpose(Shape{2, 3, 2, 5, 3, 4}, perm_of({5, 3, 1, 0, 4, 2}), seed, dt);
+    check_transpose(Shape{2, 3, 2, 5, 3, 8}, perm_of({3, 1, 4, 0, 2, 5}), seed, dt);
   }
 }
 

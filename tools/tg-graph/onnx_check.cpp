@@ -27,6 +27,10 @@ const std::map<std::string, OpSpec>& op_specs() {
     for (const char* op : {"Relu", "Neg", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Exp", "Log", "Erf", "Identity"}) s[op] = unary;
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Expand"}) s[op] = binary;
     s["Gelu"] = {1, 1, 1, 1, 0, 0, {{"approximate", Kind::s, false}}};
+    // Masks of constants (onnx_lm.cpp folds them).
+    for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}) s[op] = binary;
+    for (const char* op : {"Not", "IsNaN"}) s[op] = unary;
+    s["Where"] = {3, 3, 1, 1, 0, 0, {}};
     s["Gather"] = {2, 2, 1, 1, 0, 0, {{"axis", Kind::i, false}}};
     s["Gemm"] = {2, 3, 1, 1, 0, 0,
                  {{"transA", Kind::i, false}, {"transB", Kind::i, false}, {"alpha", Kind::f, false},
@@ -51,6 +55,9 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Shape"] = {1, 1, 1, 1, 0, 0, {{"start", Kind::i, false}, {"end", Kind::i, false}}};
     s["Concat"] = {1, -1, 1, 1, 0, 0, {{"axis", Kind::i, true}}};
     s["ConstantOfShape"] = {1, 1, 1, 1, 0, 0, {{"value", Kind::tensor, false}}};
+    // From opset 13 the split sizes are an optional input; from 18 num_outputs may say how many.
+    s["Split"] = {1, 2, 1, kMaxSplitOutputs, 0, 0,
+                  {{"axis", Kind::i, false}, {"split", Kind::ints, false}, {"num_outputs", Kind::i, false}}};
     const std::vector<AttrSpec> window{{"strides", Kind::ints, false}, {"pads", Kind::ints, false},
                                        {"dilations", Kind::ints, false}, {"auto_pad", Kind::s, false}};
     s["Conv"] = {2, 3, 1, 1, 0, 0, window};
@@ -71,7 +78,6 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Sum"] = {1, -1, 1, 1, 0, 0, {}};
     // Before opset 10 the starts, ends and axes were attributes; from 10 they are inputs.
     s["Slice"] = {1, 5, 1, 1, 10, 3, {{"starts", Kind::ints, false}, {"ends", Kind::ints, false}, {"axes", Kind::ints, false}}};
-    s["Split"] = {1, 2, 1, -1, 0, 0, {{"axis", Kind::i, false}, {"split", Kind::ints, false}, {"num_outputs", Kind::i, false}}};
     s["Where"] = {3, 3, 1, 1, 0, 0, {}};
     s["ConvTranspose"] = {2, 3, 1, 1, 0, 0, window};
     for (AttrSpec a : {AttrSpec{"group", Kind::i, false}, AttrSpec{"kernel_shape", Kind::ints, false},

@@ -37,7 +37,8 @@ std::vector<int64_t> strides(const Dims& d) {
   return s;
 }
 
-// Index into a tensor of dims `d` broadcast to `out`, for flat output index `flat`.
+}  // namespace
+
 int64_t broadcast_index(int64_t flat, const Dims& out, const Dims& d) {
   const size_t off = out.size() - d.size();
   const std::vector<int64_t> so = strides(out), sd = strides(d);
@@ -48,6 +49,8 @@ int64_t broadcast_index(int64_t flat, const Dims& out, const Dims& d) {
   }
   return idx;
 }
+
+namespace {
 
 // Integers are shape arithmetic: a result that wraps would be a wrong dim, so it is
 // refused (signed overflow is undefined besides). Floats follow IEEE; an inf they

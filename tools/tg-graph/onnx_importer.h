@@ -52,6 +52,8 @@ struct OpSpec {
   int min_inputs_since;  // ... the op needs this many inputs
   std::vector<AttrSpec> attrs;  // the attributes the import reads, with their ONNX types
 };
+// The most outputs a Split may have: one slice node each.
+constexpr int kMaxSplitOutputs = 4096;
 // The op's spec, or nullptr for an op the import does not map.
 const OpSpec* op_spec(const std::string& op_type);
 // "an integer (INT)", for messages.
@@ -73,6 +75,8 @@ Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where);
 Tensor fold_gather(const Tensor& data, const Tensor& idx, int64_t axis, int64_t room, const std::string& where);
 Tensor fold_concat(const std::vector<const Tensor*>& parts, int64_t axis, int64_t room, const std::string& where);
 Tensor i64_tensor(const Dims& dims, std::vector<int64_t> values);
+// Index into a tensor of dims `d` broadcast to `out`, for flat output index `flat`.
+int64_t broadcast_index(int64_t flat, const Dims& out, const Dims& d);
 // Every element equal: the value, for scale/bias rewrites.
 bool uniform_value(const Tensor& t, float& out);
 
@@ -149,5 +153,7 @@ void add_mask_handlers(std::map<std::string, Handler>& h);
 void add_constant_handlers(std::map<std::string, Handler>& h);
 void add_cnn_handlers(std::map<std::string, Handler>& h);
 void add_slice_handlers(std::map<std::string, Handler>& h);  // onnx_slice.cpp
+// Last: it wraps handlers registered before it (onnx_lm.cpp).
+void add_language_model_handlers(std::map<std::string, Handler>& h);
 
 }  // namespace tg::onnx

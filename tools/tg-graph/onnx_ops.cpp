@@ -300,6 +300,7 @@ const std::map<std::string, Handler>& handlers() {
     add_cnn_handlers(m);
     add_slice_handlers(m);
     add_mask_handlers(m);
+    add_language_model_handlers(m);
     return m;
   }();
   return h;

@@ -115,6 +115,8 @@ void split_op(Importer& im) {
   if (sizes.empty()) {
     // Equal pieces, the last one smaller when d does not divide (opset 18's num_outputs rule).
     const int64_t k = static_cast<int64_t>(n), each = (d + k - 1) / k;
+    if (const int64_t given = im.attr_i("num_outputs", k); given != k)
+      im.refuse(fmt::format("num_outputs is {} but the node has {} outputs", given, k));
     for (int64_t i = 0; i < k; ++i) sizes.push_back(std::min(each, d - i * each));
   }
   if (sizes.size() != n)
