@@ -56,6 +56,91 @@ void gather_constant_indices(Importer& im) {
   im.finish(im.reshape_to(y, out, im.fresh(name + ".gathered")), out);
 }
 
+// The mask ops, by their ONNX name: booleans are int64 0 or 1, as the reader holds them.
+const std::vector<std::string>& mask_ops() {
+  static const std::vector<std::string> ops = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
+                                               "Or",    "Xor",  "Not",         "IsNaN",   "Where"};
+  return ops;
+}
+
+double element(const Tensor& t, int64_t k) {
+  return t.type == Tensor::Type::f32 ? static_cast<double>(t.f[static_cast<size_t>(k)])
+                                     : static_cast<double>(t.i[static_cast<size_t>(k)]);
+}
+
+bool mask_result(const std::string& op, double a, double b) {
+  if (op == "Equal") return a == b;
+  if (op == "Less") return a < b;
+  if (op == "LessOrEqual") return a <= b;
+  if (op == "Greater") return a > b;
+  if (op == "GreaterOrEqual") return a >= b;
+  if (op == "And") return a != 0 && b != 0;
+  if (op == "Or") return a != 0 || b != 0;
+  if (op == "Xor") return (a != 0) != (b != 0);
+  if (op == "Not") return a == 0;
+  return std::isnan(a);  // IsNaN
+}
+
+// op of constant operands, broadcast as numpy does: a boolean (int64 0/1) tensor, or
+// Where's choice between its second and third operands.
+void fold_mask_op(Importer& im, const std::string& op) {
+  std::vector<const Tensor*> ins;
+  Dims out;
+  for (size_t i = 0; i < im.node_->inputs.size(); ++i) {
+    const Tensor& t = im.constant(i, "operand");
+    if (t.type == Tensor::Type::other || t.external)
+      im.refuse(fmt::format("operand {} is {}; only float and integer constants fold", i, t.type_name));
+    out = i == 0 ? t.dims : broadcast_dims(out, t.dims, im.where());
+    ins.push_back(&t);
+  }
+  check_fold_size(out, im.fold_room(), im.where());
+  const int64_t n = numel(out, im.where());
+  Tensor r;
+  r.dims = out;
+  if (op == "Where") {
+    const Tensor &a = *ins[1], &b = *ins[2];
+    if (a.type != b.type) im.refuse(fmt::format("chooses between {} and {}; ONNX requires one type", a.type_name, b.type_name));
+    r.type = a.type;
+    r.type_name = a.type_name;
+    r.dtype = a.dtype;
+    for (int64_t k = 0; k < n; ++k) {
+      const bool c = element(*ins[0], broadcast_index(k, out, ins[0]->dims)) != 0;
+      const Tensor& from = c ? a : b;
+      const int64_t j = broadcast_index(k, out, from.dims);
+      if (r.type == Tensor::Type::f32) r.f.push_back(from.f[static_cast<size_t>(j)]);
+      else r.i.push_back(from.i[static_cast<size_t>(j)]);
+    }
+    return im.set_const(r);
+  }
+  r = i64_tensor(out, {});
+  r.type_name = "bool";
+  for (int64_t k = 0; k < n; ++k) {
+    const double a = element(*ins[0], broadcast_index(k, out, ins[0]->dims));
+    const double b = ins.size() > 1 ? element(*ins[1], broadcast_index(k, out, ins[1]->dims)) : 0.0;
+    r.i.push_back(mask_result(op, a, b) ? 1 : 0);
+  }
+  im.set_const(r);
+}
+
+// Expand of a constant (BERT's token type ids, a buffer expanded to the batch), folded.
+void fold_expand(Importer& im) {
+  const Tensor& x = im.in(0).c;
+  if (x.type == Tensor::Type::other || x.external)
+    im.refuse(fmt::format("expands a constant of {}; only float and integer constants fold", x.type_name));
+  Tensor r = x;
+  r.dims = broadcast_dims(x.dims, im.ints_input(1, "shape"), im.where());
+  check_fold_size(r.dims, im.fold_room(), im.where());
+  r.f.clear();
+  r.i.clear();
+  const int64_t n = numel(r.dims, im.where());
+  for (int64_t k = 0; k < n; ++k) {
+    const size_t j = static_cast<size_t>(broadcast_index(k, r.dims, x.dims));
+    if (x.type == Tensor::Type::f32) r.f.push_back(x.f[j]);
+    else r.i.push_back(x.i[j]);
+  }
+  im.set_const(r);
+}
+
 }  // namespace
 
 void add_language_model_handlers(std::map<std::string, Handler>& h) {

@@ -126,7 +126,9 @@ void split_op(Importer& im) {
     if (s < 1) im.refuse(fmt::format("split sizes {} along axis {} of {}: each must be >= 1", dims_str(sizes), axis, d));
     at += s;
   }
-  if (at != d) im.refuse(fmt::format("split sizes {} sum to {}, but axis {} has {}", dims_str(sizes), at, axis, d));
+  if (at != d)
+    im.refuse(fmt::format("split sizes {} sum to {}, but axis {} of {} is {}", dims_str(sizes), at, axis,
+                          dims_str(x.dims), d));
   at = 0;
   for (size_t o = 0; o < n; ++o) {
     Piece p{std::vector<int64_t>(r, 0), x.dims};
