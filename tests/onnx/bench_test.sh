@@ -36,6 +36,11 @@ validate "$dir/tr.json"
 has "$dir/tr.json" iteration executor=dynamic mode=train batch=2
 "$graph" bench tests/graphs/classifier.json "${quick[@]}" --json "$dir/cls.json" > /dev/null
 has "$dir/cls.json" loss_curve executor=static model=classifier
+# Every built-in model a file can hold writes one that tg-graph check loads.
+for m in mlp transformer transformer_fused vgg11 vgg16 gpt2_tiny gpt2_small; do
+  "$graph" model "$m" -o "$dir/model_$m.json" > /dev/null
+  "$graph" check "$dir/model_$m.json" > /dev/null
+done
 # A built-in model written as a file (integer ids and labels): tg-train's GPT-2 rows pair with the bench's.
 "$graph" model gpt2_tiny -o "$dir/gpt2_tiny.json" > /dev/null
 "$graph" bench "$dir/gpt2_tiny.json" "${quick[@]}" \
