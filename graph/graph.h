@@ -33,7 +33,9 @@ bool parse_role(const std::string& s, Role& out);
 struct ParamInit {
   // seed: the executor's seed in element 0 (modulo 2^24, which an f32 holds exactly), zeros
   // after: dropout's rng state (graph/dropout.h), so that the seed option seeds the masks too.
-  enum class Kind : uint8_t { uniform, constant, data, seed };
+  // running_stats: batch norm's running statistics [2, C], the mean row 0 and the variance row
+  // 1 (PyTorch's initial running_mean and running_var), so a graph file can hold them.
+  enum class Kind : uint8_t { uniform, constant, data, seed, running_stats };
   ParamInit() = default;
   ParamInit(Kind k, float value) : kind(k), a(value) {}
   Kind kind = Kind::uniform;

@@ -1,5 +1,6 @@
 #include "graph/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,13 @@ std::vector<float> initial_values(const ValueInfo& v, uint64_t seed) {
   }
   if (v.init.kind == ParamInit::Kind::constant) {
     for (float& x : out) x = v.init.a;
+    return out;
+  }
+  if (v.init.kind == ParamInit::Kind::running_stats) {
+    if (v.shape.rank != 2 || v.shape[0] != 2)
+      graph_error("parameter '{}': running_stats initializes a [2, C] (the running mean, then the running "
+                  "variance), not {}", v.name, v.shape.str());
+    std::fill(out.begin() + v.shape[1], out.end(), 1.0f);
     return out;
   }
   float a = v.init.a;

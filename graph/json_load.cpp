@@ -243,7 +243,8 @@ class Loader {
     if (key == "uniform") init.kind = ParamInit::Kind::uniform;
     else if (key == "constant") init.kind = ParamInit::Kind::constant;
     else if (key == "seed") init.kind = ParamInit::Kind::seed;  // dropout's rng state: {"seed": 0}
-    else fail(path, "unknown init " + quote_name(key) + "; known: uniform, constant, seed");
+    else if (key == "running_stats") init.kind = ParamInit::Kind::running_stats;  // {"running_stats": 0}
+    else fail(path, "unknown init " + quote_name(key) + "; known: uniform, constant, seed, running_stats");
     const json& a = j.begin().value();
     init.a = get_float(a, path + "." + key);
     // The sign is checked on the float and on the number as written: -1e-50 rounds

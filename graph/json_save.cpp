@@ -21,7 +21,10 @@ using ojson = nlohmann::ordered_json;
 unsigned op_attrs(OpKind op) { return op_traits(op).attrs; }
 
 const char* init_kind_name(ParamInit::Kind k) {
-  return k == ParamInit::Kind::uniform ? "uniform" : k == ParamInit::Kind::seed ? "seed" : "constant";
+  return k == ParamInit::Kind::uniform         ? "uniform"
+         : k == ParamInit::Kind::seed          ? "seed"
+         : k == ParamInit::Kind::running_stats ? "running_stats"
+                                               : "constant";
 }
 
 // The shortest decimal that reads back as the same float, so files stay readable

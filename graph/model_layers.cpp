@@ -72,12 +72,7 @@ Value batch_norm_layer(Builder& b, const Value& x, bool training, const std::str
   const int64_t c = x.shape[1];
   const Value gamma = b.parameter(name + ".gamma", Shape{c}, constant(1.0f));
   const Value beta = b.parameter(name + ".beta", Shape{c}, constant(0.0f));
-  ParamInit init;
-  init.kind = ParamInit::Kind::data;
-  auto data = std::make_shared<std::vector<float>>(static_cast<size_t>(2 * c), 0.0f);
-  std::fill(data->begin() + c, data->end(), 1.0f);
-  init.data = std::move(data);
-  const Value stats = b.parameter(name + ".stats", Shape{2, c}, init);
+  const Value stats = b.parameter(name + ".stats", Shape{2, c}, ParamInit{ParamInit::Kind::running_stats, 0.0f});
   if (!training) return batch_norm_inference(b, x, gamma, beta, stats);
   const Value y = batch_norm(b, x, gamma, beta);
   batch_norm_stats_update(b, stats, x);

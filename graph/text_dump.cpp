@@ -21,6 +21,7 @@ std::string value_ref(const Graph& g, int id) {
 std::string init_str(const ParamInit& p) {
   if (p.kind == ParamInit::Kind::data) return fmt::format("data({} floats)", p.data ? p.data->size() : 0);
   if (p.kind == ParamInit::Kind::seed) return "seed";
+  if (p.kind == ParamInit::Kind::running_stats) return "running_stats";
   return fmt::format("{}({})", p.kind == ParamInit::Kind::uniform ? "uniform" : "constant", p.a);
 }
 

@@ -97,6 +97,10 @@ class Checker {
             "rng state): make it an input, or give it a float dtype", quote_name(v.name), role_name(v.role),
             dtype_name(v.dtype));
       shape_ok_[static_cast<size_t>(id)] = check_shape(v);
+      if (shape_ok_[static_cast<size_t>(id)] && v.init.kind == ParamInit::Kind::running_stats &&
+          (v.shape.rank != 2 || v.shape[0] != 2))
+        err("value {}: init running_stats fills a [2, C] (the running mean, then the running variance), but the "
+            "value is {}; give it shape [2, C] or another init", quote_name(v.name), v.shape.str());
       check_producer(id, v);
     }
   }

@@ -36,8 +36,8 @@ validate "$dir/tr.json"
 has "$dir/tr.json" iteration executor=dynamic mode=train batch=2
 "$graph" bench tests/graphs/classifier.json "${quick[@]}" --json "$dir/cls.json" > /dev/null
 has "$dir/cls.json" loss_curve executor=static model=classifier
-# Every built-in model a file can hold writes one that tg-graph check loads.
-for m in mlp transformer transformer_fused vgg11 vgg16 gpt2_tiny gpt2_small; do
+# Every built-in model writes a file that tg-graph check loads.
+for m in mlp transformer transformer_fused resnet20 vgg11 resnet18 resnet50 vgg16 gpt2_tiny gpt2_small; do
   "$graph" model "$m" -o "$dir/model_$m.json" > /dev/null
   "$graph" check "$dir/model_$m.json" > /dev/null
 done

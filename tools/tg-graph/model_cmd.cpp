@@ -116,10 +116,6 @@ int model_checked(const ModelArgs& a) {
                 a.name);
   if (a.image > 0 && !m.takes_image)
     graph_error("--image: {} takes no images; --image is for resnet20, vgg11, resnet18, resnet50 and vgg16", a.name);
-  if (a.name == "resnet20" || a.name == "resnet18" || a.name == "resnet50")
-    graph_error("{} has batch norm, whose running statistics start as given values (mean 0, variance 1), which a "
-                "graph file cannot hold yet; tg-train --models and tg-memory --models run it (vgg11 and vgg16 have "
-                "no batch norm and write as files)", a.name);
   std::string write;
   if (!a.out.empty())
     if (const std::string why = th::output_path_problem("-o", a.out, &write); !why.empty()) graph_error("{}", why);
