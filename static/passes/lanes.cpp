@@ -47,17 +47,20 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
   for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
   const bool gemm_updates = opt.lanes_side_gemm_updates;
   auto side_update = [&](OpKind op) { return op_is_update(op) && (gemm_updates || op != OpKind::matmul_sgd_momentum); };
+  // Whether every output of `node` is read, by `reader_ok` readers only, and none is a graph output.
+  auto read_only_by = [&](const Node& node, auto reader_ok) {
+    for (int o : node.outputs) {
+      if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) return false;
+      for (int r : readers[static_cast<size_t>(o)])
+        if (!reader_ok(r)) return false;
+    }
+    return true;
+  };
   for (size_t n = 0; n < nn; ++n) side[n] = side_update(g.nodes[n].op);
   for (size_t n = 0; n < nn; ++n) {
     const Node& node = g.nodes[n];
     if (op_is_update(node.op) || node.outputs.empty()) continue;
-    bool only_updates = true;
-    for (int o : node.outputs) {
-      if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) only_updates = false;
-      for (int r : readers[static_cast<size_t>(o)])
-        if (!side_update(g.nodes[static_cast<size_t>(r)].op)) only_updates = false;
-    }
-    side[n] = only_updates;
+    side[n] = read_only_by(node, [&](int r) { return side_update(g.nodes[static_cast<size_t>(r)].op); });
   }
   // Data parallelism: a gradient bucket's join, all-reduce and split (graph/data_parallel.h)
   // feed nothing but the updates when nothing else reads the reduced gradients (no clipping,
@@ -71,12 +74,7 @@ std::vector<bool> side_lane_nodes(const Graph& g, const std::vector<int>& schedu
     const bool bucket_op = node.op == OpKind::all_reduce || node.op == OpKind::concat || node.op == OpKind::slice ||
                            node.op == OpKind::reshape;
     if (side[static_cast<size_t>(*it)] || !bucket_op) continue;
-    bool only_side = true;
-    for (int o : node.outputs) {
-      if (is_output[static_cast<size_t>(o)] || readers[static_cast<size_t>(o)].empty()) only_side = false;
-      for (int r : readers[static_cast<size_t>(o)]) only_side = only_side && side[static_cast<size_t>(r)];
-    }
-    side[static_cast<size_t>(*it)] = only_side;
+    side[static_cast<size_t>(*it)] = read_only_by(node, [&](int r) { return side[static_cast<size_t>(r)]; });
   }
   // The hazards: a main node after a side node that reads what it writes or writes what it
   // reads. The updates' in-place writes are what this guards; any one marks nothing.

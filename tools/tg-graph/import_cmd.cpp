@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "experiments/harness/interrupt.h"
@@ -71,18 +70,6 @@ void check_dims_used(const std::map<std::string, int64_t>& dims, const onnx::Mod
   }
 }
 
-// The saver writes no description; the file should say where it came from.
-std::string with_description(std::string json, const std::string& description) {
-  const std::string key = "\"version\": 1";
-  const size_t at = json.find(key);
-  if (at == std::string::npos) return json;
-  // The model's file name and producer may be any bytes: what is not UTF-8 becomes U+FFFD.
-  json.insert(at + key.size(), ",\n  \"description\": " +
-                                   nlohmann::json(description).dump(-1, ' ', false,
-                                                                     nlohmann::json::error_handler_t::replace));
-  return json;
-}
-
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
 // Every path import writes, checked before the model is read (and against its external
@@ -141,7 +128,7 @@ int import_checked(const ImportArgs& a) {
   const Weights w = weights_of(im.graph);
   Graph plain = im.graph;
   strip_weights(plain);
-  const std::string json = with_description(
+  const std::string json = graph_tool::with_description(
       save_graph_json(plain),
       fmt::format("Imported from {} ({}, opset {}) by tg-graph import; the weights are in {}",
                   std::filesystem::path(a.model).filename().string(), model.producer, model.opset,

@@ -121,11 +121,9 @@ int model_checked(const ModelArgs& a) {
     if (const std::string why = th::output_path_problem("-o", a.out, &write); !why.empty()) graph_error("{}", why);
   graph_tool::require_stdout_open();
   Graph g = model_graph(m.make(a));
-  std::string json = save_graph_json(g);
+  const std::string json =
+      graph_tool::with_description(save_graph_json(g), fmt::format("{} (written by {})", m.what, command_of(a)));
   (void)load_graph_json(json, a.name);  // what is written loads back
-  const std::string key = "\"version\": 1";
-  json.insert(json.find(key) + key.size(),
-              fmt::format(",\n  \"description\": \"{} (written by {})\"", m.what, command_of(a)));
   if (a.out.empty()) {
     graph_tool::write_stdout(json);
     return 0;

@@ -237,7 +237,7 @@ class ModelChecker {
       graph_error("{}: has {} input{}, but {} takes {}{}; fix the node's inputs", where, ins, ins == 1 ? "" : "s",
                   n.op_type, count_text(min_in, spec.max_inputs, "input"),
                   min_in != spec.min_inputs ? fmt::format(" from opset {}", spec.since_opset) : "");
-    if (outs < spec.min_outputs || (spec.max_outputs >= 0 && outs > spec.max_outputs))
+    if (outs < spec.min_outputs || outs > spec.max_outputs)
       graph_error("{}: has {} output{}, but {} gives {}; fix the node's outputs", where, outs, outs == 1 ? "" : "s",
                   n.op_type, count_text(spec.min_outputs, spec.max_outputs, "output"));
     for (int i = 0; i < std::min(ins, min_in); ++i)

@@ -1,5 +1,7 @@
 #include "tools/tg-graph/output.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -41,6 +43,16 @@ HostMemory host_memory() {
     if (in >> key >> kib && key == "MemAvailable:") m.available_bytes = kib * 1024.0;
   }
   return m;
+}
+
+std::string with_description(std::string json, const std::string& description) {
+  const std::string key = "\"version\": 1";
+  const size_t at = json.find(key);
+  if (at == std::string::npos) return json;
+  json.insert(at + key.size(), ",\n  \"description\": " +
+                                   nlohmann::json(description).dump(-1, ' ', false,
+                                                                     nlohmann::json::error_handler_t::replace));
+  return json;
 }
 
 }  // namespace tg::graph_tool

@@ -28,4 +28,8 @@ struct HostMemory {
 };
 HostMemory host_memory();
 
+// A graph file's JSON (save_graph_json, which writes no description) with `description`
+// after its version, saying where it came from; bytes that are not UTF-8 become U+FFFD.
+std::string with_description(std::string json, const std::string& description);
+
 }  // namespace tg::graph_tool

@@ -9,9 +9,7 @@ LAYERS_COMMAND = "tg-memory --device 0 --models vgg16 --json docs/results/memory
 
 
 def _one(r, name, p, executor, mode):
-    want = dict(p, executor=executor, mode=mode)
-    found = [m for m in r.all(name) if m["params"] == want]
-    return found[0] if found else None
+    return r.exact(name, dict(p, executor=executor, mode=mode))
 
 
 def _cell(m):

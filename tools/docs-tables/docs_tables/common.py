@@ -75,6 +75,11 @@ class Report:
     def all(self, name, **params):
         return [m for m in self.ms if m["name"] == name and all(m["params"].get(k) == v for k, v in params.items())]
 
+    def exact(self, name, params):
+        """The measurement of that name whose params are exactly `params`, or None."""
+        found = [m for m in self.ms if m["name"] == name and m["params"] == params]
+        return found[0] if found else None
+
     def one(self, name, **params):
         found = self.all(name, **params)
         if len(found) != 1:

@@ -15,11 +15,6 @@ _DROP = ("executor", "mode", "precision")
 _TORCH = (("torch_eager_h2d", "torch_eager"), ("torch_cuda_graph",), ("torch_compile",))
 
 
-def _pick(r, name, params):
-    found = [m for m in r.all(name) if m["params"] == params]
-    return found[0] if found else None
-
-
 def _cell(m):
     return "n/a" if m is None else t(m["median"]) + (" (noisy)" if m.get("noisy") else "")
 
@@ -29,7 +24,7 @@ def _torch(p, executors, precision, mode):
         want = dict(p, executor=e, mode=mode)
         if precision != "fp32":
             want["precision"] = precision
-        m = _pick(report(TORCH), "iteration", want)
+        m = report(TORCH).exact("iteration", want)
         if m:
             return m
     return None
@@ -48,9 +43,9 @@ def tab_lm_step():
         for p in distinct_params(r.all("iteration", model="gpt2"), _DROP):
             for mode in ("train", "inference"):
                 tagged = dict(p, precision=precision) if precision != "fp32" else p
-                st = _pick(r, "iteration", dict(tagged, executor="static", mode=mode))
-                dy = _pick(r, "iteration", dict(tagged, executor="dynamic", mode=mode))
-                rp = _pick(r, "replay", dict(tagged, executor="static", mode=mode))
+                st = r.exact("iteration", dict(tagged, executor="static", mode=mode))
+                dy = r.exact("iteration", dict(tagged, executor="dynamic", mode=mode))
+                rp = r.exact("replay", dict(tagged, executor="static", mode=mode))
                 tok = f"{num(st['extra']['tokens/s'] / 1e3)}k" if st and "tokens/s" in st["extra"] else "n/a"
                 torch = [_torch(p, e, precision, mode) for e in _TORCH]
                 best = min((m["median"] for m in torch if m), default=None)
