@@ -27,19 +27,25 @@ namespace tg::bench {
 // Random feeds for every input the model declares (recorded once to learn the
 // shapes); "labels", and any input a cross_entropy reads as its labels, gets class
 // indices in [0, classes); an input an embedding reads as its ids gets ids in [0, the
-// table's rows); an input an attention reads as its key lengths gets lengths in [1, seq].
+// table's rows); an input an attention reads as its key lengths gets lengths in [1, seq];
+// an integer input a where reads as its condition (an imported attention mask) gets ones,
+// every token attended.
 // The values a graph reads as class labels (cross_entropy's second input), as ids (an
-// embedding's: id_rows, the table's rows) or as key lengths (an attention's: seq_of, the
-// sequence length), followed back through reshapes to the inputs.
+// embedding's: id_rows, the table's rows), as key lengths (an attention's: seq_of, the
+// sequence length) or as a condition (where's first input: masks), followed back through
+// reshapes to the inputs.
 struct IndexValues {
   std::vector<bool> labels;
   std::vector<int64_t> id_rows;  // 0: not ids
   std::vector<int64_t> seq_of;   // 0: not key lengths
+  std::vector<bool> masks;
 };
 inline IndexValues index_values(const Graph& g) {
   const size_t nv = g.values.size();
-  IndexValues iv{std::vector<bool>(nv, false), std::vector<int64_t>(nv, 0), std::vector<int64_t>(nv, 0)};
+  IndexValues iv{std::vector<bool>(nv, false), std::vector<int64_t>(nv, 0), std::vector<int64_t>(nv, 0),
+                 std::vector<bool>(nv, false)};
   for (const Node& n : g.nodes) {
+    if (n.op == OpKind::where) iv.masks[static_cast<size_t>(n.inputs[0])] = true;
     if (op_has_key_lengths(n.op, static_cast<int>(n.inputs.size())))
       iv.seq_of[static_cast<size_t>(n.inputs.back())] = g.values[static_cast<size_t>(n.inputs[0])].shape[1];
     if (n.op == OpKind::cross_entropy) iv.labels[static_cast<size_t>(n.inputs[1])] = true;
@@ -50,6 +56,7 @@ inline IndexValues index_values(const Graph& g) {
     if (n->op != OpKind::reshape) continue;
     const auto in = static_cast<size_t>(n->inputs[0]), out = static_cast<size_t>(n->outputs[0]);
     iv.labels[in] = iv.labels[in] || iv.labels[out];
+    iv.masks[in] = iv.masks[in] || iv.masks[out];
     if (iv.id_rows[in] == 0) iv.id_rows[in] = iv.id_rows[out];
     if (iv.seq_of[in] == 0) iv.seq_of[in] = iv.seq_of[out];
   }
@@ -78,6 +85,8 @@ inline Feeds model_feeds(const ModelFn& model, uint64_t seed, int64_t classes = 
       random_labels(data, seed + salt++, id_rows[static_cast<size_t>(id)]);
     } else if (v.name == "labels" || labels[static_cast<size_t>(id)]) {
       random_labels(data, seed + salt++, classes);
+    } else if (dtype_is_int(v.dtype) && iv.masks[static_cast<size_t>(id)]) {
+      std::fill(data.begin(), data.end(), 1.0f);
     } else {
       random_fill(data, seed + salt++);
     }

@@ -2,7 +2,8 @@
 # bench_test.sh TG_GRAPH TG_TRAIN TG_REPORT DIR   (from the repository root)
 # tg-graph bench on the CPU, quick: an imported model with its weights (inference), the
 # tg-train-sized imports with their mse loss (train, rebatched), a hand-written graph
-# with cross_entropy, the built-in GPT-2 written by tg-graph model. Each report must be valid and hold both executors' rows; the MLP's
+# with cross_entropy, the built-in GPT-2 written by tg-graph model, an imported GPT-2 with an
+# attention mask input. Each report must be valid and hold both executors' rows; the MLP's
 # rows, labelled with tg-train's params, must pair with tg-train's own without --pair.
 set -euo pipefail
 graph=$1 train=$2 report=$3 dir=$4
@@ -51,4 +52,13 @@ for e in static dynamic; do has "$dir/gpt2.json" loss_curve executor=$e model=gp
   > /dev/null
 paired "$dir/train_gpt2.json" "$dir/gpt2.json" "$dir/compare_gpt2.txt" \
   "^iteration .*batch=4 .*executor=static .*mode=train model=gpt2 .*sweep=gpt2_tiny "
+# Hugging Face GPT-2 imported with its attention_mask input (int64, read by where as a
+# condition): the bench feeds it ones. Needs a build with ONNX import.
+if out=$("$graph" import tests/onnx/lm/gpt2_tiny.onnx -o "$dir/hf_gpt2_mask.json" 2>&1); then
+  "$graph" bench "$dir/hf_gpt2_mask.json" "${quick[@]}" --json "$dir/hf_mask.json" > /dev/null
+  validate "$dir/hf_mask.json"
+  for e in static dynamic; do has "$dir/hf_mask.json" iteration executor=$e mode=inference; done
+elif [[ $out != *"has no ONNX support"* ]]; then
+  echo "$out"; exit 1
+fi
 echo "bench_test: every report valid, both executors' rows present, tg-train's mlp and gpt2 rows paired"

@@ -25,20 +25,6 @@ std::vector<float> seq(int64_t n, float scale = 0.1f, float offset = -0.3f) {
   return v;
 }
 
-// Runs g on the interpreter with the given inputs; returns the output `out`.
-std::vector<float> run(const Graph& g, const std::map<std::string, std::vector<float>>& inputs, const std::string& out) {
-  std::vector<std::vector<float>> values = make_values(g, 0);
-  for (const auto& [name, data] : inputs) {
-    const int id = g.find_value(name);
-    REQUIRE_MESSAGE(id >= 0, "no input ", name);
-    values[static_cast<size_t>(id)] = data;
-  }
-  interpret(g, values);
-  const int id = g.find_value(out);
-  REQUIRE_MESSAGE(id >= 0, "no output ", out);
-  return values[static_cast<size_t>(id)];
-}
-
 void check_close(const std::vector<float>& got, const std::vector<float>& want, double tol = 1e-5) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {

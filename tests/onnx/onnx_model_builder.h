@@ -1,13 +1,17 @@
 #pragma once
 // tg::onnx::Model objects built by hand (no libonnx needed), for the mapping and
-// hostile-model tests: a ModelBuilder, attribute makers, and refusal(), the message
-// of the GraphError an import throws.
+// hostile-model tests: a ModelBuilder, attribute makers, refusal(), the message of the
+// GraphError an import throws, and run(), an imported graph on the interpreter.
+#include <doctest/doctest.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "graph/errors.h"
+#include "graph/init.h"
+#include "kernels/interpreter.h"
 #include "tools/tg-graph/onnx_import.h"
 
 namespace tg::testing {
@@ -104,6 +108,22 @@ inline std::string refusal(const ModelBuilder& mb, const onnx::ImportOptions& o 
     return e.what();
   }
   return "(imported without an error)";
+}
+
+// Runs g on the interpreter with the given inputs (every other value as initialized);
+// returns the output `out`.
+inline std::vector<float> run(const Graph& g, const std::map<std::string, std::vector<float>>& inputs,
+                              const std::string& out) {
+  std::vector<std::vector<float>> values = make_values(g, 0);
+  for (const auto& [name, data] : inputs) {
+    const int id = g.find_value(name);
+    REQUIRE_MESSAGE(id >= 0, "no input ", name);
+    values[static_cast<size_t>(id)] = data;
+  }
+  interpret(g, values);
+  const int id = g.find_value(out);
+  REQUIRE_MESSAGE(id >= 0, "no output ", out);
+  return values[static_cast<size_t>(id)];
 }
 
 }  // namespace tg::testing

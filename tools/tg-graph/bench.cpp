@@ -73,8 +73,8 @@ th::Params parse_params(const std::string& spec) {
 }
 
 // The bench runs both executors on f32 and integer values and invents every input: an
-// integer input must be ids an embedding reads, labels a cross_entropy reads or key lengths an
-// attention reads, whose valid range the graph tells. Low-precision values come from --precision on an f32 graph.
+// integer input must be ids an embedding reads, labels a cross_entropy reads, key lengths an
+// attention reads, whose valid range the graph tells, or a mask a where reads (all ones). Low-precision values come from --precision on an f32 graph.
 void require_bench_values(const Graph& g) {
   const bench::IndexValues iv = bench::index_values(g);
   for (size_t v = 0; v < g.values.size(); ++v) {
@@ -84,9 +84,11 @@ void require_bench_values(const Graph& g) {
                   "give the graph f32 values",
                   quote_name(vi.name), dtype_name(vi.dtype), dtype_name(vi.dtype),
                   vi.dtype == DType::BF16 ? "bf16" : "fp16");
-    if (dtype_is_int(vi.dtype) && vi.role == Role::input && !iv.labels[v] && iv.id_rows[v] == 0 && iv.seq_of[v] == 0)
-      graph_error("tg-graph bench: input {} is {} but no embedding reads it as ids, no cross_entropy as labels and no "
-                  "attention as key lengths, so the bench cannot tell which values are valid; feed it with tg-graph run --inputs instead",
+    if (dtype_is_int(vi.dtype) && vi.role == Role::input && !iv.labels[v] && iv.id_rows[v] == 0 && iv.seq_of[v] == 0 &&
+        !iv.masks[v])
+      graph_error("tg-graph bench: input {} is {} but no embedding reads it as ids, no cross_entropy as labels, no "
+                  "attention as key lengths and no where as its condition, so the bench cannot tell which values are "
+                  "valid; feed it with tg-graph run --inputs instead",
                   quote_name(vi.name), dtype_name(vi.dtype));
   }
 }

@@ -227,8 +227,15 @@ Tensor fold_cast(const Tensor& a, int64_t to, const std::string& where) {
           graph_error("{}: casts {} to an integer, which int64 cannot hold", where, x);
         r.i.push_back(static_cast<int64_t>(x));
       }
+  } else if (to == 9) {  // BOOL: int64 0 and 1, as the reader holds bool constants; NaN is true
+    r = i64_tensor(a.dims, {});
+    r.type_name = "bool";
+    if (a.type == Tensor::Type::i64)
+      for (int64_t x : a.i) r.i.push_back(x != 0 ? 1 : 0);
+    else
+      for (float x : a.f) r.i.push_back(x != 0.0f ? 1 : 0);
   } else {
-    graph_error("{}: casts a constant to ONNX type {}; only float and integer types fold", where, to);
+    graph_error("{}: casts a constant to ONNX type {}; only float, integer and bool types fold", where, to);
   }
   return r;
 }

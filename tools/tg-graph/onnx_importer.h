@@ -2,7 +2,8 @@
 // The importer's state, shared by its files: onnx_import.cpp (environment,
 // dispatch, elementwise ops and broadcasting), onnx_ops.cpp (matrix products,
 // shapes, reductions, normalizations), onnx_cnn.cpp (convolutions, pools, batch
-// norm, concat), onnx_slice.cpp (Slice, Split) and onnx_fold.cpp (constant folding).
+// norm, concat), onnx_slice.cpp (Slice, Split), onnx_fold.cpp (constant folding),
+// onnx_where.cpp and onnx_bool.cpp (Where, bool tensors) and onnx_lm.cpp (Gather, GatherND).
 #include <functional>
 #include <map>
 #include <set>
@@ -144,12 +145,25 @@ class Importer {
   int64_t folded_bytes_ = 0;          // what the constants folded so far hold
 };
 
+// An operand of a mapping built from another op's: its Sym, and the name a constant takes
+// as a parameter (its ONNX name, or a fresh one for a constant the mapping makes).
+struct Operand {
+  const Sym& sym;
+  std::string name;
+};
+// cond ? a : b (numpy broadcasting) as the IR's where, named `name`; a constant condition
+// all true or all false is a choice instead (onnx_where.cpp).
+Sym where_sym(Importer& im, const Operand& cond, const Operand& a, const Operand& b, const std::string& name);
+// A constant of booleans (int64 0 and 1, as the reader holds them) as f32 0 and 1.
+Sym bool_as_f32(const Sym& s);
+
 // Op handlers, by ONNX op type (onnx_import.cpp and onnx_ops.cpp register theirs).
 using Handler = std::function<void(Importer&)>;
 const std::map<std::string, Handler>& handlers();
 void add_elementwise_handlers(std::map<std::string, Handler>& h);
 void add_tensor_handlers(std::map<std::string, Handler>& h);
 void add_mask_handlers(std::map<std::string, Handler>& h);
+void add_bool_handlers(std::map<std::string, Handler>& h);  // onnx_bool.cpp, from add_mask_handlers
 void add_constant_handlers(std::map<std::string, Handler>& h);
 void add_cnn_handlers(std::map<std::string, Handler>& h);
 void add_slice_handlers(std::map<std::string, Handler>& h);  // onnx_slice.cpp

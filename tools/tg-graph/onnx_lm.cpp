@@ -1,8 +1,9 @@
 // The importer's handlers for what exported language models add to the ops of
-// onnx_ops.cpp: Gather of constant indices from a computed tensor (the q, k, v of
-// nn.MultiheadAttention's packed projection, a token's position) as slices; the
-// comparisons, logic and Where that build masks, folded when every operand is constant
-// (the IR has no boolean tensors), and Expand of a constant.
+// onnx_ops.cpp: Gather and GatherND of constant indices from a computed tensor (the q, k, v
+// of nn.MultiheadAttention's packed projection, a token's position, the attention mask
+// broadcast over heads and queries) as slices; the comparisons, logic and Where that build
+// masks, folded when every operand is constant (computed bools: onnx_bool.cpp), and
+// Expand of a constant.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -13,25 +14,11 @@ namespace tg::onnx {
 
 namespace {
 
-// data[..., indices, ...] along `axis` with constant indices: one slice per run of
-// consecutive indices, joined by a concat; a scalar index drops the axis.
-void gather_constant_indices(Importer& im) {
-  const Dims& data = im.in(0).dims;
-  if (data.empty()) im.refuse("gathers from a scalar; Gather needs data of rank >= 1");
-  const int64_t axis = normalize_axis(im.attr_i("axis", 0), data.size(), im.where());
-  const Tensor& idx = im.constant(1, "indices");
-  if (idx.type != Tensor::Type::i64) im.refuse(fmt::format("its indices are {}, expected integers", idx.type_name));
-  const int64_t extent = data[static_cast<size_t>(axis)];
-  std::vector<int64_t> picks;
-  for (int64_t i : idx.i) {
-    const int64_t k = i < 0 ? i + extent : i;
-    if (k < 0 || k >= extent)
-      im.refuse(fmt::format("index {} is outside axis {} of {} (extent {})", i, axis, dims_str(data), extent));
-    picks.push_back(k);
-  }
+// x's entries `picks` along `axis` (of extent `extent`), in order: one slice per run of
+// consecutive indices, joined by a concat; x itself when the picks are every index in order.
+Value take_along(Importer& im, Value x, int64_t axis, int64_t extent, const std::vector<int64_t>& picks,
+                 const std::string& name) {
   if (picks.empty()) im.refuse("gathers no index; the IR has no empty tensors");
-  const std::string& name = im.out_name();
-  const Value x = im.value(0);
   std::vector<Value> parts;
   for (size_t p = 0; p < picks.size();) {
     size_t q = p + 1;
@@ -43,16 +30,84 @@ void gather_constant_indices(Importer& im) {
     parts.push_back(at.size == extent ? x : im.apply(OpKind::slice, {x}, at, im.fresh(name + ".slice")));
     p = q;
   }
-  Value y = parts[0];
-  if (parts.size() > 1) {
-    Attrs at;
-    at.axis = static_cast<int>(axis);
-    y = im.apply(OpKind::concat, parts, at, im.fresh(name + ".concat"));
-  }
+  if (parts.size() == 1) return parts[0];
+  Attrs at;
+  at.axis = static_cast<int>(axis);
+  return im.apply(OpKind::concat, parts, at, im.fresh(name + ".concat"));
+}
+
+// An index of an axis of extent `extent`, negative ones counted from the end; refuses one outside.
+int64_t index_in(Importer& im, int64_t i, int64_t extent, const std::string& what) {
+  const int64_t k = i < 0 ? i + extent : i;
+  if (k < 0 || k >= extent) im.refuse(fmt::format("index {} is outside {} (extent {})", i, what, extent));
+  return k;
+}
+
+const Tensor& integer_indices(Importer& im) {
+  const Tensor& idx = im.constant(1, "indices");
+  if (idx.type != Tensor::Type::i64) im.refuse(fmt::format("its indices are {}, expected integers", idx.type_name));
+  return idx;
+}
+
+// data[..., indices, ...] along `axis` with constant indices; a scalar index drops the axis.
+void gather_constant_indices(Importer& im) {
+  const Dims& data = im.in(0).dims;
+  if (data.empty()) im.refuse("gathers from a scalar; Gather needs data of rank >= 1");
+  const int64_t axis = normalize_axis(im.attr_i("axis", 0), data.size(), im.where());
+  const Tensor& idx = integer_indices(im);
+  const int64_t extent = data[static_cast<size_t>(axis)];
+  std::vector<int64_t> picks;
+  for (int64_t i : idx.i) picks.push_back(index_in(im, i, extent, fmt::format("axis {} of {}", axis, dims_str(data))));
+  const std::string& name = im.out_name();
+  const Value y = take_along(im, im.value(0), axis, extent, picks, name);
   // The output's dims: data's with the axis replaced by the indices' dims.
   Dims out(data.begin(), data.begin() + axis);
   out.insert(out.end(), idx.dims.begin(), idx.dims.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
+  im.finish(im.reshape_to(y, out, im.fresh(name + ".gathered")), out);
+}
+
+// GatherND with constant indices [..., k] (PyTorch's export of advanced indexing, the
+// attention mask's mask[:, None, None, :]): data seen as [rows, rest], each index tuple
+// picking one row, taken as Gather's are; batch_dims b leading dims shared by data and
+// indices, each batch picking from its own rows.
+void gather_nd_constant_indices(Importer& im) {
+  const Dims& data = im.in(0).dims;
+  const Tensor& idx = integer_indices(im);
+  const int64_t b = im.attr_i("batch_dims", 0);
+  const int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(idx.dims.size());
+  if (q < 1 || b < 0 || b >= std::min(r, q))
+    im.refuse(fmt::format("batch_dims {} with data {} and indices {}; ONNX needs 0 <= batch_dims < both ranks", b,
+                          dims_str(data), dims_str(idx.dims)));
+  const int64_t k = idx.dims.back();
+  if (k < 1 || b + k > r)
+    im.refuse(fmt::format("its index tuples have {} entries for data {} past batch_dims {}; ONNX needs 1 to {}", k,
+                          dims_str(data), b, r - b));
+  for (int64_t d = 0; d < b; ++d)
+    if (idx.dims[static_cast<size_t>(d)] != data[static_cast<size_t>(d)])
+      im.refuse(fmt::format("indices {} and data {} differ in batch dim {}", dims_str(idx.dims), dims_str(data), d));
+  const auto lead = data.begin() + static_cast<std::ptrdiff_t>(b + k);
+  const int64_t rows = numel(Dims(data.begin(), lead), im.where());
+  const int64_t batches = numel(Dims(data.begin(), data.begin() + b), im.where());
+  const int64_t per_batch = rows / batches;
+  const int64_t tuples = static_cast<int64_t>(idx.i.size()) / k;
+  std::vector<int64_t> picks;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t extent = data[static_cast<size_t>(b + j)];
+      row = row * extent + index_in(im, idx.i[static_cast<size_t>(t * k + j)], extent,
+                                    fmt::format("dim {} of {}", b + j, dims_str(data)));
+    }
+    picks.push_back(t / (tuples / batches) * per_batch + row);
+  }
+  Dims flat{rows};
+  flat.push_back(numel(Dims(lead, data.end()), im.where()));
+  const std::string& name = im.out_name();
+  const Value rows_v = im.reshape_to(im.value(0), flat, im.fresh(name + ".rows"));
+  const Value y = take_along(im, rows_v, 0, rows, picks, name);
+  Dims out(idx.dims.begin(), idx.dims.end() - 1);
+  out.insert(out.end(), lead, data.end());
   im.finish(im.reshape_to(y, out, im.fresh(name + ".gathered")), out);
 }
 
@@ -151,6 +206,10 @@ void add_language_model_handlers(std::map<std::string, Handler>& h) {
     if (!im.in(0).constant && im.in(1).constant) return gather_constant_indices(im);
     lookup_or_fold(im);
   };
+  h["GatherND"] = [](Importer& im) {
+    if (im.in(0).constant) im.refuse("gathers from a constant; twograph maps GatherND of a computed tensor with constant indices");
+    gather_nd_constant_indices(im);
+  };
   const Handler expand_computed = h.at("Expand");
   h["Expand"] = [expand_computed](Importer& im) {
     if (im.in(0).constant) return fold_expand(im);
@@ -165,8 +224,9 @@ void add_language_model_handlers(std::map<std::string, Handler>& h) {
       for (size_t i = 0; i < im.node_->inputs.size(); ++i) constant = constant && im.in(i).constant;
       if (constant) return fold_mask_op(im, op);
       if (computed) return computed(im);
-      im.refuse(fmt::format("computes {} of a tensor known only at run time: the IR has no boolean tensors "
-                            "(masks of constants fold at import)", op));
+      im.refuse(fmt::format("computes {} of a tensor known only at run time: the IR has no comparison or NaN "
+                            "test (masks of constants fold at import; And, Or, Xor, Not and Where take computed "
+                            "masks)", op));
     };
   }
 }

@@ -201,27 +201,44 @@ std::optional<Match> layernorm_formula(const View& v, const Model& model, int di
   return m;
 }
 
+// A constant mask (an initializer) with no NaN and in every row of its last axis an entry
+// above -inf (exporters write "masked" as -inf or as the float minimum).
+bool mask_keeps_a_finite_entry(const Tensor& mask) {
+  if (mask.type != Tensor::Type::f32 || mask.external || mask.dims.empty() || mask.dims.back() < 1) return false;
+  const size_t row = static_cast<size_t>(mask.dims.back());
+  for (size_t r = 0; r < mask.f.size(); r += row) {
+    bool finite = false;
+    for (size_t k = r; k < r + row; ++k) {
+      if (std::isnan(mask.f[k])) return false;
+      finite = finite || mask.f[k] > -std::numeric_limits<float>::infinity();
+    }
+    if (!finite) return false;
+  }
+  return true;
+}
+
+// A mask computed at run time as Where(cond, a, b) of two finite scalars (Hugging Face's
+// attention mask: 0 where attended, the float minimum elsewhere): every entry is finite.
+bool chosen_from_finite_scalars(const View& v, const std::string& mask) {
+  const int w = v.prod(mask, "Where");
+  if (w < 0) return false;
+  for (size_t i : {1, 2}) {
+    const std::optional<float> x = v.scalar(v.node(w).inputs[i]);
+    if (!x || !std::isfinite(*x)) return false;
+  }
+  return true;
+}
+
 // Whether softmax's input x has a finite entry in every row, assuming finite scores: x is not
-// a sum, or a sum with a constant mask (an initializer) that has no NaN and in every row of its
-// last axis an entry above -inf (exporters write "masked" as -inf or as the float minimum).
+// a sum, or the sum of the scores and one mask that keeps a finite entry in every row.
 bool rows_keep_a_finite_entry(const View& v, const Model& model, const std::string& x) {
   const int add = v.prod(x, "Add");
   if (add < 0) return v.prod(x, "Sub") < 0;
   const Node& a = v.node(add);
   for (const std::string& operand : a.inputs) {
     const auto it = model.initializers.find(operand);
-    if (it == model.initializers.end()) continue;
-    const Tensor& mask = it->second;
-    if (mask.type != Tensor::Type::f32 || mask.external || mask.dims.empty() || mask.dims.back() < 1) return false;
-    const size_t row = static_cast<size_t>(mask.dims.back());
-    for (size_t r = 0; r < mask.f.size(); r += row) {
-      bool finite = false;
-      for (size_t k = r; k < r + row; ++k) {
-        if (std::isnan(mask.f[k])) return false;
-        finite = finite || mask.f[k] > -std::numeric_limits<float>::infinity();
-      }
-      if (!finite) return false;
-    }
+    if (it != model.initializers.end() && !mask_keeps_a_finite_entry(it->second)) return false;
+    if (it == model.initializers.end() && !chosen_from_finite_scalars(v, operand)) continue;
     return v.prod(v.other(add, operand), "Add") < 0;  // the other operand: the scores, not a second mask
   }
   return false;
@@ -266,7 +283,7 @@ bool is_anchor(const Node& n) {
 void note_match(const Model& model, const Match& m, std::vector<std::string>& notes) {
   if (m.fused.op_type == "Identity") {
     notes.push_back(fmt::format("nodes {}..{}: the NaN guard of softmax {} dropped: every row of its input keeps a "
-                                "finite entry (finite scores, a mask constant that masks no whole row), so no row "
+                                "finite entry (finite scores, a mask that masks no whole row), so no row "
                                 "is NaN",
                                 model.nodes[static_cast<size_t>(*m.inner.begin())].name,
                                 model.nodes[static_cast<size_t>(m.last)].name, m.fused.inputs[0]));

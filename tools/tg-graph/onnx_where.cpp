@@ -1,7 +1,8 @@
 // Where, and masked fill through it (graph/op.h `where`). ONNX's condition is bool: a bool
 // graph input imports as i32 (0 or 1; Importer::declare_inputs), a bool constant reads as
-// integers (onnx_reader.cpp), and a computed condition must be i32, i64 or f32 (nonzero is
-// true), which the IR's dtype rule checks, naming the node.
+// integers (onnx_reader.cpp), a bool computed at run time is f32 0 or 1 (onnx_bool.cpp), and
+// a computed condition must be i32, i64 or f32 (nonzero is true), which the IR's dtype rule
+// checks, naming the node.
 #include <fmt/format.h>
 
 #include "tools/tg-graph/onnx_importer.h"
@@ -12,16 +13,9 @@ namespace {
 
 // A constant condition as an IR value: the IR's constants are float parameters, so its
 // integers become f32 0 and 1 (where reads nonzero as true, and gives it no gradient).
-Value condition_value(Importer& im) {
-  const Sym& c = im.in(0);
-  if (!c.constant || c.c.type != Tensor::Type::i64) return im.value(0);
-  Sym f = c;
-  f.c.type = Tensor::Type::f32;
-  f.c.type_name = "float";
-  f.c.dtype = DType::F32;
-  f.c.i.clear();
-  for (int64_t x : c.c.i) f.c.f.push_back(x != 0 ? 1.0f : 0.0f);
-  return im.value_of(f, im.node_->inputs[0]);
+Value condition_value(Importer& im, const Operand& c) {
+  if (!c.sym.constant || c.sym.c.type != Tensor::Type::i64) return im.value_of(c.sym, c.name);
+  return im.value_of(bool_as_f32(c.sym), c.name);
 }
 
 // Every element of a constant condition equal: true or false, for the alias it makes.
@@ -38,20 +32,44 @@ bool uniform_condition(const Tensor& t, bool& out) {
 void where_op(Importer& im) {
   const Sym &c = im.in(0), &a = im.in(1), &b = im.in(2);
   if (c.constant && a.constant && b.constant) return im.set_const(fold_where(c.c, a.c, b.c, im.fold_room(), im.where()));
-  const Dims out = broadcast_dims(broadcast_dims(c.dims, a.dims, im.where()), b.dims, im.where());
-  const std::string& name = im.out_name();
-  bool pick = false;
-  if (c.constant && uniform_condition(c.c, pick)) {
-    const Sym& chosen = pick ? a : b;
-    if (chosen.dims == out) return im.alias(chosen);
-    return im.set(im.expand_to(im.value(pick ? 1 : 2), chosen.dims, out, name), out);
-  }
-  const Value cond = condition_value(im);
-  im.set(im.apply(OpKind::where, {cond, im.value(1), im.value(2)}, {}, name), out);
+  const std::vector<std::string>& ins = im.node_->inputs;
+  im.alias(where_sym(im, {c, ins[0]}, {a, ins[1]}, {b, ins[2]}, im.out_name()));
 }
 
 }  // namespace
 
-void add_mask_handlers(std::map<std::string, Handler>& h) { h["Where"] = where_op; }
+Sym bool_as_f32(const Sym& s) {
+  Sym f = s;
+  f.c.type = Tensor::Type::f32;
+  f.c.type_name = "float";
+  f.c.dtype = DType::F32;
+  f.c.i.clear();
+  f.c.f.clear();
+  for (int64_t x : s.c.i) f.c.f.push_back(x != 0 ? 1.0f : 0.0f);
+  return f;
+}
+
+Sym where_sym(Importer& im, const Operand& c, const Operand& a, const Operand& b, const std::string& name) {
+  const Dims out = broadcast_dims(broadcast_dims(c.sym.dims, a.sym.dims, im.where()), b.sym.dims, im.where());
+  bool pick = false;
+  if (c.sym.constant && uniform_condition(c.sym.c, pick)) {
+    const Operand& chosen = pick ? a : b;
+    if (chosen.sym.dims == out) return chosen.sym;
+    Sym r;
+    r.v = im.expand_to(im.value_of(chosen.sym, chosen.name), chosen.sym.dims, out, name);
+    r.dims = out;
+    return r;
+  }
+  Sym r;
+  r.v = im.apply(OpKind::where, {condition_value(im, c), im.value_of(a.sym, a.name), im.value_of(b.sym, b.name)}, {},
+                 name);
+  r.dims = out;
+  return r;
+}
+
+void add_mask_handlers(std::map<std::string, Handler>& h) {
+  h["Where"] = where_op;
+  add_bool_handlers(h);
+}
 
 }  // namespace tg::onnx
