@@ -7,9 +7,9 @@
 // past it. With the CNNs of tg-train (--models resnet,resnet18,resnet50,vgg16: workload.h,
 // cnn_workloads.cpp), the batch of a training run and of a serving run, and the image size
 // of a multi-scale training run (the ResNets). Dynamic rebuilds per iteration and does not
-// care about the shape; the four
-// static strategies (static/shape_strategy.h) each pay for it differently; bucket pads the
-// sequence to its bucket, the padded labels ignore_index. Checked first: every strategy's
+// care about the shape; the four static strategies (static/shape_strategy.h) each pay for
+// it differently; bucket pads the sequence (or batch) to its bucket, the padded labels
+// ignore_index. Checked first: every strategy's
 // losses and final parameters against dynamic's, bitwise (the MLP's bucket: with the
 // batch-invariant matmul; GPT-2's bucket: to f32 rounding, its padded rows interleaved
 // with the real ones in the sums over rows; the CNNs' bucket: to the convolutions' rounding
@@ -161,18 +161,21 @@ ShapeStrategyOptions strategy_options(const Workload& w, ShapeStrategy s, const 
   return o;
 }
 
-// How a strategy's results are compared with dynamic's: bit for bit, or within atol + rtol |dynamic|.
+// How a strategy's results are compared with dynamic's: bit for bit, or within
+// atol + rtol |dynamic|, both powers of ten (given by their exponents, so they print as 1e-5).
 struct Tolerance {
   bool exact = true;
-  float atol = 1e-5f, rtol = 1e-4f;
-  std::string str() const { return exact ? "bitwise" : fmt::format("atol {:g} + rtol {:g}", atol, rtol); }
+  int atol_exp = -5, rtol_exp = -4;
+  float atol() const { return std::pow(10.0f, static_cast<float>(atol_exp)); }
+  float rtol() const { return std::pow(10.0f, static_cast<float>(rtol_exp)); }
+  std::string str() const { return exact ? "bitwise" : fmt::format("atol 1e{} + rtol 1e{}", atol_exp, rtol_exp); }
 };
 
 std::string first_mismatch(const std::vector<float>& a, const std::vector<float>& b, const Tolerance& tol) {
   if (tol.exact) return bench::bitwise_diff(a, b);
   if (a.size() != b.size()) return fmt::format("sizes differ: {} vs {}", a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
-    if (!(std::fabs(a[i] - b[i]) <= tol.atol + tol.rtol * std::fabs(b[i])))
+    if (!(std::fabs(a[i] - b[i]) <= tol.atol() + tol.rtol() * std::fabs(b[i])))
       return fmt::format("[{}] {:.9g} vs {:.9g} ({})", i, a[i], b[i], tol.str());
   return "";
 }
@@ -237,8 +240,8 @@ void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const 
     Tolerance tol;
     tol.exact = (s != ShapeStrategy::bucket || (invariant && w.model == "mlp")) && !fused_rounding;
     if (w.is_cnn() && s == ShapeStrategy::bucket) {
-      tol.atol = 1e-4f;
-      tol.rtol = 1e-3f;
+      tol.atol_exp = -4;
+      tol.rtol_exp = -3;
     }
     const kernels::BatchInvariantMatmul mode(invariant);
     const char* matmul = invariant ? "batch_invariant" : "vendor";
