@@ -73,8 +73,8 @@ struct Sizes {
 };
 
 // GPU: tg-train's sizes (224 x 224, batch 32; the CIFAR ResNet-20 at 32 x 32, batch 128).
-// CPU: what its reference convolutions run in a few milliseconds (the CIFAR ResNet) or a
-// second (the ImageNet networks at 32 x 32) per step.
+// CPU: what its reference convolutions run in tens of milliseconds per training step (the
+// CIFAR ResNet, small enough for the ctest) or seconds (the ImageNet networks at 32 x 32).
 Sizes sizes(const std::string& name, bool gpu) {
   if (name == "resnet") return gpu ? Sizes{32, 128, 128, {24, 28, 32}} : Sizes{16, 4, 8, {8, 12, 16}};
   return gpu ? Sizes{224, 32, 64, {160, 192, 224}} : Sizes{32, 2, 4, {32, 64}};
