@@ -112,6 +112,7 @@ std::vector<Workload> cnn_workloads(const std::string& name, bool gpu, th::Repor
     w.max_len = full;
     w.buckets = {full};
     w.at = [at, image = s.image](int64_t batch) { return at(batch, image, true); };
+    w.fixed = {{"image", s.image}};
     w.draw = [full, tail](int n) {
       std::vector<int64_t> v;
       for (int i = 0; i < n; ++i) v.push_back(i % 10 == 9 ? tail : full);
@@ -132,6 +133,7 @@ std::vector<Workload> cnn_workloads(const std::string& name, bool gpu, th::Repor
     w.max_len = s.serve_max;
     w.buckets = buckets_up_to(s.serve_max);
     w.at = [at, image = s.image](int64_t batch) { return at(batch, image, false); };
+    w.fixed = {{"image", s.image}};
     w.draw = [max = s.serve_max](int n) { return draw_extents(n, 1, max, 42, true); };
     w.distribution = fmt::format("skewed_min_of_2_uniform_1_{}", s.serve_max);
     w.check_extents = {3, s.serve_max, 1, s.serve_max, std::max<int64_t>(1, s.serve_max / 2 + 1), 3};
@@ -150,6 +152,7 @@ std::vector<Workload> cnn_workloads(const std::string& name, bool gpu, th::Repor
     w.max_len = s.images.back();
     w.buckets = {};
     w.at = [at, batch = s.batch](int64_t image) { return at(batch, image, true); };
+    w.fixed = {{"batch", s.batch}};
     w.draw = [images = s.images](int n) {
       std::vector<int64_t> v;
       for (int64_t k : draw_extents(n, 0, static_cast<int64_t>(images.size()) - 1, 7, false)) v.push_back(images[static_cast<size_t>(k)]);

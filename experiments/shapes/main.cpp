@@ -285,7 +285,8 @@ void check_results(th::Experiment& e, const std::shared_ptr<Backend>& be, const 
     }
     th::Params p = bench::with_passes({{"strategy", shape_strategy_name(s)}, {"exact", tol.exact}, {"matmul", matmul}},
                                       g_passes);
-    for (auto& [k, v] : w.params()) p.insert_or_assign(k, v);
+    for (const th::Params& more : {w.params(), w.fixed})
+      for (auto& [k, v] : more) p.insert_or_assign(k, v);
     if (w.is_cnn()) p.insert_or_assign("compared", th::Param(tol.str()));
     e.report().add_value(w.row("check_vs_dynamic"), p, static_cast<double>(checked), "tensors", "higher");
   }
@@ -369,7 +370,8 @@ void run_workload(th::Experiment& e, const std::shared_ptr<Backend>& be, const W
   check_results(e, be, w, bank);
   bar.tick("checked");
   auto params = [&](th::Params p) {
-    for (auto& [k, v] : w.params()) p.insert_or_assign(k, v);
+    for (const th::Params& more : {w.params(), w.fixed})
+      for (auto& [k, v] : more) p.insert_or_assign(k, v);
     return bench::with_passes(std::move(p), g_passes);
   };
   // 1) The skewed length distribution, every length in [min_len, max_len] possible.

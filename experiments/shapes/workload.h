@@ -31,6 +31,9 @@ struct Workload {
   std::string distribution;
   std::vector<int64_t> check_extents;  // the check's steps; empty: the lengths' (main.cpp)
   bool sweep = true;                   // the sweep over distinct extents (the MLP and GPT-2)
+  // The CNNs' size that stays fixed while the other varies: {"image", 224} for a batch
+  // workload, {"batch", 32} for an image-size one; on every row beside params().
+  harness::Params fixed;
 
   bool is_gpt2() const { return model.rfind("gpt2", 0) == 0; }
   bool is_cnn() const { return classes > 0; }
@@ -38,7 +41,7 @@ struct Workload {
   std::string row(const char* name) const {
     return is_gpt2() ? std::string("lm_") + name : is_cnn() ? std::string("cnn_") + name : std::string(name);
   }
-  // The parameters every row of the workload carries (none for the MLP, as it always was).
+  // The parameters that name the workload (none for the MLP, as it always was).
   harness::Params params() const {
     harness::Params p;
     if (is_gpt2()) p.insert_or_assign("model", harness::Param(model));

@@ -9,6 +9,12 @@ STRATEGIES = ("recapture", "cache", "bucket", "update")
 EXTENT = {"batch": "batch", "image": "image size"}
 
 
+def varies(p):
+    """What varies, with the size that stays fixed: "batch (image 224)", "image size (batch 32)"."""
+    fixed = "image" if p["dimension"] == "batch" else "batch"
+    return f"{EXTENT[p['dimension']]} ({fixed} {p[fixed]})" if fixed in p else EXTENT[p["dimension"]]
+
+
 def workloads(r):
     """(model, dimension, mode) in report order."""
     seen = []
@@ -44,7 +50,7 @@ def tab_shapes_cnn():
     for model, dimension, mode in workloads(r):
         where = dict(model=model, dimension=dimension, mode=mode)
         dyn = r.one("cnn_iteration", strategy="dynamic", **where)
-        row = [model, EXTENT[dimension], "training" if mode == "train" else "serving",
+        row = [model, varies(dyn["params"]), "training" if mode == "train" else "serving",
                dyn["params"]["distribution"].replace("_", " "), t(dyn["mean"])]
         for s in STRATEGIES:
             found = r.all("cnn_iteration", strategy=s, **where)
@@ -75,7 +81,7 @@ def tab_shapes_cnn():
 
 def tab_shapes_cnn_checks():
     r = report(STEM)
-    rows = [[m["params"]["model"], EXTENT[m["params"]["dimension"]],
+    rows = [[m["params"]["model"], varies(m["params"]),
              "training" if m["params"]["mode"] == "train" else "serving", m["params"]["strategy"],
              m["params"]["compared"], f"{int(m['median'])} {'tensors' if m['params']['mode'] == 'train' else 'predictions'}",
              "passed"] for m in r.all("cnn_check_vs_dynamic")]
