@@ -159,10 +159,15 @@ CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
   // tensor for padded_mse_loss to see the real elements first.
   Graph small, big;
   ModelOutputs small_out, big_out;
-  {
+  try {
     RecordingBuilder b1(small), b2(big);
     small_out = model_(1)(b1);
     big_out = model_(2)(b2);
+  } catch (const std::exception& e) {
+    // An extent that is not a batch or a length (an image size, which must be a multiple of
+    // something) has no model at 1 and 2; such an extent is not padded by adding rows.
+    graph_error("bucket strategy: the model cannot be built at extents 1 and 2, which bucket compares to find the "
+                "padded axis ({}); bucket pads a batch or a sequence; use the cache or update strategy", e.what());
   }
   if (small.nodes.size() != big.nodes.size())
     graph_error("bucket strategy: the model records {} ops at extent 1 but {} at extent 2; padding needs the same "
@@ -230,6 +235,12 @@ CompiledPlan ShapeStrategyRunner::build(int64_t key, bool instantiate) {
       graph_error("bucket strategy: {} {} {} over the variable axis, so padding would change the real results "
                   "(attention over padded keys needs a key mask); use the cache or update strategy for this model",
                   op_name(ns.op), ns.name, softmax_axis ? "normalizes" : "reduces");
+    // Training batch norm takes its statistics over every axis but the channels': whichever
+    // axis varies, the padding would count in every real element's mean and variance.
+    if (ns.op == OpKind::batch_norm && xs != xb)
+      graph_error("bucket strategy: batch_norm {} normalizes over the variable axis with the batch's statistics, so "
+                  "the padding would change every real result; use the cache or update strategy, or bucket the "
+                  "inference graph (batch norm on its running statistics)", ns.name);
     // Fused attention over a padded sequence: real queries must not see the padded keys, which
     // the key lengths (graph/attention.h) or causal (keys after the query) keep out.
     const bool attention_over_axis = ns.op == OpKind::attention && xs.rank == 3 && xs[1] != xb[1];

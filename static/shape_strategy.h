@@ -38,8 +38,8 @@
 // must keep real queries off the padded keys: with key lengths (graph/attention.h: the
 // feed gives each sequence's real length, which padding does not change) or causal.
 // Models that reduce or normalize over the padded axis (softmax over padded keys, a
-// mean over the batch) or record a different graph per extent are rejected for
-// bucketing. prediction() crops only a prediction that keeps the padded axis apart.
+// mean over the batch, batch norm with the batch's statistics: in training) or record a
+// different graph per extent are rejected for bucketing. prediction() crops only a prediction that keeps the padded axis apart.
 #include <chrono>
 #include <cstdint>
 #include <functional>

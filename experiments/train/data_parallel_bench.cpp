@@ -44,7 +44,7 @@ TrainOptions with_data_parallel(const Config& c, bool on, int64_t bucket_bytes) 
 // the host after a synchronize: the loop's warmup, then its min_reps.
 RankTimes time_rank(th::Experiment& e, const Config& c, const RankBackends& be, const TrainOptions& t, int rank) {
   const th::LoopOptions loop = e.loop();
-  const Feeds feeds = bench::model_feeds(c.fn, 900 + static_cast<uint64_t>(rank) * 13, c.classes);
+  const Feeds feeds = bench::model_feeds(c.fn, data_seed(c, 900 + static_cast<uint64_t>(rank) * 13), c.classes);
   auto timed = [&](Backend& b, const std::function<void()>& step) {
     for (int i = 0; i < loop.warmup; ++i) step();
     b.synchronize();
@@ -62,6 +62,7 @@ RankTimes time_rank(th::Experiment& e, const Config& c, const RankBackends& be, 
   co.backend = be.for_static;
   co.precision = c.precision;
   co.train = t;
+  co.seed = c.seed;
   CompiledPlan plan = compile(c.fn, co);
   for (const Node& n : plan.graph->nodes)
     if (n.op == OpKind::all_reduce) {

@@ -242,6 +242,11 @@ int main(int argc, char** argv) {
   ex.add_option("--dropout", dropout,
                 "GPT-2's dropout probability (graph/dropout.h: on the embeddings and on the attention and MLP outputs, "
                 "as GPT-2 trains with 0.1); 0: none. Its rows carry it as the dropout parameter when > 0", 0.0, 0.99);
+  int64_t seed = 0;
+  ex.add_option("--seed", seed,
+                "Both executors' parameter initialization and dropout masks, and the data's seeds; 0 (the default): the "
+                "fixed seeds of every earlier report. Recorded in the report as run.options.train.seed",
+                0, int64_t{1} << 62);
   ex.add_option("--loss-steps", loss_steps, "Training steps of the loss-curve check (both executors)", 1, 10000);
   train::DataParallelFlags dp_flags;
   train::add_data_parallel_flags(ex, dp_flags);
@@ -276,7 +281,9 @@ int main(int argc, char** argv) {
       c.loss_scale.enabled = loss_scale;
       if (loss_scale) c.params.emplace("loss_scale", *loss_scale ? "on" : "off");
       train::set_train_options(c, train_opt);
+      c.seed = static_cast<uint64_t>(seed);
     }
+    e.record_options("train", {{"seed", seed}});
     if (const std::optional<train::DataParallelRun> run =
             train::data_parallel_run(e, dp_flags, gpu, precision == Precision::tf32)) {
       th::Progress bar(cs.size(), "tg-train data parallel");

@@ -54,6 +54,7 @@ CompiledPlan compile_with(const Config& c, const std::shared_ptr<Backend>& be, b
   co.precision = c.precision;
   co.train = c.train_opt;
   co.train.loss_scale = c.loss_scale;
+  co.seed = c.seed;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 
@@ -151,7 +152,7 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   for (const char* mode : {"train", "inference"}) {
     const bool training = std::string(mode) == "train";
     if (training && !c.train) continue;
-    const Feeds feeds = bench::model_feeds(training ? c.fn : c.infer_fn, 42, c.classes);
+    const Feeds feeds = bench::model_feeds(training ? c.fn : c.infer_fn, data_seed(c, 42), c.classes);
     double none_step = 0, none_replay = 0;
     for (const PassSet& set : sets) {
       if (!set.empty() && only_convolution_passes(set) && !convolutions) {
@@ -228,7 +229,7 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   double worst = 0;
   std::vector<double> la;
   for (int i = 0; i < loss_steps; ++i) {
-    const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, c.classes);
+    const Feeds f = bench::model_feeds(c.fn, data_seed(c, 500 + static_cast<uint64_t>(i) * 7), c.classes);
     const double a = none.step(f), b = all.step(f);
     la.push_back(b);
     worst = std::max(worst, std::fabs(b - a) / std::max(std::fabs(a), 1e-30));

@@ -20,6 +20,7 @@ DynamicOptions dynamic_options(const Config& c, bool inference) {
   o.precision = c.precision;
   o.loss_scale = c.loss_scale;
   o.inference = inference;
+  o.seed = c.seed;
   return o;
 }
 
@@ -158,6 +159,7 @@ CompiledPlan compile_for(const Config& c, const std::shared_ptr<Backend>& be, bo
   co.precision = c.precision;
   co.train = c.train_opt;
   co.train.loss_scale = c.loss_scale;
+  co.seed = c.seed;
   return compile(training ? c.fn : c.infer_fn, co);
 }
 
@@ -190,7 +192,7 @@ void measure_feed(th::Experiment& e, const std::shared_ptr<Backend>& be, const C
   }
 }
 
-// Both executors from the same initial parameters (seed 0), the same batch per
+// Both executors from the same initial parameters (c.seed), the same batch per
 // step: the same kernels in the same order, so every loss has the same bits.
 void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, bool graph, int steps) {
   TG_NVTX_RANGE("loss_curves");
@@ -200,7 +202,7 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
   trace::LoopWindow window;
   for (int i = 0; i < steps; ++i) {
     window.before_sample(i);
-    const Feeds f = bench::model_feeds(c.fn, 500 + static_cast<uint64_t>(i) * 7, c.classes);
+    const Feeds f = bench::model_feeds(c.fn, data_seed(c, 500 + static_cast<uint64_t>(i) * 7), c.classes);
     ls.push_back(p.step(f));
     ld.push_back(dyn.step(f));
   }
@@ -244,7 +246,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
   auto sync = [&] { be->synchronize(); };
   if (c.train) {
     loss_curves(e, be, c, gpu, loss_steps);
-    const Feeds feeds = bench::model_feeds(c.fn, 42, c.classes);
+    const Feeds feeds = bench::model_feeds(c.fn, data_seed(c, 42), c.classes);
     TG_NVTX_RANGE("train_steps");
     CompiledPlan p = compile_for(c, be, true, gpu);
     record_plan_bytes(e, c, "train", p);
@@ -265,7 +267,7 @@ Result measure(th::Experiment& e, const std::shared_ptr<Backend>& be, const Conf
   }
   {
     TG_NVTX_RANGE("inference");
-    const Feeds infeeds = bench::model_feeds(c.infer_fn, 43, c.classes);
+    const Feeds infeeds = bench::model_feeds(c.infer_fn, data_seed(c, 43), c.classes);
     CompiledPlan p = compile_for(c, be, false, gpu);
     record_plan_bytes(e, c, "inference", p);
     DynamicTrainer dyn(c.infer_fn, *be, "caching", dynamic_options(c, true));

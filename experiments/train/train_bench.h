@@ -30,7 +30,14 @@ struct Config {
   Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
   LossScaleOptions loss_scale = {};       // both executors' (graph/loss_scale.h); unset: on for fp16
   TrainOptions train_opt = {};            // both executors' update rule and clipping (graph/training.h)
+  // Both executors' parameter initialization and dropout masks (CompileOptions::seed,
+  // DynamicOptions::seed) and the data's seeds (data_seed): 0 gives the fixed seeds the
+  // reports have always been made with.
+  uint64_t seed = 0;
 };
+
+// The seed of one batch of c's data: `base` (which batch) moved by c.seed, `base` itself at seed 0.
+inline uint64_t data_seed(const Config& c, uint64_t base) { return base + c.seed * 0x9e3779b97f4a7c15ULL; }
 
 // The dynamic executor's options for c: its precision, loss scaling and update rule, inference or training.
 DynamicOptions dynamic_options(const Config& c, bool inference = false);

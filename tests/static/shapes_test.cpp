@@ -216,6 +216,63 @@ TEST_CASE("shape strategies: bucket refuses what it cannot mask, pad/crop round-
   CHECK(crop_to(padded, {3, 4, 2}, {2, 3, 2}) == src);
 }
 
+// A ResNet (batch norm) with a variable batch: training batch norm takes the padded batch's
+// statistics, so bucket refuses it; in inference batch norm runs on its running statistics,
+// one sample at a time, and the zero images padding the batch leave the real predictions as
+// the unpadded runs give them (to the rounding of the convolutions at another batch). An
+// image size is no batch: bucket refuses it.
+TEST_CASE("shape strategies: a ResNet buckets its batch in inference only, never its image size") {
+  ResNetConfig c;
+  c.width = 4;
+  c.blocks = 1;
+  c.image = 8;
+  c.classes = 3;
+  auto at_batch = [c](bool training) -> ShapedModelFn {
+    return [c, training](int64_t batch) -> ModelFn {
+      ResNetConfig r = at_size(c, batch, c.image);
+      r.with_loss = training;
+      return [r](Builder& b) { return resnet_cifar(b, r); };
+    };
+  };
+  auto options = [](ShapeStrategy s, bool training) {
+    ShapeStrategyOptions opt;
+    opt.strategy = s;
+    opt.compile.seed = kSeed;
+    opt.compile.training = training;
+    opt.buckets = {2, 4};
+    return opt;
+  };
+  auto labelled = [&](const std::map<std::string, Shape>& shapes, int step) {
+    Feeds f = feeds_for(shapes, step);
+    if (f.count("labels")) random_labels(f["labels"], 70 + static_cast<uint64_t>(step), c.classes);
+    return f;
+  };
+  ShapeStrategyRunner train(at_batch(true), options(ShapeStrategy::bucket, true));
+  CHECK_THROWS_WITH_AS(train.step(3, labelled(train.input_shapes(3), 0)), doctest::Contains("batch_norm"), GraphError);
+
+  ShapeStrategyRunner bucket(at_batch(false), options(ShapeStrategy::bucket, false));
+  ShapeStrategyRunner cache(at_batch(false), options(ShapeStrategy::cache, false));
+  for (int64_t batch : {3, 1, 4, 2}) {
+    INFO("batch ", batch);
+    const Feeds f = labelled(cache.input_shapes(batch), static_cast<int>(batch));
+    CHECK(bucket.step(batch, f).padded_extent == (batch <= 2 ? 2 : 4));
+    cache.step(batch, f);
+    const std::vector<float> want = cache.prediction();
+    CHECK(want.size() == static_cast<size_t>(batch * c.classes));
+    CHECK(same(bucket.prediction(), want, false));
+  }
+
+  ShapedModelFn at_image = [c](int64_t image) -> ModelFn {
+    const ResNetConfig r = at_size(c, 2, image);
+    return [r](Builder& b) { return resnet_cifar(b, r); };
+  };
+  ShapeStrategyOptions by_image = options(ShapeStrategy::bucket, true);
+  by_image.buckets = {8, 16};
+  ShapeStrategyRunner images(at_image, by_image);
+  CHECK_THROWS_WITH_AS(images.step(8, labelled(images.input_shapes(8), 0)),
+                       doctest::Contains("cannot be built at extents 1 and 2"), GraphError);
+}
+
 }  // namespace
 // A GPT-2 bucketed along its sequence: ids and labels padded at the end of each sequence,
 // the labels with ignore_index, the key lengths fed as each sequence's real length. Every

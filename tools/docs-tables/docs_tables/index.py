@@ -4,7 +4,7 @@ from . import common
 from .common import Missing, table
 
 STEMS = ("launch", "transfer", "memory", "matmul", "kernels", "shapes", "train", "pipeline", "train_passes",
-         "kernels_fusion", "launch_passes", "memory_precision_cpu", "memory_vgg16")
+         "kernels_fusion", "launch_passes", "memory_precision_cpu", "memory_vgg16", "shapes_cnn")
 
 
 def tab_results_index():

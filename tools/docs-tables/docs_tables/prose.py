@@ -54,6 +54,7 @@ CAPTION_DEFINITIONS = [
     ("compiler.py", "100%", "the device-to-device copy is the 100% the kernel table measures against"),
     ("memory_measured.py", "3 iterations", "how many iterations the allocator comparison runs"),
     ("shapes.py", "1x", "the break-even ratio of a strategy against dynamic"),
+    ("shapes_cnn.py", "1x", "the break-even ratio of a strategy against dynamic"),
     ("main_job.py", "1x", "the break-even ratio of static, or of a strategy, against dynamic"),
     ("main_job.py", "10%", "the noisy flag's threshold (the middle half's spread over the median)"),
 ]
