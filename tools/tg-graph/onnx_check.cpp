@@ -33,6 +33,7 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Where"] = {3, 3, 1, 1, 0, 0, {}};
     s["Gather"] = {2, 2, 1, 1, 0, 0, {{"axis", Kind::i, false}}};
     s["GatherND"] = {2, 2, 1, 1, 0, 0, {{"batch_dims", Kind::i, false}}};
+    s["GatherElements"] = {2, 2, 1, 1, 0, 0, {{"axis", Kind::i, false}}};
     s["Gemm"] = {2, 3, 1, 1, 0, 0,
                  {{"transA", Kind::i, false}, {"transB", Kind::i, false}, {"alpha", Kind::f, false},
                   {"beta", Kind::f, false}}};

@@ -130,8 +130,12 @@ Value Importer::value_of(const Sym& s, const std::string& name) {
   for (size_t k = 0; k < s.c.f.size(); ++k)
     if (!std::isfinite(s.c.f[k]))
       refuse(fmt::format("{} holds {} at element {}; it becomes a parameter, and the IR's parameters are finite "
-                         "(an inf or NaN weight makes every output and gradient NaN): fix the model's constant",
-                         quote_name(name), s.c.f[k], k));
+                         "(an inf or NaN weight makes every output and gradient NaN): fix the model's constant{}",
+                         quote_name(name), s.c.f[k], k,
+                         s.c.f[k] < 0 && std::isinf(s.c.f[k])
+                             ? " (a -inf mask fill imports where a Where's -inf reaches a Softmax's input alone or "
+                               "added to the scores, through reshapes, read by nothing else)"
+                             : ""));
   ParamInit init;
   init.kind = ParamInit::Kind::data;
   init.data = std::make_shared<const std::vector<float>>(s.c.f);
@@ -453,6 +457,7 @@ Imported import_model(const Model& m, const ImportOptions& opt, const std::strin
   check_model(m, source);
   Model fused = m;
   std::vector<std::string> notes;
+  lower_infinite_fills(fused, notes);
   fuse_patterns(fused, notes);
   Importer im(fused, opt, source);
   im.notes_ = notes;
