@@ -26,6 +26,8 @@ Models (small, so that the committed files stay a few hundred KB):
                            gives them 0); the mask filled with -inf
   bert_tiny_legacy         bert_tiny exported the same way, the third sequence all padding;
                            the mask filled with -inf, the token type ids a GatherElements
+  encoder_layer_padded_legacy  encoder_layer_padded exported the same way (shape arithmetic with
+                           Mod and an empty Slice of a shape, folded)
 
 Each <name>.onnx holds its weights inside. <name>.io.safetensors holds every input under
 its ONNX name (F32: token ids and masks as whole numbers, which f32 holds exactly) and
@@ -149,6 +151,7 @@ def models(torch):
     empty = torch.cat([mask, torch.zeros(1, 6, dtype=torch.int64)])
     out["gpt2_tiny_legacy"] = (out["gpt2_tiny"][0], (ids3, left), ["input_ids", "attention_mask"], False)
     out["bert_tiny_legacy"] = (out["bert_tiny"][0], (ids3, empty), ["input_ids", "attention_mask"], False)
+    out["encoder_layer_padded_legacy"] = out["encoder_layer_padded"] + (False,)
     return out
 
 

@@ -581,6 +581,14 @@ void add_elementwise_handlers(std::map<std::string, Handler>& h) {
     const Value sq = im.apply(OpKind::mul, {x.v, x.v}, {}, k == 2.0f ? name : im.fresh(name + ".square"));
     im.set(k == 2.0f ? sq : im.apply(OpKind::mul, {x.v, sq}, {}, name), x.dims);
   };
+  // Shape arithmetic (the TorchScript exporter's unflatten of nn.MultiheadAttention's packed
+  // projection): of constants only, folded.
+  h["Mod"] = [](Importer& im) {
+    const bool fmod = im.attr_i("fmod", 0) != 0;
+    const Tensor &a = im.constant(0, "dividend"), &b = im.constant(1, "divisor");
+    if (a.type == Tensor::Type::f32 && !fmod) im.refuse("has fmod=0 on floats; ONNX defines float Mod with fmod=1 only");
+    im.set_const(fold_binary(fmod ? "Fmod" : "Mod", a, b, im.fold_room(), im.where()));
+  };
   h["Sqrt"] = [](Importer& im) {
     unary_const_or(im, "Sqrt", "takes the square root of a tensor; the IR has no sqrt (a LayerNorm written out "
                                "imports only as the whole formula: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div)");
