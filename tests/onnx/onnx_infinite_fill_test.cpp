@@ -133,6 +133,13 @@ TEST_CASE("onnx -inf fill: refused where the -inf does not only feed a softmax")
     mb.node("Softmax", {"s"}, {"y"}, {{"axis", ai(-1)}}).output("y").output("f");
     CHECK(why(mb).find("holds -inf at element 0") != std::string::npos);
   }
+  {  // two fills added into one softmax: neither is the scores, so the second stays and is refused
+    ModelBuilder mb;
+    mb.input("m", {2, 3}, "bool").input("n", {2, 3}, "bool").init("ninf", {}, {-kInf}).init("zero", {}, {0.0f});
+    mb.node("Where", {"m", "ninf", "zero"}, {"f"}).node("Where", {"n", "zero", "ninf"}, {"g"});
+    mb.node("Add", {"f", "g"}, {"s"}).node("Softmax", {"s"}, {"y"}, {{"axis", ai(-1)}}).output("y");
+    CHECK(why(mb).find("(Where): 'ninf' holds -inf at element 0") != std::string::npos);
+  }
   {  // masked_fill form with a NaN guard: no count of kept entries to read, so the -inf stays
     ModelBuilder mb;
     mb.input("m", {2, 3}, "bool").input("x", {2, 3}).init("ninf", {}, {-kInf}).init("zero", {}, {0.0f});

@@ -143,6 +143,9 @@ class Fills {
     }
     if (r < 0 || node(r).op_type != "Softmax" || !node(r).domain.empty() || node(r).outputs.size() != 1) return;
     const int softmax = r;
+    // A second fill into the same softmax (two masks added) stays -inf and is refused: the
+    // first one's rewrite took the other mask for finite scores.
+    if (!softmaxes_.insert(softmax).second) return;
     const std::string& s = node(softmax).outputs[0];
     const auto [isnan, guard] = nan_guard(s);
     // The row count below reads the mask's entries as 0 (kept) and the fill: only an
@@ -189,7 +192,7 @@ class Fills {
   View view_;
   std::map<std::string, std::vector<int>> readers_;
   std::set<std::string> names_, outputs_;
-  std::set<int> gone_;
+  std::set<int> gone_, softmaxes_;
   std::map<int, std::vector<Node>> before_;
 };
 
