@@ -18,6 +18,16 @@ Models (small, so that the committed files stay a few hundred KB):
   bert_tiny                transformers' BertModel: 2 layers, d 32, 4 heads, intermediate 64,
                            vocabulary 100; input_ids [2, 6] and attention_mask, the last hidden
                            state [2, 6, 32] out
+  encoder_layer_padded     encoder_layer called with src_key_padding_mask (bool [2, 5], the
+                           second sequence's last 2 positions padded): the mask filled with -inf
+  gpt2_tiny_legacy         gpt2_tiny exported by the TorchScript exporter (dynamo=False, opset
+                           17), 3 sequences: the second padded at its end, the third at its
+                           start, so that its first queries see no key (the softmax's NaN guard
+                           gives them 0); the mask filled with -inf
+  bert_tiny_legacy         bert_tiny exported the same way, the third sequence all padding;
+                           the mask filled with -inf, the token type ids a GatherElements
+  encoder_layer_padded_legacy  encoder_layer_padded exported the same way (shape arithmetic with
+                           Mod and an empty Slice of a shape, folded)
 
 Each <name>.onnx holds its weights inside. <name>.io.safetensors holds every input under
 its ONNX name (F32: token ids and masks as whole numbers, which f32 holds exactly) and
@@ -52,11 +62,12 @@ def randomize(torch, module, scale=0.2):
     return module
 
 
-def export(torch, module, args, names, path):
+def export(torch, module, args, names, path, dynamo=True):
     import onnx
 
     module.eval()
-    torch.onnx.export(module, args, path, dynamo=True, input_names=names, output_names=["y"])
+    legacy = {} if dynamo else {"opset_version": 17}
+    torch.onnx.export(module, args, path, dynamo=dynamo, input_names=names, output_names=["y"], **legacy)
     model = onnx.load(path)
     # The exporter's per-node provenance (stack traces, module names) is most of the file.
     for node in model.graph.node:
@@ -85,6 +96,21 @@ def models(torch):
                                      ("encoder_layer_seq_first", False, (5, 2, 32))):
         layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=batch_first)
         out[name] = (randomize(torch, layer), (torch.randn(*shape),), ["x"])
+
+    class Padded(nn.Module):
+        """The encoder layer called with a key padding mask (True: padding)."""
+
+        def __init__(self, layer):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x, pad):
+            return self.layer(x, src_key_padding_mask=pad)
+
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    pad[1, 3:] = True
+    x = torch.randn(2, 5, 32, generator=torch.Generator().manual_seed(2))  # the models after keep their weights
+    out["encoder_layer_padded"] = (Padded(out["encoder_layer"][0]), (x, pad), ["x", "pad"])
 
     import transformers
 
@@ -120,6 +146,12 @@ def models(torch):
     bert.attn_implementation = "eager"
     out["bert_tiny"] = (Hidden(randomize(torch, transformers.BertModel(bert, add_pooling_layer=False))), (ids, mask),
                         ["input_ids", "attention_mask"])
+    ids3 = torch.cat([ids, ids[:1]])
+    left = torch.cat([mask, torch.tensor([[0, 0, 1, 1, 1, 1]])])
+    empty = torch.cat([mask, torch.zeros(1, 6, dtype=torch.int64)])
+    out["gpt2_tiny_legacy"] = (out["gpt2_tiny"][0], (ids3, left), ["input_ids", "attention_mask"], False)
+    out["bert_tiny_legacy"] = (out["bert_tiny"][0], (ids3, empty), ["input_ids", "attention_mask"], False)
+    out["encoder_layer_padded_legacy"] = out["encoder_layer_padded"] + (False,)
     return out
 
 
@@ -138,11 +170,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     meta = {"torch": torch.__version__, "transformers": transformers.__version__, "onnx": onnx.__version__,
             "onnxruntime": onnxruntime.__version__, "made_by": "tests/onnx/make_lm_fixtures.py"}
-    for name, (module, inputs, names) in models(torch).items():
+    for name, (module, inputs, names, *exporter) in models(torch).items():
         if args.only and name not in args.only:
             continue
         path = os.path.join(args.out, name + ".onnx")
-        export(torch, module, inputs, names, path)
+        export(torch, module, inputs, names, path, *exporter)
         feeds = {n: t.numpy() for n, t in zip(names, inputs)}
         y = reference(path, feeds)
         with torch.no_grad():

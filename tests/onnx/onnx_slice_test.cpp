@@ -1,5 +1,5 @@
-// Slice, Split and the softmax NaN guard of exported attention (tools/tg-graph/onnx_slice.cpp,
-// onnx_patterns.cpp), on models built by hand: each imported graph run on the interpreter
+// Slice, Split, Mod of constants and the softmax NaN guard of exported attention
+// (tools/tg-graph/onnx_slice.cpp, onnx_fold.cpp, onnx_patterns.cpp), on models built by hand: each imported graph run on the interpreter
 // against the definition computed here, and each refusal's message.
 #include <doctest/doctest.h>
 
@@ -122,4 +122,47 @@ TEST_CASE("onnx slice: softmax's NaN guard is dropped only where no row can be a
 }
 
 }  // namespace
+}  // namespace tg::testing
+
+namespace tg::testing {
+
+TEST_CASE("onnx shape arithmetic: Mod of constants folds as ONNX defines it, an empty constant Slice folds") {
+  // Mod(a, b) cast to float and added to x = 0: the folded values. fmod=0 takes the divisor's
+  // sign (Python's %), fmod=1 the dividend's (C's fmod).
+  auto folded = [](std::vector<int64_t> a, std::vector<int64_t> b, int64_t fmod) {
+    ModelBuilder mb;
+    mb.input("x", {4}).ints("a", std::move(a)).ints("b", std::move(b));
+    mb.node("Mod", {"a", "b"}, {"m"}, {{"fmod", ai(fmod)}}).node("Cast", {"m"}, {"mf"}, {{"to", ai(1)}});
+    mb.node("Add", {"x", "mf"}, {"y"}).output("y");
+    return run(mb.import(), {{"x", {0, 0, 0, 0}}}, "y");
+  };
+  CHECK(folded({7, -7, 7, -7}, {3, 3, -3, -3}, 0) == std::vector<float>{1, 2, -2, -1});
+  CHECK(folded({7, -7, 7, -7}, {3, 3, -3, -3}, 1) == std::vector<float>{1, -1, 1, -1});
+  ModelBuilder floats;
+  floats.input("x", {2}).init("a", {2}, {5.5f, -5.5f}).init("b", {2}, {2.0f, 2.0f});
+  floats.node("Mod", {"a", "b"}, {"m"}, {{"fmod", ai(1)}}).node("Add", {"x", "m"}, {"y"}).output("y");
+  CHECK(run(floats.import(), {{"x", {0, 0}}}, "y") == std::vector<float>{1.5f, -1.5f});
+  floats.m.nodes[0].attrs["fmod"] = ai(0);
+  CHECK(refusal(floats).find("(Mod): has fmod=0 on floats") != std::string::npos);
+  ModelBuilder computed;
+  computed.input("x", {2}, "int64").ints("b", {2, 2});
+  computed.node("Mod", {"x", "b"}, {"y"}).output("y");
+  CHECK(refusal(computed).find("(Mod): its dividend ('x') is computed at run time") != std::string::npos);
+  ModelBuilder zero;
+  zero.input("x", {2}).ints("a", {1, 2}).ints("b", {0, 1});
+  zero.node("Mod", {"a", "b"}, {"m"}).node("Cast", {"m"}, {"mf"}, {{"to", ai(1)}}).node("Add", {"x", "mf"}, {"y"});
+  zero.output("y");
+  CHECK(refusal(zero).find("integer modulo by zero") != std::string::npos);
+
+  // shape[2:] of a rank-2 shape is empty, and the Concat after it the shape [6] (the TorchScript
+  // exporter's unflatten of a packed projection).
+  ModelBuilder empty;
+  empty.input("x", {2, 3}).ints("s", {2}).ints("e", {std::numeric_limits<int64_t>::max()}).ints("six", {6});
+  empty.node("Shape", {"x"}, {"shape"}).node("Slice", {"shape", "s", "e"}, {"rest"});
+  empty.node("Concat", {"six", "rest"}, {"target"}, {{"axis", ai(0)}}).node("Reshape", {"x", "target"}, {"y"});
+  empty.output("y");
+  const Graph g = empty.import();
+  CHECK(g.values[static_cast<size_t>(g.find_value("y"))].shape == Shape{6});
+}
+
 }  // namespace tg::testing

@@ -26,6 +26,7 @@ const std::map<std::string, OpSpec>& op_specs() {
     const OpSpec binary{2, 2, 1, 1, 0, 0, {}};
     for (const char* op : {"Relu", "Neg", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Exp", "Log", "Erf", "Identity"}) s[op] = unary;
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Expand"}) s[op] = binary;
+    s["Mod"] = {2, 2, 1, 1, 0, 0, {{"fmod", Kind::i, false}}};
     s["Gelu"] = {1, 1, 1, 1, 0, 0, {{"approximate", Kind::s, false}}};
     // Masks: of constants folded (onnx_lm.cpp), of computed bools mapped (onnx_bool.cpp).
     for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}) s[op] = binary;
@@ -33,6 +34,7 @@ const std::map<std::string, OpSpec>& op_specs() {
     s["Where"] = {3, 3, 1, 1, 0, 0, {}};
     s["Gather"] = {2, 2, 1, 1, 0, 0, {{"axis", Kind::i, false}}};
     s["GatherND"] = {2, 2, 1, 1, 0, 0, {{"batch_dims", Kind::i, false}}};
+    s["GatherElements"] = {2, 2, 1, 1, 0, 0, {{"axis", Kind::i, false}}};
     s["Gemm"] = {2, 3, 1, 1, 0, 0,
                  {{"transA", Kind::i, false}, {"transB", Kind::i, false}, {"alpha", Kind::f, false},
                   {"beta", Kind::f, false}}};

@@ -65,6 +65,10 @@ int64_t int_op(const std::string& op, int64_t a, int64_t b, const std::string& w
     if (b == 0) graph_error("{}: integer division by zero", where);
     over = a == std::numeric_limits<int64_t>::min() && b == -1;
     r = over ? 0 : a / b;
+  } else if (op == "Mod" || op == "Fmod") {  // Mod: the divisor's sign, as Python's %; Fmod: the dividend's, as C's
+    if (b == 0) graph_error("{}: integer modulo by zero", where);
+    r = b == -1 ? 0 : a % b;
+    if (op == "Mod" && r != 0 && (r < 0) != (b < 0)) r += b;
   } else if (op == "Pow") {
     const double p = std::pow(static_cast<double>(a), static_cast<double>(b));
     over = !(std::fabs(p) < 0x1p63);
@@ -85,6 +89,7 @@ T apply_op(const std::string& op, T a, T b, const std::string& where) {
     if (op == "Sub") return a - b;
     if (op == "Mul") return a * b;
     if (op == "Div") return a / b;
+    if (op == "Fmod") return static_cast<T>(std::fmod(static_cast<double>(a), static_cast<double>(b)));
     if (op == "Pow") return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
     graph_error("{}: cannot fold {}", where, op);
   }

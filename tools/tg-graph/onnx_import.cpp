@@ -130,8 +130,12 @@ Value Importer::value_of(const Sym& s, const std::string& name) {
   for (size_t k = 0; k < s.c.f.size(); ++k)
     if (!std::isfinite(s.c.f[k]))
       refuse(fmt::format("{} holds {} at element {}; it becomes a parameter, and the IR's parameters are finite "
-                         "(an inf or NaN weight makes every output and gradient NaN): fix the model's constant",
-                         quote_name(name), s.c.f[k], k));
+                         "(an inf or NaN weight makes every output and gradient NaN): fix the model's constant{}",
+                         quote_name(name), s.c.f[k], k,
+                         s.c.f[k] < 0 && std::isinf(s.c.f[k])
+                             ? " (a -inf mask fill imports where a Where's -inf reaches a Softmax's input alone or "
+                               "added to the scores, through reshapes, read by nothing else)"
+                             : ""));
   ParamInit init;
   init.kind = ParamInit::Kind::data;
   init.data = std::make_shared<const std::vector<float>>(s.c.f);
@@ -453,6 +457,7 @@ Imported import_model(const Model& m, const ImportOptions& opt, const std::strin
   check_model(m, source);
   Model fused = m;
   std::vector<std::string> notes;
+  lower_infinite_fills(fused, notes);
   fuse_patterns(fused, notes);
   Importer im(fused, opt, source);
   im.notes_ = notes;
@@ -575,6 +580,14 @@ void add_elementwise_handlers(std::map<std::string, Handler>& h) {
     const std::string& name = im.out_name();
     const Value sq = im.apply(OpKind::mul, {x.v, x.v}, {}, k == 2.0f ? name : im.fresh(name + ".square"));
     im.set(k == 2.0f ? sq : im.apply(OpKind::mul, {x.v, sq}, {}, name), x.dims);
+  };
+  // Shape arithmetic (the TorchScript exporter's unflatten of nn.MultiheadAttention's packed
+  // projection): of constants only, folded.
+  h["Mod"] = [](Importer& im) {
+    const bool fmod = im.attr_i("fmod", 0) != 0;
+    const Tensor &a = im.constant(0, "dividend"), &b = im.constant(1, "divisor");
+    if (a.type == Tensor::Type::f32 && !fmod) im.refuse("has fmod=0 on floats; ONNX defines float Mod with fmod=1 only");
+    im.set_const(fold_binary(fmod ? "Fmod" : "Mod", a, b, im.fold_room(), im.where()));
   };
   h["Sqrt"] = [](Importer& im) {
     unary_const_or(im, "Sqrt", "takes the square root of a tensor; the IR has no sqrt (a LayerNorm written out "

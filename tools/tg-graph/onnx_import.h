@@ -67,5 +67,9 @@ void check_model(const Model& m, const std::string& source);
 void fuse_patterns(Model& m, std::vector<std::string>& notes);
 // One rewrite, the first match in node order, with its note; false when none matches.
 bool fuse_first_pattern(Model& m, std::vector<std::string>& notes);
+// Before the rewrites: a mask's -inf fill into a softmax as the lowest finite number, its
+// NaN guard as a choice on the row's count of kept entries (onnx_infinite_fill.cpp).
+// Appends a note per fill.
+void lower_infinite_fills(Model& m, std::vector<std::string>& notes);
 
 }  // namespace tg::onnx

@@ -3,7 +3,8 @@
 // dispatch, elementwise ops and broadcasting), onnx_ops.cpp (matrix products,
 // shapes, reductions, normalizations), onnx_cnn.cpp (convolutions, pools, batch
 // norm, concat), onnx_slice.cpp (Slice, Split), onnx_fold.cpp (constant folding),
-// onnx_where.cpp and onnx_bool.cpp (Where, bool tensors) and onnx_lm.cpp (Gather, GatherND).
+// onnx_where.cpp and onnx_bool.cpp (Where, bool tensors) and onnx_lm.cpp (Gather, GatherND,
+// GatherElements).
 #include <functional>
 #include <map>
 #include <set>

@@ -1,7 +1,7 @@
 // The importer's handlers for what exported language models add to the ops of
-// onnx_ops.cpp: Gather and GatherND of constant indices from a computed tensor (the q, k, v
-// of nn.MultiheadAttention's packed projection, a token's position, the attention mask
-// broadcast over heads and queries) as slices; the comparisons, logic and Where that build
+// onnx_ops.cpp: Gather, GatherND and GatherElements of constant indices from a computed
+// tensor (the q, k, v of nn.MultiheadAttention's packed projection, a token's position, the
+// attention mask broadcast over heads and queries) as slices, of constants folded; the comparisons, logic and Where that build
 // masks, folded when every operand is constant (computed bools: onnx_bool.cpp), and
 // Expand of a constant.
 #include <fmt/format.h>
@@ -111,6 +111,62 @@ void gather_nd_constant_indices(Importer& im) {
   im.finish(im.reshape_to(y, out, im.fresh(name + ".gathered")), out);
 }
 
+// GatherElements (PyTorch's torch.gather, BERT's token type ids as the TorchScript exporter
+// writes them) with constant indices: out[..., j, ...] = data[..., indices[..., j, ...], ...]
+// along `axis`, the flat index of data each output element reads.
+std::vector<int64_t> gather_elements_picks(Importer& im, const Dims& data, const Tensor& idx, int64_t axis) {
+  if (idx.dims.size() != data.size())
+    im.refuse(fmt::format("indices {} and data {} differ in rank; ONNX needs the same rank", dims_str(idx.dims),
+                          dims_str(data)));
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && idx.dims[d] > data[d])
+      im.refuse(fmt::format("indices {} reach past data {} in dim {}", dims_str(idx.dims), dims_str(data), d));
+  std::vector<int64_t> picks;
+  picks.reserve(idx.i.size());
+  const int64_t extent = data[static_cast<size_t>(axis)];
+  for (int64_t k = 0; k < static_cast<int64_t>(idx.i.size()); ++k) {
+    int64_t rest = k, flat = 0, stride = 1;
+    for (size_t d = data.size(); d-- > 0;) {
+      int64_t at = rest % idx.dims[d];
+      rest /= idx.dims[d];
+      if (static_cast<int64_t>(d) == axis)
+        at = index_in(im, idx.i[static_cast<size_t>(k)], extent, fmt::format("axis {} of {}", axis, dims_str(data)));
+      flat += at * stride;
+      stride *= data[d];
+    }
+    picks.push_back(flat);
+  }
+  return picks;
+}
+
+void gather_elements(Importer& im) {
+  const Sym& x = im.in(0);
+  if (x.dims.empty()) im.refuse("gathers from a scalar; GatherElements needs data of rank >= 1");
+  const int64_t axis = normalize_axis(im.attr_i("axis", 0), x.dims.size(), im.where());
+  const Tensor& idx = integer_indices(im);
+  const std::vector<int64_t> picks = gather_elements_picks(im, x.dims, idx, axis);
+  if (x.constant) {
+    if (x.c.type == Tensor::Type::other || x.c.external)
+      im.refuse(fmt::format("gathers from a constant of {}; only float and integer constants fold", x.c.type_name));
+    check_fold_size(idx.dims, im.fold_room(), im.where());
+    Tensor r = x.c;
+    r.dims = idx.dims;
+    r.f.clear();
+    r.i.clear();
+    for (int64_t p : picks) {
+      if (x.c.type == Tensor::Type::f32) r.f.push_back(x.c.f[static_cast<size_t>(p)]);
+      else r.i.push_back(x.c.i[static_cast<size_t>(p)]);
+    }
+    return im.set_const(r);
+  }
+  // The data seen as one column of elements, each output element a row of it.
+  const std::string& name = im.out_name();
+  const int64_t n = numel(x.dims, im.where());
+  const Value column = im.reshape_to(im.value(0), {n, 1}, im.fresh(name + ".elements"));
+  const Value y = take_along(im, column, 0, n, picks, name);
+  im.finish(im.reshape_to(y, idx.dims, im.fresh(name + ".gathered")), idx.dims);
+}
+
 // The mask ops, by their ONNX name: booleans are int64 0 or 1, as the reader holds them.
 const std::vector<std::string>& mask_ops() {
   static const std::vector<std::string> ops = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
@@ -210,6 +266,7 @@ void add_language_model_handlers(std::map<std::string, Handler>& h) {
     if (im.in(0).constant) im.refuse("gathers from a constant; twograph maps GatherND of a computed tensor with constant indices");
     gather_nd_constant_indices(im);
   };
+  h["GatherElements"] = gather_elements;
   const Handler expand_computed = h.at("Expand");
   h["Expand"] = [expand_computed](Importer& im) {
     if (im.in(0).constant) return fold_expand(im);
