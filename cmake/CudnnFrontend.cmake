@@ -47,7 +47,10 @@ if(TWOGRAPH_HAVE_CUDNN)
     # The frontend bundles its own nlohmann/json for serialising graphs, which the project does
     # not use: skipping it keeps one json (the project's) in the program.
     target_compile_definitions(twograph_cudnn_frontend INTERFACE CUDNN_FRONTEND_SKIP_JSON_LIB=1)
-    target_link_libraries(twograph_cudnn_frontend INTERFACE twograph_cudnn)
+    # The frontend's headers also hold engines it compiles at run time with NVRTC (for other
+    # graphs than attention), whose calls the linker must still resolve: the toolkit's libnvrtc,
+    # linked as cuBLAS is.
+    target_link_libraries(twograph_cudnn_frontend INTERFACE twograph_cudnn CUDA::nvrtc)
     target_compile_definitions(twograph_common INTERFACE TWOGRAPH_HAVE_CUDNN_FRONTEND=1)
     message(STATUS "cuDNN frontend ${_tg_fe_version}: ${_tg_fe_include} (attention through cuDNN's fused SDPA)")
   else()
