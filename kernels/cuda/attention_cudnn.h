@@ -12,9 +12,9 @@
 //   aligned top left (a diagonal band with right bound 0).
 // - the key lengths are cuDNN's padding mask: seq_len_q = S for every sequence (every query
 //   row is computed), seq_len_kv = lengths clamped to [0, S], both int32 [B, 1, 1, 1] made by
-//   a small kernel in the workspace. cuDNN leaves undefined what a sequence with no key gives
-//   and which rows past a length its gradients write, so after it a fix-up kernel zeroes the
-//   output, gradients and statistics of length-0 sequences and dk, dv past each length.
+//   a small kernel in the workspace. The ops promise zeros for a sequence with no key (its
+//   output, gradients and statistic) and for dk, dv past each length, whatever cuDNN writes
+//   there, so after it a fix-up kernel zeroes them.
 // - the row statistic: cuDNN's Stats is f32 [B, heads, S, 1], the natural-log logsumexp of
 //   the scaled, masked scores, which is the ops' statistic; the ops store it as a pair
 //   hi + lo of the 16-bit dtype, also 4 bytes a row, so attention_lse has cuDNN write the
