@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/attention_dnn_rule.h"
+#include "kernels/cuda/attention_cudnn_graph.h"
 #include "kernels/cuda/attention_cudnn_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cudnn_handles.h"
@@ -211,14 +212,12 @@ struct AttnDnn::Impl {
   void warm_up(AttnDnnPlan& p, cudaStream_t s);
 };
 
-std::unique_ptr<AttnDnnPlan> AttnDnn::Impl::make(const AttnDnnKey& k, AttnDnnChoice& choice) {
-  choice.why = attention_dnn_refusal(k.g, k.dtype);
-  if (!choice.why.empty()) return nullptr;
+namespace {
+
+// Key k's graph into gr (empty, its target set if it has one): the head views, the masks, and
+// cuDNN's forward (with statistics for attention_lse) or deterministic backward.
+void build_graph(const AttnDnnKey& k, fe::graph::Graph& gr) {
   const AttentionGeometry& g = k.g;
-  auto p = std::make_unique<AttnDnnPlan>();
-  p->key = k;
-  p->graph = std::make_shared<fe::graph::Graph>();
-  fe::graph::Graph& gr = *p->graph;
   gr.set_io_data_type(k.dtype == DType::BF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
@@ -241,6 +240,26 @@ std::unique_ptr<AttnDnnPlan> AttnDnn::Impl::make(const AttnDnnKey& k, AttnDnnCho
     head_view(*outs[0], "o", kO, g).set_output(true);
     if (stats) stats_view(*outs[1], g).set_output(true);
   }
+}
+
+}  // namespace
+
+std::string attention_dnn_check_graph(const AttnDnnKey& k, int sm_version) {
+  fe::graph::Graph gr;
+  gr.set_sm_version(sm_version);  // before the nodes, which copy the graph's context
+  build_graph(k, gr);
+  fe::error_t e = gr.validate();
+  return e.is_good() ? std::string() : fe_failure(e, "Graph::validate", __FILE__, __LINE__, k);
+}
+
+std::unique_ptr<AttnDnnPlan> AttnDnn::Impl::make(const AttnDnnKey& k, AttnDnnChoice& choice) {
+  choice.why = attention_dnn_refusal(k.g, k.dtype);
+  if (!choice.why.empty()) return nullptr;
+  auto p = std::make_unique<AttnDnnPlan>();
+  p->key = k;
+  p->graph = std::make_shared<fe::graph::Graph>();
+  fe::graph::Graph& gr = *p->graph;
+  build_graph(k, gr);
   const cudnnHandle_t h = handle.get();
   TG_FE_BUILD(gr.validate());
   TG_FE_BUILD(gr.build_operation_graph(h));

@@ -2,8 +2,10 @@
 // none): every attention call runs on the own kernels. CudaBackend refuses attention_cudnn=1
 // here, so no AttnDnn is ever made.
 #include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/attention_cudnn.h"
+#include "kernels/cuda/attention_cudnn_graph.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace tg::kernels::cuda {
@@ -27,5 +29,9 @@ std::vector<AttnDnnChoice> AttnDnn::choices() const { return {}; }
 size_t attention_dnn_workspace_bytes(const AttnDnnPlan&) { return 0; }
 
 bool run_attention_dnn(const OpCall&, const CudaExecContext&) { return false; }
+
+std::string attention_dnn_check_graph(const AttnDnnKey&, int) {
+  return "this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none)";
+}
 
 }  // namespace tg::kernels::cuda

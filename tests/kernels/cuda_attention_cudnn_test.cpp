@@ -26,6 +26,7 @@
 #include "graph/float_formats.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/attention_cudnn.h"
+#include "kernels/cuda/attention_cudnn_graph.h"
 #include "tests/gpu_skip.h"
 #include "tests/kernels/cuda_op_harness.h"
 
@@ -225,6 +226,35 @@ const kernels::cuda::AttnDnnChoice* choice_of(const CudaBackend& b, OpKind op, c
 }
 
 }  // namespace
+
+// No device needed: the frontend checks each graph for a target it is told.
+TEST_CASE("cuda attention via cuDNN: every op's graph passes the frontend's check for sm_80, sm_90 and sm_100") {
+  TG_REQUIRE_CUDNN_FRONTEND();
+  int64_t checked = 0;
+  for (const OpKind op : {OpKind::attention, OpKind::attention_lse, OpKind::attention_grad})
+    for (const Case& c : cases())
+      for (const int sm : {80, 90, 100}) {
+        kernels::cuda::AttnDnnKey k;
+        k.op = op;
+        k.dtype = c.dt;
+        k.g = AttentionGeometry{c.batch, c.heads, c.seq, c.dh};
+        k.causal = c.causal;
+        k.masked = !c.lengths.empty();
+        k.alpha = attrs_of(c).alpha;
+        INFO(op_name(op), " ", describe(c), " sm_", sm);
+        CHECK(kernels::cuda::attention_dnn_check_graph(k, sm) == "");
+        ++checked;
+      }
+  CHECK(checked == 3 * static_cast<int64_t>(cases().size()) * 3);
+  // The check is real: heads of 512 dims are past what cuDNN's backward takes, and the message
+  // names the call, the key and the frontend's code.
+  kernels::cuda::AttnDnnKey wide;
+  wide.op = OpKind::attention_grad;
+  wide.g = AttentionGeometry{1, 1, 33, 512};
+  const std::string why = kernels::cuda::attention_dnn_check_graph(wide, 90);
+  CHECK(why.find("Graph::validate failed for attention_grad bf16 b1 h1 s33 d512") != std::string::npos);
+  CHECK(why.find("GRAPH_NOT_SUPPORTED") != std::string::npos);
+}
 
 TEST_CASE("cuda attention via cuDNN: bf16 and f16 against the CPU reference, causal and not, key lengths 0 and S") {
   TG_REQUIRE_GPU();
