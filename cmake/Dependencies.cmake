@@ -70,6 +70,7 @@ if(TWOGRAPH_HAVE_CUDA)
   target_compile_definitions(twograph_common INTERFACE TWOGRAPH_HAVE_CUDA=1)
 endif()
 include(${CMAKE_CURRENT_LIST_DIR}/Cudnn.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/CudnnFrontend.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/Nccl.cmake)
 # -DTWOGRAPH_SOURCE_REV=... names the source when this tree's .git cannot (a copy of
 # a working tree on another machine; scripts/device/build-there.sh passes it).

@@ -19,6 +19,9 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
           "conv_benchmark", "time cuDNN's algorithms per convolution shape, keep the fastest (cudnn.benchmark); 0: its heuristic"),
       switch_option<O, &O::conv_deterministic>(
           "conv_deterministic", "only cuDNN algorithms that give the same bits every run; 0: also those with atomics"),
+      switch_option<O, &O::attention_cudnn>(
+          "attention_cudnn",
+          "bf16/f16 attention through cuDNN's fused flash attention; 0: the own kernels (default 1 with the frontend)"),
   };
   return f;
 }

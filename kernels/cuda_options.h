@@ -24,6 +24,13 @@ inline constexpr bool kBuiltWithCudnn = true;
 #else
 inline constexpr bool kBuiltWithCudnn = false;
 #endif
+// Whether it also has the cuDNN frontend (cmake/CudnnFrontend.cmake): the default of
+// attention_cudnn below.
+#ifdef TWOGRAPH_HAVE_CUDNN_FRONTEND
+inline constexpr bool kBuiltWithCudnnFrontend = true;
+#else
+inline constexpr bool kBuiltWithCudnnFrontend = false;
+#endif
 
 struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // GEMMs small enough for the project's one-pass kernel (kernels/cuda/gemm/gemm_small.h) run
@@ -56,6 +63,12 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // off admits those that sum with atomics (some of the gradients' algorithms), whose last
   // bits may vary between runs. On by default: static == dynamic bitwise needs it.
   bool conv_deterministic = true;
+  // attention, attention_lse and attention_grad in bf16 and f16 through cuDNN's fused flash
+  // attention (kernels/cuda/attention_cudnn.h: the tensor cores, a deterministic backward)
+  // where cuDNN takes the case; off, or a case it does not take: the project's own kernels
+  // (kernels/cuda/attention.cu). On by default in a build with the cuDNN frontend; a backend
+  // refuses it on in a build without.
+  bool attention_cudnn = kBuiltWithCudnnFrontend;
 
   static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "kernels/attention_engines.h"
 #include "kernels/backend.h"
 #include "kernels/conv_algorithms.h"
 #ifdef TWOGRAPH_HAVE_CUDA
@@ -49,6 +50,29 @@ std::vector<ConvAlgorithm> conv_algorithms(const Backend& b) {
     a.workspace_bytes = static_cast<int64_t>(c.workspace);
     a.choose_ms = c.choose_ms;
     a.algo_ms = c.algo_ms;
+    out.push_back(std::move(a));
+  }
+#else
+  (void)b;
+#endif
+  return out;
+}
+
+std::vector<AttentionEngine> attention_engines(const Backend& b) {
+  std::vector<AttentionEngine> out;
+#ifdef TWOGRAPH_HAVE_CUDA
+  if (b.kind() != DeviceKind::cuda) return out;
+  for (const kernels::cuda::AttnDnnChoice& c : static_cast<const CudaBackend&>(b).attention_choices()) {
+    const AttentionGeometry& g = c.key.g;
+    AttentionEngine a;
+    a.op = op_name(c.key.op);
+    a.dtype = dtype_name(c.key.dtype);
+    a.geometry = fmt::format("b{} h{} s{} d{}{}{}", g.batch, g.heads, g.seq, g.dh, c.key.causal ? " causal" : "",
+                             c.key.masked ? " key_lengths" : "");
+    a.engine = c.engine;
+    a.why = c.why;
+    a.workspace_bytes = static_cast<int64_t>(c.workspace);
+    a.build_ms = c.build_ms;
     out.push_back(std::move(a));
   }
 #else

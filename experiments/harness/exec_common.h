@@ -18,6 +18,7 @@
 #include "graph/models.h"
 #include "graph/quote.h"
 #include "kernels/backend.h"
+#include "kernels/attention_engines.h"
 #include "kernels/conv_algorithms.h"
 #include "static/compiler.h"
 #include "static/executable.h"
@@ -232,6 +233,21 @@ inline void report_conv_algorithms(harness::Report& r, const Backend& be) {
     m.extra["workspace_bytes"] = static_cast<double>(a.workspace_bytes);
     m.extra["deterministic"] = a.deterministic ? 1 : 0;
     if (a.benchmarked) m.extra["algo_s"] = a.algo_ms * 1e-3;
+  }
+}
+
+// One attention_engine row per fused attention shape the backend met
+// (kernels/attention_engines.h): params op, dtype, geometry, engine (cuDNN's plan name, or
+// "own" for the project's kernels) and why_own ("-" when cuDNN runs it), value the host time
+// the shape's first call paid for building cuDNN's graph (seconds), extras the workspace.
+// None on the CPU or with attention_cudnn off.
+inline void report_attention_engines(harness::Report& r, const Backend& be) {
+  for (const AttentionEngine& a : attention_engines(be)) {
+    auto& m = r.add_value("attention_engine",
+                          {{"op", a.op}, {"dtype", a.dtype}, {"geometry", a.geometry}, {"engine", a.engine},
+                           {"why_own", a.why.empty() ? std::string("-") : a.why}},
+                          a.build_ms * 1e-3, "s");
+    m.extra["workspace_bytes"] = static_cast<double>(a.workspace_bytes);
   }
 }
 

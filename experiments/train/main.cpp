@@ -303,5 +303,6 @@ int main(int argc, char** argv) {
     }
     crossover(e, cs, rs);
     bench::report_conv_algorithms(e.report(), *be);
+    bench::report_attention_engines(e.report(), *be);
   });
 }

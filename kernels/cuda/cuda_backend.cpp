@@ -29,6 +29,11 @@ const CudaBackendOptions& checked_options(const CudaBackendOptions& o) {
     throw std::invalid_argument(
         "cuda backend: conv_cudnn=1 but this build has no cuDNN (cmake/Cudnn.cmake found none); pass conv_cudnn=0, "
         "or configure with TWOGRAPH_CUDNN_ROOT naming cuDNN's folder");
+  if (o.attention_cudnn && !kBuiltWithCudnnFrontend)
+    throw std::invalid_argument(
+        "cuda backend: attention_cudnn=1 but this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none); "
+        "pass attention_cudnn=0, or run scripts/fetch-cudnn-frontend.sh (or set TWOGRAPH_CUDNN_FRONTEND_ROOT) and "
+        "configure again");
   return o;
 }
 
@@ -71,6 +76,8 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
     dnn_ = std::make_unique<kernels::cuda::ConvDnn>(
         kCublasWorkspaceBytes, kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic});
   ctx_.dnn = dnn_.get();
+  if (options.attention_cudnn) attn_dnn_ = std::make_unique<kernels::cuda::AttnDnn>();
+  ctx_.attn_dnn = attn_dnn_.get();
   side_ctx_ = ctx_;
   side_ctx_.scratch = side_scratch_.as<float>();
   side_ctx_.scratch_bytes = side_scratch_.bytes();
@@ -83,6 +90,10 @@ CudaBackend::~CudaBackend() {
 
 std::vector<kernels::cuda::ConvDnnChoice> CudaBackend::conv_choices() const {
   return dnn_ ? dnn_->choices() : std::vector<kernels::cuda::ConvDnnChoice>{};
+}
+
+std::vector<kernels::cuda::AttnDnnChoice> CudaBackend::attention_choices() const {
+  return attn_dnn_ ? attn_dnn_->choices() : std::vector<kernels::cuda::AttnDnnChoice>{};
 }
 
 void CudaBackend::run(const kernels::OpCall& call) {
@@ -161,6 +172,10 @@ Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
     if (!dnn_ || !call.attrs || !conv_op_geometry(call.op, in, call.attrs->conv, g, out, nullptr)) return {};
     const kernels::cuda::ConvDnnPlan* p = dnn_->plan(call, g, tf32_, stream_.get(), true);
     return p ? Prepared{p, kernels::cuda::conv_dnn_workspace_bytes(*p)} : Prepared{};
+  }
+  if (call.op == OpKind::attention || call.op == OpKind::attention_lse || call.op == OpKind::attention_grad) {
+    const kernels::cuda::AttnDnnPlan* p = attn_dnn_ ? attn_dnn_->plan(call, stream_.get(), true) : nullptr;
+    return p ? Prepared{p, kernels::cuda::attention_dnn_workspace_bytes(*p)} : Prepared{};
   }
   const kernels::cuda::LtGemm* g = kernels::prepare_cuda(call, ctx_);
   return g ? Prepared{g, g->workspace_bytes()} : Prepared{};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/cuda/attention_cudnn.h"
 #include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/dtype_support.h"
@@ -27,7 +28,8 @@ class CudaBackend : public Backend {
   static constexpr size_t kScratchBytes = 8u << 20;           // kernels' scratch (CudaExecContext)
 
   // Makes `device` current on this thread. Throws std::invalid_argument for a
-  // device that does not exist or options.conv_cudnn in a build without cuDNN,
+  // device that does not exist, options.conv_cudnn in a build without cuDNN or
+  // options.attention_cudnn in a build without the cuDNN frontend,
   // tg::CudaError when CUDA fails.
   explicit CudaBackend(int device, bool tf32 = false, const CudaBackendOptions& options = {});
   ~CudaBackend() override;
@@ -61,12 +63,16 @@ class CudaBackend : public Backend {
   // the stream-K update's workspaces (ensure_update_workspace), before any capture.
   // A convolution that runs through cuDNN gets its plan (kernels/cuda/conv_cudnn.h, run once
   // on scratch the first time, before any capture) and its workspace; one on the direct
-  // kernels gets nothing.
+  // kernels gets nothing. An attention call cuDNN takes gets its graph (kernels/cuda/
+  // attention_cudnn.h, likewise run once on scratch) and its workspace.
   Prepared prepare(const kernels::OpCall& call) override;
   bool runs(OpKind op, DType dt) const override { return kernels::cuda::has_kernel(op, dt); }
   // The cuDNN algorithm chosen for every convolution shape met so far (none with conv_cudnn
   // off), in the order the shapes were met.
   std::vector<kernels::cuda::ConvDnnChoice> conv_choices() const;
+  // Which engine ran every attention shape met so far (cuDNN's plan, or the own kernels and
+  // why), in the order met; none with attention_cudnn off.
+  std::vector<kernels::cuda::AttnDnnChoice> attention_choices() const;
 
  private:
   // The stream-K GEMM update's workspaces, one a stream (about 17 MiB each on an H200): made
@@ -85,6 +91,7 @@ class CudaBackend : public Backend {
   cuda::DeviceBuffer workspace_;
   std::unique_ptr<kernels::cuda::LtCache> lt_cache_;
   std::unique_ptr<kernels::cuda::ConvDnn> dnn_;  // options().conv_cudnn
+  std::unique_ptr<kernels::cuda::AttnDnn> attn_dnn_;  // options().attention_cudnn
   cuda::DeviceBuffer scratch_;
   cuda::DeviceBuffer side_scratch_;  // run_on's, so that the two streams never share one
   cuda::DeviceBuffer update_workspace_, side_update_workspace_;  // stream-K GEMM updates

@@ -32,6 +32,7 @@ namespace cuda {
 class LtCache;
 class LtGemm;
 class ConvDnn;
+class AttnDnn;
 }  // namespace cuda
 
 struct CudaExecContext {
@@ -59,6 +60,9 @@ struct CudaExecContext {
   // The backend's cuDNN convolutions (kernels/cuda/conv_cudnn.h), run in the call's workspace
   // or `workspace` above; null (options.conv_cudnn off): the direct kernels.
   cuda::ConvDnn* dnn = nullptr;
+  // The backend's cuDNN fused attention (kernels/cuda/attention_cudnn.h), run in the call's
+  // workspace or one of its own; null (options.attention_cudnn off): the own kernels.
+  cuda::AttnDnn* attn_dnn = nullptr;
 };
 
 // The entry: enqueues one op on ctx.stream. Throws std::invalid_argument naming the

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/attention_cudnn.h"
 #include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/dtype_support.h"
@@ -73,7 +74,9 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::softmax: return cuda::softmax_op(c, g, s);
     case OpKind::attention:
     case OpKind::attention_lse:
-    case OpKind::attention_grad: return cuda::attention_op(c, s);
+    case OpKind::attention_grad:
+      if (cuda::run_attention_dnn(c, ctx)) return;
+      return cuda::attention_op(c, s);
     case OpKind::copy:
     case OpKind::reshape: return cuda::copy(x.data, out, n, s, dt);
     case OpKind::cast: return cuda::cast(x, c.out, s);

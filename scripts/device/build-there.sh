@@ -11,7 +11,12 @@ export PATH=/usr/local/cuda/bin:$PATH
 # The copy's .git may be stale: the revision comes from .carry/source-rev, written here
 # before each call by `git describe --always --dirty > .carry/source-rev`.
 rev=$(cat .carry/source-rev 2>/dev/null || echo unknown-copy)
-cmake --preset default -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DTWOGRAPH_SOURCE_REV="$rev" ${TG_CMAKE_ARGS:-} > /tmp/configure.log 2>&1 || { cat /tmp/configure.log; exit 1; }
+# The cuDNN frontend's headers come in deps.tar.xz (pack-deps.sh); cuDNN itself is PyTorch's
+# nvidia-cudnn package there, which cmake/Cudnn.cmake finds.
+fe_root=/opt/twograph/cudnn_frontend
+cmake --preset default -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DTWOGRAPH_SOURCE_REV="$rev" \
+  -DTWOGRAPH_CUDNN_FRONTEND_ROOT=$fe_root ${TG_CMAKE_ARGS:-} > /tmp/configure.log 2>&1 || { cat /tmp/configure.log; exit 1; }
+grep -E "cuDNN" /tmp/configure.log || true
 # -k 0: build every target that can be built, so one broken target does not hide the rest.
 if cmake --build --preset default -j "$(nproc)" -- -k 0 > /tmp/build.log 2>&1; then
   echo "build-there: built build/default"

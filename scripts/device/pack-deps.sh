@@ -20,5 +20,16 @@ for f in /usr/lib/x86_64-linux-gnu/libfmt.so* /usr/lib/x86_64-linux-gnu/libgfort
 done
 existing=()
 for p in "${paths[@]}"; do [ -e "$p" ] && existing+=("$p"); done
-tar -cf - --exclude='*.a' "${existing[@]}" 2>/dev/null | xz -T2 -3 > .carry/deps.tar.xz
+# The cuDNN frontend's headers (scripts/fetch-cudnn-frontend.sh), stored under
+# /opt/twograph/cudnn_frontend, where build-there.sh points cmake.
+bash scripts/fetch-cudnn-frontend.sh
+fe=()
+if [ -f third_party/cudnn_frontend/include/cudnn_frontend.h ]; then
+  fe=(--transform 's|^third_party/cudnn_frontend|opt/twograph/cudnn_frontend|' third_party/cudnn_frontend/include)
+else
+  echo "pack-deps: warning: no cuDNN frontend headers: the GPU build runs attention on the project's own kernels" >&2
+fi
+{ tar -cf - --exclude='*.a' "${existing[@]}" 2>/dev/null; } > .carry/deps.tar
+[ ${#fe[@]} -eq 0 ] || tar -rf .carry/deps.tar "${fe[@]}"
+xz -T2 -3 -c .carry/deps.tar > .carry/deps.tar.xz && rm .carry/deps.tar
 ls -la .carry/deps.tar.xz >&2

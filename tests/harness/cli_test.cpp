@@ -63,7 +63,7 @@ TEST_CASE("a report records the CUDA options of the run: the defaults, TG_CUDA_O
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
   const tg::harness::Params d = tg::harness::read_report(dir / "d.json").meta.options.at("cuda");
-  CHECK(d.size() == 8);
+  CHECK(d.size() == 9);
   CHECK(d.at("small_gemm").as_bool());
   CHECK(d.at("skinny_gemm").as_bool());
   CHECK(d.at("gemm_update_streamk").as_bool());
@@ -72,6 +72,7 @@ TEST_CASE("a report records the CUDA options of the run: the defaults, TG_CUDA_O
   CHECK(d.at("conv_cudnn").as_bool() == tg::kBuiltWithCudnn);  // which convolutions ran
   CHECK_FALSE(d.at("conv_benchmark").as_bool());                // and how their algorithms were chosen
   CHECK(d.at("conv_deterministic").as_bool());
+  CHECK(d.at("attention_cudnn").as_bool() == tg::kBuiltWithCudnnFrontend);  // which attention path ran
   r = tg::testing::run_tool(std::string("env TG_CUDA_OPTIONS=pdl=0,small_gemm=0 ") + TG_NOOP_BIN,
                             "--device cpu --quick --cuda-options small_gemm=1,gemm_autotune=1 --json " + (dir / "f.json"));
   CAPTURE(r.output);

@@ -2,7 +2,8 @@
 // regimes of their tiles: sequences shorter than a tile, several tiles with a partial last
 // one, row blocks past the sequence's end, head dims below, across and at the 32-lane and
 // 128-dim limits, causal and not, with and without the padding mask's key lengths (0 among
-// them: rows with no key), in every float dtype.
+// them: rows with no key), in every float dtype. These are the own kernels: the backend runs
+// with attention_cudnn=0 (cuDNN's path is tests/kernels/cuda_attention_cudnn_test.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,6 +19,13 @@ namespace {
 struct Regime {
   int64_t batch, seq, heads, dh;
 };
+
+CudaBackend& own() {
+  CudaBackendOptions o;
+  o.attention_cudnn = false;
+  return backend(o);
+}
+
 const Regime kRegimes[] = {{2, 5, 2, 8}, {1, 33, 3, 32}, {2, 70, 2, 40}, {1, 100, 1, 64}, {1, 45, 2, 128}};
 
 // The products sum up to seq terms (dk, dv) in f32 in the kernels' order, in double on the CPU.
@@ -57,10 +65,10 @@ void attention_cases(OpKind op) {
           // The statistic's hi may round the other way near a 16-bit boundary (tests/common/op_samples.h).
           if (op == OpKind::attention_lse && dt != DType::F32) c.tol = Tol{0x1p-4, 0x1p-7};
           c.seed = seed++;
-          TG_CHECK_CASE(c);
+          CHECK(run_case_on(own(), c) == 0);
           // The 16-bit kernels compute as the f32 one does on the widened inputs: its result
           // rounded once, bit for bit (not the statistic, whose 16-bit form is a pair).
-          if (dt != DType::F32 && op != OpKind::attention_lse) CHECK(run_case_vs_f32(c) == 0);
+          if (dt != DType::F32 && op != OpKind::attention_lse) CHECK(run_case_vs_f32_on(own(), c) == 0);
         }
 }
 
@@ -89,7 +97,7 @@ TEST_CASE("cuda attention refuses heads of more than 128 dims, naming the limit"
   const Shape view{1, 4, 136};
   c.in = {view, view, view};
   c.out = view;
-  CHECK_THROWS_WITH_AS(run_case(c), doctest::Contains("at most 128"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(run_case_on(own(), c), doctest::Contains("at most 128"), std::invalid_argument);
 }
 
 }  // namespace tg::testing

@@ -330,14 +330,16 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c) {
   return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, c.tol);
 }
 
-int64_t run_case_vs_f32(const OpCase& c) {
+int64_t run_case_vs_f32(const OpCase& c) { return run_case_vs_f32_on(backend(), c); }
+
+int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c) {
   REQUIRE(op_arity_ok(c.op, static_cast<int>(c.in.size())));
   REQUIRE(c.dtype != DType::F32);
   const std::vector<std::vector<float>> inputs = case_inputs(c);
-  Outputs want = gpu_side(backend(), c, DType::F32, inputs);
+  Outputs want = gpu_side(b, c, DType::F32, inputs);
   for (std::vector<float>& v : want.values)
     for (float& x : v) x = round_to_dtype(x, c.dtype);
-  return compare_outputs(c, gpu_side(backend(), c, c.dtype, inputs), want, Tol{});
+  return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, Tol{});
 }
 
 }  // namespace tg::testing

@@ -117,6 +117,7 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c);
 // a kernel that loads, computes in f32 registers with the f32 kernel's arithmetic and
 // rounds on store gives, the transcendentals included.
 int64_t run_case_vs_f32(const OpCase& c);
+int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c);
 
 // The case of one op sample (tests/common/op_samples.h): its inputs, attributes, inferred
 // output shape and CUDA tolerance (in dtype dt: the sample's 16-bit tolerance, or

@@ -22,23 +22,27 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
   const std::string dnn = kBuiltWithCudnn ? "1" : "0";
   CHECK_FALSE(d.conv_benchmark);   // cuDNN's heuristic: the same algorithm in every process
   CHECK(d.conv_deterministic);      // static == dynamic bitwise
+  CHECK(d.attention_cudnn == kBuiltWithCudnnFrontend);  // on wherever the build has the cuDNN frontend
+  const std::string fe = kBuiltWithCudnnFrontend ? "1" : "0";
   CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn +
-                       ",conv_benchmark=0,conv_deterministic=1");
+                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe);
   CHECK(CudaBackendOptions::from_string(d.str()) == d);
   CHECK(CudaBackendOptions::from_string("") == d);
   CHECK(CudaBackendOptions::from_string("   ") == d);
 }
 
 TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces trimmed") {
-  const CudaBackendOptions o = CudaBackendOptions::from_string("pdl=0, small_gemm=0 ,gemm_autotune=1,conv_cudnn=0");
+  const CudaBackendOptions o =
+      CudaBackendOptions::from_string("pdl=0, small_gemm=0 ,gemm_autotune=1,conv_cudnn=0,attention_cudnn=0");
   CHECK_FALSE(o.pdl);
   CHECK_FALSE(o.small_gemm);
   CHECK(o.gemm_autotune);
   CHECK(o.skinny_gemm);  // not named: the base's
   CHECK_FALSE(o.conv_cudnn);
+  CHECK_FALSE(o.attention_cudnn);
   CHECK(o.str() ==
         "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0,conv_cudnn=0,conv_benchmark=0,"
-        "conv_deterministic=1");
+        "conv_deterministic=1,attention_cudnn=0");
   // Over a base (the environment's, then the flag's): only the named keys change.
   const CudaBackendOptions flag = CudaBackendOptions::from_string("small_gemm=1", o);
   CHECK(flag.small_gemm);
@@ -53,8 +57,9 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
   o.gemm_update_streamk = false;
   o.conv_cudnn = false;
   o.conv_benchmark = true;
+  o.attention_cudnn = true;
   const auto v = o.values();
-  REQUIRE(v.size() == 8);
+  REQUIRE(v.size() == 9);
   CHECK(v[0].key == "small_gemm");
   CHECK(v[2].key == "gemm_update_streamk");
   CHECK(v[2].value == 0);
@@ -66,6 +71,8 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
   CHECK(v[6].value == 1);
   CHECK(v[7].key == "conv_deterministic");
   CHECK(v[7].value == 1);
+  CHECK(v[8].key == "attention_cudnn");  // reports say which attention path ran
+  CHECK(v[8].value == 1);
   for (const auto& x : v) CHECK(x.is_switch);
   // --help lists each key with its default.
   const std::string help = CudaBackendOptions::help();
@@ -73,6 +80,7 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
                         "conv_benchmark=0", "conv_deterministic=1"})
     CHECK_MESSAGE(help.find(k) != std::string::npos, k);
   CHECK(help.find(std::string("conv_cudnn=") + (kBuiltWithCudnn ? "1" : "0")) != std::string::npos);
+  CHECK(help.find(std::string("attention_cudnn=") + (kBuiltWithCudnnFrontend ? "1" : "0")) != std::string::npos);
 }
 
 TEST_CASE("cuda options: a bad item is refused with the item named, never read as the default") {
@@ -82,7 +90,8 @@ TEST_CASE("cuda options: a bad item is refused with the item named, never read a
       {"pdl=", "pdl='': expected 1 (on) or 0 (off)"},
       {"pdl=true", "expected 1 (on) or 0 (off)"},
       {"smal_gemm=0", "'smal_gemm' is not a CUDA backend option; the keys are small_gemm, skinny_gemm, "
-                      "gemm_update_streamk, gemm_autotune, pdl, conv_cudnn, conv_benchmark, conv_deterministic"},
+                      "gemm_update_streamk, gemm_autotune, pdl, conv_cudnn, conv_benchmark, conv_deterministic, "
+                      "attention_cudnn"},
       {"small_gemm", "'small_gemm' is not key=value"},
       {"pdl=0,pdl=1", "'pdl' is given twice"},
       {"pdl=0,,small_gemm=1", "an empty item"},

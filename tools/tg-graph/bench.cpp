@@ -280,6 +280,7 @@ int bench_main(int argc, char** argv) {
       bar.tick(fmt::format("batch {}", c.batch));
     }
     bench::report_conv_algorithms(e.report(), *be);
+    bench::report_attention_engines(e.report(), *be);
   });
 }
 
