@@ -18,7 +18,8 @@ cmake --preset default -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DTWOGRAPH
   -DTWOGRAPH_CUDNN_FRONTEND_ROOT=$fe_root ${TG_CMAKE_ARGS:-} > /tmp/configure.log 2>&1 || { cat /tmp/configure.log; exit 1; }
 grep -E "cuDNN" /tmp/configure.log || true
 # -k 0: build every target that can be built, so one broken target does not hide the rest.
-if cmake --build --preset default -j "$(nproc)" -- -k 0 > /tmp/build.log 2>&1; then
+# TG_BUILD_TARGETS (space-separated): only those targets, when a call has no time for all.
+if cmake --build --preset default -j "$(nproc)" ${TG_BUILD_TARGETS:+--target $TG_BUILD_TARGETS} -- -k 0 > /tmp/build.log 2>&1; then
   echo "build-there: built build/default"
 else
   echo "build-there: some targets failed:"; grep -E "error|FAILED" /tmp/build.log | head -40
