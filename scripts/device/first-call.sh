@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One device call that does the most a fresh machine can in its 600 s: build, every GPU test,
+# then the measurements that have never run, each under what is left of the call.
+#   Usage (device tool, carry [".carry"], after `bash scripts/device/pack-deps.sh` and
+#   `git describe --always --dirty > .carry/source-rev` here):
+#     OUT=$OUT bash scripts/device/first-call.sh [seconds]
+# Writes $OUT/results.tgz (the files of every step: only 8 files come back from a call) and
+# prints the summary. A step that would start too late is skipped and says so.
+set -u
+limit=${1:-570}
+out=${OUT:-out}
+mkdir -p "$out"
+left() { echo $((limit - SECONDS)); }
+step() {  # step NAME SECONDS-NEEDED COMMAND...: runs COMMAND under what is left, if enough is
+  local name=$1 need=$2
+  shift 2
+  if [ "$(left)" -lt "$need" ]; then
+    echo "$name: skipped, $(left) s left of $limit" | tee -a "$out/summary.txt"
+    return
+  fi
+  timeout "$(left)" "$@"
+  echo "$name: rc=$? at $SECONDS s" | tee -a "$out/summary.txt"
+}
+bash scripts/device/build-there.sh 2>&1 | tail -15
+echo "build done at $SECONDS s; $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$out/summary.txt"
+step ctest 120 ctest --test-dir build/default -R "cuda|gpu" -j8 --timeout 150 --output-on-failure \
+  -O "$out/ctest-gpu.log" > /dev/null
+grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$out/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt"
+tt=build/default/experiments/train/tg-train
+step gpt2-bf16 90 "$tt" --device 0 --quick --models gpt2 --precision bf16 --passes all \
+  --json "$out/train_gpt2_bf16.json" > "$out/train_gpt2_bf16.txt" 2>&1
+step cnn-speed 60 env OUT="$out" bash scripts/device/cnn-speed.sh build/default 40
+(cd "$out" && tar czf results.tgz --exclude=results.tgz -- *)
+cat "$out/summary.txt"
