@@ -168,13 +168,15 @@ CNN_PARAMS = {
 }
 
 
-def cnn_config(model, batch, image, channels_last=False):
+def cnn_config(model, batch, image, channels_last=False, deterministic=False):
     import torchvision
 
     params = {"model": model, "sweep": f"{model}_i{image}", "batch": batch, "image": image, **CNN_PARAMS[model],
               **UPDATE_RULE}
     if channels_last:
         params["memory_format"] = "channels_last"
+    if deterministic:
+        params["cudnn_deterministic"] = True
     return {"params": params, "batch": batch, "rows": batch * image * image, "init": "torchvision",
             "loss": "cross_entropy", "channels_last": channels_last,
             "build": lambda: getattr(torchvision.models, model)(num_classes=1000),
@@ -481,27 +483,32 @@ def run_train(rep, torch, dev, args, loop):
 def run_cnn(rep, torch, dev, args, loop):
     """tg-train's ImageNet networks from torchvision at 224 x 224, with cudnn.benchmark on (each
     convolution's fastest algorithm, found on its first call), NCHW as tg-train runs them and
-    channels_last (NHWC, the tensor cores' layout for cuDNN) as rows of their own."""
+    channels_last (NHWC, the tensor cores' layout for cuDNN) as rows of their own. With
+    --cnn-deterministic, NCHW once more with cudnn.deterministic on (rows cudnn_deterministic=true):
+    the algorithms twograph's default conv_deterministic=1 restricts cuDNN to."""
     try:
         import torchvision  # noqa: F401
     except ImportError:
         rep.skip("cnn", "torchvision is not installed here (pip install torchvision)")
         return
-    saved = torch.backends.cudnn.benchmark
+    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic
     torch.backends.cudnn.benchmark = True
+    variants = [(False, False), (True, False)] + ([(False, True)] if args.cnn_deterministic else [])
     try:
         batches = [32] if args.quick else [32, 64]
         for model in args.cnn_models:
             for batch in batches:
-                for channels_last in (False, True):
-                    c = cnn_config(model, batch, 224, channels_last)
+                for channels_last, deterministic in variants:
+                    torch.backends.cudnn.deterministic = deterministic
+                    c = cnn_config(model, batch, 224, channels_last, deterministic)
                     label = " ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
                     print(f"torch-baseline: {label}", file=sys.stderr, flush=True)
-                    compile_here = not args.no_compile and batch == batches[0] and not channels_last
+                    compile_here = (not args.no_compile and batch == batches[0] and not channels_last
+                                    and not deterministic)
                     measure_train_config(rep, torch, dev, c, loop, min(args.loss_steps, 5), compile_here,
                                          args.precisions)
     finally:
-        torch.backends.cudnn.benchmark = saved
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved
 
 
 # ---- tg-launch's chain ----------------------------------------------------------------------
@@ -616,6 +623,8 @@ def parse_args(argv):
                          "torchvision, GPU only) and gpt2 (tg-train --models gpt2)")
     ap.add_argument("--cnn-models", default="resnet18,resnet50,vgg16",
                     help="the cnn workload's torchvision networks (tg-train --models' ImageNet ones), comma-separated")
+    ap.add_argument("--cnn-deterministic", action="store_true",
+                    help="cnn: also time NCHW with torch.backends.cudnn.deterministic on (as twograph's default)")
     ap.add_argument("--matmul-n", type=int, nargs="+", default=[4096, 8192],
                     help="the matmul workload's sizes n (C = A B, all n x n)")
     ap.add_argument("--ops", type=int, nargs="+", help="chain lengths (default tg-launch's)")

@@ -15,7 +15,7 @@ mkdir -p "$out"
 timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --models "$models" --passes all \
   --json "$out/train_cnn224.json" > "$out/train_cnn224.txt" 2>&1
 echo "tg-train --models $models rc=$?" | tee -a "$out/summary.txt"
-timeout "$per" python3 experiments/peers/torch_baseline.py --device 0 --quick --workloads cnn --cnn-models "$models" \
+timeout "$per" python3 experiments/peers/torch_baseline.py --device 0 --quick --workloads cnn --cnn-models "$models" --cnn-deterministic \
   --no-compile --json "$out/torch_cnn.json" > "$out/torch_cnn.txt" 2>&1
 echo "torch_baseline --workloads cnn rc=$?" | tee -a "$out/summary.txt"
 timeout "$per" "$build/experiments/memory/tg-memory" --device 0 --models vgg16 \
