@@ -17,6 +17,7 @@
 #include "kernels/cuda/attention_cudnn_graph.h"
 #include "kernels/cuda/attention_cudnn_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/capture.h"
 #include "kernels/cuda/cudnn_handles.h"
 
 namespace tg::kernels::cuda {
@@ -90,12 +91,6 @@ struct KeyHash {
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kSeqQ, kSeqKv, kDout, kDq, kDk, kDv };
 
 size_t round_up(size_t n) { return (n + 255) / 256 * 256; }
-
-bool capturing(cudaStream_t s) {
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
-  return cap != cudaStreamCaptureStatusNone;
-}
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -330,7 +325,7 @@ void AttnDnn::Impl::enqueue(const AttnDnnPlan& p, const Operands& x, char* ws, c
 }
 
 void AttnDnn::Impl::warm_up(AttnDnnPlan& p, cudaStream_t s) {
-  if (capturing(s)) return;
+  if (stream_capturing(s)) return;
   const AttentionGeometry& g = p.key.g;
   const size_t view = round_up(static_cast<size_t>(g.batch * g.seq * g.ld()) * dtype_size(p.key.dtype));
   const size_t stats = round_up(static_cast<size_t>(g.rows() * g.seq) * sizeof(float));
@@ -395,7 +390,7 @@ void AttnDnn::run(const AttnDnnPlan& p, const OpCall& c, void* workspace, size_t
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!workspace) {
     if (impl_->workspace.bytes() < need) {
-      if (capturing(s))
+      if (stream_capturing(s))
         throw std::invalid_argument(fmt::format(
             "cuDNN attention {}: its first call without a workspace is being captured; it needs {} bytes of "
             "workspace, allocated at a call outside capture: run the step once before capturing",

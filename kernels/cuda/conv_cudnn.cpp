@@ -15,6 +15,7 @@
 
 #include "graph/float_formats.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/capture.h"
 #include "kernels/cuda/cudnn_handles.h"
 
 namespace tg {
@@ -154,12 +155,6 @@ std::string algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
   return fmt::format("bwd_filter_algo_{}", static_cast<int>(a));
 }
 
-bool capturing(cudaStream_t s) {
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
-  return cap != cudaStreamCaptureStatusNone;
-}
-
 // Zeroed operands of a key's geometry, and a workspace after them, in one allocation: what
 // the warm-up runs on and what benchmarking times. Empty (no pointers) when the device has
 // too little free memory: both are optional, the call runs all the same.
@@ -257,7 +252,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
   // with a workspace of the most any algorithm may use; the heuristic when the stream is
   // being captured (no work may run there) or the scratch does not fit on the device.
   std::unique_ptr<ScratchOperands> scratch;
-  if (rule.benchmark && !capturing(s)) {
+  if (rule.benchmark && !stream_capturing(s)) {
     scratch = std::make_unique<ScratchOperands>(k, max_workspace, s);
     if (!scratch->ok()) scratch.reset();
     else TG_CUDNN_CHECK(cudnnSetStream(h, s));
@@ -421,7 +416,7 @@ bool ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, 
 }
 
 void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
-  if (capturing(s)) return;
+  if (stream_capturing(s)) return;
   // Too little free memory for scratch operands: the warm-up is only there to load cuDNN's
   // kernels early; the call runs all the same.
   ScratchOperands o(p.key, p.workspace, s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/float_formats.h"
+#include "kernels/cuda/capture.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/raii.h"
 
@@ -396,9 +397,7 @@ std::unordered_map<TunedKey, LtTuner::Timed, TunedKeyHash>& tuned_table() {
 // Timing allocates and synchronizes, which a stream being captured must not see: there
 // the heuristic's choice stays (and nothing is recorded).
 void LtTuner::tune(cublasLtHandle_t h, LtGemm& gemm, size_t max_workspace, cudaStream_t s) {
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  TG_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing));
-  if (capturing != cudaStreamCaptureStatusNone) return;
+  if (stream_capturing(s)) return;
   int device = 0;
   TG_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(g_tuned_mu);
