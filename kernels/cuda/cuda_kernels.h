@@ -233,9 +233,10 @@ void padded_mse_loss(const float* p, const float* t, const float* count, float* 
 void padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp, int64_t n,
                           cudaStream_t s);
 // Labels i32, i64 or f32 class indices; rows labelled ignore_index count nowhere (their
-// gradient rows are 0); every row ignored gives a NaN loss, as torch does.
+// gradient rows are 0); every row ignored gives a NaN loss, as torch does. With scratch
+// for a double a row the rows are spread over the device; the bits are the same either way.
 void cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                   int64_t ignore_index, cudaStream_t s);
+                   int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s);
 void cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx, int64_t rows,
                         int64_t cols, int64_t ignore_index, cudaStream_t s);
 

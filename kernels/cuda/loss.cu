@@ -208,29 +208,36 @@ struct CrossEntropyGradOp {
   }
 };
 
-// cross_entropy: one block of 32 warps, warp w takes rows w, w+32, ...; each warp
-// sums its row losses in double in row order, then warp 0 sums the 32 warp totals.
-// A fixed order without a scratch buffer; one SM is plenty for a loss over logits.
-// Ignored rows add nothing, to the sum or to the count it is divided by.
+// cross_entropy: the loss of row r is m + log(s) - x[label], computed by one warp (a
+// group of 32: exp_sum's order) in double; the rows are then summed in a fixed grouping:
+// lane w of one warp adds rows w, w + 32, ... in row order, and a warp sum adds the 32
+// totals. Ignored rows add nothing, to the sum or to the count it is divided by.
+// Two ways give those bits: cross_entropy_rows_kernel spreads the rows over the whole
+// device (8 warps a block) and writes each row's loss to scratch, then
+// cross_entropy_sum_kernel sums them; without scratch enough for a double a row,
+// cross_entropy_kernel does both in one block of 32 warps, warp w taking rows w, w + 32,
+// ... (one SM: fine for a small loss, far too slow for a language model's logits).
+template <int VPT>
+__device__ __forceinline__ double row_loss(const float* logits, int64_t label, int64_t r, int64_t cols, int t) {
+  const float* xr = logits + r * cols;
+  RowCache<VPT> c;
+  float m, s;
+  exp_sum<32, VPT>(xr, cols, t, nullptr, c, m, s);
+  return label < 0 ? static_cast<double>(NAN) : static_cast<double>(m) + log(static_cast<double>(s)) - xr[label];
+}
+
 template <int VPT, typename L>
 __global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits, const L* labels, float* loss,
                                                              int64_t rows, int64_t cols, int64_t ignore) {
   pdl::prologue();
-  constexpr int G = 32;
   __shared__ double totals[32];
   __shared__ double counts[32];
   const int t = threadIdx.x & 31, w = threadIdx.x >> 5;
   double acc = 0.0, kept = 0.0;
   for (int64_t r = w; r < rows; r += 32) {
-    const float* xr = logits + r * cols;
     const int64_t label = label_col(labels, r, cols, ignore);
     if (label == kIgnoredRow) continue;  // the same branch for the whole warp
-    RowCache<VPT> c;
-    float m, s;
-    exp_sum<G, VPT>(xr, cols, t, nullptr, c, m, s);
-    const double lr = label < 0 ? static_cast<double>(NAN)
-                                : static_cast<double>(m) + log(static_cast<double>(s)) - xr[label];
-    acc += lr;
+    acc += row_loss<VPT>(logits, label, r, cols, t);
     kept += 1.0;
   }
   if (t == 0) {
@@ -243,6 +250,58 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits
     const double k = detail::warp_sum(counts[t]);
     if (t == 0) loss[0] = static_cast<float>(v / k);  // every row ignored: 0 / 0, NaN, as torch gives
   }
+}
+
+constexpr int kCeRowsPerBlock = 8;
+template <int VPT, typename L>
+__global__ void __launch_bounds__(32 * kCeRowsPerBlock) cross_entropy_rows_kernel(const float* logits, const L* labels,
+                                                                                  double* row_losses, int64_t rows,
+                                                                                  int64_t cols, int64_t ignore) {
+  pdl::prologue();
+  const int t = threadIdx.x & 31;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kCeRowsPerBlock;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kCeRowsPerBlock + (threadIdx.x >> 5); r < rows; r += step) {
+    const int64_t label = label_col(labels, r, cols, ignore);
+    if (label == kIgnoredRow) continue;  // the sum skips the row by its label
+    const double lr = row_loss<VPT>(logits, label, r, cols, t);
+    if (t == 0) row_losses[r] = lr;
+  }
+}
+
+// One warp. The loads of a lane's rows do not depend on its running sum: unrolled, many
+// are in flight while the adds go in order.
+template <typename L>
+__global__ void __launch_bounds__(32) cross_entropy_sum_kernel(const double* row_losses, const L* labels, float* loss,
+                                                               int64_t rows, int64_t cols, int64_t ignore) {
+  pdl::prologue();
+  const int w = threadIdx.x;
+  double acc = 0.0, kept = 0.0;
+#pragma unroll 8
+  for (int64_t r = w; r < rows; r += 32) {
+    if (label_col(labels, r, cols, ignore) == kIgnoredRow) continue;
+    acc += row_losses[r];
+    kept += 1.0;
+  }
+  const double v = detail::warp_sum(acc);
+  const double k = detail::warp_sum(kept);
+  if (w == 0) loss[0] = static_cast<float>(v / k);
+}
+
+template <int VPT, typename L>
+void launch_cross_entropy(const float* logits, const L* labels, float* loss, int64_t rows, int64_t cols,
+                          int64_t ignore, void* scratch, size_t scratch_bytes, cudaStream_t s) {
+  // Below this many logits one SM reads them about as fast as the second launch costs.
+  constexpr int64_t kSpreadFrom = int64_t{1} << 18;
+  if (!scratch || scratch_bytes / sizeof(double) < static_cast<size_t>(rows) || rows * cols < kSpreadFrom) {
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<VPT, L>, 1, 1024, s, logits, labels, loss, rows, cols, ignore);
+    return;
+  }
+  double* row_losses = static_cast<double*>(scratch);
+  const int64_t blocks = (rows + kCeRowsPerBlock - 1) / kCeRowsPerBlock;
+  const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
+  detail::launch(TG_LAUNCH_SITE, cross_entropy_rows_kernel<VPT, L>, static_cast<int>(blocks < cap ? blocks : cap),
+                 32 * kCeRowsPerBlock, s, logits, labels, row_losses, rows, cols, ignore);
+  detail::launch(TG_LAUNCH_SITE, cross_entropy_sum_kernel<L>, 1, 32, s, row_losses, labels, loss, rows, cols, ignore);
 }
 
 // fn(L{}) with L the element type of the labels' dtype.
@@ -283,20 +342,19 @@ void cross_entropy_grad(const float* logits, const TensorView& labels, const flo
 }
 
 void cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                   int64_t ignore_index, cudaStream_t s) {
+                   int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
   with_label_type(labels.dtype, [&](auto le) {
     using L = decltype(le);
     const L* l = elements<const L>(labels.data);
     if (cols <= 32)
-      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<1, L>, 1, 1024, s, logits, l, loss, rows, cols, ignore_index);
+      launch_cross_entropy<1>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
     else if (cols <= 128)
-      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<4, L>, 1, 1024, s, logits, l, loss, rows, cols, ignore_index);
+      launch_cross_entropy<4>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
     else if (cols <= 512)
-      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<16, L>, 1, 1024, s, logits, l, loss, rows, cols,
-                     ignore_index);
+      launch_cross_entropy<16>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
     else
-      detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<0, L>, 1, 1024, s, logits, l, loss, rows, cols, ignore_index);
+      launch_cross_entropy<0>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
   });
 }
 

@@ -2,6 +2,13 @@
 // per lane, block per row with registers, the re-reading fallback beyond 8192).
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda/cuda_kernels.h"
+
 #include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
 
@@ -88,6 +95,47 @@ TEST_CASE("cuda cross_entropy") {
         c.labels_classes = cols;
         c.seed = seed++;
         TG_CHECK_CASE(c);
+      }
+}
+
+// cross_entropy spreads its rows over the device when it has scratch for a double a row and
+// sums them in one block otherwise: both must give the same bits (the static and the
+// dynamic executor, or a kernel test without scratch, may take either), ignored rows and
+// a label outside the classes (NaN) included.
+TEST_CASE("cuda cross_entropy spread over the device == in one block, bitwise") {
+  TG_REQUIRE_GPU();
+  const cudaStream_t s = backend().stream();
+  std::mt19937 gen(77);
+  for (int64_t rows : {int64_t{64}, int64_t{1000}, int64_t{8192}})
+    for (int64_t cols : {int64_t{31}, int64_t{100}, int64_t{500}, int64_t{50257}})
+      for (int bad : {0, 1}) {
+        if (rows * cols < (int64_t{1} << 18)) continue;  // the spread path starts there
+        if (rows * cols > (int64_t{1} << 28)) continue;
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(bad);
+        std::vector<float> x(static_cast<size_t>(rows * cols));
+        std::normal_distribution<float> nd(0.0f, 3.0f);
+        for (float& v : x) v = nd(gen);
+        std::vector<int64_t> labels(static_cast<size_t>(rows));
+        std::uniform_int_distribution<int64_t> cls(0, cols - 1);
+        for (int64_t r = 0; r < rows; ++r) labels[r] = r % 5 == 3 ? -100 : cls(gen);
+        if (bad) labels[static_cast<size_t>(rows / 2)] = cols;  // not a class: the loss is NaN
+        cuda::DeviceBuffer dx = cuda::DeviceBuffer::allocate(x.size() * sizeof(float));
+        cuda::DeviceBuffer dl = cuda::DeviceBuffer::allocate(labels.size() * sizeof(int64_t));
+        cuda::DeviceBuffer loss = cuda::DeviceBuffer::allocate(2 * sizeof(float));
+        cuda::DeviceBuffer scratch = cuda::DeviceBuffer::allocate(static_cast<size_t>(rows) * sizeof(double));
+        TG_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+        TG_CUDA_CHECK(cudaMemcpy(dl.get(), labels.data(), dl.bytes(), cudaMemcpyHostToDevice));
+        const kernels::TensorView lv{dl.as<float>(), Shape{rows}, DType::I64};
+        float* out = loss.as<float>();
+        kernels::cuda::cross_entropy(dx.as<float>(), lv, out, rows, cols, -100, scratch.get(), scratch.bytes(), s);
+        kernels::cuda::cross_entropy(dx.as<float>(), lv, out + 1, rows, cols, -100, nullptr, 0, s);
+        float got[2];
+        TG_CUDA_CHECK(cudaStreamSynchronize(s));
+        TG_CUDA_CHECK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
+        CHECK(std::isnan(got[0]) == (bad == 1));
+        CHECK(std::memcmp(&got[0], &got[1], sizeof(float)) == 0);
       }
 }
 
