@@ -182,11 +182,11 @@ std::vector<PassSet> pass_sets(const std::string& text) {
   return {PassSet::none(), one};
 }
 
-// The configurations the passes are measured on: mlp width 256 at batch 32, the width-4096
-// mlp, the largest transformer; on the CPU in --quick, the smallest of each sweep (what the
-// main job can run there).
+// The configurations the passes are measured on: mlp width 256 at batch 32, and the largest
+// configuration of every other sweep (the width-4096 mlp, the largest transformer, GPT-2,
+// each CNN: the sizes their comparisons with PyTorch are made at); on the CPU in --quick,
+// the smallest of each sweep (what the main job can run there).
 bool is_pass_target(const train::Config& c, const std::vector<train::Config>& all, bool small) {
-  if (c.model != "mlp" && c.model != "transformer") return false;  // the passes rewrite GEMM and elementwise chains
   int64_t lo = -1, hi = -1;
   for (const train::Config& o : all)
     if (o.sweep == c.sweep) {
@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
   int64_t max_rows = 0;
   std::string passes = "sweep";
   ex.add_option("--passes", passes,
-                "The graph passes measured on mlp width 256 batch 32, mlp width 4096 and the largest transformer (the "
-                "smallest of each model with --quick on the CPU): sweep (none, each pass of all alone, all), "
+                "The graph passes measured on mlp width 256 batch 32 and the largest configuration of every other "
+                "model (the smallest of each model with --quick on the CPU): sweep (none, each pass of all alone, all), "
                 "none (skip them), or one set such as all or linear,rows (measured against none)");
   std::string pass_options;
   bench::add_pass_options_flag(ex, pass_options);
