@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
 # the language-model measurements of docs/language-models.md in one session. tg-train's GPT-2
-# small (static and dynamic) in fp32 and bf16, PyTorch's same GPT-2 (eager, CUDA graph,
+# small (static and dynamic, all passes against none) in fp32 and bf16, PyTorch's same GPT-2 (eager, CUDA graph,
 # torch.compile) in both precisions, tg-memory's GPT-2 per role and by sequence length.
 #   Usage: bash scripts/device/lm-run.sh [build-dir] [seconds-per-step] [device] [quick|full]
 # quick (the default): GPT-2 small at batch 4, sequence 256; full adds batch 8, sequence 1024
@@ -20,7 +20,7 @@ out=${OUT:-out}
 mkdir -p "$out"
 for p in fp32 bf16; do
   f=train_gpt2$([ "$p" = fp32 ] || echo "_$p")
-  timeout "$per" "$build/experiments/train/tg-train" --device "$device" $quick --models gpt2 --passes none \
+  timeout "$per" "$build/experiments/train/tg-train" --device "$device" $quick --models gpt2 --passes all \
     --precision "$p" --json "$out/$f.json" > "$out/$f.txt" 2>&1
   echo "tg-train --models gpt2 --precision $p rc=$?" | tee -a "$out/summary.txt"
 done
