@@ -12,8 +12,10 @@
 #                          the device's dense peak)
 #   train_<p>_200.json     tg-train --loss-steps 200 in fp32, bf16 and fp16 (the loss curves)
 #   memory_precision_gpu.json  tg-memory --precision all (each role predicted and measured)
-# With "quick" as the fourth argument only the tg-train and PyTorch reports are made.
-# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step] [seconds-for-torch] [quick]
+# With "quick" as the fourth argument only the tg-train and PyTorch reports are made; with "rest"
+# only the others (two device calls when one cannot hold all).
+# Writes $OUT/precision.tgz with all of them.
+# Usage: bash scripts/device/precision-run.sh [build-dir] [seconds-per-step] [seconds-for-torch] [quick|rest]
 set -u
 build=${1:-build/default}
 per=${2:-90}
@@ -21,14 +23,18 @@ torch_s=${3:-240}
 only_speed=${4:-}
 out=${OUT:-out}
 mkdir -p "$out"
-for p in fp32 tf32 bf16 fp16; do
-  timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --precision "$p" --passes all \
-    --json "$out/train_$p.json" > "$out/train_$p.txt" 2>&1
-  echo "tg-train --precision $p rc=$?" | tee -a "$out/summary.txt"
-done
-timeout "$torch_s" python3 experiments/peers/torch_baseline.py --device 0 --quick --precision all \
-  --workloads train --no-compile --json "$out/torch_precision.json" > "$out/torch_precision.txt" 2>&1
-echo "torch_baseline --precision all rc=$?" | tee -a "$out/summary.txt"
+# A device call returns 8 files at most: everything also goes into $out/precision.tgz.
+trap '(cd "$out" && tar czf precision.tgz --exclude="*.tgz" -- *)' EXIT
+if [ "$only_speed" != rest ]; then
+  for p in fp32 tf32 bf16 fp16; do
+    timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --precision "$p" --passes all \
+      --json "$out/train_$p.json" > "$out/train_$p.txt" 2>&1
+    echo "tg-train --precision $p rc=$?" | tee -a "$out/summary.txt"
+  done
+  timeout "$torch_s" python3 experiments/peers/torch_baseline.py --device 0 --quick --precision all \
+    --workloads train --no-compile --json "$out/torch_precision.json" > "$out/torch_precision.txt" 2>&1
+  echo "torch_baseline --precision all rc=$?" | tee -a "$out/summary.txt"
+fi
 [ "$only_speed" = quick ] && exit 0
 timeout "$per" "$build/experiments/matmul/tg-matmul" --device 0 --precision fp32,tf32,bf16,fp16 --max-n 8192 \
   --step 4096 --json "$out/matmul_precision.json" > "$out/matmul_precision.txt" 2>&1
