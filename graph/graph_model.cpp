@@ -24,7 +24,24 @@ Needed needed_by(const Graph& g, const std::vector<int>& roots, const std::vecto
     n.node[static_cast<size_t>(*it)] = true;
     for (int in : node.inputs) n.value[static_cast<size_t>(in)] = true;
   }
+  // A batch norm's running-statistics update has no output: it goes wherever the batch it
+  // reads does, and brings its statistics (a parameter) along.
+  for (size_t id = 0; id < g.nodes.size(); ++id) {
+    const Node& node = g.nodes[id];
+    if (node.op != OpKind::batch_norm_stats_update || !n.value[static_cast<size_t>(node.inputs[1])]) continue;
+    n.node[id] = true;
+    n.value[static_cast<size_t>(node.inputs[0])] = true;
+  }
   return n;
+}
+
+// Per value, the running statistics that a batch_norm_stats_update node keeps of it (-1:
+// none): in eval mode the batch norm of that value normalizes with them instead.
+std::vector<int> running_stats_of(const Graph& g) {
+  std::vector<int> stats(g.values.size(), -1);
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::batch_norm_stats_update) stats[static_cast<size_t>(n.inputs[1])] = n.inputs[0];
+  return stats;
 }
 
 // Dropout's rng state (graph/dropout.h), the one optimizer state a forward graph may hold: the
@@ -46,13 +63,25 @@ std::vector<Value> replay(const Graph& g, const std::vector<int>& order, const N
     else graph_error("value '{}' has no producer and role {}; a forward graph's leaves are inputs and parameters",
                      v.name, role_name(v.role));
   }
+  const std::vector<int> stats = running_stats_of(g);
   for (int nid : order) {
     if (!need.node[static_cast<size_t>(nid)]) continue;
     const Node& n = g.nodes[static_cast<size_t>(nid)];
     std::vector<Value> ins;
     for (int in : n.inputs) ins.push_back(h[static_cast<size_t>(in)]);
-    // Eval mode (inference): dropout is the identity, as graph/dropout.h's helper makes it.
-    const Value out = n.op == OpKind::dropout && b.eval() ? ins[0] : b.apply(n.op, ins, n.attrs, n.name);
+    // Eval mode (inference), as graph/dropout.h and graph/model_layers.h build it: dropout is
+    // the identity, batch norm normalizes with its running statistics and updates nothing.
+    Value out;
+    if (b.eval() && n.op == OpKind::dropout) {
+      out = ins[0];
+    } else if (b.eval() && n.op == OpKind::batch_norm_stats_update) {
+      continue;
+    } else if (b.eval() && n.op == OpKind::batch_norm && stats[static_cast<size_t>(n.inputs[0])] >= 0) {
+      ins.push_back(h[static_cast<size_t>(stats[static_cast<size_t>(n.inputs[0])])]);
+      out = b.apply(OpKind::batch_norm_inference, ins, n.attrs, n.name);
+    } else {
+      out = b.apply(n.op, ins, n.attrs, n.name);
+    }
     if (!n.outputs.empty()) h[static_cast<size_t>(n.outputs[0])] = out;
   }
   return h;
@@ -62,7 +91,7 @@ void check_forward(const Graph& g) {
   if (g.outputs.empty())
     graph_error("the graph has no outputs; list the prediction (and the loss, to train) under \"outputs\"");
   for (const Node& n : g.nodes)
-    if (op_is_update(n.op))
+    if (op_is_update(n.op) && n.op != OpKind::batch_norm_stats_update)
       graph_error("node '{}' ({}) updates a parameter: the graph is a training step written out by hand. Give the "
                   "forward graph with its loss as an output instead: both executors differentiate it themselves",
                   n.name, op_name(n.op));

@@ -33,7 +33,10 @@ bool op_is_loss(OpKind op);
 // loss's first input. Throws GraphError for what is not a forward graph: no
 // outputs, more than one loss output, update nodes or optimizer state (a
 // training step written out by hand: give the forward graph and its loss, the
-// compiler and the dynamic executor differentiate it themselves).
+// compiler and the dynamic executor differentiate it themselves). A batch norm's
+// running-statistics update (batch_norm_stats_update) belongs to the forward: it
+// runs with the batch it reads, and in eval mode that batch norm normalizes with
+// the statistics instead (batch_norm_inference) and nothing is updated.
 GraphModel graph_model(Graph g);
 
 // The graph at another batch: dim 0 of every input whose dim 0 is the graph's

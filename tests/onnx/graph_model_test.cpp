@@ -9,6 +9,7 @@
 #include "graph/errors.h"
 #include "graph/graph_model.h"
 #include "graph/json_io.h"
+#include "graph/models.h"
 #include "graph/training.h"
 #include "kernels/backend.h"
 #include "static/compiler.h"
@@ -66,6 +67,62 @@ TEST_CASE("graph_model: static and dynamic train a graph file with the same loss
     }
     for (int step = 0; step < 3; ++step) CHECK(same_bits(p.step(f), dyn.step(f)));
   }
+}
+
+int count_op(const Graph& g, OpKind op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op == op;
+  return n;
+}
+
+// What `tg-graph model resnet20 -o FILE` writes: the training form, batch norms with their
+// running-statistics updates.
+Graph small_resnet_file() {
+  ResNetConfig r;
+  r.batch = 2;
+  r.image = 8;
+  r.width = 4;
+  r.blocks = 1;
+  r.classes = 3;
+  Graph g;
+  RecordingBuilder b(g);
+  const ModelOutputs out = resnet_cifar(b, r);
+  b.mark_output(out.prediction);
+  b.mark_output(out.loss);
+  return g;
+}
+
+TEST_CASE("graph_model: a CNN file keeps its batch norms' statistics updates, eval mode normalizes with them") {
+  const Graph file = small_resnet_file();
+  const int updates = count_op(file, OpKind::batch_norm_stats_update);
+  REQUIRE(updates > 0);
+  const GraphModel m = graph_model(file);
+  Graph train;
+  RecordingBuilder tb(train);
+  m.fn(tb);
+  CHECK(count_op(train, OpKind::batch_norm_stats_update) == updates);
+  CHECK(count_op(train, OpKind::batch_norm) == updates);
+  Graph infer;
+  RecordingBuilder ib(infer);
+  ib.set_eval(true);
+  m.infer_fn(ib);
+  CHECK(count_op(infer, OpKind::batch_norm_stats_update) == 0);
+  CHECK(count_op(infer, OpKind::batch_norm) == 0);
+  CHECK(count_op(infer, OpKind::batch_norm_inference) == updates);
+  // Rebatched (tg-graph bench --batch), the updates stay.
+  CHECK(count_op(rebatch(file, 3), OpKind::batch_norm_stats_update) == updates);
+
+  auto be = std::shared_ptr<Backend>(make_cpu_backend());
+  CompileOptions co;
+  co.backend = be;
+  CompiledPlan p = compile(m.fn, co);
+  DynamicTrainer dyn(m.fn, *be, "caching", DynamicOptions{});
+  Feeds f;
+  std::vector<float> x(2 * 3 * 8 * 8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 13) % 7) * 0.1f - 0.3f;
+  f["x"] = x;
+  f["labels"] = {0.0f, 2.0f};
+  for (int step = 0; step < 3; ++step) CHECK(same_bits(p.step(f), dyn.step(f)));
 }
 
 TEST_CASE("rebatch: inputs' dim 0 and every reshape follow, the same file at its own batch is unchanged") {
