@@ -32,8 +32,8 @@ AutocastRule autocast_rule(OpKind op) {
   if (op_in_family(op, "attention")) return AutocastRule::low;
   // Exponentials, normalizations and sums lose range or accuracy in 16 bits; the losses
   // and updates take f32 by the op table's dtype column anyway.
-  if (op_is_f32_only(op) || op_in_family(op, "softmax") || op_in_family(op, "layernorm") ||
-      op_in_family(op, "batchnorm"))
+  if (op_is_f32_only(op) || op_traits(op).dtype_rule == op_table::kTypeLogits || op_in_family(op, "softmax") ||
+      op_in_family(op, "layernorm") || op_in_family(op, "batchnorm"))
     return AutocastRule::f32;
   switch (op) {
     case OpKind::bias_add:
