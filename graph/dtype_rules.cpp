@@ -67,6 +67,12 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
         graph_error("{} {}: input {} is {}; {} computes in f32 only (its inputs and its result are f32): "
                     "give it an f32 value", name, node, i, dtype_name(in[i]), name);
     }
+  } else if (op_traits(op).dtype_rule == op_table::kTypeLogits) {
+    for (size_t i = 1; i < in.size(); ++i)
+      if (in[i] != DType::F32 && !op_input_is_index(op, static_cast<int>(i)))
+        graph_error("{} {}: input {} is {}; only the logits (input 0) may be bf16 or f16, {}'s other inputs are f32: "
+                    "give it an f32 value", name, node, i, dtype_name(in[i]), name);
+    out = logits_output_dtype(op, in.empty() ? DType::F32 : in[0]);
   } else {
     // The first input that is not an index gives the dtype (input 0 but for where's condition).
     size_t first = 0;

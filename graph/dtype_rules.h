@@ -57,6 +57,20 @@ inline bool op_moves_ints(OpKind op) {
   return op == OpKind::reshape || op == OpKind::copy || op == OpKind::slice || op == OpKind::concat;
 }
 
+// The dtype of a kTypeLogits op's output (the op table's dtype column, graph/op.h) over
+// logits of dtype `logits`: the loss, a mean over the rows, is f32 whatever the logits'
+// dtype; the logits' gradient has the logits' dtype, so that a 16-bit LM head's logits and
+// their gradient never pass through f32 memory.
+inline DType logits_output_dtype(OpKind op, DType logits) {
+  return op == OpKind::cross_entropy_grad ? logits : DType::F32;
+}
+
+// The dtype of float input `i` (not an id or label) of `op` run in float dtype `dt`: dt, but
+// f32 for a kTypeLogits op's inputs after the logits (a gradient's dloss).
+inline DType op_float_input_dtype(OpKind op, int i, DType dt) {
+  return op_traits(op).dtype_rule == op_table::kTypeLogits && i > 0 ? DType::F32 : dt;
+}
+
 // The dtype of each output of `op` over inputs of `inputs` dtypes (op_num_outputs(op) of
 // them), or a GraphError naming the node, the input whose dtype breaks the rule, and
 // how to fix it. Call it after the shape rule, which checks the arity.

@@ -56,6 +56,9 @@ constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's
 constexpr uint8_t kTypeF32 = 1;   // every input and every output are f32 (losses, with class indices and
                                   // counts held exactly; updates, whose parameters are the f32 master copy)
 constexpr uint8_t kTypeCast = 2;  // input 0 of any dtype, the output of attrs.to
+constexpr uint8_t kTypeLogits = 3;// input 0, the logits, of any float dtype, widened exactly and computed on in
+                                  // f32; every other float input f32 (dloss); the loss f32, the logits' gradient
+                                  // in the logits' dtype, rounded once (graph/dtype_rules.h: logits_output_dtype)
 constexpr AttrMask kAct = attr_bit(AttrId::act);
 constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
@@ -69,7 +72,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
 //   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths, kWeightCopy
-//   dtype            kTypeSame, kTypeF32 or kTypeCast: the dtype rule (graph/dtype_rules.cpp)
+//   dtype            kTypeSame, kTypeF32, kTypeCast or kTypeLogits: the dtype rule (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
 #define TG_OP_LIST(X)                                                                                          \
@@ -107,8 +110,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(mse_loss_grad,        3, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, dloss) -> dpred */ \
   X(padded_mse_loss,      3, 1, kIn0|kIn1,        kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count[1]): mean over the first count elements */ \
   X(padded_mse_loss_grad, 4, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count, dloss) -> dpred, 0 past count */ \
-  X(cross_entropy,        2, 1, kIn0,             kNone,      kIgnoreIndex,           kPlain,                    kTypeF32,  loss) /* (logits[n,c], labels[n] i32/i64/f32) -> [1], mean over the rows not ignored */ \
-  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       kIgnoreIndex,           kPlain,                    kTypeF32,  loss) /* (logits, labels, dloss) -> dlogits, 0 in ignored rows */ \
+  X(cross_entropy,        2, 1, kIn0,             kNone,      kIgnoreIndex,           kPlain,                    kTypeLogits,loss) /* (logits[n,c], labels[n] i32/i64/f32) -> [1], mean over the rows not ignored */ \
+  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       kIgnoreIndex,           kPlain,                    kTypeLogits,loss) /* (logits, labels, dloss) -> dlogits, 0 in ignored rows */ \
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
   X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \

@@ -31,7 +31,10 @@ AutocastRule autocast_rule(OpKind op) {
   // keep the softmax's statistics and sums in f32 whatever the storage.
   if (op_in_family(op, "attention")) return AutocastRule::low;
   // Exponentials, normalizations and sums lose range or accuracy in 16 bits; the losses
-  // and updates take f32 by the op table's dtype column anyway.
+  // and updates take f32 by the op table's dtype column anyway. Not cross_entropy and its
+  // gradient (kTypeLogits): they widen 16-bit logits themselves and compute in f32, to the
+  // bits they give on the logits cast to f32, so the logits go in as they are (keep).
+  if (op_traits(op).dtype_rule == op_table::kTypeLogits) return AutocastRule::keep;
   if (op_is_f32_only(op) || op_in_family(op, "softmax") || op_in_family(op, "layernorm") ||
       op_in_family(op, "batchnorm"))
     return AutocastRule::f32;
@@ -63,6 +66,13 @@ Value AutocastBuilder::cast_to(const Value& v, DType dt) {
 
 Value AutocastBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs, const std::string& name) {
   if (low_ == DType::F32 || op == OpKind::cast) return inner_.apply(op, inputs, attrs, name);
+  if (op_traits(op).dtype_rule == op_table::kTypeLogits) {
+    // The logits keep their dtype; the other float inputs (a gradient's dloss) are f32.
+    std::vector<Value> in = inputs;
+    for (size_t i = 1; i < in.size(); ++i)
+      if (!op_input_is_index(op, static_cast<int>(i))) in[i] = cast_to(in[i], DType::F32);
+    return inner_.apply(op, in, attrs, name);
+  }
   DType want = DType::F32;
   switch (autocast_rule(op)) {
     case AutocastRule::low: want = low_; break;

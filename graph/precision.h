@@ -4,7 +4,9 @@
 // torch.autocast does it: the parameters stay f32 (the master weights the optimizer
 // updates); each GEMM, and the bias_add after it, casts its operands to the low type and
 // gives a low-type result (the tensor cores accumulate in f32); the ops that need range
-// or accuracy (softmax, layernorm, reductions, losses) cast their inputs to f32; every
+// or accuracy (softmax, layernorm, reductions, mse losses) cast their inputs to f32;
+// cross_entropy and its gradient take the logits as they come (they compute in f32 on the
+// widened logits, the loss is f32, the logits' gradient has their dtype); every
 // other op runs in its inputs' dtype, the widest of them when they differ. The casts are
 // ordinary `cast` nodes, so autodiff sends each gradient back through them to f32, and the
 // static and the dynamic executor run the same ops. tf32 keeps the graph f32 and is a
@@ -28,8 +30,9 @@ DType precision_dtype(Precision p);
 // What autocast does with an op's float inputs.
 enum class AutocastRule : uint8_t {
   low,   // cast to the low type (the GEMMs and their bias_add)
-  f32,   // cast to f32 (softmax, layernorm, reductions, losses, updates)
-  keep,  // leave as they are; cast to the widest when they differ (elementwise, layout)
+  f32,   // cast to f32 (softmax, layernorm, reductions, mse losses, updates)
+  keep,  // leave as they are; cast to the widest when they differ (elementwise, layout);
+         // cross_entropy's logits as they are, its other float inputs to f32
 };
 AutocastRule autocast_rule(OpKind op);
 

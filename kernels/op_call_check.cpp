@@ -181,19 +181,22 @@ void check_adamw(const Checker& k, const OpCall& c) {
 }
 
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
-// 0's dtype on every view of a kTypeSame op; the ids and labels (graph/dtype_rules.h) are
+// 0's dtype on every view of a kTypeSame op, the logits' dtype on input 0 of a kTypeLogits
+// op and on its gradient output, f32 on its other views; the ids and labels (graph/dtype_rules.h) are
 // integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
   const bool cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const int first = c.op == OpKind::where ? 1 : 0;  // where's input 0 is its condition
+  const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
   const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(first).dtype;
   if (dtype_is_int(want) && !op_moves_ints(c.op) && !cast)
     k.fail("input {} is {}, an integer; the op takes float values only", first, dtype_name(want));
-  auto check = [&](const TensorView& t, const std::string& what) {
+  auto check_as = [&](const TensorView& t, const std::string& what, DType need) {
     if (!dtype_is_known(t.dtype)) k.fail("{} has dtype #{}, which is not a dtype", what, static_cast<int>(t.dtype));
-    if (t.dtype != want)
-      k.fail("{} is {} but the op needs {} there{}", what, dtype_name(t.dtype), dtype_name(want),
+    if (t.dtype != need)
+      k.fail("{} is {} but the op needs {} there{}", what, dtype_name(t.dtype), dtype_name(need),
              op_is_f32_only(c.op) ? " (it runs in f32 only)"
+             : logits             ? " (the logits, input 0, may be 16-bit; the other inputs and the loss are f32)"
                                   : fmt::format(" (every input and output share input {}'s dtype)", first));
   };
   for (int i = 0; i < c.num_inputs; ++i) {
@@ -213,15 +216,16 @@ void check_dtypes(const Checker& k, const OpCall& c) {
                dtype_name(t.dtype), dtype_name(low));
       continue;
     }
-    if (!cast) check(t, fmt::format("input {}", i));
+    if (!cast) check_as(t, fmt::format("input {}", i), logits && i > 0 ? DType::F32 : want);
   }
   if (cast) {
     if (c.out.dtype != k.attrs().to)
       k.fail("the output is {} but attrs.to is {}", dtype_name(c.out.dtype), dtype_name(k.attrs().to));
     return;
   }
-  if (!op_is_update(c.op)) check(c.out, "the output");
-  if (op_num_outputs(c.op) == 2) check(c.out2, "the second output");
+  if (logits) return check_as(c.out, "the output", logits_output_dtype(c.op, want));
+  if (!op_is_update(c.op)) check_as(c.out, "the output", want);
+  if (op_num_outputs(c.op) == 2) check_as(c.out2, "the second output", want);
 }
 
 }  // namespace

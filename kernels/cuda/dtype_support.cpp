@@ -59,6 +59,9 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::layernorm_grad_params:
     case OpKind::reduce_sum:
     case OpKind::reduce_mean: return true;
+    // loss.cu: the logits widened, the loss f32, the logits' gradient rounded once.
+    case OpKind::cross_entropy:
+    case OpKind::cross_entropy_grad: return true;
     // attention.cu: the same, its row statistic kept as a pair (graph/attention.h).
     case OpKind::attention:
     case OpKind::attention_lse:

@@ -1,6 +1,9 @@
 // The losses and their gradients (kernels/cpu/loss.cpp): mse_loss and
 // padded_mse_loss (a fixed-order chunked sum), their gradients (the elementwise
 // frame), cross_entropy and its gradient (the row frame with the softmax blocks).
+// cross_entropy's logits and its gradient's logits and dx are of any float dtype (T, the
+// element type of storage.h): widened on load, f32 arithmetic, dx rounded once on store, so
+// the bits are those of the f32 kernels on the widened logits (dx then rounded).
 // A label that is not an integer class (nor ignore_index), or a count that is not an
 // integer in [1, n], cannot throw from a kernel: the loss or gradient becomes NaN.
 #include <cuda_runtime.h>
@@ -173,17 +176,17 @@ __device__ __forceinline__ float row_scale(int64_t label, float dloss, float kep
   return label < 0 ? NAN : dloss / kept;
 }
 
-template <typename L>
+template <typename T, typename L>
 struct CrossEntropyGradOp {
-  const float* logits;
+  const T* logits;
   const L* labels;
   const float* dloss;
-  float* dx;
+  T* dx;
   int64_t rows, cols, ignore;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
-    const float* xr = logits + row * cols;
-    float* dxr = dx + row * cols;
+    const T* xr = logits + row * cols;
+    T* dxr = dx + row * cols;
     const int64_t label = label_col(labels, row, cols, ignore);
     const float kept = kept_rows<G>(labels, rows, cols, ignore, t, smem);
     RowCache<VPT> c;
@@ -191,7 +194,7 @@ struct CrossEntropyGradOp {
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
     const float inv = 1.0f / s;
     const float scale = row_scale(label, dloss[0], kept);
-    TG_ROW_LOOP(k, j) { dxr[j] = (cached_exp(c, k, xr, j, m) * inv - (j == label ? 1.0f : 0.0f)) * scale; }
+    TG_ROW_LOOP(k, j) { dxr[j] = narrow<T>((cached_exp(c, k, xr, j, m) * inv - (j == label ? 1.0f : 0.0f)) * scale); }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
@@ -217,17 +220,18 @@ struct CrossEntropyGradOp {
 // cross_entropy_sum_kernel sums them; without scratch enough for a double a row,
 // cross_entropy_kernel does both in one block of 32 warps, warp w taking rows w, w + 32,
 // ... (one SM: fine for a small loss, far too slow for a language model's logits).
-template <int VPT>
-__device__ __forceinline__ double row_loss(const float* logits, int64_t label, int64_t r, int64_t cols, int t) {
-  const float* xr = logits + r * cols;
+template <int VPT, typename T>
+__device__ __forceinline__ double row_loss(const T* logits, int64_t label, int64_t r, int64_t cols, int t) {
+  const T* xr = logits + r * cols;
   RowCache<VPT> c;
   float m, s;
   exp_sum<32, VPT>(xr, cols, t, nullptr, c, m, s);
-  return label < 0 ? static_cast<double>(NAN) : static_cast<double>(m) + log(static_cast<double>(s)) - xr[label];
+  return label < 0 ? static_cast<double>(NAN)
+                   : static_cast<double>(m) + log(static_cast<double>(s)) - static_cast<float>(xr[label]);
 }
 
-template <int VPT, typename L>
-__global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits, const L* labels, float* loss,
+template <int VPT, typename T, typename L>
+__global__ void __launch_bounds__(1024) cross_entropy_kernel(const T* logits, const L* labels, float* loss,
                                                              int64_t rows, int64_t cols, int64_t ignore) {
   pdl::prologue();
   __shared__ double totals[32];
@@ -253,8 +257,8 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(const float* logits
 }
 
 constexpr int kCeRowsPerBlock = 8;
-template <int VPT, typename L>
-__global__ void __launch_bounds__(32 * kCeRowsPerBlock) cross_entropy_rows_kernel(const float* logits, const L* labels,
+template <int VPT, typename T, typename L>
+__global__ void __launch_bounds__(32 * kCeRowsPerBlock) cross_entropy_rows_kernel(const T* logits, const L* labels,
                                                                                   double* row_losses, int64_t rows,
                                                                                   int64_t cols, int64_t ignore) {
   pdl::prologue();
@@ -287,19 +291,19 @@ __global__ void __launch_bounds__(32) cross_entropy_sum_kernel(const double* row
   if (w == 0) loss[0] = static_cast<float>(v / k);
 }
 
-template <int VPT, typename L>
-void launch_cross_entropy(const float* logits, const L* labels, float* loss, int64_t rows, int64_t cols,
+template <int VPT, typename T, typename L>
+void launch_cross_entropy(const T* logits, const L* labels, float* loss, int64_t rows, int64_t cols,
                           int64_t ignore, void* scratch, size_t scratch_bytes, cudaStream_t s) {
   // Below this many logits one SM reads them about as fast as the second launch costs.
   constexpr int64_t kSpreadFrom = int64_t{1} << 18;
   if (!scratch || scratch_bytes / sizeof(double) < static_cast<size_t>(rows) || rows * cols < kSpreadFrom) {
-    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<VPT, L>, 1, 1024, s, logits, labels, loss, rows, cols, ignore);
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<VPT, T, L>, 1, 1024, s, logits, labels, loss, rows, cols, ignore);
     return;
   }
   double* row_losses = static_cast<double*>(scratch);
   const int64_t blocks = (rows + kCeRowsPerBlock - 1) / kCeRowsPerBlock;
   const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
-  detail::launch(TG_LAUNCH_SITE, cross_entropy_rows_kernel<VPT, L>, static_cast<int>(blocks < cap ? blocks : cap),
+  detail::launch(TG_LAUNCH_SITE, cross_entropy_rows_kernel<VPT, T, L>, static_cast<int>(blocks < cap ? blocks : cap),
                  32 * kCeRowsPerBlock, s, logits, labels, row_losses, rows, cols, ignore);
   detail::launch(TG_LAUNCH_SITE, cross_entropy_sum_kernel<L>, 1, 32, s, row_losses, labels, loss, rows, cols, ignore);
 }
@@ -332,29 +336,38 @@ void padded_mse_loss(const float* p, const float* t, const float* count, float* 
   launch_mse(p, t, count, loss, n, scratch, scratch_bytes, s);
 }
 
-void cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx, int64_t rows,
-                        int64_t cols, int64_t ignore_index, cudaStream_t s) {
-  with_label_type(labels.dtype, [&](auto le) {
-    using L = decltype(le);
-    launch_rows(CrossEntropyGradOp<L>{logits, elements<const L>(labels.data), dloss, dx, rows, cols, ignore_index},
-                rows, cols, aligned16(logits) && aligned16(dx), s);
+void cross_entropy_grad(const void* logits, const TensorView& labels, const float* dloss, void* dx, int64_t rows,
+                        int64_t cols, int64_t ignore_index, cudaStream_t s, DType dt) {
+  with_element_type(dt, [&](auto e) {
+    using T = decltype(e);
+    with_label_type(labels.dtype, [&](auto le) {
+      using L = decltype(le);
+      const T* x = elements<const T>(logits);
+      T* d = elements<T>(dx);
+      launch_rows(CrossEntropyGradOp<T, L>{x, elements<const L>(labels.data), dloss, d, rows, cols, ignore_index}, rows,
+                  cols, aligned4(x) && aligned4(d), s);
+    });
   });
 }
 
-void cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                   int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s) {
+void cross_entropy(const void* x, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
+                   int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s, DType dt) {
   if (rows <= 0 || cols <= 0) return;
-  with_label_type(labels.dtype, [&](auto le) {
-    using L = decltype(le);
-    const L* l = elements<const L>(labels.data);
-    if (cols <= 32)
-      launch_cross_entropy<1>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
-    else if (cols <= 128)
-      launch_cross_entropy<4>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
-    else if (cols <= 512)
-      launch_cross_entropy<16>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
-    else
-      launch_cross_entropy<0>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+  with_element_type(dt, [&](auto e) {
+    using T = decltype(e);
+    const T* logits = elements<const T>(x);
+    with_label_type(labels.dtype, [&](auto le) {
+      using L = decltype(le);
+      const L* l = elements<const L>(labels.data);
+      if (cols <= 32)
+        launch_cross_entropy<1>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+      else if (cols <= 128)
+        launch_cross_entropy<4>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+      else if (cols <= 512)
+        launch_cross_entropy<16>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+      else
+        launch_cross_entropy<0>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+    });
   });
 }
 

@@ -15,6 +15,7 @@
 
 #include "graph/attrs.h"
 #include "graph/conv.h"
+#include "graph/dtype_rules.h"
 #include "graph/init.h"
 #include "graph/op.h"
 #include "graph/shape.h"
@@ -729,13 +730,14 @@ inline void make_positive(std::vector<float>& v) {
 inline bool sample_input_is_copy(const OpSample& s, size_t i) {
   return s.copy_group > 0 && static_cast<int>(i) != s.count_input && (i + 1) % static_cast<size_t>(s.copy_group) == 0;
 }
-inline DType sample_input_dtype(const OpSample& s, size_t i, DType dt = DType::F32) {
+// A kTypeLogits op's other float inputs (dloss) stay f32 (graph/dtype_rules.h).
+inline DType sample_input_dtype(OpKind op, const OpSample& s, size_t i, DType dt = DType::F32) {
   if (sample_input_is_copy(s, i)) return s.copy_dtype;
-  return static_cast<int>(i) == s.labels_input ? s.labels_dtype : dt;
+  return static_cast<int>(i) == s.labels_input ? s.labels_dtype : op_float_input_dtype(op, static_cast<int>(i), dt);
 }
-inline std::vector<DType> sample_dtypes(const OpSample& s, DType dt = DType::F32) {
+inline std::vector<DType> sample_dtypes(OpKind op, const OpSample& s, DType dt = DType::F32) {
   std::vector<DType> out;
-  for (size_t i = 0; i < s.in.size(); ++i) out.push_back(sample_input_dtype(s, i, dt));
+  for (size_t i = 0; i < s.in.size(); ++i) out.push_back(sample_input_dtype(op, s, i, dt));
   return out;
 }
 

@@ -51,7 +51,7 @@ void record(OneNode& r, OpKind op, const OpSample& s) {
       r.ins.push_back(c);
     } else if (op_update_writes(op, static_cast<int>(i), static_cast<int>(s.in.size())))
       r.ins.push_back(optimizer_state_of_shape(b, s.in[i], name));
-    else r.ins.push_back(b.input(name, s.in[i], sample_input_dtype(s, i)));
+    else r.ins.push_back(b.input(name, s.in[i], sample_input_dtype(op, s, i)));
   }
   r.out = b.apply(op, r.ins, s.attrs, "node");
   if (r.out.valid()) b.mark_output(r.out);
@@ -91,17 +91,18 @@ TEST_CASE("op table: every op has samples its shape rule accepts, with the table
   }
 }
 
-TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, kTypeF32 ops refuse others") {
+TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, kTypeF32 ops refuse others, "
+          "kTypeLogits ops take 16-bit logits and f32 dloss") {
   for (OpKind op : all_ops()) {
     const std::string op_label = op_name(op);
     CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
       CAPTURE(s.what);
-      const std::vector<DType> f32 = sample_dtypes(s);
+      const std::vector<DType> f32 = sample_dtypes(op, s);
       CHECK(infer_dtypes(op, f32, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), DType::F32));
       if (op_traits(op).dtype_rule == op_table::kTypeCast) continue;  // its own case below
       for (DType low : {DType::BF16, DType::F16}) {
-        const std::vector<DType> all_low = sample_dtypes(s, low);
+        const std::vector<DType> all_low = sample_dtypes(op, s, low);
         if (s.in.empty()) continue;
         bool any_float = false;  // rng_advance's one input is the rng state: nothing to refuse
         for (size_t i = 0; i < s.in.size(); ++i) any_float = any_float || !op_input_is_index(op, static_cast<int>(i));
@@ -109,6 +110,17 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
         if (op_is_f32_only(op)) {
           CHECK_THROWS_WITH_AS(infer_dtypes(op, all_low, s.attrs, "sample"),
                                doctest::Contains("computes in f32 only"), GraphError);
+          continue;
+        }
+        if (op_traits(op).dtype_rule == op_table::kTypeLogits) {
+          // The logits' dtype on the gradient, f32 on the loss; the other float inputs are f32 only.
+          CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == std::vector<DType>{logits_output_dtype(op, low)});
+          std::vector<DType> low_dloss = all_low;
+          for (size_t i = 1; i < low_dloss.size(); ++i)
+            if (!op_input_is_index(op, static_cast<int>(i))) low_dloss[i] = low;
+          if (low_dloss != all_low)
+            CHECK_THROWS_WITH_AS(infer_dtypes(op, low_dloss, s.attrs, "sample"),
+                                 doctest::Contains("only the logits (input 0) may be bf16 or f16"), GraphError);
           continue;
         }
         CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), low));

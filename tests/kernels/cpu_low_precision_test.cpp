@@ -76,10 +76,12 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f32 compute, one rounding per store") {
+TEST_CASE("run_cpu runs every op of the kTypeSame and kTypeLogits rules on bf16 and f16 views: f32 compute, one "
+          "rounding per store") {
   int ops_run = 0;
   for (OpKind op : all_ops()) {
-    if (op_traits(op).dtype_rule != op_table::kTypeSame) continue;  // f32-only ops, and cast below
+    const uint8_t rule = op_traits(op).dtype_rule;
+    if (rule != op_table::kTypeSame && rule != op_table::kTypeLogits) continue;  // f32-only ops, and cast below
     const std::string op_label = op_name(op);
     CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
@@ -97,7 +99,10 @@ TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f3
           wide.push_back(tensor(s.in[k], rounded(data[k], dt)));
         }
         const std::vector<Shape> out_shapes = infer_shapes(op, shapes, s.attrs, "test");
+        // A kTypeLogits op's loss and dloss are f32 (graph/dtype_rules.h).
+        const DType out_dt = rule == op_table::kTypeLogits ? logits_output_dtype(op, dt) : dt;
         LowBuffer out(out_shapes.at(0), dt);
+        std::vector<float> out32(static_cast<size_t>(out_shapes.at(0).numel()), -7.0f);
         LowBuffer out2(out_shapes.size() > 1 ? out_shapes[1] : Shape{1}, dt);
         kernels::OpCall c;
         std::vector<kernels::TensorView> more;
@@ -106,14 +111,15 @@ TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f3
         c.num_inputs = static_cast<int>(ins.size());
         for (size_t k = 0; k < ins.size(); ++k) {
           // Ids stay whole numbers in f32 views (the form the interpreter holds them in).
-          const kernels::TensorView v = static_cast<int>(k) == s.labels_input
-                                            ? kernels::TensorView{wide[k].data.data(), s.in[k], DType::F32}
+          const bool f32 = static_cast<int>(k) == s.labels_input ||
+                           op_float_input_dtype(op, static_cast<int>(k), dt) == DType::F32;
+          const kernels::TensorView v = f32 ? kernels::TensorView{wide[k].data.data(), s.in[k], DType::F32}
                                             : ins[k].view(dt);
           if (k < c.in.size()) c.in[k] = v;
           else more.push_back(v);
         }
         c.more = more.empty() ? nullptr : more.data();
-        c.out = out.view(dt);
+        c.out = out_dt == DType::F32 ? kernels::TensorView{out32.data(), out_shapes.at(0), DType::F32} : out.view(dt);
         if (out_shapes.size() > 1) c.out2 = out2.view(dt);
         try {
           kernels::run_cpu(c);
@@ -128,6 +134,11 @@ TEST_CASE("run_cpu runs every op of the kTypeSame rule on bf16 and f16 views: f3
         Tensor want = run_op(op, wide, s.attrs);
         // attention_lse's 16-bit result is its f32 statistic stored as a pair (graph/attention.h).
         if (op == OpKind::attention_lse) kernels::cpu_attention_split_lse(want.data.data(), want.shape.numel() / 2, dt);
+        if (out_dt == DType::F32) {
+          CHECK_MESSAGE(same_bits(out32, want.data), op_label, " ", dtype_label,
+                        ": its f32 output differs from the f32 kernel on the widened inputs");
+          continue;
+        }
         const std::vector<float> got = out.values(dt);
         size_t poisoned = 0;
         for (uint16_t b : out.bits) poisoned += b == (dt == DType::BF16 ? 0x7FC1 : 0x7E01);

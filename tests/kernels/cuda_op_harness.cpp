@@ -230,7 +230,8 @@ struct Outputs {
 template <typename T, typename Run>
 Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>>& inputs, Run run) {
   const int nin = static_cast<int>(c.in.size());
-  std::vector<DType> in_dt(c.in.size(), dt);
+  std::vector<DType> in_dt;
+  for (int i = 0; i < nin; ++i) in_dt.push_back(op_float_input_dtype(c.op, i, dt));  // a gradient's dloss: f32
   // Ids and labels keep their dtype in every case: an integer, or whole numbers in f32 (where's
   // f32 condition next to 16-bit values).
   if (c.labels_input >= 0) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
@@ -337,8 +338,11 @@ int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c) {
   REQUIRE(c.dtype != DType::F32);
   const std::vector<std::vector<float>> inputs = case_inputs(c);
   Outputs want = gpu_side(b, c, DType::F32, inputs);
+  // A kTypeLogits op's loss stays f32 (graph/dtype_rules.h); every other output has c.dtype.
+  const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
+  const DType out_dt = logits ? logits_output_dtype(c.op, c.dtype) : c.dtype;
   for (std::vector<float>& v : want.values)
-    for (float& x : v) x = round_to_dtype(x, c.dtype);
+    for (float& x : v) x = round_to_dtype(x, out_dt);
   return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, Tol{});
 }
 

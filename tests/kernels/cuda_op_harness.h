@@ -40,7 +40,8 @@ struct OpCase {
   std::vector<Shape> in;  // one per input (a variadic op: any whole number of groups)
   Shape out;              // ignored for update ops (sgd*)
   Tol tol;
-  DType dtype = DType::F32;  // of every input (kTypeSame ops; a cast's output is attrs.to's)
+  DType dtype = DType::F32;  // of every input (kTypeSame ops; a cast's output is attrs.to's; a kTypeLogits
+                             // op's dloss and loss stay f32)
   bool unaligned = false;  // every device pointer is offset by one element (hits the scalar paths)
   int labels_input = -1;   // this input gets integer class ids in [0, labels_classes)
   int64_t labels_classes = 0;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "graph/precision.h"
@@ -18,6 +19,45 @@ namespace {
 std::shared_ptr<Backend> cpu() { return std::shared_ptr<Backend>(make_cpu_backend()); }
 
 using testing::count_op;
+
+// Casts cross_entropy's logits to f32 on their way to `inner`: the graph autocast records
+// when it casts them, as it did before cross_entropy took 16-bit logits.
+class F32LogitsBuilder final : public Builder {
+ public:
+  explicit F32LogitsBuilder(Builder& inner) : inner_(inner) {}
+  Value input(const std::string& name, const Shape& shape, DType dtype = DType::F32) override {
+    return inner_.input(name, shape, dtype);
+  }
+  Value parameter(const std::string& name, const Shape& shape, ParamInit init = {}, DType dtype = DType::F32) override {
+    return inner_.parameter(name, shape, init, dtype);
+  }
+  Value apply(OpKind op, const std::vector<Value>& inputs, const Attrs& attrs = {},
+              const std::string& name = "") override {
+    if (op != OpKind::cross_entropy || inputs[0].dtype == DType::F32) return inner_.apply(op, inputs, attrs, name);
+    std::vector<Value> in = inputs;
+    in[0] = cast(inner_, in[0], DType::F32);
+    return inner_.apply(op, in, attrs, name);
+  }
+  void mark_output(const Value& v) override { inner_.mark_output(v); }
+  Value optimizer_state(const Value& param, const std::string& name) override {
+    return inner_.optimizer_state(param, name);
+  }
+  Value training_state(const std::string& name, const Shape& shape, ParamInit init, DType dtype = DType::F32) override {
+    return inner_.training_state(name, shape, std::move(init), dtype);
+  }
+  bool eval() const override { return inner_.eval(); }
+
+ private:
+  Builder& inner_;
+};
+
+// The model with its cross_entropy's logits cast to f32 under the precision policy.
+ModelFn with_f32_logits(const ModelFn& model) {
+  return [model](Builder& b) {
+    F32LogitsBuilder f(b);
+    return model(f);
+  };
+}
 
 }  // namespace
 
@@ -94,6 +134,42 @@ TEST_CASE("precision: bf16 and fp16 training learns, and stays near fp32's loss 
     MESSAGE(label, ": largest relative loss difference to fp32 over 40 steps ", worst);
     CHECK(worst < (p == Precision::bf16 ? 0.01 : 0.001));
   }
+}
+
+// cross_entropy computes in f32 on the widened logits and rounds its gradient once to the
+// logits' dtype: the loss curve is the one of the logits cast to f32 (and the f32 gradient
+// cast back), bit for bit, and the 16-bit graph has neither cast.
+TEST_CASE("precision: cross_entropy on 16-bit logits trains to the bits of the logits cast to f32") {
+  MlpConfig mc = testing::mlp_config(8, 24, 32, 3, 6);
+  mc.loss = MlpConfig::Loss::cross_entropy;
+  const struct {
+    const char* name;
+    ModelFn model;
+    int64_t classes;
+  } models[] = {{"mlp", testing::mlp_model(mc), mc.out},
+                {"token model", testing::token_model(11, 3), 11},
+                {"gpt2 tiny", testing::gpt2_model(testing::tiny_gpt2_config()), testing::tiny_gpt2_config().vocab}};
+  for (const auto& m : models)
+    for (Precision p : {Precision::bf16, Precision::fp16})
+      for (bool fused : {false, true}) {
+        const std::string label = std::string(m.name) + " " + precision_name(p) + (fused ? " all passes" : "");
+        CAPTURE(label);
+        const PassSet passes = fused ? PassSet::all() : PassSet::none();
+        const std::vector<float> direct = testing::train_losses(m.model, p, passes, 5, nullptr, m.classes);
+        const std::vector<float> cast = testing::train_losses(with_f32_logits(m.model), p, passes, 5, nullptr, m.classes);
+        REQUIRE(direct.size() == cast.size());
+        CHECK(std::isfinite(direct.back()));
+        CHECK(std::memcmp(direct.data(), cast.data(), direct.size() * sizeof(float)) == 0);
+        if (fused) continue;
+        // No cast reads the logits: the cross_entropy nodes take the GEMM's 16-bit result.
+        const Graph g = build_training_graph(with_precision(m.model, p));
+        for (const Node& n : g.nodes)
+          if (n.op == OpKind::cross_entropy || n.op == OpKind::cross_entropy_grad) {
+            CHECK(g.values[static_cast<size_t>(n.inputs[0])].dtype == precision_dtype(p));
+            CHECK(g.values[static_cast<size_t>(n.outputs[0])].dtype ==
+                  (n.op == OpKind::cross_entropy ? DType::F32 : precision_dtype(p)));
+          }
+      }
 }
 
 TEST_CASE("precision: every graph pass on a bf16 autocast graph tracks the unfused graph") {
