@@ -314,7 +314,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       break;
     case OpKind::attention: {
       // The row statistic is recomputed (one more pass over the scores) rather than saved by
-      // the forward: an op has one output in both executors.
+      // the forward: the dynamic executor applies ops of one output. The static compiler's
+      // attention pass (static/passes/attention.cpp) fuses the two forwards back into one.
       // The key lengths of a padding mask (the last input, when given) go to both.
       std::vector<Value> lse_in{x, e.inputs[1]}, grad_in{dy, x, e.inputs[1], e.inputs[2], e.output};
       if (e.inputs.size() == 4) lse_in.push_back(e.inputs[3]);
@@ -335,6 +336,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::gelu_erf_grad:
     case OpKind::attention_lse:
     case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_inference:

@@ -39,7 +39,8 @@ inline uint8_t op_index_inputs(OpKind op) {
     case OpKind::where: return op_table::kIn0;
     case OpKind::attention:
     case OpKind::attention_lse:
-    case OpKind::attention_grad: return static_cast<uint8_t>(1u << op_num_inputs(op));
+    case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse: return static_cast<uint8_t>(1u << op_num_inputs(op));
     default: return op_table::kNone;
   }
 }

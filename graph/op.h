@@ -167,7 +167,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   /* Fused attention (graph/attention.h): q, k, v and the output are head views [B, S, heads * dh]. */         \
   X(attention,            3, 1, kIn0|kIn1|kIn2,   kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* softmax(alpha q k^T, causal: keys <= query; [, lengths]: keys < lengths[b]) v, never storing the scores */ \
   X(attention_lse,        2, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* (q, k) -> [B*heads, Sq, 2]: each score row's logsumexp as hi + lo */ \
-  X(attention_grad,       6, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* (dout, q, k, v, out, lse) -> [3, B, S, D]: dq, dk, dv */
+  X(attention_grad,       6, 1, kNone,            kNone,      kAlpha|kHeads|kCausal,  kKeyLengths,               kTypeSame, attention) /* (dout, q, k, v, out, lse) -> [3, B, S, D]: dq, dk, dv */ \
+  X(attention_fwd_lse,    3, 2, kNone,            kNone,      kAlpha|kHeads|kCausal,  kFused|kKeyLengths,        kTypeSame, attention) /* (q, k, v) -> (attention's output, attention_lse's pairs): one forward (static/passes/attention.cpp) */
 // clang-format on
 
 enum class OpKind : uint8_t {
@@ -182,7 +183,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 88, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 89, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.

@@ -78,6 +78,7 @@ Shape matmul_shape(const std::vector<Shape>& in, const Attrs& at, const std::str
 }
 
 // The attention ops: every head view has q's shape; attention_grad's lse is attention_lse's.
+// attention_fwd_lse's first output (attention's) is returned here; its second is lse_shape.
 Shape attention_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   const bool grad = op == OpKind::attention_grad;
@@ -86,7 +87,7 @@ Shape attention_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, 
   std::string why;
   if (!attention_geometry(q, at, g, &why)) graph_error("{} {}: {}", name, node, why);
   static const char* const kNames[] = {"dout", "q", "k", "v", "out"};
-  const int views = op == OpKind::attention ? 3 : op == OpKind::attention_lse ? 2 : 5;
+  const int views = op == OpKind::attention_lse ? 2 : grad ? 5 : 3;
   for (int i = 0; i < views; ++i)
     if (in[static_cast<size_t>(i)] != q)
       graph_error("{} {}: {} is {} but q is {}; q, k and v must have one shape [batch, seq, heads * dh] "
@@ -524,6 +525,12 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     case OpKind::attention:
     case OpKind::attention_lse:
     case OpKind::attention_grad: return attention_shape(op, in, at, node);
+    case OpKind::attention_fwd_lse: {
+      const Shape out = attention_shape(op, in, at, node);
+      AttentionGeometry g;
+      attention_geometry(in[0], at, g, nullptr);  // attention_shape has checked it
+      return {out, g.lse_shape()};
+    }
     case OpKind::where: {
       Shape out;
       std::string why;

@@ -11,7 +11,7 @@
 namespace tg {
 
 struct AttentionEngine {
-  std::string op;        // attention, attention_lse or attention_grad
+  std::string op;        // attention, attention_lse, attention_grad or attention_fwd_lse
   std::string dtype;     // f32, bf16, f16
   std::string geometry;  // "b8 h12 s1024 d64", then " causal", " key_lengths"
   std::string engine;    // cuDNN's plan name, or "own" (kernels/cuda/attention.cu)

@@ -63,9 +63,9 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // off admits those that sum with atomics (some of the gradients' algorithms), whose last
   // bits may vary between runs. On by default: static == dynamic bitwise needs it.
   bool conv_deterministic = true;
-  // attention, attention_lse and attention_grad in bf16 and f16 through cuDNN's fused flash
-  // attention (kernels/cuda/attention_cudnn.h: the tensor cores, a deterministic backward)
-  // where cuDNN takes the case; off, or a case it does not take: the project's own kernels
+  // The attention ops (attention, attention_lse, attention_grad, attention_fwd_lse) in bf16
+  // and f16 through cuDNN's fused flash attention (kernels/cuda/attention_cudnn.h: the tensor
+  // cores, a deterministic backward) where cuDNN takes the case; off, or a case it does not take: the project's own kernels
   // (kernels/cuda/attention.cu). On by default in a build with the cuDNN frontend; a backend
   // refuses it on in a build without.
   bool attention_cudnn = kBuiltWithCudnnFrontend;

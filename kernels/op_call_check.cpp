@@ -147,15 +147,16 @@ void check_attention(const Checker& k, const OpCall& c, CallGeometry& g) {
   AttentionGeometry ag;
   std::string why;
   if (!attention_geometry(q, k.attrs(), ag, &why)) k.fail("{}", why);
-  const int views = c.op == OpKind::attention ? 3 : c.op == OpKind::attention_lse ? 2 : 5;
+  const int views = c.op == OpKind::attention_lse ? 2 : grad ? 5 : 3;
   for (int i = 0; i < views; ++i)
     if (c.in[static_cast<size_t>(i)].shape != q)
       k.fail("input {} is {} but q is {}; every head view has q's shape", i, c.in[static_cast<size_t>(i)].shape.str(),
              q.str());
   if (grad) k.numel("lse", c.in[5].shape, ag.lse_shape().numel());
   if (op_has_key_lengths(c.op, c.num_inputs)) k.numel("key lengths", c.input(c.num_inputs - 1).shape, ag.batch);
-  const Shape out = c.op == OpKind::attention ? ag.view_shape() : grad ? ag.grad_shape() : ag.lse_shape();
+  const Shape out = c.op == OpKind::attention_lse ? ag.lse_shape() : grad ? ag.grad_shape() : ag.view_shape();
   k.numel("output", c.out.shape, out.numel());
+  if (c.op == OpKind::attention_fwd_lse) k.numel("second output (lse)", c.out2.shape, ag.lse_shape().numel());
   g.rows = ag.rows();
   g.cols = ag.dh;
   g.len = ag.seq;
@@ -518,7 +519,8 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     }
     case OpKind::attention:
     case OpKind::attention_lse:
-    case OpKind::attention_grad: check_attention(k, c, g); break;
+    case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse: check_attention(k, c, g); break;
     case OpKind::where: {
       Shape out;
       std::string why;

@@ -133,13 +133,19 @@ bool only_convolution_passes(const PassSet& set) {
   return PassSet::only(PassId::bn_fold).with(PassId::conv).contains(set);
 }
 
-bool has_convolutions(const Config& c) {
+bool has_op(const Config& c, OpKind op) {
   Graph g;
   RecordingBuilder b(g);
   c.fn(b);
   for (const Node& n : g.nodes)
-    if (n.op == OpKind::conv2d) return true;
+    if (n.op == op) return true;
   return false;
+}
+
+// The attention pass alone: it fuses the two forwards of a training step's fused attention
+// (static/passes/attention.cpp); a model without the op, or inference, has nothing for it.
+bool attention_pass_idle(const PassSet& set, bool training, bool fused_attention) {
+  return set == PassSet::only(PassId::attention) && !(training && fused_attention);
 }
 
 }  // namespace
@@ -148,7 +154,8 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
                     const std::vector<PassSet>& sets, const PassOptions& opt, int loss_steps) {
   TG_NVTX_RANGE("passes");
   const bool cuda = be->kind() == DeviceKind::cuda;
-  const bool convolutions = has_convolutions(c);  // the model recorded once, not per pass set and mode
+  // The model recorded once, not per pass set and mode.
+  const bool convolutions = has_op(c, OpKind::conv2d), fused_attention = has_op(c, OpKind::attention);
   for (const char* mode : {"train", "inference"}) {
     const bool training = std::string(mode) == "train";
     if (training && !c.train) continue;
@@ -159,6 +166,11 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
         if (training || !c.train)
           e.report().skip(fmt::format("pass_step passes={} model={}", set.str(), c.model),
                           "these passes rewrite convolutions and batch norms; this model has none");
+        continue;
+      }
+      if (attention_pass_idle(set, training, fused_attention)) {
+        e.report().skip(fmt::format("pass_step passes={} model={} mode={}", set.str(), c.model, mode),
+                        "the attention pass fuses a training step's attention and attention_lse; this graph has none");
         continue;
       }
       CompiledPlan p = compile_with(c, be, training, set, opt);

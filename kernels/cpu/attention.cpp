@@ -155,6 +155,13 @@ void cpu_attention_op(const OpCall& c) {
     case OpKind::attention: return attention(c, v);
     case OpKind::attention_lse: return attention_lse(c, v);
     case OpKind::attention_grad: return attention_grad(c, v);
+    case OpKind::attention_fwd_lse: {
+      // The two references, so that the fused op has the bits of the ops it replaces.
+      attention(c, v);
+      OpCall lse = c;
+      lse.out = c.out2;
+      return attention_lse(lse, v);
+    }
     default: throw std::invalid_argument(std::string("cpu_attention_op: ") + op_name(c.op) + " is not an attention op");
   }
 }

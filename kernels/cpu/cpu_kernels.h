@@ -70,7 +70,8 @@ void cpu_gemm_op(const OpCall& c);
 // product (cpu_matmul), the result scattered when it is a head view: the bits of the
 // transposes and the batched matmul it replaces.
 void cpu_matmul_heads(const OpCall& c);
-// attention, attention_lse and attention_grad (kernels/cpu/attention.cpp, graph/attention.h).
+// attention, attention_lse, attention_grad and attention_fwd_lse (the first two into out and
+// out2) (kernels/cpu/attention.cpp, graph/attention.h).
 void cpu_attention_op(const OpCall& c);
 // attention_lse's f32 result (lse, 0) pairs, rows of them, made the pairs a dt store keeps
 // (graph/attention.h split_lse): how a 16-bit call keeps the statistic's precision.

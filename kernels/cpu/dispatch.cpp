@@ -86,7 +86,8 @@ void run_cpu(const OpCall& c) {
     case OpKind::matmul_heads: return cpu_matmul_heads(c);
     case OpKind::attention:
     case OpKind::attention_lse:
-    case OpKind::attention_grad: return cpu_attention_op(c);
+    case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse: return cpu_attention_op(c);
     case OpKind::layernorm_grad_params:
       return cpu_layernorm_grad_params(x.data, y.data, out, c.out2.data, g.rows, g.cols, c.attrs->eps);
     case OpKind::fused_elementwise: return cpu_fused_elementwise(c);

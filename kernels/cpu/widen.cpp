@@ -50,6 +50,8 @@ void run_cpu_widened(const OpCall& c) {
   }
   run_cpu(w);
   if (c.op == OpKind::attention_lse) cpu_attention_split_lse(out.data(), c.out.shape.numel() / 2, c.out.dtype);
+  if (c.op == OpKind::attention_fwd_lse)
+    cpu_attention_split_lse(out2.data(), c.out2.shape.numel() / 2, c.out2.dtype);
   if (c.out.data) store_as_dtype(out.data(), out.size(), c.out.dtype, c.out.data);
   if (c.out2.data) store_as_dtype(out2.data(), out2.size(), c.out2.dtype, c.out2.data);
 }

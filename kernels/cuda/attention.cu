@@ -290,6 +290,12 @@ void attention_op(const OpCall& c, cudaStream_t s) {
       case OpKind::attention_lse:
         return launch(TG_LAUNCH_SITE, attention_fwd<T, true>, grid, block, s, in(0), in(1), in(1), out, g, alpha,
                       causal);
+      case OpKind::attention_fwd_lse:
+        // The two ops' kernels, so that the fused op has their bits on this path (f32, and
+        // what cuDNN declines); the forward runs once only through cuDNN.
+        launch(TG_LAUNCH_SITE, attention_fwd<T, false>, grid, block, s, in(0), in(1), in(2), out, g, alpha, causal);
+        return launch(TG_LAUNCH_SITE, attention_fwd<T, true>, grid, block, s, in(0), in(1), in(1),
+                      elements<T>(c.out2.data), g, alpha, causal);
       default: {
         // [3, B, S, heads * dh]: dq, dk, dv
         const int64_t part = ag.batch * ag.seq * ag.ld();

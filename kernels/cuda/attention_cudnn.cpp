@@ -186,6 +186,7 @@ void set_masks(Attributes& a, const AttnDnnKey& k, fe::graph::Graph& gr) {
 struct Operands {
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr, *lse = nullptr;
   void* out = nullptr;
+  void* out2 = nullptr;  // attention_fwd_lse's statistics
   const void* lengths = nullptr;  // null with a mask: every sequence whole (the warm-up)
   DType lengths_dtype = DType::I32;
 };
@@ -210,7 +211,8 @@ struct AttnDnn::Impl {
 namespace {
 
 // Key k's graph into gr (empty, its target set if it has one): the head views, the masks, and
-// cuDNN's forward (with statistics for attention_lse) or deterministic backward.
+// cuDNN's forward (with statistics for attention_lse and attention_fwd_lse) or deterministic
+// backward.
 void build_graph(const AttnDnnKey& k, fe::graph::Graph& gr) {
   const AttentionGeometry& g = k.g;
   gr.set_io_data_type(k.dtype == DType::BF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
@@ -228,7 +230,7 @@ void build_graph(const AttnDnnKey& k, fe::graph::Graph& gr) {
     head_view(*grads[1], "dk", kDk, g).set_output(true);
     head_view(*grads[2], "dv", kDv, g).set_output(true);
   } else {
-    const bool stats = k.op == OpKind::attention_lse;
+    const bool stats = k.op != OpKind::attention;
     auto a = fe::graph::SDPA_attributes().set_name(op_name(k.op)).set_generate_stats(stats);
     set_masks(a, k, gr);
     auto outs = gr.sdpa(q, kk, v, a);
@@ -304,6 +306,10 @@ void AttnDnn::Impl::enqueue(const AttnDnnPlan& p, const Operands& x, char* ws, c
       pack[kO] = ws + l.out;
       pack[kStats] = out;  // f32 here first, then turned into the pairs in place
       break;
+    case OpKind::attention_fwd_lse:
+      pack[kO] = out;
+      pack[kStats] = x.out2;  // as attention_lse's
+      break;
     default: {
       float* stats = reinterpret_cast<float*>(ws + l.stats);
       attention_dnn_pairs_to_stats(x.lse, k.dtype, stats, rows, s);
@@ -318,6 +324,8 @@ void AttnDnn::Impl::enqueue(const AttnDnnPlan& p, const Operands& x, char* ws, c
   }
   TG_FE_CHECK(p.graph->execute(handle.get(), pack, ws), k);
   if (k.op == OpKind::attention_lse) attention_dnn_stats_to_pairs(out, k.dtype, rows, g.heads * g.seq, seq_kv, s);
+  if (k.op == OpKind::attention_fwd_lse)
+    attention_dnn_stats_to_pairs(x.out2, k.dtype, rows, g.heads * g.seq, seq_kv, s);
   if (k.masked && k.op != OpKind::attention_lse) {
     const int parts = k.op == OpKind::attention_grad ? 3 : 1;
     attention_dnn_zero_masked(out, k.dtype, seq_kv, parts, 1, g.batch, g.seq, g.ld(), s);
@@ -347,6 +355,7 @@ void AttnDnn::Impl::warm_up(AttnDnnPlan& p, cudaStream_t s) {
   x.o = b + 3 * view;
   x.dout = b + 4 * view;
   x.out = b + 5 * view;  // three views: attention_grad's stacked gradients
+  x.out2 = b + 6 * view;  // attention_fwd_lse's statistics (f32, within a view)
   x.lse = b + 8 * view;  // zero pairs: statistics of 0
   enqueue(p, x, b + 8 * view + stats, s);
   TG_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -358,7 +367,7 @@ AttnDnn::AttnDnn() : impl_(std::make_unique<Impl>()) {}
 AttnDnn::~AttnDnn() = default;
 
 const AttnDnnPlan* AttnDnn::plan(const OpCall& c, cudaStream_t s, bool warm_up) {
-  if (c.op != OpKind::attention && c.op != OpKind::attention_lse && c.op != OpKind::attention_grad) return nullptr;
+  if (!op_in_family(c.op, "attention")) return nullptr;
   if (!c.attrs) return nullptr;
   AttnDnnKey k;
   k.op = c.op;
@@ -417,6 +426,7 @@ void AttnDnn::run(const AttnDnnPlan& p, const OpCall& c, void* workspace, size_t
     x.lse = c.in[5].data;
   }
   x.out = c.out.data;
+  x.out2 = c.out2.data;
   if (p.key.masked) {
     const TensorView& len = c.input(c.num_inputs - 1);
     x.lengths = len.data;
@@ -439,6 +449,7 @@ bool run_attention_dnn(const OpCall& c, const CudaExecContext& ctx) {
   for (int i = 0; i < c.num_inputs; ++i)
     if (!aligned16(c.input(i).data)) return false;
   if (!aligned16(c.out.data)) return false;
+  if (c.out2.data && !aligned16(c.out2.data)) return false;
   ctx.attn_dnn->run(*p, c, c.workspace, c.workspace_bytes, ctx.stream);
   return true;
 }

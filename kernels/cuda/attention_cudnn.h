@@ -1,9 +1,9 @@
 #pragma once
-// attention, attention_lse and attention_grad in bf16 and f16 through cuDNN's fused flash
-// attention (scaled dot product attention, the cuDNN frontend's graph API): the products on
-// the tensor cores, the S x S scores never in memory, as the project's own kernels
-// (kernels/cuda/attention.cu), which stay the path for f32 and for every case cuDNN does not
-// take.
+// attention, attention_lse, attention_fwd_lse and attention_grad in bf16 and f16 through
+// cuDNN's fused flash attention (scaled dot product attention, the cuDNN frontend's graph
+// API): the products on the tensor cores, the S x S scores never in memory, as the
+// project's own kernels (kernels/cuda/attention.cu), which stay the path for f32 and for
+// every case cuDNN does not take.
 //
 // The ops' conventions (graph/attention.h) map onto cuDNN's as follows:
 // - q, k, v, the output and the gradients are head views [B, S, heads * dh]: cuDNN tensors of
@@ -23,7 +23,12 @@
 // - attention_lse has no cuDNN form of its own: it runs the training forward (output and
 //   statistics) with the output in the workspace, so a training step computes the forward's
 //   products twice (once for attention, once for attention_lse), as it does on the own
-//   kernels.
+//   kernels. attention_fwd_lse (what the static compiler's attention pass makes of the two)
+//   is that training forward with both results kept: one call writes the output and the
+//   statistics (converted to the pairs in place, as attention_lse's). Its statistics are
+//   attention_lse's bits (the same cuDNN graph); its output is the training forward's, which
+//   cuDNN does not promise to be the inference forward's (attention's) bit for bit:
+//   tests/kernels/cuda_attention_cudnn_test.cpp says which holds on the device it runs on.
 // - attention_grad runs cuDNN's deterministic backward (no atomics in dq): the same bits from
 //   every run, which static == dynamic bitwise needs.
 //
@@ -105,7 +110,7 @@ class AttnDnn {
 
 size_t attention_dnn_workspace_bytes(const AttnDnnPlan& p);
 
-// Runs c (attention, attention_lse or attention_grad) through cuDNN when the context has it
+// Runs c (an op of the attention family) through cuDNN when the context has it
 // (ctx.attn_dnn) and a plan takes the call (c.prepared, else asked now); false: nothing was
 // enqueued, the call is the own kernels'.
 bool run_attention_dnn(const OpCall& c, const CudaExecContext& ctx);

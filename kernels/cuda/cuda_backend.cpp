@@ -173,7 +173,7 @@ Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
     const kernels::cuda::ConvDnnPlan* p = dnn_->plan(call, g, tf32_, stream_.get(), true);
     return p ? Prepared{p, kernels::cuda::conv_dnn_workspace_bytes(*p)} : Prepared{};
   }
-  if (call.op == OpKind::attention || call.op == OpKind::attention_lse || call.op == OpKind::attention_grad) {
+  if (op_in_family(call.op, "attention")) {
     const kernels::cuda::AttnDnnPlan* p = attn_dnn_ ? attn_dnn_->plan(call, stream_.get(), true) : nullptr;
     return p ? Prepared{p, kernels::cuda::attention_dnn_workspace_bytes(*p)} : Prepared{};
   }

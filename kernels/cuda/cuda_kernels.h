@@ -172,7 +172,8 @@ void softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t rows,
 void softmax_op(const OpCall& c, const CallGeometry& g, cudaStream_t s);
 
 // ---- fused attention (attention.cu, graph/attention.h) ------------------------------------
-// attention, attention_lse and attention_grad in the call's dtype; heads of at most 128 dims.
+// attention, attention_lse, attention_grad and attention_fwd_lse (the first two's kernels) in
+// the call's dtype; heads of at most 128 dims.
 void attention_op(const OpCall& c, cudaStream_t s);
 
 // ---- layernorm over the last axis (layernorm.cu) ----------------------------------------

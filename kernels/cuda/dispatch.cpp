@@ -75,6 +75,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::attention:
     case OpKind::attention_lse:
     case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse:
       if (cuda::run_attention_dnn(c, ctx)) return;
       return cuda::attention_op(c, s);
     case OpKind::copy:

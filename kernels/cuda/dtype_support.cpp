@@ -65,7 +65,8 @@ bool has_16bit_kernel(OpKind op) {
     // attention.cu: the same, its row statistic kept as a pair (graph/attention.h).
     case OpKind::attention:
     case OpKind::attention_lse:
-    case OpKind::attention_grad: return true;
+    case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse: return true;
     default: return false;
   }
 }

@@ -76,7 +76,7 @@ for sw in $sweeps; do
     nogemm) train_sweep gemm_updates=0 train_passes_nogemm "^(pass_replay .*passes=(none|optimizer|all) )" \
       "--pass-options gemm_updates=0" ;;
     # Every pass but heads, against none (its own JSON; compare with train_passes.json's all rows).
-    noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|bn_fold,conv,rows,linear,elementwise,optimizer,low_copies,lanes) " "" bn_fold,conv,rows,linear,elementwise,optimizer,low_copies,lanes ;;
+    noheads) train_sweep "--passes all but heads" train_passes_noheads "^pass_replay .*passes=(none|bn_fold,conv,attention,rows,linear,elementwise,optimizer,low_copies,lanes) " "" bn_fold,conv,attention,rows,linear,elementwise,optimizer,low_copies,lanes ;;
     # The skinny-GEMM kernels off (on by default): the thin products on cuBLASLt (its JSON goes
     # into the tarball, not beside it).
     noskinny) train_sweep skinny_gemm=0 train_passes_noskinny "^pass_replay .*passes=(none|all) " \

@@ -23,6 +23,7 @@ enum class PassId : uint8_t {
   bn_fold,  // inference batch norm folded into the convolution before it (weights and a bias, at run time)
   conv,     // a convolution's bias, residual add and ReLU in its epilogue: one conv2d_bias(_add)_act
   heads,   // attention's products on the linear layers' layout: no head split or merge transposes
+  attention,  // a layer's attention and attention_lse: one forward that keeps its row statistic (attention_fwd_lse)
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
@@ -30,7 +31,7 @@ enum class PassId : uint8_t {
   low_copies,   // a weight's per-step cast to bf16/f16 becomes a persistent copy its update writes
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
 };
-constexpr int kNumPasses = 9;
+constexpr int kNumPasses = 10;
 const char* pass_name(PassId p);
 
 class PassSet {
@@ -103,6 +104,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt = {}, std::vector<
 Graph pass_bn_fold(const Graph& g);  // static/passes/conv.cpp
 Graph pass_conv(const Graph& g);     // static/passes/conv.cpp
 Graph pass_heads(const Graph& g);   // static/passes/heads.cpp
+Graph pass_attention(const Graph& g);  // static/passes/attention.cpp
 Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
 Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp

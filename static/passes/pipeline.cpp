@@ -13,6 +13,7 @@ const char* pass_name(PassId p) {
     case PassId::bn_fold: return "bn_fold";
     case PassId::conv: return "conv";
     case PassId::heads: return "heads";
+    case PassId::attention: return "attention";
     case PassId::rows: return "rows";
     case PassId::linear: return "linear";
     case PassId::elementwise: return "elementwise";
@@ -100,6 +101,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
       case PassId::bn_fold: g = pass_bn_fold(g); break;
       case PassId::conv: g = pass_conv(g); break;
       case PassId::heads: g = pass_heads(g); break;
+      case PassId::attention: g = pass_attention(g); break;
       case PassId::rows: g = pass_rows(g); break;
       case PassId::linear: g = pass_linear(g); break;
       case PassId::elementwise: g = pass_elementwise(g); break;

@@ -498,7 +498,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::matmul_bias_grad: return {tol(sample("[6,3]^T [6,4]", {{6, 3}, {6, 4}}), 1e-5, 1e-4)};
     case OpKind::attention:
     case OpKind::attention_lse:
-    case OpKind::attention_grad: {
+    case OpKind::attention_grad:
+    case OpKind::attention_fwd_lse: {
       // Head views [B, S, heads * dh] (graph/attention.h); attention_grad's lse input is a
       // [B * heads, S, 2] pair of any values: the kernels read hi + lo as the statistic.
       auto heads = [](int64_t count, float alpha, bool causal) {
@@ -509,7 +510,7 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         };
       };
       auto shapes = [op](Shape view, int64_t heads) -> std::vector<Shape> {
-        if (op == OpKind::attention) return {view, view, view};
+        if (op == OpKind::attention || op == OpKind::attention_fwd_lse) return {view, view, view};
         if (op == OpKind::attention_lse) return {view, view};
         return {view, view, view, view, view, Shape{view[0] * heads, view[1], 2}};
       };
@@ -532,7 +533,7 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       out.push_back(lengths("2 heads, causal, i64 key lengths", {3, 6, 8}, 2, true, DType::I64));
       // A statistic a few f32 ulps apart rounds to neighbouring 16-bit values near a rounding
       // boundary: hi moves one 16-bit ulp (2^-6 in bf16 for |lse| < 4) and lo the other way.
-      if (op == OpKind::attention_lse)
+      if (op == OpKind::attention_lse || op == OpKind::attention_fwd_lse)
         for (OpSample& x : out) {
           x.cuda_atol16 = 0x1p-5;
           x.cuda_rtol16 = 0x1p-7;

@@ -1,7 +1,10 @@
 // The fused attention ops through cuDNN's flash attention (kernels/cuda/attention_cudnn.h,
 // CudaBackendOptions::attention_cudnn) in bf16 and f16: against the CPU reference, against
 // the project's own kernels (attention_cudnn=0), two runs bit for bit, and the engine report
-// (which shapes cuDNN took, and why the others run on the own kernels).
+// (which shapes cuDNN took, and why the others run on the own kernels). attention_fwd_lse
+// (the attention pass's one forward) against the two ops it replaces: the statistic bit for
+// bit, the output bit for bit on the own kernels and, through cuDNN, as close as attention
+// is to the reference, with a message saying whether it had attention's bits.
 //
 // Each case runs the training chain: attention, attention_lse, then attention_grad fed the
 // CPU reference's output and statistic (so the gradient is checked on its own, and its
@@ -169,6 +172,27 @@ Chain gpu_chain(CudaBackend& b, const Case& c, const Inputs& x, const Chain& ref
   return Chain{out.download(), lse.download(), grad.download()};
 }
 
+// attention_fwd_lse on backend b: its output and its statistic (no gradient).
+Chain gpu_fused(CudaBackend& b, const Case& c, const Inputs& x) {
+  const Attrs at = attrs_of(c);
+  const AttentionGeometry g{c.batch, c.heads, c.seq, c.dh};
+  DevTensor q(x.q, false, c.dt), k(x.k, false, c.dt), v(x.v, false, c.dt);
+  DevTensor len(c.lengths.empty() ? std::vector<float>{0.0f} : x.lengths, false, c.lengths_dtype);
+  DevTensor out(g.view_shape().numel(), false, c.dt), lse(g.lse_shape().numel(), false, c.dt);
+  out.poison();
+  lse.poison();
+  TG_CUDA_CHECK(cudaDeviceSynchronize());
+  const Shape view = g.view_shape();
+  std::vector<kernels::TensorView> ins{q.view(view), k.view(view), v.view(view)};
+  if (!c.lengths.empty()) ins.push_back(len.view(Shape{c.batch}));
+  run_op_on(b, OpKind::attention_fwd_lse, ins, out.view(view), at, lse.view(g.lse_shape()));
+  return Chain{out.download(), lse.download(), {}};
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 Tol out_tol(DType dt) { return dt == DType::BF16 ? Tol{0x1p-7, 0x1p-6} : Tol{0x1p-10, 0x1p-9}; }
 Tol grad_tol(DType dt) { return dt == DType::BF16 ? Tol{0x1p-5, 0x1p-6} : Tol{0x1p-8, 0x1p-9}; }
 constexpr Tol kLseTol{1e-3, 1e-4};
@@ -231,7 +255,7 @@ const kernels::cuda::AttnDnnChoice* choice_of(const CudaBackend& b, OpKind op, c
 TEST_CASE("cuda attention via cuDNN: every op's graph passes the frontend's check for sm_80, sm_90 and sm_100") {
   TG_REQUIRE_CUDNN_FRONTEND();
   int64_t checked = 0;
-  for (const OpKind op : {OpKind::attention, OpKind::attention_lse, OpKind::attention_grad})
+  for (const OpKind op : {OpKind::attention, OpKind::attention_lse, OpKind::attention_grad, OpKind::attention_fwd_lse})
     for (const Case& c : cases())
       for (const int sm : {80, 90, 100}) {
         kernels::cuda::AttnDnnKey k;
@@ -245,7 +269,7 @@ TEST_CASE("cuda attention via cuDNN: every op's graph passes the frontend's chec
         CHECK(kernels::cuda::attention_dnn_check_graph(k, sm) == "");
         ++checked;
       }
-  CHECK(checked == 3 * static_cast<int64_t>(cases().size()) * 3);
+  CHECK(checked == 4 * static_cast<int64_t>(cases().size()) * 3);
   // The check is real: heads of 512 dims are past what cuDNN's backward takes, and the message
   // names the call, the key and the frontend's code.
   kernels::cuda::AttnDnnKey wide;
@@ -323,6 +347,50 @@ TEST_CASE("cuda attention via cuDNN: f32 and heads cuDNN does not take run on th
     CHECK(ch->engine == "own");
     CHECK(ch->why.find(r.why) != std::string::npos);
   }
+}
+
+// The attention pass's bits on the GPU rest on this: attention_fwd_lse runs the cuDNN graph
+// attention_lse runs (a forward with statistics), so the statistic must be attention_lse's bit
+// for bit. Its output is that forward's, where attention runs cuDNN's inference forward; cuDNN
+// does not promise the two the same bits, so the output is held to attention's tolerance
+// against the CPU reference and the message says in how many cases the bits were attention's
+// (tests/static/cuda_passes_test.cpp holds the training step to bitwise or to a tolerance by
+// the same probe). On the own kernels (attention_cudnn=0) the fused op runs the two ops'
+// kernels: both results bit for bit.
+TEST_CASE("cuda attention_fwd_lse: attention_lse's statistic bits through cuDNN and the own kernels") {
+  TG_REQUIRE_GPU();
+  TG_REQUIRE_CUDNN_FRONTEND();
+  CudaBackend& dnn = with_cudnn(true);
+  CudaBackend& own = with_cudnn(false);
+  uint64_t seed = 2900;
+  int64_t same_out = 0, cases_run = 0;
+  std::string first_apart;
+  for (const Case& c : cases()) {
+    CAPTURE(describe(c));
+    const Inputs x = inputs_of(c, seed += 10);
+    const Chain ref = cpu_chain(c, x);
+    const Chain two = gpu_chain(dnn, c, x, ref), one = gpu_fused(dnn, c, x);
+    CHECK(compare(describe(c) + " cudnn attention_fwd_lse's statistic vs attention_lse's", one.lse, two.lse, Tol{}) ==
+          0);
+    CHECK(compare(describe(c) + " cudnn attention_fwd_lse's output vs cpu", one.out, ref.out, out_tol(c.dt)) == 0);
+    const bool same = same_bits(one.out, two.out);
+    same_out += same;
+    ++cases_run;
+    if (!same && first_apart.empty()) first_apart = describe(c);
+    std::vector<kernels::cuda::AttnDnnChoice> all;
+    const kernels::cuda::AttnDnnChoice* ch = choice_of(dnn, OpKind::attention_fwd_lse, c, all);
+    REQUIRE(ch != nullptr);
+    INFO("attention_fwd_lse: engine ", ch->engine, "; why own: ", ch->why);
+    CHECK(ch->cudnn);
+    const Chain own_two = gpu_chain(own, c, x, ref), own_one = gpu_fused(own, c, x);
+    CHECK(compare(describe(c) + " own attention_fwd_lse's output vs attention's", own_one.out, own_two.out, Tol{}) == 0);
+    CHECK(compare(describe(c) + " own attention_fwd_lse's statistic vs attention_lse's", own_one.lse, own_two.lse,
+                  Tol{}) == 0);
+  }
+  MESSAGE("cuDNN's forward with statistics (attention_fwd_lse) gave attention's output bit for bit in ", same_out,
+          " of ", cases_run, " cases", first_apart.empty() ? std::string() : "; first apart: " + first_apart);
+  std::printf("TG_NOTE: cudnn attention_fwd_lse output == attention output bitwise in %lld of %lld cases\n",
+              static_cast<long long>(same_out), static_cast<long long>(cases_run));
 }
 
 }  // namespace tg::testing

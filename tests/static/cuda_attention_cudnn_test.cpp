@@ -4,7 +4,11 @@
 // not a multiple of cuDNN's tiles. The static plan runs cuDNN in its arena's workspace inside
 // a captured CUDA Graph (and in plain launches), the dynamic executor in the backend's own;
 // both build the same cuDNN graph with the same heuristic, and the backward is cuDNN's
-// deterministic one, so the bits agree. Each backend's engine list proves cuDNN ran.
+// deterministic one, so the bits agree. Each backend's engine list proves cuDNN ran. The
+// static plan compiles with no graph pass, as the dynamic executor runs: the attention pass's
+// attention_fwd_lse runs cuDNN's forward with statistics where attention runs its inference
+// forward, whose output cuDNN does not promise bit for bit; tests/static/cuda_passes_test.cpp
+// checks the pass against the unfused plan.
 #include <doctest/doctest.h>
 
 #include <memory>

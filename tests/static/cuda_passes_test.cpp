@@ -3,13 +3,15 @@
 // step as the ops they replace), so they must give the unfused graph's bits on the GPU
 // too. The linear pass moves bias, activation and residual into cuBLASLt epilogues, whose
 // GEMM algorithm and GELU are cuBLASLt's own: all passes together train within a
-// tolerance of the unfused graph, stated below, not to its bits.
+// tolerance of the unfused graph, stated below, not to its bits. The attention pass through
+// cuDNN: the statistic's bits always, the step's where cuDNN's output keeps attention's.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -251,6 +253,85 @@ TEST_CASE("passes on CUDA: the tolerances catch an update 40% short") {
     const size_t expected = moved + ref.losses.size() - 1;
     CHECK_MESSAGE(outside.size() == expected, outside.size(), " of ", expected,
                   " losses and parameters outside the tolerance");
+  }
+}
+
+// The attention pass through cuDNN (CudaBackendOptions::attention_cudnn, on by default in a
+// build with the frontend): a causal transformer block with the fused attention (heads of 64
+// dims, a sequence no multiple of cuDNN's tiles), bf16 and fp16. attention_fwd_lse runs the
+// cuDNN graph attention_lse runs (a forward with statistics), so a probe of the block's
+// attention geometry, its attention and attention_lse as graph outputs, must give the
+// statistic's bits with the pass. Its output is that forward's, where attention runs cuDNN's
+// inference forward, which cuDNN does not promise to match bit for bit: the probe says whether
+// it did, and the training step is held to the unfused step's bits where it did, to the
+// passes' tolerance where it did not. The message says which held.
+TEST_CASE("passes on CUDA: the attention pass through cuDNN keeps the statistic's bits, the step's where the output's") {
+  TG_REQUIRE_GPU();
+  if (!kBuiltWithCudnnFrontend) {
+    std::printf("TG_SKIP: this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none)\n");
+    return;
+  }
+  TransformerConfig c = transformer_config(2, 40, 128, 2);
+  c.fused_attention = true;
+  c.causal = true;
+  const ModelFn model = transformer_model(c);
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    CAPTURE(precision_name(p));
+    CompileOptions base = on_gpu();
+    base.precision = p;
+    CompileOptions fused = on_gpu();
+    fused.precision = p;
+    fused.passes = PassSet::only(PassId::attention);
+    CompiledPlan a = compile(model, base), b = compile(model, fused);
+    REQUIRE(count(*b.graph, OpKind::attention_fwd_lse) == 1);
+    CHECK(count(*b.graph, OpKind::attention_lse) == 0);
+    CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");
+
+    const Node* att = nullptr;
+    for (const Node& n : a.graph->nodes)
+      if (n.op == OpKind::attention) att = &n;
+    REQUIRE(att != nullptr);
+    const ValueInfo& qv = a.graph->values[static_cast<size_t>(att->inputs[0])];
+    const Graph probe = recorded([&](RecordingBuilder& rb) {
+      const Value q = rb.input("q", qv.shape, qv.dtype), k = rb.input("k", qv.shape, qv.dtype),
+                  v = rb.input("v", qv.shape, qv.dtype);
+      rb.mark_output(rb.apply(OpKind::attention, {q, k, v}, att->attrs));
+      rb.mark_output(rb.apply(OpKind::attention_lse, {q, k}, att->attrs));
+    });
+    const Feeds probe_feeds = feeds_from(probe, make_values(probe, 17));
+    CompileOptions po = on_gpu();
+    CompiledPlan pa = compile_graph(probe, -1, po);
+    po = on_gpu();
+    po.passes = PassSet::only(PassId::attention);
+    CompiledPlan pb = compile_graph(probe, -1, po);
+    REQUIRE(count(*pb.graph, OpKind::attention_fwd_lse) == 1);
+    pa.run(probe_feeds);
+    pb.run(probe_feeds);
+    const std::string out = probe.values[static_cast<size_t>(probe.outputs[0])].name;
+    const std::string lse = probe.values[static_cast<size_t>(probe.outputs[1])].name;
+    CHECK(bitwise_diff(pb.read(lse), pa.read(lse)) == "");
+    const bool out_bitwise = bitwise_diff(pb.read(out), pa.read(out)) == "";
+    for (const auto& ch : std::static_pointer_cast<CudaBackend>(po.backend)->attention_choices()) {
+      INFO(op_name(ch.key.op), " ", dtype_name(ch.key.dtype), ": engine ", ch.engine, "; why own: ", ch.why);
+      CHECK(ch.cudnn);
+    }
+
+    const Feeds feeds = feeds_from(*a.graph, make_values(*a.graph, 3));
+    const Trained ref = train(a, feeds, 5), got = train(b, feeds, 5);
+    const std::string what = fmt::format("{} transformer, attention pass, cuDNN's output {}", precision_name(p),
+                                         out_bitwise ? "bitwise attention's" : "not attention's bits");
+    MESSAGE(what);
+    std::printf("TG_NOTE: %s\n", what.c_str());
+    if (out_bitwise) {
+      CHECK(bitwise_diff(std::vector<float>(got.losses.begin(), got.losses.end()),
+                         std::vector<float>(ref.losses.begin(), ref.losses.end())) == "");
+      for (const auto& [name, end] : ref.final) {
+        INFO(what, ": parameter ", name);
+        CHECK(bitwise_diff(got.final.at(name), end) == "");
+      }
+    } else {
+      check_within_tolerance(ref, got, what);
+    }
   }
 }
 

@@ -52,11 +52,9 @@ inline Graph recorded(const std::function<void(RecordingBuilder&)>& f) {
   return g;
 }
 
-// Trains both plans (of one model) `steps` steps from the same feeds: every loss and
-// every parameter after them must have the same bits.
-inline void check_same_steps(CompiledPlan& a, CompiledPlan& b, int steps) {
-  const std::vector<std::vector<float>> values = make_values(*a.graph, 3);
-  const Feeds feeds = feeds_from(*a.graph, values);
+// Trains both plans (of one model) `steps` steps on `feeds`: every loss and every
+// parameter after them must have the same bits.
+inline void check_same_steps(CompiledPlan& a, CompiledPlan& b, int steps, const Feeds& feeds) {
   for (int s = 0; s < steps; ++s) {
     const float la = a.step(feeds), lb = b.step(feeds);
     CHECK_MESSAGE(bitwise_diff({lb}, {la}) == "", "step ", s, " loss ", lb, " vs ", la);
@@ -65,6 +63,11 @@ inline void check_same_steps(CompiledPlan& a, CompiledPlan& b, int steps) {
     const std::string& name = a.graph->values[static_cast<size_t>(v)].name;
     CHECK_MESSAGE(bitwise_diff(b.read(name), a.read(name)) == "", "parameter ", name);
   }
+}
+
+// The same on feeds made for a's graph (make_values).
+inline void check_same_steps(CompiledPlan& a, CompiledPlan& b, int steps) {
+  check_same_steps(a, b, steps, feeds_from(*a.graph, make_values(*a.graph, 3)));
 }
 
 // Trains `steps` steps with passes none and with `set` (on the CPU unless `base` names a
