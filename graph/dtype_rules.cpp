@@ -50,6 +50,11 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
     out = at.to;
     if (!dtype_is_known(out))
       graph_error("{} {}: to = #{} is not a dtype; use f32, bf16, f16, i32 or i64", name, node, static_cast<int>(out));
+  } else if (op_traits(op).dtype_rule == op_table::kTypeProgram) {
+    std::vector<DType> results;
+    const std::string err = ew_program_dtypes(at.program, in, &results);
+    if (!err.empty()) graph_error("{} {}: {}", name, node, err);
+    out = results.back();
   } else if (op_is_f32_only(op)) {
     const int n = static_cast<int>(in.size());
     for (size_t i = 0; i < in.size(); ++i) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace tg {
 
 const char* ew_op_name(EwOp op) {
@@ -23,6 +25,7 @@ const char* ew_op_name(EwOp op) {
     case EwOp::log_grad: return "log_grad";
     case EwOp::gelu_erf: return "gelu_erf";
     case EwOp::gelu_erf_grad: return "gelu_erf_grad";
+    case EwOp::cast: return "cast";
   }
   return "?";
 }
@@ -54,15 +57,17 @@ bool ew_op_binary(EwOp op) {
     case EwOp::sigmoid:
     case EwOp::exp:
     case EwOp::log:
-    case EwOp::gelu_erf: return false;
+    case EwOp::gelu_erf:
+    case EwOp::cast: return false;
   }
   return false;
 }
 
 bool EwInstr::operator==(const EwInstr& o) const {
-  // alpha only matters to scale, b only to the binary ops; compare what the op reads.
+  // alpha only matters to scale, to to cast, b to the binary ops; compare what the op reads.
   if (op != o.op || a != o.a) return false;
   if (ew_op_binary(op) && b != o.b) return false;
+  if (op == EwOp::cast && to != o.to) return false;
   return op != EwOp::scale || alpha == o.alpha;
 }
 
@@ -85,6 +90,9 @@ std::string ew_program_error(const EwProgram& p, int inputs) {
     if (static_cast<int>(in.op) >= kNumEwOps)
       return fmt::format("instruction {}: opcode {} is not an op; known: {}", k, static_cast<int>(in.op),
                          known_ops());
+    if (in.op == EwOp::cast && (!dtype_is_known(in.to) || dtype_is_int(in.to)))
+      return fmt::format("instruction {} (cast): to = {} is not a float dtype; a program casts to f32, bf16 or f16", k,
+                         dtype_is_known(in.to) ? dtype_name(in.to) : fmt::format("#{}", static_cast<int>(in.to)));
     const int nops = ew_op_binary(in.op) ? 2 : 1;
     const int operands[2] = {in.a, in.b};
     int reads_previous = 0;
@@ -109,6 +117,44 @@ std::string ew_program_error(const EwProgram& p, int inputs) {
   }
   for (int j = 0; j < inputs; ++j)
     if (!((read >> j) & 1u)) return fmt::format("input {} is never read; remove it from the node's inputs", j);
+  return "";
+}
+
+std::string ew_program_dtypes(const EwProgram& p, const std::vector<DType>& inputs, std::vector<DType>* results) {
+  const int nin = static_cast<int>(inputs.size());
+  std::string err = ew_program_error(p, nin);
+  if (!err.empty()) return err;
+  DType low = DType::F32;  // the one 16-bit dtype of the program, once one is seen
+  auto one_low = [&low](DType d, const std::string& what) -> std::string {
+    if (d == DType::F32) return "";
+    if (low == DType::F32 || low == d) {
+      low = d;
+      return "";
+    }
+    return fmt::format("{} is {} but the program already has {} values; a program holds f32 and one of bf16 and "
+                       "f16: split it at the cast between them",
+                       what, dtype_name(d), dtype_name(low));
+  };
+  for (int j = 0; j < nin; ++j) {
+    const DType d = inputs[static_cast<size_t>(j)];
+    if (!dtype_is_known(d) || dtype_is_int(d))
+      return fmt::format("input {} is {}; a program reads f32, bf16 or f16 (cast integers to f32 first)", j,
+                         dtype_is_known(d) ? dtype_name(d) : fmt::format("#{}", static_cast<int>(d)));
+    if (!(err = one_low(d, fmt::format("input {}", j))).empty()) return err;
+  }
+  std::vector<DType> out(p.code.size());
+  auto dtype_of = [&](int v) { return v < nin ? inputs[static_cast<size_t>(v)] : out[static_cast<size_t>(v - nin)]; };
+  for (int k = 0; k < p.size(); ++k) {
+    const EwInstr& in = p.code[static_cast<size_t>(k)];
+    const DType a = dtype_of(in.a);
+    if (ew_op_binary(in.op) && dtype_of(in.b) != a)
+      return fmt::format("instruction {} ({}) reads operand {} ({}) and operand {} ({}); both operands of an op have "
+                         "one dtype: cast one of them first",
+                         k, ew_op_name(in.op), in.a, dtype_name(a), in.b, dtype_name(dtype_of(in.b)));
+    out[static_cast<size_t>(k)] = in.op == EwOp::cast ? in.to : a;
+    if (!(err = one_low(out[static_cast<size_t>(k)], fmt::format("instruction {} (cast)", k))).empty()) return err;
+  }
+  if (results) *results = std::move(out);
   return "";
 }
 

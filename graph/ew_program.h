@@ -9,14 +9,25 @@
 // the last result. An input of shape [cols] where the output is [.., cols] is read at
 // i % cols (a bias, as bias_add reads it); every other input has the output's shape.
 // Each instruction rounds as the unfused op's kernel does, on every backend.
+//
+// Values have float dtypes: input j the node's input j's, an instruction's result its
+// operands' (one dtype: the unfused op's rule), a cast's its `to`. Every value is
+// computed in f32 and rounded to nearest even to its dtype, as the unfused kernels store
+// it, so a chain that crosses dtypes (a bf16 GEMM's output cast to f32 and added to the
+// f32 residual) still gives the unfused chain's bits. The output has the last result's
+// dtype. The values of one program are f32 and at most one of bf16 and f16, so that a
+// kernel knows at launch which two dtypes each load and each rounding may be.
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "graph/shape.h"
+
 namespace tg {
 
-// The ops a program runs; operand b unused by the unary ones, alpha by all but scale.
+// The ops a program runs; operand b unused by the unary ones, alpha by all but scale, to
+// by all but cast.
 enum class EwOp : uint8_t {
   add,        // a + b (bias_add too: b a [cols] input)
   sub,        // a - b
@@ -35,8 +46,9 @@ enum class EwOp : uint8_t {
   log_grad,      // a / b           (a = dy, b = log's input)
   gelu_erf,      // the exact gelu(a): 0.5 a (1 + erf(a / sqrt 2))
   gelu_erf_grad, // a * gelu_erf'(b) (a = dy, b = gelu_erf's input)
+  cast,          // a rounded to nearest even to `to` (f32, bf16 or f16)
 };
-constexpr int kNumEwOps = 17;
+constexpr int kNumEwOps = 18;
 const char* ew_op_name(EwOp op);
 bool parse_ew_op(const std::string& name, EwOp& out);
 // Binary ops read operand b.
@@ -46,6 +58,7 @@ struct EwInstr {
   EwOp op = EwOp::add;
   uint8_t a = 0, b = 0;
   float alpha = 1.0f;
+  DType to = DType::F32;
   bool operator==(const EwInstr& o) const;
 };
 
@@ -66,5 +79,11 @@ struct EwProgram {
 // how to fix it: the size, an unknown opcode, an operand out of range or breaking the
 // chain, an input never read. Shape inference and the kernel entries both ask.
 std::string ew_program_error(const EwProgram& p, int inputs);
+
+// The dtype of each instruction's result (results[k]) for inputs of dtypes `inputs`; the
+// output's is results.back(). "" when the program is valid over them (ew_program_error)
+// and its dtypes agree, else what is wrong and how to fix it: an integer input, two
+// operands of different dtypes, a cast to an integer, bf16 and f16 in one program.
+std::string ew_program_dtypes(const EwProgram& p, const std::vector<DType>& inputs, std::vector<DType>* results);
 
 }  // namespace tg

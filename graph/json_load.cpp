@@ -478,15 +478,17 @@ class Loader {
         for (int o = 0; o < kNumEwOps; ++o) ops += (o ? ", " : "") + std::string(ew_op_name(static_cast<EwOp>(o)));
         fail(p + "[0]", fmt::format("unknown op '{}'; a program runs: {}", e[0].get<std::string>(), ops));
       }
-      const bool binary = ew_op_binary(in.op), scale = in.op == EwOp::scale;
-      const size_t want = binary || scale ? 3 : 2;
+      const bool binary = ew_op_binary(in.op), scale = in.op == EwOp::scale, cast = in.op == EwOp::cast;
+      const size_t want = binary || scale || cast ? 3 : 2;
       if (e.size() != want)
         fail(p, fmt::format("{} takes {}, got {} entries: {}", ew_op_name(in.op),
-                            binary ? "[op, a, b]" : scale ? "[op, a, alpha]" : "[op, a]", e.size(), e.dump()));
+                            binary ? "[op, a, b]" : scale ? "[op, a, alpha]" : cast ? "[op, a, dtype]" : "[op, a]",
+                            e.size(), e.dump()));
       const int64_t last = kMaxEwInputs + kMaxEwInstrs - 1;
       in.a = static_cast<uint8_t>(get_int(e[1], p + "[1]", 0, last));
       if (binary) in.b = static_cast<uint8_t>(get_int(e[2], p + "[2]", 0, last));
       if (scale) in.alpha = get_float(e[2], p + "[2]");
+      if (cast) in.to = get_dtype(e[2], p + "[2]");
     }
     return prog;
   }

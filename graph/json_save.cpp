@@ -43,13 +43,14 @@ ojson dims_json(const Shape& s, int rank) {
 }
 
 // A fused_elementwise program, one instruction per array: ["mul", 0, 1], ["relu", 2],
-// ["scale", 3, 0.5] (op, operands, and scale's alpha).
+// ["scale", 3, 0.5], ["cast", 4, "bf16"] (op, operands, and scale's alpha or cast's dtype).
 ojson program_json(const EwProgram& p) {
   ojson code = ojson::array();
   for (const EwInstr& in : p.code) {
     ojson i = ojson::array({ew_op_name(in.op), in.a});
     if (ew_op_binary(in.op)) i.push_back(in.b);
     if (in.op == EwOp::scale) i.push_back(float_json(in.alpha));
+    if (in.op == EwOp::cast) i.push_back(dtype_name(in.to));
     code.push_back(i);
   }
   return code;

@@ -59,6 +59,8 @@ constexpr uint8_t kTypeCast = 2;  // input 0 of any dtype, the output of attrs.t
 constexpr uint8_t kTypeLogits = 3;// input 0, the logits, of any float dtype, widened exactly and computed on in
                                   // f32; every other float input f32 (dloss); the loss f32, the logits' gradient
                                   // in the logits' dtype, rounded once (graph/dtype_rules.h: logits_output_dtype)
+constexpr uint8_t kTypeProgram = 4;  // inputs of any float dtypes, typed by attrs.program: the output has its
+                                     // last instruction's dtype (graph/ew_program.h)
 constexpr AttrMask kAct = attr_bit(AttrId::act);
 constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
@@ -72,7 +74,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
 //   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths, kWeightCopy
-//   dtype            kTypeSame, kTypeF32, kTypeCast or kTypeLogits: the dtype rule (graph/dtype_rules.cpp)
+//   dtype            kTypeSame, kTypeF32, kTypeCast, kTypeLogits or kTypeProgram: the dtype rule
+//                    (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
 #define TG_OP_LIST(X)                                                                                          \
@@ -152,7 +155,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(matmul_bias_grad,     2, 2, kNone,            kNone,      0,                      kFused,                    kTypeSame, matmul) /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
   X(matmul_heads,         2, 1, kNone,            kNone,      kTransA|kTransB|kHeads, kFused,                    kTypeSame, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
   X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
-  X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeSame, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
+  X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeProgram, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
   X(matmul_sgd_momentum,  4, 0, kNone,            kNone,      kLr|kMomentum,          kFused,                    kTypeF32,  optimizer) /* (param[k,n], a[r,k], velocity[k,n], dz[r,n]): sgd_momentum with the gradient a^T dz, never stored */ \
@@ -229,6 +232,7 @@ constexpr bool rows_consistent() {
     // Ops without inputs have no input 0 to take a shape or a dtype from.
     if (t.inputs == 0 && ((t.flags & kSameShape) || t.dtype_rule != kTypeF32)) return false;
     if (t.dtype_rule == kTypeCast && (t.inputs != 1 || !(t.attrs & kTo))) return false;
+    if (t.dtype_rule == kTypeProgram && !(t.attrs & kProgram)) return false;
     if ((t.flags & kSameShape) && t.outputs != 1) return false;
     // The flag is told apart from the groups by the input count: one more than a multiple.
     if ((t.flags & kGuarded) && (t.outputs != 0 || t.inputs < 2)) return false;

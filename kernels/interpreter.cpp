@@ -154,8 +154,19 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     // The *_multi_cast updates store their copies in the copy's own 16 bits: held here, then
     // widened back into the copy's f32 vector.
     std::vector<std::vector<uint16_t>> copies(op_update_writes_copy(n.op) ? n.inputs.size() : 0);
+    // A program computes in its values' own dtypes (graph/ew_program.h): its 16-bit inputs
+    // and output go to it in their 16 bits, held here.
+    const bool typed = op_traits(n.op).dtype_rule == op_table::kTypeProgram;
+    std::vector<std::vector<uint16_t>> narrow;
+    auto own_dtype = [&](kernels::TensorView v, int id) {
+      const DType dt = g.values[static_cast<size_t>(id)].dtype;
+      if (!typed || dt == DType::F32) return v;
+      narrow.emplace_back(static_cast<size_t>(v.shape.numel()));
+      store_as_dtype(v.data, narrow.back().size(), dt, narrow.back().data());
+      return kernels::TensorView{reinterpret_cast<float*>(narrow.back().data()), v.shape, dt};
+    };
     for (int i = 0; i < arity; ++i) {
-      kernels::TensorView v = view(values, g, n.inputs[static_cast<size_t>(i)], n);
+      kernels::TensorView v = own_dtype(view(values, g, n.inputs[static_cast<size_t>(i)], n), n.inputs[static_cast<size_t>(i)]);
       if (op_input_is_copy(n.op, i, arity)) {
         copies[static_cast<size_t>(i)].assign(static_cast<size_t>(v.shape.numel()), 0);
         v = {reinterpret_cast<float*>(copies[static_cast<size_t>(i)].data()), v.shape,
@@ -165,7 +176,7 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
       else more.push_back(v);
     }
     call.more = more.data();
-    if (nout >= 1) call.out = view(values, g, n.outputs[0], n);
+    if (nout >= 1) call.out = own_dtype(view(values, g, n.outputs[0], n), n.outputs[0]);
     if (nout == 2) call.out2 = view(values, g, n.outputs[1], n);
     try {
       kernels::run_cpu(call);
@@ -174,6 +185,9 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     } catch (const std::invalid_argument& e) {
       graph_error("node {} ({}): {}", quote_name(n.name), op_name(n.op), e.what());
     }
+    if (nout >= 1 && call.out.dtype != DType::F32)
+      load_from_dtype(call.out.data, static_cast<size_t>(call.out.shape.numel()), call.out.dtype,
+                      values[static_cast<size_t>(n.outputs[0])].data());
     for (int o : n.outputs) round_value(o);
     for (size_t i = 0; i < copies.size(); ++i)
       if (!copies[i].empty() && !(op_update_guarded(n.op, arity) && values[static_cast<size_t>(n.inputs.back())][0] != 0.0f))

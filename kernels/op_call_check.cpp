@@ -100,6 +100,9 @@ void check_fused_elementwise(const Checker& k, const OpCall& c, CallGeometry& g)
   for (int i = 0; i < c.num_inputs; ++i) {
     const TensorView& t = c.input(i);
     const int64_t n = t.shape.numel();
+    if (t.data == c.out.data && t.dtype != c.out.dtype)
+      k.fail("output ({}) aliases input {} ({}); in place, the output has the input's dtype: give it its own buffer",
+             dtype_name(c.out.dtype), i, dtype_name(t.dtype));
     if (n == g.n) continue;
     if (n != g.cols)
       k.fail("input {} has shape {} ({} elements); the output {} needs {} or a row of {}", i, t.shape.str(), n,
@@ -181,11 +184,24 @@ void check_adamw(const Checker& k, const OpCall& c) {
   check_written_apart(k, c);
 }
 
+// A program's views: the inputs as the program types them, the output of its last result's
+// dtype (graph/ew_program.h).
+void check_program_dtypes(const Checker& k, const OpCall& c) {
+  std::vector<DType> in(static_cast<size_t>(c.num_inputs)), results;
+  for (int i = 0; i < c.num_inputs; ++i) in[static_cast<size_t>(i)] = c.input(i).dtype;
+  const std::string err = ew_program_dtypes(k.attrs().program, in, &results);
+  if (!err.empty()) k.fail("{}", err);
+  if (c.out.dtype != results.back())
+    k.fail("the output is {} but the program's last instruction gives {}", dtype_name(c.out.dtype),
+           dtype_name(results.back()));
+}
+
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
 // 0's dtype on every view of a kTypeSame op, the logits' dtype on input 0 of a kTypeLogits
 // op and on its gradient output, f32 on its other views; the ids and labels (graph/dtype_rules.h) are
 // integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
+  if (op_traits(c.op).dtype_rule == op_table::kTypeProgram) return check_program_dtypes(k, c);
   const bool cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const int first = c.op == OpKind::where ? 1 : 0;  // where's input 0 is its condition
   const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;

@@ -98,7 +98,8 @@ void cpu_copy(const float* x, float* y, int64_t n);                   // y = x (
 void cpu_where(const OpCall& c);
 // fused_elementwise: attrs.program (graph/ew_program.h) over the call's inputs, tile by
 // tile through the kernels of the ops it fuses (cpu_add, cpu_relu, cpu_gelu, ...), so
-// that it gives the unfused chain's bits. A [cols] input is read at every row.
+// that it gives the unfused chain's bits, in every float dtype and across casts. A [cols]
+// input is read at every row.
 void cpu_fused_elementwise(const OpCall& c);
 
 // ---- bias (bias.cpp) -------------------------------------------------------------

@@ -12,6 +12,9 @@ namespace tg::kernels {
 void run_cpu(const OpCall& c) {
   const CallGeometry g = check_op_call(c, "run_cpu");
   if (call_has_ints(c)) return run_cpu_ints(c, g);
+  // A program rounds each instruction to its own dtype (graph/ew_program.h), which a call
+  // widened whole would round once.
+  if (c.op == OpKind::fused_elementwise) return cpu_fused_elementwise(c);
   if (!call_is_f32(c)) return run_cpu_widened(c);
   const TensorView& x = c.in[0];
   const TensorView& y = c.in[1];

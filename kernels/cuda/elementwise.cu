@@ -1,10 +1,12 @@
 // add, sub, mul, scale, fill, copy, cast and where (kernels/cpu/elementwise.cpp), on the frame of
 // elementwise.cuh, and fused_elementwise: a chain of those and the activations in one
-// kernel, each step by the functor the unfused op runs. All but fill (f32) and cast run
-// in every dtype of storage.h.
+// kernel, each step by the functor the unfused op runs, casts between f32 and bf16 or f16
+// included. All but fill (f32) and cast run in every dtype of storage.h.
 // The arithmetic uses __fadd_rn/__fmul_rn/... where the CPU reference is plain
 // float math, so that nvcc cannot contract it into an FMA and the bits match.
 #include <cuda_runtime.h>
+
+#include <vector>
 
 #include "graph/broadcast.h"
 #include "kernels/cuda/activation.cuh"
@@ -112,9 +114,17 @@ __global__ void fill_kernel(float* y, float value, int64_t n) {
 // ---- fused_elementwise ----------------------------------------------------------------
 // The program is a launch parameter, the same for every thread, so the loop over it and
 // the switch on each opcode take one path across the grid. A chain needs one running
-// value (acc); operands are that value or an input, loaded where it is read. Every input
-// and the output have the call's dtype: the chain runs in f32 registers and the store
-// rounds once, as the CPU reference (the f32 chain on the widened inputs) does.
+// value (acc); operands are that value or an input, loaded where it is read. The chain
+// runs in f32 registers, and each instruction's result is rounded to its dtype
+// (graph/ew_program.h) as the unfused op's store rounds it, the last by the output's store:
+// the unfused chain's bits, in every dtype and across casts (a cast is that rounding alone).
+// Two kernel families:
+// - one dtype D for every input and result (every program without a cast): the loads and
+//   the roundings are D's at compile time, and f32 has none;
+// - f32 and one 16-bit dtype L (a program with casts): each input's dtype and each
+//   result's rounding are bits of the launch parameters, uniform branches across the grid
+//   as the row inputs are; the vector form reads 8 elements a step, one 16-byte pack of L
+//   or two of f32.
 struct EwStep {
   uint8_t op, a, b, binary;
   float alpha;
@@ -126,7 +136,12 @@ struct EwArgs {
   int size, inputs;
   unsigned row_inputs;  // bit j: input j is a [cols] row, read at i % cols
   int64_t n, cols;
+  // The mixed kernels': bit j, input j is in L (else f32); bit k, instruction k's result
+  // rounds to L (the last one's: the output's store does).
+  unsigned low_inputs;
+  uint32_t low_results[kMaxEwInstrs / 32];
 };
+static_assert(kMaxEwInputs <= 32 && kMaxEwInstrs % 32 == 0, "the bit sets of EwArgs hold every input and instruction");
 
 template <int N>
 __device__ __forceinline__ Lanes<N> ew_apply(const EwStep& s, const Lanes<N>& a, const Lanes<N>& b) {
@@ -148,8 +163,18 @@ __device__ __forceinline__ Lanes<N> ew_apply(const EwStep& s, const Lanes<N>& a,
     case EwOp::log_grad: return map(detail::LogGradF{}, a, b);
     case EwOp::gelu_erf: return map(detail::GeluErfF{}, a, a);
     case EwOp::gelu_erf_grad: return map(detail::GeluErfGradF{}, a, b);
+    case EwOp::cast: return a;  // the rounding to its dtype follows, as for every instruction
   }
   return a;
+}
+
+// Each lane rounded to D and widened back: what the unfused op's store leaves in memory.
+template <DType D, int N>
+__device__ __forceinline__ Lanes<N> round_to(const Lanes<N>& x) {
+  Lanes<N> r;
+#pragma unroll
+  for (int k = 0; k < N; ++k) r.v[k] = detail::Elem<D>::wide(detail::Elem<D>::narrow(x.v[k]));
+  return r;
 }
 
 // Where the elements are: index i (in elements, or in packs for N > 1) and its column
@@ -180,6 +205,44 @@ __device__ __forceinline__ Lanes<N> ew_run(const EwArgs& p, const At& at) {
     const Lanes<N> a = s.a < p.inputs ? ew_load<D, N>(p, s.a, at) : acc;
     const Lanes<N> b = !s.binary ? a : s.b < p.inputs ? ew_load<D, N>(p, s.b, at) : acc;
     acc = ew_apply(s, a, b);
+    if constexpr (D != DType::F32) {
+      if (k + 1 < p.size) acc = round_to<D>(acc);
+    }
+  }
+  return acc;
+}
+
+// The mixed kernels' operands: N = 8 (i and col count 8-element groups) or 1 (elements).
+template <DType L, int N>
+__device__ __forceinline__ Lanes<N> ew_load_mixed(const EwArgs& p, int j, const At& at) {
+  const int64_t i = is_row(p, j) ? at.col : at.i;
+  Lanes<N> r;
+  if ((p.low_inputs >> j) & 1u) {
+    const Store<L>* in = static_cast<const Store<L>*>(p.in[j]);
+    if constexpr (N == 1) r.v[0] = load<L>(in, i);
+    else load_pack<L>(in, i, r.v);
+  } else {
+    const float* in = static_cast<const float*>(p.in[j]);
+    if constexpr (N == 1) {
+      r.v[0] = in[i];
+    } else {
+      load_pack<DType::F32>(in, 2 * i, r.v);
+      load_pack<DType::F32>(in, 2 * i + 1, r.v + 4);
+    }
+  }
+  return r;
+}
+
+template <DType L, int N>
+__device__ __forceinline__ Lanes<N> ew_run_mixed(const EwArgs& p, const At& at) {
+  static_assert(N == 1 || N == kPack<L>, "a group is one element or one pack of L");
+  Lanes<N> acc{};
+  for (int k = 0; k < p.size; ++k) {
+    const EwStep s = p.code[k];
+    const Lanes<N> a = s.a < p.inputs ? ew_load_mixed<L, N>(p, s.a, at) : acc;
+    const Lanes<N> b = !s.binary ? a : s.b < p.inputs ? ew_load_mixed<L, N>(p, s.b, at) : acc;
+    acc = ew_apply(s, a, b);
+    if ((p.low_results[k >> 5] >> (k & 31)) & 1u) acc = round_to<L>(acc);
   }
   return acc;
 }
@@ -220,15 +283,57 @@ __global__ void fused_ew_vec_kernel(const __grid_constant__ EwArgs p, int64_t nv
   if (t < p.n) store<D>(out, t, ew_run<D, 1>(p, At{t, p.row_inputs ? t % p.cols : 0}).v[0]);
 }
 
-template <DType D>
+// One element a step, for either family: a program of one dtype L (= Out), or (Mixed)
+// of f32 and L.
+template <DType L, DType Out, bool Mixed>
 __global__ void fused_ew_scalar_kernel(const __grid_constant__ EwArgs p) {
   pdl::prologue();
-  Store<D>* out = static_cast<Store<D>*>(p.out);
+  Store<Out>* out = static_cast<Store<Out>*>(p.out);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   Column c = first_column(p, tid, stride, p.cols);
-  for (int64_t i = tid; i < p.n; i += stride, c.col = c.next(c.col))
-    store<D>(out, i, ew_run<D, 1>(p, At{i, c.col}).v[0]);
+  for (int64_t i = tid; i < p.n; i += stride, c.col = c.next(c.col)) {
+    if constexpr (Mixed) store<Out>(out, i, ew_run_mixed<L, 1>(p, At{i, c.col}).v[0]);
+    else store<Out>(out, i, ew_run<L, 1>(p, At{i, c.col}).v[0]);
+  }
+}
+
+// Groups of 8 elements: every input and the output 16-byte aligned, the row inputs then
+// cols % 8 == 0; the tail of fewer than 8 by the first threads.
+template <DType L, DType Out>
+__global__ void fused_ew_mixed_vec_kernel(const __grid_constant__ EwArgs p, int64_t groups) {
+  pdl::prologue();
+  constexpr int G = kPack<L>;
+  Store<Out>* out = static_cast<Store<Out>*>(p.out);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Column c = first_column(p, tid, stride, p.cols / G);
+  for (int64_t i = tid; i < groups; i += stride, c.col = c.next(c.col)) {
+    const Lanes<G> r = ew_run_mixed<L, G>(p, At{i, c.col});
+    if constexpr (Out == DType::F32) {
+      store_pack<Out>(out, 2 * i, r.v);
+      store_pack<Out>(out, 2 * i + 1, r.v + 4);
+    } else {
+      store_pack<Out>(out, i, r.v);
+    }
+  }
+  const int64_t t = G * groups + tid;
+  if (t < p.n) store<Out>(out, t, ew_run_mixed<L, 1>(p, At{t, p.row_inputs ? t % p.cols : 0}).v[0]);
+}
+
+// A program over f32 and L whose output is Out (f32 or L).
+template <DType L, DType Out>
+void launch_mixed(const EwArgs& p, bool aligned, cudaStream_t s) {
+  constexpr int G = kPack<L>;
+  if (aligned && p.n > detail::kSmallElements && (p.row_inputs == 0 || p.cols % G == 0)) {
+    const int64_t groups = p.n / G;
+    const int64_t work = groups > (p.n - G * groups) ? groups : (p.n - G * groups);
+    const int block = detail::block_for(work);
+    detail::launch(TG_LAUNCH_SITE, fused_ew_mixed_vec_kernel<L, Out>, grid_for(work, block), block, s, p, groups);
+  } else {
+    const int block = detail::block_for(p.n);
+    detail::launch(TG_LAUNCH_SITE, fused_ew_scalar_kernel<L, Out, true>, grid_for(p.n, block), block, s, p);
+  }
 }
 
 }  // namespace
@@ -252,6 +357,36 @@ void fused_elementwise(const OpCall& c, cudaStream_t s) {
     p.code[k] = {static_cast<uint8_t>(in.op), in.a, in.b, static_cast<uint8_t>(ew_op_binary(in.op)), in.alpha};
   }
   if (p.n <= 0) return;
+  // The dtypes: one for all (the kernels of D), or f32 and L (check_op_call refused others).
+  std::vector<DType> in_dtypes(static_cast<size_t>(c.num_inputs)), results;
+  for (int j = 0; j < c.num_inputs; ++j) in_dtypes[static_cast<size_t>(j)] = c.input(j).dtype;
+  ew_program_dtypes(prog, in_dtypes, &results);
+  DType low = DType::F32;
+  bool one_dtype = true;
+  for (int j = 0; j < c.num_inputs; ++j) {
+    const DType d = in_dtypes[static_cast<size_t>(j)];
+    one_dtype = one_dtype && d == c.out.dtype;
+    if (d == DType::F32) continue;
+    low = d;
+    p.low_inputs |= 1u << j;
+  }
+  for (int k = 0; k < prog.size(); ++k) {
+    const DType d = results[static_cast<size_t>(k)];
+    one_dtype = one_dtype && d == c.out.dtype;
+    if (d == DType::F32) continue;
+    low = d;
+    if (k + 1 < prog.size()) p.low_results[k / 32] |= 1u << (k % 32);
+  }
+  if (!one_dtype) {
+    detail::with_dtype(low, [&](auto l) {
+      constexpr DType L = decltype(l)::value;
+      if constexpr (L != DType::F32) {
+        if (c.out.dtype == DType::F32) launch_mixed<L, DType::F32>(p, aligned, s);
+        else launch_mixed<L, L>(p, aligned, s);
+      }
+    });
+    return;
+  }
   detail::with_dtype(c.out.dtype, [&](auto d) {
     constexpr DType D = decltype(d)::value;
     constexpr int W = detail::kPack<D>;
@@ -262,7 +397,7 @@ void fused_elementwise(const OpCall& c, cudaStream_t s) {
       detail::launch(TG_LAUNCH_SITE, fused_ew_vec_kernel<D>, grid_for(work, block), block, s, p, nv);
     } else {
       const int block = detail::block_for(p.n);
-      detail::launch(TG_LAUNCH_SITE, fused_ew_scalar_kernel<D>, grid_for(p.n, block), block, s, p);
+      detail::launch(TG_LAUNCH_SITE, fused_ew_scalar_kernel<D, D, false>, grid_for(p.n, block), block, s, p);
     }
   });
 }

@@ -83,6 +83,10 @@ struct PassOptions : TextOptions<PassOptions> {
   // the default) makes the step slower beside the input-gradient GEMMs (lanes.cpp says
   // why); the tiled form gains from it, which is why it stays a choice.
   bool lanes_side_gemm_updates = false;
+  // The elementwise pass takes float casts into its chains (a bf16 GEMM's output cast to
+  // f32 and added to the residual: one kernel). Off, every cast ends a chain: for A/B
+  // runs, and to take the casts out of a backend's fused kernels.
+  bool elementwise_casts = true;
 
   static constexpr const char* kKind = "a pass option";
   static const std::vector<OptionField<PassOptions>>& fields();
@@ -107,7 +111,7 @@ Graph pass_heads(const Graph& g);   // static/passes/heads.cpp
 Graph pass_attention(const Graph& g);  // static/passes/attention.cpp
 Graph pass_rows(const Graph& g);    // static/passes/rows.cpp
 Graph pass_linear(const Graph& g);  // static/passes/linear.cpp
-Graph pass_elementwise(const Graph& g);  // static/passes/elementwise.cpp
+Graph pass_elementwise(const Graph& g, const PassOptions& opt = {});  // static/passes/elementwise.cpp
 // The optimizer pass with opt's GEMM updates; split_bytes > 0: the updates whose parameter
 // has at least split_bytes bytes grouped by the node that made their gradient (one multi
 // update per weight-gradient GEMM) instead of all together (run_passes gives

@@ -85,6 +85,8 @@ const std::vector<OptionField<PassOptions>>& PassOptions::fields() {
           "lanes_early_updates", "lanes pass: large updates apart, on the side stream as soon as they can run"),
       switch_option<O, &O::lanes_side_gemm_updates>(
           "lanes_side_gemm_updates", "lanes pass: GEMM updates on the side stream too (pays with the tiled update kernel only)"),
+      switch_option<O, &O::elementwise_casts>(
+          "elementwise_casts", "elementwise pass: casts between f32 and bf16/f16 inside the fused chains"),
   };
   return f;
 }
@@ -104,7 +106,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
       case PassId::attention: g = pass_attention(g); break;
       case PassId::rows: g = pass_rows(g); break;
       case PassId::linear: g = pass_linear(g); break;
-      case PassId::elementwise: g = pass_elementwise(g); break;
+      case PassId::elementwise: g = pass_elementwise(g, opt); break;
       case PassId::optimizer:
         g = pass_optimizer(g, opt, set.has(PassId::lanes) && opt.lanes_early_updates ? kEarlyUpdateBytes : 0);
         break;

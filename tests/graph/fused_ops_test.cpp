@@ -1,14 +1,17 @@
 // The fused ops of the elementwise and optimizer passes in the IR: a fused_elementwise
 // program's rules (graph/ew_program.h) and its shapes, its graph-file form and every
-// error reading it, and the roles and aliasing rules of the multi-tensor updates.
+// error reading it, the dtypes a cast gives its values, and the roles and aliasing rules
+// of the multi-tensor updates.
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "graph/builder.h"
+#include "graph/dtype_rules.h"
 #include "graph/errors.h"
 #include "graph/json_io.h"
 #include "graph/shape_inference.h"
+#include "graph/text_dump.h"
 #include "graph/validate.h"
 #include "tests/graph/graph_equal.h"
 #include "tests/graph/load_error.h"
@@ -170,4 +173,67 @@ TEST_CASE("fused_elementwise: every instruction's name in a graph file reads bac
     CHECK(parse_ew_op(ew_op_name(op), back));
     CHECK(back == op);
   }
+}
+
+namespace {
+
+// A file with one fused_elementwise node over h [2,4] of dtype `low`, x [2,4] f32 and g [2,4] f16.
+std::string typed_file(const std::string& inputs, const std::string& program, const std::string& low = "bf16") {
+  return R"({"format": "twograph-graph", "version": 1,
+    "inputs": [{"name": "h", "shape": [2, 4], "dtype": ")" + low + R"("}, {"name": "x", "shape": [2, 4]},
+               {"name": "g", "shape": [2, 4], "dtype": "f16"}],
+    "nodes": [{"name": "f", "op": "fused_elementwise", "inputs": )" +
+         inputs + R"(, "attrs": {"program": )" + program + R"(}}],
+    "outputs": ["f"]})";
+}
+
+}  // namespace
+
+TEST_CASE("fused_elementwise: a cast gives its result a dtype, and the output has the last result's") {
+  const EwProgram p{{{EwOp::cast, 0, 0, 1.0f, DType::F32}, {EwOp::add, 2, 1}, {EwOp::cast, 3, 0, 1.0f, DType::F16}}};
+  std::vector<DType> results;
+  CHECK(ew_program_dtypes(p, {DType::F16, DType::F32}, &results) == "");
+  CHECK(results == std::vector<DType>{DType::F32, DType::F32, DType::F16});
+  CHECK(infer_dtype(OpKind::fused_elementwise, {DType::F16, DType::F32}, program(p.code), "f") == DType::F16);
+  CHECK_FRAGMENT(ew_program_dtypes(p, {DType::F32, DType::BF16}, nullptr),
+                 "instruction 1 (add) reads operand 2 (f32) and operand 1 (bf16); both operands of an op have one dtype");
+  CHECK_FRAGMENT(ew_program_dtypes(p, {DType::BF16, DType::F32}, nullptr),
+                 "instruction 2 (cast) is f16 but the program already has bf16 values");
+  CHECK_FRAGMENT(ew_program_dtypes(p, {DType::I32, DType::F32}, nullptr), "input 0 is i32; a program reads f32, bf16 or f16");
+  CHECK_FRAGMENT(ew_program_dtypes(program({{EwOp::cast, 0, 0, 1.0f, DType::I64}}).program, {DType::F32}, nullptr),
+                 "instruction 0 (cast): to = i64 is not a float dtype");
+  // Without casts a program keeps its inputs' one dtype, as the ops it fuses do.
+  CHECK(infer_dtype(OpKind::fused_elementwise, {DType::BF16, DType::BF16}, program({{EwOp::mul, 0, 1}, {EwOp::relu, 2}}), "f") ==
+        DType::BF16);
+  // The cast's dtype is part of the instruction; the other ops ignore `to`.
+  CHECK_FALSE(EwInstr{EwOp::cast, 0, 0, 1.0f, DType::BF16} == EwInstr{EwOp::cast, 0, 0, 1.0f, DType::F16});
+  CHECK(EwInstr{EwOp::relu, 0, 0, 1.0f, DType::BF16} == EwInstr{EwOp::relu, 0, 0, 1.0f, DType::F16});
+}
+
+TEST_CASE("fused_elementwise in a graph file: a cast reads and saves as (cast, a, dtype), and its dtypes are checked") {
+  const Graph g = load_graph_json(typed_file(R"(["h", "x"])", R"([["cast", 0, "f32"], ["add", 2, 1], ["cast", 3, "bf16"]])"),
+                                  "t.json");
+  REQUIRE(g.nodes.size() == 1);
+  const std::vector<EwInstr> want = {{EwOp::cast, 0, 0, 1.0f, DType::F32}, {EwOp::add, 2, 1}, {EwOp::cast, 3, 0, 1.0f, DType::BF16}};
+  CHECK(g.nodes[0].attrs.program.code == want);
+  CHECK(g.values[static_cast<size_t>(g.nodes[0].outputs[0])].dtype == DType::BF16);
+  CHECK(validation_errors(g).empty());
+  const std::string text = save_graph_json(g);
+  CHECK_FRAGMENT(text, R"("program":[["cast",0,"f32"],["add",2,1],["cast",3,"bf16"]])");
+  CHECK(testing::graph_difference(g, load_graph_json(text, "saved.json")) == "");
+  CHECK_FRAGMENT(text_dump(g), R"(f = fused_elementwise(h[2,4], x[2,4]) {"program":[["cast",0,"f32"],["add",2,1],["cast",3,"bf16"]]} -> [2,4] bf16)");
+
+  const std::string hx = R"(["h", "x"])";
+  CHECK_FRAGMENT(load_error(typed_file(hx, R"([["add", 0, 1]])")),
+                 "fused_elementwise 'f': instruction 0 (add) reads operand 0 (bf16) and operand 1 (f32); both operands");
+  CHECK_FRAGMENT(load_error(typed_file(hx, R"([["cast", 0], ["add", 2, 1]])")), "cast takes [op, a, dtype], got 2 entries");
+  CHECK_FRAGMENT(load_error(typed_file(hx, R"([["cast", 0, "f64"], ["add", 2, 1]])")), "program[0][2]: unknown dtype 'f64'");
+  CHECK_FRAGMENT(load_error(typed_file(hx, R"([["cast", 0, "i32"], ["add", 2, 1]])")),
+                 "instruction 0 (cast): to = i32 is not a float dtype; a program casts to f32, bf16 or f16");
+  CHECK_FRAGMENT(load_error(typed_file(R"(["h", "g"])", R"([["cast", 0, "f16"], ["add", 2, 1]])")),
+                 "input 1 is f16 but the program already has bf16 values; a program holds f32 and one of bf16 and f16");
+  // A node that declares a dtype other than the program's last result's.
+  std::string declared = typed_file(hx, R"([["cast", 0, "f32"], ["add", 2, 1]])");
+  declared.replace(declared.find(R"("attrs")"), 7, R"("dtype": "bf16", "attrs")");
+  CHECK_FRAGMENT(load_error(declared), "f32");
 }

@@ -3,12 +3,16 @@
 // run the functors of kernels/cuda/activation.cuh), over sizes, row lengths, alignment
 // and in place; sgd_multi and sgd_momentum_multi against one sgd / sgd_momentum per
 // tensor, over more tensors than one launch holds. (CUDA vs the CPU reference: the op
-// samples, in cuda_all_ops_test.cpp.) In bf16 and f16: against the f32 kernel rounded once.
+// samples, in cuda_all_ops_test.cpp.) In bf16 and f16, and across casts between f32 and
+// them: against the chain op by op in its dtypes.
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "graph/shape_inference.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
@@ -30,15 +34,16 @@ const std::vector<EwInstr> kChain = {{EwOp::mul, 0, 1},       {EwOp::add, 3, 2},
     {EwOp::exp, 14},           {EwOp::sigmoid_grad, 15, 1},  {EwOp::tanh_grad, 16, 0}, {EwOp::gelu_erf, 17},
     {EwOp::gelu_erf_grad, 18, 1}};
 
-// The chain op by op, each into its own buffer.
-std::vector<float> unfused_chain(const DevTensor& x, const DevTensor& y, const DevTensor& b, const Shape& s, bool unaligned) {
+// The chain op by op in dtype dt, each into its own buffer.
+std::vector<float> unfused_chain(const DevTensor& x, const DevTensor& y, const DevTensor& b, const Shape& s, bool unaligned,
+                                 DType dt = DType::F32) {
   const Shape row{s.last()};
   std::vector<std::unique_ptr<DevTensor>> t;
   auto next = [&] {
-    t.push_back(std::make_unique<DevTensor>(s.numel(), unaligned));
-    return kernels::TensorView{t.back()->ptr, s};
+    t.push_back(std::make_unique<DevTensor>(s.numel(), unaligned, dt));
+    return t.back()->view(s);
   };
-  const kernels::TensorView X{x.ptr, s}, Y{y.ptr, s}, B{b.ptr, row};
+  const kernels::TensorView X = x.view(s), Y = y.view(s), B = b.view(row);
   Attrs none, sc;
   sc.alpha = 0.3f;
   kernels::TensorView v = next();
@@ -99,35 +104,167 @@ TEST_CASE("cuda fused_elementwise == its chain op by op, bitwise: sizes, row len
   CHECK(cases == 32);
 }
 
-// In bf16 and f16 the chain runs in f32 registers and rounds once at the store, so the
-// 16-bit kernel is the f32 kernel on the widened inputs, rounded once: bitwise, the whole
+// In bf16 and f16 each instruction rounds its result to the dtype, as the unfused op's
+// store does: the fused kernel gives the chain's bits op by op in that dtype, the whole
 // chain of transcendentals included; and the CPU reference's bits on a chain of plain
 // float math. Row lengths around the 8-element packs, sizes with every kind of tail.
-TEST_CASE("cuda fused_elementwise in bf16 and f16 == the f32 kernel rounded once, and the CPU reference's bits") {
+TEST_CASE("cuda fused_elementwise in bf16 and f16 == its chain op by op in that dtype, and the CPU reference's bits") {
   TG_REQUIRE_GPU();
   const std::vector<EwInstr> plain = {{EwOp::mul, 0, 1}, {EwOp::add, 3, 2}, {EwOp::relu, 4}, {EwOp::scale, 5, 0, 0.5f}};
+  Attrs at;
+  at.program.code = kChain;
   uint64_t seed = 950;
   int cases = 0;
   for (DType dt : {DType::BF16, DType::F16})
     for (int64_t cols : {1, 4, 8, 12, 1024})
       for (int64_t rows : {1, 3, 129, 4099})
-        for (bool unaligned : {false, true})
+        for (bool unaligned : {false, true}) {
+          const Shape s{rows, cols};
+          CAPTURE(dtype_name(dt));
+          CAPTURE(s.str());
+          CAPTURE(unaligned);
+          DevTensor x(s.numel(), unaligned, dt), y(s.numel(), unaligned, dt), b(cols, unaligned, dt),
+              out(s.numel(), unaligned, dt);
+          x.upload(random_vector(s.numel(), seed++));
+          y.upload(random_vector(s.numel(), seed++));
+          b.upload(random_vector(cols, seed++));
+          out.poison();
+          TG_CUDA_CHECK(cudaDeviceSynchronize());
+          const std::vector<float> want = unfused_chain(x, y, b, s, unaligned, dt);
+          run_op(OpKind::fused_elementwise, {x.view(s), y.view(s), b.view(Shape{cols})}, out.view(s), at);
+          CHECK(compare("fused_elementwise " + s.str(), out.download(), want, Tol{}) == 0);
+          run_op(OpKind::fused_elementwise, {x.view(s), y.view(s), b.view(Shape{cols})}, x.view(s), at);
+          CHECK(compare("fused_elementwise in place " + s.str(), x.download(), want, Tol{}) == 0);
           for (int alias : {-1, 0}) {
             OpCase c;
             c.op = OpKind::fused_elementwise;
-            c.in = {Shape{rows, cols}, Shape{rows, cols}, Shape{cols}};
-            c.out = Shape{rows, cols};
+            c.in = {s, s, Shape{cols}};
+            c.out = s;
             c.dtype = dt;
             c.unaligned = unaligned;
             c.alias_input = alias;
             c.seed = seed++;
-            c.attrs.program.code = kChain;
-            CHECK(run_case_vs_f32(c) == 0);
             c.attrs.program.code = plain;
             TG_CHECK_CASE(c);
+          }
+          ++cases;
+        }
+  CHECK(cases == 80);
+}
+
+namespace {
+
+// A device value: a tensor of its dtype and its shape.
+struct Dev {
+  std::shared_ptr<DevTensor> t;
+  Shape s;
+  kernels::TensorView view() const { return t->view(s); }
+};
+
+Dev dev_upload(const std::vector<float>& h, const Shape& s, DType dt, bool unaligned) {
+  Dev d{std::make_shared<DevTensor>(s.numel(), unaligned, dt), s};
+  d.t->upload(h);
+  return d;
+}
+
+// One op over device values into a new one of dtype dt, shaped as its largest input.
+Dev dev_run(OpKind op, const std::vector<Dev>& ins, DType dt, bool unaligned, const Attrs& at = {}) {
+  Shape s = ins[0].s;
+  std::vector<kernels::TensorView> views;
+  for (const Dev& d : ins) {
+    if (d.s.numel() > s.numel()) s = d.s;
+    views.push_back(d.view());
+  }
+  Dev out{std::make_shared<DevTensor>(s.numel(), unaligned, dt), s};
+  out.t->poison();
+  TG_CUDA_CHECK(cudaDeviceSynchronize());
+  run_op(op, views, out.view(), at);
+  return out;
+}
+
+Attrs cast_to(DType dt) {
+  Attrs a;
+  a.to = dt;
+  return a;
+}
+EwInstr cast_instr(uint8_t a, DType to) { return {EwOp::cast, a, 0, 1.0f, to}; }
+
+}  // namespace
+
+// Programs over f32 and bf16 or f16 with a cast first (autocast's residual add), in the
+// middle and last, against their ops one by one on the GPU, bitwise: the vector path
+// (aligned, rows of a multiple of 8) and the scalar one, tails, rows, in place. The
+// plain-arithmetic chain matches the CPU reference's bits too.
+TEST_CASE("cuda fused_elementwise across dtypes == its ops one by one, bitwise: a cast first, in the middle, last") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 1300;
+  int cases = 0;
+  const DType f32 = DType::F32;
+  for (DType low : {DType::BF16, DType::F16})
+    for (int64_t cols : {1, 4, 8, 12, 1024})
+      for (int64_t rows : {1, 3, 129, 4099})
+        for (bool unaligned : {false, true}) {
+          const Shape s{rows, cols}, row{cols};
+          CAPTURE(dtype_name(low));
+          CAPTURE(s.str());
+          CAPTURE(unaligned);
+          const std::vector<float> hx = random_vector(s.numel(), seed++), hh = random_vector(s.numel(), seed++),
+                                   hb = random_vector(cols, seed++);
+          const Dev x = dev_upload(hx, s, f32, unaligned), y = dev_upload(random_vector(s.numel(), seed++), s, f32, unaligned);
+          const Dev h = dev_upload(hh, s, low, unaligned), g = dev_upload(random_vector(s.numel(), seed++), s, low, unaligned);
+          const Dev b = dev_upload(hb, row, f32, unaligned), bl = dev_upload(random_vector(cols, seed++), row, low, unaligned);
+          TG_CUDA_CHECK(cudaDeviceSynchronize());
+          Attrs half;
+          half.alpha = 0.5f;
+          struct Chain {
+            const char* what;
+            Attrs at;
+            std::vector<Dev> ins;
+            Dev want;
+          };
+          Attrs middle, first, last;
+          middle.program.code = {{EwOp::mul, 1, 2}, cast_instr(3, low), {EwOp::add, 4, 0}, {EwOp::gelu, 5}};
+          first.program.code = {cast_instr(0, f32), {EwOp::add, 1, 3}, {EwOp::add, 4, 2}, {EwOp::scale, 5, 0, 0.5f}};
+          last.program.code = {{EwOp::mul, 0, 1}, {EwOp::add, 3, 2}, {EwOp::tanh, 4}, cast_instr(5, f32)};
+          const Dev m = dev_run(OpKind::cast, {dev_run(OpKind::mul, {x, y}, f32, unaligned)}, low, unaligned, cast_to(low));
+          const Dev r = dev_run(OpKind::add, {x, dev_run(OpKind::cast, {h}, f32, unaligned, cast_to(f32))}, f32, unaligned);
+          const Dev t = dev_run(OpKind::tanh, {dev_run(OpKind::bias_add, {dev_run(OpKind::mul, {h, g}, low, unaligned), bl},
+                                                       low, unaligned)},
+                                low, unaligned);
+          const std::vector<Chain> chains = {
+              {"cast in the middle", middle, {h, x, y}, dev_run(OpKind::gelu, {dev_run(OpKind::add, {m, h}, low, unaligned)}, low, unaligned)},
+              {"cast first", first, {h, x, b},
+               dev_run(OpKind::scale, {dev_run(OpKind::bias_add, {r, b}, f32, unaligned)}, f32, unaligned, half)},
+              {"cast last", last, {h, g, bl}, dev_run(OpKind::cast, {t}, f32, unaligned, cast_to(f32))}};
+          for (const Chain& c : chains) {
+            CAPTURE(c.what);
+            const Dev got = dev_run(OpKind::fused_elementwise, c.ins, c.want.t->dt, unaligned, c.at);
+            CHECK(compare(std::string("fused_elementwise ") + c.what, got.t->download(), c.want.t->download(), Tol{}) == 0);
             ++cases;
           }
-  CHECK(cases == 160);
+          // In place over h, the input of the output's dtype.
+          const Dev hi = dev_upload(hh, s, low, unaligned);
+          TG_CUDA_CHECK(cudaDeviceSynchronize());
+          run_op(OpKind::fused_elementwise, {hi.view(), x.view(), y.view()}, hi.view(), middle);
+          CHECK(compare("fused_elementwise in place", hi.t->download(), chains[0].want.t->download(), Tol{}) == 0);
+          // The CPU reference on the same values (uploaded rounded, so read back) gives the bits
+          // of the chain of plain arithmetic.
+          std::vector<float> cpu_out(static_cast<size_t>(s.numel()));
+          std::vector<std::vector<char>> host;
+          kernels::OpCall call;
+          call.op = OpKind::fused_elementwise;
+          call.attrs = &first;
+          for (const Dev& d : {h, x, b}) {
+            const std::vector<float> v = d.t->download();
+            host.emplace_back(v.size() * static_cast<size_t>(dtype_size(d.t->dt)));
+            store_as_dtype(v.data(), v.size(), d.t->dt, host.back().data());
+            call.in[static_cast<size_t>(call.num_inputs++)] = {reinterpret_cast<float*>(host.back().data()), d.s, d.t->dt};
+          }
+          call.out = {cpu_out.data(), s, f32};
+          kernels::run_cpu(call);
+          CHECK(compare("fused_elementwise vs the CPU reference", chains[1].want.t->download(), cpu_out, Tol{}) == 0);
+        }
+  CHECK(cases == 240);
 }
 
 TEST_CASE("cuda sgd_multi and sgd_momentum_multi == one update per tensor, bitwise, over two launches") {

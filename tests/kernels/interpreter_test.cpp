@@ -1,6 +1,7 @@
 // The plain interpreter on small hand-built graphs.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "graph/builder.h"
 #include "graph/errors.h"
@@ -186,5 +187,26 @@ TEST_CASE("clip_grad_norm: twelve gradients scaled as torch.nn.utils.clip_grad_n
       for (float f : val(v, grads[i])) want.push_back(f * coef);
       check_close(val(v, clipped[i]), want, 0.0, 1e-6, names[i].c_str());
     }
+  }
+}
+
+TEST_CASE("interpret: a fused_elementwise program across dtypes gives its ops' bits, each value in its dtype") {
+  for (DType low : {DType::BF16, DType::F16}) {
+    CAPTURE(dtype_name(low));
+    Graph ops, fused;
+    RecordingBuilder a(ops), f(fused);
+    const Value h = a.input("h", {3, 5}, low), x = a.input("x", {3, 5}), y = a.input("y", {3, 5});
+    const Value want = gelu(a, add(a, cast(a, mul(a, x, y), low), h));
+    const Value fh = f.input("h", {3, 5}, low), fx = f.input("x", {3, 5}), fy = f.input("y", {3, 5});
+    Attrs at;
+    at.program.code = {{EwOp::mul, 1, 2}, {EwOp::cast, 3, 0, 1.0f, low}, {EwOp::add, 4, 0}, {EwOp::gelu, 5}};
+    const Value got = f.apply(OpKind::fused_elementwise, {fh, fx, fy}, at);
+    CHECK(got.dtype == low);
+    std::vector<std::vector<float>> vo = make_values(ops, 5), vf = make_values(fused, 6);
+    for (const auto& [from, to] : {std::pair{h, fh}, std::pair{x, fx}, std::pair{y, fy}})
+      vf[static_cast<size_t>(to.id)] = vo[static_cast<size_t>(from.id)];
+    interpret(ops, vo);
+    interpret(fused, vf);
+    CHECK(bitwise_equal(val(vf, got), val(vo, want)));
   }
 }

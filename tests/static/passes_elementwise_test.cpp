@@ -1,13 +1,15 @@
 // The elementwise pass (static/passes/elementwise.cpp): chains on graphs made for them,
 // the graphs it must leave alone, the program it writes, and the chain model of
-// tg-launch, where a long chain of tiny ops becomes a few kernels. Every rewritten graph
-// runs to the unfused graph's bits on the CPU.
+// tg-launch, where a long chain of tiny ops becomes a few kernels; casts between f32 and a
+// 16-bit dtype inside chains, and autocast's training graphs. Every rewritten graph runs to
+// the unfused graph's bits on the CPU.
 #include <doctest/doctest.h>
 
 #include "graph/builder.h"
 #include "graph/training.h"
 #include "graph/validate.h"
 #include "static/passes/pass.h"
+#include "tests/common/models.h"
 #include "tests/static/passes_test_util.h"
 
 namespace tg::testing {
@@ -198,6 +200,125 @@ TEST_CASE("elementwise pass on tg-launch's chain: 1000 ops become a few kernels,
   MESSAGE("chain of 60, training graph: ", before.graph->nodes.size(), " nodes unfused, ", after.graph->nodes.size(),
           " with the elementwise pass");
   CHECK(after.graph->nodes.size() < before.graph->nodes.size());
+}
+
+namespace {
+
+CompileOptions without_casts() {
+  CompileOptions o;
+  o.pass_options.elementwise_casts = false;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("elementwise pass: autocast's residual, cast(bf16 GEMM output) + x, is one node that reads the GEMM's output") {
+  const Graph g = recorded([](RecordingBuilder& b) {
+    const Value x = b.input("x", {4, 6});
+    const Value t = matmul(b, cast(b, x, DType::BF16), b.input("w", {6, 6}, DType::BF16));
+    b.mark_output(add(b, x, cast(b, t, DType::F32)));
+  });
+  const Graph f = check_same_graph(g, kElementwise);
+  validate(f);
+  const Node& n = only_fused(f);
+  REQUIRE(n.inputs.size() == 2);
+  CHECK(f.values[static_cast<size_t>(n.inputs[0])].dtype == DType::BF16);  // the GEMM's output
+  CHECK(input_name(f, n, 1) == "x");
+  const std::vector<EwInstr> want = {{EwOp::cast, 0, 0, 1.0f, DType::F32}, {EwOp::add, 1, 2}};
+  CHECK(n.attrs.program.code == want);
+  CHECK(f.values[static_cast<size_t>(n.outputs[0])].dtype == DType::F32);
+  CHECK(count(f, OpKind::cast) == 1);  // x's cast to bf16 feeds a GEMM: no chain
+
+  // Off, the cast ends every chain: nothing left to fuse here.
+  const Graph off = check_same_graph(g, kElementwise, 1, without_casts());
+  CHECK(count(off, OpKind::fused_elementwise) == 0);
+  CHECK(count(off, OpKind::cast) == 2);
+}
+
+TEST_CASE("elementwise pass: casts first, in the middle and last of one chain, with the unfused bits") {
+  for (DType low : {DType::BF16, DType::F16}) {
+    CAPTURE(dtype_name(low));
+    const Graph g = recorded([low](RecordingBuilder& b) {
+      const Value x = b.input("x", {5, 7});
+      const Value h = b.input("h", {5, 7}, low);
+      Value v = cast(b, h, DType::F32);              // first
+      v = gelu(b, add(b, v, x));                     // f32
+      v = mul(b, cast(b, v, low), h);                // middle: back to low
+      v = bias_add(b, v, b.input("b", {7}, low));
+      b.mark_output(cast(b, b.apply(OpKind::tanh, {v}), DType::F32));  // last
+    });
+    const Graph f = check_same_graph(g, kElementwise);
+    validate(f);
+    CHECK(f.nodes.size() == 1);
+    const Node& n = only_fused(f);
+    CHECK(n.attrs.program.size() == 8);
+    CHECK(f.values[static_cast<size_t>(n.outputs[0])].dtype == DType::F32);
+    CHECK(count(check_same_graph(g, kElementwise, 1, without_casts()), OpKind::cast) == 3);
+  }
+}
+
+TEST_CASE("elementwise pass: no chain holds bf16 and f16, integer and parameter casts stay, in place keeps the dtype") {
+  // bf16 -> f32 -> f16: the chain ends before the second 16-bit dtype.
+  const Graph two = recorded([](RecordingBuilder& b) {
+    const Value h = relu(b, b.input("h", {8}, DType::BF16));
+    const Value v = add(b, cast(b, h, DType::F32), b.input("x", {8}));
+    b.mark_output(scale(b, cast(b, v, DType::F16), 2.0f));
+  });
+  const Graph f2 = check_same_graph(two, kElementwise);
+  validate(f2);
+  CHECK(count(f2, OpKind::fused_elementwise) == 2);
+  for (const Node& n : f2.nodes) {
+    std::vector<DType> in;
+    for (int v : n.inputs) in.push_back(f2.values[static_cast<size_t>(v)].dtype);
+    CHECK(ew_program_dtypes(n.attrs.program, in, nullptr) == "");
+  }
+  // A direct cast between the 16-bit dtypes is no chain op.
+  const Graph direct = recorded([](RecordingBuilder& b) {
+    b.mark_output(relu(b, cast(b, relu(b, b.input("h", {8}, DType::BF16)), DType::F16)));
+  });
+  CHECK(count(check_same_graph(direct, kElementwise), OpKind::fused_elementwise) == 0);
+  // ids cast to f32 are no float program's input cast.
+  const Graph ids = recorded([](RecordingBuilder& b) {
+    b.mark_output(scale(b, add(b, cast(b, b.input("i", {8}, DType::I32), DType::F32), b.input("x", {8})), 2.0f));
+  });
+  const Graph fi = check_same_graph(ids, kElementwise);
+  CHECK(count(fi, OpKind::cast) == 1);
+  CHECK(only_fused(fi).attrs.program.size() == 2);
+  // A parameter's cast is left to the low_copies pass.
+  const Graph param = recorded([](RecordingBuilder& b) {
+    b.mark_output(relu(b, add(b, b.input("h", {8}, DType::BF16), cast(b, b.parameter("p", {8}), DType::BF16))));
+  });
+  const Graph fp = check_same_graph(param, kElementwise);
+  CHECK(count(fp, OpKind::cast) == 1);
+  CHECK(only_fused(fp).attrs.program.size() == 2);
+  // An in-place head whose chain ends in another dtype: the fused node is not in place.
+  const Graph inplace = recorded([](RecordingBuilder& b) {
+    const Value h = relu(b, b.input("h", {4, 6}, DType::BF16), /*in_place=*/true);
+    b.mark_output(add(b, cast(b, h, DType::F32), b.input("x", {4, 6})));
+  });
+  CompileOptions flagged;
+  flagged.plan.in_place = InPlacePolicy::flagged;
+  CHECK_FALSE(only_fused(check_same_graph(inplace, kElementwise, 1, flagged)).attrs.in_place);
+}
+
+TEST_CASE("elementwise pass on autocast's bf16 and fp16 training steps: the casts join chains, with the unfused bits") {
+  const ModelFn model = transformer_model(transformer_config(2, 8, 16, 2));
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    CAPTURE(precision_name(p));
+    CompileOptions base;
+    base.precision = p;
+    check_same_training(model, kElementwise, 3, base);
+    CompileOptions fused = base, off = base;
+    fused.passes = off.passes = kElementwise;
+    off.pass_options.elementwise_casts = false;
+    const int before = count(*compile(model, base).graph, OpKind::cast);
+    const int with_casts = count(*compile(model, fused).graph, OpKind::cast);
+    const int without = count(*compile(model, off).graph, OpKind::cast);
+    MESSAGE(std::string(precision_name(p)), " transformer training step: ", before, " casts unfused, ", without,
+            " with the elementwise pass without casts, ", with_casts, " with them");
+    CHECK(without == before);
+    CHECK(with_casts < before);
+  }
 }
 
 }  // namespace tg::testing

@@ -20,7 +20,9 @@ TEST_CASE("pass options: the defaults are the measured choices, and str() reads 
   CHECK(d.gemm_update_min_tiles == kGemmUpdateMinTiles);
   CHECK(d.lanes_early_updates);
   CHECK_FALSE(d.lanes_side_gemm_updates);
-  CHECK(d.str() == "gemm_updates=1,gemm_update_min_tiles=512,lanes_early_updates=1,lanes_side_gemm_updates=0");
+  CHECK(d.elementwise_casts);
+  CHECK(d.str() ==
+        "gemm_updates=1,gemm_update_min_tiles=512,lanes_early_updates=1,lanes_side_gemm_updates=0,elementwise_casts=1");
   CHECK(PassOptions::from_string(d.str()) == d);
   CHECK(PassOptions::from_string("") == d);
   const PassOptions o = PassOptions::from_string("gemm_update_min_tiles=4,lanes_early_updates=0");
@@ -31,7 +33,7 @@ TEST_CASE("pass options: the defaults are the measured choices, and str() reads 
   CHECK(o.gemm_update_threshold() == 4);
   CHECK(PassOptions::from_string("gemm_updates=0", o).gemm_update_threshold() == 0);
   const auto v = o.values();
-  REQUIRE(v.size() == 4);
+  REQUIRE(v.size() == 5);
   CHECK(v[1].key == "gemm_update_min_tiles");
   CHECK(v[1].value == 4);
   CHECK_FALSE(v[1].is_switch);
@@ -47,7 +49,7 @@ TEST_CASE("pass options: a bad item is refused with the item named") {
       {"gemm_update_min_tiles=12x", "expected an integer in [1, "},
       {"gemm_update_min_tiles=99999999999999999999999", "expected an integer in [1, "},
       {"gemm_update=0", "'gemm_update' is not a pass option; the keys are gemm_updates, gemm_update_min_tiles, "
-                        "lanes_early_updates, lanes_side_gemm_updates"},
+                        "lanes_early_updates, lanes_side_gemm_updates, elementwise_casts"},
       {"small_gemm=0", "is not a pass option"},  // a CUDA backend option, not this struct's
       {"lanes_early_updates=1,lanes_early_updates=0", "'lanes_early_updates' is given twice"},
   });

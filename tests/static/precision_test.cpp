@@ -179,7 +179,7 @@ TEST_CASE("precision: every graph pass on a bf16 autocast graph tracks the unfus
     const std::vector<float> fused = testing::train_losses(model, Precision::bf16, PassSet::all(), 6);
     for (size_t i = 0; i < plain.size(); ++i) {
       CAPTURE(i);
-      // A fused chain rounds once where the unfused ops round after each: bf16's half ulp.
+      // A GEMM epilogue rounds once where the unfused ops round after each: bf16's half ulp.
       CHECK(std::fabs(fused[i] - plain[i]) <= 0.02 * std::fabs(plain[i]) + 1e-3);
     }
   }
