@@ -20,6 +20,13 @@ struct ConvAlgorithm {
   int64_t workspace_bytes = 0;
   double choose_ms = 0;  // what the shape's first call paid for the choice (host time)
   double algo_ms = 0;    // cuDNN's time of the chosen algorithm when timed
+  // The offers cuDNN made and why those ahead of the chosen one were passed over
+  // (kernels/cuda/conv_cudnn.h: ConvDnnChoice).
+  int offers = 0;
+  int passed_nondeterministic = 0;
+  int passed_transform = 0;
+  int passed_workspace = 0;
+  int64_t passed_workspace_least = 0;
 };
 
 // Every shape the backend has chosen for so far, in the order met; empty on the CPU and

@@ -22,6 +22,11 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
       switch_option<O, &O::attention_cudnn>(
           "attention_cudnn",
           "bf16/f16 attention through cuDNN's fused flash attention; 0: the own kernels (default 1 with the frontend)"),
+      integer_option<O, &O::conv_workspace_mb>(
+          "conv_workspace_mb", 0, int64_t{1} << 20,
+          "the most workspace a convolution's cuDNN algorithm may use, MiB (the static plan holds the largest chosen)"),
+      switch_option<O, &O::conv_transforms>(
+          "conv_transforms", "also cuDNN's FFT and Winograd convolutions (they round transformed operands); 0: sums of products"),
   };
   return f;
 }

@@ -63,6 +63,15 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // off admits those that sum with atomics (some of the gradients' algorithms), whose last
   // bits may vary between runs. On by default: static == dynamic bitwise needs it.
   bool conv_deterministic = true;
+  // The most workspace a convolution's algorithm may use, in MiB. Both executors use the
+  // same limit, so they choose alike: the static plan places the largest chosen workspace in
+  // its arena; the dynamic executor runs a call whose workspace outgrows the backend's GEMM
+  // workspace in a buffer of cuDNN's that grows to the largest it has needed.
+  int64_t conv_workspace_mb = 32;
+  // FFT and Winograd algorithms too (cuDNN's FWD_ALGO_FFT*, WINOGRAD*, BWD_*_ALGO_FFT*,
+  // WINOGRAD*): fewer operations, but they round the transformed operands, so their error is
+  // not an f32 sum of products. Off by default: the CUDA-vs-CPU tolerances assume sums.
+  bool conv_transforms = false;
   // The attention ops (attention, attention_lse, attention_grad, attention_fwd_lse) in bf16
   // and f16 through cuDNN's fused flash attention (kernels/cuda/attention_cudnn.h: the tensor
   // cores, a deterministic backward) where cuDNN takes the case; off, or a case it does not take: the project's own kernels

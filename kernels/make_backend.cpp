@@ -50,6 +50,11 @@ std::vector<ConvAlgorithm> conv_algorithms(const Backend& b) {
     a.workspace_bytes = static_cast<int64_t>(c.workspace);
     a.choose_ms = c.choose_ms;
     a.algo_ms = c.algo_ms;
+    a.offers = c.offers;
+    a.passed_nondeterministic = c.passed_nondeterministic;
+    a.passed_transform = c.passed_transform;
+    a.passed_workspace = c.passed_workspace;
+    a.passed_workspace_least = static_cast<int64_t>(c.passed_workspace_least);
     out.push_back(std::move(a));
   }
 #else

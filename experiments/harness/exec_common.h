@@ -219,8 +219,10 @@ inline void report_compile_phases(harness::Report& r, const std::vector<CompileT
 // One conv_algorithm row per convolution shape the backend chose an algorithm for
 // (kernels/conv_algorithms.h): params op, dtype, geometry, algo and how it was chosen
 // (chosen_by = benchmark or heuristic), value the host time the choice cost the shape's first
-// call (seconds), extras the workspace, cuDNN's time of the algorithm when timed, and
-// whether it is deterministic. None on the CPU or with conv_cudnn off.
+// call (seconds), extras the workspace, cuDNN's time of the algorithm when timed, whether it
+// is deterministic, the offers cuDNN made and how many ahead of the chosen one each rule
+// passed over (passed_nondeterministic, passed_transform, passed_workspace with the least
+// workspace among those). None on the CPU or with conv_cudnn off.
 inline void report_conv_algorithms(harness::Report& r, const Backend& be) {
   for (const ConvAlgorithm& a : conv_algorithms(be)) {
     auto& m = r.add_value("conv_algorithm",
@@ -233,6 +235,11 @@ inline void report_conv_algorithms(harness::Report& r, const Backend& be) {
     m.extra["workspace_bytes"] = static_cast<double>(a.workspace_bytes);
     m.extra["deterministic"] = a.deterministic ? 1 : 0;
     if (a.benchmarked) m.extra["algo_s"] = a.algo_ms * 1e-3;
+    m.extra["offers"] = a.offers;
+    m.extra["passed_nondeterministic"] = a.passed_nondeterministic;
+    m.extra["passed_transform"] = a.passed_transform;
+    m.extra["passed_workspace"] = a.passed_workspace;
+    if (a.passed_workspace > 0) m.extra["passed_workspace_least_bytes"] = static_cast<double>(a.passed_workspace_least);
   }
 }
 

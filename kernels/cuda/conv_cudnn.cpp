@@ -213,6 +213,8 @@ struct ConvDnn::Impl {
   tg::cuda::CudnnHandle handle;  // made at the first plan
   std::unordered_map<ConvDnnKey, std::unique_ptr<ConvDnnPlan>, KeyHash> plans;  // null: the direct kernels
   std::vector<ConvDnnChoice> chosen;  // one per key, in the order the keys were met
+  // The workspace of calls that bring none and need more than their context's (run()).
+  tg::cuda::DeviceBuffer own_workspace;
 
   // The descriptors of key k and its algorithm, or null when no algorithm fits the rule;
   // `choice` says which and how. Timing (rule.benchmark) runs on s, unless s is capturing.
@@ -258,6 +260,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
     else TG_CUDNN_CHECK(cudnnSetStream(h, s));
   }
   const bool timed = scratch != nullptr;
+  int chosen_at = -1;  // the index of the offer chosen
   // The first offer (fastest first when timed) that is deterministic where the rule asks
   // it, sums the products and fits the workspace, its workspace asked with the math type it
   // will run with.
@@ -265,7 +268,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
     for (int j = 0; j < count; ++j) {
       const auto& r = perf[static_cast<size_t>(j)];
       if (r.status != CUDNN_STATUS_SUCCESS || (rule.deterministic && r.determinism != CUDNN_DETERMINISTIC) ||
-          !sums_products(r.algo) || !accept(r.algo))
+          (!rule.transforms && !sums_products(r.algo)) || !accept(r.algo))
         continue;
       TG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), run_math(k.dtype, k.tf32, r.mathType)));
       size_t bytes = 0;
@@ -277,9 +280,32 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
       choice.deterministic = r.determinism == CUDNN_DETERMINISTIC;
       choice.workspace = bytes;
       choice.algo_ms = timed ? static_cast<double>(r.time) : 0.0;
+      chosen_at = j;
       return true;
     }
     return false;
+  };
+  // Why the offers before the chosen one (all of them when none was) were passed over, for
+  // reports: a run that lands on a slow algorithm says which rule kept the faster ones out.
+  // A timed search skips what needs more workspace than it has (ALLOC_FAILED).
+  auto tally = [&](const auto& perf, int count) {
+    const int upto = chosen_at >= 0 ? chosen_at : count;
+    for (int j = 0; j < count; ++j) {
+      const auto& r = perf[static_cast<size_t>(j)];
+      const bool too_big = r.status == CUDNN_STATUS_ALLOC_FAILED || r.memory > max_workspace;
+      if (r.status != CUDNN_STATUS_SUCCESS && r.status != CUDNN_STATUS_ALLOC_FAILED) continue;
+      ++choice.offers;
+      if (j >= upto) continue;
+      if (rule.deterministic && r.determinism != CUDNN_DETERMINISTIC) {
+        ++choice.passed_nondeterministic;
+      } else if (!rule.transforms && !sums_products(r.algo)) {
+        ++choice.passed_transform;
+      } else if (too_big) {
+        ++choice.passed_workspace;
+        if (r.memory > 0 && (choice.passed_workspace_least == 0 || r.memory < choice.passed_workspace_least))
+          choice.passed_workspace_least = r.memory;
+      }
+    }
   };
   int max = 0, count = 0;
   bool found = false;
@@ -314,6 +340,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
         found = choose(perf, count, workspace_of, any);
         p->fused_call = found && fusable;
       }
+      tally(perf, count);
       if (p->fused_call) {
         p->bias = tg::cuda::CudnnTensorDesc::create();
         TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->bias.get(), CUDNN_TENSOR_NCHW, dt, 1, i(g.k), 1, 1));
@@ -341,6 +368,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(), a,
                                                             b);
       }, any);
+      tally(perf, count);
       break;
     }
     case OpKind::conv2d_grad_weight: {
@@ -360,6 +388,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), a,
                                                               b);
       }, any);
+      tally(perf, count);
       break;
     }
     default: break;
@@ -471,11 +500,26 @@ const ConvDnnPlan* ConvDnn::plan(const OpCall& c, const ConvGeometry& g, bool tf
 
 void ConvDnn::run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& ctx) {
   void* ws = c.workspace ? c.workspace : ctx.workspace;
-  const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
   const bool fused = conv_has_epilogue(c.op);
   bool fused_call = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!c.workspace && p.workspace > ws_bytes) {
+      if (impl_->own_workspace.bytes() < p.workspace) {
+        // cudaFree waits for the device, so no queued call still uses the old buffer; none can
+        // be allocated while a stream is captured (the static executor brings its own).
+        if (stream_capturing(ctx.stream))
+          throw std::logic_error(fmt::format(
+              "cuDNN {}: its algorithm needs {} bytes of workspace and the call, captured, brings none; "
+              "prepare the call (Backend::prepare) and give it a workspace of that size",
+              op_name(p.key.op), p.workspace));
+        impl_->own_workspace.reset();
+        impl_->own_workspace = tg::cuda::DeviceBuffer::allocate(p.workspace);
+      }
+      ws = impl_->own_workspace.get();
+      ws_bytes = impl_->own_workspace.bytes();
+    }
     fused_call = impl_->enqueue(p, c.in[0].data, c.in[1].data, c.out.data, ws, ws_bytes, ctx.stream,
                                 fused ? c.in[2].data : nullptr,
                                 c.op == OpKind::conv2d_bias_add_act ? c.in[3].data : nullptr);

@@ -69,6 +69,7 @@ class ConvDnnPlan;
 struct ConvDnnRule {
   bool benchmark = false;     // time cuDNN's algorithms (cudnnFind*AlgorithmEx); else its heuristic
   bool deterministic = true;  // only algorithms cuDNN marks deterministic
+  bool transforms = false;    // FFT and Winograd too (else only algorithms that sum products)
 };
 
 // What the first call of a key settled, for reports.
@@ -80,6 +81,14 @@ struct ConvDnnChoice {
   size_t workspace = 0;
   double choose_ms = 0;  // host time of the choice: what the key's first call paid
   double algo_ms = 0;    // cuDNN's time of the chosen algorithm when timed; 0 otherwise
+  // What cuDNN offered (as it ran: status success) and why offers faster than the chosen
+  // one (or all, when none was chosen) were passed over: an offer counts once, for the first
+  // rule it breaks in this order.
+  int offers = 0;
+  int passed_nondeterministic = 0;
+  int passed_transform = 0;    // FFT or Winograd, without rule.transforms
+  int passed_workspace = 0;    // needs more than the limit
+  size_t passed_workspace_least = 0;  // the least workspace among those
 };
 
 // The cuDNN state of one backend: one handle (made at the first convolution, so a backend
@@ -87,6 +96,8 @@ struct ConvDnnChoice {
 class ConvDnn {
  public:
   // max_workspace: the most workspace an algorithm may need (the same for both executors).
+  // A call without its own workspace whose plan needs more than the context's runs in a
+  // buffer of this object's, grown (outside stream capture) to the largest plan so far.
   explicit ConvDnn(size_t max_workspace, ConvDnnRule rule = {});
   ~ConvDnn();
   ConvDnn(const ConvDnn&) = delete;
@@ -98,7 +109,7 @@ class ConvDnn {
   // CUDA Graph captures the call.
   const ConvDnnPlan* plan(const OpCall& c, const ConvGeometry& g, bool tf32, cudaStream_t s, bool warm_up);
   // Enqueues c on ctx.stream with plan p, in c.workspace when the call brings one, else in
-  // ctx.workspace.
+  // ctx.workspace, or this object's own buffer when p needs more than ctx's.
   void run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& ctx);
   // Every key's choice so far, in the order the keys were first met.
   std::vector<ConvDnnChoice> choices() const;

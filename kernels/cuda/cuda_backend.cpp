@@ -70,11 +70,12 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
   ctx_.lt = lt_cache_.get();
   ctx_.workspace = workspace_.get();
   ctx_.workspace_bytes = workspace_.bytes();
-  // The convolutions' algorithms are held to the same workspace as the GEMMs', for the same
-  // reason: one choice for both executors.
+  // The convolutions' algorithms are held to one workspace limit in both executors, for the
+  // same reason: one choice for both (conv_workspace_mb).
   if (options.conv_cudnn)
     dnn_ = std::make_unique<kernels::cuda::ConvDnn>(
-        kCublasWorkspaceBytes, kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic});
+        static_cast<size_t>(options.conv_workspace_mb) << 20,
+        kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic, options.conv_transforms});
   ctx_.dnn = dnn_.get();
   if (options.attention_cudnn) attn_dnn_ = std::make_unique<kernels::cuda::AttnDnn>();
   ctx_.attn_dnn = attn_dnn_.get();

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
-# where a CNN's training step goes. tg-train --passes none with cuDNN's heuristic choice, with
-# benchmarked choices, and with benchmarked choices among nondeterministic algorithms too; each
-# run traced, its second replay's GPU work summed by kernel name (tools/trace/kernel_table.py).
-#   Usage: bash scripts/device/cnn-speed.sh [build-dir] [seconds-per-run] [model]
+# where a CNN's training step goes. tg-train --passes none under each set of backend options:
+# by default cuDNN's heuristic choice, benchmarked choices, benchmarked choices among
+# nondeterministic algorithms too, then with a 1 GiB workspace limit, then with FFT and
+# Winograd admitted; each run traced, its second replay's GPU work summed by kernel name
+# (tools/trace/kernel_table.py), its conv_algorithm rows (why faster offers were passed over)
+# in the report.
+#   Usage: bash scripts/device/cnn-speed.sh [build-dir] [seconds-per-run] [model] [options-sets...]
 # Writes $OUT/train_MODEL_OPTS.{json,txt}, kernels_MODEL_OPTS.txt and $OUT/summary.txt.
 set -u
 build=${1:-build/default}
 per=${2:-90}
 model=${3:-resnet50}
+shift $(($# < 3 ? $# : 3))
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] || sets=(conv_benchmark=0 conv_benchmark=1 conv_benchmark=1,conv_deterministic=0
+  conv_benchmark=1,conv_workspace_mb=1024 conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
+  conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024,conv_transforms=1)
 out=${OUT:-out}
 mkdir -p "$out"
-for opts in conv_benchmark=0 conv_benchmark=1 conv_benchmark=1,conv_deterministic=0; do
+for opts in "${sets[@]}"; do
   tag=${model}_$(echo "$opts" | tr ',=' '-_')
   timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --models "$model" --passes none \
     --cuda-options "$opts" --trace "$out/trace_$tag.json" --trace-iterations 1 \

@@ -328,6 +328,77 @@ TEST_CASE("cuda conv through cuDNN, benchmarked (conv_benchmark=1) == cpu, and e
   }
 }
 
+// conv_workspace_mb bounds every choice in both executors. 0 leaves only the algorithms that
+// need none; 1024 lets the timed search reach those that need more than the backend's 32 MiB,
+// which a call without a workspace of its own (as the dynamic executor makes them, and as
+// run_case_on does) then runs in cuDNN's own buffer. Whatever the limit, the result is within
+// the sums' tolerance, and each choice says why faster offers were passed over.
+TEST_CASE("cuda conv through cuDNN: the workspace limit bounds each choice, and a large one runs == cpu") {
+  TG_REQUIRE_GPU();
+  if (skip_without_cudnn()) return;
+  // The ResNets' 56 x 56 stage at batch 32: im2col alone (the GEMM algorithm) needs 231 MB.
+  const Window big{"3x3, 64 to 64 channels, 56 x 56, batch 32, pads 1", {32, 64, 56, 56}, {64, 64, 3, 3},
+                   conv_attr({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)};
+  int past_backend_workspace = 0;
+  for (int64_t limit_mb : {int64_t{0}, int64_t{1024}}) {
+    CAPTURE(limit_mb);
+    CudaBackendOptions o = with_cudnn(true);
+    o.conv_benchmark = true;
+    o.conv_workspace_mb = limit_mb;
+    CudaBackend& b = backend(o);
+    uint64_t seed = 9500;
+    std::vector<Window> windows = larger_windows();
+    windows.push_back(big);
+    for (OpKind op : kConvOps)
+      for (DType dt : {DType::F32, DType::BF16}) {
+        const std::string label = std::string(op_name(op)) + " " + dtype_name(dt);
+        CAPTURE(label);
+        for (const Window& win : windows) {
+          CAPTURE(win.what);
+          const OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
+          CHECK(run_case_on(b, c) == 0);
+        }
+      }
+    const std::vector<kernels::cuda::ConvDnnChoice> chosen = b.conv_choices();
+    REQUIRE(!chosen.empty());
+    for (const kernels::cuda::ConvDnnChoice& ch : chosen) {
+      CAPTURE(ch.algo);
+      CHECK(ch.workspace <= static_cast<size_t>(limit_mb) << 20);
+      CHECK(ch.offers > 0);
+      CHECK(ch.passed_nondeterministic + ch.passed_transform + ch.passed_workspace <= ch.offers);
+      if (ch.passed_workspace > 0) CHECK(ch.passed_workspace_least > static_cast<size_t>(limit_mb) << 20);
+      if (ch.workspace > CudaBackend::kCublasWorkspaceBytes) ++past_backend_workspace;
+    }
+  }
+  // Which algorithm is fastest is the device's to say: report how often the own buffer ran.
+  MESSAGE("choices needing more than the backend's workspace (run in cuDNN's own buffer): " << past_backend_workspace);
+}
+
+// conv_transforms admits FFT and Winograd, which round the transformed operands: f32 only, and
+// within 64 times the sums' tolerance (their error grows with the transform's length, not the
+// sum's alone).
+TEST_CASE("cuda conv through cuDNN with FFT and Winograd admitted (conv_transforms=1): f32 near cpu") {
+  TG_REQUIRE_GPU();
+  if (skip_without_cudnn()) return;
+  CudaBackendOptions o = with_cudnn(true);
+  o.conv_benchmark = true;
+  o.conv_deterministic = false;
+  o.conv_transforms = true;
+  CudaBackend& b = backend(o);
+  uint64_t seed = 9700;
+  for (OpKind op : kConvOps) {
+    CAPTURE(op_name(op));
+    for (const Window& win : larger_windows()) {
+      CAPTURE(win.what);
+      ConvTol t = conv_cudnn_tol(op, window_geometry(win));
+      t.atol *= 64;
+      t.rtol *= 64;
+      CHECK(run_case_on(b, window_case(op, win, DType::F32, tol_of(t), seed++)) == 0);
+    }
+  }
+  for (const kernels::cuda::ConvDnnChoice& ch : b.conv_choices()) CHECK(ch.passed_transform == 0);
+}
+
 TEST_CASE("cuda backend: conv_cudnn is in its options' values, and refused on without cuDNN") {
   TG_REQUIRE_GPU();
   for (bool on : {false, true}) {

@@ -23,9 +23,11 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
   CHECK_FALSE(d.conv_benchmark);   // cuDNN's heuristic: the same algorithm in every process
   CHECK(d.conv_deterministic);      // static == dynamic bitwise
   CHECK(d.attention_cudnn == kBuiltWithCudnnFrontend);  // on wherever the build has the cuDNN frontend
+  CHECK(d.conv_workspace_mb == 32);  // the GEMMs' workspace
+  CHECK_FALSE(d.conv_transforms);    // sums of products: the CUDA-vs-CPU tolerances assume them
   const std::string fe = kBuiltWithCudnnFrontend ? "1" : "0";
   CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn +
-                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe);
+                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe + ",conv_workspace_mb=32,conv_transforms=0");
   CHECK(CudaBackendOptions::from_string(d.str()) == d);
   CHECK(CudaBackendOptions::from_string("") == d);
   CHECK(CudaBackendOptions::from_string("   ") == d);
@@ -42,7 +44,7 @@ TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces
   CHECK_FALSE(o.attention_cudnn);
   CHECK(o.str() ==
         "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0,conv_cudnn=0,conv_benchmark=0,"
-        "conv_deterministic=1,attention_cudnn=0");
+        "conv_deterministic=1,attention_cudnn=0,conv_workspace_mb=32,conv_transforms=0");
   // Over a base (the environment's, then the flag's): only the named keys change.
   const CudaBackendOptions flag = CudaBackendOptions::from_string("small_gemm=1", o);
   CHECK(flag.small_gemm);
@@ -52,14 +54,15 @@ TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces
   CHECK(o != CudaBackendOptions{});
 }
 
-TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order") {
+TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   CudaBackendOptions o;
   o.gemm_update_streamk = false;
   o.conv_cudnn = false;
   o.conv_benchmark = true;
   o.attention_cudnn = true;
+  o.conv_workspace_mb = 1024;
   const auto v = o.values();
-  REQUIRE(v.size() == 9);
+  REQUIRE(v.size() == 11);
   CHECK(v[0].key == "small_gemm");
   CHECK(v[2].key == "gemm_update_streamk");
   CHECK(v[2].value == 0);
@@ -73,11 +76,17 @@ TEST_CASE("cuda options: values() gives every key as a switch, in str()'s order"
   CHECK(v[7].value == 1);
   CHECK(v[8].key == "attention_cudnn");  // reports say which attention path ran
   CHECK(v[8].value == 1);
-  for (const auto& x : v) CHECK(x.is_switch);
+  CHECK(v[9].key == "conv_workspace_mb");  // which algorithms the convolutions could reach
+  CHECK(v[9].value == 1024);
+  CHECK_FALSE(v[9].is_switch);
+  CHECK(v[10].key == "conv_transforms");
+  CHECK(v[10].value == 0);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i != 9) CHECK(v[i].is_switch);
   // --help lists each key with its default.
   const std::string help = CudaBackendOptions::help();
   for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1",
-                        "conv_benchmark=0", "conv_deterministic=1"})
+                        "conv_benchmark=0", "conv_deterministic=1", "conv_workspace_mb=32", "conv_transforms=0"})
     CHECK_MESSAGE(help.find(k) != std::string::npos, k);
   CHECK(help.find(std::string("conv_cudnn=") + (kBuiltWithCudnn ? "1" : "0")) != std::string::npos);
   CHECK(help.find(std::string("attention_cudnn=") + (kBuiltWithCudnnFrontend ? "1" : "0")) != std::string::npos);
@@ -91,8 +100,10 @@ TEST_CASE("cuda options: a bad item is refused with the item named, never read a
       {"pdl=true", "expected 1 (on) or 0 (off)"},
       {"smal_gemm=0", "'smal_gemm' is not a CUDA backend option; the keys are small_gemm, skinny_gemm, "
                       "gemm_update_streamk, gemm_autotune, pdl, conv_cudnn, conv_benchmark, conv_deterministic, "
-                      "attention_cudnn"},
+                      "attention_cudnn, conv_workspace_mb, conv_transforms"},
       {"small_gemm", "'small_gemm' is not key=value"},
+      {"conv_workspace_mb=-1", "conv_workspace_mb='-1': expected an integer in [0, 1048576]"},
+      {"conv_workspace_mb=1G", "expected an integer in [0, 1048576]"},
       {"pdl=0,pdl=1", "'pdl' is given twice"},
       {"pdl=0,,small_gemm=1", "an empty item"},
       {"pdl=0,", "an empty item"},
