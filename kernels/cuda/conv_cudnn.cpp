@@ -50,7 +50,7 @@ bool ConvDnnKey::operator==(const ConvDnnKey& o) const {
   return op == o.op && dtype == o.dtype && act == o.act && tf32 == o.tf32 && a.n == b.n && a.c == b.c &&
          a.h == b.h && a.w == b.w && a.k == b.k && a.p == b.p && a.q == b.q && a.r == b.r && a.s == b.s &&
          a.groups == b.groups && a.sh == b.sh && a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.dh == b.dh &&
-         a.dw == b.dw;
+         a.dw == b.dw && a.nhwc == b.nhwc;
 }
 
 // A heuristic query: cuDNN answers NOT_SUPPORTED for a configuration it has no algorithm for
@@ -68,7 +68,7 @@ namespace {
 struct KeyHash {
   size_t operator()(const ConvDnnKey& k) const {
     size_t h = std::hash<int>()(static_cast<int>(k.op)) * 31 + static_cast<size_t>(k.dtype) * 7 + k.tf32 +
-               static_cast<size_t>(k.act) * 101;
+               static_cast<size_t>(k.act) * 101 + (k.g.nhwc ? 7919u : 0u);
     for (int64_t v : {k.g.n, k.g.c, k.g.h, k.g.w, k.g.k, k.g.p, k.g.q, k.g.r, k.g.s, k.g.groups, k.g.sh, k.g.sw,
                       k.g.ph, k.g.pw, k.g.dh, k.g.dw})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
@@ -235,8 +235,10 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
   p->w = tg::cuda::CudnnFilterDesc::create();
   p->conv = tg::cuda::CudnnConvDesc::create();
   auto i = [](int64_t v) { return static_cast<int>(v); };
-  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NCHW, dt, i(g.n), i(g.c), i(g.h), i(g.w)));
-  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NCHW, dt, i(g.n), i(g.k), i(g.p), i(g.q)));
+  // The activations in the geometry's layout; the weight stays KCRS in both (conv_cudnn.h says why).
+  const cudnnTensorFormat_t layout = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), layout, dt, i(g.n), i(g.c), i(g.h), i(g.w)));
+  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), layout, dt, i(g.n), i(g.k), i(g.p), i(g.q)));
   TG_CUDNN_CHECK(
       cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NCHW, i(g.k), i(g.c / g.groups), i(g.r), i(g.s)));
   TG_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), i(g.ph), i(g.pw), i(g.sh), i(g.sw), i(g.dh), i(g.dw),
