@@ -2,7 +2,7 @@
 // conv2d, conv2d_grad_input and conv2d_grad_weight through cuDNN's convolution API
 // (cudnnConvolutionForward, BackwardData, BackwardFilter; conv_transpose2d as BackwardData), in f32, bf16 and f16: NCHW
 // tensors, or NHWC ones with attrs.conv.channels_last (CUDNN_TENSOR_NHWC descriptors, the layout
-// cuDNN's tensor-core kernels read without transposing), f32 compute type (16-bit: products exact in f32, f32 sums, one rounding on the
+// cuDNN's tensor-core kernels read without transposing; the filter below), f32 compute type (16-bit: products exact in f32, f32 sums, one rounding on the
 // store), groups through the descriptor's group count. f32 runs on the FMA units unless the
 // backend's tf32 switch is on (CudaExecContext::tf32), as the GEMMs do.
 //
@@ -30,12 +30,14 @@
 // once more; so does a key whose fused call cuDNN refuses (NOT_SUPPORTED) from then on. The fused call rounds once, the epilogue after the stored convolution: in bf16
 // and f16 the two differ by a rounding of the output type.
 //
-// The weight is [K, C/groups, R, S] (CUDNN_TENSOR_NCHW filter) in both layouts: it is the
-// parameter the optimizer updates, and cuDNN's legacy API takes NHWC activations with a KCRS
-// filter: its heuristic offers only the algorithms that accept the mixed layouts, and the rule
-// below picks among those. Whether the fastest NHWC engines are among them (or would need a
-// KRSC copy of the filter, one small transpose per step) is for a device run to show: the
-// conv algorithm report names the algorithm each key chose (docs/cnn.md, "Layout").
+// The graph's weight is [K, C/groups, R, S] in both layouts: it is the parameter the
+// optimizer, the checkpoints and the ONNX import know. cuDNN's NHWC convolutions want every
+// operand NHWC, the filter as KRSC (TVM's cuDNN backend found NHWC needs an OHWI filter; a
+// device run here has yet to confirm it), so an NHWC key runs on a KRSC copy at the start of the
+// call's workspace (ConvDnnPlan::filter_copy, counted in conv_dnn_workspace_bytes): transposed
+// from the weight before a forward or backward-data call, and transposed back into dw after a
+// backward-filter call. A filter is small beside the feature maps, so the two copies cost
+// little; PyTorch makes the same copy of a weight that is not channels_last.
 //
 // A call runs on the direct kernels (kernels/cuda/conv.cu) instead when cuDNN cannot take it:
 // pads whose trailing side is not the leading one's (cuDNN pads both sides alike; a geometry
