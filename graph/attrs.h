@@ -26,7 +26,7 @@ struct HeadView {
 };
 
 // conv2d, its backward ops and the pools: the window's geometry over the two spatial dims
-// (H, W) of an NCHW tensor, as ONNX's Conv and MaxPool attributes give it. pads are
+// (H, W) of an NCHW tensor (NHWC with channels_last), as ONNX's Conv and MaxPool attributes give it. pads are
 // {top, left, bottom, right} (ONNX's begin-then-end order). conv2d takes its window
 // from the weight's shape, so `kernel` is the pools' only.
 struct ConvAttr {
@@ -39,9 +39,13 @@ struct ConvAttr {
   // conv_transpose2d: rows and columns added at the end (bottom, right) of the output, which
   // its extent alone cannot say (strides > 1 map several output extents onto one input's).
   std::array<int, 2> output_padding{{0, 0}};
+  // The activations (x, dy, the output, a residual) are NHWC [N, H, W, C]; the weight stays
+  // [K, C/groups, R, S] (docs/cnn.md, "Layout"). Set by the channels_last pass.
+  bool channels_last = false;
   bool operator==(const ConvAttr& o) const {
     return kernel == o.kernel && stride == o.stride && pads == o.pads && dilation == o.dilation &&
-           groups == o.groups && ceil_mode == o.ceil_mode && output_padding == o.output_padding;
+           groups == o.groups && ceil_mode == o.ceil_mode && output_padding == o.output_padding &&
+           channels_last == o.channels_last;
   }
 };
 
@@ -102,6 +106,7 @@ struct Attrs {
   int64_t ignore_index = -100;     // cross_entropy(_grad): rows with this label count nowhere (torch's default)
   float p = 0.0f;                  // dropout: the probability of zeroing an element, in [0, 1)
   int64_t rng_stream = 0;          // dropout: which of the rng state's streams draws the mask (one per node)
+  bool channels_last = false;      // batch_norm family: x is [N, ..., C], the channel axis last (else [N, C, ...])
 
   bool operator==(const Attrs& o) const;
 };
@@ -111,9 +116,9 @@ struct Attrs {
 // gets an id here, its key in attr_name() and a column in the op table.
 enum class AttrId : uint8_t { trans_a, trans_b, axis, size, eps, alpha, value, lr, momentum, in_place, shape, perm, act,
                              program, heads, to, conv, start, growth_factor, backoff_factor, growth_interval, adam,
-                             max_norm, causal, ignore_index, p, rng_stream };
-constexpr int kNumAttrs = 27;
-static_assert(static_cast<int>(AttrId::rng_stream) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
+                             max_norm, causal, ignore_index, p, rng_stream, channels_last };
+constexpr int kNumAttrs = 28;
+static_assert(static_cast<int>(AttrId::channels_last) + 1 == kNumAttrs, "kNumAttrs counts AttrId");
 using AttrMask = uint32_t;
 static_assert(kNumAttrs <= 32, "AttrMask holds one bit per attribute");
 constexpr AttrMask attr_bit(AttrId a) { return static_cast<AttrMask>(1u << static_cast<unsigned>(a)); }

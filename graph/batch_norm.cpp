@@ -32,7 +32,8 @@ bool fold_geometry(const Shape* in, float eps, BatchNormGeometry& g, Shape& out,
 
 }  // namespace
 
-bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why) {
+bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_last, BatchNormGeometry& g, Shape& out,
+                         std::string* why) {
   if (op == OpKind::batch_norm_fold) return fold_geometry(in, eps, g, out, why);
   // x, and the inputs that must be [C] or x's shape.
   const bool update = op == OpKind::batch_norm_stats_update;
@@ -40,17 +41,21 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometr
   const bool grad = x_second && !update;
   const Shape& x = x_second ? in[1] : in[0];
   if (x.rank < 2)
-    return fail(why, fmt::format("x is {} of rank {}; it must be [N, C, ...] (NCHW, or [N, C])", x.str(), x.rank));
+    return fail(why, fmt::format("x is {} of rank {}; it must be {}", x.str(), x.rank,
+                                 channels_last ? "[N, ..., C] (NHWC, or [N, C])" : "[N, C, ...] (NCHW, or [N, C])"));
   if (!update && !(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
+  const int channel_dim = channels_last ? x.rank - 1 : 1;
+  g.channels_last = channels_last;
   g.n = x[0];
-  g.c = x[1];
+  g.c = x[channel_dim];
   g.inner = 1;
-  for (int d = 2; d < x.rank; ++d) g.inner *= x[d];
+  for (int d = 1; d < x.rank; ++d)
+    if (d != channel_dim) g.inner *= x[d];
   const Shape channels{g.c};
   auto per_channel = [&](const Shape& s, const char* what) {
     return s == channels ? true
-                         : fail(why, fmt::format("{} is {} but x {} has {} channels (dim 1); it must be [{}]", what,
-                                                 s.str(), x.str(), g.c, g.c));
+                         : fail(why, fmt::format("{} is {} but x {} has {} channels (dim {}); it must be [{}]", what,
+                                                 s.str(), x.str(), g.c, channel_dim, g.c));
   };
   if (grad && in[0] != x)
     return fail(why, fmt::format("dy is {} but x is {}; dy must have x's shape", in[0].str(), x.str()));

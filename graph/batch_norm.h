@@ -1,6 +1,7 @@
 #pragma once
-// The geometry of the batch_norm ops (graph/op.h): x is [N, C, ...] (NCHW, or [N, C]) and
-// the statistics are per channel, over N and every dim after C. One definition for the
+// The geometry of the batch_norm ops (graph/op.h): x is [N, C, ...] (NCHW, or [N, C]), or
+// [N, ..., C] with attrs.channels_last (NHWC), and the statistics are per channel, over N and
+// every other dim. One definition for the
 // shape rule, the kernel entry check and both backends' kernels.
 #include <cmath>
 #include <cstdint>
@@ -13,17 +14,23 @@
 namespace tg {
 
 struct BatchNormGeometry {
-  int64_t n = 0, c = 0, inner = 0;  // x as [n, c, inner]; a channel has n * inner elements
+  int64_t n = 0, c = 0, inner = 0;  // x as [n, c, inner] (channels_last: [n, inner, c]); a channel has n * inner elements
+  bool channels_last = false;
   TG_HOST_DEVICE int64_t count() const { return n * inner; }
-  // The flat index of element e (of count()) of channel ch.
-  TG_HOST_DEVICE int64_t index(int64_t ch, int64_t e) const { return (e / inner * c + ch) * inner + e % inner; }
+  // The flat index of element e (of count()) of channel ch. Element e is (n, spatial) =
+  // (e / inner, e % inner) in both layouts, so a channel's sum visits the same values in the
+  // same order, and an NHWC kernel gives the NCHW kernel's bits.
+  TG_HOST_DEVICE int64_t index(int64_t ch, int64_t e) const {
+    return channels_last ? e * c + ch : (e / inner * c + ch) * inner + e % inner;
+  }
 };
 
 // Any batch_norm op on its inputs (the node's order): the geometry, and the output's
 // shape in *out (batch_norm_fold: the first one's; its second is [K], g.c). False with the
 // reason in *why when the shapes do not fit. batch_norm_fold's geometry is its weight's: K
-// channels (g.c) of g.inner elements each, g.n = 1.
-bool batch_norm_geometry(OpKind op, const Shape* in, float eps, BatchNormGeometry& g, Shape& out, std::string* why);
+// channels (g.c) of g.inner elements each, g.n = 1, whatever channels_last says (a weight has no layout).
+bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_last, BatchNormGeometry& g, Shape& out,
+                         std::string* why);
 
 // batch_norm_fold's values, host and device: in double with explicit roundings, so that the
 // CPU reference and the CUDA kernel (where nvcc would contract a * b + c into one FMA) give

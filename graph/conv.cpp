@@ -11,13 +11,30 @@ bool fail(std::string* why, std::string msg) {
   return false;
 }
 
+const char* layout_text(const ConvAttr& a) { return a.channels_last ? "NHWC [N, H, W, C]" : "NCHW [N, C, H, W]"; }
+// Spatial axis d (0: H, 1: W) with its dim in the attribute's layout.
+const char* spatial_dim_text(const ConvAttr& a, int d) {
+  if (a.channels_last) return d == 0 ? "H (dim 1)" : "W (dim 2)";
+  return d == 0 ? "H (dim 2)" : "W (dim 3)";
+}
+// x's (N, C, H, W) in the attribute's layout.
+struct Dims {
+  int64_t n, c, h, w;
+  int channel_dim;
+};
+Dims dims_of(const Shape& x, const ConvAttr& a) {
+  return a.channels_last ? Dims{x[0], x[3], x[1], x[2], 3} : Dims{x[0], x[1], x[2], x[3], 1};
+}
+
 // The input, the strides, pads and dilation, and the output extents from the window.
 bool spatial(const Shape& x, const ConvAttr& a, bool ceil_mode, ConvGeometry& g, std::string* why) {
-  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
-  g.n = x[0];
-  g.c = x[1];
-  g.h = x[2];
-  g.w = x[3];
+  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be {}", x.str(), x.rank, layout_text(a)));
+  const Dims d4 = dims_of(x, a);
+  g.nhwc = a.channels_last;
+  g.n = d4.n;
+  g.c = d4.c;
+  g.h = d4.h;
+  g.w = d4.w;
   for (int d = 0; d < 2; ++d) {
     if (a.stride[d] < 1) return fail(why, fmt::format("stride[{}] = {} must be >= 1", d, a.stride[d]));
     if (a.dilation[d] < 1) return fail(why, fmt::format("dilation[{}] = {} must be >= 1", d, a.dilation[d]));
@@ -38,7 +55,7 @@ bool spatial(const Shape& x, const ConvAttr& a, bool ceil_mode, ConvGeometry& g,
     if (span > padded)
       return fail(why, fmt::format("the window spans {} along {} (dilation {} x (window {} - 1) + 1) but the padded "
                                    "input has {} ({} + pads {} and {}); use a smaller window or dilation, or more padding",
-                                   span, d == 0 ? "H (dim 2)" : "W (dim 3)", a.dilation[d], win[d], padded, in[d],
+                                   span, spatial_dim_text(a, d), a.dilation[d], win[d], padded, in[d],
                                    a.pads[d], a.pads[d + 2]));
     const int64_t room = padded - span;
     out[d] = (ceil_mode ? (room + a.stride[d] - 1) / a.stride[d] : room / a.stride[d]) + 1;
@@ -55,8 +72,9 @@ bool spatial(const Shape& x, const ConvAttr& a, bool ceil_mode, ConvGeometry& g,
 bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why) {
   if (w.rank != 4)
     return fail(why, fmt::format("weight is {} of rank {}; it must be [K, C/groups, R, S]", w.str(), w.rank));
-  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
+  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be {}", x.str(), x.rank, layout_text(a)));
   if (a.groups < 1) return fail(why, fmt::format("groups = {} must be >= 1", a.groups));
+  const Dims xd = dims_of(x, a);
   if (a.ceil_mode) return fail(why, "ceil_mode is the pools' attribute; conv2d takes none");
   if (a.output_padding[0] != 0 || a.output_padding[1] != 0)
     return fail(why, fmt::format("output_padding = [{}, {}] is conv_transpose2d's attribute; leave it out",
@@ -68,32 +86,33 @@ bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeomet
   g.k = w[0];
   g.r = w[2];
   g.s = w[3];
-  if (x[1] % a.groups != 0)
-    return fail(why, fmt::format("x {} has C = {} channels (dim 1), not a multiple of groups = {}", x.str(), x[1],
-                                 a.groups));
+  if (xd.c % a.groups != 0)
+    return fail(why, fmt::format("x {} has C = {} channels (dim {}), not a multiple of groups = {}", x.str(), xd.c,
+                                 xd.channel_dim, a.groups));
   if (g.k % a.groups != 0)
     return fail(why, fmt::format("weight {} has K = {} output channels (dim 0), not a multiple of groups = {}", w.str(),
                                  g.k, a.groups));
-  if (w[1] != x[1] / a.groups)
+  if (w[1] != xd.c / a.groups)
     return fail(why, fmt::format("weight {} has {} input channels (dim 1) but x {} has C / groups = {} / {} = {}; "
                                  "the weight must be [K, C/groups, R, S]",
-                                 w.str(), w[1], x.str(), x[1], a.groups, x[1] / a.groups));
+                                 w.str(), w[1], x.str(), xd.c, a.groups, xd.c / a.groups));
   return spatial(x, a, false, g, why);
 }
 
 bool conv_transpose_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why) {
   if (w.rank != 4)
     return fail(why, fmt::format("weight is {} of rank {}; it must be [C, K/groups, R, S]", w.str(), w.rank));
-  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be NCHW [N, C, H, W]", x.str(), x.rank));
+  if (x.rank != 4) return fail(why, fmt::format("x is {} of rank {}; it must be {}", x.str(), x.rank, layout_text(a)));
   if (a.groups < 1) return fail(why, fmt::format("groups = {} must be >= 1", a.groups));
-  if (w[0] != x[1])
+  const Dims xd = dims_of(x, a);
+  if (w[0] != xd.c)
     return fail(why, fmt::format("weight {} has {} input channels (dim 0) but x {} has C = {}; the weight of a "
                                  "transposed convolution is [C, K/groups, R, S]",
-                                 w.str(), w[0], x.str(), x[1]));
-  if (x[1] % a.groups != 0)
-    return fail(why, fmt::format("x {} has C = {} channels (dim 1), not a multiple of groups = {}", x.str(), x[1],
-                                 a.groups));
-  const int64_t dims[2] = {x[2], x[3]}, win[2] = {w[2], w[3]};
+                                 w.str(), w[0], x.str(), xd.c));
+  if (xd.c % a.groups != 0)
+    return fail(why, fmt::format("x {} has C = {} channels (dim {}), not a multiple of groups = {}", x.str(), xd.c,
+                                 xd.channel_dim, a.groups));
+  const int64_t dims[2] = {xd.h, xd.w}, win[2] = {w[2], w[3]};
   int64_t out[2];
   for (int d = 0; d < 2; ++d) {
     // Checked here because the extent below divides nothing but must not go negative.
@@ -108,16 +127,17 @@ bool conv_transpose_geometry(const Shape& x, const Shape& w, const ConvAttr& a, 
     if (out[d] < 1)
       return fail(why, fmt::format("the output's {} would be {}: pads {} and {} crop more than the {} the "
                                    "transposed convolution makes; use smaller pads",
-                                   d == 0 ? "H (dim 2)" : "W (dim 3)", out[d], a.pads[d], a.pads[d + 2],
+                                   spatial_dim_text(a, d), out[d], a.pads[d], a.pads[d + 2],
                                    out[d] + a.pads[d] + a.pads[d + 2]));
   }
   ConvAttr forward = a;
   forward.output_padding = {0, 0};
-  const Shape y{x[0], w[1] * a.groups, out[0], out[1]};
+  const Shape y = a.channels_last ? Shape{xd.n, out[0], out[1], w[1] * a.groups}
+                                   : Shape{xd.n, w[1] * a.groups, out[0], out[1]};
   if (!conv_geometry(y, w, forward, g, why)) return false;
-  if (g.p != x[2] || g.q != x[3])  // output_padding below the stride keeps the extents
+  if (g.p != xd.h || g.q != xd.w)  // output_padding below the stride keeps the extents
     return fail(why, fmt::format("internal: the convolution of {} gives {} x {}, not x's {} x {}", y.str(), g.p, g.q,
-                                 x[2], x[3]));
+                                 xd.h, xd.w));
   return true;
 }
 
@@ -159,7 +179,7 @@ bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometr
   }
   if (op == OpKind::conv_transpose2d) {
     if (!conv_transpose_geometry(in[0], in[1], a, g, why)) return false;
-    out = Shape{g.n, g.c, g.h, g.w};
+    out = g.in_shape();
     return true;
   }
   if (!(w ? conv_geometry(*x, *w, a, g, why) : pool_geometry(*x, a, g, why))) return false;

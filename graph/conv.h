@@ -1,6 +1,6 @@
 #pragma once
-// The geometry of conv2d, its backward ops and the pools (graph/op.h) over NCHW tensors,
-// and the value of one output element of each: one definition for the shape rule, the
+// The geometry of conv2d, its backward ops and the pools (graph/op.h) over NCHW tensors (NHWC
+// with attrs.conv.channels_last), and the value of one output element of each: one definition for the shape rule, the
 // kernel entry check and both backends' kernels (kernels/cpu/conv.cpp and
 // kernels/cuda/conv.cu run the same element functions, one element per loop iteration or
 // thread, each summing in double in the same order, so the two backends agree and every
@@ -32,11 +32,28 @@ struct ConvGeometry {
   int64_t r = 0, s = 0;                // the window (conv2d: the weight [K, C/groups, R, S])
   int64_t groups = 1;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;  // stride, leading (top, left) pads, dilation
-  Shape out_shape() const { return Shape{n, k, p, q}; }
+  bool nhwc = false;  // the activations are [N, H, W, C] and [N, P, Q, K]; the weight is [K, C/groups, R, S] either way
+  Shape out_shape() const { return nhwc ? Shape{n, p, q, k} : Shape{n, k, p, q}; }
+  Shape in_shape() const { return nhwc ? Shape{n, h, w, c} : Shape{n, c, h, w}; }
   Shape weight_shape() const { return Shape{k, c / groups, r, s}; }
 };
 
-// conv2d: x [N, C, H, W] and w [K, C/groups, R, S]. False with the reason in *why when the
+// The flat index of activation element (n, c, h, w) of a tensor with `chans` channels and
+// extents hh x ww, in the geometry's layout.
+TG_HOST_DEVICE inline int64_t act_index(const ConvGeometry& g, int64_t n, int64_t c, int64_t h, int64_t w,
+                                        int64_t chans, int64_t hh, int64_t ww) {
+  return g.nhwc ? ((n * hh + h) * ww + w) * chans + c : ((n * chans + c) * hh + h) * ww + w;
+}
+// Flat index i of such a tensor as (n, c, h, w).
+struct ActPos {
+  int64_t n, c, h, w;
+};
+TG_HOST_DEVICE inline ActPos act_pos(const ConvGeometry& g, int64_t i, int64_t chans, int64_t hh, int64_t ww) {
+  if (g.nhwc) return {i / (chans * ww * hh), i % chans, (i / (chans * ww)) % hh, (i / chans) % ww};
+  return {i / (ww * hh * chans), (i / (ww * hh)) % chans, (i / ww) % hh, i % ww};
+}
+
+// conv2d: x [N, C, H, W] (a.channels_last: [N, H, W, C]) and w [K, C/groups, R, S]. False with the reason in *why when the
 // shapes or attributes do not fit (the message names the bad dim and the fix).
 bool conv_geometry(const Shape& x, const Shape& w, const ConvAttr& a, ConvGeometry& g, std::string* why);
 // max_pool2d and avg_pool2d: x [N, C, H, W], the window attrs.conv.kernel.
@@ -56,7 +73,9 @@ bool conv_transpose_geometry(const Shape& x, const Shape& w, const ConvAttr& a, 
 bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometry& g, Shape& out, std::string* why);
 
 // ---- the elements, host and device -------------------------------------------------------
-// Flat NCHW indices; i is the element's flat index in the tensor it belongs to. T is the
+// Flat NCHW (g.nhwc: NHWC) indices; i is the element's flat index in the tensor it belongs to.
+// Each element sums the same products in the same order in either layout, so the NHWC
+// elements are the NCHW ones' bits, transposed. T is the
 // element type the tensors are read as: float (the CPU, f32 on CUDA) or a 16-bit element
 // that converts to float (kernels/cuda/storage.h), so every dtype sums the same values in
 // the same order.
@@ -65,7 +84,8 @@ bool conv_op_geometry(OpKind op, const Shape* in, const ConvAttr& a, ConvGeometr
 // x[n, c, p*sh - ph + r*dh, q*sw - pw + s*dw] w[k, c - group start, r, s].
 template <typename T>
 TG_HOST_DEVICE inline float conv2d_element(const T* x, const T* wt, const ConvGeometry& g, int64_t i) {
-  const int64_t q = i % g.q, p = (i / g.q) % g.p, k = (i / (g.q * g.p)) % g.k, n = i / (g.q * g.p * g.k);
+  const ActPos o = act_pos(g, i, g.k, g.p, g.q);
+  const int64_t q = o.w, p = o.h, k = o.c, n = o.n;
   const int64_t cg = g.c / g.groups, c0 = k / (g.k / g.groups) * cg;
   double acc = 0;
   for (int64_t c = 0; c < cg; ++c)
@@ -75,7 +95,7 @@ TG_HOST_DEVICE inline float conv2d_element(const T* x, const T* wt, const ConvGe
       for (int64_t s = 0; s < g.s; ++s) {
         const int64_t wi = q * g.sw - g.pw + s * g.dw;
         if (wi < 0 || wi >= g.w) continue;
-        acc += static_cast<double>(x[((n * g.c + c0 + c) * g.h + hi) * g.w + wi]) *
+        acc += static_cast<double>(x[act_index(g, n, c0 + c, hi, wi, g.c, g.h, g.w)]) *
                static_cast<double>(wt[((k * cg + c) * g.r + r) * g.s + s]);
       }
     }
@@ -88,7 +108,7 @@ TG_HOST_DEVICE inline float conv2d_element(const T* x, const T* wt, const ConvGe
 template <typename T>
 TG_HOST_DEVICE inline float conv_epilogue_element(float conv, const T* bias, const T* residual, const ConvGeometry& g,
                                                   Act act, int64_t i) {
-  float v = conv + static_cast<float>(bias[(i / (g.q * g.p)) % g.k]);
+  float v = conv + static_cast<float>(bias[g.nhwc ? i % g.k : (i / (g.q * g.p)) % g.k]);
   if (residual) v = v + static_cast<float>(residual[i]);
   return act == Act::relu ? (v > 0.0f ? v : 0.0f) : v;
 }
@@ -107,7 +127,8 @@ TG_HOST_DEVICE inline int64_t conv_out_pos(int64_t in, int64_t t, int64_t stride
 template <typename T>
 TG_HOST_DEVICE inline float conv2d_grad_input_element(const T* dy, const T* wt, const ConvGeometry& g,
                                                       int64_t i) {
-  const int64_t wi = i % g.w, hi = (i / g.w) % g.h, ci = (i / (g.w * g.h)) % g.c, n = i / (g.w * g.h * g.c);
+  const ActPos xi = act_pos(g, i, g.c, g.h, g.w);
+  const int64_t wi = xi.w, hi = xi.h, ci = xi.c, n = xi.n;
   const int64_t cg = g.c / g.groups, kg = g.k / g.groups, grp = ci / cg, c = ci % cg;
   double acc = 0;
   for (int64_t k = grp * kg; k < (grp + 1) * kg; ++k)
@@ -117,7 +138,7 @@ TG_HOST_DEVICE inline float conv2d_grad_input_element(const T* dy, const T* wt, 
       for (int64_t s = 0; s < g.s; ++s) {
         const int64_t q = conv_out_pos(wi, s, g.sw, g.pw, g.dw, g.q);
         if (q < 0) continue;
-        acc += static_cast<double>(dy[((n * g.k + k) * g.p + p) * g.q + q]) *
+        acc += static_cast<double>(dy[act_index(g, n, k, p, q, g.k, g.p, g.q)]) *
                static_cast<double>(wt[((k * cg + c) * g.r + r) * g.s + s]);
       }
     }
@@ -140,8 +161,8 @@ TG_HOST_DEVICE inline float conv2d_grad_weight_element(const T* dy, const T* x, 
       for (int64_t q = 0; q < g.q; ++q) {
         const int64_t wi = q * g.sw - g.pw + s * g.dw;
         if (wi < 0 || wi >= g.w) continue;
-        acc += static_cast<double>(dy[((n * g.k + k) * g.p + p) * g.q + q]) *
-               static_cast<double>(x[((n * g.c + ci) * g.h + hi) * g.w + wi]);
+        acc += static_cast<double>(dy[act_index(g, n, k, p, q, g.k, g.p, g.q)]) *
+               static_cast<double>(x[act_index(g, n, ci, hi, wi, g.c, g.h, g.w)]);
       }
     }
   return static_cast<float>(acc);
@@ -162,35 +183,49 @@ TG_HOST_DEVICE inline PoolWindow pool_window(const ConvGeometry& g, int64_t p, i
   return b;
 }
 
-// The flat index within the plane of window (p, q)'s maximum: the first in row-major
+// One channel of one image of an activation: element (h, w) of the H x W plane is
+// at[(h * W + w) * step] (NCHW: a contiguous plane, step 1; NHWC: every C-th element).
+template <typename T>
+struct PoolPlane {
+  T* at;
+  int64_t step;
+  TG_HOST_DEVICE float operator()(int64_t hw) const { return static_cast<float>(at[hw * step]); }
+};
+template <typename T>
+TG_HOST_DEVICE inline PoolPlane<T> pool_plane(T* t, const ConvGeometry& g, int64_t n, int64_t c, int64_t hh,
+                                              int64_t ww) {
+  return {t + act_index(g, n, c, 0, 0, g.c, hh, ww), g.nhwc ? g.c : 1};
+}
+
+// The index h * W + w within the plane of window (p, q)'s maximum: the first in row-major
 // order among equals (padding is never the maximum).
 template <typename T>
-TG_HOST_DEVICE inline int64_t max_pool_argmax(const T* plane, const ConvGeometry& g, int64_t p, int64_t q) {
+TG_HOST_DEVICE inline int64_t max_pool_argmax(const PoolPlane<T>& plane, const ConvGeometry& g, int64_t p, int64_t q) {
   const PoolWindow b = pool_window(g, p, q);
   int64_t best = b.h0 * g.w + b.w0;
   for (int64_t h = b.h0; h < b.h1; ++h)
     for (int64_t w = b.w0; w < b.w1; ++w)
-      if (static_cast<float>(plane[h * g.w + w]) > static_cast<float>(plane[best])) best = h * g.w + w;
+      if (plane(h * g.w + w) > plane(best)) best = h * g.w + w;
   return best;
 }
 
 template <typename T>
 TG_HOST_DEVICE inline float max_pool2d_element(const T* x, const ConvGeometry& g, int64_t i) {
-  const int64_t q = i % g.q, p = (i / g.q) % g.p, nc = i / (g.q * g.p);
-  const T* plane = x + nc * g.h * g.w;
-  return plane[max_pool_argmax(plane, g, p, q)];
+  const ActPos o = act_pos(g, i, g.c, g.p, g.q);
+  const PoolPlane<const T> plane = pool_plane(x, g, o.n, o.c, g.h, g.w);
+  return plane(max_pool_argmax(plane, g, o.h, o.w));
 }
 
 // avg_pool2d: the mean over the window's input elements; padding is not counted (ONNX's
 // count_include_pad = 0).
 template <typename T>
 TG_HOST_DEVICE inline float avg_pool2d_element(const T* x, const ConvGeometry& g, int64_t i) {
-  const int64_t q = i % g.q, p = (i / g.q) % g.p, nc = i / (g.q * g.p);
-  const T* plane = x + nc * g.h * g.w;
-  const PoolWindow b = pool_window(g, p, q);
+  const ActPos o = act_pos(g, i, g.c, g.p, g.q);
+  const PoolPlane<const T> plane = pool_plane(x, g, o.n, o.c, g.h, g.w);
+  const PoolWindow b = pool_window(g, o.h, o.w);
   double acc = 0;
   for (int64_t h = b.h0; h < b.h1; ++h)
-    for (int64_t w = b.w0; w < b.w1; ++w) acc += static_cast<float>(plane[h * g.w + w]);
+    for (int64_t w = b.w0; w < b.w1; ++w) acc += plane(h * g.w + w);
   return static_cast<float>(acc / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0)));
 }
 
@@ -200,8 +235,9 @@ TG_HOST_DEVICE inline float avg_pool2d_element(const T* x, const ConvGeometry& g
 template <typename T>
 TG_HOST_DEVICE inline float pool2d_grad_element(const T* dy, const typename std::remove_cv<T>::type* x,
                                                 const ConvGeometry& g, int64_t i) {
-  const int64_t wi = i % g.w, hi = (i / g.w) % g.h, nc = i / (g.w * g.h);
-  const T* dplane = dy + nc * g.p * g.q;
+  const ActPos xi = act_pos(g, i, g.c, g.h, g.w);
+  const int64_t wi = xi.w, hi = xi.h;
+  const auto dplane = pool_plane(dy, g, xi.n, xi.c, g.p, g.q);
   double acc = 0;
   for (int64_t r = 0; r < g.r; ++r) {
     const int64_t p = conv_out_pos(hi, r, g.sh, g.ph, 1, g.p);
@@ -210,10 +246,11 @@ TG_HOST_DEVICE inline float pool2d_grad_element(const T* dy, const typename std:
       const int64_t q = conv_out_pos(wi, s, g.sw, g.pw, 1, g.q);
       if (q < 0) continue;
       if (x) {
-        if (max_pool_argmax(x + nc * g.h * g.w, g, p, q) == hi * g.w + wi) acc += static_cast<float>(dplane[p * g.q + q]);
+        if (max_pool_argmax(pool_plane(x, g, xi.n, xi.c, g.h, g.w), g, p, q) == hi * g.w + wi)
+          acc += dplane(p * g.q + q);
       } else {
         const PoolWindow b = pool_window(g, p, q);
-        acc += static_cast<double>(dplane[p * g.q + q]) / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0));
+        acc += static_cast<double>(dplane(p * g.q + q)) / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0));
       }
     }
   }

@@ -32,6 +32,7 @@ bool Attrs::operator==(const Attrs& o) const {
          program == o.program && heads == o.heads && to == o.to && conv == o.conv && start == o.start &&
          growth_factor == o.growth_factor && backoff_factor == o.backoff_factor && growth_interval == o.growth_interval &&
          adam == o.adam && max_norm == o.max_norm && causal == o.causal && ignore_index == o.ignore_index &&
+         channels_last == o.channels_last &&
          p == o.p && rng_stream == o.rng_stream;
 }
 

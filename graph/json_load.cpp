@@ -373,12 +373,13 @@ class Loader {
           break;
         case AttrId::p: at.p = get_float(v, p); break;
         case AttrId::rng_stream: at.rng_stream = get_int(v, p, 0, std::numeric_limits<uint32_t>::max()); break;
+        case AttrId::channels_last: at.channels_last = get_bool(v, p); break;
       }
     }
   }
 
   // {"kernel": [r, s], "stride": [..], "pads": [top, left, bottom, right], "dilation": [..],
-  // "groups": g, "ceil_mode": bool, "output_padding": [..]}, every key optional (ONNX's defaults); whether the
+  // "groups": g, "ceil_mode": bool, "output_padding": [..], "channels_last": bool}, every key optional (ONNX's defaults); whether the
   // window fits the input is the shape rule's to check.
   ConvAttr get_conv(const json& j, const std::string& path) const {
     if (!j.is_object())
@@ -406,8 +407,11 @@ class Loader {
         c.ceil_mode = get_bool(v, p);
       else if (it.key() == "output_padding")
         ints(v, p, c.output_padding.data(), 2, 0);
+      else if (it.key() == "channels_last")
+        c.channels_last = get_bool(v, p);
       else
-        fail(p, "is not a key of conv; give kernel, stride, pads, dilation, groups, ceil_mode and output_padding");
+        fail(p, "is not a key of conv; give kernel, stride, pads, dilation, groups, ceil_mode, output_padding and "
+                "channels_last");
     }
     return c;
   }

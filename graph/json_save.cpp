@@ -67,6 +67,7 @@ ojson conv_json(const ConvAttr& c, OpKind op) {
   j["groups"] = c.groups;
   j["ceil_mode"] = c.ceil_mode;
   if (op == OpKind::conv_transpose2d) j["output_padding"] = ojson::array({c.output_padding[0], c.output_padding[1]});
+  if (c.channels_last) j["channels_last"] = true;  // NCHW, the default, is left out
   return j;
 }
 
@@ -118,6 +119,7 @@ ojson attrs_to_json(const Node& n, int input_rank) {
       case AttrId::ignore_index: if (at.ignore_index != def.ignore_index) j[key] = at.ignore_index; break;
       case AttrId::p: j[key] = float_json(at.p); break;
       case AttrId::rng_stream: j[key] = at.rng_stream; break;
+      case AttrId::channels_last: if (at.channels_last) j[key] = true; break;
       case AttrId::heads:
         j[key] = ojson{{"count", at.heads.count}, {"a", at.heads.a}, {"b", at.heads.b}, {"out", at.heads.out}};
         break;

@@ -61,6 +61,7 @@ const char* attr_name(AttrId a) {
     case AttrId::ignore_index: return "ignore_index";
     case AttrId::p: return "p";
     case AttrId::rng_stream: return "rng_stream";
+    case AttrId::channels_last: return "channels_last";
   }
   return "?";
 }

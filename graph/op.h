@@ -32,7 +32,7 @@ constexpr AttrMask kTransA = attr_bit(AttrId::trans_a), kTransB = attr_bit(AttrI
                    kConv = attr_bit(AttrId::conv), kStart = attr_bit(AttrId::start), kAdam = attr_bit(AttrId::adam),
                    kMaxNorm = attr_bit(AttrId::max_norm), kCausal = attr_bit(AttrId::causal),
                    kIgnoreIndex = attr_bit(AttrId::ignore_index), kP = attr_bit(AttrId::p),
-                   kRngStream = attr_bit(AttrId::rng_stream);
+                   kRngStream = attr_bit(AttrId::rng_stream), kChannelsLast = attr_bit(AttrId::channels_last);
 constexpr AttrMask kScaler = attr_bit(AttrId::growth_factor) | attr_bit(AttrId::backoff_factor) |
                              attr_bit(AttrId::growth_interval);
 // Flags.
@@ -126,11 +126,11 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(max_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx: dy to each window's first maximum */ \
   X(avg_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* padding not counted */ \
   X(avg_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx; x gives only its shape */ \
-  X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
-  X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
-  X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
-  X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
-  X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum,              kPlain,                    kTypeF32,  batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
+  X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
+  X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
+  X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
+  X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
+  X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum|kChannelsLast,kPlain,                    kTypeF32,  batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
   X(slice,                1, 1, kIn0,             kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient; its own: dy between zeros) */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kGuarded,                  kTypeF32,  optimizer) /* (param, grad[, found]): param -= lr*grad, in place */ \

@@ -266,7 +266,7 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     Shape out;
     std::string why;
     const bool ok = conv ? conv_op_geometry(op, in.data(), at.conv, cg, out, &why)
-                         : batch_norm_geometry(op, in.data(), at.eps, bg, out, &why);
+                         : batch_norm_geometry(op, in.data(), at.eps, at.channels_last, bg, out, &why);
     if (!ok) graph_error("{} {}: {}", name, node, why);
     if (op == OpKind::batch_norm_stats_update && !(at.momentum >= 0.0f && at.momentum <= 1.0f))
       graph_error("{} {}: momentum = {} must be in [0, 1] (0.1 is PyTorch's BatchNorm default)", name, node,

@@ -296,7 +296,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     Shape out;
     std::string why;
     const Shape in[4] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}, c.num_inputs > 3 ? c.in[3].shape : Shape{}};
-    if (!batch_norm_geometry(c.op, in, k.attrs().eps, g.bn, out, &why)) k.fail("{}", why);
+    if (!batch_norm_geometry(c.op, in, k.attrs().eps, k.attrs().channels_last, g.bn, out, &why)) k.fail("{}", why);
     if (op_is_update(c.op)) check_written_apart(k, c);
     else k.numel("output", c.out.shape, out.numel());
     if (c.op == OpKind::batch_norm_fold) k.numel("second output (the folded bias)", c.out2.shape, g.bn.c);

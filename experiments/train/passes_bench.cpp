@@ -30,6 +30,10 @@ std::vector<PassSet> pass_sweep() {
   for (int i = 0; i < kNumPasses; ++i)  // the passes of all(), each alone
     if (PassSet::all().has(static_cast<PassId>(i))) s.push_back(PassSet::only(static_cast<PassId>(i)));
   s.push_back(PassSet::all());
+  // The layout option, alone and on top of all: NCHW against NHWC on the CNNs (the sweep
+  // skips both on models without convolutions, only_convolution_passes).
+  s.push_back(PassSet::only(PassId::channels_last));
+  s.push_back(PassSet::all().with(PassId::channels_last));
   return s;
 }
 
@@ -127,10 +131,12 @@ GemmFloor gemm_floor(th::Experiment& e, const CompiledPlan& p, CudaBackend& be) 
 
 namespace {
 
-// The CNN passes (bn_fold, conv) and nothing else: alone they leave a model without
-// convolutions as it is, so the sweep does not time them there.
+// The CNN passes (bn_fold, conv, channels_last) and nothing else: alone they leave a model
+// without convolutions as it is, so the sweep does not time them there. all with
+// channels_last is all on such a model, which the sweep's all row has timed.
 bool only_convolution_passes(const PassSet& set) {
-  return PassSet::only(PassId::bn_fold).with(PassId::conv).contains(set);
+  if (set == PassSet::all().with(PassId::channels_last)) return true;
+  return PassSet::only(PassId::bn_fold).with(PassId::conv).with(PassId::channels_last).contains(set);
 }
 
 bool has_op(const Config& c, OpKind op) {
@@ -146,6 +152,45 @@ bool has_op(const Config& c, OpKind op) {
 // (static/passes/attention.cpp); a model without the op, or inference, has nothing for it.
 bool attention_pass_idle(const PassSet& set, bool training, bool fused_attention) {
   return set == PassSet::only(PassId::attention) && !(training && fused_attention);
+}
+
+}  // namespace
+
+namespace {
+
+// The loss curve of `set` against the unfused one (measure_passes).
+void loss_curve(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, PassSet every,
+                const PassOptions& opt, int loss_steps) {
+  CompiledPlan none = compile_with(c, be, true, PassSet::none(), opt);
+  CompiledPlan all = compile_with(c, be, true, every, opt);
+  double worst = 0;
+  std::vector<double> la;
+  for (int i = 0; i < loss_steps; ++i) {
+    const Feeds f = bench::model_feeds(c.fn, data_seed(c, 500 + static_cast<uint64_t>(i) * 7), c.classes);
+    const double a = none.step(f), b = all.step(f);
+    la.push_back(b);
+    worst = std::max(worst, std::fabs(b - a) / std::max(std::fabs(a), 1e-30));
+  }
+  // Relative, per step: fp32 GEMMs summed in another order; in bf16 and fp16 the unfused graph
+  // also rounds each intermediate to 16 bits where a fused kernel keeps it in f32, so one
+  // rounding of the dtype (2^-8, 2^-11) is allowed on top.
+  const double kTolerance = c.precision == Precision::bf16   ? 0x1p-8
+                            : c.precision == Precision::fp16 ? 1e-4 + 0x1p-11
+                                                             : 1e-4;
+  th::Measurement m;
+  m.name = "loss_curve";
+  m.params = pass_params(c, "train", every);
+  m.unit = "loss";
+  m.timer = "value";
+  m.samples = la;
+  m.extra["steps"] = loss_steps;
+  m.extra["max_rel_diff_vs_none"] = worst;
+  m.extra["tolerance"] = kTolerance;
+  e.report().add(std::move(m));
+  if (worst > kTolerance)
+    throw std::runtime_error(fmt::format("tg-train: with passes {} the loss curve of {} differs from the unfused one "
+                                         "by {:.3g} (relative), more than {:.2g}", every.str(), th::params_str(c.params),
+                                         worst, kTolerance));
 }
 
 }  // namespace
@@ -230,42 +275,20 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   }
   if (!c.train) return;
   // The loss curve with every pass measured (all, or all with heads) against the unfused
-  // one, from the same weights and batches. On the CPU the fused kernels compute what the
-  // ops they replace compute (the same bits); on CUDA the GEMM epilogues round
-  // differently, within the tolerance.
+  // one, from the same weights and batches; the layout option (channels_last) on a curve
+  // of its own, every pass with it, so that the all row stays the fusion passes'. On the
+  // CPU the fused kernels compute what the ops they replace compute (the same bits); on
+  // CUDA the GEMM epilogues round differently, and cuDNN may choose other algorithms for
+  // NHWC, within the tolerance.
   PassSet every = PassSet::none();
   for (const PassSet& set : sets) every = every | set;
-  if (every.empty()) return;
-  CompiledPlan none = compile_with(c, be, true, PassSet::none(), opt);
-  CompiledPlan all = compile_with(c, be, true, every, opt);
-  double worst = 0;
-  std::vector<double> la;
-  for (int i = 0; i < loss_steps; ++i) {
-    const Feeds f = bench::model_feeds(c.fn, data_seed(c, 500 + static_cast<uint64_t>(i) * 7), c.classes);
-    const double a = none.step(f), b = all.step(f);
-    la.push_back(b);
-    worst = std::max(worst, std::fabs(b - a) / std::max(std::fabs(a), 1e-30));
-  }
-  // Relative, per step: fp32 GEMMs summed in another order; in bf16 and fp16 the unfused graph
-  // also rounds each intermediate to 16 bits where a fused kernel keeps it in f32, so one
-  // rounding of the dtype (2^-8, 2^-11) is allowed on top.
-  const double kTolerance = c.precision == Precision::bf16   ? 0x1p-8
-                            : c.precision == Precision::fp16 ? 1e-4 + 0x1p-11
-                                                             : 1e-4;
-  th::Measurement m;
-  m.name = "loss_curve";
-  m.params = pass_params(c, "train", every);
-  m.unit = "loss";
-  m.timer = "value";
-  m.samples = la;
-  m.extra["steps"] = loss_steps;
-  m.extra["max_rel_diff_vs_none"] = worst;
-  m.extra["tolerance"] = kTolerance;
-  e.report().add(std::move(m));
-  if (worst > kTolerance)
-    throw std::runtime_error(fmt::format("tg-train: with every pass the loss curve of {} differs from the unfused one "
-                                         "by {:.3g} (relative), more than {:.2g}", th::params_str(c.params), worst,
-                                         kTolerance));
+  const bool layout = every.has(PassId::channels_last);
+  PassSet fusion = PassSet::none();
+  for (int i = 0; i < kNumPasses; ++i)
+    if (every.has(static_cast<PassId>(i)) && static_cast<PassId>(i) != PassId::channels_last)
+      fusion = fusion.with(static_cast<PassId>(i));
+  if (!fusion.empty()) loss_curve(e, be, c, fusion, opt, loss_steps);
+  if (layout && convolutions) loss_curve(e, be, c, fusion.with(PassId::channels_last), opt, loss_steps);
 }
 
 }  // namespace tg::train

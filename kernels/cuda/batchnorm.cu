@@ -28,6 +28,7 @@ constexpr int kUnroll = 8;
 // the division: uint32_t when every flat index fits in it, else int64_t.
 template <typename I>
 __device__ __forceinline__ int64_t bn_index(const BatchNormGeometry& g, int64_t ch, int64_t e) {
+  if (g.channels_last) return e * g.c + ch;
   const I inner = static_cast<I>(g.inner);
   const I n = static_cast<I>(e) / inner;
   const I r = static_cast<I>(e) - n * inner;

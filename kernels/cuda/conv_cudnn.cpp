@@ -50,7 +50,7 @@ bool ConvDnnKey::operator==(const ConvDnnKey& o) const {
   return op == o.op && dtype == o.dtype && act == o.act && tf32 == o.tf32 && a.n == b.n && a.c == b.c &&
          a.h == b.h && a.w == b.w && a.k == b.k && a.p == b.p && a.q == b.q && a.r == b.r && a.s == b.s &&
          a.groups == b.groups && a.sh == b.sh && a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.dh == b.dh &&
-         a.dw == b.dw;
+         a.dw == b.dw && a.nhwc == b.nhwc;
 }
 
 // A heuristic query: cuDNN answers NOT_SUPPORTED for a configuration it has no algorithm for
@@ -68,7 +68,7 @@ namespace {
 struct KeyHash {
   size_t operator()(const ConvDnnKey& k) const {
     size_t h = std::hash<int>()(static_cast<int>(k.op)) * 31 + static_cast<size_t>(k.dtype) * 7 + k.tf32 +
-               static_cast<size_t>(k.act) * 101;
+               static_cast<size_t>(k.act) * 101 + (k.g.nhwc ? 7919u : 0u);
     for (int64_t v : {k.g.n, k.g.c, k.g.h, k.g.w, k.g.k, k.g.p, k.g.q, k.g.r, k.g.s, k.g.groups, k.g.sh, k.g.sw,
                       k.g.ph, k.g.pw, k.g.dh, k.g.dw})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
@@ -155,6 +155,28 @@ std::string algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
   return fmt::format("bwd_filter_algo_{}", static_cast<int>(a));
 }
 
+// An NHWC key's KRSC copy of the filter, rounded up to 256 bytes so that the algorithm's
+// workspace after it stays aligned.
+size_t filter_copy_bytes(const ConvDnnKey& k) {
+  const ConvGeometry& g = k.g;
+  const size_t bytes = static_cast<size_t>(g.k * (g.c / g.groups) * g.r * g.s) * static_cast<size_t>(dtype_size(k.dtype));
+  return (bytes + 255) / 256 * 256;
+}
+
+// The filter between the graph's [K, C/groups, R, S] and cuDNN's NHWC filter [K, R, S, C/groups].
+void filter_to_krsc(const ConvDnnKey& k, const void* kcrs, void* krsc, cudaStream_t s) {
+  const ConvGeometry& g = k.g;
+  const int64_t dims[4] = {g.k, g.c / g.groups, g.r, g.s};
+  const int perm[4] = {0, 2, 3, 1};
+  transpose(kcrs, dims, 4, perm, krsc, s, k.dtype);
+}
+void filter_to_kcrs(const ConvDnnKey& k, const void* krsc, void* kcrs, cudaStream_t s) {
+  const ConvGeometry& g = k.g;
+  const int64_t dims[4] = {g.k, g.r, g.s, g.c / g.groups};
+  const int perm[4] = {0, 3, 1, 2};
+  transpose(krsc, dims, 4, perm, kcrs, s, k.dtype);
+}
+
 // Zeroed operands of a key's geometry, and a workspace after them, in one allocation: what
 // the warm-up runs on and what benchmarking times. Empty (no pointers) when the device has
 // too little free memory: both are optional, the call runs all the same.
@@ -192,7 +214,10 @@ class ConvDnnPlan {
   tg::cuda::CudnnFilterDesc w;     // the weight [K, C/groups, R, S]
   tg::cuda::CudnnConvDesc conv;
   int algo = 0;  // the op's cudnnConvolution*Algo_t
-  size_t workspace = 0;
+  size_t workspace = 0;  // the algorithm's
+  // NHWC keys: the bytes (rounded up to 256) of the filter's KRSC copy at the start of the
+  // call's workspace, the algorithm's workspace after it; 0 for NCHW keys.
+  size_t filter_copy = 0;
   bool warmed = false;
   // The fused convolutions: whether cudnnConvolutionBiasActivationForward runs them (else the
   // convolution, then cuda::conv_epilogue), with the bias [1, K, 1, 1] and the activation.
@@ -204,7 +229,7 @@ class ConvDnnPlan {
   tg::cuda::CudnnActivationDesc act;
 };
 
-size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p) { return p.workspace; }
+size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p) { return p.filter_copy + p.workspace; }
 
 struct ConvDnn::Impl {
   size_t max_workspace;
@@ -237,10 +262,13 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
   p->w = tg::cuda::CudnnFilterDesc::create();
   p->conv = tg::cuda::CudnnConvDesc::create();
   auto i = [](int64_t v) { return static_cast<int>(v); };
-  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NCHW, dt, i(g.n), i(g.c), i(g.h), i(g.w)));
-  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NCHW, dt, i(g.n), i(g.k), i(g.p), i(g.q)));
-  TG_CUDNN_CHECK(
-      cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NCHW, i(g.k), i(g.c / g.groups), i(g.r), i(g.s)));
+  // Every operand in the geometry's layout: cuDNN's NHWC convolutions take the filter as KRSC,
+  // which the calls below make from the graph's KCRS weight in the workspace (conv_cudnn.h).
+  const cudnnTensorFormat_t layout = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), layout, dt, i(g.n), i(g.c), i(g.h), i(g.w)));
+  TG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), layout, dt, i(g.n), i(g.k), i(g.p), i(g.q)));
+  TG_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, layout, i(g.k), i(g.c / g.groups), i(g.r), i(g.s)));
+  if (g.nhwc) p->filter_copy = filter_copy_bytes(k);
   TG_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), i(g.ph), i(g.pw), i(g.sh), i(g.sw), i(g.dh), i(g.dw),
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   TG_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv.get(), i(g.groups)));
@@ -399,12 +427,26 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
 
 bool ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, void* out, void* ws, size_t ws_bytes,
                             cudaStream_t s, const void* bias, const void* residual) {
-  if (p.workspace > ws_bytes)
-    throw std::invalid_argument(fmt::format("cuDNN {}: its algorithm needs {} bytes of workspace, the call has {}",
-                                            op_name(p.key.op), p.workspace, ws_bytes));
+  // An NHWC backward filter writes its KRSC result into the workspace, then the output.
+  void* const dw = out;
+  if (p.filter_copy && p.key.op == OpKind::conv2d_grad_weight) out = ws;
+  if (conv_dnn_workspace_bytes(p) > ws_bytes)
+    throw std::invalid_argument(fmt::format("cuDNN {}: its algorithm{} needs {} bytes of workspace, the call has {}",
+                                            op_name(p.key.op), p.filter_copy ? " and the KRSC filter copy" : "",
+                                            conv_dnn_workspace_bytes(p), ws_bytes));
   const float one = 1.0f, zero = 0.0f;  // beta 0: the output is written, never read
   const cudnnHandle_t h = handle.get();
   TG_CUDNN_CHECK(cudnnSetStream(h, s));
+  // NHWC keys: the filter cuDNN reads (forward, backward data) or writes (backward filter) is
+  // the KRSC copy at the workspace's start, the algorithm's workspace after it.
+  void* const filter = p.filter_copy ? ws : nullptr;
+  if (p.filter_copy) {
+    ws = static_cast<char*>(ws) + p.filter_copy;
+    if (p.key.op != OpKind::conv2d_grad_weight) {
+      filter_to_krsc(p.key, b, filter, s);
+      b = filter;
+    }
+  }
   if (p.fused_call) {
     // z is the residual, or the output itself with alpha2 = 0. cuDNN does not promise to
     // leave z unread at alpha2 = 0, and 0 * NaN is NaN: the output is zeroed first.
@@ -438,6 +480,7 @@ bool ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, 
       TG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, p.x.get(), b, p.y.get(), a, p.conv.get(),
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws,
                                                     p.workspace, &zero, p.w.get(), out));
+      if (p.filter_copy) filter_to_kcrs(p.key, out, dw, s);
       break;
     default: throw std::logic_error(std::string("cuDNN convolution given ") + op_name(p.key.op));
   }
@@ -448,14 +491,15 @@ void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
   if (stream_capturing(s)) return;
   // Too little free memory for scratch operands: the warm-up is only there to load cuDNN's
   // kernels early; the call runs all the same.
-  ScratchOperands o(p.key, p.workspace, s);
+  const size_t ws = conv_dnn_workspace_bytes(p);
+  ScratchOperands o(p.key, ws, s);
   if (!o.ok()) return;
   switch (p.key.op) {
-    case OpKind::conv2d: enqueue(p, o.x, o.w, o.y, o.ws, p.workspace, s); break;
-    case OpKind::conv2d_bias_act: enqueue(p, o.x, o.w, o.y, o.ws, p.workspace, s, o.bias); break;
-    case OpKind::conv2d_bias_add_act: enqueue(p, o.x, o.w, o.y, o.ws, p.workspace, s, o.bias, o.y); break;
-    case OpKind::conv2d_grad_input: enqueue(p, o.y, o.w, o.x, o.ws, p.workspace, s); break;
-    default: enqueue(p, o.y, o.x, o.w, o.ws, p.workspace, s); break;
+    case OpKind::conv2d: enqueue(p, o.x, o.w, o.y, o.ws, ws, s); break;
+    case OpKind::conv2d_bias_act: enqueue(p, o.x, o.w, o.y, o.ws, ws, s, o.bias); break;
+    case OpKind::conv2d_bias_add_act: enqueue(p, o.x, o.w, o.y, o.ws, ws, s, o.bias, o.y); break;
+    case OpKind::conv2d_grad_input: enqueue(p, o.y, o.w, o.x, o.ws, ws, s); break;
+    default: enqueue(p, o.y, o.x, o.w, o.ws, ws, s); break;
   }
   TG_CUDA_CHECK(cudaStreamSynchronize(s));
   p.warmed = true;

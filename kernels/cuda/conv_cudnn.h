@@ -1,7 +1,8 @@
 #pragma once
 // conv2d, conv2d_grad_input and conv2d_grad_weight through cuDNN's convolution API
 // (cudnnConvolutionForward, BackwardData, BackwardFilter; conv_transpose2d as BackwardData), in f32, bf16 and f16: NCHW
-// tensors, f32 compute type (16-bit: products exact in f32, f32 sums, one rounding on the
+// tensors, or NHWC ones with attrs.conv.channels_last (CUDNN_TENSOR_NHWC descriptors, the layout
+// cuDNN's tensor-core kernels read without transposing; the filter below), f32 compute type (16-bit: products exact in f32, f32 sums, one rounding on the
 // store), groups through the descriptor's group count. f32 runs on the FMA units unless the
 // backend's tf32 switch is on (CudaExecContext::tf32), as the GEMMs do.
 //
@@ -28,6 +29,15 @@
 // convolution followed by the epilogue kernel (cuda::conv_epilogue), which reads the output
 // once more; so does a key whose fused call cuDNN refuses (NOT_SUPPORTED) from then on. The fused call rounds once, the epilogue after the stored convolution: in bf16
 // and f16 the two differ by a rounding of the output type.
+//
+// The graph's weight is [K, C/groups, R, S] in both layouts: it is the parameter the
+// optimizer, the checkpoints and the ONNX import know. cuDNN's NHWC convolutions want every
+// operand NHWC, the filter as KRSC (TVM's cuDNN backend found NHWC needs an OHWI filter; a
+// device run here has yet to confirm it), so an NHWC key runs on a KRSC copy at the start of the
+// call's workspace (ConvDnnPlan::filter_copy, counted in conv_dnn_workspace_bytes): transposed
+// from the weight before a forward or backward-data call, and transposed back into dw after a
+// backward-filter call. A filter is small beside the feature maps, so the two copies cost
+// little; PyTorch makes the same copy of a weight that is not channels_last.
 //
 // A call runs on the direct kernels (kernels/cuda/conv.cu) instead when cuDNN cannot take it:
 // pads whose trailing side is not the leading one's (cuDNN pads both sides alike; a geometry

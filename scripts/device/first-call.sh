@@ -12,17 +12,7 @@ set -u
 limit=${1:-570}
 out=${OUT:-out}
 mkdir -p "$out"
-left() { echo $((limit - SECONDS)); }
-step() {  # step NAME SECONDS-NEEDED COMMAND...: runs COMMAND under what is left, if enough is
-  local name=$1 need=$2
-  shift 2
-  if [ "$(left)" -lt "$need" ]; then
-    echo "$name: skipped, $(left) s left of $limit" | tee -a "$out/summary.txt"
-    return
-  fi
-  timeout "$(left)" "$@"
-  echo "$name: rc=$? at $SECONDS s" | tee -a "$out/summary.txt"
-}
+source "$(dirname "$0")/steps.sh"  # left, step
 bash scripts/device/build-there.sh 2>&1 | tail -15
 echo "build done at $SECONDS s; $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$out/summary.txt"
 step precision 200 env OUT="$out/precision" bash scripts/device/precision-run.sh build/default 70 150

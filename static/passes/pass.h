@@ -30,14 +30,17 @@ enum class PassId : uint8_t {
   optimizer,    // every sgd / sgd_momentum / adamw update of the step: one multi-tensor update
   low_copies,   // a weight's per-step cast to bf16/f16 becomes a persistent copy its update writes
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
+  channels_last,  // a CNN's convolutions, pools and batch norms on NHWC activations; an option, not in all()
 };
-constexpr int kNumPasses = 10;
+constexpr int kNumPasses = 11;
 const char* pass_name(PassId p);
 
 class PassSet {
  public:
   static PassSet none() { return PassSet(0); }
-  static PassSet all() { return PassSet((1u << kNumPasses) - 1); }
+  // Every pass but the layout option (channels_last), which changes what the kernels read
+  // rather than fusing anything, and whose gain depends on the device and the library (docs/cnn.md).
+  static PassSet all() { return PassSet(((1u << kNumPasses) - 1) & ~bit(PassId::channels_last)); }
   static PassSet only(PassId p) { return PassSet(bit(p)); }
   bool has(PassId p) const { return (bits_ >> static_cast<unsigned>(p)) & 1u; }
   bool empty() const { return bits_ == 0; }
@@ -55,7 +58,7 @@ class PassSet {
 };
 
 // "none", "all", or a comma-separated list of pass names (any order; each once), where
-// "all" may be one of the words ("all,rows" is all).
+// "all" may be one of the words ("all,rows" is all; "all,channels_last" adds the layout option).
 // Throws std::invalid_argument naming the bad word and listing the passes.
 PassSet parse_passes(const std::string& text);
 
@@ -127,6 +130,10 @@ Graph pass_optimizer(const Graph& g, int64_t split_bytes, int64_t gemm_min_tiles
 // the cast would have made, without the cast. The parameter store fills each copy from its
 // parameter when it is bound and after every write from outside the step (parameter_store.h).
 Graph pass_low_copies(const Graph& g);
+// The channels_last pass (static/passes/channels_last.cpp): the spatial ops of a CNN on NHWC
+// activations, transposes where a value meets an op that reads NCHW; a graph without 4-D
+// convolutions, pools or batch norms is returned as it is.
+Graph pass_channels_last(const Graph& g);
 // Of a *_multi_cast update (op_update_writes_copy): (parameter, copy) value ids, per group.
 std::vector<std::pair<int, int>> weight_copies_of(const Node& update);
 // Whether value v is a persistent low-precision copy that an update of g writes.

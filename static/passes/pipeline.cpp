@@ -20,6 +20,7 @@ const char* pass_name(PassId p) {
     case PassId::optimizer: return "optimizer";
     case PassId::low_copies: return "low_copies";
     case PassId::lanes: return "lanes";
+    case PassId::channels_last: return "channels_last";
   }
   return "?";
 }
@@ -112,6 +113,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
         break;
       case PassId::low_copies: g = pass_low_copies(g); break;
       case PassId::lanes: break;  // marks nodes after scheduling (side_lane_nodes); rewrites nothing
+      case PassId::channels_last: g = pass_channels_last(g); break;
     }
     if (stats)
       stats->push_back({p, before, static_cast<int>(g.nodes.size()),

@@ -118,6 +118,14 @@ inline std::vector<OpSample> conv_samples(OpKind op) {
              {"3x2, stride 1x2, pads bottom 1", {1, 2, 5, 6}, {}, pool({3, 2}, {1, 2}, {0, 0, 1, 0}, false)},
              {"ceil mode, a partial last window", {1, 2, 5, 6}, {}, pool({2, 2}, {2, 2}, {0, 0, 0, 0}, true)},
              {"ceil mode, a window in the padding dropped", {1, 1, 5, 5}, {}, pool({2, 2}, {2, 2}, {1, 1, 1, 1}, true)}};
+  // The first two cases and the fourth (groups; a ceil-mode pool) again on NHWC activations.
+  for (size_t i : {size_t{0}, size_t{1}, size_t{3}}) {
+    Case c = cases[i];
+    c.what += ", NHWC";
+    c.x = Shape{c.x[0], c.x[2], c.x[3], c.x[1]};
+    c.a.channels_last = true;
+    cases.push_back(c);
+  }
   std::vector<OpSample> out;
   for (const Case& c : cases) {
     const OpKind fwd = is_conv ? OpKind::conv2d : op == OpKind::max_pool2d_grad ? OpKind::max_pool2d
@@ -184,11 +192,16 @@ inline std::vector<OpSample> conv_transpose_samples() {
       {"depthwise, stride 2, pads 1, output_padding 1", {2, 3, 3, 3}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3,
        {1, 1}}};
   std::vector<OpSample> out;
-  for (const Case& c : cases) {
+  // Every case, and the second once more on NHWC activations.
+  std::vector<Case> all(std::begin(cases), std::end(cases));
+  all.push_back(cases[1]);
+  for (const Case& c : all) {
+    const bool nhwc = out.size() == std::size(cases);
     OpSample s;
-    s.what = c.what;
-    s.in = {c.x, c.w};
+    s.what = c.what + (nhwc ? ", NHWC" : "");
+    s.in = {nhwc ? Shape{c.x[0], c.x[2], c.x[3], c.x[1]} : c.x, c.w};
     ConvAttr& a = s.attrs.conv;
+    a.channels_last = nhwc;
     a.stride = c.stride;
     a.pads = c.pads;
     a.dilation = c.dilation;
@@ -364,16 +377,21 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_inference: {
       // x [N, C, ...] with C = 3; the CUDA blocks sum in another order than the CPU loop.
-      auto inputs = [op](Shape x) {
-        const Shape ch{x[1]};
+      // channel_dim: 1, or the last (NHWC).
+      auto inputs = [op](Shape x, int channel_dim = 1) {
+        const int64_t c = x[channel_dim];
+        const Shape ch{c};
         switch (op) {
           case OpKind::batch_norm: return std::vector<Shape>{x, ch, ch};
           case OpKind::batch_norm_grad_x: return std::vector<Shape>{x, x, ch};
           case OpKind::batch_norm_grad_gamma: return std::vector<Shape>{x, x};
-          default: return std::vector<Shape>{x, ch, ch, {2, x[1]}};
+          default: return std::vector<Shape>{x, ch, ch, {2, c}};
         }
       };
+      auto nhwc = [](Attrs& t) { t.channels_last = true; };
       std::vector<OpSample> v = {tol(sample("NCHW [2,3,4,5]", inputs({2, 3, 4, 5})), 1e-5, 1e-5),
+                                 tol(with(sample("NHWC [2,4,5,3]", inputs({2, 4, 5, 3}, 3)), nhwc), 1e-5, 1e-5),
+                                 tol(with(sample("[4,3], channels_last", inputs({4, 3})), nhwc), 1e-5, 1e-5),
                                  tol(sample("[4,3]", inputs({4, 3})), 1e-5, 1e-5),
                                  tol(with(sample("NCHW, eps 0.1", inputs({3, 3, 2, 2})), [](Attrs& t) { t.eps = 0.1f; }),
                                      1e-5, 1e-5)};
@@ -387,7 +405,12 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     }
     case OpKind::batch_norm_stats_update: {
       auto momentum = [](float m) { return [m](Attrs& t) { t.momentum = m; }; };
+      auto nhwc = [](Attrs& t) {
+        t.momentum = 0.1f;
+        t.channels_last = true;
+      };
       return {tol(with(sample("NCHW [2,3,4,5]", {{2, 3}, {2, 3, 4, 5}}), momentum(0.1f)), 1e-5, 1e-5),
+              tol(with(sample("NHWC [2,4,5,3]", {{2, 3}, {2, 4, 5, 3}}), nhwc), 1e-5, 1e-5),
               tol(with(sample("[4,3], momentum 0.5", {{2, 3}, {4, 3}}), momentum(0.5f)), 1e-5, 1e-5),
               tol(with(sample("two elements a channel", {{2, 3}, {2, 3}}), momentum(1.0f)), 1e-5, 1e-5)};
     }

@@ -1,0 +1,152 @@
+// The NHWC form of every op with a layout (graph/channels_last.h) against its NCHW form on
+// the CPU, in f32, bf16 and f16: the same inputs, transposed, give the NCHW output's bits,
+// transposed. Bitwise, because both layouts sum the same products in the same order
+// (graph/conv.h, graph/batch_norm.h) and the 16-bit path rounds the f32 result once.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "graph/channels_last.h"
+#include "graph/float_formats.h"
+#include "tests/common/op_samples.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace tg::testing {
+
+namespace {
+
+// [N, C, H, W] data as [N, H, W, C] (to_nhwc) and back (to_nchw); `nchw` is the NCHW shape.
+std::vector<float> relayout(const std::vector<float>& v, const Shape& nchw, bool to_nhwc) {
+  const int64_t n = nchw[0], c = nchw[1], h = nchw[2], w = nchw[3];
+  std::vector<float> out(v.size());
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic)
+      for (int64_t ih = 0; ih < h; ++ih)
+        for (int64_t iw = 0; iw < w; ++iw) {
+          const size_t a = static_cast<size_t>(((in * c + ic) * h + ih) * w + iw);
+          const size_t b = static_cast<size_t>(((in * h + ih) * w + iw) * c + ic);
+          if (to_nhwc) out[b] = v[a];
+          else out[a] = v[b];
+        }
+  return out;
+}
+Shape nchw_of(const Shape& nhwc) { return Shape{nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
+
+// Runs op on `ins` (f32 values, already representable in dt) in dtype dt; returns the
+// output widened to f32, or, for an update, its input 0 after the call.
+std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const Attrs& at, DType dt) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : ins) shapes.push_back(t.shape);
+  const std::vector<Shape> outs = infer_shapes(op, shapes, at, "nhwc");
+  const bool update = op_is_update(op);
+  std::vector<std::vector<uint16_t>> low(ins.size());
+  std::vector<std::vector<float>> wide(ins.size());
+  kernels::OpCall c;
+  c.op = op;
+  c.attrs = &at;
+  c.num_inputs = static_cast<int>(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    wide[i] = ins[i].data;
+    low[i].resize(ins[i].data.size());
+    if (dt == DType::F32) {
+      c.in[i] = {wide[i].data(), ins[i].shape, DType::F32};
+    } else {
+      store_as_dtype(ins[i].data.data(), ins[i].data.size(), dt, low[i].data());
+      c.in[i] = view(low[i], ins[i].shape, dt);
+    }
+  }
+  std::vector<float> out32;
+  std::vector<uint16_t> out16;
+  if (!update) {
+    const size_t n = static_cast<size_t>(outs.at(0).numel());
+    out32.assign(n, std::numeric_limits<float>::quiet_NaN());
+    out16.assign(n, dt == DType::BF16 ? 0x7FC1 : 0x7E01);  // a NaN no kernel makes
+    c.out = dt == DType::F32 ? kernels::TensorView{out32.data(), outs[0], DType::F32} : view(out16, outs[0], dt);
+  }
+  kernels::run_cpu(c);
+  if (update) return wide[0];
+  if (dt != DType::F32) load_from_dtype(out16.data(), out16.size(), dt, out32.data());
+  return out32;
+}
+
+// The NHWC sample's values, drawn for its NCHW shapes and rounded to dt.
+std::vector<Tensor> nchw_inputs(const OpSample& s, const ChannelsLastOperands& act, DType dt) {
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < s.in.size(); ++i) {
+    const bool a = (act.inputs >> i) & 1u;
+    const Shape shape = a && s.in[i].rank == 4 ? nchw_of(s.in[i]) : s.in[i];
+    Tensor t = random_tensor(shape, 100 + i, -1.0f, 1.0f);
+    if (static_cast<int>(i) == s.count_input) std::fill(t.data.begin(), t.data.end(), s.count);
+    for (float& v : t.data) v = round_to_dtype(v, dt);
+    ins.push_back(std::move(t));
+  }
+  return ins;
+}
+
+bool is_channels_last(const OpSample& s) { return s.attrs.conv.channels_last || s.attrs.channels_last; }
+
+}  // namespace
+
+TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f16") {
+  int compared = 0;
+  for (int k = 0; k < kNumOps; ++k) {
+    const OpKind op = static_cast<OpKind>(k);
+    const ChannelsLastOperands act = channels_last_operands(op);
+    if (!op_has_channels_last(op)) continue;
+    const std::string op_label = op_name(op);
+    CAPTURE(op_label);
+    for (const OpSample& s : op_samples(op)) {
+      // The [N, C] samples have no layout to compare.
+      if (!is_channels_last(s) || s.in[op == OpKind::batch_norm_stats_update ? 1 : 0].rank != 4) continue;
+      CAPTURE(s.what);
+      Attrs nchw_at = s.attrs;
+      nchw_at.conv.channels_last = false;
+      nchw_at.channels_last = false;
+      for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+        if (op_is_f32_only(op) && dt != DType::F32) continue;
+        const std::string dtype_label = dtype_name(dt);
+        CAPTURE(dtype_label);
+        const std::vector<Tensor> nchw = nchw_inputs(s, act, dt);
+        std::vector<Tensor> nhwc = nchw;
+        for (size_t i = 0; i < nhwc.size(); ++i)
+          if (((act.inputs >> i) & 1u) && nhwc[i].shape.rank == 4) {
+            nhwc[i].data = relayout(nchw[i].data, nchw[i].shape, true);
+            nhwc[i].shape = s.in[i];
+          }
+        const std::vector<float> want = run_in_dtype(op, nchw, nchw_at, dt);
+        std::vector<float> got = run_in_dtype(op, nhwc, s.attrs, dt);
+        if (act.output) {
+          std::vector<Shape> shapes;
+          for (const Tensor& t : nchw) shapes.push_back(t.shape);
+          got = relayout(got, infer_shapes(op, shapes, nchw_at, "nchw").at(0), false);
+        }
+        CHECK(std::none_of(want.begin(), want.end(), [](float v) { return std::isnan(v); }));
+        CHECK(bitwise_equal(got, want));
+        ++compared;
+      }
+    }
+  }
+  // conv2d, its two gradients, the two fused convolutions, conv_transpose2d, the four pools
+  // (each with three NHWC samples but conv_transpose2d's one), and the five batch norms.
+  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 4 * 3 + 1);
+}
+
+TEST_CASE("an NHWC shape rule reads C from the last dim, and its messages say so") {
+  ConvAttr a;
+  a.channels_last = true;
+  Attrs at;
+  at.conv = a;
+  CHECK(infer_shape(OpKind::conv2d, {{2, 5, 5, 3}, {4, 3, 3, 3}}, at, "c") == Shape{2, 3, 3, 4});
+  CHECK(shape_rule_message(OpKind::conv2d, {{2, 5, 5, 2}, {4, 3, 3, 3}}, at, "'c'")
+            .find("weight [4,3,3,3] has 3 input channels (dim 1) but x [2,5,5,2] has C / groups = 2 / 1") !=
+        std::string::npos);
+  Attrs bn;
+  bn.channels_last = true;
+  CHECK(infer_shape(OpKind::batch_norm_grad_gamma, {{2, 4, 4, 3}, {2, 4, 4, 3}}, bn, "b") == Shape{3});
+  CHECK(shape_rule_message(OpKind::batch_norm, {{2, 4, 4, 3}, {4}, {4}}, bn, "'b'")
+            .find("gamma is [4] but x [2,4,4,3] has 3 channels (dim 3)") != std::string::npos);
+}
+
+}  // namespace tg::testing
