@@ -549,17 +549,18 @@ void ConvDnn::run(const ConvDnnPlan& p, const OpCall& c, const CudaExecContext& 
   bool fused_call = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (!c.workspace && p.workspace > ws_bytes) {
-      if (impl_->own_workspace.bytes() < p.workspace) {
+    const size_t need = conv_dnn_workspace_bytes(p);
+    if (!c.workspace && need > ws_bytes) {
+      if (impl_->own_workspace.bytes() < need) {
         // cudaFree waits for the device, so no queued call still uses the old buffer; none can
         // be allocated while a stream is captured (the static executor brings its own).
         if (stream_capturing(ctx.stream))
           throw std::logic_error(fmt::format(
               "cuDNN {}: its algorithm needs {} bytes of workspace and the call, captured, brings none; "
               "prepare the call (Backend::prepare) and give it a workspace of that size",
-              op_name(p.key.op), p.workspace));
+              op_name(p.key.op), need));
         impl_->own_workspace.reset();
-        impl_->own_workspace = tg::cuda::DeviceBuffer::allocate(p.workspace);
+        impl_->own_workspace = tg::cuda::DeviceBuffer::allocate(need);
       }
       ws = impl_->own_workspace.get();
       ws_bytes = impl_->own_workspace.bytes();

@@ -32,8 +32,7 @@
 //
 // The graph's weight is [K, C/groups, R, S] in both layouts: it is the parameter the
 // optimizer, the checkpoints and the ONNX import know. cuDNN's NHWC convolutions want every
-// operand NHWC, the filter as KRSC (TVM's cuDNN backend found NHWC needs an OHWI filter; a
-// device run here has yet to confirm it), so an NHWC key runs on a KRSC copy at the start of the
+// operand NHWC, the filter as KRSC, so an NHWC key runs on a KRSC copy at the start of the
 // call's workspace (ConvDnnPlan::filter_copy, counted in conv_dnn_workspace_bytes): transposed
 // from the weight before a forward or backward-data call, and transposed back into dw after a
 // backward-filter call. A filter is small beside the feature maps, so the two copies cost

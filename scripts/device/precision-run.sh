@@ -10,6 +10,8 @@
 #                          --no-compile for them)
 #   matmul_precision.json  tg-matmul in every precision at n = 4096 and 8192 (TFLOP/s, percent of
 #                          the device's dense peak)
+#   matmul_precision_autotune.json  the same in bf16 and fp16 at n = 8192, cuBLASLt's candidates
+#                          timed per shape (--cuda-options gemm_autotune=1)
 #   train_<p>_200.json     tg-train --loss-steps 200 in fp32, bf16 and fp16 (the loss curves)
 #   memory_precision_gpu.json  tg-memory --precision all (each role predicted and measured)
 # With "quick" as the fourth argument only the tg-train and PyTorch reports are made; with "rest"
@@ -40,6 +42,11 @@ timeout "$per" "$build/experiments/matmul/tg-matmul" --device 0 --precision fp32
   --step 4096 --json "$out/matmul_precision.json" > "$out/matmul_precision.txt" 2>&1
 echo "tg-matmul --max-n 8192 rc=$?" | tee -a "$out/summary.txt"
 grep -E "n=8192 precision=(bf16|fp16|tf32) transfers=false" "$out/matmul_precision.txt" | tee -a "$out/summary.txt"
+# The same product with cuBLASLt's candidates timed per shape (gemm_autotune): its own report.
+timeout "$per" "$build/experiments/matmul/tg-matmul" --device 0 --precision bf16,fp16 --max-n 8192 --step 8192 \
+  --cuda-options gemm_autotune=1 --json "$out/matmul_precision_autotune.json" > "$out/matmul_precision_autotune.txt" 2>&1
+echo "tg-matmul --max-n 8192 gemm_autotune=1 rc=$?" | tee -a "$out/summary.txt"
+grep -E "n=8192 precision=(bf16|fp16) transfers=false" "$out/matmul_precision_autotune.txt" | tee -a "$out/summary.txt"
 for p in fp32 bf16 fp16; do
   timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --precision "$p" --passes none \
     --loss-steps 200 --json "$out/train_${p}_200.json" > "$out/train_${p}_200.txt" 2>&1
