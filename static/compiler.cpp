@@ -100,7 +100,9 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   t0 = Clock::now();
   trace::Span plan_span("plan");
   PlanOptions po = opt.plan;
-  po.workspace_bytes = gemm_workspace_bytes(graph, params->backend());
+  const NodeWorkspaces ws = node_workspaces(graph, params->backend());
+  po.workspace_bytes = ws.shared;
+  if (std::any_of(ws.own.begin(), ws.own.end(), [](int64_t b) { return b > 0; })) po.node_workspace = ws.own;
   // The lanes pass: which nodes run on a side stream. Not in the batch-invariant mode, whose
   // GEMMs use the backend's one scratch buffer (kernels/gemm/gemm_mode.h).
   if (opt.passes.has(PassId::lanes) && !kernels::batch_invariant_matmul()) {

@@ -187,12 +187,20 @@ kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<fl
   return c;
 }
 
-int64_t gemm_workspace_bytes(const Graph& g, Backend& backend) {
-  size_t ws = 0;
+NodeWorkspaces node_workspaces(const Graph& g, Backend& backend) {
+  NodeWorkspaces w;
+  w.own.assign(g.nodes.size(), 0);
   std::vector<kernels::TensorView> more;
-  for (const Node& node : g.nodes) ws = std::max(ws, backend.prepare(node_call(g, node, nullptr, more)).workspace_bytes);
-  return static_cast<int64_t>(ws);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    const int64_t b = static_cast<int64_t>(backend.prepare(node_call(g, node, nullptr, more)).workspace_bytes);
+    if (op_in_family(node.op, "conv")) w.own[n] = b;
+    else w.shared = std::max(w.shared, b);
+  }
+  return w;
 }
+
+int64_t gemm_workspace_bytes(const Graph& g, Backend& backend) { return node_workspaces(g, backend).shared; }
 
 void StaticExecutable::build_schedule() {
   TG_TRACE_SCOPE("schedule");
@@ -219,11 +227,20 @@ void StaticExecutable::build_schedule() {
     // cuDNN one), and its workspace is the plan's region of the arena.
     const Backend::Prepared p = backend().prepare(l.call);
     l.call.prepared = p.state;
-    if (p.state && p.workspace_bytes > static_cast<size_t>(ws_each))
+    const size_t nsz = static_cast<size_t>(n);
+    const bool own = nsz < plan_.node_workspace_offset.size() && plan_.node_workspace_offset[nsz] >= 0;
+    if (own) {
+      if (p.workspace_bytes > static_cast<size_t>(plan_.node_workspace_bytes[nsz]))
+        graph_error("{} {}: its kernel needs {} bytes of workspace, the plan gives it {}; plan with "
+                    "PlanOptions::node_workspace = node_workspaces(graph, backend).own",
+                    op_name(node.op), quote_name(node.name), p.workspace_bytes, plan_.node_workspace_bytes[nsz]);
+      l.call.workspace = static_cast<char*>(arena_) + plan_.node_workspace_offset[nsz];
+      l.call.workspace_bytes = static_cast<size_t>(plan_.node_workspace_bytes[nsz]);
+    } else if (p.state && p.workspace_bytes > static_cast<size_t>(ws_each))
       graph_error("{} {}: its kernel needs {} bytes of workspace, the plan has {}; plan with "
                   "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend) (twice that with a side stream)",
                   op_name(node.op), quote_name(node.name), p.workspace_bytes, ws_each);
-    if (p.state) {
+    if (p.state && !own) {
       l.call.workspace = static_cast<char*>(workspace) + (l.side ? ws_each : 0);
       l.call.workspace_bytes = static_cast<size_t>(ws_each);
     }

@@ -64,8 +64,16 @@ struct ExecutableOptions {
 // kMaxOpInputs (variadic ops) go into `more`, which the call points at.
 kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<float*>* ptr,
                           std::vector<kernels::TensorView>& more);
-// The largest workspace any node's kernel needs on this backend (its GEMMs' and its cuDNN
-// convolutions'): what the plan reserves in the arena (PlanOptions::workspace_bytes).
+// The workspaces the nodes' kernels need on this backend (Backend::prepare). A convolution's
+// is its own (PlanOptions::node_workspace: planned like a value live at its step, since a
+// cuDNN algorithm may want hundreds of MiB); the others share one region of the largest
+// (PlanOptions::workspace_bytes: the GEMMs' workspace, at most the backend's 32 MiB).
+struct NodeWorkspaces {
+  int64_t shared = 0;
+  std::vector<int64_t> own;  // per node id
+};
+NodeWorkspaces node_workspaces(const Graph& g, Backend& backend);
+// node_workspaces(g, backend).shared.
 int64_t gemm_workspace_bytes(const Graph& g, Backend& backend);
 
 class StaticExecutable {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "graph/errors.h"
 
@@ -96,8 +97,9 @@ Liveness liveness(const Graph& g, const std::vector<int>& schedule, const std::v
 }
 
 struct Block {
-  int root;
+  int root;      // a value id, or (value count + i) for the i-th node workspace
   int64_t size;  // aligned
+  int64_t raw;   // unaligned: the lower bound's
   int first, last;
 };
 
@@ -222,11 +224,32 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
   std::vector<Block> blocks;
   for (int v = 0; v < nv; ++v) {
     if (p.placement[static_cast<size_t>(v)] != Placement::arena || p.storage[static_cast<size_t>(v)] != v) continue;
-    blocks.push_back({v, align_up(bytes(v), opt.alignment), p.first_step[static_cast<size_t>(v)],
+    blocks.push_back({v, align_up(bytes(v), opt.alignment), bytes(v), p.first_step[static_cast<size_t>(v)],
                       group_last[static_cast<size_t>(v)]});
     p.role_bytes[static_cast<size_t>(g.values[static_cast<size_t>(v)].role)] += bytes(v);
   }
-  std::vector<int64_t> root_offset(static_cast<size_t>(nv), -1);
+  // The nodes' own workspaces: blocks live at their node's step, or to the end on a side lane.
+  p.node_workspace_offset.assign(g.nodes.size(), -1);
+  p.node_workspace_bytes.assign(g.nodes.size(), 0);
+  std::vector<int> workspace_node;  // per workspace block, its node
+  if (!opt.node_workspace.empty()) {
+    if (opt.node_workspace.size() != g.nodes.size())
+      graph_error("memory plan: node_workspace has {} entries, the graph {} nodes; give one per node id",
+                  opt.node_workspace.size(), g.nodes.size());
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      const int64_t b = opt.node_workspace[n];
+      if (b < 0) graph_error("memory plan: node '{}' has a workspace of {} bytes; give 0 or more", g.nodes[n].name, b);
+      if (b == 0) continue;
+      const int s = L.step_of_node[n];
+      if (s < 0) continue;  // not scheduled: it never runs
+      const bool to_end = !opt.live_to_end.empty() && opt.live_to_end[n];
+      blocks.push_back({nv + static_cast<int>(workspace_node.size()), align_up(b, opt.alignment), b, s,
+                        to_end ? steps - 1 : s});
+      workspace_node.push_back(static_cast<int>(n));
+      p.node_workspace_bytes[n] = b;
+    }
+  }
+  std::vector<int64_t> root_offset(static_cast<size_t>(nv) + workspace_node.size(), -1);
   if (opt.mode == PlanMode::naive) {
     int64_t off = 0;
     for (const Block& b : blocks) {
@@ -241,8 +264,8 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
   // Lower bound: a sweep over the steps with a difference array.
   std::vector<int64_t> delta(static_cast<size_t>(steps) + 1, 0);
   for (const Block& b : blocks) {
-    delta[static_cast<size_t>(b.first)] += bytes(b.root);
-    delta[static_cast<size_t>(b.last) + 1] -= bytes(b.root);
+    delta[static_cast<size_t>(b.first)] += b.raw;
+    delta[static_cast<size_t>(b.last) + 1] -= b.raw;
   }
   int64_t live = 0;
   for (int s = 0; s < steps; ++s) p.lower_bound = std::max(p.lower_bound, live += delta[static_cast<size_t>(s)]);
@@ -254,6 +277,8 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
     p.lower_bound += opt.workspace_bytes;  // live at every step
   }
 
+  for (size_t i = 0; i < workspace_node.size(); ++i)
+    p.node_workspace_offset[static_cast<size_t>(workspace_node[i])] = root_offset[static_cast<size_t>(nv) + i];
   for (int v = 0; v < nv; ++v) {
     const int r = p.storage[static_cast<size_t>(v)];
     if (p.placement[static_cast<size_t>(r)] != Placement::arena) continue;
@@ -266,9 +291,16 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
 
 std::string MemoryPlan::summary() const {
   const double ratio = lower_bound > 0 ? static_cast<double>(arena_bytes) / static_cast<double>(lower_bound) : 1.0;
-  return fmt::format("{} arena {} (lower bound {}, {:.3f}x{}), {} node(s) in place, external {}", plan_mode_name(mode),
+  return fmt::format("{} arena {} (lower bound {}, {:.3f}x{}{}), {} node(s) in place, external {}", plan_mode_name(mode),
                      mib(arena_bytes), mib(lower_bound), ratio,
-                     workspace_bytes > 0 ? fmt::format("; GEMM workspace {}", mib(workspace_bytes)) : "", num_in_place,
+                     workspace_bytes > 0 ? fmt::format("; GEMM workspace {}", mib(workspace_bytes)) : "",
+                     [&] {
+                       int64_t n = 0, most = 0;
+                       for (int64_t b : node_workspace_bytes)
+                         if (b > 0) ++n, most = std::max(most, b);
+                       return n ? fmt::format("; {} node workspace(s), the largest {}", n, mib(most)) : std::string();
+                     }(),
+                     num_in_place,
                      mib(external_bytes));
 }
 
@@ -315,6 +347,36 @@ std::string check_plan(const Graph& g, const std::vector<int>& schedule, const M
                            bo + bytes(b), first[static_cast<size_t>(a)], last[static_cast<size_t>(a)], first[static_cast<size_t>(b)],
                            last[static_cast<size_t>(b)]);
     }
+  // The nodes' own workspaces: aligned, in the arena below the shared region, apart from every
+  // storage group and every other workspace live at the same steps.
+  const int last_step = static_cast<int>(schedule.size()) - 1;
+  auto workspace_steps = [&](size_t n) {
+    const int s = L.step_of_node[n];
+    const bool to_end = !plan.live_to_end.empty() && plan.live_to_end[n];
+    return std::pair<int, int>{s, to_end ? last_step : s};
+  };
+  for (size_t n = 0; n < plan.node_workspace_offset.size(); ++n) {
+    const int64_t off = plan.node_workspace_offset[n], b = plan.node_workspace_bytes[n];
+    if (off < 0) continue;
+    const std::string& name = g.nodes[n].name;
+    if (off % plan.alignment != 0) return fmt::format("node '{}' has its workspace at {} (alignment {})", name, off, plan.alignment);
+    const int64_t limit = plan.workspace_offset >= 0 ? plan.workspace_offset : plan.arena_bytes;
+    if (off + b > limit) return fmt::format("node '{}' has its workspace [{}, {}) past {}", name, off, off + b, limit);
+    const auto [s0, s1] = workspace_steps(n);
+    for (int r : roots) {
+      const int64_t ro = plan.offset[static_cast<size_t>(r)];
+      if (first[static_cast<size_t>(r)] <= s1 && s0 <= last[static_cast<size_t>(r)] && ro < off + b && off < ro + bytes(r))
+        return fmt::format("node '{}' has its workspace [{}, {}) over '{}' [{}, {}), live at step {}", name, off, off + b,
+                           g.values[static_cast<size_t>(r)].name, ro, ro + bytes(r), s0);
+    }
+    for (size_t m = n + 1; m < plan.node_workspace_offset.size(); ++m) {
+      const int64_t mo = plan.node_workspace_offset[m], mb = plan.node_workspace_bytes[m];
+      if (mo < 0) continue;
+      const auto [t0, t1] = workspace_steps(m);
+      if (t0 <= s1 && s0 <= t1 && mo < off + b && off < mo + mb)
+        return fmt::format("nodes '{}' and '{}' have overlapping workspaces while both run", name, g.nodes[m].name);
+    }
+  }
   // In place: input 0's storage holds nothing anyone reads after this node.
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (!plan.in_place[n]) continue;

@@ -44,6 +44,12 @@ struct PlanOptions {
   // workspace (the largest any of them needs, Backend::prepare). It goes at the arena's
   // end and is live at every step.
   int64_t workspace_bytes = 0;
+  // Per node id (or empty): a workspace of the node's own, in bytes (0: none). Each is a block
+  // of the arena live at its node's step alone (to the last step for a node of live_to_end),
+  // placed among the values like a value: a convolution whose algorithm wants hundreds of MiB
+  // then takes them from the feature maps that are dead at its step, where the shared region
+  // above would hold the largest of them at every step.
+  std::vector<int64_t> node_workspace;
   // Per node id (or empty): nodes that may still run after the steps that follow them (the
   // side stream of the lanes pass, static/passes/lanes.cpp). Every value they read or write
   // lives to the last step.
@@ -80,6 +86,10 @@ struct MemoryPlan {
   int64_t arena_bytes = 0;         // the values and the workspace
   int64_t workspace_offset = -1;   // where the workspace starts in the arena; -1 without one
   int64_t workspace_bytes = 0;
+  // Per node id: the offset of the node's own workspace (PlanOptions::node_workspace), -1
+  // without one; and its bytes.
+  std::vector<int64_t> node_workspace_offset;
+  std::vector<int64_t> node_workspace_bytes;
   std::vector<bool> live_to_end;  // PlanOptions::live_to_end, for check_plan
   // max over steps of the bytes of storage groups live at that step (unaligned):
   // no plan for this schedule and these in-place decisions can use less.
@@ -101,8 +111,8 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const PlanOptions& opt = {});
 
 // Checks a plan against the graph and schedule: no two storage groups live at
-// the same step overlap in the arena, every offset is aligned and in bounds,
-// in-place decisions are legal. Returns "" when sound, else the first problem.
+// the same step overlap in the arena, nor a node's own workspace with anything live at its
+// step, every offset is aligned and in bounds, in-place decisions are legal. Returns "" when sound, else the first problem.
 // Used by the tests and by the compiler in debug builds.
 std::string check_plan(const Graph& g, const std::vector<int>& schedule, const MemoryPlan& plan);
 

@@ -74,6 +74,28 @@ TEST_CASE("static == dynamic bitwise on CUDA with benchmarked cuDNN algorithms o
   }
 }
 
+// conv_workspace_mb=1024: the timed search reaches algorithms that need more than the
+// backend's 32 MiB. The static plan gives each convolution its own workspace, planned like a
+// value live at its step (static/planner.h: PlanOptions::node_workspace); the dynamic executor
+// runs such a call in the cuDNN state's own buffer. Same algorithms, so the same bits.
+TEST_CASE("static == dynamic bitwise on CUDA with a 1 GiB convolution workspace: ResNet-50 at 64 x 64") {
+  TG_REQUIRE_GPU();
+  if (!kBuiltWithCudnn) return;
+  CudaBackendOptions o;
+  o.conv_benchmark = true;
+  o.conv_workspace_mb = 1024;
+  const auto shared = std::shared_ptr<CudaBackend>(new CudaBackend(0, false, o));
+  testing::check_static_vs_dynamic([&] { return std::static_pointer_cast<Backend>(shared); },
+                                   testing::resnet_imagenet_model(at_size(resnet50_config(), 8, 64)), "resnet50",
+                                   true, 1000);
+  int past = 0;
+  for (const auto& c : shared->conv_choices()) {
+    CHECK(c.workspace <= size_t{1024} << 20);
+    if (c.workspace > CudaBackend::kCublasWorkspaceBytes) ++past;
+  }
+  MESSAGE("convolutions choosing more than the backend's 32 MiB workspace: " << past);
+}
+
 }  // namespace
 }  // namespace tg
 #endif
