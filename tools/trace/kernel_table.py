@@ -8,8 +8,11 @@ time.
                   [--json FILE]
 
 The window is chosen as render_trace.py chooses it (the K-th host span named NAME, reaching the
-GPU work launched from inside it; or START_US:END_US; or the whole trace). A GPU span counts when
-it starts inside the window. TRACE may be gzipped. Exit 0 ok, 2 bad usage (a file that cannot be
+GPU work launched from inside it; or START_US:END_US; or the whole trace). With --around, a GPU
+span counts when it was launched from inside that host span (its launch flow starts there): the
+work of one replay, not the next replay's that runs while a long kernel of this one still does;
+a trace without launch flows, and --window, count the GPU spans that start inside the window.
+TRACE may be gzipped. Exit 0 ok, 2 bad usage (a file that cannot be
 read, a name not in the trace, a window without GPU work).
 """
 import argparse
@@ -63,11 +66,24 @@ def print_rows(rows, top):
         print(f"{r['total_us']:10.1f} {100 * r['share']:5.1f}% {r['calls']:6d} {r['mean_us']:9.2f}  {r['name'][:110]}")
 
 
-def table(events, window):
+def launched_from(events, lo, hi):
+    """The (pid, tid, ts) of each GPU span whose launch flow starts between lo and hi; None when
+    the trace holds no launch flows at all."""
+    flows = [e for e in events if e.get("ph") in ("s", "f")]
+    if not flows:
+        return None
+    started = {e["id"] for e in flows if e["ph"] == "s" and lo <= e["ts"] <= hi}
+    return {(e["pid"], e["tid"], e["ts"]) for e in flows if e["ph"] == "f" and e.get("id") in started}
+
+
+def table(events, window, launched=None):
     lo, hi = window
     rows = {}
     for e, own_us in exclusive_spans(events):
-        if not lo <= e["ts"] <= hi:
+        if launched is not None:
+            if (e["pid"], e["tid"], e["ts"]) not in launched:
+                continue
+        elif not lo <= e["ts"] <= hi:
             continue
         r = rows.setdefault(e["name"], {"name": e["name"], "cat": e["cat"], "calls": 0, "total_us": 0.0})
         r["calls"] += 1
@@ -90,14 +106,20 @@ def main():
         if not spans:
             raise UsageError(f"{a.trace}: the trace holds no spans")
         window = pick_window(events, spans, a)
-        rows, busy = table(events, window)
+        launched = None
+        if a.around:
+            named = sorted((e for e in spans if e["name"] == a.around), key=lambda e: e["ts"])[a.index]
+            launched = launched_from(events, named["ts"], named["ts"] + named["dur"])
+        rows, busy = table(events, window, launched)
         if not rows:
             raise UsageError(f"{a.trace}: no GPU span starts in the window {window[0]:.1f}:{window[1]:.1f} us "
                              "(a trace made on the CPU backend holds host spans alone)")
     except UsageError as e:
         print(f"kernel_table.py: {e}", file=sys.stderr)
         return 2
-    print(f"window {window[0]:.1f}:{window[1]:.1f} us, GPU busy {busy:.1f} us in {sum(r['calls'] for r in rows)} spans")
+    what = f"launched from {a.around!r} #{a.index}" if launched is not None else "starting in the window"
+    print(f"window {window[0]:.1f}:{window[1]:.1f} us, GPU busy {busy:.1f} us in {sum(r['calls'] for r in rows)} spans "
+          f"{what}")
     print_rows(rows, a.top)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
