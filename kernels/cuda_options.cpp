@@ -25,6 +25,8 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
       integer_option<O, &O::conv_workspace_mb>(
           "conv_workspace_mb", 0, int64_t{1} << 20,
           "the most workspace a convolution's cuDNN algorithm may use, MiB (the static plan holds the largest chosen)"),
+      switch_option<O, &O::staged_copies>(
+          "staged_copies", "host<->device copies of 1 MiB or more through pinned staging, host side on the copier's threads"),
       switch_option<O, &O::conv_transforms>(
           "conv_transforms", "also cuDNN's FFT and Winograd convolutions (they round transformed operands); 0: sums of products"),
   };

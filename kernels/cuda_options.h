@@ -72,6 +72,12 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // WINOGRAD*): fewer operations, but they round the transformed operands, so their error is
   // not an f32 sum of products. Off by default: the CUDA-vs-CPU tolerances assume sums.
   bool conv_transforms = false;
+  // Host <-> device copies of 1 MiB or more (Backend::copy_to_device, copy_to_host: the
+  // dynamic executor's feeds, both executors' read-backs) go through two pinned staging
+  // buffers of the backend, chunk by chunk, each chunk's host side split over the host
+  // copier's threads while the next chunk's transfer runs; off: cudaMemcpy from and to the
+  // caller's pageable memory, which the driver stages through its own buffers with one thread.
+  bool staged_copies = true;
   // The attention ops (attention, attention_lse, attention_grad, attention_fwd_lse) in bf16
   // and f16 through cuDNN's fused flash attention (kernels/cuda/attention_cudnn.h: the tensor
   // cores, a deterministic backward) where cuDNN takes the case; off, or a case it does not take: the project's own kernels

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/communicator.h"
+#include "kernels/parallel_memcpy.h"
 
 namespace tg {
 
@@ -131,14 +133,56 @@ void CudaBackend::raw_free(void* p) noexcept {
 
 void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  if (ctx_.options.staged_copies && bytes >= ParallelMemcpy::kMinParallelBytes) return staged_copy(dst, src, bytes, true);
   TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()));
   TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  if (ctx_.options.staged_copies && bytes >= ParallelMemcpy::kMinParallelBytes) return staged_copy(dst, src, bytes, false);
   TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   TG_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+}
+
+void CudaBackend::staged_copy(void* dst, const void* src, size_t bytes, bool to_device) {
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  if (!staging_[0]) {
+    for (int b = 0; b < 2; ++b) {
+      staging_[b] = cuda::PinnedBuffer::allocate(kStagingChunkBytes);
+      staged_[b] = cuda::Event::create(cudaEventDisableTiming);
+    }
+  }
+  const cudaStream_t s = stream_.get();
+  const size_t chunks = (bytes + kStagingChunkBytes - 1) / kStagingChunkBytes;
+  auto len = [&](size_t i) { return std::min(kStagingChunkBytes, bytes - i * kStagingChunkBytes); };
+  auto host_at = [](const void* p, size_t i) { return static_cast<const char*>(p) + i * kStagingChunkBytes; };
+  ParallelMemcpy& copier = shared_host_copier();
+  if (to_device) {
+    for (size_t i = 0; i < chunks; ++i) {
+      const int b = static_cast<int>(i % 2);
+      if (i >= 2) staged_[b].synchronize();  // chunk i-2's transfer has left this buffer
+      copier.copy(staging_[b].get(), host_at(src, i), len(i), ParallelMemcpy::Stores::streaming);
+      TG_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + i * kStagingChunkBytes, staging_[b].get(), len(i),
+                                    cudaMemcpyHostToDevice, s));
+      staged_[b].record(s);
+    }
+    TG_CUDA_CHECK(cudaStreamSynchronize(s));
+    return;
+  }
+  auto transfer = [&](size_t i) {
+    const int b = static_cast<int>(i % 2);
+    TG_CUDA_CHECK(cudaMemcpyAsync(staging_[b].get(), host_at(src, i), len(i), cudaMemcpyDeviceToHost, s));
+    staged_[b].record(s);
+  };
+  transfer(0);
+  for (size_t i = 0; i < chunks; ++i) {
+    const int b = static_cast<int>(i % 2);
+    staged_[b].synchronize();
+    // The other buffer's chunk (i-1) has left it on the host threads: the next transfer may fill it.
+    if (i + 1 < chunks) transfer(i + 1);
+    copier.copy(const_cast<char*>(host_at(dst, i)), staging_[b].get(), len(i), ParallelMemcpy::Stores::streaming);
+  }
 }
 
 void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {

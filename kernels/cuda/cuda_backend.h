@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,12 @@ class CudaBackend : public Backend {
   // flags must stay zero between launches, which is why they are not in a plan's arena
   // (its regions are reused by other values). Without them the op runs the tiled kernel.
   void ensure_update_workspace();
+  // options().staged_copies: a copy of `bytes` through the two staging buffers (made at the
+  // first such copy), in chunks: to_device copies chunk i into a buffer on the host threads
+  // while chunk i-1's transfer runs; to_host transfers chunk i+1 while chunk i leaves its
+  // buffer on the host threads.
+  void staged_copy(void* dst, const void* src, size_t bytes, bool to_device);
+  static constexpr size_t kStagingChunkBytes = 8u << 20;
 
   int device_;
   bool tf32_;
@@ -96,6 +103,9 @@ class CudaBackend : public Backend {
   cuda::DeviceBuffer side_scratch_;  // run_on's, so that the two streams never share one
   cuda::DeviceBuffer update_workspace_, side_update_workspace_;  // stream-K GEMM updates
   kernels::CudaExecContext ctx_, side_ctx_;
+  std::mutex staging_mu_;  // one staged copy at a time: they share the buffers
+  cuda::PinnedBuffer staging_[2];
+  cuda::Event staged_[2];  // the last transfer of each buffer
 };
 
 std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32 = false, const CudaBackendOptions& options = {});
