@@ -13,6 +13,8 @@ namespace tg {
 struct ChannelsLastOperands {
   uint8_t inputs = 0;  // bit i: input i is an activation (x, dy, a residual)
   bool output = false;  // the output is one (else a weight's or a channel's gradient, or none)
+  // Whether input i is an activation; false past the mask's bits (a variadic op's inputs).
+  bool input(size_t i) const { return i < 8 && ((inputs >> i) & 1u) != 0; }
 };
 
 // The activations of op; none for an op that has no layout.

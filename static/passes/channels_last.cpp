@@ -99,11 +99,11 @@ struct Order {
 bool is_spatial(const Graph& g, const Node& n) {
   const ChannelsLastOperands a = channels_last_operands(n.op);
   for (size_t i = 0; i < n.inputs.size(); ++i)
-    if ((a.inputs >> i) & 1u) return g.values[static_cast<size_t>(n.inputs[i])].shape.rank == 4;
+    if (a.input(i)) return g.values[static_cast<size_t>(n.inputs[i])].shape.rank == 4;
   return false;
 }
 
-bool is_activation_input(const Node& n, size_t i) { return (channels_last_operands(n.op).inputs >> i) & 1u; }
+bool is_activation_input(const Node& n, size_t i) { return channels_last_operands(n.op).input(i); }
 
 // Same-shape elementwise ops: an element's value depends only on the same element of the
 // inputs, so any order of the dims gives the same values. (dropout is not one: its mask is

@@ -75,7 +75,7 @@ std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const
 std::vector<Tensor> nchw_inputs(const OpSample& s, const ChannelsLastOperands& act, DType dt) {
   std::vector<Tensor> ins;
   for (size_t i = 0; i < s.in.size(); ++i) {
-    const bool a = (act.inputs >> i) & 1u;
+    const bool a = act.input(i);
     const Shape shape = a && s.in[i].rank == 4 ? nchw_of(s.in[i]) : s.in[i];
     Tensor t = random_tensor(shape, 100 + i, -1.0f, 1.0f);
     if (static_cast<int>(i) == s.count_input) std::fill(t.data.begin(), t.data.end(), s.count);
@@ -111,7 +111,7 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
         const std::vector<Tensor> nchw = nchw_inputs(s, act, dt);
         std::vector<Tensor> nhwc = nchw;
         for (size_t i = 0; i < nhwc.size(); ++i)
-          if (((act.inputs >> i) & 1u) && nhwc[i].shape.rank == 4) {
+          if (act.input(i) && nhwc[i].shape.rank == 4) {
             nhwc[i].data = relayout(nchw[i].data, nchw[i].shape, true);
             nhwc[i].shape = s.in[i];
           }
