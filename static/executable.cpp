@@ -200,8 +200,6 @@ NodeWorkspaces node_workspaces(const Graph& g, Backend& backend) {
   return w;
 }
 
-int64_t gemm_workspace_bytes(const Graph& g, Backend& backend) { return node_workspaces(g, backend).shared; }
-
 void StaticExecutable::build_schedule() {
   TG_TRACE_SCOPE("schedule");
   const Graph& g = *graph_;
@@ -238,7 +236,7 @@ void StaticExecutable::build_schedule() {
       l.call.workspace_bytes = static_cast<size_t>(plan_.node_workspace_bytes[nsz]);
     } else if (p.state && p.workspace_bytes > static_cast<size_t>(ws_each))
       graph_error("{} {}: its kernel needs {} bytes of workspace, the plan has {}; plan with "
-                  "PlanOptions::workspace_bytes = gemm_workspace_bytes(graph, backend) (twice that with a side stream)",
+                  "PlanOptions::workspace_bytes = node_workspaces(graph, backend).shared (twice that with a side stream)",
                   op_name(node.op), quote_name(node.name), p.workspace_bytes, ws_each);
     if (p.state && !own) {
       l.call.workspace = static_cast<char*>(workspace) + (l.side ? ws_each : 0);

@@ -73,8 +73,6 @@ struct NodeWorkspaces {
   std::vector<int64_t> own;  // per node id
 };
 NodeWorkspaces node_workspaces(const Graph& g, Backend& backend);
-// node_workspaces(g, backend).shared.
-int64_t gemm_workspace_bytes(const Graph& g, Backend& backend);
 
 class StaticExecutable {
  public:
