@@ -21,6 +21,8 @@
 #ifdef TWOGRAPH_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include "kernels/cuda/conv_cudnn.h"
 #include <dlfcn.h>
 #endif
 
@@ -155,6 +157,7 @@ SoftwareInfo software_info() {
       cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
       cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
     s.cublas_version = major * 10000 + minor * 100 + patch;  // the encoding of CUBLAS_VERSION
+  s.cudnn_version = kernels::cuda::cudnn_loaded_version();
 #endif
   const char* cfg = openblas_get_config();
   s.openblas_config = cfg ? cfg : "";

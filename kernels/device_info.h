@@ -23,6 +23,7 @@ struct SoftwareInfo {
   int cuda_runtime_version = 0;  // 13000 for 13.0; 0 without CUDA
   int cuda_driver_version = 0;
   int cublas_version = 0;
+  int cudnn_version = 0;         // the cuDNN loaded (cudnnGetVersion()); 0 in a build without cuDNN
   std::string openblas_config;   // openblas_get_config()
   int cpu_threads = 0;           // BLAS threads
 };

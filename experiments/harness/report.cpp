@@ -146,6 +146,7 @@ Metadata collect_metadata(const std::string& tool, const std::string& command_li
   m.cuda_runtime_version = sw.cuda_runtime_version;
   m.cuda_driver_version = sw.cuda_driver_version;
   m.cublas_version = sw.cublas_version;
+  m.cudnn_version = sw.cudnn_version;
   m.openblas_config = sw.openblas_config;
   m.blas_threads = sw.cpu_threads;
   return m;

@@ -103,7 +103,7 @@ struct Metadata {
     uint64_t l2_bytes = 0;
   };
   std::vector<Gpu> gpus;
-  int cuda_runtime_version = 0, cuda_driver_version = 0, cublas_version = 0, blas_threads = 0;
+  int cuda_runtime_version = 0, cuda_driver_version = 0, cublas_version = 0, cudnn_version = 0, blas_threads = 0;
   std::string openblas_config;
   // The resolved options of the run by group, each key with its value: "cuda", the CUDA
   // backend's kernel choices (kernels/cuda_options.h; every experiment records them), and

@@ -70,7 +70,8 @@ std::string to_json(const Report& r, int indent) {
                  {"name", m.device_name}};
   j["gpus"] = gpus;
   j["software"] = {{"cuda_runtime_version", m.cuda_runtime_version}, {"cuda_driver_version", m.cuda_driver_version},
-                   {"cublas_version", m.cublas_version}, {"openblas_config", m.openblas_config},
+                   {"cublas_version", m.cublas_version},
+                   {"cudnn_version", m.cudnn_version}, {"openblas_config", m.openblas_config},
                    {"blas_threads", m.blas_threads}};
   json ms = json::array();
   for (const auto& x : r.measurements) {

@@ -264,6 +264,7 @@ std::vector<std::string> validate_report(const json& j) {
   if (auto* s = c.object(j, "", "software")) {
     for (const char* k : {"cuda_runtime_version", "cuda_driver_version", "cublas_version", "blas_threads"})
       c.integer(*s, "software.", k, 0);
+    if (s->contains("cudnn_version")) c.integer(*s, "software.", "cudnn_version", 0);  // optional: older reports lack it
     c.str(*s, "software.", "openblas_config");
   }
   if (auto* ms = c.array(j, "", "measurements")) {

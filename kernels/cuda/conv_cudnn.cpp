@@ -102,6 +102,8 @@ bool symmetric_output(int64_t in, int64_t pad, int64_t window, int64_t stride, i
 
 }  // namespace
 
+int cudnn_loaded_version() { return static_cast<int>(cudnnGetVersion()); }
+
 bool conv_dnn_geometry_ok(const ConvGeometry& g) {
   for (int64_t v : {g.n, g.c, g.h, g.w, g.k, g.p, g.q, g.r, g.s, g.groups, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
     if (!fits_int(v)) return false;

@@ -140,4 +140,8 @@ bool conv_dnn_geometry_ok(const ConvGeometry& g);
 // false: nothing was enqueued, the call is the direct kernels'.
 bool run_conv_dnn(const OpCall& c, const ConvGeometry& g, const CudaExecContext& ctx);
 
+// The cuDNN library loaded at run time (cudnnGetVersion(): 91900 for 9.19.0), which may be
+// older than the headers the build saw; 0 in a build without cuDNN.
+int cudnn_loaded_version();
+
 }  // namespace tg::kernels::cuda

@@ -27,4 +27,6 @@ bool conv_dnn_geometry_ok(const ConvGeometry&) { return false; }
 
 bool run_conv_dnn(const OpCall&, const ConvGeometry&, const CudaExecContext&) { return false; }
 
+int cudnn_loaded_version() { return 0; }
+
 }  // namespace tg::kernels::cuda

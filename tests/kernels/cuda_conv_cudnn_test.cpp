@@ -299,7 +299,15 @@ TEST_CASE("cuda conv through cuDNN, benchmarked (conv_benchmark=1) == cpu, and e
         CAPTURE(label);
         for (const Window& win : larger_windows()) {
           CAPTURE(win.what);
-          const OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
+          OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
+          if (!deterministic && dt != DType::F32) {
+            // The atomic algorithms add their partial sums into the 16-bit output itself (seen
+            // on the H100: bf16 weight gradients 1-2 ulp off, and small ones further): each add
+            // rounds to half an ulp of a running sum, within sqrt(length) for inputs in [-1, 1].
+            const double half_ulp = dt == DType::BF16 ? 0x1p-8 : 0x1p-11;
+            c.tol.atol += half_ulp * std::sqrt(static_cast<double>(conv_sum_length(op, window_geometry(win))));
+            c.tol.rtol += 2 * half_ulp;
+          }
           CHECK(takes_cudnn(b, c));
           CHECK(run_case_on(b, c) == 0);
         }

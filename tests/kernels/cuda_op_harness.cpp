@@ -210,7 +210,9 @@ std::vector<std::vector<float>> case_inputs(const OpCase& c) {
       h = random_vector(n, c.seed * 31 + static_cast<uint64_t>(i));
       if ((c.positive_inputs >> i) & 1u) make_positive(h);
     }
-    for (float& x : h) x = round_to_dtype(x, c.dtype);
+    // Labels and ids keep their dtype (labels_dtype): rounding 1023 to bf16 would make it 1024.
+    if (i != c.labels_input)
+      for (float& x : h) x = round_to_dtype(x, c.dtype);
     host.push_back(std::move(h));
   }
   return host;
