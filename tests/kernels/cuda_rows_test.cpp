@@ -127,6 +127,9 @@ TEST_CASE("cuda cross_entropy spread over the device == in one block, bitwise") 
         cuda::DeviceBuffer scratch = cuda::DeviceBuffer::allocate(static_cast<size_t>(rows) * sizeof(double));
         TG_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
         TG_CUDA_CHECK(cudaMemcpy(dl.get(), labels.data(), dl.bytes(), cudaMemcpyHostToDevice));
+        // A pageable cudaMemcpy may return before its DMA lands, and s does not wait for the
+        // legacy stream (seen on the H100 with twelve test processes on the GPU).
+        TG_CUDA_CHECK(cudaDeviceSynchronize());
         const kernels::TensorView lv{dl.as<float>(), Shape{rows}, DType::I64};
         float* out = loss.as<float>();
         kernels::cuda::cross_entropy(dx.as<float>(), lv, out, rows, cols, -100, scratch.get(), scratch.bytes(), s);
