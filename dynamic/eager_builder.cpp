@@ -460,9 +460,15 @@ void EagerBuilder::replay_role_peaks() {
 // ---- data and reports -----------------------------------------------------------
 
 std::vector<float> EagerBuilder::read(const Value& v) {
+  std::vector<float> out;
+  read_into(v, out);
+  return out;
+}
+
+void EagerBuilder::read_into(const Value& v, std::vector<float>& out) {
   const Slot& s = live_slot(v.id, OpKind::copy, 0);
   TG_TRACE_SCOPE("read back");
-  return copy_to_host_from(backend_, s.data, s.shape.numel(), s.dtype);
+  copy_to_host_into(backend_, s.data, s.shape.numel(), s.dtype, out, read_staging_);
 }
 
 void EagerBuilder::write(const Value& v, const std::vector<float>& host) {

@@ -77,6 +77,8 @@ class EagerBuilder final : public Builder {
 
   // ---- data ----
   std::vector<float> read(const Value& v);  // copy to host (synchronizes)
+  // read() into a vector the caller keeps from iteration to iteration (copy_to_host_into).
+  void read_into(const Value& v, std::vector<float>& out);
   void write(const Value& v, const std::vector<float>& host);
   // Persistent tensors (parameters, then optimizer state) in first-use order.
   struct Persistent {
@@ -117,6 +119,7 @@ class EagerBuilder final : public Builder {
   static constexpr int kPersistentBase = 1 << 30;
 
  private:
+  std::vector<unsigned char> read_staging_;  // read_into's 16-bit bytes before widening
   struct Slot {
     float* data = nullptr;
     Shape shape;

@@ -142,13 +142,20 @@ float DynamicTrainer::step(const Feeds& feeds) {
 }
 
 std::vector<float> DynamicTrainer::run_inference(const Feeds& feeds) {
-  const auto body = [this](EagerBuilder& b) {
+  std::vector<float> prediction;
+  run_inference(feeds, prediction);
+  return prediction;
+}
+
+void DynamicTrainer::run_inference(const Feeds& feeds, std::vector<float>& prediction) {
+  const auto body = [this, &prediction](EagerBuilder& b) {
     const ModelOutputs out = model_(b);
     if (!out.prediction.valid()) graph_error("DynamicTrainer::run_inference: the model returned no prediction");
     b.mark_output(out.prediction);
-    return b.read(out.prediction);
+    b.read_into(out.prediction, prediction);
+    return 0;
   };
-  return run_iteration(*builder_, feeds, /*training=*/false, body, [this](double s) { finish(s); });
+  run_iteration(*builder_, feeds, /*training=*/false, body, [this](double s) { finish(s); });
 }
 
 void DynamicTrainer::finish(double total_s) {

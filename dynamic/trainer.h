@@ -61,6 +61,8 @@ class DynamicTrainer {
   // The forward only, untaped; returns the prediction. Parameters are created
   // on first use exactly as in step(), so either may come first.
   std::vector<float> run_inference(const Feeds& feeds);
+  // The same, the prediction read into `out`, which the caller keeps from call to call.
+  void run_inference(const Feeds& feeds, std::vector<float>& out);
 
   // Host copies of the parameters (and optimizer state), in first-use order.
   std::vector<std::string> parameter_names() const;

@@ -63,6 +63,7 @@ struct CompiledPlan {
   float step(const Feeds& f = {}) { return exec->step(f); }
   std::vector<float> read(int value) const { return exec->read(value); }
   std::vector<float> read(const std::string& name) const { return exec->read(name); }
+  void read_into(int value, std::vector<float>& out) const { exec->read_into(value, out); }
   const MemoryPlan& memory() const { return exec->plan(); }
 };
 

@@ -382,19 +382,31 @@ float* StaticExecutable::pointer(int value) const {
 }
 
 std::vector<float> StaticExecutable::read(int value) const {
+  std::vector<float> out;
+  read_into(value, out);
+  return out;
+}
+
+void StaticExecutable::read_into(int value, std::vector<float>& out) const {
   float* p = pointer(value);
   const ValueInfo& v = graph_->values[static_cast<size_t>(value)];
   if (!p)
     throw std::invalid_argument(fmt::format("value {} has no storage: no node writes it and it is not an input", quote_name(v.name)));
   TG_TRACE_SCOPE("read back");
   if (runner_) runner_->synchronize();
-  return copy_to_host_from(backend(), p, v.shape.numel(), v.dtype);
+  copy_to_host_into(backend(), p, v.shape.numel(), v.dtype, out, read_staging_);
 }
 
 std::vector<float> StaticExecutable::read(const std::string& name) const {
   const int id = graph_->find_value(name);
   if (id < 0) throw std::invalid_argument(fmt::format("read: no value named {} in this graph", quote_name(name)));
   return read(id);
+}
+
+void StaticExecutable::read_into(const std::string& name, std::vector<float>& out) const {
+  const int id = graph_->find_value(name);
+  if (id < 0) throw std::invalid_argument(fmt::format("read: no value named {} in this graph", quote_name(name)));
+  read_into(id, out);
 }
 
 void StaticExecutable::synchronize() const {

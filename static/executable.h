@@ -105,6 +105,10 @@ class StaticExecutable {
   // its bytes is only meaningful for graph outputs, parameters and inputs.
   std::vector<float> read(int value) const;
   std::vector<float> read(const std::string& name) const;
+  // read() into a vector the caller keeps from run to run: after the first, a read of the
+  // same value allocates nothing and touches no fresh page (copy_to_host_into).
+  void read_into(int value, std::vector<float>& out) const;
+  void read_into(const std::string& name, std::vector<float>& out) const;
   // Fast path: host pointer to the input's slot in staging (CUDA) or its buffer
   // (CPU); write there, then run() with no feeds.
   float* input_slot(const std::string& name);
@@ -144,6 +148,7 @@ class StaticExecutable {
   void refresh_unwritten_copies();
 
   std::shared_ptr<const Graph> graph_;
+  mutable std::vector<unsigned char> read_staging_;  // read_into's 16-bit bytes before widening
   std::vector<int> order_;
   MemoryPlan plan_;
   std::shared_ptr<ParameterStore> params_;

@@ -55,7 +55,8 @@ in each precision, the product alone with CUDA events, as rows `matmul backend=t
 precision=P transfers=false` beside tg-matmul's `backend=gpu` rows of the same session.
 
 Every iteration ends with the loss (training) or the prediction (inference) read
-back to the host, as twograph's iterations do. Rows carry tg-train's and tg-launch's
+back to the host, the prediction into a host tensor kept from step to step, as twograph's
+iterations do. Rows carry tg-train's and tg-launch's
 names and params with executor set as above; see docs/bring-your-own-model.md.
 Without torch it says so and exits 0 (with --json, a report that records the skip).
 """
@@ -368,6 +369,15 @@ class Runner:
     def resident(self, feeds):
         return [t.to(self.dev) for t in self.host(feeds)]
 
+    def to_host(self, pred):
+        """The prediction copied into a host tensor kept from step to step, as tg-train reads
+        twograph's into a vector it keeps: neither side pays for fresh pages every step."""
+        kept = getattr(self, "_host_pred", None)
+        if kept is None or kept.shape != pred.shape or kept.dtype != pred.dtype:
+            kept = self._host_pred = self.torch.empty(pred.shape, dtype=pred.dtype, device="cpu")
+        kept.copy_(pred)
+        return kept
+
     def step(self, feeds, inputs=None):
         """inputs: device tensors to use as they are (torch_eager)."""
         torch = self.torch
@@ -377,7 +387,7 @@ class Runner:
             self.graph.replay()
             if self.training and self.scaler:
                 self._update()
-            return self.out.item() if self.training else self.out.cpu()
+            return self.out.item() if self.training else self.to_host(self.out)
         xs = inputs if inputs is not None else [h.to(self.dev) for h in self.host(feeds)]
         if self.executor == "torch_compile":
             self._mark_step()
@@ -388,11 +398,11 @@ class Runner:
                 self._update()
                 return loss.item()
             with torch.no_grad():
-                return self.compiled(*xs).cpu()
+                return self.to_host(self.compiled(*xs))
         if self.training:
             return self._train(*xs).item()
         with torch.no_grad():
-            return self._infer(*xs).cpu()
+            return self.to_host(self._infer(*xs))
 
 
 def executors(gpu, compile_here):

@@ -120,11 +120,26 @@ inline void check_static_vs_dynamic(const std::function<std::shared_ptr<Backend>
       RecordingBuilder rb(fwd);
       model(rb);
     }
+    // The kept vectors of read_into: the same bits as read(), in the same storage every time.
+    std::vector<float> kept_static, kept_dynamic;
+    const float* static_data = nullptr;
+    const float* dynamic_data = nullptr;
     for (uint64_t i = 0; i < 3; ++i) {
       const Feeds f = random_feeds(input_shapes_of(fwd), 70 + i * 13, classes);
       p.run(f);
       INFO(std::string(what), " inference ", i);
-      CHECK(bitwise_diff(p.read(p.prediction), dyn.run_inference(f)) == "");
+      const std::vector<float> got = p.read(p.prediction);
+      CHECK(bitwise_diff(got, dyn.run_inference(f)) == "");
+      p.read_into(p.prediction, kept_static);
+      dyn.run_inference(f, kept_dynamic);
+      CHECK(bitwise_diff(got, kept_static) == "");
+      CHECK(bitwise_diff(got, kept_dynamic) == "");
+      if (i > 0) {
+        CHECK(kept_static.data() == static_data);
+        CHECK(kept_dynamic.data() == dynamic_data);
+      }
+      static_data = kept_static.data();
+      dynamic_data = kept_dynamic.data();
     }
   }
   CompiledPlan p = compile(model, static_options(true));
