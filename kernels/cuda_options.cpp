@@ -29,6 +29,8 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
           "staged_copies", "host<->device copies of 1 MiB or more through pinned staging, host side on the copier's threads"),
       switch_option<O, &O::conv_transforms>(
           "conv_transforms", "also cuDNN's FFT and Winograd convolutions (they round transformed operands); 0: sums of products"),
+      switch_option<O, &O::conv_frontend>(
+          "conv_frontend", "convolutions through cuDNN's graph API (all its engines), the legacy API where it declines"),
   };
   return f;
 }

@@ -72,6 +72,11 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // WINOGRAD*): fewer operations, but they round the transformed operands, so their error is
   // not an f32 sum of products. Off by default: the CUDA-vs-CPU tolerances assume sums.
   bool conv_transforms = false;
+  // The convolutions through cuDNN's graph API (kernels/cuda/conv_cudnn_frontend.h: every
+  // engine cuDNN has for the shape, under the same rule), the legacy cudnnConvolution* API
+  // for what it declines; off: the legacy API alone. Off by default until measured; a backend
+  // refuses it on in a build without the cuDNN frontend.
+  bool conv_frontend = false;
   // Host <-> device copies of 1 MiB or more (Backend::copy_to_device, copy_to_host: the
   // dynamic executor's feeds, both executors' read-backs) go through two pinned staging
   // buffers of the backend, chunk by chunk, each chunk's host side split over the host

@@ -16,6 +16,7 @@
 #include "graph/float_formats.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/capture.h"
+#include "kernels/cuda/conv_cudnn_frontend.h"
 #include "kernels/cuda/cudnn_handles.h"
 
 namespace tg {
@@ -229,6 +230,9 @@ class ConvDnnPlan {
   mutable bool fused_call = false;
   tg::cuda::CudnnTensorDesc bias;
   tg::cuda::CudnnActivationDesc act;
+  // Set when cuDNN's graph API runs the key (ConvDnnRule::frontend): the descriptors above
+  // are then unused, workspace is the engine's.
+  std::shared_ptr<ConvFePlan> fe;
 };
 
 size_t conv_dnn_workspace_bytes(const ConvDnnPlan& p) { return p.filter_copy + p.workspace; }
@@ -259,6 +263,35 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
   const cudnnDataType_t dt = dnn_type(k.dtype);
   auto p = std::make_unique<ConvDnnPlan>();
   p->key = k;
+  if (rule.frontend) {
+    // Timed on zeroed scratch, as the legacy search below (outside capture, when it fits).
+    std::unique_ptr<ScratchOperands> fs;
+    ConvFeScratch scratch;
+    if (rule.benchmark && !stream_capturing(s)) {
+      fs = std::make_unique<ScratchOperands>(k, max_workspace, s);
+      if (fs->ok()) {
+        TG_CUDNN_CHECK(cudnnSetStream(handle.get(), s));
+        const bool fwd = !(k.op == OpKind::conv2d_grad_input || k.op == OpKind::conv2d_grad_weight);
+        scratch.a = fwd ? fs->x : fs->y;
+        scratch.b = k.op == OpKind::conv2d_grad_weight ? fs->x : fs->w;
+        scratch.out = fwd ? fs->y : k.op == OpKind::conv2d_grad_input ? fs->x : fs->w;
+        scratch.ws = fs->ws;
+      }
+    }
+    ConvFeBuilt built = conv_fe_build(handle.get(), k, rule, max_workspace, scratch.a ? &scratch : nullptr);
+    if (built.plan) {
+      p->fe = std::move(built.plan);
+      p->workspace = built.workspace;
+      if (g.nhwc) p->filter_copy = filter_copy_bytes(k);  // the graph's filter is KRSC, as the legacy one
+      choice.algo = "fe:" + built.engine;
+      choice.benchmarked = scratch.a != nullptr;
+      choice.deterministic = rule.deterministic;  // the rule dropped the nondeterministic engines
+      choice.workspace = conv_dnn_workspace_bytes(*p);
+      choice.offers = built.candidates;
+      return p;
+    }
+    choice.frontend_why = built.why;
+  }
   p->x = tg::cuda::CudnnTensorDesc::create();
   p->y = tg::cuda::CudnnTensorDesc::create();
   p->w = tg::cuda::CudnnFilterDesc::create();
@@ -448,6 +481,11 @@ bool ConvDnn::Impl::enqueue(const ConvDnnPlan& p, const void* a, const void* b, 
       filter_to_krsc(p.key, b, filter, s);
       b = filter;
     }
+  }
+  if (p.fe) {  // the graph API's engine; a fused convolution's epilogue follows (ConvDnn::run)
+    conv_fe_run(h, *p.fe, a, b, out, ws);
+    if (p.filter_copy && p.key.op == OpKind::conv2d_grad_weight) filter_to_kcrs(p.key, out, dw, s);
+    return false;
   }
   if (p.fused_call) {
     // z is the residual, or the output itself with alpha2 = 0. cuDNN does not promise to

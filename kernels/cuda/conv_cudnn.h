@@ -79,6 +79,7 @@ struct ConvDnnRule {
   bool benchmark = false;     // time cuDNN's algorithms (cudnnFind*AlgorithmEx); else its heuristic
   bool deterministic = true;  // only algorithms cuDNN marks deterministic
   bool transforms = false;    // FFT and Winograd too (else only algorithms that sum products)
+  bool frontend = false;      // cuDNN's graph API first (conv_cudnn_frontend.h), the legacy API where it declines
 };
 
 // What the first call of a key settled, for reports.
@@ -98,6 +99,9 @@ struct ConvDnnChoice {
   int passed_transform = 0;    // FFT or Winograd, without rule.transforms
   int passed_workspace = 0;    // needs more than the limit
   size_t passed_workspace_least = 0;  // the least workspace among those
+  // With ConvDnnRule::frontend: why the graph API did not take the key (empty when it did:
+  // algo is then "fe:" and the engine's name, offers the engines that built).
+  std::string frontend_why;
 };
 
 // The cuDNN state of one backend: one handle (made at the first convolution, so a backend

@@ -36,6 +36,11 @@ const CudaBackendOptions& checked_options(const CudaBackendOptions& o) {
         "cuda backend: attention_cudnn=1 but this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none); "
         "pass attention_cudnn=0, or run scripts/fetch-cudnn-frontend.sh (or set TWOGRAPH_CUDNN_FRONTEND_ROOT) and "
         "configure again");
+  if (o.conv_frontend && !(kBuiltWithCudnn && kBuiltWithCudnnFrontend))
+    throw std::invalid_argument(
+        "cuda backend: conv_frontend=1 but this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none); "
+        "pass conv_frontend=0, or run scripts/fetch-cudnn-frontend.sh (or set TWOGRAPH_CUDNN_FRONTEND_ROOT) and "
+        "configure again");
   return o;
 }
 
@@ -77,7 +82,8 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
   if (options.conv_cudnn)
     dnn_ = std::make_unique<kernels::cuda::ConvDnn>(
         static_cast<size_t>(options.conv_workspace_mb) << 20,
-        kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic, options.conv_transforms});
+        kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic, options.conv_transforms,
+                                   options.conv_frontend});
   ctx_.dnn = dnn_.get();
   if (options.attention_cudnn) attn_dnn_ = std::make_unique<kernels::cuda::AttnDnn>();
   ctx_.attn_dnn = attn_dnn_.get();

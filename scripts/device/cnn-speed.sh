@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
 # where a CNN's training step goes. tg-train --passes none under each set of backend options:
-# by default cuDNN's heuristic choice, benchmarked choices, benchmarked choices among
-# nondeterministic algorithms too, then with a 1 GiB workspace limit, then with FFT and
-# Winograd admitted; each run traced, its second replay's GPU work summed by kernel name
+# by default benchmarked choices through the legacy API (deterministic, then nondeterministic
+# too), then through cuDNN's graph API (conv_frontend=1: deterministic, nondeterministic, and
+# nondeterministic with a 1 GiB workspace limit); each run traced, its second replay's GPU work summed by kernel name
 # (tools/trace/kernel_table.py), its conv_algorithm rows (why faster offers were passed over)
 # in the report.
 #   Usage: bash scripts/device/cnn-speed.sh [build-dir] [seconds-per-run] [model] [options-sets...]
@@ -14,9 +14,9 @@ per=${2:-90}
 model=${3:-resnet50}
 shift $(($# < 3 ? $# : 3))
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(conv_benchmark=0 conv_benchmark=1 conv_benchmark=1,conv_deterministic=0
-  conv_benchmark=1,conv_workspace_mb=1024 conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
-  conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024,conv_transforms=1)
+[ ${#sets[@]} -gt 0 ] || sets=(conv_benchmark=1 conv_benchmark=1,conv_deterministic=0
+  conv_benchmark=1,conv_frontend=1 conv_benchmark=1,conv_deterministic=0,conv_frontend=1
+  conv_benchmark=1,conv_deterministic=0,conv_frontend=1,conv_workspace_mb=1024)
 out=${OUT:-out}
 mkdir -p "$out"
 for opts in "${sets[@]}"; do

@@ -14,11 +14,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "graph/conv.h"
+#include "kernels/cuda/conv_cudnn_frontend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "tests/common/op_samples.h"
 #include "tests/gpu_skip.h"
@@ -107,6 +109,24 @@ bool takes_cudnn(CudaBackend& b, const OpCase& c, float* data = nullptr) {
 }
 
 bool symmetric_pads(const ConvAttr& a) { return a.pads[0] == a.pads[2] && a.pads[1] == a.pads[3]; }
+
+// Every conv op in every dtype on every larger window through backend b, each taken by cuDNN
+// and within cuDNN's tolerance of the CPU (`adjust` may widen a case's tolerance first).
+void check_every_window(CudaBackend& b, uint64_t seed,
+                        const std::function<void(OpCase&, const Window&)>& adjust = {}) {
+  for (OpKind op : kConvOps)
+    for (DType dt : kDtypes) {
+      const std::string label = std::string(op_name(op)) + " " + dtype_name(dt);
+      CAPTURE(label);
+      for (const Window& win : larger_windows()) {
+        CAPTURE(win.what);
+        OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
+        if (adjust) adjust(c, win);
+        CHECK(takes_cudnn(b, c));
+        CHECK(run_case_on(b, c) == 0);
+      }
+    }
+}
 
 bool skip_without_cudnn() {
   if (kBuiltWithCudnn) return false;
@@ -292,26 +312,15 @@ TEST_CASE("cuda conv through cuDNN, benchmarked (conv_benchmark=1) == cpu, and e
     o.conv_benchmark = true;
     o.conv_deterministic = deterministic;
     CudaBackend& b = backend(o);
-    uint64_t seed = 9000;
-    for (OpKind op : kConvOps)
-      for (DType dt : kDtypes) {
-        const std::string label = std::string(op_name(op)) + " " + dtype_name(dt);
-        CAPTURE(label);
-        for (const Window& win : larger_windows()) {
-          CAPTURE(win.what);
-          OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
-          if (!deterministic && dt != DType::F32) {
-            // The atomic algorithms add their partial sums into the 16-bit output itself (seen
-            // on the H100: bf16 weight gradients 1-2 ulp off, and small ones further): each add
-            // rounds to half an ulp of a running sum, within sqrt(length) for inputs in [-1, 1].
-            const double half_ulp = dt == DType::BF16 ? 0x1p-8 : 0x1p-11;
-            c.tol.atol += half_ulp * std::sqrt(static_cast<double>(conv_sum_length(op, window_geometry(win))));
-            c.tol.rtol += 2 * half_ulp;
-          }
-          CHECK(takes_cudnn(b, c));
-          CHECK(run_case_on(b, c) == 0);
-        }
-      }
+    check_every_window(b, 9000, [&](OpCase& c, const Window& win) {
+      if (deterministic || c.dtype == DType::F32) return;
+      // The atomic algorithms add their partial sums into the 16-bit output itself (seen on
+      // the H100: bf16 weight gradients 1-2 ulp off, and small ones further): each add rounds
+      // to half an ulp of a running sum, within sqrt(length) for inputs in [-1, 1].
+      const double half_ulp = c.dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
+      c.tol.atol += half_ulp * std::sqrt(static_cast<double>(conv_sum_length(c.op, window_geometry(win))));
+      c.tol.rtol += 2 * half_ulp;
+    });
     const std::vector<kernels::cuda::ConvDnnChoice> chosen = b.conv_choices();
     REQUIRE(!chosen.empty());
     for (const kernels::cuda::ConvDnnChoice& ch : chosen) {
@@ -405,6 +414,66 @@ TEST_CASE("cuda conv through cuDNN with FFT and Winograd admitted (conv_transfor
     }
   }
   for (const kernels::cuda::ConvDnnChoice& ch : b.conv_choices()) CHECK(ch.passed_transform == 0);
+}
+
+// cuDNN's graph API (conv_frontend=1): the graph of every key validates for the Hopper and
+// Ampere targets (no device needed), and on the device each call is within the legacy path's
+// tolerance of the CPU, its choice recorded as the graph API's engine (or why it declined).
+TEST_CASE("cuda conv through cuDNN's graph API: every window's graph validates for sm_80 and sm_90, NCHW and NHWC") {
+  if (!kBuiltWithCudnn || !kBuiltWithCudnnFrontend) {
+    std::printf("TG_SKIP: this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none)\n");
+    return;
+  }
+  int64_t checked = 0;
+  for (OpKind op : kConvOps)
+    for (DType dt : kDtypes)
+      for (const Window& win : larger_windows())
+        for (bool nhwc : {false, true})
+          for (int sm : {80, 90}) {
+            kernels::cuda::ConvDnnKey k;
+            k.op = op;
+            k.dtype = dt;
+            k.g = window_geometry(win);
+            k.g.nhwc = nhwc;
+            INFO(op_name(op), " ", dtype_name(dt), " ", win.what, nhwc ? " NHWC" : " NCHW", " sm_", sm);
+            CHECK(kernels::cuda::conv_fe_check_graph(k, sm) == "");
+            ++checked;
+          }
+  CHECK(checked == 3 * 3 * static_cast<int64_t>(larger_windows().size()) * 2 * 2);
+}
+
+TEST_CASE("cuda conv through cuDNN's graph API (conv_frontend=1) == cpu, heuristic and benchmarked, choices recorded") {
+  TG_REQUIRE_GPU();
+  if (!kBuiltWithCudnn || !kBuiltWithCudnnFrontend) {
+    CudaBackendOptions o = with_cudnn(kBuiltWithCudnn);
+    o.conv_frontend = true;
+    CHECK_THROWS_AS(CudaBackend(0, false, o), std::invalid_argument);
+    return;
+  }
+  for (bool benchmark : {false, true}) {
+    CAPTURE(benchmark);
+    CudaBackendOptions o = with_cudnn(true);
+    o.conv_frontend = true;
+    o.conv_benchmark = benchmark;
+    CudaBackend& b = backend(o);
+    check_every_window(b, 9500);
+    int64_t by_graph = 0;
+    for (const kernels::cuda::ConvDnnChoice& ch : b.conv_choices()) {
+      CAPTURE(ch.algo);
+      CAPTURE(ch.frontend_why);
+      if (ch.algo.rfind("fe:", 0) == 0) {
+        ++by_graph;
+        CHECK(ch.frontend_why.empty());
+        CHECK(ch.offers > 0);
+        CHECK(ch.deterministic);
+        CHECK(ch.benchmarked == benchmark);
+      } else {
+        CHECK_FALSE(ch.frontend_why.empty());  // the legacy path ran it, and the choice says why
+      }
+    }
+    // Plain NCHW convolutions in f32, bf16 and f16 are what the graph API is for: most keys.
+    CHECK(by_graph * 2 > static_cast<int64_t>(b.conv_choices().size()));
+  }
 }
 
 TEST_CASE("cuda backend: conv_cudnn is in its options' values, and refused on without cuDNN") {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -23,9 +24,10 @@
 namespace tg {
 namespace {
 
-std::shared_ptr<Backend> gpu(bool cudnn) {
+std::shared_ptr<Backend> gpu(bool cudnn, bool frontend = false) {
   CudaBackendOptions o;
   o.conv_cudnn = cudnn && kBuiltWithCudnn;
+  o.conv_frontend = frontend;
   return std::shared_ptr<Backend>(make_cuda_backend(0, false, o));
 }
 
@@ -73,6 +75,24 @@ TEST_CASE("channels_last on CUDA: ResNet and VGG train NHWC as NCHW, f32 and bf1
       CHECK(worst_loss_diff(testing::vgg_model(v), p, gpu(cudnn), PassSet::none(), gpu(cudnn), kNhwc, 3, v.classes) <=
             loss_tolerance(p));
     }
+}
+
+// cuDNN's graph API (conv_frontend=1) in both layouts: the same steps as the legacy API's
+// within the loss tolerance, NCHW and NHWC (its filter the KRSC copy, as the legacy path's).
+TEST_CASE("channels_last on CUDA: convolutions through cuDNN's graph API train as through the legacy API") {
+  TG_REQUIRE_GPU();
+  if (!kBuiltWithCudnn || !kBuiltWithCudnnFrontend) {
+    std::printf("TG_SKIP: this build has no cuDNN frontend\n");
+    return;
+  }
+  const ResNetConfig r = testing::resnet_config(4, 16, 8, 1, 10);
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(precision_name(p));
+    CHECK(worst_loss_diff(testing::resnet_model(r), p, gpu(true), PassSet::none(), gpu(true, true), PassSet::none(), 3,
+                          r.classes) <= loss_tolerance(p));
+    CHECK(worst_loss_diff(testing::resnet_model(r), p, gpu(true), PassSet::none(), gpu(true, true), kNhwc, 3,
+                          r.classes) <= loss_tolerance(p));
+  }
 }
 
 TEST_CASE("channels_last on CUDA: the NHWC step against the CPU's NHWC step") {
