@@ -69,6 +69,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402  (graph/corpus.h's synthetic text)
 import twograph_report as tr  # noqa: E402
 try:
     import torch_models as tm  # noqa: E402  (numpy: twograph's generators)
@@ -443,6 +444,18 @@ def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here, pre
                     measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precision)
 
 
+def curve_feeds(c, i, steps):
+    """Batch i of tg-train's loss curve: random feeds, a language model's ids and labels the
+    windows of graph/corpus.h's synthetic text (corpus.py), as train_bench.cpp's loss_curves."""
+    f = tm.model_feeds(c["inputs"], 500 + 7 * i, c.get("classes", CLASSES))
+    if c["params"].get("model") == "gpt2":
+        batch, seq = c["params"]["batch"], c["params"]["seq"]
+        stream = corpus.synthetic_corpus(corpus.corpus_tokens_for(batch, seq, steps), 1)
+        for name, rows in zip(("ids", "labels"), corpus.corpus_batch(stream, batch, seq, i)):
+            f[name] = tm.np.asarray(rows, dtype=f[name].dtype).reshape(f[name].shape)
+    return f
+
+
 def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precision):
     gpu, executor, training = dev.type == "cuda", params["executor"], params["mode"] == "train"
     if gpu:
@@ -450,7 +463,7 @@ def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precisi
     r = Runner(torch, dev, c, executor, training, precision)
     if training:  # the loss curve first, from the initial weights, with tg-train's batches
         r.count_skips = True
-        curve = [r.step(tm.model_feeds(c["inputs"], 500 + 7 * i, c.get("classes", CLASSES))) for i in range(loss_steps)]
+        curve = [r.step(curve_feeds(c, i, loss_steps)) for i in range(loss_steps)]
         r.count_skips = False
         extra = {"steps": loss_steps}
         if r.scaler:

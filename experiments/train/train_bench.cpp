@@ -11,6 +11,7 @@
 
 #include "dynamic/trainer.h"
 #include "experiments/harness/exec_common.h"
+#include "graph/corpus.h"
 #include "static/compiler.h"
 #ifdef TWOGRAPH_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
@@ -77,6 +78,7 @@ Config gpt2_config(const std::string& sweep, const Gpt2Config& g) {
   if (g.dropout > 0.0f) c.params.emplace("dropout", std::stod(fmt::format("{}", g.dropout)));
   c.rows = g.batch * g.seq;
   c.classes = g.vocab;
+  c.corpus_seq = g.seq;
   return c;
 }
 
@@ -218,9 +220,14 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
   DynamicTrainer dyn(c.fn, *be, "caching", dynamic_options(c));
   std::vector<double> ls, ld;
   trace::LoopWindow window;
+  const std::vector<int64_t> corpus =
+      c.corpus_seq > 0 ? synthetic_corpus(corpus_tokens_for(c.batch, c.corpus_seq, steps), 1 + c.seed)
+                       : std::vector<int64_t>{};
   for (int i = 0; i < steps; ++i) {
     window.before_sample(i);
-    const Feeds f = bench::model_feeds(c.fn, data_seed(c, 500 + static_cast<uint64_t>(i) * 7), c.classes);
+    Feeds f = bench::model_feeds(c.fn, data_seed(c, 500 + static_cast<uint64_t>(i) * 7), c.classes);
+    if (c.corpus_seq > 0)
+      for (auto& [name, values] : corpus_batch(corpus, c.batch, c.corpus_seq, i)) f[name] = std::move(values);
     ls.push_back(p.step(f));
     ld.push_back(dyn.step(f));
   }
@@ -254,6 +261,7 @@ void loss_curves(th::Experiment& e, const std::shared_ptr<Backend>& be, const Co
     m.samples = *v;  // per step, in order: the curve itself
     m.extra["steps"] = steps;
     m.extra["bitwise_equal"] = equal ? 1 : 0;
+    if (!corpus.empty()) m.extra["corpus_tokens"] = static_cast<double>(corpus.size());  // graph/corpus.h's text
     if (!equal) m.extra["max_rel_diff"] = max_rel;
     if (scaled) {
       m.extra["skipped_steps"] = static_cast<double>(scaler->skipped_steps);

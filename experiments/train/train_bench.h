@@ -27,6 +27,10 @@ struct Config {
   int64_t rows = 0;  // rows of its GEMMs: batch (mlp), batch * seq (transformer)
   bool train = true;     // false: inference only (a graph file without a loss, tg-graph bench)
   int64_t classes = 10;  // labels are class indices in [0, classes)
+  // Language models: the loss curve's batches are windows of graph/corpus.h's synthetic text
+  // (ids and labels [batch, seq], the labels one token on), so that the curve shows learning;
+  // 0: random ids and labels like every other model's data.
+  int64_t corpus_seq = 0;
   Precision precision = Precision::fp32;  // both executors' (graph/precision.h)
   LossScaleOptions loss_scale = {};       // both executors' (graph/loss_scale.h); unset: on for fp16
   TrainOptions train_opt = {};            // both executors' update rule and clipping (graph/training.h)

@@ -37,6 +37,19 @@ def _torch_replay(p, precision, mode):
     return report(TORCH).exact("replay", want)
 
 
+def _train_reports():
+    """(precision, report) of each saved tg-train run, and their stems; Missing when there is none."""
+    found = []
+    for precision, stem in TRAIN.items():
+        try:
+            found.append((precision, stem, report(stem)))
+        except Missing:
+            continue
+    if not found:
+        raise Missing(f"no lm/train_gpt2 report: run `{COMMAND}`")
+    return found
+
+
 def tab_lm_step():
     """Each precision and mode: twograph's static replay (without passes and with all of them)
     and step and its dynamic step, then PyTorch's eager, CUDA-graph and compiled steps of the
@@ -45,11 +58,7 @@ def tab_lm_step():
     PyTorch's graph is (tg-train's pass_replay_host row), or its plain step where the run has
     no pass rows."""
     rows, stems = [], []
-    for precision, stem in TRAIN.items():
-        try:
-            r = report(stem)
-        except Missing:
-            continue
+    for precision, stem, r in _train_reports():
         stems.append(stem)
         for p in distinct_params(r.all("iteration", model="gpt2"), _DROP):
             for mode in ("train", "inference"):
@@ -69,8 +78,6 @@ def tab_lm_step():
                 vs = x(best / ours["median"]) if ours and best else "n/a"
                 rows.append([p["sweep"], f"{p['batch']} x {p['seq']}", precision, mode, _cell(rp), _cell(fused),
                              _cell(st), tok, _cell(dy)] + [_cell(m) for m in torch] + [vs])
-    if not stems:
-        raise Missing(f"no lm/train_gpt2 report: run `{COMMAND}`")
     try:
         report(TORCH)
         stems.append(TORCH)
@@ -135,6 +142,30 @@ def tab_lm_seq():
                    "S x S / (activations + workspace)"], rows, ["---:"] * 7) + "\n\n" + r.source_line())
 
 
+def tab_lm_loss():
+    """The loss curve tg-train checks before it times anything: the same batches through both
+    executors from the same initial weights, the losses compared bit for bit. Its data: graph/
+    corpus.h's synthetic text (the row's corpus_tokens extra), or random tokens in a run made
+    before the corpus."""
+    rows, stems = [], []
+    for precision, stem, r in _train_reports():
+        stems.append(stem)
+        for m in r.all("loss_curve", model="gpt2", executor="static"):
+            p = m["params"]
+            if "passes" in p:  # the pass sweep's curves (fused kernels: within a tolerance, not bitwise)
+                continue
+            curve = m.get("samples") or []
+            if not curve:
+                continue
+            tokens = m["extra"].get("corpus_tokens")
+            data = f"synthetic text, {int(tokens)} tokens" if tokens else "random tokens"
+            equal = "bitwise" if m["extra"].get("bitwise_equal") else "differ"
+            rows.append([p["sweep"], f"{p['batch']} x {p['seq']}", precision, data, len(curve), f"{curve[0]:.4f}",
+                         f"{curve[-1]:.4f}", f"{min(curve):.4f}", equal])
+    return (table(["model", "batch x seq", "precision", "data", "steps", "first loss", "last loss", "lowest loss",
+                   "static vs dynamic"], rows, ["---"] * 4 + ["---:"] * 4 + ["---"]) + "\n\n" + sources_line(*stems))
+
+
 def _device():
     for stem in (*TRAIN.values(), MEMORY):
         try:
@@ -146,6 +177,6 @@ def _device():
     raise Missing(f"no lm report: run `{COMMAND}`")
 
 
-TABLES = {"lm-step": tab_lm_step, "lm-memory": tab_lm_memory, "lm-seq": tab_lm_seq}
+TABLES = {"lm-step": tab_lm_step, "lm-loss": tab_lm_loss, "lm-memory": tab_lm_memory, "lm-seq": tab_lm_seq}
 VALUES = {"lm.device": _device}
 PLOTTERS = {}
