@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One device call of several named steps, each run under what is left of the call (steps.sh)
+# and packed into $OUT/results.tar as soon as it ends, so that a call cut short still returns
+# what finished (a call returns at most 8 files).
+#   Usage (device tool, carry [".carry"], after `bash scripts/device/pack-deps.sh` and
+#   `git describe --always --dirty > .carry/source-rev` here):
+#     OUT=$OUT bash scripts/device/call.sh SECONDS STEP...
+# Steps (the seconds each needs to start, roughly what it takes on an H100):
+#   build      120  scripts/device/build-there.sh (skipped when the build is there: a warm machine)
+#   ctest      240  every GPU test (names with cuda or gpu, the reliability and torch tests)
+#   cnn-speed  220  scripts/device/cnn-speed.sh: ResNet-50 under each convolution option set
+#   cnn-run    300  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
+#   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
+#   lm-full    480  scripts/device/lm-run.sh full: GPT-2 small at batch 8 x 1024 too
+#   lm-full-bf16, lm-full-fp32  300  the same in one precision
+#   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
+# Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
+set -u
+limit=${1:?seconds}
+shift
+out=${OUT:-out}
+mkdir -p "$out"
+source "$(dirname "$0")/steps.sh"  # left, step
+build=build/default
+pack() { (cd "$out" && tar -rf results.tar "$1" summary.txt 2>/dev/null && rm -rf "$1"); }
+for name in "$@"; do
+  dir="$out/$name"
+  mkdir -p "$dir"
+  case "$name" in
+    build)
+      if [ -x "$build/experiments/train/tg-train" ]; then
+        echo "build: there already" | tee -a "$out/summary.txt"
+      else
+        step build 120 env OUT="$dir" bash scripts/device/build-there.sh
+        echo "$(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$out/summary.txt"
+      fi ;;
+    ctest)
+      step ctest 240 ctest --test-dir "$build" -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" -j12 --timeout 200 \
+        --output-on-failure > "$dir/ctest-gpu.log" 2>&1
+      grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
+    cnn-speed) step cnn-speed 220 env OUT="$dir" bash scripts/device/cnn-speed.sh "$build" 45 ;;
+    cnn-run) step cnn-run 300 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
+    lm-quick) step lm-quick 220 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 55 0 quick ;;
+    lm-full) step lm-full 480 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 120 0 full ;;
+    lm-full-bf16 | lm-full-fp32)
+      step "$name" 300 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 100 0 full "${name#lm-full-}" ;;
+    precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
+    *) echo "call.sh: no step '$name'; the steps are build, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
+         "lm-full-bf16, lm-full-fp32, precision" >&2
+       exit 2 ;;
+  esac
+  pack "$name"
+done
+cat "$out/summary.txt"
