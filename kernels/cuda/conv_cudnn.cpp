@@ -278,7 +278,12 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
         scratch.ws = fs->ws;
       }
     }
-    ConvFeBuilt built = conv_fe_build(handle.get(), k, rule, max_workspace, scratch.a ? &scratch : nullptr);
+    ConvFeBuilt built;
+    try {
+      built = conv_fe_build(handle.get(), k, rule, max_workspace, scratch.a ? &scratch : nullptr);
+    } catch (const std::exception& e) {  // the frontend's own exceptions: the legacy API takes the key
+      built.why = std::string("the cuDNN frontend threw: ") + e.what();
+    }
     if (built.plan) {
       p->fe = std::move(built.plan);
       p->workspace = built.workspace;
@@ -286,7 +291,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
       choice.algo = "fe:" + built.engine;
       choice.benchmarked = scratch.a != nullptr;
       choice.deterministic = rule.deterministic;  // the rule dropped the nondeterministic engines
-      choice.workspace = conv_dnn_workspace_bytes(*p);
+      choice.workspace = p->workspace;  // the engine's, as the legacy choice's is the algorithm's
       choice.offers = built.candidates;
       return p;
     }

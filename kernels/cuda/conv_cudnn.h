@@ -100,7 +100,8 @@ struct ConvDnnChoice {
   int passed_workspace = 0;    // needs more than the limit
   size_t passed_workspace_least = 0;  // the least workspace among those
   // With ConvDnnRule::frontend: why the graph API did not take the key (empty when it did:
-  // algo is then "fe:" and the engine's name, offers the engines that built).
+  // algo is then "fe:" and the engine's name, offers the engines timed (1 unbenchmarked),
+  // deterministic whether the rule admitted deterministic engines only, algo_ms 0).
   std::string frontend_why;
 };
 

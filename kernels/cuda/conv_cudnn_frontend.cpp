@@ -23,6 +23,10 @@ namespace {
 // The graph's tensors, by uid (the variant pack's keys): the call's a, b and out.
 enum Uid : int64_t { kA = 1, kB, kOut };
 
+// The most engines a benchmarked key builds and times (PyTorch's cudnn.benchmark caps its
+// search alike).
+constexpr int kMaxTimed = 10;
+
 std::string describe(const ConvDnnKey& k) {
   const ConvGeometry& g = k.g;
   return fmt::format("{} {} n{} c{} {}x{} k{} {}x{} s{}x{} p{}x{} d{}x{} g{}{}", op_name(k.op), dtype_name(k.dtype), g.n,
@@ -90,10 +94,9 @@ std::vector<fe::NumericalNote_t> excluded_notes(const ConvDnnKey& k, const ConvD
     for (auto n : {fe::NumericalNote_t::FFT, fe::NumericalNote_t::WINOGRAD, fe::NumericalNote_t::WINOGRAD_TILE_4x4,
                    fe::NumericalNote_t::WINOGRAD_TILE_6x6, fe::NumericalNote_t::WINOGRAD_TILE_13x13})
       out.push_back(n);
-  if (k.dtype == DType::F32 && !k.tf32) {
-    out.push_back(fe::NumericalNote_t::TENSOR_CORE);
-    out.push_back(fe::NumericalNote_t::DOWN_CONVERT_INPUTS);
-  }
+  // Converting the inputs down (f32 to f16: overflow, flushed subnormals) is never asked for.
+  out.push_back(fe::NumericalNote_t::DOWN_CONVERT_INPUTS);
+  if (k.dtype == DType::F32 && !k.tf32) out.push_back(fe::NumericalNote_t::TENSOR_CORE);
   if (k.dtype != DType::F32) out.push_back(fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION);
   return out;
 }
@@ -123,12 +126,23 @@ ConvFeBuilt conv_fe_build(cudnnContext* handle, const ConvDnnKey& k, const ConvD
   gr.deselect_workspace_greater_than(static_cast<int64_t>(max_workspace));
   TG_FE_STEP(gr.check_support(handle));
   const bool timed = rule.benchmark && scratch != nullptr;
-  TG_FE_STEP(gr.build_plans(handle, timed ? fe::BuildPlanPolicy_t::ALL : fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
-  r.candidates = static_cast<int>(gr.get_execution_plan_count());
   if (timed) {
+    // The first kMaxTimed engines that build under the rule, in the heuristics' order, each
+    // timed (building and timing every engine of a long list costs seconds a shape).
+    int built = 0;
+    for (int64_t i = 0; i < gr.get_execution_plan_count() && built < kMaxTimed; ++i)
+      if (gr.build_plan_at_index(i).is_good()) ++built;
+    if (built == 0) {
+      r.why = fmt::format("no engine of {} built under the rule", describe(k));
+      return r;
+    }
     std::unordered_map<int64_t, void*> pack{
         {kA, const_cast<void*>(scratch->a)}, {kB, const_cast<void*>(scratch->b)}, {kOut, scratch->out}};
     TG_FE_STEP(gr.autotune(handle, pack, scratch->ws));
+    r.candidates = built;
+  } else {
+    TG_FE_STEP(gr.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
+    r.candidates = 1;
   }
   int64_t ws = 0;
   TG_FE_STEP(gr.get_workspace_size(ws));

@@ -8,12 +8,12 @@
 //
 // The rule is ConvDnnRule's, expressed as the engines' numerical notes: deterministic drops
 // engines noted NONDETERMINISTIC; without transforms FFT and the Winograd notes are dropped;
-// f32 without tf32 drops TENSOR_CORE and DOWN_CONVERT_INPUTS (the FMA units, as the legacy
-// path's CUDNN_FMA_MATH); 16-bit drops REDUCED_PRECISION_REDUCTION (f32 sums); engines whose
-// workspace passes the limit are dropped. Heuristic (mode A, then the fallback list): the
-// first engine that builds; with ConvDnnRule::benchmark, every engine that builds is timed on
-// scratch operands and the fastest kept (the frontend's autotune), as PyTorch's
-// cudnn.benchmark does on the same API.
+// f32 without tf32 drops TENSOR_CORE (the FMA units, as the legacy path's CUDNN_FMA_MATH);
+// 16-bit drops REDUCED_PRECISION_REDUCTION (f32 sums); DOWN_CONVERT_INPUTS (f32 read as f16)
+// is always dropped; engines whose workspace passes the limit are dropped. Heuristic (mode A,
+// then the fallback list): the first engine that builds; with ConvDnnRule::benchmark, the
+// first ten that build are timed on scratch operands and the fastest kept (the frontend's
+// autotune), as PyTorch's cudnn.benchmark does on the same API.
 //
 // NCHW keys, and NHWC ones on the KRSC copy of the filter that the legacy path makes (at the
 // start of the call's workspace, the engine's after it); a key the graph API declines runs
@@ -36,7 +36,7 @@ struct ConvFeBuilt {
   std::shared_ptr<ConvFePlan> plan;  // null: the graph API declined the key (`why` says how)
   size_t workspace = 0;
   std::string engine;  // the chosen plan's name ("eng0_k2=1...")
-  int candidates = 0;  // engines that built under the rule (timed when benchmarked)
+  int candidates = 0;  // engines built and timed (benchmarked), or 1 (the heuristic's first that built)
   std::string why;
 };
 
