@@ -311,6 +311,14 @@ inline bool op_input_is_copy(OpKind op, int input, int num_inputs) {
   return op_update_writes_copy(op) && input < op_group_inputs(op, num_inputs) &&
          input % op_traits(op).inputs == op_traits(op).inputs - 1;
 }
+// Whether input `input` of a multi-tensor update (sgd_multi, adamw_multi and their *_cast
+// forms) is a group's gradient, position 1, which may be bf16 or f16: the update widens it,
+// exactly, as the cast before it would (the optimizer pass reads an autocast gradient
+// without that cast).
+inline bool op_input_is_multi_grad(OpKind op, int input, int num_inputs) {
+  return op_is_update(op) && op_is_variadic(op) && input < op_group_inputs(op, num_inputs) &&
+         input % op_traits(op).inputs == 1;
+}
 // Whether an update of `num_inputs` inputs writes input `input` in place: every update
 // writes the parameter (update_scale: its state), at position 0 of its group, one with
 // momentum the velocity, at position 2, and adamw its moments and step count, at positions

@@ -233,6 +233,8 @@ void check_dtypes(const Checker& k, const OpCall& c) {
                dtype_name(t.dtype), dtype_name(low));
       continue;
     }
+    if (op_input_is_multi_grad(c.op, i, c.num_inputs) && (t.dtype == DType::BF16 || t.dtype == DType::F16))
+      continue;  // a multi update widens a 16-bit gradient itself
     if (!cast) check_as(t, fmt::format("input {}", i), logits && i > 0 ? DType::F32 : want);
   }
   if (cast) {
@@ -248,9 +250,11 @@ void check_dtypes(const Checker& k, const OpCall& c) {
 }  // namespace
 
 bool call_is_f32(const OpCall& c) {
-  // A low-precision weight copy is only stored, rounded, by the f32 update that writes it.
+  // A low-precision weight copy is only stored, rounded, by the f32 update that writes it; a
+  // multi-tensor update's 16-bit gradient is widened, exactly, by the update itself.
   for (int i = 0; i < c.num_inputs; ++i)
-    if (c.input(i).dtype != DType::F32 && !op_input_is_index(c.op, i) && !op_input_is_copy(c.op, i, c.num_inputs))
+    if (c.input(i).dtype != DType::F32 && !op_input_is_index(c.op, i) && !op_input_is_copy(c.op, i, c.num_inputs) &&
+        !op_input_is_multi_grad(c.op, i, c.num_inputs))
       return false;
   return c.out.dtype == DType::F32 && c.out2.dtype == DType::F32;
 }

@@ -233,6 +233,8 @@ void cpu_multi_update(const OpCall& c);
 // The *_multi_cast updates' last step per group: the group's parameter (input `group`),
 // updated, rounded to nearest even into the group's last input, the copy, as cast rounds.
 void cpu_store_weight_copy(const OpCall& c, int group);
+// A multi-tensor update's gradient as f32: its own data, or (bf16, f16) widened into `wide`.
+const float* cpu_update_grad(const TensorView& g, std::vector<float>& wide);
 // matmul_sgd_momentum (param, a, velocity, dz): cpu_sgd_momentum with the gradient a^T dz
 // (a [rows, k], dz [rows, n]), computed as matmul_bias_grad's product is.
 void cpu_matmul_sgd_momentum(const OpCall& c);

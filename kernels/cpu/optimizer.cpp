@@ -30,6 +30,13 @@ void cpu_matmul_sgd_momentum(const OpCall& c) {
   cpu_sgd_momentum(p.data, grad.data(), c.in[2].data, c.attrs->lr, c.attrs->momentum, p.shape.numel());
 }
 
+const float* cpu_update_grad(const TensorView& g, std::vector<float>& wide) {
+  if (g.dtype == DType::F32) return g.data;
+  wide.resize(static_cast<size_t>(g.shape.numel()));
+  load_from_dtype(g.data, wide.size(), g.dtype, wide.data());
+  return wide.data();
+}
+
 void cpu_store_weight_copy(const OpCall& c, int group) {
   const TensorView& p = c.input(group);
   const TensorView& low = c.input(group + op_num_inputs(c.op) - 1);
@@ -41,9 +48,10 @@ void cpu_multi_update(const OpCall& c) {
   const int group = op_num_inputs(c.op);
   const int groups_end = op_group_inputs(c.op, c.num_inputs);
   if (groups_end < c.num_inputs && c.input(groups_end).data[0] != 0.0f) return;  // loss scaling skips this step
+  std::vector<float> wide;
   for (int i = 0; i < groups_end; i += group) {
     float* p = c.input(i).data;
-    const float* g = c.input(i + 1).data;
+    const float* g = cpu_update_grad(c.input(i + 1), wide);
     const int64_t n = c.input(i).shape.numel();
     if (op_update_has_velocity(c.op)) cpu_sgd_momentum(p, g, c.input(i + 2).data, at.lr, at.momentum, n);
     else cpu_sgd(p, g, at.lr, n);

@@ -38,11 +38,12 @@ constexpr int kAdamTensors = 48;
 constexpr int64_t kChunk = 4096;
 struct AdamArgs {
   float* p[kAdamTensors];
-  const float* g[kAdamTensors];
+  const void* g[kAdamTensors];  // f32, or bf16 / f16 (gk)
   float* m[kAdamTensors];
   float* v[kAdamTensors];
   float* step[kAdamTensors];
   uint16_t* low[kAdamTensors];  // adamw_multi_cast: each parameter's low-precision copy, else null
+  GradKind gk[kAdamTensors];
   int64_t n[kAdamTensors];
   int64_t first_chunk[kAdamTensors + 1];
   int count;
@@ -62,12 +63,14 @@ __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
     const int64_t begin = (c - a.first_chunk[lo]) * kChunk;
     const int64_t len = a.n[lo] - begin < kChunk ? a.n[lo] - begin : kChunk;
     float* p = a.p[lo] + begin;
-    const float* g = a.g[lo] + begin;
+    const GradKind gk = a.gk[lo];
+    const void* gv = static_cast<const char*>(a.g[lo]) + begin * (gk == GradKind::f32 ? 4 : 2);
+    const float* g = static_cast<const float*>(gv);  // read as such only when f32
     float* m = a.m[lo] + begin;
     float* v = a.v[lo] + begin;
     uint16_t* low = a.low[lo] ? a.low[lo] + begin : nullptr;
     int64_t i = threadIdx.x;
-    if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
+    if (gk == GradKind::f32 && aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
       const int64_t n4 = len / 4;
       for (int64_t j = threadIdx.x; j < n4; j += blockDim.x) {
         float4 pp = reinterpret_cast<float4*>(p)[j], mm = reinterpret_cast<float4*>(m)[j],
@@ -85,7 +88,7 @@ __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
       i = 4 * n4 + threadIdx.x;  // the tail, by the first threads
     }
     for (; i < len; i += blockDim.x) {
-      adamw_element(p[i], g[i], m[i], v[i], s);
+      adamw_element(p[i], grad_at(gv, gk, i), m[i], v[i], s);
       if (low) store_weight_copy(low, a.low_bf16, i, p[i]);
     }
   }
@@ -124,6 +127,7 @@ void adamw(const OpCall& c, cudaStream_t s) {
     const int t = a.count++;
     a.p[t] = c.input(i).data;
     a.g[t] = c.input(i + 1).data;
+    a.gk[t] = grad_kind(c.input(i + 1).dtype);
     a.m[t] = c.input(i + 2).data;
     a.v[t] = c.input(i + 3).data;
     a.step[t] = c.input(i + 4).data;

@@ -73,9 +73,10 @@ __global__ void sgd_momentum_kernel(float* p, const float* g, float* v, float lr
 constexpr int64_t kChunk = 4096;
 struct MultiArgs {
   float* p[kMultiTensors];
-  const float* g[kMultiTensors];
+  const void* g[kMultiTensors];  // f32, or bf16 / f16 (gk)
   float* v[kMultiTensors];
   uint16_t* low[kMultiTensors];  // sgd_multi_cast, sgd_momentum_multi_cast: each parameter's copy, else null
+  GradKind gk[kMultiTensors];
   int64_t n[kMultiTensors];
   int64_t first_chunk[kMultiTensors + 1];
   int count;
@@ -96,12 +97,14 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
     const int64_t begin = (c - a.first_chunk[lo]) * kChunk;
     const int64_t len = a.n[lo] - begin < kChunk ? a.n[lo] - begin : kChunk;
     float* p = a.p[lo] + begin;
-    const float* g = a.g[lo] + begin;
+    const GradKind gk = a.gk[lo];
+    const void* gv = static_cast<const char*>(a.g[lo]) + begin * (gk == GradKind::f32 ? 4 : 2);
+    const float* g = static_cast<const float*>(gv);  // read as such only when f32
     float* v = kMomentum ? a.v[lo] + begin : nullptr;
     uint16_t* low = a.low[lo] ? a.low[lo] + begin : nullptr;
     float unused = 0.0f;  // sgd's velocity
     int64_t i = threadIdx.x;
-    if (aligned16(p) && aligned16(g) && (!kMomentum || aligned16(v))) {
+    if (gk == GradKind::f32 && aligned16(p) && aligned16(g) && (!kMomentum || aligned16(v))) {
       const int64_t n4 = len / 4;
       float4* p4 = reinterpret_cast<float4*>(p);
       const float4* g4 = reinterpret_cast<const float4*>(g);
@@ -116,7 +119,7 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
       i = 4 * n4 + threadIdx.x;  // the tail, by the first threads
     }
     for (; i < len; i += blockDim.x) {
-      step(p[i], g[i], kMomentum ? v[i] : unused);
+      step(p[i], grad_at(gv, gk, i), kMomentum ? v[i] : unused);
       if (low) store_weight_copy(low, a.low_bf16, i, p[i]);
     }
   }
@@ -148,6 +151,7 @@ void multi_update(const OpCall& c, cudaStream_t s) {
     const int t = a.count++;
     a.p[t] = c.input(i).data;
     a.g[t] = c.input(i + 1).data;
+    a.gk[t] = grad_kind(c.input(i + 1).dtype);
     a.v[t] = momentum ? c.input(i + 2).data : nullptr;
     a.low[t] = copies ? elements<uint16_t>(c.input(i + group - 1).data) : nullptr;
     if (copies) a.low_bf16 = c.input(i + group - 1).dtype == DType::BF16;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "graph/float_formats.h"
+#include "graph/shape.h"
 
 namespace tg::kernels::cuda {
 
@@ -18,6 +19,18 @@ __device__ __forceinline__ void store_weight_copy4(uint16_t* low, bool bf16, int
   store_weight_copy(low, bf16, 4 * j + 1, p.y);
   store_weight_copy(low, bf16, 4 * j + 2, p.z);
   store_weight_copy(low, bf16, 4 * j + 3, p.w);
+}
+
+// A multi-tensor update's gradient (graph/op.h op_input_is_multi_grad): f32 as stored, bf16
+// and f16 widened exactly, the value the cast the optimizer pass removed would have made.
+enum class GradKind : uint8_t { f32, bf16, f16 };
+inline GradKind grad_kind(DType dt) {
+  return dt == DType::BF16 ? GradKind::bf16 : dt == DType::F16 ? GradKind::f16 : GradKind::f32;
+}
+__device__ __forceinline__ float grad_at(const void* g, GradKind k, int64_t i) {
+  if (k == GradKind::f32) return static_cast<const float*>(g)[i];
+  const uint16_t b = static_cast<const uint16_t*>(g)[i];
+  return k == GradKind::bf16 ? f32_from_bf16(b) : f32_from_f16(b);
 }
 
 }  // namespace tg::kernels::cuda

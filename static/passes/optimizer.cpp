@@ -3,6 +3,9 @@
 // hyperparameters, so one kernel launch updates every tensor, as PyTorch's foreach/fused
 // SGD and AdamW do: a model of P parameters pays one launch instead of P. The kernels
 // compute each group exactly as the single update does, so the parameters get the same bits.
+// Under autocast a weight's gradient is a bf16/f16 GEMM's output cast to f32 for its update:
+// the multi update reads the 16-bit gradient itself (graph/op.h op_input_is_multi_grad) and
+// the cast goes, one kernel and one f32 copy of the gradient less per weight, the same bits.
 //
 // A multi update writes its groups in parallel, so a value that two update nodes write
 // (or that one writes and another reads as its gradient) keeps its updates unfused, in
@@ -216,7 +219,19 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
     if (gr.op == OpKind::adamw) f.attrs.adam = gr.attrs.adam;
     for (int n : gr.nodes) {
       const Node& u = g.nodes[static_cast<size_t>(n)];
+      const size_t at = f.inputs.size();
       f.inputs.insert(f.inputs.end(), u.inputs.begin(), u.inputs.begin() + op_group_inputs(u.op, static_cast<int>(u.inputs.size())));
+      // An autocast gradient (a 16-bit weight gradient cast to f32 for this update alone):
+      // the multi update reads the 16-bit value and widens it, to the same bits.
+      const int cast = rw.fusable_producer(u.inputs[1], OpKind::cast, n);
+      if (cast >= 0) {
+        const int low = g.nodes[static_cast<size_t>(cast)].inputs[0];
+        const DType from = g.values[static_cast<size_t>(low)].dtype;
+        if (g.values[static_cast<size_t>(u.inputs[1])].dtype == DType::F32 && (from == DType::BF16 || from == DType::F16)) {
+          f.inputs[at + 1] = low;
+          rw.remove(cast);
+        }
+      }
       rw.remove(n);
     }
     if (gr.guard >= 0) f.inputs.push_back(gr.guard);

@@ -1,7 +1,8 @@
 // The low_copies pass (static/passes/low_copies.cpp) on the CUDA backend: the updates'
 // kernels write each weight's bf16 or f16 copy in the launch that updates it, and the
 // static plan (graph replay and plain launches, with the side stream of the lanes pass)
-// stays bitwise equal to the dynamic executor, which casts the weights every step.
+// stays bitwise equal to the dynamic executor, which casts the weights every step; so does
+// the optimizer pass's multi update, which reads bf16 gradients without the casts to f32.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -24,7 +25,9 @@ TEST_CASE("low_copies on CUDA: static == dynamic bitwise in bf16 and fp16, SGD w
   TG_REQUIRE_GPU();
   const PassSet multi = PassSet::only(PassId::optimizer).with(PassId::low_copies);
   testing::for_each_low_precision_rule([&](Precision p, const TrainOptions& t) {
-    for (PassSet passes : {PassSet::only(PassId::low_copies), multi, multi.with(PassId::lanes)}) {
+    // The optimizer pass alone: the multi updates read bf16 gradients without their casts.
+    for (PassSet passes : {PassSet::only(PassId::low_copies), PassSet::only(PassId::optimizer), multi,
+                           multi.with(PassId::lanes)}) {
       const std::string set = passes.str();
       CAPTURE(set);
       for (bool graph : {true, false}) {

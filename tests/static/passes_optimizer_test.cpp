@@ -109,6 +109,47 @@ TEST_CASE("optimizer pass: every adamw of a training graph is one adamw_multi, g
   CHECK(count(tf, OpKind::adamw) == 1);
 }
 
+// Under bf16 autocast each weight's and bias's gradient is a bf16 GEMM's output (or bias sum)
+// cast to f32 for its update alone: the multi update reads the 16-bit gradient and widens it
+// itself, so the casts go and the parameters get the same bits (SGD with momentum and AdamW,
+// with the weights' copies too). In fp16 the gradients reach the update through the loss
+// scale's unscaling in f32, so there are no such casts.
+TEST_CASE("optimizer pass: a multi update reads autocast gradients in 16 bits, without their casts, same bits") {
+  for (Precision p : {Precision::bf16, Precision::fp16})
+    for (bool adamw : {false, true})
+      for (PassSet set : {kOptimizer, kOptimizer.with(PassId::low_copies)}) {
+        CAPTURE(std::string(precision_name(p)));
+        CAPTURE(adamw);
+        CAPTURE(set == kOptimizer);
+        CompileOptions base;
+        base.precision = p;
+        base.train.adamw = adamw;
+        CompileOptions fused = base;
+        fused.passes = set;
+        const ModelFn model = mlp_model(mlp_config(6, 12, 16, 3, 5));
+        const CompiledPlan a = compile(model, base), b = compile(model, fused);
+        const OpKind multi = adamw ? OpKind::adamw_multi : OpKind::sgd_momentum_multi;
+        const OpKind multi_cast = adamw ? OpKind::adamw_multi_cast : OpKind::sgd_momentum_multi_cast;
+        int low_grads = 0;
+        for (const Node& n : b.graph->nodes) {
+          if (n.op != multi && n.op != multi_cast) continue;
+          for (size_t i = 0; i < n.inputs.size(); ++i)
+            if (op_input_is_multi_grad(n.op, static_cast<int>(i), static_cast<int>(n.inputs.size())) &&
+                b.graph->values[static_cast<size_t>(n.inputs[i])].dtype == precision_dtype(p))
+              ++low_grads;
+        }
+        CHECK(low_grads == (p == Precision::bf16 ? 6 : 0));  // three weights and three biases
+        if (set == kOptimizer) CHECK(count(*b.graph, OpKind::cast) == count(*a.graph, OpKind::cast) - low_grads);
+        validate(*b.graph);
+        CHECK(check_plan(*b.graph, b.exec->order(), b.memory()) == "");
+      }
+  CompileOptions bf16;
+  bf16.precision = Precision::bf16;
+  check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer, 3, bf16);
+  bf16.train.adamw = true;
+  check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer.with(PassId::low_copies), 3, bf16);
+}
+
 TEST_CASE("optimizer pass: only updates with the same lr and momentum fuse, and a lone one stays") {
   const Graph g = recorded([](RecordingBuilder& b) {
     update(b, "a", {4, 3}, 0.1f, 0.9f);
