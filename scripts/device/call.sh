@@ -12,7 +12,8 @@
 #   cnn-run    300  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
 #   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
 #   lm-full    480  scripts/device/lm-run.sh full: GPT-2 small at batch 8 x 1024 too
-#   lm-full-bf16, lm-full-fp32  300  the same in one precision
+#   lm-full-bf16, lm-full-fp32  400  the same in one precision (150 s a tool: torch.compile's first
+#              GPT-2 step takes a minute or more)
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
 set -u
@@ -43,7 +44,7 @@ for name in "$@"; do
     lm-quick) step lm-quick 220 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 55 0 quick ;;
     lm-full) step lm-full 480 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 120 0 full ;;
     lm-full-bf16 | lm-full-fp32)
-      step "$name" 300 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 100 0 full "${name#lm-full-}" ;;
+      step "$name" 400 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
     *) echo "call.sh: no step '$name'; the steps are build, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
          "lm-full-bf16, lm-full-fp32, precision" >&2
