@@ -37,13 +37,10 @@ std::vector<ConvAlgorithm> conv_algorithms(const Backend& b) {
 #ifdef TWOGRAPH_HAVE_CUDA
   if (b.kind() != DeviceKind::cuda) return out;
   for (const kernels::cuda::ConvDnnChoice& c : static_cast<const CudaBackend&>(b).conv_choices()) {
-    const ConvGeometry& g = c.key.g;
     ConvAlgorithm a;
     a.op = op_name(c.key.op);
     a.dtype = dtype_name(c.key.dtype);
-    a.geometry = fmt::format("n{} c{} {}x{} k{} {}x{} s{}x{} p{}x{} d{}x{} g{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r,
-                             g.s, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, c.key.tf32 ? " tf32" : "",
-                             c.key.act != Act::none ? std::string(" ") + act_name(c.key.act) : std::string());
+    a.geometry = kernels::cuda::conv_dnn_key_geometry(c.key);
     a.algo = c.algo;
     a.benchmarked = c.benchmarked;
     a.deterministic = c.deterministic;

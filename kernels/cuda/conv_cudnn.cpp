@@ -206,6 +206,19 @@ struct ScratchOperands {
     TG_CUDA_CHECK(cudaMemsetAsync(x, 0, bx + by + bw + bb, s));
   }
   bool ok() const { return x != nullptr; }
+  // The key's operands here in the order ConvDnn's calls take them (enqueue's a, b, out).
+  struct Call {
+    const void* a;
+    const void* b;
+    void* out;
+  };
+  Call call(OpKind op) const {
+    switch (op) {
+      case OpKind::conv2d_grad_input: return {y, w, x};
+      case OpKind::conv2d_grad_weight: return {y, x, w};
+      default: return {x, w, y};  // the forward convolutions
+    }
+  }
 };
 
 }  // namespace
@@ -263,24 +276,27 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
   const cudnnDataType_t dt = dnn_type(k.dtype);
   auto p = std::make_unique<ConvDnnPlan>();
   p->key = k;
+  const cudnnHandle_t h = handle.get();
+  // Timed on scratch operands (zeros: a convolution's time does not depend on its values)
+  // with a workspace of the most any algorithm may use, by the graph API and the legacy
+  // search alike; the heuristic when the stream is being captured (no work may run there)
+  // or the scratch does not fit on the device.
+  std::unique_ptr<ScratchOperands> scratch;
+  if (rule.benchmark && !stream_capturing(s)) {
+    scratch = std::make_unique<ScratchOperands>(k, max_workspace, s);
+    if (!scratch->ok()) scratch.reset();
+    else TG_CUDNN_CHECK(cudnnSetStream(h, s));
+  }
+  const bool timed = scratch != nullptr;
   if (rule.frontend) {
-    // Timed on zeroed scratch, as the legacy search below (outside capture, when it fits).
-    std::unique_ptr<ScratchOperands> fs;
-    ConvFeScratch scratch;
-    if (rule.benchmark && !stream_capturing(s)) {
-      fs = std::make_unique<ScratchOperands>(k, max_workspace, s);
-      if (fs->ok()) {
-        TG_CUDNN_CHECK(cudnnSetStream(handle.get(), s));
-        const bool fwd = !(k.op == OpKind::conv2d_grad_input || k.op == OpKind::conv2d_grad_weight);
-        scratch.a = fwd ? fs->x : fs->y;
-        scratch.b = k.op == OpKind::conv2d_grad_weight ? fs->x : fs->w;
-        scratch.out = fwd ? fs->y : k.op == OpKind::conv2d_grad_input ? fs->x : fs->w;
-        scratch.ws = fs->ws;
-      }
+    ConvFeScratch fs;
+    if (timed) {
+      const ScratchOperands::Call c = scratch->call(k.op);
+      fs = {c.a, c.b, c.out, scratch->ws};
     }
     ConvFeBuilt built;
     try {
-      built = conv_fe_build(handle.get(), k, rule, max_workspace, scratch.a ? &scratch : nullptr);
+      built = conv_fe_build(h, k, rule, max_workspace, timed ? &fs : nullptr);
     } catch (const std::exception& e) {  // the frontend's own exceptions: the legacy API takes the key
       built.why = std::string("the cuDNN frontend threw: ") + e.what();
     }
@@ -289,7 +305,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
       p->workspace = built.workspace;
       if (g.nhwc) p->filter_copy = filter_copy_bytes(k);  // the graph's filter is KRSC, as the legacy one
       choice.algo = "fe:" + built.engine;
-      choice.benchmarked = scratch.a != nullptr;
+      choice.benchmarked = timed;
       choice.deterministic = rule.deterministic;  // the rule dropped the nondeterministic engines
       choice.workspace = p->workspace;  // the engine's, as the legacy choice's is the algorithm's
       choice.offers = built.candidates;
@@ -317,17 +333,6 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
   TG_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv.get(), p->x.get(), p->w.get(), &on, &ok, &op, &oq));
   if (on != g.n || ok != g.k || op != g.p || oq != g.q) return nullptr;
 
-  const cudnnHandle_t h = handle.get();
-  // Timed on scratch operands (zeros: a convolution's time does not depend on its values)
-  // with a workspace of the most any algorithm may use; the heuristic when the stream is
-  // being captured (no work may run there) or the scratch does not fit on the device.
-  std::unique_ptr<ScratchOperands> scratch;
-  if (rule.benchmark && !stream_capturing(s)) {
-    scratch = std::make_unique<ScratchOperands>(k, max_workspace, s);
-    if (!scratch->ok()) scratch.reset();
-    else TG_CUDNN_CHECK(cudnnSetStream(h, s));
-  }
-  const bool timed = scratch != nullptr;
   int chosen_at = -1;  // the index of the offer chosen
   // The first offer (fastest first when timed) that is deterministic where the rule asks
   // it, sums the products and fits the workspace, its workspace asked with the math type it
@@ -539,13 +544,10 @@ void ConvDnn::Impl::warm_up(ConvDnnPlan& p, cudaStream_t s) {
   const size_t ws = conv_dnn_workspace_bytes(p);
   ScratchOperands o(p.key, ws, s);
   if (!o.ok()) return;
-  switch (p.key.op) {
-    case OpKind::conv2d: enqueue(p, o.x, o.w, o.y, o.ws, ws, s); break;
-    case OpKind::conv2d_bias_act: enqueue(p, o.x, o.w, o.y, o.ws, ws, s, o.bias); break;
-    case OpKind::conv2d_bias_add_act: enqueue(p, o.x, o.w, o.y, o.ws, ws, s, o.bias, o.y); break;
-    case OpKind::conv2d_grad_input: enqueue(p, o.y, o.w, o.x, o.ws, ws, s); break;
-    default: enqueue(p, o.y, o.x, o.w, o.ws, ws, s); break;
-  }
+  const ScratchOperands::Call c = o.call(p.key.op);
+  // The fused convolutions' bias, and the residual (the output's own zeros) of the one with it.
+  enqueue(p, c.a, c.b, c.out, o.ws, ws, s, conv_has_epilogue(p.key.op) ? o.bias : nullptr,
+          p.key.op == OpKind::conv2d_bias_add_act ? o.y : nullptr);
   TG_CUDA_CHECK(cudaStreamSynchronize(s));
   p.warmed = true;
 }

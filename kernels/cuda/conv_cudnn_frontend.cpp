@@ -28,9 +28,7 @@ enum Uid : int64_t { kA = 1, kB, kOut };
 constexpr int kMaxTimed = 10;
 
 std::string describe(const ConvDnnKey& k) {
-  const ConvGeometry& g = k.g;
-  return fmt::format("{} {} n{} c{} {}x{} k{} {}x{} s{}x{} p{}x{} d{}x{} g{}{}", op_name(k.op), dtype_name(k.dtype), g.n,
-                     g.c, g.h, g.w, g.k, g.r, g.s, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, k.tf32 ? " tf32" : "");
+  return fmt::format("{} {} {}{}", op_name(k.op), dtype_name(k.dtype), conv_dnn_key_geometry(k), k.g.nhwc ? " nhwc" : "");
 }
 
 std::string failure(fe::error_t e, const char* call, const ConvDnnKey& k) {
