@@ -68,8 +68,7 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
                       "update has one dtype: split the update by dtype", name, node, i, dtype_name(in[i]), dtype_name(low));
         continue;
       }
-      if (op_input_is_multi_grad(op, static_cast<int>(i), n) && (in[i] == DType::BF16 || in[i] == DType::F16))
-        continue;  // widened exactly in the update
+      if (op_input_is_low_multi_grad(op, static_cast<int>(i), n, in[i])) continue;  // widened exactly in the update
       if (in[i] != DType::F32 && !op_input_is_index(op, static_cast<int>(i)))
         graph_error("{} {}: input {} is {}; {} computes in f32 only (its inputs and its result are f32): "
                     "give it an f32 value", name, node, i, dtype_name(in[i]), name);

@@ -319,6 +319,11 @@ inline bool op_input_is_multi_grad(OpKind op, int input, int num_inputs) {
   return op_is_update(op) && op_is_variadic(op) && input < op_group_inputs(op, num_inputs) &&
          input % op_traits(op).inputs == 1;
 }
+// Whether input `input` of dtype `dt` is such a gradient in bf16 or f16 (the one exception to
+// an f32-only update's dtypes besides the weights' copies).
+inline bool op_input_is_low_multi_grad(OpKind op, int input, int num_inputs, DType dt) {
+  return (dt == DType::BF16 || dt == DType::F16) && op_input_is_multi_grad(op, input, num_inputs);
+}
 // Whether an update of `num_inputs` inputs writes input `input` in place: every update
 // writes the parameter (update_scale: its state), at position 0 of its group, one with
 // momentum the velocity, at position 2, and adamw its moments and step count, at positions

@@ -233,8 +233,7 @@ void check_dtypes(const Checker& k, const OpCall& c) {
                dtype_name(t.dtype), dtype_name(low));
       continue;
     }
-    if (op_input_is_multi_grad(c.op, i, c.num_inputs) && (t.dtype == DType::BF16 || t.dtype == DType::F16))
-      continue;  // a multi update widens a 16-bit gradient itself
+    if (op_input_is_low_multi_grad(c.op, i, c.num_inputs, t.dtype)) continue;  // widened by the update itself
     if (!cast) check_as(t, fmt::format("input {}", i), logits && i > 0 ? DType::F32 : want);
   }
   if (cast) {
@@ -254,7 +253,7 @@ bool call_is_f32(const OpCall& c) {
   // multi-tensor update's 16-bit gradient is widened, exactly, by the update itself.
   for (int i = 0; i < c.num_inputs; ++i)
     if (c.input(i).dtype != DType::F32 && !op_input_is_index(c.op, i) && !op_input_is_copy(c.op, i, c.num_inputs) &&
-        !op_input_is_multi_grad(c.op, i, c.num_inputs))
+        !op_input_is_low_multi_grad(c.op, i, c.num_inputs, c.input(i).dtype))
       return false;
   return c.out.dtype == DType::F32 && c.out2.dtype == DType::F32;
 }

@@ -398,9 +398,9 @@ void StaticExecutable::read_into(int value, std::vector<float>& out) const {
 }
 
 std::vector<float> StaticExecutable::read(const std::string& name) const {
-  const int id = graph_->find_value(name);
-  if (id < 0) throw std::invalid_argument(fmt::format("read: no value named {} in this graph", quote_name(name)));
-  return read(id);
+  std::vector<float> out;
+  read_into(name, out);
+  return out;
 }
 
 void StaticExecutable::read_into(const std::string& name, std::vector<float>& out) const {
