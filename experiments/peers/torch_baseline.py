@@ -444,16 +444,19 @@ def measure_train_config(rep, torch, dev, c, loop, loss_steps, compile_here, pre
                     measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precision)
 
 
-def curve_feeds(c, i, steps):
-    """Batch i of tg-train's loss curve: random feeds, a language model's ids and labels the
+def curve_batches(c, steps):
+    """The batches of tg-train's loss curve: random feeds, a language model's ids and labels the
     windows of graph/corpus.h's synthetic text (corpus.py), as train_bench.cpp's loss_curves."""
-    f = tm.model_feeds(c["inputs"], 500 + 7 * i, c.get("classes", CLASSES))
-    if c["params"].get("model") == "gpt2":
+    gpt2 = c["params"].get("model") == "gpt2"
+    if gpt2:
         batch, seq = c["params"]["batch"], c["params"]["seq"]
         stream = corpus.synthetic_corpus(corpus.corpus_tokens_for(batch, seq, steps), 1)
-        for name, rows in zip(("ids", "labels"), corpus.corpus_batch(stream, batch, seq, i)):
-            f[name] = tm.np.asarray(rows, dtype=f[name].dtype).reshape(f[name].shape)
-    return f
+    for i in range(steps):
+        f = tm.model_feeds(c["inputs"], 500 + 7 * i, c.get("classes", CLASSES))
+        if gpt2:
+            for name, rows in zip(("ids", "labels"), corpus.corpus_batch(stream, batch, seq, i)):
+                f[name] = tm.np.asarray(rows, dtype=f[name].dtype).reshape(f[name].shape)
+        yield f
 
 
 def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precision):
@@ -463,7 +466,7 @@ def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precisi
     r = Runner(torch, dev, c, executor, training, precision)
     if training:  # the loss curve first, from the initial weights, with tg-train's batches
         r.count_skips = True
-        curve = [r.step(curve_feeds(c, i, loss_steps)) for i in range(loss_steps)]
+        curve = [r.step(f) for f in curve_batches(c, loss_steps)]
         r.count_skips = False
         extra = {"steps": loss_steps}
         if r.scaler:
