@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "graph/errors.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -85,6 +86,20 @@ void expect_bitwise(const Graph& g, const std::vector<std::vector<float>>& got,
   }
 }
 
+// For seeds 1..seeds: a random graph of `base` + seed % 40 nodes, its order and the
+// interpreter's values, and body(...) once per plan mode (naive, planned).
+using PlanCase = std::function<void(const Graph&, const std::vector<int>&, const std::vector<std::vector<float>>&,
+                                    uint64_t seed, PlanMode)>;
+void for_each_random_plan(uint64_t seeds, int base, const PlanCase& body) {
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    const Graph g = testing::random_graph(seed, base + static_cast<int>(seed % 40));
+    const std::vector<int> order = g.topo_order();
+    std::vector<std::vector<float>> want = make_values(g, seed);
+    interpret(g, want);
+    for (PlanMode mode : {PlanMode::naive, PlanMode::planned}) body(g, order, want, seed, mode);
+  }
+}
+
 TEST_CASE("planner: random DAGs: no live overlap, arena >= lower bound, planned <= naive") {
   int in_place_total = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
@@ -116,19 +131,14 @@ TEST_CASE("planner: random DAGs: no live overlap, arena >= lower bound, planned 
 }
 
 TEST_CASE("planner: poisoning run on the CPU matches the interpreter bitwise") {
-  for (uint64_t seed = 1; seed <= 60; ++seed) {
-    const Graph g = testing::random_graph(seed, 10 + static_cast<int>(seed % 40));
-    const std::vector<int> order = g.topo_order();
-    std::vector<std::vector<float>> want = make_values(g, seed);
-    interpret(g, want);
-    for (PlanMode mode : {PlanMode::naive, PlanMode::planned}) {
-      PlanOptions opt;
-      opt.mode = mode;
-      const MemoryPlan p = plan_memory(g, order, opt);
-      INFO("seed ", seed, " ", plan_mode_name(mode));
-      expect_bitwise(g, run_planned(g, order, p, seed), want);
-    }
-  }
+  for_each_random_plan(60, 10, [](const Graph& g, const std::vector<int>& order,
+                                  const std::vector<std::vector<float>>& want, uint64_t seed, PlanMode mode) {
+    PlanOptions opt;
+    opt.mode = mode;
+    const MemoryPlan p = plan_memory(g, order, opt);
+    INFO("seed ", seed, " ", plan_mode_name(mode));
+    expect_bitwise(g, run_planned(g, order, p, seed), want);
+  });
 }
 
 TEST_CASE("planner: a corrupted plan is caught by the poisoning run and by check_plan") {
@@ -254,38 +264,33 @@ std::vector<int64_t> random_workspaces(const Graph& g, uint64_t seed) {
 
 TEST_CASE("planner: node workspaces live at their step alone, among the values, and never over a live one") {
   int shared_bytes = 0;
-  for (uint64_t seed = 1; seed <= 80; ++seed) {
-    const Graph g = testing::random_graph(seed, 8 + static_cast<int>(seed % 40));
-    const std::vector<int> order = g.topo_order();
-    std::vector<std::vector<float>> want = make_values(g, seed);
-    interpret(g, want);
-    for (PlanMode mode : {PlanMode::naive, PlanMode::planned}) {
-      PlanOptions opt;
-      opt.mode = mode;
-      opt.node_workspace = random_workspaces(g, seed);
-      const MemoryPlan p = plan_memory(g, order, opt);
-      INFO("seed ", seed, " ", plan_mode_name(mode), ": ", p.summary());
-      CHECK(check_plan(g, order, p) == "");
-      CHECK(p.arena_bytes >= p.lower_bound);
-      int64_t most = 0;
-      for (size_t n = 0; n < g.nodes.size(); ++n) {
-        CHECK((p.node_workspace_offset[n] >= 0) == (opt.node_workspace[n] > 0));
-        CHECK(p.node_workspace_bytes[n] == opt.node_workspace[n]);
-        most = std::max(most, opt.node_workspace[n]);
-      }
-      CHECK(p.lower_bound >= most);  // a workspace counts at its step
-      expect_bitwise(g, run_planned(g, order, p, seed), want);
-      // Planned, the workspaces reuse dead values' bytes: never worse than a shared region
-      // of the largest at every step, as the values plus the largest workspace.
-      if (mode == PlanMode::planned) {
-        PlanOptions shared;
-        shared.workspace_bytes = most;
-        const MemoryPlan s = plan_memory(g, order, shared);
-        if (p.arena_bytes < s.arena_bytes) ++shared_bytes;
-        CHECK(p.lower_bound <= s.lower_bound);
-      }
+  for_each_random_plan(80, 8, [&](const Graph& g, const std::vector<int>& order,
+                                  const std::vector<std::vector<float>>& want, uint64_t seed, PlanMode mode) {
+    PlanOptions opt;
+    opt.mode = mode;
+    opt.node_workspace = random_workspaces(g, seed);
+    const MemoryPlan p = plan_memory(g, order, opt);
+    INFO("seed ", seed, " ", plan_mode_name(mode), ": ", p.summary());
+    CHECK(check_plan(g, order, p) == "");
+    CHECK(p.arena_bytes >= p.lower_bound);
+    int64_t most = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      CHECK((p.node_workspace_offset[n] >= 0) == (opt.node_workspace[n] > 0));
+      CHECK(p.node_workspace_bytes[n] == opt.node_workspace[n]);
+      most = std::max(most, opt.node_workspace[n]);
     }
-  }
+    CHECK(p.lower_bound >= most);  // a workspace counts at its step
+    expect_bitwise(g, run_planned(g, order, p, seed), want);
+    // Planned, the workspaces reuse dead values' bytes: never worse than a shared region
+    // of the largest at every step, as the values plus the largest workspace.
+    if (mode == PlanMode::planned) {
+      PlanOptions shared;
+      shared.workspace_bytes = most;
+      const MemoryPlan s = plan_memory(g, order, shared);
+      if (p.arena_bytes < s.arena_bytes) ++shared_bytes;
+      CHECK(p.lower_bound <= s.lower_bound);
+    }
+  });
   CHECK(shared_bytes > 20);  // the random graphs do show the saving
 }
 
