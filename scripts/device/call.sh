@@ -7,6 +7,7 @@
 #     OUT=$OUT bash scripts/device/call.sh SECONDS STEP...
 # Steps (the seconds each needs to start, roughly what it takes on an H100):
 #   build      120  scripts/device/build-there.sh (skipped when the build is there: a warm machine)
+#   rebuild    120  the same even on a warm machine (an incremental build after a fix)
 #   ctest      240  every GPU test (names with cuda or gpu, the reliability and torch tests)
 #   cnn-speed  220  scripts/device/cnn-speed.sh: ResNet-50 under each convolution option set
 #   cnn-run    300  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
@@ -28,8 +29,8 @@ for name in "$@"; do
   dir="$out/$name"
   mkdir -p "$dir"
   case "$name" in
-    build)
-      if [ -x "$build/experiments/train/tg-train" ]; then
+    build | rebuild)
+      if [ "$name" = build ] && [ -x "$build/experiments/train/tg-train" ]; then
         echo "build: there already" | tee -a "$out/summary.txt"
       else
         step build 120 env OUT="$dir" bash scripts/device/build-there.sh
@@ -46,7 +47,7 @@ for name in "$@"; do
     lm-full-bf16 | lm-full-fp32)
       step "$name" 400 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
-    *) echo "call.sh: no step '$name'; the steps are build, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
+    *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
          "lm-full-bf16, lm-full-fp32, precision" >&2
        exit 2 ;;
   esac
