@@ -540,12 +540,12 @@ def run_cnn(rep, torch, dev, args, loop):
 # ---- tg-launch's chain ----------------------------------------------------------------------
 
 def run_gpt2(rep, torch, dev, args, loop):
-    """tg-train --models gpt2: GPT-2 small on a GPU, gpt2_tiny on the CPU; torch.compile at the first
-    configuration only (a GPT-2 small compile takes minutes)."""
+    """tg-train --models gpt2: GPT-2 small on a GPU, gpt2_tiny on the CPU; torch.compile at every
+    configuration, or with --quick at the first only (a GPT-2 small compile takes a minute)."""
     for i, c in enumerate(gpt2_configs(args.quick, dev.type == "cuda")):
         label = " ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
         print(f"torch-baseline: {label}", file=sys.stderr, flush=True)
-        compile_here = not args.no_compile and i == 0
+        compile_here = not args.no_compile and (i == 0 or not args.quick)
         measure_train_config(rep, torch, dev, c, loop, min(args.loss_steps, 5), compile_here, args.precisions)
 
 
