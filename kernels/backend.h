@@ -43,6 +43,10 @@ class Backend {
   struct Prepared {
     const void* state = nullptr;
     size_t workspace_bytes = 0;
+    // The workspace is large and this call's alone (a GEMM's aligned copies of its operands):
+    // the static plan gives it a region live while the call runs, as a convolution's, not
+    // room in the region all calls share for the whole step.
+    bool own_workspace = false;
   };
   virtual Prepared prepare(const kernels::OpCall& call) {
     (void)call;

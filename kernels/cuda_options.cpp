@@ -31,6 +31,8 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
           "conv_transforms", "also cuDNN's FFT and Winograd convolutions (they round transformed operands); 0: sums of products"),
       switch_option<O, &O::conv_frontend>(
           "conv_frontend", "convolutions through cuDNN's graph API (all its engines), the legacy API where it declines"),
+      switch_option<O, &O::gemm_align_staging>(
+          "gemm_align_staging", "large GEMMs with extents not in 16-byte steps run padded, on padded copies; 0: cuBLASLt's unaligned kernels"),
   };
   return f;
 }

@@ -89,6 +89,12 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // (kernels/cuda/attention.cu). On by default in a build with the cuDNN frontend; a backend
   // refuses it on in a build without.
   bool attention_cudnn = kBuiltWithCudnnFrontend;
+  // A large cuBLASLt GEMM with an extent or leading dim that is not a whole number of
+  // 16-byte steps (a 50257-token vocabulary's logits) runs at padded extents on padded copies
+  // of its operands (kernels/gemm/gemm_staging.h), where cuBLASLt has its fast kernels; off:
+  // on the operands as they are, where it has only kernels of one element at a time. Off by
+  // default until measured on a GPU.
+  bool gemm_align_staging = false;
 
   static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();

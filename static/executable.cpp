@@ -193,8 +193,9 @@ NodeWorkspaces node_workspaces(const Graph& g, Backend& backend) {
   std::vector<kernels::TensorView> more;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
-    const int64_t b = static_cast<int64_t>(backend.prepare(node_call(g, node, nullptr, more)).workspace_bytes);
-    if (op_in_family(node.op, "conv")) w.own[n] = b;
+    const Backend::Prepared p = backend.prepare(node_call(g, node, nullptr, more));
+    const auto b = static_cast<int64_t>(p.workspace_bytes);
+    if (op_in_family(node.op, "conv") || p.own_workspace) w.own[n] = b;
     else w.shared = std::max(w.shared, b);
   }
   return w;

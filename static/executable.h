@@ -66,8 +66,10 @@ kernels::OpCall node_call(const Graph& g, const Node& node, const std::vector<fl
                           std::vector<kernels::TensorView>& more);
 // The workspaces the nodes' kernels need on this backend (Backend::prepare). A convolution's
 // is its own (PlanOptions::node_workspace: planned like a value live at its step, since a
-// cuDNN algorithm may want hundreds of MiB); the others share one region of the largest
-// (PlanOptions::workspace_bytes: the GEMMs' workspace, at most the backend's 32 MiB).
+// cuDNN algorithm may want hundreds of MiB), and so is any the backend marks as the call's
+// own (Prepared::own_workspace: a GEMM's aligned copies of a vocabulary-sized operand); the
+// others share one region of the largest (PlanOptions::workspace_bytes: the GEMMs'
+// workspace, at most the backend's 32 MiB).
 struct NodeWorkspaces {
   int64_t shared = 0;
   std::vector<int64_t> own;  // per node id

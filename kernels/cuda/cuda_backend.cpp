@@ -229,7 +229,9 @@ Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
     return p ? Prepared{p, kernels::cuda::attention_dnn_workspace_bytes(*p)} : Prepared{};
   }
   const kernels::cuda::LtGemm* g = kernels::prepare_cuda(call, ctx_);
-  return g ? Prepared{g, g->workspace_bytes()} : Prepared{};
+  if (!g) return {};
+  const size_t staging = call.op == OpKind::matmul_heads ? 0 : kernels::cuda::gemm_staging_bytes(call, ctx_);
+  return Prepared{g, staging + g->workspace_bytes(), staging > 0};
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32, const CudaBackendOptions& options) {

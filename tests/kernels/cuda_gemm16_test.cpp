@@ -50,7 +50,8 @@ namespace {
 constexpr DType kLowTypes[] = {DType::BF16, DType::F16};
 constexpr double kU32 = 1.0 / (1 << 24);
 
-double eps_of(DType dt) { return dt == DType::BF16 ? 1.0 / 128 : 1.0 / 1024; }
+// The spacing of dt's values relative to their size (f32: its own rounding of the result).
+double eps_of(DType dt) { return dt == DType::BF16 ? 1.0 / 128 : dt == DType::F16 ? 1.0 / 1024 : kU32; }
 
 struct GemmCase {
   std::string what;
@@ -420,6 +421,78 @@ TEST_CASE("cuda column_sums_16bit: matmul_bias_grad's bias gradient where cuBLAS
         }
         CHECK(compare_within("column sums", out.download(), want, tol) == 0);
       }
+}
+
+namespace {
+
+// Products whose rows are not 16 bytes apart in any dtype (2049 columns) and large enough
+// for staging (kernels/gemm/gemm_staging.h): a vocabulary's three products, an accumulated
+// one with two unaligned operands, and a fused bias.
+std::vector<GemmCase> unaligned_row_cases() {
+  return {
+      gcase("logits h W^T", OpKind::matmul, {{1024, 768}, {2049, 768}}, trans(false, true)),
+      gcase("dh = dlogits W", OpKind::matmul, {{1024, 2049}, {2049, 768}}),
+      gcase("dW = dlogits^T h", OpKind::matmul, {{1024, 2049}, {1024, 768}}, trans(true, false)),
+      gcase("A B + C, B and D unaligned", OpKind::matmul_add, {{1024, 768}, {768, 2049}, {1024, 2049}}),
+      gcase("x W + b", OpKind::linear, {{1024, 768}, {768, 2049}, {2049}}),
+      gcase("dW and db of a 2049-wide layer", OpKind::matmul_bias_grad, {{1024, 768}, {1024, 2049}}),
+  };
+}
+
+// Case c's call in dtype dt at a 1 MiB-aligned address (the rule reads shapes; the key the
+// pointers' alignment classes).
+kernels::OpCall shape_call(const GemmCase& c, DType dt) {
+  float* fake = reinterpret_cast<float*>(uintptr_t{1} << 20);
+  kernels::OpCall call;
+  call.op = c.op;
+  call.attrs = &c.attrs;
+  call.num_inputs = static_cast<int>(c.in.size());
+  for (size_t i = 0; i < c.in.size(); ++i) call.in[i] = {fake, c.in[i], dt};
+  const std::vector<Shape> outs = out_shapes(c);
+  call.out = {fake, outs[0], dt};
+  if (outs.size() > 1) call.out2 = {fake, outs[1], dt};
+  return call;
+}
+
+size_t staging_bytes_of(CudaBackend& b, const GemmCase& c, DType dt) {
+  return kernels::cuda::gemm_staging_bytes(shape_call(c, dt), b.context());
+}
+
+}  // namespace
+
+TEST_CASE("cuda GEMMs with extents off 16-byte steps run padded on staged copies: == cpu, static == dynamic bitwise") {
+  TG_REQUIRE_GPU();
+  CudaBackendOptions on;
+  on.gemm_align_staging = true;
+  CudaBackend& staged = backend(on);
+  uint64_t seed = 26000;
+  auto within = [](const std::string& what, const Outputs& got, const Outputs& want, const Outputs& tol) {
+    int64_t bad = compare_within(what, got.out, want.out, tol.out);
+    if (!want.out2.empty()) bad += compare_within(what + ", second output", got.out2, want.out2, tol.out2);
+    return bad;
+  };
+  for (const GemmCase& c : unaligned_row_cases())
+    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+      const std::string name = describe(c, dt, false);
+      CAPTURE(name);
+      CHECK(staging_bytes_of(staged, c, dt) > 0);
+      CHECK(staging_bytes_of(backend(), c, dt) == 0);  // off by default
+      const auto x = case_inputs(c, dt, seed++);
+      const Outputs want = cpu_run(c.op, c.attrs, c.in, x, dt);
+      const Outputs tol = gemm16_tolerance(c, x, want, dt);
+      const Outputs dynamic = gpu_run(staged, c, x, dt, false, false);
+      CHECK(within(name + " staged", dynamic, want, tol) == 0);
+      // The static executor's way: Backend::prepare's key and a workspace of its size, which
+      // holds the copies (Prepared::own_workspace).
+      const Backend::Prepared p = staged.prepare(shape_call(c, dt));
+      CHECK(p.own_workspace);
+      CHECK(p.workspace_bytes >= staging_bytes_of(staged, c, dt));
+      const Outputs planned = gpu_run(staged, c, x, dt, false, true);
+      CHECK(compare("staged, prepared vs per call", planned.out, dynamic.out, Tol{}) == 0);
+      if (!dynamic.out2.empty()) CHECK(compare("staged, prepared vs per call, second output", planned.out2, dynamic.out2, Tol{}) == 0);
+      const Outputs plain = gpu_run(backend(), c, x, dt, false, false);
+      CHECK(within(name + " unstaged", plain, want, tol) == 0);
+    }
 }
 
 TEST_CASE("cuda LtOperands of 16-bit keys: random values within plus or minus 1, finite, in the key's dtype") {

@@ -29,7 +29,12 @@
 //     (thin_k, m <= 65535 * 16), or n <= 16 (thin_n; thin_n_trans_a with A transposed);
 //     matmul_bias_grad only on thin_n_trans_a. Options: small_gemm and skinny_gemm (both
 //     on). Bits: as path 3, the same epilogue, the order fixed by the shape alone.
-//  5. cuBLASLt (gemm_lt.cpp). Test: none, every other call. Option: gemm_autotune (off):
+//  5. cuBLASLt (gemm_lt.cpp). Test: none, every other call. With option gemm_align_staging
+//     (off), a large single product with an extent or leading dim not in 16-byte steps runs
+//     at padded extents on padded copies of its operands (kernels/gemm/gemm_staging.h):
+//     copied in, zeros in the padding, before the GEMM, the output's part copied out after
+//     it, the key made with the padded product. Bits: that key's algorithm's (a padded k
+//     adds exact zeros; the copies move bits unchanged). Option: gemm_autotune (off):
 //     off, the heuristic's first algorithm for the call's LtKey (the geometry, the epilogue,
 //     tf32 and the operands' alignment classes); on, the fastest of its first
 //     kTuneCandidates, timed once per process. Bits: one algorithm per LtKey and process
@@ -94,6 +99,11 @@ namespace cuda {
 
 // matmul, linear, linear_add, matmul_add, matmul_act_grad, matmul_bias_grad, routed as above.
 void gemm_op(const OpCall& c, const CudaExecContext& ctx);
+// The bytes of the copies path 5 stages the call's operands in (kernels/gemm/gemm_staging.h:
+// padded extents; option gemm_align_staging), 0 when it stages none. The call needs
+// them in its workspace before the GEMM's own (Backend::Prepared counts both); a call that
+// brings no workspace runs in the cuBLASLt cache's staging buffer.
+size_t gemm_staging_bytes(const OpCall& c, const CudaExecContext& ctx);
 // matmul_heads (graph/heads.h): one cuBLASLt GEMM over all heads' matrices, batched through
 // arrays of their addresses (a head view's matrices of one head are evenly spaced; of all
 // heads not).

@@ -445,4 +445,19 @@ const LtGemm* LtCache::find(const LtKey& key, cudaStream_t s) {
   return ref;
 }
 
+void* LtCache::staging_workspace(size_t bytes, cudaStream_t s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (staging_.bytes() < bytes) {
+    if (stream_capturing(s))
+      throw std::invalid_argument(fmt::format(
+          "a GEMM with operands staged into aligned rows needs {} bytes of workspace and its first call without one "
+          "is being captured: run the step once before capturing, or give the call a workspace",
+          bytes));
+    TG_CUDA_CHECK(cudaStreamSynchronize(s));  // the old buffer may still be in use
+    staging_.reset();
+    staging_ = tg::cuda::DeviceBuffer::allocate(bytes);
+  }
+  return staging_.get();
+}
+
 }  // namespace tg::kernels::cuda

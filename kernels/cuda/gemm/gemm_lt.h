@@ -186,11 +186,18 @@ class LtCache {
   cublasLtHandle_t handle() const { return h_; }
   size_t max_workspace() const { return max_workspace_; }
   bool tunes() const { return tune_; }
+  // The workspace of a staged GEMM (kernels/gemm/gemm_staging.h) whose call brings none (the
+  // dynamic executor's): a buffer of this cache's, grown here to `bytes` when smaller (s is
+  // synchronized first, and must not be capturing: std::invalid_argument), kept for the next.
+  // The static executor plans the room in its arena instead (Backend::Prepared).
+  void* staging_workspace(size_t bytes, cudaStream_t s);
+  size_t staging_workspace_bytes() const { return staging_.bytes(); }
 
  private:
   cublasLtHandle_t h_;
   size_t max_workspace_;
   bool tune_;
+  tg::cuda::DeviceBuffer staging_;
   std::mutex mu_;
   std::unordered_map<LtKey, std::unique_ptr<LtGemm>, LtKeyHash> gemms_;
   std::unordered_map<LtKey, std::string, LtKeyHash> refused_;  // the heuristic's refusals

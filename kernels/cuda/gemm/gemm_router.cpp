@@ -17,8 +17,10 @@
 #include "kernels/cuda/gemm/gemm_heads_pointers.h"
 #include "kernels/cuda/gemm/gemm_lt.h"
 #include "kernels/cuda/gemm/gemm_small.h"
+#include "kernels/cuda/gemm/gemm_staging.h"
 #include "kernels/gemm/gemm_mode.h"
 #include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/gemm_staging.h"
 
 namespace tg::kernels::cuda {
 
@@ -108,6 +110,42 @@ GemmCall gemm_call(const OpCall& c) {
   }
   set_shape(s, p);
   return g;
+}
+
+// Path 5's staging (kernels/gemm/gemm_staging.h): which operands of a single (not batched)
+// product run on padded copies; nothing with the option off.
+GemmStaging staging_of(const GemmCall& g, const CudaBackendOptions& o) {
+  const GemmArgs& p = g.args;
+  if (!o.gemm_align_staging || p.batch != 1) return {};
+  GemmStagingShape s;
+  s.trans_a = p.trans_a, s.trans_b = p.trans_b, s.accumulate = g.accumulate;
+  s.bias = g.epilogue != LtEpilogue::none;  // a bias, or the bias gradient's output
+  s.m = p.m, s.n = p.n, s.k = p.k, s.lda = p.lda, s.ldb = p.ldb, s.ldd = p.ldd;
+  s.esize = dtype_size(g.dtype);
+  return plan_gemm_staging(s);
+}
+
+// The call as cuBLASLt runs it: the padded product, the staged operands at their copies in
+// `ws` (null when only the key is wanted: a copy's alignment class is then 256, what
+// ws + offset has at run time, the offsets being 256-byte multiples and ws checked 256-byte
+// aligned).
+GemmCall staged_call(const GemmCall& g, const GemmStaging& st, char* ws) {
+  if (!st.bytes) return g;
+  GemmCall out = g;
+  GemmArgs& p = out.args;
+  auto at = [&](const GemmStaging::Operand& o) { return ws ? reinterpret_cast<float*>(ws + o.offset) : nullptr; };
+  p.m = st.m, p.n = st.n, p.k = st.k;
+  if (st.a.staged) p.a = at(st.a), p.lda = st.a.padded_cols;
+  if (st.b.staged) p.b = at(st.b), p.ldb = st.b.padded_cols;
+  if (st.d.staged) {
+    p.d = at(st.d), p.ldd = st.d.padded_cols;
+    if (g.accumulate) p.c = p.d;  // C copied into D's copy first
+  }
+  if (st.bias.staged) {
+    if (g.epilogue == LtEpilogue::bias_grad) p.bias_grad = at(st.bias);
+    else p.bias = at(st.bias);
+  }
+  return out;
 }
 
 // tf32 rounds f32 inputs inside the product; 16-bit inputs have fewer bits already and
@@ -260,12 +298,50 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   if (use_skinny(g, ctx.options)) return skinny_gemm(p, ctx.stream);
   const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
   if (!gemm) gemm = prepare_cuda(c, ctx);
-  void* ws = c.workspace ? c.workspace : ctx.workspace;
-  const size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  const GemmStaging st = staging_of(g, ctx.options);
+  char* ws = static_cast<char*>(c.workspace ? c.workspace : ctx.workspace);
+  size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  if (st.bytes && !c.workspace) {
+    ws_bytes = st.bytes + gemm->workspace_bytes();
+    ws = static_cast<char*>(ctx.lt->staging_workspace(ws_bytes, ctx.stream));
+  }
+  if (st.bytes && (ws_bytes < st.bytes + gemm->workspace_bytes() || reinterpret_cast<uintptr_t>(ws) % 256 != 0))
+    throw std::invalid_argument(fmt::format("run_cuda {}: its operands are staged into padded copies and need {} "
+                                            "bytes of 256-byte aligned workspace; the call has {} at {}",
+                                            op_name(c.op), st.bytes + gemm->workspace_bytes(), ws_bytes,
+                                            static_cast<const void*>(ws)));
+  const GemmCall run = staged_call(g, st, ws);
+  const GemmArgs& r = run.args;
+  const int esize = dtype_size(g.dtype);
+  const cudaStream_t s = ctx.stream;
+  // Into a copy: the call's matrix, zeros in the padding.
+  auto stage_in = [&](const GemmStaging::Operand& o, const void* src) {
+    copy_padded(src, o.ld, o.rows, o.cols, ws + o.offset, o.padded_cols, o.padded_rows, o.padded_cols, esize, s);
+  };
+  // Out of a copy: its part that the call's matrix holds.
+  auto stage_out = [&](const GemmStaging::Operand& o, void* dst) {
+    copy_padded(ws + o.offset, o.padded_cols, o.padded_rows, o.padded_cols, dst, o.ld, o.rows, o.cols, esize, s);
+  };
   const bool fused = gemm->key().epilogue == g.epilogue;
-  gemm->run(ctx.lt->handle(), p.a, p.b, p.c, p.d, fused ? g.lt_bias() : nullptr, ws, ws_bytes, ctx.stream);
-  if (!fused) column_sums_16bit(g.dtype, c.in[1].data, p.bias_grad, c.in[1].shape[0], c.in[1].shape[1], ctx.stream);
-  apply_act_grad(g, p.batch * p.m * p.n, ctx.stream);
+  if (st.a.staged) stage_in(st.a, p.a);
+  if (st.b.staged) stage_in(st.b, p.b);
+  if (st.d.staged && g.accumulate) stage_in(st.d, p.c);
+  if (st.bias.staged && fused && g.epilogue != LtEpilogue::bias_grad) stage_in(st.bias, p.bias);
+  gemm->run(ctx.lt->handle(), r.a, r.b, r.c, r.d, fused ? run.lt_bias() : nullptr, ws + st.bytes,
+            ws_bytes - st.bytes, s);
+  if (st.d.staged) stage_out(st.d, p.d);
+  if (st.bias.staged && fused && g.epilogue == LtEpilogue::bias_grad) stage_out(st.bias, p.bias_grad);
+  if (!fused) column_sums_16bit(g.dtype, c.in[1].data, p.bias_grad, c.in[1].shape[0], c.in[1].shape[1], s);
+  apply_act_grad(g, p.batch * p.m * p.n, s);
+}
+
+size_t gemm_staging_bytes(const OpCall& c, const CudaExecContext& ctx) {
+  if (!op_in_family(c.op, "matmul") || c.op == OpKind::matmul_heads || batch_invariant_matmul()) return 0;
+  const GemmCall g = gemm_call(c);
+  const GemmArgs& p = g.args;
+  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || use_small(g, ctx.options) || use_skinny(g, ctx.options))
+    return 0;
+  return staging_of(g, ctx.options).bytes;
 }
 
 LtKey gemm_key(const OpCall& c, bool tf32) {
@@ -317,7 +393,7 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
   if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || cuda::use_small(g, ctx.options) ||
       cuda::use_skinny(g, ctx.options))
     return nullptr;
-  return &cuda::lt_gemm(g, ctx);
+  return &cuda::lt_gemm(cuda::staged_call(g, cuda::staging_of(g, ctx.options), nullptr), ctx);
 }
 
 }  // namespace tg::kernels
