@@ -1,17 +1,30 @@
-// Batch normalization per channel of [N, C, ...] and its gradients: one block per channel,
-// which reduces the channel's statistics in double in a fixed order (block_reduce) and then
-// writes the channel. Deterministic, no atomics and no scratch. Every float dtype: T is the
-// element type of every tensor of the call (storage.h); the arithmetic is f32's (in
-// double), each output rounds to float as f32 stores it, then once to T.
+// Batch normalization per channel of [N, C, ...] and its gradients, in three launches: the
+// channels' sums split over the whole device, a combine per channel, and one elementwise
+// pass. Deterministic, no atomics: each partial sum and the combine run in a fixed order. Every
+// float dtype: T is the element type of every tensor of the call (storage.h); the arithmetic
+// is f32's (in double), each output rounds to float as f32 stores it, then once to T.
 //
-// A block has few blocks beside it (one per channel: 16 on a CIFAR ResNet's first stage), so
-// each block must keep many loads in flight on its own: 1024 threads, each unrolling its loop
-// so that kUnroll loads are issued before the first is used, and the element's position
-// found with a 32-bit division where the tensor's elements fit in 32 bits (an int64 division
-// costs dozens of instructions per element).
+// Why split: a channel of the first stage of an ImageNet network has n * H * W = 400k
+// elements and there are only 64 channels, so one block per channel left most of the device
+// idle, and reading the channel once per statistic (mean, variance, the gradient's two sums)
+// read the activations up to seven times a step. Here one pass gathers every sum a call needs
+// (of d = x - shift, d * d, dy and dy * d, with shift the channel's first element, so the
+// one-pass variance does not cancel), and a second pass writes the output.
+//
+// The order of a channel's sums: the channel's elements e (in BatchNormGeometry's order,
+// the same in both layouts) are cut into `segments` equal runs; in run s, lane j of 32 sums
+// e = s L + j + 32 k for k = 0, 1, ... in order, the 32 lane sums are added as a warp's
+// butterfly adds them (kernels/cuda/common.cuh's warp_sum), and the combine adds the runs
+// in order. NCHW reads a run as one warp over consecutive elements; NHWC, whose consecutive
+// elements of a channel are C apart, as a block of 32 channels x 32 lanes that reads 32
+// neighbouring channels at a time and adds the lanes in shared memory in the butterfly's
+// order. Both give every channel the same bits, so an NHWC graph trains to the NCHW bits.
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
@@ -21,8 +34,30 @@ namespace tg::kernels::cuda {
 
 namespace {
 
-constexpr int kBnBlock = 1024;
-constexpr int kUnroll = 8;
+constexpr int kSums = 4;           // d, d * d, dy, dy * d
+constexpr int kWarpsPerBlock = 8;  // NCHW partial sums: a warp per (channel, run)
+constexpr int kUnroll = 4;
+constexpr int kCoefs = 4;  // per channel, for the elementwise pass
+
+// What a call needs from the partial sums.
+enum class Need : uint8_t { stats, grad };
+
+struct Split {
+  int64_t segments = 1, run = 0;  // runs per channel and their length (elements)
+};
+
+// Enough (channel, run) pairs to fill the device with warps, none shorter than 8 elements a
+// lane. The same for both layouts (C and the count alone), so both get the same bits.
+Split split_of(const BatchNormGeometry& g) {
+  const int64_t count = g.count();
+  const int64_t warps = static_cast<int64_t>(detail::sm_count()) * 64;
+  const int64_t by_device = std::max<int64_t>(1, (warps + g.c - 1) / g.c);
+  const int64_t by_length = std::max<int64_t>(1, count / (32 * 8));
+  Split s;
+  s.segments = std::min(by_device, by_length);
+  s.run = (count + s.segments - 1) / s.segments;
+  return s;
+}
 
 // The flat index of element e of channel ch (BatchNormGeometry::index), with I the type of
 // the division: uint32_t when every flat index fits in it, else int64_t.
@@ -35,89 +70,153 @@ __device__ __forceinline__ int64_t bn_index(const BatchNormGeometry& g, int64_t 
   return (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
 }
 
-// The sum over channel ch of d = (x - shift) * scale: of d itself, of d * d (square), or of
-// d * w (w given; a flag rather than a pointer test, since dy and x may be one buffer).
+// Lane j's sums over run s of channel ch: e = s L + j + 32 k.
 template <typename T, typename I>
-__device__ double channel_sum(const T* x, const T* w, bool square, double shift, double scale,
-                              const BatchNormGeometry& g, int64_t ch, double* smem) {
-  double s = 0.0;
-  const int64_t count = g.count();
+__device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, const BatchNormGeometry& g, int64_t ch,
+                                          const Split& sp, int64_t s, int j, double out[kSums]) {
+  const int64_t begin = s * sp.run, end = begin + sp.run < g.count() ? begin + sp.run : g.count();
+  const double shift = static_cast<float>(x[bn_index<I>(g, ch, 0)]);
+  double a = 0, b = 0, c = 0, d = 0;
 #pragma unroll kUnroll
-  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+  for (int64_t e = begin + j; e < end; e += 32) {
     const int64_t i = bn_index<I>(g, ch, e);
-    const double d = (static_cast<double>(x[i]) - shift) * scale;
-    s += square ? d * d : w ? d * static_cast<double>(w[i]) : d;
-  }
-  return detail::block_reduce<double, false>(s, smem);
-}
-
-// a: x (forward) or dy (gradients); b: gamma (forward) or x (gradients).
-template <typename T, typename I>
-__global__ void __launch_bounds__(kBnBlock) batch_norm_kernel(OpKind op, const T* a, const T* b, const T* c3,
-                                                              const T* stats, T* y, BatchNormGeometry g, double eps) {
-  pdl::prologue();
-  __shared__ double smem[32];
-  const int64_t ch = blockIdx.x;
-  const T* x = op == OpKind::batch_norm || op == OpKind::batch_norm_inference ? a : b;
-  const double inv = 1.0 / static_cast<double>(g.count());
-  double mean, rstd;
-  if (op == OpKind::batch_norm_inference) {
-    mean = static_cast<float>(stats[ch]);
-    rstd = 1.0 / sqrt(static_cast<double>(static_cast<float>(stats[g.c + ch])) + eps);
-  } else {
-    mean = channel_sum<T, I>(x, nullptr, false, 0.0, 1.0, g, ch, smem) * inv;
-    rstd = 1.0 / sqrt(channel_sum<T, I>(x, nullptr, true, mean, 1.0, g, ch, smem) * inv + eps);
-  }
-  if (op == OpKind::batch_norm || op == OpKind::batch_norm_inference) {
-    const double gamma = static_cast<float>(b[ch]), beta = static_cast<float>(c3[ch]);
-#pragma unroll kUnroll
-    for (int64_t e = threadIdx.x; e < g.count(); e += blockDim.x) {
-      const int64_t i = bn_index<I>(g, ch, e);
-      y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(x[i])) - mean) * rstd * gamma + beta));
+    const double v = static_cast<double>(static_cast<float>(x[i])) - shift;
+    a += v;
+    b += v * v;
+    if (need == Need::grad) {
+      const double w = static_cast<float>(dy[i]);
+      c += w;
+      d += w * v;
     }
-    return;
   }
-  const double sum_dy = channel_sum<T, I>(a, nullptr, false, 0.0, 1.0, g, ch, smem);
-  const double sum_dy_xhat = channel_sum<T, I>(x, a, false, mean, rstd, g, ch, smem);
-  if (op == OpKind::batch_norm_grad_gamma) {
-    if (threadIdx.x == 0) y[ch] = narrow<T>(static_cast<float>(sum_dy_xhat));
-    return;
-  }
-  const double gamma = static_cast<float>(c3[ch]);
-#pragma unroll kUnroll
-  for (int64_t e = threadIdx.x; e < g.count(); e += blockDim.x) {
-    const int64_t i = bn_index<I>(g, ch, e);
-    const double xhat = (static_cast<double>(static_cast<float>(x[i])) - mean) * rstd;
-    y[i] = narrow<T>(static_cast<float>(gamma * rstd *
-                                        (static_cast<double>(static_cast<float>(a[i])) - sum_dy * inv -
-                                         xhat * sum_dy_xhat * inv)));
-  }
+  out[0] = a, out[1] = b, out[2] = c, out[3] = d;
 }
 
-// batch_norm_stats_update, f32 only (the running statistics are master state): stats[2, C] in
-// place from the channel's mean and unbiased variance, summed as batch_norm_kernel sums them.
-template <typename I>
-__global__ void __launch_bounds__(kBnBlock) batch_norm_stats_update_kernel(float* stats, const float* x,
-                                                                           BatchNormGeometry g, double momentum) {
+// NCHW: warp w of block blk takes pair p = blk * kWarpsPerBlock + w = ch * segments + s.
+template <typename T, typename I>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock) bn_partials_nchw_kernel(const T* x, const T* dy, Need need,
+                                                                               BatchNormGeometry g, Split sp,
+                                                                               double* partials) {
   pdl::prologue();
-  __shared__ double smem[32];
-  const int64_t ch = blockIdx.x;
-  const double mean = channel_sum<float, I>(x, nullptr, false, 0.0, 1.0, g, ch, smem) / static_cast<double>(g.count());
-  const double var =
-      channel_sum<float, I>(x, nullptr, true, mean, 1.0, g, ch, smem) / static_cast<double>(g.count() - 1);
-  if (threadIdx.x != 0) return;
-  stats[ch] = static_cast<float>((1.0 - momentum) * stats[ch] + momentum * mean);
-  stats[g.c + ch] = static_cast<float>((1.0 - momentum) * stats[g.c + ch] + momentum * var);
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (pair >= g.c * sp.segments) return;
+  const int64_t ch = pair / sp.segments, s = pair % sp.segments;
+  double v[kSums];
+  lane_sums<T, I>(x, dy, need, g, ch, sp, s, static_cast<int>(threadIdx.x & 31), v);
+#pragma unroll
+  for (int q = 0; q < kSums; ++q) v[q] = detail::warp_sum(v[q]);
+  if ((threadIdx.x & 31) == 0)
+#pragma unroll
+    for (int q = 0; q < kSums; ++q) partials[pair * kSums + q] = v[q];
 }
 
-// Whether every flat index of the call's tensors fits the 32-bit division.
-bool small_index(const BatchNormGeometry& g) { return g.n * g.c * g.inner <= int64_t{UINT32_MAX}; }
+// The butterfly of warp_sum on 32 values in shared memory: lane 0's result, the same bits.
+__device__ __forceinline__ double butterfly32(double* v) {
+  for (int off = 16; off > 0; off >>= 1)
+    for (int j = 0; j < off; ++j) v[j] = v[j] + v[j + off];
+  return v[0];
+}
+
+// NHWC: block (group, s) takes channels 32 group .. 32 group + 31 of run s; thread (x, y) is
+// channel 32 group + x, lane y.
+template <typename T, typename I>
+__global__ void __launch_bounds__(1024) bn_partials_nhwc_kernel(const T* x, const T* dy, Need need,
+                                                                BatchNormGeometry g, Split sp, double* partials) {
+  pdl::prologue();
+  __shared__ double lanes[kSums][32][33];
+  const int cx = threadIdx.x, lane = threadIdx.y;
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * 32 + cx, s = blockIdx.y;
+  double v[kSums] = {0, 0, 0, 0};
+  if (ch < g.c) lane_sums<T, I>(x, dy, need, g, ch, sp, s, lane, v);
+#pragma unroll
+  for (int q = 0; q < kSums; ++q) lanes[q][cx][lane] = v[q];
+  __syncthreads();
+  // Thread (x, y < kSums) adds channel x's 32 lanes of sum y.
+  if (lane < kSums && ch < g.c) partials[(ch * sp.segments + s) * kSums + lane] = butterfly32(lanes[lane][cx]);
+}
+
+// Per channel, the runs added in order: the statistics, and what the call writes from them.
+// coef: mean, rstd, and for the gradient dy's mean and (dy xhat)'s mean over the channel.
+// grad_gamma writes its output here; stats_update updates the running statistics in place.
+template <typename T>
+__global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
+                                  double eps, double momentum, double* coef, T* out, float* stats) {
+  pdl::prologue();
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (ch >= g.c) return;
+  double sum[kSums] = {0, 0, 0, 0};
+  for (int64_t s = 0; s < sp.segments; ++s)
+    for (int q = 0; q < kSums; ++q) sum[q] += partials[(ch * sp.segments + s) * kSums + q];
+  const double count = static_cast<double>(g.count());
+  const double shift = static_cast<float>(x[ch * (g.channels_last ? 1 : g.inner)]);  // element 0 of the channel
+  const double dmean = sum[0] / count;
+  const double raw = sum[1] - sum[0] * dmean;
+  const double squares = raw > 0.0 ? raw : 0.0;  // sum of squared deviations
+  const double mean = shift + dmean;
+  if (op == OpKind::batch_norm_stats_update) {
+    stats[ch] = static_cast<float>((1.0 - momentum) * stats[ch] + momentum * mean);
+    stats[g.c + ch] = static_cast<float>((1.0 - momentum) * stats[g.c + ch] + momentum * squares / (count - 1.0));
+    return;
+  }
+  const double rstd = 1.0 / sqrt(squares / count + eps);
+  // sum of dy (x - mean) rstd = rstd (sum dy d - (mean - shift) sum dy)
+  const double dy_xhat = rstd * (sum[3] - dmean * sum[2]);
+  if (op == OpKind::batch_norm_grad_gamma) {
+    out[ch] = narrow<T>(static_cast<float>(dy_xhat));
+    return;
+  }
+  coef[ch * kCoefs + 0] = mean;
+  coef[ch * kCoefs + 1] = rstd;
+  coef[ch * kCoefs + 2] = sum[2] / count;
+  coef[ch * kCoefs + 3] = dy_xhat / count;
+}
+
+// batch_norm_inference's coefficients: the running statistics' mean and rstd.
+template <typename T>
+__global__ void bn_inference_coef_kernel(const T* stats, BatchNormGeometry g, double eps, double* coef) {
+  pdl::prologue();
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (ch >= g.c) return;
+  coef[ch * kCoefs + 0] = static_cast<float>(stats[ch]);
+  coef[ch * kCoefs + 1] = 1.0 / sqrt(static_cast<double>(static_cast<float>(stats[g.c + ch])) + eps);
+}
+
+template <typename I>
+__device__ __forceinline__ int64_t channel_of(const BatchNormGeometry& g, int64_t i) {
+  if (g.channels_last) return static_cast<int64_t>(static_cast<I>(i) % static_cast<I>(g.c));
+  return static_cast<int64_t>((static_cast<I>(i) / static_cast<I>(g.inner)) % static_cast<I>(g.c));
+}
+
+// The elementwise pass over all n c inner elements. Forward (a = x, b = gamma, c3 = beta):
+// y = (x - mean) rstd gamma + beta. grad_x (a = dy, b = x, c3 = gamma):
+// dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
+template <typename T, typename I>
+__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* b, const T* c3,
+                                                       const double* coef, T* y, BatchNormGeometry g, int64_t total) {
+  pdl::prologue();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t ch = channel_of<I>(g, i);
+    const double mean = coef[ch * kCoefs], rstd = coef[ch * kCoefs + 1];
+    if (!grad) {
+      const double gamma = static_cast<float>(b[ch]), beta = static_cast<float>(c3[ch]);
+      y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(a[i])) - mean) * rstd * gamma + beta));
+    } else {
+      const double gamma = static_cast<float>(c3[ch]);
+      const double xhat = (static_cast<double>(static_cast<float>(b[i])) - mean) * rstd;
+      y[i] = narrow<T>(static_cast<float>(gamma * rstd *
+                                          (static_cast<double>(static_cast<float>(a[i])) - coef[ch * kCoefs + 2] -
+                                           xhat * coef[ch * kCoefs + 3])));
+    }
+  }
+}
+
 // batch_norm_fold: block ch scales output channel ch of the conv weight w [K, inner] and
 // writes its folded bias; the values are graph/batch_norm.h's, as the CPU reference's.
 template <typename T>
-__global__ void __launch_bounds__(kBnBlock) batch_norm_fold_kernel(const T* w, const T* gamma, const T* beta,
-                                                                   const T* stats, T* w_out, T* b_out,
-                                                                   BatchNormGeometry g, float eps) {
+__global__ void __launch_bounds__(1024) batch_norm_fold_kernel(const T* w, const T* gamma, const T* beta,
+                                                               const T* stats, T* w_out, T* b_out,
+                                                               BatchNormGeometry g, float eps) {
   pdl::prologue();
   const int64_t ch = blockIdx.x;
   const double sc = bn_fold_scale(static_cast<float>(gamma[ch]), static_cast<float>(stats[g.c + ch]), eps);
@@ -126,34 +225,95 @@ __global__ void __launch_bounds__(kBnBlock) batch_norm_fold_kernel(const T* w, c
   if (threadIdx.x == 0) b_out[ch] = narrow<T>(bn_fold_bias(static_cast<float>(beta[ch]), static_cast<float>(stats[ch]), sc));
 }
 
-}  // namespace
+// Whether every flat index of the call's tensors fits the 32-bit division.
+bool small_index(const BatchNormGeometry& g) { return g.n * g.c * g.inner <= int64_t{UINT32_MAX}; }
 
-void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s) {
-  const bool small = small_index(g);
-  if (c.op == OpKind::batch_norm_stats_update) {
-    auto kernel = small ? batch_norm_stats_update_kernel<uint32_t> : batch_norm_stats_update_kernel<int64_t>;
-    detail::launch(TG_LAUNCH_SITE, kernel, static_cast<unsigned>(g.c), kBnBlock, s, c.in[0].data,
-                   static_cast<const float*>(c.in[1].data), g, static_cast<double>(c.attrs->momentum));
+size_t partials_bytes(const BatchNormGeometry& g) {
+  return static_cast<size_t>(g.c * split_of(g).segments * kSums) * sizeof(double);
+}
+size_t coef_bytes(const BatchNormGeometry& g) { return static_cast<size_t>(g.c * kCoefs) * sizeof(double); }
+
+// The sums a call needs, into partials (NCHW or NHWC kernel).
+template <typename T, typename I>
+void launch_partials(const T* x, const T* dy, Need need, const BatchNormGeometry& g, const Split& sp, double* partials,
+                     cudaStream_t s) {
+  if (g.channels_last) {
+    const dim3 grid(static_cast<unsigned>((g.c + 31) / 32), static_cast<unsigned>(sp.segments));
+    detail::launch(TG_LAUNCH_SITE, bn_partials_nhwc_kernel<T, I>, grid, dim3(32, 32), s, x, dy, need, g, sp, partials);
     return;
   }
+  const int64_t blocks = (g.c * sp.segments + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  detail::launch(TG_LAUNCH_SITE, bn_partials_nchw_kernel<T, I>, static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, s,
+                 x, dy, need, g, sp, partials);
+}
+
+template <typename T, typename I>
+void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, cudaStream_t s) {
+  const Split sp = split_of(g);
+  double* coef = reinterpret_cast<double*>(scratch);
+  double* partials = reinterpret_cast<double*>(scratch + (coef_bytes(g) + 255) / 256 * 256);
+  const unsigned ch_blocks = static_cast<unsigned>((g.c + 255) / 256);
+  const int64_t total = g.n * g.c * g.inner;
+  const double eps = c.attrs->eps;
+  if (c.op == OpKind::batch_norm_stats_update) {
+    const auto* x = static_cast<const float*>(c.in[1].data);
+    launch_partials<float, I>(x, nullptr, Need::stats, g, sp, partials, s);
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<float>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps,
+                   static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
+                   static_cast<float*>(c.in[0].data));
+    return;
+  }
+  const T* a = elements<const T>(c.in[0].data);
+  const T* b = elements<const T>(c.in[1].data);
+  const T* c3 = c.num_inputs > 2 ? elements<const T>(c.in[2].data) : nullptr;
+  T* y = elements<T>(c.out.data);
+  if (c.op == OpKind::batch_norm_inference) {
+    detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<T>, ch_blocks, 256, s, elements<const T>(c.in[3].data), g,
+                   eps, coef);
+  } else {
+    // batch_norm: a = x; the gradients: a = dy, b = x.
+    const bool forward = c.op == OpKind::batch_norm;
+    const T* x = forward ? a : b;
+    launch_partials<T, I>(x, forward ? nullptr : a, forward ? Need::stats : Need::grad, g, sp, partials, s);
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps, 0.0, coef,
+                   y, static_cast<float*>(nullptr));
+    if (c.op == OpKind::batch_norm_grad_gamma) return;
+  }
+  const bool grad = c.op == OpKind::batch_norm_grad_x;
+  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>, static_cast<unsigned>(detail::grid_for(total)), 256, s, grad, a, b, c3,
+                 coef, y, g, total);
+}
+
+}  // namespace
+
+size_t batch_norm_scratch_bytes(const BatchNormGeometry& g) {
+  return (coef_bytes(g) + 255) / 256 * 256 + partials_bytes(g);
+}
+
+void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, size_t scratch_bytes, cudaStream_t s) {
   if (c.op == OpKind::batch_norm_fold) {
     with_element_type(c.out.dtype, [&](auto e) {
       using T = decltype(e);
-      detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T>, static_cast<unsigned>(g.c), kBnBlock, s,
+      detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T>, static_cast<unsigned>(g.c), 1024, s,
                      elements<const T>(c.in[0].data), elements<const T>(c.in[1].data), elements<const T>(c.in[2].data),
                      elements<const T>(c.in[3].data), elements<T>(c.out.data), elements<T>(c.out2.data), g,
                      c.attrs->eps);
     });
     return;
   }
-  with_element_type(c.out.dtype, [&](auto e) {
+  if (g.c <= 0 || g.count() <= 0) return;
+  const size_t need = batch_norm_scratch_bytes(g);
+  if (!scratch || scratch_bytes < need)
+    throw std::invalid_argument(fmt::format("run_cuda {}: needs {} bytes of the backend's scratch for {} channels' "
+                                            "partial sums, the call has {}",
+                                            op_name(c.op), need, g.c, scratch ? scratch_bytes : 0));
+  char* sc = static_cast<char*>(scratch);
+  const bool small = small_index(g);
+  const DType dt = c.op == OpKind::batch_norm_stats_update ? DType::F32 : c.out.dtype;
+  with_element_type(dt, [&](auto e) {
     using T = decltype(e);
-    const T* c3 = c.num_inputs > 2 ? elements<const T>(c.in[2].data) : nullptr;
-    const T* stats = c.num_inputs > 3 ? elements<const T>(c.in[3].data) : nullptr;
-    auto kernel = small ? batch_norm_kernel<T, uint32_t> : batch_norm_kernel<T, int64_t>;
-    detail::launch(TG_LAUNCH_SITE, kernel, static_cast<unsigned>(g.c), kBnBlock, s, c.op,
-                   elements<const T>(c.in[0].data), elements<const T>(c.in[1].data), c3, stats, elements<T>(c.out.data),
-                   g, static_cast<double>(c.attrs->eps));
+    if (small) run_batch_norm<T, uint32_t>(c, g, sc, s);
+    else run_batch_norm<T, int64_t>(c, g, sc, s);
   });
 }
 

@@ -274,8 +274,11 @@ void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 // The fused convolutions' epilogue (graph/conv.h) in place over a convolution already in
 // c.out: what conv_cudnn.cpp runs after cuDNN's convolution when its fused call cannot.
 void conv_epilogue(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
-// The batchnorm family (kernels/cuda/batchnorm.cu): one block per channel.
-void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, cudaStream_t s);
+// The batchnorm family (kernels/cuda/batchnorm.cu): each channel's sums split over the whole
+// device into partial sums in `scratch` (at least batch_norm_scratch_bytes(g) bytes; less:
+// std::invalid_argument), combined in a fixed order, then one elementwise pass.
+void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, size_t scratch_bytes, cudaStream_t s);
+size_t batch_norm_scratch_bytes(const BatchNormGeometry& g);
 // concat (one launch per input) and slice (kernels/block_copy.h), in kernels/cuda/layout.cu,
 // in the output's dtype.
 void concat(const OpCall& c, const CallGeometry& g, cudaStream_t s);

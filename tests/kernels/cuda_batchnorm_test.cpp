@@ -1,0 +1,124 @@
+// The batchnorm family's CUDA kernels (kernels/cuda/batchnorm.cu) on shapes that reach their
+// paths: a channel split into many runs (an ImageNet network's first stage), a single short
+// run, more channels than a block of 32 covers and a count not a multiple of 32; against the
+// CPU reference in f32, and NHWC against NCHW bit for bit (the kernels promise one order of
+// additions for both layouts).
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "tests/gpu_skip.h"
+#include "tests/kernels/cuda_op_harness.h"
+
+namespace tg::testing {
+
+namespace {
+
+const Shape kShapes[] = {{32, 64, 28, 28}, {4, 40, 7, 7}, {2, 2048, 7, 7}, {3, 33, 5, 7}};
+
+// The inputs of op over x of shape xs (NCHW), in the op's order.
+std::vector<Shape> bn_inputs(OpKind op, const Shape& xs) {
+  const Shape ch{xs[1]};
+  switch (op) {
+    case OpKind::batch_norm: return {xs, ch, ch};
+    case OpKind::batch_norm_grad_x: return {xs, xs, ch};
+    case OpKind::batch_norm_grad_gamma: return {xs, xs};
+    case OpKind::batch_norm_inference: return {xs, ch, ch, {2, xs[1]}};
+    default: return {{2, xs[1]}, xs};  // batch_norm_stats_update: (stats, x)
+  }
+}
+
+Shape nhwc(const Shape& s) { return Shape{s[0], s[2], s[3], s[1]}; }
+
+// [n, c, h, w] values to [n, h, w, c] (to_nhwc), or back; s is the NCHW shape.
+std::vector<float> relayout(const std::vector<float>& v, const Shape& s, bool to_nhwc) {
+  std::vector<float> out(v.size());
+  const int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const auto nchw = static_cast<size_t>((a * c + ch) * hw + p), nhwc = static_cast<size_t>((a * hw + p) * c + ch);
+        if (to_nhwc) out[nhwc] = v[nchw];
+        else out[nchw] = v[nhwc];
+      }
+  return out;
+}
+
+// op on the GPU in one layout: the inputs given in NCHW (4-D ones transposed for NHWC), the
+// output (or the updated statistics) returned in NCHW.
+std::vector<float> run_layout(OpKind op, const Shape& xs, const std::vector<std::vector<float>>& x, bool channels_last) {
+  const std::vector<Shape> shapes = bn_inputs(op, xs);
+  Attrs at;
+  at.channels_last = channels_last;
+  at.momentum = 0.1f;
+  std::vector<std::unique_ptr<DevTensor>> in;
+  kernels::OpCall call;
+  call.op = op;
+  call.attrs = &at;
+  call.num_inputs = static_cast<int>(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const bool four = shapes[i].rank == 4;
+    in.push_back(std::make_unique<DevTensor>(four && channels_last ? relayout(x[i], shapes[i], true) : x[i], false));
+    call.in[i] = in.back()->view(four && channels_last ? nhwc(shapes[i]) : shapes[i]);
+  }
+  const bool update = op == OpKind::batch_norm_stats_update;
+  const Shape out = op == OpKind::batch_norm_grad_gamma ? Shape{xs[1]} : xs;
+  DevTensor y(update ? 1 : out.numel(), false);
+  y.poison();
+  if (!update) call.out = y.view(channels_last && out.rank == 4 ? nhwc(out) : out);
+  TG_CUDA_CHECK(cudaDeviceSynchronize());
+  backend().run(call);
+  backend().synchronize();
+  if (update) return in[0]->download();
+  std::vector<float> r = y.download();
+  return channels_last && out.rank == 4 ? relayout(r, out, false) : r;
+}
+
+}  // namespace
+
+TEST_CASE("cuda batch_norm family, f32: many runs a channel, one short run, 33 and 2048 channels, == cpu") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 31000;
+  for (const Shape& xs : kShapes)
+    for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
+                      OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
+      OpCase c;
+      c.op = op;
+      c.in = bn_inputs(op, xs);
+      c.out = op == OpKind::batch_norm_grad_gamma ? Shape{xs[1]} : xs;
+      c.attrs.momentum = 0.1f;
+      c.tol = Tol{1e-5, 1e-5};
+      c.seed = seed++;
+      if (op == OpKind::batch_norm_inference) c.positive_inputs = 1u << 3;  // the running variance
+      if (op == OpKind::batch_norm_stats_update) c.positive_inputs = 1u << 0;  // updated in place
+      CAPTURE(op_name(op));
+      CAPTURE(xs.str());
+      CHECK(run_case(c) == 0);
+    }
+}
+
+TEST_CASE("cuda batch_norm family: NHWC gives the NCHW kernels' bits") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 32000;
+  for (const Shape& xs : kShapes)
+    for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
+                      OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
+      CAPTURE(op_name(op));
+      CAPTURE(xs.str());
+      std::vector<std::vector<float>> x;
+      for (const Shape& s : bn_inputs(op, xs)) {
+        // Statistics (2-D inputs of inference and the update) hold a positive variance row.
+        const bool stats = s.rank == 2;
+        x.push_back(random_vector(s.numel(), seed++, stats ? 0.25f : -1.0f, 1.0f));
+      }
+      const std::vector<float> nchw = run_layout(op, xs, x, false);
+      const std::vector<float> nhwc_out = run_layout(op, xs, x, true);
+      CHECK(compare(fmt::format("{} {} NHWC vs NCHW", op_name(op), xs.str()), nhwc_out, nchw, Tol{}) == 0);
+    }
+}
+
+}  // namespace tg::testing
