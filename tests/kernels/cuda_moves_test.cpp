@@ -1,10 +1,11 @@
-// broadcast against the CPU, bit for bit, in every dtype (the moves of layout.cu carry any
-// dtype's bits): rows of whole 16-byte vectors (4 f32, 8 16-bit elements) and not, every
-// axis, aligned and one element off. concat and slice, which have no vector path, run
-// their samples in every dtype (cuda_all_ops_test.cpp).
+// broadcast, concat and slice against the CPU, bit for bit, in every dtype (the moves of
+// layout.cu carry any dtype's bits): rows of whole 16-byte vectors (4 f32, 8 16-bit
+// elements) and not, every axis, aligned and one element off (the vector paths need both).
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
@@ -36,6 +37,46 @@ TEST_CASE("cuda broadcast in f32, bf16 and f16: rows of whole 16-byte vectors or
             c.seed = seed++;
             TG_CHECK_CASE(c);
           }
+  }
+}
+
+namespace {
+
+// A slice (size > 0) along `axis` from `start`, or a concat of `in`, in dtype dt.
+OpCase move_case(OpKind op, int axis, int64_t start, int64_t size, std::vector<Shape> in, Shape out, DType dt,
+                 bool unaligned, uint64_t seed) {
+  OpCase c;
+  c.op = op;
+  c.attrs.axis = axis;
+  c.attrs.start = start;
+  c.attrs.size = size;
+  c.in = std::move(in);
+  c.out = out;
+  c.dtype = dt;
+  c.unaligned = unaligned;
+  c.seed = seed;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("cuda slice and concat in f32, bf16 and f16: q, k and v of a projection, and rows of no whole vectors") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 6500;
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    const std::string dtype_label = dtype_name(dt);
+    CAPTURE(dtype_label);
+    for (bool unaligned : {false, true}) {
+      // [tokens, 3 d] -> three [tokens, d] (vector rows in every dtype for d = 64), then back.
+      for (int64_t d : {int64_t{64}, int64_t{12}, int64_t{5}}) {
+        for (int64_t start : {int64_t{0}, d, 2 * d})
+          TG_CHECK_CASE(move_case(OpKind::slice, -1, start, d, {Shape{37, 3 * d}}, Shape{37, d}, dt, unaligned, seed++));
+        TG_CHECK_CASE(move_case(OpKind::concat, -1, 0, 0, {Shape{37, d}, Shape{37, d}, Shape{37, d}}, Shape{37, 3 * d},
+                                dt, unaligned, seed++));
+      }
+      // Along a middle axis with inner rows: [2, 6, 8] sliced on axis 1 (rows of 8 values).
+      TG_CHECK_CASE(move_case(OpKind::slice, 1, 2, 3, {Shape{2, 6, 8}}, Shape{2, 3, 8}, dt, unaligned, seed++));
+    }
   }
 }
 

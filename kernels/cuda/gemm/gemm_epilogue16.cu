@@ -29,8 +29,38 @@ __global__ void act_grad_kernel(uint16_t* d, const uint16_t* act_in, int64_t n) 
     Fmt::store(d, i, Grad()(Fmt::load(d, i), Fmt::load(act_in, i)));
 }
 
+// The same, 8 elements (16 bytes) a thread, for 16-byte aligned operands: a GELU layer's
+// gradient reads and writes tens of MB, which scalar 2-byte accesses move at half the rate.
+template <typename Fmt, typename Grad>
+__global__ void act_grad_vec_kernel(uint16_t* d, const uint16_t* act_in, int64_t n) {
+  pdl::prologue();
+  union Vec {
+    uint4 u;
+    uint16_t h[8];
+  };
+  const int64_t vectors = n / 8;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t v = first; v < vectors; v += stride) {
+    Vec x, a;
+    x.u = reinterpret_cast<const uint4*>(d)[v];
+    a.u = reinterpret_cast<const uint4*>(act_in)[v];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) Fmt::store(x.h, k, Grad()(Fmt::load(x.h, k), Fmt::load(a.h, k)));
+    reinterpret_cast<uint4*>(d)[v] = x.u;
+  }
+  for (int64_t i = vectors * 8 + first; i < n; i += stride) Fmt::store(d, i, Grad()(Fmt::load(d, i), Fmt::load(act_in, i)));
+}
+
 template <typename Fmt, typename Grad>
 void launch_act_grad(void* d, const void* act_in, int64_t n, cudaStream_t s) {
+  const bool vec = reinterpret_cast<uintptr_t>(d) % 16 == 0 && reinterpret_cast<uintptr_t>(act_in) % 16 == 0;
+  if (vec) {
+    detail::launch(TG_LAUNCH_SITE, act_grad_vec_kernel<Fmt, Grad>,
+                   dim3(static_cast<unsigned>(detail::grid_for((n + 7) / 8))), dim3(detail::kBlock), s,
+                   static_cast<uint16_t*>(d), static_cast<const uint16_t*>(act_in), n);
+    return;
+  }
   detail::launch(TG_LAUNCH_SITE, act_grad_kernel<Fmt, Grad>, dim3(static_cast<unsigned>(detail::grid_for(n))),
                  dim3(detail::kBlock), s, static_cast<uint16_t*>(d), static_cast<const uint16_t*>(act_in), n);
 }
