@@ -33,6 +33,8 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
           "conv_frontend", "convolutions through cuDNN's graph API (all its engines), the legacy API where it declines"),
       switch_option<O, &O::gemm_align_staging>(
           "gemm_align_staging", "large GEMMs with extents not in 16-byte steps run padded, on padded copies; 0: cuBLASLt's unaligned kernels"),
+      switch_option<O, &O::gemm_bias_grad_sums>(
+          "gemm_bias_grad_sums", "16-bit bias gradients by the project's split column sums after the GEMM; 0: cuBLASLt's epilogue"),
   };
   return f;
 }

@@ -95,6 +95,11 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // on the operands as they are, where it has only kernels of one element at a time. Off by
   // default until measured on a GPU.
   bool gemm_align_staging = false;
+  // 16-bit matmul_bias_grad as the plain GEMM and then the project's column sums split over
+  // the device (kernels/cuda/gemm/gemm_epilogue16.h), instead of cuBLASLt's bias-gradient
+  // epilogue, which sums in a kernel of its own after the product; off by default until
+  // measured.
+  bool gemm_bias_grad_sums = false;
 
   static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();

@@ -390,37 +390,41 @@ TEST_CASE("cuda 16-bit GEMMs in the batch-invariant mode: refused with the reaso
                        doctest::Contains("batch-invariant matmul mode has f32 kernels only"), std::invalid_argument);
 }
 
-TEST_CASE("cuda column_sums_16bit: matmul_bias_grad's bias gradient where cuBLASLt has no epilogue for it") {
+TEST_CASE("cuda column_sums_16bit: matmul_bias_grad's bias gradient, one run of rows or many") {
   TG_REQUIRE_GPU();
   const cudaStream_t s = backend().stream();
+  const kernels::CudaExecContext& ctx = backend().context();
   uint64_t seed = 24000;
   for (DType dt : kLowTypes)
-    for (int64_t rows : {1, 7, 1000})
-      for (int64_t cols : {1, 33, 100}) {
-        CAPTURE(dtype_name(dt));
-        CAPTURE(rows);
-        CAPTURE(cols);
-        std::vector<float> x = random_vector(rows * cols, seed++);
-        for (float& f : x) f = round_to_dtype(f, dt);
-        DevTensor dx(x, false, dt), out(cols, false, dt);
-        out.poison();
-        TG_CUDA_CHECK(cudaDeviceSynchronize());
-        kernels::cuda::column_sums_16bit(dt, dx.ptr, out.ptr, rows, cols, s);
-        TG_CUDA_CHECK(cudaStreamSynchronize(s));
-        // Exact sums in double, rounded once; the kernel's f32 sums differ by at most rows u S.
-        std::vector<float> want(static_cast<size_t>(cols)), tol(static_cast<size_t>(cols));
-        for (int64_t j = 0; j < cols; ++j) {
-          double sum = 0, abs_sum = 0;
-          for (int64_t r = 0; r < rows; ++r) {
-            sum += x[static_cast<size_t>(r * cols + j)];
-            abs_sum += std::fabs(x[static_cast<size_t>(r * cols + j)]);
+    for (int64_t rows : {1, 7, 1000, 8192})
+      for (int64_t cols : {1, 33, 100, 768})
+        for (bool scratch : {true, false}) {  // many runs of rows, or one
+          CAPTURE(dtype_name(dt));
+          CAPTURE(rows);
+          CAPTURE(cols);
+          CAPTURE(scratch);
+          std::vector<float> x = random_vector(rows * cols, seed++);
+          for (float& f : x) f = round_to_dtype(f, dt);
+          DevTensor dx(x, false, dt), out(cols, false, dt);
+          out.poison();
+          TG_CUDA_CHECK(cudaDeviceSynchronize());
+          kernels::cuda::column_sums_16bit(dt, dx.ptr, out.ptr, rows, cols, scratch ? ctx.scratch : nullptr,
+                                           scratch ? ctx.scratch_bytes : 0, s);
+          TG_CUDA_CHECK(cudaStreamSynchronize(s));
+          // Exact sums in double, rounded once; the kernel's f32 sums differ by at most rows u S.
+          std::vector<float> want(static_cast<size_t>(cols)), tol(static_cast<size_t>(cols));
+          for (int64_t j = 0; j < cols; ++j) {
+            double sum = 0, abs_sum = 0;
+            for (int64_t r = 0; r < rows; ++r) {
+              sum += x[static_cast<size_t>(r * cols + j)];
+              abs_sum += std::fabs(x[static_cast<size_t>(r * cols + j)]);
+            }
+            const auto u = static_cast<size_t>(j);
+            want[u] = round_to_dtype(static_cast<float>(sum), dt);
+            tol[u] = static_cast<float>(1.5 * eps_of(dt) * std::fabs(want[u]) + 2.0 * rows * kU32 * abs_sum + kU32);
           }
-          const auto u = static_cast<size_t>(j);
-          want[u] = round_to_dtype(static_cast<float>(sum), dt);
-          tol[u] = static_cast<float>(1.5 * eps_of(dt) * std::fabs(want[u]) + 2.0 * rows * kU32 * abs_sum + kU32);
+          CHECK(compare_within("column sums", out.download(), want, tol) == 0);
         }
-        CHECK(compare_within("column sums", out.download(), want, tol) == 0);
-      }
 }
 
 namespace {
@@ -459,6 +463,28 @@ size_t staging_bytes_of(CudaBackend& b, const GemmCase& c, DType dt) {
 }
 
 }  // namespace
+
+TEST_CASE("cuda 16-bit matmul_bias_grad with gemm_bias_grad_sums: the plain GEMM and the column sums == cpu") {
+  TG_REQUIRE_GPU();
+  CudaBackendOptions o;
+  o.gemm_bias_grad_sums = true;
+  CudaBackend& sums = backend(o);
+  uint64_t seed = 27000;
+  for (const GemmCase& c : {gcase("[512,96]^T [512,160]", OpKind::matmul_bias_grad, {{512, 96}, {512, 160}}),
+                            gcase("[8192,64]^T [8192,768]", OpKind::matmul_bias_grad, {{8192, 64}, {8192, 768}})})
+    for (DType dt : kLowTypes) {
+      const std::string name = describe(c, dt, false);
+      CAPTURE(name);
+      const auto x = case_inputs(c, dt, seed++);
+      const Outputs want = cpu_run(c.op, c.attrs, c.in, x, dt);
+      const Outputs tol = gemm16_tolerance(c, x, want, dt);
+      const Outputs got = gpu_run(sums, c, x, dt, false, false);
+      CHECK(compare_within(name, got.out, want.out, tol.out) == 0);
+      CHECK(compare_within(name + ", bias gradient", got.out2, want.out2, tol.out2) == 0);
+      const Outputs planned = gpu_run(sums, c, x, dt, false, true);
+      CHECK(compare("prepared vs per call", planned.out2, got.out2, Tol{}) == 0);
+    }
+}
 
 TEST_CASE("cuda GEMMs with extents off 16-byte steps run padded on staged copies: == cpu, static == dynamic bitwise") {
   TG_REQUIRE_GPU();

@@ -250,11 +250,13 @@ void zero_fill(float* d, DType dt, int64_t n, cudaStream_t s) {
 }
 
 // The cuBLASLt GEMM of a call on path 5: its key's, or, for a 16-bit bias gradient that
-// cuBLASLt offers no epilogue for, the plain product's (gemm_op then sums the columns).
+// cuBLASLt offers no epilogue for (or with option gemm_bias_grad_sums), the plain product's
+// (gemm_op then sums the columns).
 const LtGemm& lt_gemm(const GemmCall& g, const CudaExecContext& ctx) {
   const LtKey key = lt_key(g, ctx.tf32);
   if (g.epilogue != LtEpilogue::bias_grad || g.dtype == DType::F32) return ctx.lt->get(key, ctx.stream);
-  if (const LtGemm* fused = ctx.lt->find(key, ctx.stream)) return *fused;
+  if (!ctx.options.gemm_bias_grad_sums)
+    if (const LtGemm* fused = ctx.lt->find(key, ctx.stream)) return *fused;
   LtKey plain = key;
   plain.epilogue = LtEpilogue::none;
   plain.align_bias = 256;
@@ -331,7 +333,9 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
             ws_bytes - st.bytes, s);
   if (st.d.staged) stage_out(st.d, p.d);
   if (st.bias.staged && fused && g.epilogue == LtEpilogue::bias_grad) stage_out(st.bias, p.bias_grad);
-  if (!fused) column_sums_16bit(g.dtype, c.in[1].data, p.bias_grad, c.in[1].shape[0], c.in[1].shape[1], s);
+  if (!fused)
+    column_sums_16bit(g.dtype, c.in[1].data, p.bias_grad, c.in[1].shape[0], c.in[1].shape[1], ctx.scratch,
+                      ctx.scratch_bytes, s);
   apply_act_grad(g, p.batch * p.m * p.n, s);
 }
 
