@@ -16,8 +16,9 @@
 #   lm-full-bf16, lm-full-fp32  400  the same in one precision (150 s a tool: torch.compile's first
 #              GPT-2 step takes a minute or more)
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
-#   lm-staging 150  tg-train's GPT-2 small in bf16 at both sizes with gemm_align_staging=1 (the
-#              vocabulary's products padded), beside lm-full-bf16's default run
+#   lm-options 240  tg-train's GPT-2 small in bf16 at both sizes under the GEMM options still off
+#              by default: gemm_align_staging=1 (the vocabulary's products padded), then with
+#              gemm_bias_grad_sums=1 too; beside lm-full-bf16's default run
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
 set -u
 limit=${1:?seconds}
@@ -49,12 +50,15 @@ for name in "$@"; do
     lm-full-bf16 | lm-full-fp32)
       step "$name" 400 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
-    lm-staging)
-      step lm-staging 150 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes all --precision bf16 \
-        --cuda-options gemm_align_staging=1 --json "$dir/train_gpt2_bf16_staged.json" > "$dir/train_gpt2_bf16_staged.txt" 2>&1
-      grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_staged.txt" | head -12 >> "$out/summary.txt" ;;
+    lm-options)
+      for opts in gemm_align_staging=1 gemm_align_staging=1,gemm_bias_grad_sums=1; do
+        tag=$(echo "$opts" | tr ',=' '-_')
+        step "lm-options $opts" 110 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes all \
+          --precision bf16 --cuda-options "$opts" --json "$dir/train_gpt2_bf16_$tag.json" > "$dir/train_gpt2_bf16_$tag.txt" 2>&1
+        grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
+      done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
-         "lm-full-bf16, lm-full-fp32, precision, lm-staging" >&2
+         "lm-full-bf16, lm-full-fp32, precision, lm-options" >&2
        exit 2 ;;
   esac
   pack "$name"
