@@ -65,17 +65,16 @@ __global__ void adamw_kernel(const __grid_constant__ AdamArgs a) {
     float* p = a.p[lo] + begin;
     const GradKind gk = a.gk[lo];
     const void* gv = static_cast<const char*>(a.g[lo]) + begin * (gk == GradKind::f32 ? 4 : 2);
-    const float* g = static_cast<const float*>(gv);  // read as such only when f32
     float* m = a.m[lo] + begin;
     float* v = a.v[lo] + begin;
     uint16_t* low = a.low[lo] ? a.low[lo] + begin : nullptr;
     int64_t i = threadIdx.x;
-    if (gk == GradKind::f32 && aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
+    if (aligned16(p) && grad4_aligned(gv, gk) && aligned16(m) && aligned16(v)) {
       const int64_t n4 = len / 4;
       for (int64_t j = threadIdx.x; j < n4; j += blockDim.x) {
         float4 pp = reinterpret_cast<float4*>(p)[j], mm = reinterpret_cast<float4*>(m)[j],
                vv = reinterpret_cast<float4*>(v)[j];
-        const float4 gg = reinterpret_cast<const float4*>(g)[j];
+        const float4 gg = grad4_at(gv, gk, j);
         adamw_element(pp.x, gg.x, mm.x, vv.x, s);
         adamw_element(pp.y, gg.y, mm.y, vv.y, s);
         adamw_element(pp.z, gg.z, mm.z, vv.z, s);

@@ -99,19 +99,17 @@ __global__ void multi_update_kernel(const __grid_constant__ MultiArgs a) {
     float* p = a.p[lo] + begin;
     const GradKind gk = a.gk[lo];
     const void* gv = static_cast<const char*>(a.g[lo]) + begin * (gk == GradKind::f32 ? 4 : 2);
-    const float* g = static_cast<const float*>(gv);  // read as such only when f32
     float* v = kMomentum ? a.v[lo] + begin : nullptr;
     uint16_t* low = a.low[lo] ? a.low[lo] + begin : nullptr;
     float unused = 0.0f;  // sgd's velocity
     int64_t i = threadIdx.x;
-    if (gk == GradKind::f32 && aligned16(p) && aligned16(g) && (!kMomentum || aligned16(v))) {
+    if (aligned16(p) && grad4_aligned(gv, gk) && (!kMomentum || aligned16(v))) {
       const int64_t n4 = len / 4;
       float4* p4 = reinterpret_cast<float4*>(p);
-      const float4* g4 = reinterpret_cast<const float4*>(g);
       float4* v4 = reinterpret_cast<float4*>(v);
       for (int64_t j = threadIdx.x; j < n4; j += blockDim.x) {
         float4 pp = p4[j], vv = kMomentum ? v4[j] : float4{};
-        step(pp, g4[j], vv);
+        step(pp, grad4_at(gv, gk, j), vv);
         p4[j] = pp;
         if (kMomentum) v4[j] = vv;
         if (low) store_weight_copy4(low, a.low_bf16, j, pp);

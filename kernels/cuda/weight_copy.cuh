@@ -32,5 +32,15 @@ __device__ __forceinline__ float grad_at(const void* g, GradKind k, int64_t i) {
   const uint16_t b = static_cast<const uint16_t*>(g)[i];
   return k == GradKind::bf16 ? f32_from_bf16(b) : f32_from_f16(b);
 }
+// Whether grad4_at may read g: 4 f32 gradients are 16 bytes, 4 16-bit ones 8.
+__device__ __forceinline__ bool grad4_aligned(const void* g, GradKind k) {
+  return reinterpret_cast<uintptr_t>(g) % (k == GradKind::f32 ? 16 : 8) == 0;
+}
+// Gradients 4 j .. 4 j + 3 in one load, each the value grad_at gives.
+__device__ __forceinline__ float4 grad4_at(const void* g, GradKind k, int64_t j) {
+  if (k == GradKind::f32) return static_cast<const float4*>(g)[j];
+  const uint2 raw = static_cast<const uint2*>(g)[j];
+  return float4{grad_at(&raw, k, 0), grad_at(&raw, k, 1), grad_at(&raw, k, 2), grad_at(&raw, k, 3)};
+}
 
 }  // namespace tg::kernels::cuda
