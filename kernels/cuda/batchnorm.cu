@@ -80,13 +80,14 @@ __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, co
 #pragma unroll kUnroll
   for (int64_t e = begin + j; e < end; e += 32) {
     const int64_t i = bn_index<I>(g, ch, e);
-    const double v = static_cast<double>(static_cast<float>(x[i])) - shift;
-    a += v;
-    b += v * v;
+    // Explicit roundings: the two layouts' kernels must not contract differently.
+    const double v = __dsub_rn(static_cast<float>(x[i]), shift);
+    a = __dadd_rn(a, v);
+    b = __fma_rn(v, v, b);
     if (need == Need::grad) {
       const double w = static_cast<float>(dy[i]);
-      c += w;
-      d += w * v;
+      c = __dadd_rn(c, w);
+      d = __fma_rn(w, v, d);
     }
   }
   out[0] = a, out[1] = b, out[2] = c, out[3] = d;
