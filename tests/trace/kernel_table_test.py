@@ -55,6 +55,9 @@ def main():
                 got, _ = names(path, "--around", "replay", "--index", "1")
                 if got != ["C"]:
                     failures.append(f"--around replay --index 1 counted {got}, expected ['C']")
+                got, _ = names(path, "--around", "replay", "--index", "-1")  # the last, as in Python
+                if got != ["C"]:
+                    failures.append(f"--around replay --index -1 counted {got}, expected ['C']")
             got, _ = names(path, "--window", "0:60")
             if got != ["A", "C"]:
                 failures.append(f"flows={flows}: --window 0:60 counted {got}, expected ['A', 'C']")

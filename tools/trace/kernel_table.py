@@ -95,7 +95,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--around", help="the window: the host span of this name (with --index)")
-    ap.add_argument("--index", type=int, default=0, help="which span named --around, 0 first")
+    ap.add_argument("--index", type=int, default=0, help="which span named --around, 0 first, -1 last")
     ap.add_argument("--window", help="the window: START_US:END_US in the trace's microseconds")
     ap.add_argument("--top", type=int, default=25, help="rows printed (the JSON holds all)")
     ap.add_argument("--json", help="also write the whole table to FILE")

@@ -74,7 +74,7 @@ def pick_window(events, spans, a):
             names = sorted({e["name"] for e in spans if e["pid"] < DEVICE_PID_BASE})
             raise UsageError(f"--around {a.around!r}: no span of that name; host spans in the trace: "
                              + ", ".join(names[:30]))
-        if not 0 <= a.index < len(named):
+        if not -len(named) <= a.index < len(named):
             raise UsageError(f"--index {a.index}: the trace holds {len(named)} spans named {a.around!r} (0 to "
                              f"{len(named) - 1})")
         e = named[a.index]
@@ -236,7 +236,7 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--out", required=True, help="PREFIX: writes PREFIX.png and PREFIX.svg")
     ap.add_argument("--around", help="the window: the span of this name (with --index)")
-    ap.add_argument("--index", type=int, default=0, help="which span named --around, 0 first")
+    ap.add_argument("--index", type=int, default=0, help="which span named --around, 0 first, -1 last")
     ap.add_argument("--window", help="the window: START_US:END_US in the trace's microseconds")
     ap.add_argument("--title")
     ap.add_argument("--max-arrows", type=int, default=400, help="launch arrows drawn at most")
