@@ -7,10 +7,28 @@
 namespace tg::kernels::cuda::detail {
 
 // Row max and sum of exp(a - max) over a = alpha * x (rounded as the scale op rounds it;
-// alpha 1 is exact); the cache ends up holding exp(a - max).
+// alpha 1 is exact); the cache ends up holding exp(a - max). A row too long for the cache
+// (VPT 0: a language model's vocabulary) is read once, each thread keeping a running max and
+// a sum rescaled when the max grows (the online softmax), the threads' sums then rescaled to
+// the row's max: one pass over the row instead of two.
 template <int G, int VPT, typename T>
 __device__ __forceinline__ void exp_sum(const T* x, int64_t cols, int t, float* smem, RowCache<VPT>& c,
                                         float& m, float& s, float alpha = 1.0f) {
+  if constexpr (VPT == 0) {
+    float mt = -INFINITY, st = 0.0f;
+    TG_ROW_LOOP(k, j) {
+      const float a = __fmul_rn(alpha, x[j]);
+      if (a > mt) {
+        st = st * expf(mt - a) + 1.0f;
+        mt = a;
+      } else {
+        st += expf(a - mt);
+      }
+    }
+    m = group_max<G>(mt, smem);
+    s = group_sum<G>(mt == -INFINITY ? 0.0f : st * expf(mt - m), smem);
+    return;
+  }
   m = -INFINITY;
   TG_ROW_LOOP(k, j) {
     const float a = __fmul_rn(alpha, x[j]);
