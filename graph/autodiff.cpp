@@ -39,16 +39,6 @@ Value sum_to(Builder& b, Value dy, const Shape& to) {
   return dy.shape == to ? dy : reshape(b, dy, to);
 }
 
-// Sum of dy over every axis but the channels' (1, or the last with channels_last): the
-// gradient of a [C] vector applied to every channel of an [N, C, ...] tensor (batch_norm's
-// beta). The sums run from the last spatial axis down in both layouts, so that an NHWC
-// graph adds in the NCHW graph's order.
-Value sum_but_channels(Builder& b, Value dy, bool channels_last) {
-  const int first_spatial = channels_last ? 1 : 2, last_spatial = dy.shape.rank - (channels_last ? 2 : 1);
-  for (int axis = last_spatial; axis >= first_spatial; --axis) dy = reduce_sum(b, dy, axis);
-  return reduce_sum(b, dy, 0);
-}
-
 struct MatmulGrads {
   Value da, db;
 };
@@ -246,7 +236,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       at.channels_last = e.attrs.channels_last;
       if (need(0)) g[0] = b.apply(OpKind::batch_norm_grad_x, {dy, x, e.inputs[1]}, at);
       if (need(1)) g[1] = b.apply(OpKind::batch_norm_grad_gamma, {dy, x}, at);
-      if (need(2)) g[2] = sum_but_channels(b, dy, e.attrs.channels_last);
+      if (need(2)) g[2] = b.apply(OpKind::batch_norm_grad_beta, {dy}, at);
       break;
     }
     case OpKind::concat: {
@@ -343,6 +333,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::attention_fwd_lse:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_grad_beta:
     case OpKind::batch_norm_inference:
     case OpKind::batch_norm_stats_update:
     case OpKind::conv2d_grad_input:

@@ -43,7 +43,8 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_la
   if (x.rank < 2)
     return fail(why, fmt::format("x is {} of rank {}; it must be {}", x.str(), x.rank,
                                  channels_last ? "[N, ..., C] (NHWC, or [N, C])" : "[N, C, ...] (NCHW, or [N, C])"));
-  if (!update && !(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
+  const bool beta = op == OpKind::batch_norm_grad_beta;  // dy alone: no statistics, no eps
+  if (!update && !beta && !(eps > 0.0f)) return fail(why, fmt::format("eps = {} must be > 0 (1e-5 is usual)", eps));
   const int channel_dim = channels_last ? x.rank - 1 : 1;
   g.channels_last = channels_last;
   g.n = x[0];
@@ -85,7 +86,7 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_la
       break;
     default: break;
   }
-  out = op == OpKind::batch_norm_grad_gamma ? channels : x;
+  out = op == OpKind::batch_norm_grad_gamma || beta ? channels : x;
   return true;
 }
 

@@ -34,6 +34,7 @@ inline ChannelsLastOperands channels_last_operands(OpKind op) {
     case OpKind::batch_norm_grad_x: return {0b11, true};
     case OpKind::conv2d_grad_weight:  // the output is the weight's gradient
     case OpKind::batch_norm_grad_gamma: return {0b11, false};
+    case OpKind::batch_norm_grad_beta: return {0b1, false};
     case OpKind::batch_norm_stats_update: return {0b10, false};
     default: return {};
   }

@@ -129,6 +129,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
   X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
   X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
+  X(batch_norm_grad_beta, 1, 1, kNone,            kNone,      kChannelsLast,          kPlain,                    kTypeSame, batchnorm) /* (dy) -> dbeta[C]: dy summed per channel */ \
   X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
   X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum|kChannelsLast,kPlain,                    kTypeF32,  batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
@@ -186,7 +187,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 89, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 90, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.

@@ -92,8 +92,8 @@ namespace {
 
 // ResNet: a conv + batch norm (+ ReLU) unit at K channels, output H x H (S = B K H H):
 // conv2d (saved: batch norm's gradients read it) and batch norm's output; backward
-// batch_norm_grad_x, beta's reduce_sums [B,K,H] and [B,K] (gamma's and beta's [K] are
-// gradients), and dX [B,C,H0,H0] of the conv but for the stem's. With a ReLU: its output
+// batch_norm_grad_x (gamma's and beta's [K] are gradients), and dX [B,C,H0,H0] of the conv
+// but for the stem's. With a ReLU: its output
 // (saved) and relu_grad. A block adds the residual add (its output and, backward, relu_grad
 // after it) and one add joining the two gradients of its input [B,C,H0,H0].
 struct ResNetTally {
@@ -111,7 +111,7 @@ struct ResNetTally {
       if (relu) t.workspace += S;
       return;
     }
-    t.workspace += S + B * K * H + B * K + (stem ? 0 : B * C * H0 * H0);
+    t.workspace += S + (stem ? 0 : B * C * H0 * H0);
     if (relu) {
       t.activations += S;
       t.workspace += S;

@@ -76,6 +76,13 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
         stats[g.c + ch] = static_cast<float>((1.0 - m) * stats[g.c + ch] + m * var);
         break;
       }
+      case OpKind::batch_norm_grad_beta: {
+        // a = dy: its sum over the channel, in double, rounded once.
+        double sum = 0.0;
+        for (int64_t e = 0; e < g.count(); ++e) sum += a[g.index(ch, e)];
+        out[ch] = static_cast<float>(sum);
+        break;
+      }
       case OpKind::batch_norm_grad_x:
       case OpKind::batch_norm_grad_gamma: {
         // a = dy, b = x. dgamma = sum dy xhat; dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).

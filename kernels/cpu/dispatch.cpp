@@ -98,6 +98,7 @@ void run_cpu(const OpCall& c) {
     case OpKind::batch_norm:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_grad_beta:
     case OpKind::batch_norm_stats_update:
     case OpKind::batch_norm_inference:
     case OpKind::batch_norm_fold: return cpu_batch_norm_op(c, g.bn);

@@ -138,7 +138,8 @@ __global__ void __launch_bounds__(1024) bn_partials_nhwc_kernel(const T* x, cons
 
 // Per channel, the runs added in order: the statistics, and what the call writes from them.
 // coef: mean, rstd, and for the gradient dy's mean and (dy xhat)'s mean over the channel.
-// grad_gamma writes its output here; stats_update updates the running statistics in place.
+// grad_gamma and grad_beta write their outputs here; stats_update updates the running statistics
+// in place.
 template <typename T>
 __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
                                   double eps, double momentum, double* coef, T* out, float* stats) {
@@ -154,6 +155,10 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   const double raw = sum[1] - sum[0] * dmean;
   const double squares = raw > 0.0 ? raw : 0.0;  // sum of squared deviations
   const double mean = shift + dmean;
+  if (op == OpKind::batch_norm_grad_beta) {  // x is dy here: its sum
+    out[ch] = narrow<T>(static_cast<float>(shift * count + sum[0]));
+    return;
+  }
   if (op == OpKind::batch_norm_stats_update) {
     stats[ch] = static_cast<float>((1.0 - momentum) * stats[ch] + momentum * mean);
     stats[g.c + ch] = static_cast<float>((1.0 - momentum) * stats[g.c + ch] + momentum * squares / (count - 1.0));
@@ -265,20 +270,20 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     return;
   }
   const T* a = elements<const T>(c.in[0].data);
-  const T* b = elements<const T>(c.in[1].data);
+  const T* b = c.num_inputs > 1 ? elements<const T>(c.in[1].data) : nullptr;
   const T* c3 = c.num_inputs > 2 ? elements<const T>(c.in[2].data) : nullptr;
   T* y = elements<T>(c.out.data);
   if (c.op == OpKind::batch_norm_inference) {
     detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<T>, ch_blocks, 256, s, elements<const T>(c.in[3].data), g,
                    eps, coef);
   } else {
-    // batch_norm: a = x; the gradients: a = dy, b = x.
-    const bool forward = c.op == OpKind::batch_norm;
+    // batch_norm: a = x; grad_beta: a = dy, summed as x is; the other gradients: a = dy, b = x.
+    const bool forward = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_grad_beta;
     const T* x = forward ? a : b;
     launch_partials<T, I>(x, forward ? nullptr : a, forward ? Need::stats : Need::grad, g, sp, partials, s);
     detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps, 0.0, coef,
                    y, static_cast<float*>(nullptr));
-    if (c.op == OpKind::batch_norm_grad_gamma) return;
+    if (c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta) return;
   }
   const bool grad = c.op == OpKind::batch_norm_grad_x;
   detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>, static_cast<unsigned>(detail::grid_for(total)), 256, s, grad, a, b, c3,

@@ -37,6 +37,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::batch_norm:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
+    case OpKind::batch_norm_grad_beta:
     case OpKind::batch_norm_stats_update:
     case OpKind::batch_norm_inference:
     case OpKind::batch_norm_fold: return cuda::batch_norm_op(c, g.bn, ctx.scratch, ctx.scratch_bytes, s);

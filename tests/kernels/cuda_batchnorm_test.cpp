@@ -27,6 +27,7 @@ std::vector<Shape> bn_inputs(OpKind op, const Shape& xs) {
     case OpKind::batch_norm: return {xs, ch, ch};
     case OpKind::batch_norm_grad_x: return {xs, xs, ch};
     case OpKind::batch_norm_grad_gamma: return {xs, xs};
+    case OpKind::batch_norm_grad_beta: return {xs};
     case OpKind::batch_norm_inference: return {xs, ch, ch, {2, xs[1]}};
     default: return {{2, xs[1]}, xs};  // batch_norm_stats_update: (stats, x)
   }
@@ -66,7 +67,7 @@ std::vector<float> run_layout(OpKind op, const Shape& xs, const std::vector<std:
     call.in[i] = in.back()->view(four && channels_last ? nhwc(shapes[i]) : shapes[i]);
   }
   const bool update = op == OpKind::batch_norm_stats_update;
-  const Shape out = op == OpKind::batch_norm_grad_gamma ? Shape{xs[1]} : xs;
+  const Shape out = op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ? Shape{xs[1]} : xs;
   DevTensor y(update ? 1 : out.numel(), false);
   y.poison();
   if (!update) call.out = y.view(channels_last && out.rank == 4 ? nhwc(out) : out);
@@ -85,11 +86,11 @@ TEST_CASE("cuda batch_norm family, f32: many runs a channel, one short run, 33 a
   uint64_t seed = 31000;
   for (const Shape& xs : kShapes)
     for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
-                      OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
+                      OpKind::batch_norm_grad_beta, OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
       OpCase c;
       c.op = op;
       c.in = bn_inputs(op, xs);
-      c.out = op == OpKind::batch_norm_grad_gamma ? Shape{xs[1]} : xs;
+      c.out = op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ? Shape{xs[1]} : xs;
       c.attrs.momentum = 0.1f;
       c.tol = Tol{1e-5, 1e-5};
       c.seed = seed++;
@@ -106,7 +107,7 @@ TEST_CASE("cuda batch_norm family: NHWC gives the NCHW kernels' bits") {
   uint64_t seed = 32000;
   for (const Shape& xs : kShapes)
     for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
-                      OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
+                      OpKind::batch_norm_grad_beta, OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
       CAPTURE(op_name(op));
       CAPTURE(xs.str());
       std::vector<std::vector<float>> x;

@@ -82,13 +82,14 @@ TEST_CASE("cuda conv_transpose2d in bf16 and f16 on its direct kernels: output_p
 TEST_CASE("cuda batch_norm and its gradients in bf16 and f16") {
   TG_REQUIRE_GPU();
   for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
-                    OpKind::batch_norm_inference}) {
+                    OpKind::batch_norm_grad_beta, OpKind::batch_norm_inference}) {
     for (const OpSample& s : op_samples(op)) CHECK(check_low_both(from_sample(op, s)) == 0);
     // 16 channels of 8 x 10 x 10: several passes of a block over each channel.
     const Shape x{8, 16, 10, 10}, ch{16};
     std::vector<Shape> in = op == OpKind::batch_norm            ? std::vector<Shape>{x, ch, ch}
                             : op == OpKind::batch_norm_grad_x     ? std::vector<Shape>{x, x, ch}
                             : op == OpKind::batch_norm_grad_gamma ? std::vector<Shape>{x, x}
+                            : op == OpKind::batch_norm_grad_beta  ? std::vector<Shape>{x}
                                                                   : std::vector<Shape>{x, ch, ch, {2, 16}};
     LowCase c{"[8,16,10,10]", op, {}, in, Tol{1e-5, 1e-5}};
     if (op == OpKind::batch_norm_inference) c.positive_inputs = 1u << 3;
