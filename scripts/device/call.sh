@@ -16,6 +16,8 @@
 #   lm-full-bf16, lm-full-fp32  400  the same in one precision (150 s a tool: torch.compile's first
 #              GPT-2 step takes a minute or more)
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
+#   lm-options-fp32 120  the same in fp32 with gemm_align_staging=1 and no passes (beside
+#              lm-full-fp32's or call 5 of session 25's fp32 run, also without passes)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
 #   lm-options 240  tg-train's GPT-2 small in bf16 at both sizes under the GEMM options still off
@@ -52,6 +54,11 @@ for name in "$@"; do
     lm-full-bf16 | lm-full-fp32)
       step "$name" 400 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
+    lm-options-fp32)
+      step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
+        --precision fp32 --cuda-options gemm_align_staging=1 --json "$dir/train_gpt2_fp32_staged.json" \
+        > "$dir/train_gpt2_fp32_staged.txt" 2>&1
+      grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_staged.txt" | cut -c1-200 >> "$out/summary.txt" ;;
     profile-gpt2) step profile-gpt2 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" gpt2 bf16 "" full ;;
     profile-resnet50)
       step profile-resnet50 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 "" quick ;;
@@ -63,7 +70,7 @@ for name in "$@"; do
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
-         "lm-full-bf16, lm-full-fp32, precision, lm-options, profile-gpt2, profile-resnet50" >&2
+         "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, profile-gpt2, profile-resnet50" >&2
        exit 2 ;;
   esac
   pack "$name"
