@@ -103,7 +103,7 @@ GemmFloor gemm_floor(th::Experiment& e, const CompiledPlan& p, CudaBackend& be) 
     // The floor is of the unfused plan, whose GEMMs are one cuBLASLt call each.
     if (op.call.op == OpKind::matmul_heads)
       throw std::logic_error("gemm_floor: matmul_heads runs one GEMM per head; time the unfused plan");
-    kc::LtKey k = kc::gemm_key(op.call, ctx.tf32);
+    kc::LtKey k = kc::gemm_key(op.call, ctx);
     k.epilogue = kc::LtEpilogue::none;  // the product alone: what the floor is of
     k.accumulate = false;
     double alone = 0;

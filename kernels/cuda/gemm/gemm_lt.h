@@ -36,6 +36,10 @@
 #include "kernels/cuda/raii.h"
 #include "kernels/op_call.h"
 
+namespace tg::kernels {
+struct CudaExecContext;
+}  // namespace tg::kernels
+
 namespace tg::kernels::cuda {
 
 enum class LtEpilogue : uint8_t {
@@ -117,9 +121,10 @@ class LtGemm {
 // The alignment class of a pointer, for LtKey.
 uint16_t lt_alignment(const void* p);
 
-// The product a GEMM-family call computes, as an LtKey (gemm_router.cpp's folding): for
+// The product a GEMM-family call computes on cuBLASLt, as an LtKey (gemm_router.cpp's folding,
+// and its padded product where ctx's options stage it: kernels/gemm/gemm_staging.h): for
 // reports that look at a schedule's GEMMs.
-LtKey gemm_key(const OpCall& c, bool tf32);
+LtKey gemm_key(const OpCall& c, const CudaExecContext& ctx);
 
 // What the scratch operands of a timed GEMM hold. The same GEMM runs measurably faster on
 // a constant fill than on varied data (fewer bits toggle, so the GPU draws less power and

@@ -348,8 +348,10 @@ size_t gemm_staging_bytes(const OpCall& c, const CudaExecContext& ctx) {
   return staging_of(g, ctx.options).bytes;
 }
 
-LtKey gemm_key(const OpCall& c, bool tf32) {
-  return c.op == OpKind::matmul_heads ? heads_call(c, tf32).key : lt_key(gemm_call(c), tf32);
+LtKey gemm_key(const OpCall& c, const CudaExecContext& ctx) {
+  if (c.op == OpKind::matmul_heads) return heads_call(c, ctx.tf32).key;
+  const GemmCall g = gemm_call(c);
+  return lt_key(staged_call(g, staging_of(g, ctx.options), nullptr), ctx.tf32);
 }
 
 void gemm_heads_op(const OpCall& c, const CudaExecContext& ctx) {
