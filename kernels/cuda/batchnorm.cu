@@ -237,7 +237,10 @@ bool small_index(const BatchNormGeometry& g) { return g.n * g.c * g.inner <= int
 size_t partials_bytes(const BatchNormGeometry& g) {
   return static_cast<size_t>(g.c * split_of(g).segments * kSums) * sizeof(double);
 }
-size_t coef_bytes(const BatchNormGeometry& g) { return static_cast<size_t>(g.c * kCoefs) * sizeof(double); }
+// The scratch holds the coefficients, then (256-byte aligned) the partial sums.
+size_t partials_offset(const BatchNormGeometry& g) {
+  return (static_cast<size_t>(g.c * kCoefs) * sizeof(double) + 255) / 256 * 256;
+}
 
 // The sums a call needs, into partials (NCHW or NHWC kernel).
 template <typename T, typename I>
@@ -257,7 +260,7 @@ template <typename T, typename I>
 void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, cudaStream_t s) {
   const Split sp = split_of(g);
   double* coef = reinterpret_cast<double*>(scratch);
-  double* partials = reinterpret_cast<double*>(scratch + (coef_bytes(g) + 255) / 256 * 256);
+  double* partials = reinterpret_cast<double*>(scratch + partials_offset(g));
   const unsigned ch_blocks = static_cast<unsigned>((g.c + 255) / 256);
   const int64_t total = g.n * g.c * g.inner;
   const double eps = c.attrs->eps;
@@ -293,7 +296,7 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
 }  // namespace
 
 size_t batch_norm_scratch_bytes(const BatchNormGeometry& g) {
-  return (coef_bytes(g) + 255) / 256 * 256 + partials_bytes(g);
+  return partials_offset(g) + partials_bytes(g);
 }
 
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, size_t scratch_bytes, cudaStream_t s) {

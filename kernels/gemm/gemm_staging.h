@@ -29,11 +29,11 @@ inline constexpr int64_t kStagingMinProduct = int64_t{1} << 30;
 inline constexpr int64_t kStagingMinRatio = 64;
 
 // One GEMM of the routing's path 5 in row-major terms, not batched: D (m x n, leading dim
-// ldd) = op(A) op(B) (+ C, in D's layout) (+ bias over D's columns, or a bias gradient of n
-// values: bias). A is stored [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b).
+// ldd) = op(A) op(B) (+ C, in D's layout: staged with D) (+ bias over D's columns, or a bias
+// gradient of n values: bias). A is stored [m, k] ([k, m] with trans_a), B [k, n] ([n, k] with trans_b).
 // esize: the bytes of an element (2 or 4).
 struct GemmStagingShape {
-  bool trans_a = false, trans_b = false, accumulate = false, bias = false;
+  bool trans_a = false, trans_b = false, bias = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
   int esize = 4;
 };

@@ -10,6 +10,7 @@
 
 #include "graph/channels_last.h"
 #include "graph/float_formats.h"
+#include "tests/common/layouts.h"
 #include "tests/common/op_samples.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -17,21 +18,6 @@ namespace tg::testing {
 
 namespace {
 
-// [N, C, H, W] data as [N, H, W, C] (to_nhwc) and back (to_nchw); `nchw` is the NCHW shape.
-std::vector<float> relayout(const std::vector<float>& v, const Shape& nchw, bool to_nhwc) {
-  const int64_t n = nchw[0], c = nchw[1], h = nchw[2], w = nchw[3];
-  std::vector<float> out(v.size());
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ic = 0; ic < c; ++ic)
-      for (int64_t ih = 0; ih < h; ++ih)
-        for (int64_t iw = 0; iw < w; ++iw) {
-          const size_t a = static_cast<size_t>(((in * c + ic) * h + ih) * w + iw);
-          const size_t b = static_cast<size_t>(((in * h + ih) * w + iw) * c + ic);
-          if (to_nhwc) out[b] = v[a];
-          else out[a] = v[b];
-        }
-  return out;
-}
 Shape nchw_of(const Shape& nhwc) { return Shape{nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
 
 // Runs op on `ins` (f32 values, already representable in dt) in dtype dt; returns the

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/common/layouts.h"
 #include "tests/gpu_skip.h"
 #include "tests/kernels/cuda_op_harness.h"
 
@@ -19,6 +20,8 @@ namespace tg::testing {
 namespace {
 
 const Shape kShapes[] = {{32, 64, 28, 28}, {4, 40, 7, 7}, {2, 2048, 7, 7}, {3, 33, 5, 7}};
+const OpKind kOps[] = {OpKind::batch_norm,           OpKind::batch_norm_grad_x,    OpKind::batch_norm_grad_gamma,
+                       OpKind::batch_norm_grad_beta, OpKind::batch_norm_inference, OpKind::batch_norm_stats_update};
 
 // The inputs of op over x of shape xs (NCHW), in the op's order.
 std::vector<Shape> bn_inputs(OpKind op, const Shape& xs) {
@@ -33,21 +36,12 @@ std::vector<Shape> bn_inputs(OpKind op, const Shape& xs) {
   }
 }
 
-Shape nhwc(const Shape& s) { return Shape{s[0], s[2], s[3], s[1]}; }
-
-// [n, c, h, w] values to [n, h, w, c] (to_nhwc), or back; s is the NCHW shape.
-std::vector<float> relayout(const std::vector<float>& v, const Shape& s, bool to_nhwc) {
-  std::vector<float> out(v.size());
-  const int64_t n = s[0], c = s[1], hw = s[2] * s[3];
-  for (int64_t a = 0; a < n; ++a)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p) {
-        const auto nchw = static_cast<size_t>((a * c + ch) * hw + p), nhwc = static_cast<size_t>((a * hw + p) * c + ch);
-        if (to_nhwc) out[nhwc] = v[nchw];
-        else out[nchw] = v[nhwc];
-      }
-  return out;
+// Its output's shape: [C] for the gamma and beta gradients, x's otherwise (an update has none).
+Shape bn_output(OpKind op, const Shape& xs) {
+  return op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ? Shape{xs[1]} : xs;
 }
+
+Shape nhwc(const Shape& s) { return Shape{s[0], s[2], s[3], s[1]}; }
 
 // op on the GPU in one layout: the inputs given in NCHW (4-D ones transposed for NHWC), the
 // output (or the updated statistics) returned in NCHW.
@@ -67,7 +61,7 @@ std::vector<float> run_layout(OpKind op, const Shape& xs, const std::vector<std:
     call.in[i] = in.back()->view(four && channels_last ? nhwc(shapes[i]) : shapes[i]);
   }
   const bool update = op == OpKind::batch_norm_stats_update;
-  const Shape out = op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ? Shape{xs[1]} : xs;
+  const Shape out = bn_output(op, xs);
   DevTensor y(update ? 1 : out.numel(), false);
   y.poison();
   if (!update) call.out = y.view(channels_last && out.rank == 4 ? nhwc(out) : out);
@@ -85,12 +79,11 @@ TEST_CASE("cuda batch_norm family, f32: many runs a channel, one short run, 33 a
   TG_REQUIRE_GPU();
   uint64_t seed = 31000;
   for (const Shape& xs : kShapes)
-    for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
-                      OpKind::batch_norm_grad_beta, OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
+    for (OpKind op : kOps) {
       OpCase c;
       c.op = op;
       c.in = bn_inputs(op, xs);
-      c.out = op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ? Shape{xs[1]} : xs;
+      c.out = bn_output(op, xs);
       c.attrs.momentum = 0.1f;
       c.tol = Tol{1e-5, 1e-5};
       c.seed = seed++;
@@ -106,8 +99,7 @@ TEST_CASE("cuda batch_norm family: NHWC gives the NCHW kernels' bits") {
   TG_REQUIRE_GPU();
   uint64_t seed = 32000;
   for (const Shape& xs : kShapes)
-    for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma,
-                      OpKind::batch_norm_grad_beta, OpKind::batch_norm_inference, OpKind::batch_norm_stats_update}) {
+    for (OpKind op : kOps) {
       CAPTURE(op_name(op));
       CAPTURE(xs.str());
       std::vector<std::vector<float>> x;

@@ -72,7 +72,6 @@ TEST_CASE("gemm staging: GPT-2's three vocabulary products run at a padded vocab
 
 TEST_CASE("gemm staging: a bias and a bias gradient follow a padded n, each copy 256-byte aligned") {
   GemmStagingShape s = shape(1024, 2049, 768, 2);
-  s.accumulate = true;
   s.bias = true;
   const GemmStaging st = plan_gemm_staging(s);
   CHECK_FALSE(st.a.staged);

@@ -450,7 +450,7 @@ void* LtCache::staging_workspace(size_t bytes, cudaStream_t s) {
   if (staging_.bytes() < bytes) {
     if (stream_capturing(s))
       throw std::invalid_argument(fmt::format(
-          "a GEMM with operands staged into aligned rows needs {} bytes of workspace and its first call without one "
+          "a GEMM with operands staged into padded copies needs {} bytes of workspace and its first call without one "
           "is being captured: run the step once before capturing, or give the call a workspace",
           bytes));
     TG_CUDA_CHECK(cudaStreamSynchronize(s));  // the old buffer may still be in use

@@ -118,7 +118,7 @@ GemmStaging staging_of(const GemmCall& g, const CudaBackendOptions& o) {
   const GemmArgs& p = g.args;
   if (!o.gemm_align_staging || p.batch != 1) return {};
   GemmStagingShape s;
-  s.trans_a = p.trans_a, s.trans_b = p.trans_b, s.accumulate = g.accumulate;
+  s.trans_a = p.trans_a, s.trans_b = p.trans_b;
   s.bias = g.epilogue != LtEpilogue::none;  // a bias, or the bias gradient's output
   s.m = p.m, s.n = p.n, s.k = p.k, s.lda = p.lda, s.ldb = p.ldb, s.ldd = p.ldd;
   s.esize = dtype_size(g.dtype);
@@ -234,6 +234,13 @@ bool use_skinny(const GemmCall& g, const CudaBackendOptions& o) {
          (g.epilogue != LtEpilogue::bias_grad || kind == SkinnyGemm::thin_n_trans_a);
 }
 
+// Whether a call reaches path 5 (cuBLASLt): a product with something to sum that neither the
+// small nor the skinny kernels take.
+bool on_lt_path(const GemmCall& g, const CudaBackendOptions& o) {
+  const GemmArgs& p = g.args;
+  return p.m != 0 && p.n != 0 && p.k != 0 && p.batch != 0 && !use_small(g, o) && !use_skinny(g, o);
+}
+
 // matmul_act_grad after a product that did not apply it: relu_grad / gelu_grad in place,
 // the unfused op's kernel (f32) or functor (16-bit), so the bits are the unfused graph's.
 void apply_act_grad(const GemmCall& call, int64_t n, cudaStream_t s) {
@@ -261,6 +268,13 @@ const LtGemm& lt_gemm(const GemmCall& g, const CudaExecContext& ctx) {
   plain.epilogue = LtEpilogue::none;
   plain.align_bias = 256;
   return ctx.lt->get(plain, ctx.stream);
+}
+
+// The cuBLASLt GEMM of a path-5 call with staging st: that of its padded product.
+const LtGemm& staged_lt_gemm(const OpCall& c, const GemmCall& g, const GemmStaging& st, const CudaExecContext& ctx) {
+  if (!ctx.lt) throw std::invalid_argument(fmt::format("run_cuda {}: no cuBLASLt cache; pass CudaExecContext::lt",
+                                                       op_name(c.op)));
+  return lt_gemm(staged_call(g, st, nullptr), ctx);
 }
 
 // The batch-invariant mode: the plain kernel summing over k in order, then the unfused
@@ -298,20 +312,20 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
   }
   if (use_small(g, ctx.options)) return small_gemm(p, ctx.stream);
   if (use_skinny(g, ctx.options)) return skinny_gemm(p, ctx.stream);
-  const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
-  if (!gemm) gemm = prepare_cuda(c, ctx);
   const GemmStaging st = staging_of(g, ctx.options);
+  const LtGemm* gemm = static_cast<const LtGemm*>(c.prepared);
+  if (!gemm) gemm = &staged_lt_gemm(c, g, st, ctx);
   char* ws = static_cast<char*>(c.workspace ? c.workspace : ctx.workspace);
   size_t ws_bytes = c.workspace ? c.workspace_bytes : ctx.workspace_bytes;
+  const size_t need = st.bytes + gemm->workspace_bytes();  // with staging: the copies, then the GEMM's own
   if (st.bytes && !c.workspace) {
-    ws_bytes = st.bytes + gemm->workspace_bytes();
-    ws = static_cast<char*>(ctx.lt->staging_workspace(ws_bytes, ctx.stream));
+    ws_bytes = need;
+    ws = static_cast<char*>(ctx.lt->staging_workspace(need, ctx.stream));
   }
-  if (st.bytes && (ws_bytes < st.bytes + gemm->workspace_bytes() || reinterpret_cast<uintptr_t>(ws) % 256 != 0))
+  if (st.bytes && (ws_bytes < need || reinterpret_cast<uintptr_t>(ws) % 256 != 0))
     throw std::invalid_argument(fmt::format("run_cuda {}: its operands are staged into padded copies and need {} "
                                             "bytes of 256-byte aligned workspace; the call has {} at {}",
-                                            op_name(c.op), st.bytes + gemm->workspace_bytes(), ws_bytes,
-                                            static_cast<const void*>(ws)));
+                                            op_name(c.op), need, ws_bytes, static_cast<const void*>(ws)));
   const GemmCall run = staged_call(g, st, ws);
   const GemmArgs& r = run.args;
   const int esize = dtype_size(g.dtype);
@@ -342,10 +356,7 @@ void gemm_op(const OpCall& c, const CudaExecContext& ctx) {
 size_t gemm_staging_bytes(const OpCall& c, const CudaExecContext& ctx) {
   if (!op_in_family(c.op, "matmul") || c.op == OpKind::matmul_heads || batch_invariant_matmul()) return 0;
   const GemmCall g = gemm_call(c);
-  const GemmArgs& p = g.args;
-  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || use_small(g, ctx.options) || use_skinny(g, ctx.options))
-    return 0;
-  return staging_of(g, ctx.options).bytes;
+  return on_lt_path(g, ctx.options) ? staging_of(g, ctx.options).bytes : 0;
 }
 
 LtKey gemm_key(const OpCall& c, const CudaExecContext& ctx) {
@@ -395,11 +406,8 @@ const cuda::LtGemm* prepare_cuda(const OpCall& c, const CudaExecContext& ctx) {
     return &ctx.lt->get(h.key, ctx.stream);
   }
   const cuda::GemmCall g = cuda::gemm_call(c);
-  const cuda::GemmArgs& p = g.args;
-  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || cuda::use_small(g, ctx.options) ||
-      cuda::use_skinny(g, ctx.options))
-    return nullptr;
-  return &cuda::lt_gemm(cuda::staged_call(g, cuda::staging_of(g, ctx.options), nullptr), ctx);
+  if (!cuda::on_lt_path(g, ctx.options)) return nullptr;
+  return &cuda::staged_lt_gemm(c, g, cuda::staging_of(g, ctx.options), ctx);
 }
 
 }  // namespace tg::kernels
