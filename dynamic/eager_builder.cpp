@@ -270,12 +270,25 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     require_kernel(backend_, "the dynamic executor", *nm, op, nin > 0 ? dtypes_[0] : out_dtype);
   }
 
-  // The output: none (updates), a view of input 0 (reshape, in-place relu), or new memory.
+  // The output: none (updates), a view of input 0 (reshape, a block slice, in-place relu), or
+  // new memory.
   Value out;
   bool needs_memory = false;
+  bool view = false;  // no kernel runs
   if (!op_is_update(op)) {
     const bool alias_ok = nin > 0 && tr.in[0] < kPersistentBase && slots_[static_cast<size_t>(tr.in[0])].role != Role::input;
-    const bool alias = op_is_view(op) || (op == OpKind::relu && (attrs.in_place || opt_.in_place_relu) && alias_ok);
+    // A slice that is one block of a temporary, starting on kViewAlignment, is a view of it, as
+    // the static planner makes it (PyTorch's chunk and unbind are views too).
+    int64_t block = -1;
+    if (op == OpKind::slice && alias_ok) {
+      const Slot& x = slots_[static_cast<size_t>(tr.in[0])];
+      const int64_t at = contiguous_slice_offset(x.shape, attrs.axis, attrs.start);
+      const int64_t at_bytes = at * dtype_size(x.dtype);
+      const auto base = reinterpret_cast<uintptr_t>(x.data);
+      if (at >= 0 && (base + static_cast<uintptr_t>(at_bytes)) % kViewAlignment == 0) block = at_bytes;
+    }
+    view = op_is_view(op) || block >= 0;
+    const bool alias = view || (op == OpKind::relu && (attrs.in_place || opt_.in_place_relu) && alias_ok);
     out.id = new_slot(out_shape, role_, out_dtype);
     out.shape = out_shape;
     out.dtype = out_dtype;
@@ -283,7 +296,7 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
     Slot& o = slots_.back();
     if (alias) {
       const Slot& base = slot(tr.in[0]);  // slots_ may have moved: look it up again
-      o.data = base.data;
+      o.data = block > 0 ? reinterpret_cast<float*>(reinterpret_cast<char*>(base.data) + block) : base.data;
       o.owner = base.owner;
       o.alive = true;
       if (o.owner < kPersistentBase) ++slots_[static_cast<size_t>(o.owner)].aliases;
@@ -301,11 +314,11 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   if (needs_memory) alloc_slot(out.id);
   if (timed) t2 = Clock::now();
   steps.next("launch");
-  if (out.valid() && !op_is_view(op)) {
+  if (out.valid() && !view) {
     const Slot& o = slots_[static_cast<size_t>(out.id)];
     call.out = kernels::TensorView{o.data, o.shape, o.dtype};
   }
-  if (!op_is_view(op)) {
+  if (!view) {
     try {
       backend_.run(call);
     } catch (const InputError& e) {  // fed data the op cannot use (labels, counts): name the node

@@ -117,6 +117,9 @@ class EagerBuilder final : public Builder {
   void reset_role_peaks() { role_peak_ = {}; }
 
   static constexpr int kPersistentBase = 1 << 30;
+  // A block slice becomes a view where it starts on this many bytes (static/planner.h's default
+  // alignment), so that both executors run the same kernels.
+  static constexpr uintptr_t kViewAlignment = 256;
 
  private:
   std::vector<unsigned char> read_staging_;  // read_into's 16-bit bytes before widening

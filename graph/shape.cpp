@@ -75,4 +75,13 @@ bool numel_checked(const Shape& s, int64_t& out) {
   return true;
 }
 
+int64_t contiguous_slice_offset(const Shape& x, int axis, int64_t start) {
+  if (axis < 0 || axis >= x.rank) return -1;
+  for (int d = 0; d < axis; ++d)
+    if (x[d] != 1) return -1;
+  int64_t inner = 1;
+  for (int d = axis + 1; d < x.rank; ++d) inner *= x[d];
+  return start * inner;
+}
+
 }  // namespace tg

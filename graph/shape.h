@@ -53,4 +53,9 @@ struct Shape {
 // count would not fit in int64.
 bool numel_checked(const Shape& s, int64_t& out);
 
+// Where slice(x, axis, start, ...) begins in x, in elements, when its output is one contiguous
+// block of x (every axis before `axis` has size 1); -1 when it is strided. Both executors make
+// such a slice a view of x where they can (static/planner.h, dynamic/eager_builder.cpp).
+int64_t contiguous_slice_offset(const Shape& x, int axis, int64_t start);
+
 }  // namespace tg

@@ -162,7 +162,9 @@ void StaticExecutable::allocate() {
         updated_without_copy_.push_back(g.values[static_cast<size_t>(v)].name);
     }
   for (size_t v = 0; v < g.values.size(); ++v)
-    if (plan_.placement[v] == Placement::view) ptr_[v] = ptr_[static_cast<size_t>(plan_.storage[v])];
+    if (plan_.placement[v] == Placement::view)
+      ptr_[v] = reinterpret_cast<float*>(reinterpret_cast<char*>(ptr_[static_cast<size_t>(plan_.storage[v])]) +
+                                         plan_.view_offset[v]);
   if (be.kind() == DeviceKind::cuda) staging_bytes_ = static_cast<int64_t>(staging);
 }
 
@@ -216,7 +218,9 @@ void StaticExecutable::build_schedule() {
   const int64_t ws_each = lanes ? plan_.workspace_bytes / 2 / 256 * 256 : plan_.workspace_bytes;
   for (int n : order_) {
     const Node& node = g.nodes[static_cast<size_t>(n)];
-    if (op_is_view(node.op)) continue;  // a view costs nothing at run time: its pointer is its source's
+    // A view (a reshape, a slice the plan made a view) costs nothing at run time: its pointer is
+    // into its source's storage.
+    if (!node.outputs.empty() && plan_.placement[static_cast<size_t>(node.outputs[0])] == Placement::view) continue;
     Launch l;
     l.node = n;
     l.side = lanes && plan_.live_to_end[static_cast<size_t>(n)];

@@ -23,6 +23,14 @@ namespace {
 
 bool is_external_role(Role r) { return r == Role::input || r == Role::parameter || r == Role::optimizer_state; }
 
+// The byte offset of a slice's output in its input when the output is one contiguous block of
+// it; -1 when it is strided.
+int64_t slice_view_bytes(const Graph& g, const Node& node) {
+  const ValueInfo& x = g.values[static_cast<size_t>(node.inputs[0])];
+  const int64_t at = contiguous_slice_offset(x.shape, node.attrs.axis, node.attrs.start);
+  return at < 0 ? -1 : at * dtype_size(x.dtype);
+}
+
 std::string mib(int64_t b) { return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
 
 // Per value: the schedule step that writes it (-1: nobody) and the last step that
@@ -162,6 +170,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
   p.placement.assign(static_cast<size_t>(nv), Placement::unused);
   p.storage.resize(static_cast<size_t>(nv));
   std::iota(p.storage.begin(), p.storage.end(), 0);
+  p.view_offset.assign(static_cast<size_t>(nv), 0);
   p.first_step.assign(static_cast<size_t>(nv), -1);
   p.last_step.assign(static_cast<size_t>(nv), -1);
   p.in_place.assign(g.nodes.size(), false);
@@ -188,9 +197,20 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
     const int o = node.outputs[0];
     int root = o;
     Placement place = Placement::arena;
+    int64_t view_at = 0;
+    const auto x0 = node.inputs.empty() ? size_t{0} : static_cast<size_t>(node.inputs[0]);
+    const int64_t slice_at = node.op == OpKind::slice && opt.slice_views ? slice_view_bytes(g, node) : -1;
     if (op_is_view(node.op)) {
-      root = p.storage[static_cast<size_t>(node.inputs[0])];
+      root = p.storage[x0];
       place = Placement::view;
+      view_at = p.view_offset[x0];
+    } else if (slice_at >= 0 && p.placement[static_cast<size_t>(p.storage[x0])] == Placement::arena &&
+               (p.view_offset[x0] + slice_at) % opt.alignment == 0) {
+      // Only over arena storage: a slice of a parameter stays a copy, taken before the update
+      // that rewrites the parameter in place.
+      root = p.storage[x0];
+      place = Placement::view;
+      view_at = p.view_offset[x0] + slice_at;
     } else if (allow_in_place && !node.inputs.empty()) {
       const bool wants = node.attrs.in_place ||
                          (opt.in_place == InPlacePolicy::elementwise && op_can_run_in_place(node.op));
@@ -212,6 +232,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
       const int r = k == 0 ? root : v;
       p.storage[static_cast<size_t>(v)] = r;
       p.placement[static_cast<size_t>(v)] = r == v ? Placement::arena : place;
+      if (k == 0 && place == Placement::view) p.view_offset[static_cast<size_t>(v)] = view_at;
       if (r == v) {
         group_last[static_cast<size_t>(v)] = L.last[static_cast<size_t>(v)];
         p.first_step[static_cast<size_t>(v)] = s;
@@ -321,6 +342,13 @@ std::string check_plan(const Graph& g, const std::vector<int>& schedule, const M
         return fmt::format("value '{}' is written by a node but placed outside the arena", g.values[static_cast<size_t>(v)].name);
       first[static_cast<size_t>(r)] = std::min(first[static_cast<size_t>(r)], L.def[static_cast<size_t>(v)]);
       last[static_cast<size_t>(r)] = std::max(last[static_cast<size_t>(r)], L.last[static_cast<size_t>(v)]);
+    }
+    if (pl == Placement::view) {
+      const int64_t at = plan.view_offset.empty() ? 0 : plan.view_offset[static_cast<size_t>(v)];
+      if (at < 0 || at % plan.alignment != 0 || at + bytes(v) > bytes(r))
+        return fmt::format("view '{}' of {} bytes at {} does not fit in '{}' ({} bytes) on the alignment {}",
+                           g.values[static_cast<size_t>(v)].name, bytes(v), at, g.values[static_cast<size_t>(r)].name, bytes(r),
+                           plan.alignment);
     }
     if (pl == Placement::arena) {
       const int64_t off = plan.offset[static_cast<size_t>(v)];

@@ -6,7 +6,8 @@
 // Two values may share bytes only when their lifetimes (producer step .. last
 // consumer step, over the given schedule) do not overlap. Values that live in
 // fixed buffers outside the arena -- inputs, parameters, optimizer state -- get
-// offset -1; so do views (reshape), which alias their source's storage.
+// offset -1; so do views, which alias their source's storage: reshapes, and slices
+// that are one contiguous, aligned block of their source (a view at a byte offset).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -40,6 +41,10 @@ struct PlanOptions {
   PlanMode mode = PlanMode::planned;
   InPlacePolicy in_place = InPlacePolicy::elementwise;
   int64_t alignment = 256;  // bytes; every offset and the arena size are multiples of it
+  // A slice that is one contiguous block of an arena value (every axis before the sliced one
+  // of size 1, e.g. dq of attention_grad's [3, B, S, D]) at an offset that is a multiple of
+  // `alignment` becomes a view of that block: no copy runs. Off: every slice copies.
+  bool slice_views = true;
   // A region the kernels need for the whole run besides the values: the GEMMs'
   // workspace (the largest any of them needs, Backend::prepare). It goes at the arena's
   // end and is live at every step.
@@ -65,7 +70,7 @@ struct PlanOptions {
 enum class Placement : uint8_t {
   arena,     // arena base + offset
   external,  // its own fixed buffer (input, parameter, optimizer state)
-  view,      // the storage of `storage[v]` (reshape of it)
+  view,      // the storage of `storage[v]`, view_offset[v] bytes in (a reshape, a slice)
   unused,    // no node reads or writes it and it is not an output
 };
 
@@ -78,6 +83,7 @@ struct MemoryPlan {
   std::vector<int> storage;            // the value whose buffer this one uses (itself, the
                                        // source of a view, or input 0 of an in-place node), resolved
                                        // to the root: storage[storage[v]] == storage[v]
+  std::vector<int64_t> view_offset;    // bytes into the storage root's buffer: 0 but for slice views
   std::vector<int> first_step, last_step;  // lifetime of the value's storage group in schedule
                                            // steps; -1 for values outside the arena
   // Per node id: true when its output was placed over its input 0.

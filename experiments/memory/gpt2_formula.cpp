@@ -35,14 +35,15 @@ Predicted predict_gpt2(const Gpt2Config& c, bool training, bool momentum) {
   // attention's output, the residual sum that ln2 reads, ln2's output, the block's output
   // (8 ND) and fc's output and gelu's (2 NF).
   set_bytes(p, MemRole::activations, (ND + L * (8 * ND + 2 * NF)) * kF32);
-  // Not saved, forward and backward: per block 21 ND and 3 NF of matmul outputs before their
-  // biases, gradients and their sums, attention_grad's [3, N, D] (dq, dk, dv) and the
+  // Not saved, forward and backward: per block 18 ND and 3 NF of matmul outputs before their
+  // biases, gradients and their sums, attention_grad's [3, N, D] (dq, dk, dv: the planner makes
+  // its three slices views of it, static/planner.h) and the
   // logsumexp rows it recomputes [B H, S, 2]; once: the token rows, the broadcast positions,
   // ln_f's output, its gradient and the head's input gradient (5 ND), the logits and their
   // gradient (2 N V), wpe's slice and the positions' gradient (2 S D; S D when seq is the
   // whole context and the gradient needs no zero rows past seq, (C - S) D), the head's and the embedding's wte gradients (2 V D), the loss and
   // the backward's seed.
-  const int64_t per_block = 21 * ND + 3 * NF + 3 * ND + c.batch * c.heads * S * 2;
+  const int64_t per_block = 18 * ND + 3 * NF + 3 * ND + c.batch * c.heads * S * 2;
   const int64_t once = 5 * ND + 2 * N * V + (S < C ? 2 : 1) * S * D + (C - S) * D + 2 * V * D + 2;
   set_bytes(p, MemRole::workspace, (L * per_block + once) * kF32);
   return p;

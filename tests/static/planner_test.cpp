@@ -39,7 +39,7 @@ std::vector<std::vector<float>> run_planned(const Graph& g, const std::vector<in
   auto ptr = [&](int v) -> float* {
     const int r = p.storage[static_cast<size_t>(v)];
     if (p.placement[static_cast<size_t>(r)] == Placement::external) return ext[static_cast<size_t>(r)].data();
-    return arena.data() + p.offset[static_cast<size_t>(r)] / 4;
+    return arena.data() + (p.offset[static_cast<size_t>(r)] + p.view_offset[static_cast<size_t>(v)]) / 4;
   };
   std::vector<std::vector<float>> seen = ext;
   for (int n : order) {
@@ -50,7 +50,7 @@ std::vector<std::vector<float>> run_planned(const Graph& g, const std::vector<in
       float* w = arena.data() + p.node_workspace_offset[static_cast<size_t>(n)] / 4;
       for (int64_t i = 0; i < p.node_workspace_bytes[static_cast<size_t>(n)] / 4; ++i) std::memcpy(w + i, &kPoisonBits, 4);
     }
-    if (op_is_view(node.op)) {
+    if (!node.outputs.empty() && p.placement[static_cast<size_t>(node.outputs[0])] == Placement::view) {
       const int o = node.outputs[0];
       const float* src = ptr(o);
       seen[static_cast<size_t>(o)].assign(src, src + g.values[static_cast<size_t>(o)].shape.numel());
@@ -249,6 +249,61 @@ TEST_CASE("planner: views alias their source and extend its lifetime") {
   CHECK(p.placement[static_cast<size_t>(x.id)] == Placement::external);
   CHECK(p.external_bytes == 4 * 64);
   CHECK(p.role(Role::input) == 4 * 64);
+}
+
+TEST_CASE("planner: a contiguous aligned slice of an arena value is a view at its offset") {
+  Graph g;
+  RecordingBuilder rb(g);
+  Value x = rb.input("x", {3, 4, 16});  // 256 bytes a block of 4 x 16 floats
+  Value a = scale(rb, x, 2.0f);
+  Value s0 = slice(rb, a, 0, 0, 1);
+  Value s2 = slice(rb, a, 0, 2, 1);
+  Value s1 = slice(rb, a, 0, 1, 2);     // two blocks: still contiguous
+  Value col = slice(rb, a, 2, 0, 8);    // strided: a copy
+  Value fromx = slice(rb, x, 0, 1, 1);  // outside the arena: a copy
+  Value b = scale(rb, x, 3.0f);         // must not land on a while its slices are read
+  Value d = add(rb, reshape(rb, s2, {4, 16}), reshape(rb, s0, {4, 16}));
+  Value s11 = slice(rb, s1, 0, 1, 1);  // a view of a view: a's third block
+  Value e = add(rb, d, reshape(rb, s11, {4, 16}));
+  Value f = add(rb, e, reshape(rb, fromx, {4, 16}));
+  rb.mark_output(add(rb, f, reshape(rb, slice(rb, b, 0, 0, 1), {4, 16})));
+  rb.mark_output(col);
+  const std::vector<int> order = g.topo_order();
+  const MemoryPlan p = plan_memory(g, order);
+  REQUIRE(check_plan(g, order, p) == "");
+  auto at = [&](Value v) { return p.view_offset[static_cast<size_t>(v.id)]; };
+  for (Value v : {s0, s1, s2}) {
+    CHECK(p.placement[static_cast<size_t>(v.id)] == Placement::view);
+    CHECK(p.storage[static_cast<size_t>(v.id)] == a.id);
+  }
+  CHECK(at(s0) == 0);
+  CHECK(at(s1) == 256);
+  CHECK(at(s2) == 512);
+  CHECK(at(s11) == 512);
+  CHECK(p.storage[static_cast<size_t>(s11.id)] == a.id);
+  CHECK(p.placement[static_cast<size_t>(col.id)] == Placement::arena);
+  CHECK(p.placement[static_cast<size_t>(fromx.id)] == Placement::arena);
+  CHECK(p.last_step[static_cast<size_t>(a.id)] >= p.first_step[static_cast<size_t>(e.id)]);
+
+  // Every value as the interpreter computes it, views included; and with slice_views off,
+  // every slice is a copy of its own.
+  const auto got = run_planned(g, order, p, 5);
+  std::vector<std::vector<float>> want = make_values(g, 5);
+  interpret(g, want);
+  for (size_t v = 0; v < g.values.size(); ++v) CHECK(got[v] == want[v]);
+  PlanOptions copies;
+  copies.slice_views = false;
+  const MemoryPlan q = plan_memory(g, order, copies);
+  REQUIRE(check_plan(g, order, q) == "");
+  for (Value v : {s0, s1, s2}) CHECK(q.placement[static_cast<size_t>(v.id)] == Placement::arena);
+
+  // A block that does not start on the alignment stays a copy.
+  PlanOptions wide;
+  wide.alignment = 512;
+  const MemoryPlan w = plan_memory(g, order, wide);
+  REQUIRE(check_plan(g, order, w) == "");
+  CHECK(w.placement[static_cast<size_t>(s2.id)] == Placement::view);
+  CHECK(w.placement[static_cast<size_t>(s1.id)] == Placement::arena);
 }
 
 // Random workspaces for about a third of g's nodes, 1 byte to 3 KiB.

@@ -1,5 +1,5 @@
 #pragma once
-// Random DAGs of elementwise / matmul / view ops with random sizes, for the
+// Random DAGs of elementwise / matmul / view / slice ops with random sizes, for the
 // planner's property tests and the poisoning runs. Deterministic per seed.
 #include <cstdint>
 #include <vector>
@@ -38,7 +38,7 @@ inline Graph random_graph(uint64_t seed, int num_nodes) {
   while (static_cast<int>(g.nodes.size()) < num_nodes) {
     Value a = pick();
     Value out;
-    switch (rnd(11)) {
+    switch (rnd(12)) {
       case 0: out = add(b, a, same_shape(a)); break;
       case 1: out = sub(b, a, same_shape(a)); break;
       case 2: out = mul(b, a, same_shape(a)); break;
@@ -55,6 +55,12 @@ inline Graph random_graph(uint64_t seed, int num_nodes) {
       case 9: {
         if (a.shape.rank == 2) out = reshape(b, a, {a.shape[1], a.shape[0]});
         else out = reshape(b, a, {1, a.shape.numel()});
+        break;
+      }
+      case 10: {  // rows: a block of a (a view where the planner can make it one)
+        if (a.shape.rank != 2) continue;
+        const int64_t start = rnd(a.shape[0]);
+        out = slice(b, a, 0, start, 1 + rnd(a.shape[0] - start));
         break;
       }
       default: {
