@@ -156,6 +156,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(matmul_bias_grad,     2, 2, kNone,            kNone,      0,                      kFused,                    kTypeSame, matmul) /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
   X(matmul_heads,         2, 1, kNone,            kNone,      kTransA|kTransB|kHeads, kFused,                    kTypeSame, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
   X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
+  X(layernorm_grad_x_acc, 4, 1, kNone,            kAll,       kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x, gamma, acc) -> acc + layernorm_grad_x(dy, x, gamma), rounded once */ \
   X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeProgram, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \
@@ -187,7 +188,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 90, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 91, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.

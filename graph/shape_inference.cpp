@@ -293,9 +293,11 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
                     in[1].str(), in[0].str(), in[0].last());
       return in[0];
     case OpKind::layernorm:
-    case OpKind::layernorm_grad_x: {
+    case OpKind::layernorm_grad_x:
+    case OpKind::layernorm_grad_x_acc: {
       const Shape& x = op == OpKind::layernorm ? in[0] : in[1];
-      if (op == OpKind::layernorm_grad_x) require_same(name, node, in[0], in[1]);
+      if (op != OpKind::layernorm) require_same(name, node, in[0], in[1]);
+      if (op == OpKind::layernorm_grad_x_acc) require_same(name, node, in[0], in[3]);
       const Shape& g = in[op == OpKind::layernorm ? 1 : 2];
       if (g.rank != 1 || g[0] != x.last())
         graph_error("{} {}: gamma {} does not match the last dim of {}; gamma must be [{}]", name, node,

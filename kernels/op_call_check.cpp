@@ -332,11 +332,13 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("output", c.out.shape, g.n);
       break;
     case OpKind::layernorm_grad_x:
+    case OpKind::layernorm_grad_x_acc:
     case OpKind::layernorm_grad_gamma:
       k.numel("x", y, g.n);
       g.rows = y.rows();
       g.cols = y.last();
-      if (c.op == OpKind::layernorm_grad_x) {
+      if (c.op == OpKind::layernorm_grad_x_acc) k.numel("acc", c.in[3].shape, g.n);
+      if (c.op != OpKind::layernorm_grad_gamma) {
         k.numel("gamma", c.in[2].shape, y.last());
         k.numel("output", c.out.shape, g.n);
       } else {

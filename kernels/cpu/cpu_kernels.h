@@ -20,7 +20,7 @@
 //    one machine with one set_cpu_blas_threads setting, not across machines.
 //  - Alias-safe (out.data may equal an input's data, exactly, never a partial
 //    overlap): every elementwise op, bias_add, softmax, softmax_grad, layernorm,
-//    layernorm_grad_x, mse_loss_grad, cross_entropy_grad, copy, sgd*. NOT alias-safe
+//    layernorm_grad_x(_acc), mse_loss_grad, cross_entropy_grad, copy, sgd*. NOT alias-safe
 //    (run_cpu rejects out == in): matmul, reduce_*, broadcast, transpose,
 //    layernorm_grad_gamma, mse_loss, cross_entropy.
 //  - Kernels never allocate and never fail on valid sizes. Labels that are not an
@@ -152,8 +152,9 @@ void cpu_softmax_grad_rows(const float* dy, const float* y, float* dx, int64_t r
 // (dbeta is reduce_sum of dy over the rows.) The grad ops take the eps of the forward.
 void cpu_layernorm_rows(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
                         int64_t cols, float eps);
+// With acc (layernorm_grad_x_acc): dx = acc + the float-rounded dx, the bits of a separate add.
 void cpu_layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
-                               int64_t cols, float eps);
+                               int64_t cols, float eps, const float* acc = nullptr);
 // dgamma and dbeta = sum of dy's rows, as layernorm_grad_gamma and reduce_sum give them.
 void cpu_layernorm_grad_params(const float* dy, const float* x, float* dgamma, float* dbeta, int64_t rows,
                                int64_t cols, float eps);

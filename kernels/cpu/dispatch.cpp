@@ -52,6 +52,8 @@ void run_cpu(const OpCall& c) {
     case OpKind::layernorm: return cpu_layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps);
     case OpKind::layernorm_grad_x:
       return cpu_layernorm_grad_x_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps);
+    case OpKind::layernorm_grad_x_acc:
+      return cpu_layernorm_grad_x_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps, c.in[3].data);
     case OpKind::layernorm_grad_gamma:
       return cpu_layernorm_grad_gamma(x.data, y.data, out, g.rows, g.cols, c.attrs->eps);
     case OpKind::reduce_sum: return cpu_reduce_sum(x.data, out, g.outer, g.len, g.inner);

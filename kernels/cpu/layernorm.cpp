@@ -41,7 +41,7 @@ void cpu_layernorm_rows(const float* x, const float* gamma, const float* beta, f
 }
 
 void cpu_layernorm_grad_x_rows(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
-                               int64_t cols, float eps) {
+                               int64_t cols, float eps, const float* acc) {
   const double inv_cols = 1.0 / static_cast<double>(cols);
   for (int64_t r = 0; r < rows; ++r) {
     const float* dyr = dy + r * cols;
@@ -58,7 +58,8 @@ void cpu_layernorm_grad_x_rows(const float* dy, const float* x, const float* gam
     for (int64_t j = 0; j < cols; ++j) {
       const double g = static_cast<double>(dyr[j]) * gamma[j];
       const double xhat = (xr[j] - st.mean) * st.rstd;
-      dxr[j] = static_cast<float>(st.rstd * (g - mean_g - xhat * mean_gx));
+      const auto d = static_cast<float>(st.rstd * (g - mean_g - xhat * mean_gx));
+      dxr[j] = acc ? acc[r * cols + j] + d : d;
     }
   }
 }

@@ -5,7 +5,7 @@
 // the last read of the inputs by the same thread, so out == in (exactly) is safe.
 // Every float dtype: T is the element type (storage.h), the arithmetic is f32's; the row
 // statistics stay f32. Bytes-moved floor, n = rows * cols elements of b bytes: layernorm
-// 2bn, layernorm_grad_x 3bn, layernorm_row_stats bn (+8 B/row).
+// 2bn, layernorm_grad_x 3bn (4bn with acc), layernorm_row_stats bn (+8 B/row).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -95,7 +95,9 @@ struct LayernormOp {
   }
 };
 
-template <typename T>
+// kAcc (layernorm_grad_x_acc): dx = acc + the f32 dx, rounded once; each thread reads
+// acc[j] before it writes dx[j], so dx == acc (exactly) is safe too.
+template <typename T, bool kAcc = false>
 struct LayernormGradXOp {
   const T* dy;
   const T* x;
@@ -103,6 +105,7 @@ struct LayernormGradXOp {
   T* dx;
   int64_t cols;
   float eps;
+  const T* acc = nullptr;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
     const T* dyr = dy + row * cols;
@@ -124,7 +127,9 @@ struct LayernormGradXOp {
     TG_ROW_LOOP(k, j) {
       const float g = VPT > 0 ? cg.get(k, dyr, j) : static_cast<float>(dyr[j]) * gamma[j];
       const float xhat = (cx.get(k, xr, j) - mean) * rstd;
-      dxr[j] = narrow<T>(rstd * (g - mean_g - xhat * mean_gx));
+      const float d = rstd * (g - mean_g - xhat * mean_gx);
+      if constexpr (kAcc) dxr[j] = narrow<T>(static_cast<float>(acc[row * cols + j]) + d);
+      else dxr[j] = narrow<T>(d);
     }
   }
   // Both input rows are loaded up front (twice the bytes in flight of a mean-first
@@ -157,6 +162,10 @@ struct LayernormGradXOp {
     const float mean_g = sum_g * inv_cols;
     const float mean_gx = sum_gd * rstd * inv_cols;
     TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) xv[k][i] = rstd * (gv[k][i] - mean_g - (xv[k][i] * rstd) * mean_gx);
+    if constexpr (kAcc) {
+      load_row4<NV>(acc + row * cols, t, nq, gv);
+      TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) xv[k][i] = gv[k][i] + xv[k][i];
+    }
     store_row4<NV>(dx + row * cols, t, nq, xv);
   }
 };
@@ -198,9 +207,10 @@ void layernorm_rows_of(const T* x, const T* gamma, const T* beta, T* y, int64_t 
 }
 template <typename T>
 void layernorm_grad_x_rows_of(const T* dy, const T* x, const T* gamma, T* dx, int64_t rows, int64_t cols, float eps,
-                              cudaStream_t s) {
-  launch_rows(LayernormGradXOp<T>{dy, x, gamma, dx, cols, eps}, rows, cols,
-              aligned4(dy) && aligned4(x) && aligned4(gamma) && aligned4(dx), s);
+                              cudaStream_t s, const T* acc = nullptr) {
+  const bool vec = aligned4(dy) && aligned4(x) && aligned4(gamma) && aligned4(dx);
+  if (acc) launch_rows(LayernormGradXOp<T, true>{dy, x, gamma, dx, cols, eps, acc}, rows, cols, vec && aligned4(acc), s);
+  else launch_rows(LayernormGradXOp<T>{dy, x, gamma, dx, cols, eps}, rows, cols, vec, s);
 }
 
 }  // namespace
@@ -227,7 +237,7 @@ void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float
   layernorm_grad_gamma_beta(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
 }
 
-// layernorm and layernorm_grad_x in the call's dtype; the parameter gradients
+// layernorm and layernorm_grad_x(_acc) in the call's dtype; the parameter gradients
 // (layernorm_params.cu) through layernorm_params_op.
 void layernorm_op(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
   with_element_type(c.out.dtype, [&](auto e) {
@@ -238,7 +248,8 @@ void layernorm_op(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
     if (c.op == OpKind::layernorm)
       layernorm_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
     else
-      layernorm_grad_x_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
+      layernorm_grad_x_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s,
+                               c.op == OpKind::layernorm_grad_x_acc ? elements<const T>(c.in[3].data) : nullptr);
   });
 }
 

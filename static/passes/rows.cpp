@@ -6,6 +6,10 @@
 //  - layernorm_grad_gamma(dy, x) and the sum of dy's rows (layernorm's beta gradient,
 //    sum_rows in graph/autodiff.cpp) -> layernorm_grad_params(dy, x): one op with two
 //    outputs, so the CUDA kernel reads dy once for both.
+//  - add(acc, layernorm_grad_x(dy, x, gamma)) -> layernorm_grad_x_acc(dy, x, gamma, acc): a
+//    pre-LN residual stream's gradient, summed where each block's layernorm adds its part,
+//    without a separate pass over it. f32 only, where the kernel's one rounding of acc + dx
+//    is the add's (a 16-bit add would round dx first).
 #include <algorithm>
 #include <vector>
 
@@ -80,8 +84,30 @@ Graph fuse_layernorm_params(const Graph& g) {
   return rw.finish();
 }
 
+Graph fuse_layernorm_accumulation(const Graph& g) {
+  GraphRewrite rw(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& ad = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if (ad.op != OpKind::add || ad.inputs[0] == ad.inputs[1]) continue;
+    if (g.values[static_cast<size_t>(ad.outputs[0])].dtype != DType::F32) continue;
+    for (int k = 1; k >= 0; --k) {
+      const int ln = rw.fusable_producer(ad.inputs[static_cast<size_t>(k)], OpKind::layernorm_grad_x, id);
+      if (ln < 0) continue;
+      Node f = ad;
+      f.op = OpKind::layernorm_grad_x_acc;
+      const Node& l = g.nodes[static_cast<size_t>(ln)];
+      f.inputs = {l.inputs[0], l.inputs[1], l.inputs[2], ad.inputs[static_cast<size_t>(1 - k)]};
+      f.attrs = l.attrs;
+      rw.fuse_into_reader(ln, id, std::move(f));
+      break;
+    }
+  }
+  return rw.finish();
+}
+
 }  // namespace
 
-Graph pass_rows(const Graph& g) { return fuse_layernorm_params(fold_scales(g)); }
+Graph pass_rows(const Graph& g) { return fuse_layernorm_accumulation(fuse_layernorm_params(fold_scales(g))); }
 
 }  // namespace tg

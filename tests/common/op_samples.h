@@ -587,6 +587,9 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                   1e-5, 1e-4)};
     }
     case OpKind::layernorm_grad_params: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
+    case OpKind::layernorm_grad_x_acc:
+      return {tol(sample("[3,6]", {{3, 6}, {3, 6}, {6}, {3, 6}}), 5e-4, 2e-3),
+              tol(sample("[2,3,8], float4 rows", {{2, 3, 8}, {2, 3, 8}, {8}, {2, 3, 8}}), 5e-4, 2e-3)};
     case OpKind::fused_elementwise: {
       auto program = [](std::vector<EwInstr> code) {
         return [code](Attrs& t) { t.program.code = code; };

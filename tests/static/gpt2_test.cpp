@@ -5,6 +5,8 @@
 // masks each step, the same ones from the same seed, none in inference).
 #include "graph/dropout.h"
 #include "graph/errors.h"
+#include "graph/validate.h"
+#include "tests/static/passes_test_util.h"
 #include "tests/static/vs_dynamic_test.h"
 
 namespace tg {
@@ -120,6 +122,28 @@ TEST_CASE("gpt2 with dropout: each step draws fresh masks, and the same seed the
   for (int i = 0; i < 3; ++i) b.push_back(dyn.step(f));
   CHECK(testing::bitwise_diff(b, a) == "");
   CHECK(dyn.parameter(kRngStateName) == std::vector<float>{7.0f, 3.0f});
+}
+
+TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the residual stream's, same bits") {
+  const Gpt2Config c = tiny();
+  const Graph train = build_training_graph(gpt2_model(c));
+  const Graph f = pass_rows(train);
+  validate(f);
+  // ln1 and ln2 of every block add theirs into the sum that ln_f's gradient starts.
+  CHECK(testing::count(f, OpKind::layernorm_grad_x_acc) == 2 * c.layers);
+  CHECK(testing::count(f, OpKind::layernorm_grad_x) == 1);
+  CHECK(testing::count(train, OpKind::add) - testing::count(f, OpKind::add) == 2 * c.layers);
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(precision_name(p));
+    CompileOptions base;
+    base.precision = p;
+    CompileOptions rows = base;
+    rows.passes = PassSet::only(PassId::rows);
+    CompiledPlan a = compile(gpt2_model(c), base);
+    CompiledPlan b = compile(gpt2_model(c), rows);
+    CHECK(testing::count(*b.graph, OpKind::layernorm_grad_x_acc) == 2 * c.layers);
+    testing::check_same_steps(a, b, 3, testing::random_feeds(testing::input_shapes_of(*a.graph), 4, c.vocab));
+  }
 }
 
 TEST_CASE("gpt2: the loss falls over a few steps on fixed tokens") {
