@@ -192,25 +192,39 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
     int guard;    // the found-inf flag, else -1
     std::vector<int> nodes;
   };
-  auto source_of = [&](const Node& n) {
+  GraphRewrite rw(g);
+  // An autocast gradient (a 16-bit weight gradient cast to f32 for update n alone): the cast,
+  // which the multi update makes unnecessary; else -1.
+  auto low_cast = [&](const Node& u, int n) {
+    const int cast = rw.fusable_producer(u.inputs[1], OpKind::cast, n);
+    if (cast < 0 || g.values[static_cast<size_t>(u.inputs[1])].dtype != DType::F32) return -1;
+    const DType from = g.values[static_cast<size_t>(g.nodes[static_cast<size_t>(cast)].inputs[0])].dtype;
+    return from == DType::BF16 || from == DType::F16 ? cast : -1;
+  };
+  // The node that made a large update's gradient, looking through its autocast.
+  auto source_of = [&](const Node& n, int id) {
     const ValueInfo& param = g.values[static_cast<size_t>(n.inputs[0])];
     if (split_bytes <= 0 || param.bytes() < split_bytes) return -1;
-    return g.values[static_cast<size_t>(n.inputs[1])].producer;
+    const int cast = low_cast(n, id);
+    const int grad = cast >= 0 ? g.nodes[static_cast<size_t>(cast)].inputs[0] : n.inputs[1];
+    return g.values[static_cast<size_t>(grad)].producer;
   };
   std::vector<Group> groups;
   std::map<GroupKey, size_t> group_of;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (!has_multi_form(n.op) || !fusable(n)) continue;
-    const auto [at, fresh] = group_of.emplace(group_key(n, source_of(n)), groups.size());
+    const auto [at, fresh] = group_of.emplace(group_key(n, source_of(n, static_cast<int>(i))), groups.size());
     if (fresh) groups.push_back({n.op, n.attrs, at->first.source, at->first.guard, {}});
     groups[at->second].nodes.push_back(static_cast<int>(i));
   }
 
-  GraphRewrite rw(g);
   FreshNames names(g);
   for (const Group& gr : groups) {
-    if (gr.nodes.size() < 2) continue;
+    // One update stays as it is, unless it is a large weight's (split_bytes) with an autocast
+    // gradient: a multi update of one group then reads the 16-bit gradient, without the cast.
+    if (gr.nodes.size() < 2 && (gr.source < 0 || low_cast(g.nodes[static_cast<size_t>(gr.nodes[0])], gr.nodes[0]) < 0))
+      continue;
     Node f;
     f.op = multi_form(gr.op);
     f.name = names.next(op_name(f.op));
@@ -221,16 +235,11 @@ Graph pass_optimizer(const Graph& given, int64_t split_bytes, int64_t gemm_min_t
       const Node& u = g.nodes[static_cast<size_t>(n)];
       const size_t at = f.inputs.size();
       f.inputs.insert(f.inputs.end(), u.inputs.begin(), u.inputs.begin() + op_group_inputs(u.op, static_cast<int>(u.inputs.size())));
-      // An autocast gradient (a 16-bit weight gradient cast to f32 for this update alone):
-      // the multi update reads the 16-bit value and widens it, to the same bits.
-      const int cast = rw.fusable_producer(u.inputs[1], OpKind::cast, n);
+      // The multi update reads an autocast gradient's 16-bit value and widens it, to the same bits.
+      const int cast = low_cast(u, n);
       if (cast >= 0) {
-        const int low = g.nodes[static_cast<size_t>(cast)].inputs[0];
-        const DType from = g.values[static_cast<size_t>(low)].dtype;
-        if (g.values[static_cast<size_t>(u.inputs[1])].dtype == DType::F32 && (from == DType::BF16 || from == DType::F16)) {
-          f.inputs[at + 1] = low;
-          rw.remove(cast);
-        }
+        f.inputs[at + 1] = g.nodes[static_cast<size_t>(cast)].inputs[0];
+        rw.remove(cast);
       }
       rw.remove(n);
     }

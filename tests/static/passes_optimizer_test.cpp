@@ -150,6 +150,29 @@ TEST_CASE("optimizer pass: a multi update reads autocast gradients in 16 bits, w
   check_same_training(mlp_model(mlp_config(6, 12, 16, 3, 5)), kOptimizer.with(PassId::low_copies), 3, bf16);
 }
 
+TEST_CASE("optimizer pass: a large weight's update apart still reads its autocast gradient in 16 bits") {
+  for (bool adamw : {false, true}) {
+    CAPTURE(adamw);
+    TrainOptions t;
+    t.adamw = adamw;
+    const Graph g = build_training_graph(with_precision(mlp_model(mlp_config(6, 12, 16, 3, 5)), Precision::bf16), t);
+    // Every parameter is "large" (1 byte or more): an update of its own.
+    const Graph f = pass_optimizer(g, int64_t{1}, 0);
+    validate(f);
+    const OpKind multi = adamw ? OpKind::adamw_multi : OpKind::sgd_momentum_multi;
+    int alone = 0;
+    for (const Node& n : f.nodes) {
+      if (n.op != multi) continue;
+      const int groups = static_cast<int>(n.inputs.size()) / op_traits(n.op).inputs;
+      if (groups != 1) continue;
+      ++alone;
+      CHECK(f.values[static_cast<size_t>(n.inputs[1])].dtype == DType::BF16);
+    }
+    CHECK(alone == 6);  // three weights, three biases
+    CHECK(count(f, OpKind::cast) == count(g, OpKind::cast) - 6);
+  }
+}
+
 TEST_CASE("optimizer pass: only updates with the same lr and momentum fuse, and a lone one stays") {
   const Graph g = recorded([](RecordingBuilder& b) {
     update(b, "a", {4, 3}, 0.1f, 0.9f);
