@@ -1,4 +1,4 @@
-// softmax, layernorm and their gradients, the layernorm parameter gradients and the
+// softmax, layernorm and their gradients (layernorm_grad_x_acc too), the layernorm parameter gradients and the
 // reductions in bf16 and f16 (tests/kernels/cuda_low_precision.h): every row frame of
 // rows.cuh (the 4-wide frame, warp and block rows, the re-reading frame past 8192
 // columns), widths that are not a multiple of 4, unaligned pointers, the split launches of
@@ -25,7 +25,8 @@ Tol row_tol(OpKind op) {
     case OpKind::softmax: return Tol{2e-6, 2e-5};
     case OpKind::softmax_grad:
     case OpKind::layernorm: return Tol{1e-5, 1e-4};
-    case OpKind::layernorm_grad_x: return Tol{5e-4, 2e-3};
+    case OpKind::layernorm_grad_x:
+    case OpKind::layernorm_grad_x_acc: return Tol{5e-4, 2e-3};
     case OpKind::layernorm_grad_gamma:
     case OpKind::layernorm_grad_params: return Tol{1e-4, 1e-4};
     default: return Tol{1e-5, 1e-5};
@@ -39,6 +40,7 @@ std::vector<Shape> row_inputs(OpKind op, int64_t rows, int64_t cols) {
     case OpKind::softmax_grad: return {x, x};
     case OpKind::layernorm: return {x, v, v};
     case OpKind::layernorm_grad_x: return {x, x, v};
+    case OpKind::layernorm_grad_x_acc: return {x, x, v, x};
     default: return {x, x};  // layernorm_grad_gamma, layernorm_grad_params: (dy, x)
   }
 }
@@ -48,7 +50,8 @@ std::vector<Shape> row_inputs(OpKind op, int64_t rows, int64_t cols) {
 TEST_CASE("cuda softmax and layernorm in bf16 and f16: every row frame, odd widths, unaligned") {
   TG_REQUIRE_GPU();
   const int64_t widths[] = {5, 32, 100, 130, 1024, 1030, 3000, 9000};
-  for (OpKind op : {OpKind::softmax, OpKind::softmax_grad, OpKind::layernorm, OpKind::layernorm_grad_x}) {
+  for (OpKind op : {OpKind::softmax, OpKind::softmax_grad, OpKind::layernorm, OpKind::layernorm_grad_x,
+                    OpKind::layernorm_grad_x_acc}) {
     for (int64_t cols : widths) {
       const int64_t rows = cols > 1024 ? 5 : 37;
       LowCase c{"[" + std::to_string(rows) + "," + std::to_string(cols) + "]", op, {}, row_inputs(op, rows, cols),

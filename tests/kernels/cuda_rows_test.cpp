@@ -72,6 +72,13 @@ TEST_CASE("cuda layernorm_grad_x") {
             Tol{5e-4, 2e-3}, true);
 }
 
+TEST_CASE("cuda layernorm_grad_x_acc (and in place over dy)") {
+  TG_REQUIRE_GPU();
+  row_cases(OpKind::layernorm_grad_x_acc,
+            [](int64_t r, int64_t c) { return std::vector<Shape>{Shape{r, c}, Shape{r, c}, Shape{c}, Shape{r, c}}; },
+            Tol{5e-4, 2e-3}, true);
+}
+
 TEST_CASE("cuda cross_entropy_grad") {
   TG_REQUIRE_GPU();
   row_cases(OpKind::cross_entropy_grad,
