@@ -362,6 +362,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::matmul_heads:
     case OpKind::layernorm_grad_params:
     case OpKind::layernorm_grad_x_acc:
+    case OpKind::layernorm_cast:
     case OpKind::fused_elementwise:
     case OpKind::sgd_multi:
     case OpKind::sgd_momentum_multi:

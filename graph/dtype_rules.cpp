@@ -28,7 +28,7 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
                     what, dtype_name(in[i]), what);
       continue;
     }
-    const bool cast_input = op_traits(op).dtype_rule == op_table::kTypeCast;
+    const bool cast_input = op == OpKind::cast;
     if (dtype_is_int(in[i]) && !op_moves_ints(op) && !cast_input)
       graph_error("{} {}: input {} is {}, an integer; {} takes float values only (integers are ids and labels: "
                   "embedding's ids and cross_entropy's labels read them, reshape, copy, slice and concat move them): "
@@ -50,6 +50,16 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
     out = at.to;
     if (!dtype_is_known(out))
       graph_error("{} {}: to = #{} is not a dtype; use f32, bf16, f16, i32 or i64", name, node, static_cast<int>(out));
+    // A fused op that ends in a cast (layernorm_cast): float inputs of one dtype, a float result.
+    if (op != OpKind::cast) {
+      if (dtype_is_int(out))
+        graph_error("{} {}: to = {}, an integer; {} gives a float result: make to f32, bf16 or f16", name, node,
+                    dtype_name(out), name);
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i] != in[0])
+          graph_error("{} {}: input {} is {} but input 0 is {}; every input of {} has one dtype: give them the same",
+                      name, node, i, dtype_name(in[i]), dtype_name(in[0]), name);
+    }
   } else if (op_traits(op).dtype_rule == op_table::kTypeProgram) {
     std::vector<DType> results;
     const std::string err = ew_program_dtypes(at.program, in, &results);

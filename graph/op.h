@@ -55,7 +55,8 @@ constexpr uint8_t kTypeSame = 0;  // every input and every output have input 0's
                                   // the ids and labels (graph/dtype_rules.h: op_index_inputs), which are integers
 constexpr uint8_t kTypeF32 = 1;   // every input and every output are f32 (losses, with class indices and
                                   // counts held exactly; updates, whose parameters are the f32 master copy)
-constexpr uint8_t kTypeCast = 2;  // input 0 of any dtype, the output of attrs.to
+constexpr uint8_t kTypeCast = 2;  // the output of attrs.to: cast (input 0 of any dtype) and the fused ops that end
+                                  // in one (float inputs of one dtype; graph/dtype_rules.cpp)
 constexpr uint8_t kTypeLogits = 3;// input 0, the logits, of any float dtype, widened exactly and computed on in
                                   // f32; every other float input f32 (dloss); the loss f32, the logits' gradient
                                   // in the logits' dtype, rounded once (graph/dtype_rules.h: logits_output_dtype)
@@ -156,6 +157,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(matmul_bias_grad,     2, 2, kNone,            kNone,      0,                      kFused,                    kTypeSame, matmul) /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
   X(matmul_heads,         2, 1, kNone,            kNone,      kTransA|kTransB|kHeads, kFused,                    kTypeSame, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
   X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
+  X(layernorm_cast,       3, 1, kNone,            kNone,      kEps|kTo,               kFused,                    kTypeCast, layernorm) /* (x, gamma, beta) -> layernorm in attrs.to's dtype, rounded once: layernorm then cast */ \
   X(layernorm_grad_x_acc, 4, 1, kNone,            kAll,       kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x, gamma, acc) -> acc + layernorm_grad_x(dy, x, gamma), rounded once */ \
   X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeProgram, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
@@ -188,7 +190,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 91, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 92, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.
@@ -233,7 +235,7 @@ constexpr bool rows_consistent() {
     if ((t.flags & (kInPlace | kView)) && !(t.alias_inputs & kIn0)) return false;
     // Ops without inputs have no input 0 to take a shape or a dtype from.
     if (t.inputs == 0 && ((t.flags & kSameShape) || t.dtype_rule != kTypeF32)) return false;
-    if (t.dtype_rule == kTypeCast && (t.inputs != 1 || !(t.attrs & kTo))) return false;
+    if (t.dtype_rule == kTypeCast && !(t.attrs & kTo)) return false;
     if (t.dtype_rule == kTypeProgram && !(t.attrs & kProgram)) return false;
     if ((t.flags & kSameShape) && t.outputs != 1) return false;
     // The flag is told apart from the groups by the input count: one more than a multiple.

@@ -293,17 +293,19 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
                     in[1].str(), in[0].str(), in[0].last());
       return in[0];
     case OpKind::layernorm:
+    case OpKind::layernorm_cast:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_x_acc: {
-      const Shape& x = op == OpKind::layernorm ? in[0] : in[1];
-      if (op != OpKind::layernorm) require_same(name, node, in[0], in[1]);
+      const bool forward = op == OpKind::layernorm || op == OpKind::layernorm_cast;
+      const Shape& x = forward ? in[0] : in[1];
+      if (!forward) require_same(name, node, in[0], in[1]);
       if (op == OpKind::layernorm_grad_x_acc) require_same(name, node, in[0], in[3]);
-      const Shape& g = in[op == OpKind::layernorm ? 1 : 2];
+      const Shape& g = in[forward ? 1 : 2];
       if (g.rank != 1 || g[0] != x.last())
         graph_error("{} {}: gamma {} does not match the last dim of {}; gamma must be [{}]", name, node,
                     g.str(), x.str(), x.last());
-      if (op == OpKind::layernorm && in[2] != g)
-        graph_error("layernorm {}: beta {} differs from gamma {}; both must be [{}]", node, in[2].str(),
+      if (forward && in[2] != g)
+        graph_error("{} {}: beta {} differs from gamma {}; both must be [{}]", name, node, in[2].str(),
                     g.str(), x.last());
       if (!(at.eps > 0.0f))
         graph_error("{} {}: eps = {} must be > 0 (1e-5 is usual)", name, node, at.eps);

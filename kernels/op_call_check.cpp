@@ -202,7 +202,10 @@ void check_program_dtypes(const Checker& k, const OpCall& c) {
 // integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
   if (op_traits(c.op).dtype_rule == op_table::kTypeProgram) return check_program_dtypes(k, c);
-  const bool cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
+  // cast takes any dtype to any; a fused op that ends in a cast (layernorm_cast) checks its
+  // inputs as a kTypeSame op does and its output against attrs.to.
+  const bool cast = c.op == OpKind::cast;
+  const bool ends_in_cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const int first = c.op == OpKind::where ? 1 : 0;  // where's input 0 is its condition
   const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
   const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(first).dtype;
@@ -236,7 +239,7 @@ void check_dtypes(const Checker& k, const OpCall& c) {
     if (op_input_is_low_multi_grad(c.op, i, c.num_inputs, t.dtype)) continue;  // widened by the update itself
     if (!cast) check_as(t, fmt::format("input {}", i), logits && i > 0 ? DType::F32 : want);
   }
-  if (cast) {
+  if (ends_in_cast) {
     if (c.out.dtype != k.attrs().to)
       k.fail("the output is {} but attrs.to is {}", dtype_name(c.out.dtype), dtype_name(k.attrs().to));
     return;
@@ -327,6 +330,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       k.numel("output", c.out.shape, g.n);
       break;
     case OpKind::layernorm:
+    case OpKind::layernorm_cast:
       k.numel("gamma", y, x.last());
       k.numel("beta", c.in[2].shape, x.last());
       k.numel("output", c.out.shape, g.n);

@@ -49,7 +49,9 @@ void run_cpu(const OpCall& c) {
     case OpKind::reshape: return cpu_reshape(x.data, out, n);
     case OpKind::where: return cpu_where(c);
     case OpKind::bias_add: return cpu_bias_add(x.data, y.data, out, g.rows, g.cols);
-    case OpKind::layernorm: return cpu_layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps);
+    case OpKind::layernorm:
+    case OpKind::layernorm_cast:  // to f32 here; other dtypes went through run_cpu_widened
+      return cpu_layernorm_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps);
     case OpKind::layernorm_grad_x:
       return cpu_layernorm_grad_x_rows(x.data, y.data, z, out, g.rows, g.cols, c.attrs->eps);
     case OpKind::layernorm_grad_x_acc:

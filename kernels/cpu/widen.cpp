@@ -23,8 +23,10 @@ void run_cpu_widened(const OpCall& c) {
   std::vector<std::vector<float>> inputs(static_cast<size_t>(c.num_inputs));
   std::vector<TensorView> more;
   OpCall w = c;
-  Attrs f32_cast;  // the widened call of a cast is an f32 copy; the rounding is the store below
-  if (c.op == OpKind::cast) {
+  // The widened call of a cast (or of a fused op that ends in one, layernorm_cast) computes
+  // in f32; the rounding is the store below.
+  Attrs f32_cast;
+  if (op_traits(c.op).dtype_rule == op_table::kTypeCast) {
     f32_cast = *c.attrs;
     f32_cast.to = DType::F32;
     w.attrs = &f32_cast;

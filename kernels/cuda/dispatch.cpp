@@ -85,6 +85,7 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::where: return cuda::where(c, s);  // reshape given its own memory copies
     case OpKind::bias_add: return cuda::bias_add(x.data, y.data, out, g.rows, g.cols, s, dt);
     case OpKind::layernorm:
+    case OpKind::layernorm_cast:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_x_acc: return cuda::layernorm_op(c, g, s);
     case OpKind::layernorm_grad_gamma: return cuda::layernorm_params_op(c, g, ctx);

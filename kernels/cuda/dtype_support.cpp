@@ -56,6 +56,7 @@ bool has_16bit_kernel(OpKind op) {
     case OpKind::layernorm:
     case OpKind::layernorm_grad_x:
     case OpKind::layernorm_grad_x_acc:
+    case OpKind::layernorm_cast:
     case OpKind::layernorm_grad_gamma:
     case OpKind::layernorm_grad_params:
     case OpKind::reduce_sum:

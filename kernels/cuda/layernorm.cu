@@ -60,22 +60,23 @@ __device__ __forceinline__ void mean_rstd4(const float (&v)[NV][4], int t, int n
   rstd = 1.0f / sqrtf(var + eps);
 }
 
-template <typename T>
+// TY != T: layernorm_cast, the same f32 values rounded once to the output's dtype.
+template <typename T, typename TY = T>
 struct LayernormOp {
   const T* x;
   const T* gamma;
   const T* beta;
-  T* y;
+  TY* y;
   int64_t cols;
   float eps;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
     const T* xr = x + row * cols;
-    T* yr = y + row * cols;
+    TY* yr = y + row * cols;
     RowCache<VPT> c;
     float mean, rstd;
     mean_rstd<G, VPT>(xr, cols, eps, t, smem, c, mean, rstd);
-    TG_ROW_LOOP(k, j) { yr[j] = narrow<T>((c.get(k, xr, j) - mean) * rstd * gamma[j] + beta[j]); }
+    TG_ROW_LOOP(k, j) { yr[j] = narrow<TY>((c.get(k, xr, j) - mean) * rstd * gamma[j] + beta[j]); }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
@@ -199,10 +200,10 @@ struct RowStatsOp {
   }
 };
 
-template <typename T>
-void layernorm_rows_of(const T* x, const T* gamma, const T* beta, T* y, int64_t rows, int64_t cols, float eps,
+template <typename T, typename TY>
+void layernorm_rows_of(const T* x, const T* gamma, const T* beta, TY* y, int64_t rows, int64_t cols, float eps,
                        cudaStream_t s) {
-  launch_rows(LayernormOp<T>{x, gamma, beta, y, cols, eps}, rows, cols,
+  launch_rows(LayernormOp<T, TY>{x, gamma, beta, y, cols, eps}, rows, cols,
               aligned4(x) && aligned4(gamma) && aligned4(beta) && aligned4(y), s);
 }
 template <typename T>
@@ -237,9 +238,20 @@ void layernorm_grad_params(const float* dy, const float* x, float* dgamma, float
   layernorm_grad_gamma_beta(dy, x, dgamma, dbeta, rows, cols, eps, scratch, scratch_bytes, s);
 }
 
-// layernorm and layernorm_grad_x(_acc) in the call's dtype; the parameter gradients
+// layernorm(_cast) and layernorm_grad_x(_acc) in the call's dtype; the parameter gradients
 // (layernorm_params.cu) through layernorm_params_op.
 void layernorm_op(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
+  if (c.op == OpKind::layernorm_cast) {
+    with_element_type(c.in[0].dtype, [&](auto e) {
+      using T = decltype(e);
+      with_element_type(c.out.dtype, [&](auto f) {
+        using TY = decltype(f);
+        layernorm_rows_of(elements<const T>(c.in[0].data), elements<const T>(c.in[1].data),
+                          elements<const T>(c.in[2].data), elements<TY>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
+      });
+    });
+    return;
+  }
   with_element_type(c.out.dtype, [&](auto e) {
     using T = decltype(e);
     const T* a = elements<const T>(c.in[0].data);

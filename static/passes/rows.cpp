@@ -10,6 +10,9 @@
 //    pre-LN residual stream's gradient, summed where each block's layernorm adds its part,
 //    without a separate pass over it. f32 only, where the kernel's one rounding of acc + dx
 //    is the add's (a 16-bit add would round dx first).
+//  - cast(layernorm(x, gamma, beta)) to a float dtype -> layernorm_cast(x, gamma, beta): under
+//    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
+//    kernel rounds its f32 values once on store, as the cast does (the same bits).
 #include <algorithm>
 #include <vector>
 
@@ -84,6 +87,25 @@ Graph fuse_layernorm_params(const Graph& g) {
   return rw.finish();
 }
 
+Graph fuse_layernorm_casts(const Graph& g) {
+  GraphRewrite rw(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& c = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if (c.op != OpKind::cast || dtype_is_int(c.attrs.to)) continue;
+    const int ln = rw.fusable_producer(c.inputs[0], OpKind::layernorm, id);
+    if (ln < 0) continue;
+    Node f = c;
+    f.op = OpKind::layernorm_cast;
+    const Node& l = g.nodes[static_cast<size_t>(ln)];
+    f.inputs = l.inputs;
+    f.attrs = l.attrs;
+    f.attrs.to = c.attrs.to;
+    rw.fuse_into_reader(ln, id, std::move(f));
+  }
+  return rw.finish();
+}
+
 Graph fuse_layernorm_accumulation(const Graph& g) {
   GraphRewrite rw(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -108,6 +130,8 @@ Graph fuse_layernorm_accumulation(const Graph& g) {
 
 }  // namespace
 
-Graph pass_rows(const Graph& g) { return fuse_layernorm_accumulation(fuse_layernorm_params(fold_scales(g))); }
+Graph pass_rows(const Graph& g) {
+  return fuse_layernorm_casts(fuse_layernorm_accumulation(fuse_layernorm_params(fold_scales(g))));
+}
 
 }  // namespace tg

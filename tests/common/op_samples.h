@@ -587,6 +587,11 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                   1e-5, 1e-4)};
     }
     case OpKind::layernorm_grad_params: return {tol(sample("[3,6]", {{3, 6}, {3, 6}}), 1e-4, 1e-4)};
+    // To f32 (the harnesses give every output the inputs' dtype); to bf16 and f16 from f32 in
+    // tests/kernels/cuda_rows_test.cpp.
+    case OpKind::layernorm_cast:
+      return {tol(sample("[3,6] to f32", {{3, 6}, {6}, {6}}), 1e-5, 1e-4),
+              tol(sample("[2,3,8], float4 rows", {{2, 3, 8}, {8}, {8}}), 1e-5, 1e-4)};
     case OpKind::layernorm_grad_x_acc:
       return {tol(sample("[3,6]", {{3, 6}, {3, 6}, {6}, {3, 6}}), 5e-4, 2e-3),
               tol(sample("[2,3,8], float4 rows", {{2, 3, 8}, {2, 3, 8}, {8}, {2, 3, 8}}), 5e-4, 2e-3)};

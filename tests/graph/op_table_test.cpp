@@ -163,6 +163,23 @@ TEST_CASE("op table: cast gives attrs.to from every dtype, and its gradient goes
                        GraphError);
 }
 
+TEST_CASE("op table: layernorm_cast gives attrs.to from inputs of one float dtype, and refuses the rest") {
+  Attrs to16;
+  to16.eps = 1e-5f;
+  to16.to = DType::BF16;
+  const std::vector<DType> f32(3, DType::F32), bf16(3, DType::BF16);
+  CHECK(infer_dtypes(OpKind::layernorm_cast, f32, to16, "n") == std::vector<DType>{DType::BF16});
+  CHECK(infer_dtypes(OpKind::layernorm_cast, bf16, to16, "n") == std::vector<DType>{DType::BF16});
+  CHECK_THROWS_WITH_AS(infer_dtypes(OpKind::layernorm_cast, {DType::F32, DType::BF16, DType::F32}, to16, "n"),
+                       doctest::Contains("input 1 is bf16 but input 0 is f32"), GraphError);
+  CHECK_THROWS_WITH_AS(infer_dtypes(OpKind::layernorm_cast, {DType::I64, DType::F32, DType::F32}, to16, "n"),
+                       doctest::Contains("an integer"), GraphError);
+  Attrs to_int = to16;
+  to_int.to = DType::I32;
+  CHECK_THROWS_WITH_AS(infer_dtypes(OpKind::layernorm_cast, f32, to_int, "n"), doctest::Contains("gives a float result"),
+                       GraphError);
+}
+
 TEST_CASE("op table: the gradient rule gives a gradient for exactly the inputs of the grad column") {
   for_each_recorded_sample([](OpKind op, const OpSample& s, OneNode& r) {
     RecordingBuilder b(r.g);

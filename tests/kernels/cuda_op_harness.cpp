@@ -340,9 +340,12 @@ int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c) {
   REQUIRE(c.dtype != DType::F32);
   const std::vector<std::vector<float>> inputs = case_inputs(c);
   Outputs want = gpu_side(b, c, DType::F32, inputs);
-  // A kTypeLogits op's loss stays f32 (graph/dtype_rules.h); every other output has c.dtype.
+  // A kTypeLogits op's loss stays f32 (graph/dtype_rules.h), a fused op that ends in a cast
+  // has attrs.to's dtype; every other output has c.dtype.
   const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
-  const DType out_dt = logits ? logits_output_dtype(c.op, c.dtype) : c.dtype;
+  const DType out_dt = logits                                                 ? logits_output_dtype(c.op, c.dtype)
+                       : op_traits(c.op).dtype_rule == op_table::kTypeCast ? c.attrs.to
+                                                                              : c.dtype;
   for (std::vector<float>& v : want.values)
     for (float& x : v) x = round_to_dtype(x, out_dt);
   return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, Tol{});

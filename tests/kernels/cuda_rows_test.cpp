@@ -7,7 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "graph/float_formats.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/raii.h"
 
 #include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
@@ -77,6 +79,39 @@ TEST_CASE("cuda layernorm_grad_x_acc (and in place over dy)") {
   row_cases(OpKind::layernorm_grad_x_acc,
             [](int64_t r, int64_t c) { return std::vector<Shape>{Shape{r, c}, Shape{r, c}, Shape{c}, Shape{r, c}}; },
             Tol{5e-4, 2e-3}, true);
+}
+
+TEST_CASE("cuda layernorm_cast from f32 to bf16 and f16: the f32 layernorm's values rounded once, bitwise") {
+  TG_REQUIRE_GPU();
+  for (int64_t cols : {6, 64, 768, 1030, 9000})
+    for (DType to : {DType::BF16, DType::F16}) {
+      CAPTURE(cols);
+      CAPTURE(dtype_name(to));
+      const int64_t rows = 9, n = rows * cols;
+      const std::vector<float> x = random_vector(n, 11 + cols), g = random_vector(cols, 12), b = random_vector(cols, 13);
+      auto upload = [](const std::vector<float>& v) {
+        cuda::DeviceBuffer d = cuda::DeviceBuffer::allocate(v.size() * sizeof(float));
+        TG_CUDA_CHECK(cudaMemcpy(d.as<float>(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+        return d;
+      };
+      cuda::DeviceBuffer dx = upload(x), dg = upload(g), db = upload(b);
+      cuda::DeviceBuffer y32 = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
+      cuda::DeviceBuffer y16 = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 2);
+      const Shape xs{rows, cols}, vs{cols};
+      const std::vector<kernels::TensorView> ins{{dx.as<float>(), xs}, {dg.as<float>(), vs}, {db.as<float>(), vs}};
+      Attrs at;
+      at.eps = 1e-5f;
+      run_op(OpKind::layernorm, ins, {y32.as<float>(), xs}, at);
+      at.to = to;
+      run_op(OpKind::layernorm_cast, ins, {y16.as<float>(), xs, to}, at);
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      std::vector<uint16_t> bits(static_cast<size_t>(n));
+      TG_CUDA_CHECK(cudaMemcpy(want.data(), y32.as<float>(), want.size() * 4, cudaMemcpyDeviceToHost));
+      TG_CUDA_CHECK(cudaMemcpy(bits.data(), y16.as<float>(), bits.size() * 2, cudaMemcpyDeviceToHost));
+      load_from_dtype(bits.data(), got.size(), to, got.data());
+      for (float& w : want) w = round_to_dtype(w, to);
+      CHECK(compare("layernorm_cast", got, want, Tol{0, 0}) == 0);
+    }
 }
 
 TEST_CASE("cuda cross_entropy_grad") {

@@ -124,7 +124,7 @@ TEST_CASE("gpt2 with dropout: each step draws fresh masks, and the same seed the
   CHECK(dyn.parameter(kRngStateName) == std::vector<float>{7.0f, 3.0f});
 }
 
-TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the residual stream's, same bits") {
+TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the residual stream's, casts on store, same bits") {
   const Gpt2Config c = tiny();
   const Graph train = build_training_graph(gpt2_model(c));
   const Graph f = pass_rows(train);
@@ -142,6 +142,8 @@ TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the res
     CompiledPlan a = compile(gpt2_model(c), base);
     CompiledPlan b = compile(gpt2_model(c), rows);
     CHECK(testing::count(*b.graph, OpKind::layernorm_grad_x_acc) == 2 * c.layers);
+    // Under autocast ln1 and ln2 write bf16 for their GEMMs (ln_f's output is reshaped first).
+    CHECK(testing::count(*b.graph, OpKind::layernorm_cast) == (p == Precision::bf16 ? 2 * c.layers : 0));
     testing::check_same_steps(a, b, 3, testing::random_feeds(testing::input_shapes_of(*a.graph), 4, c.vocab));
   }
 }
