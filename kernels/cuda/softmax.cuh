@@ -21,12 +21,13 @@ __device__ __forceinline__ void exp_sum(const T* x, int64_t cols, int t, float* 
       if (a > mt) {
         st = st * expf(mt - a) + 1.0f;
         mt = a;
-      } else {
+      } else if (a != -INFINITY) {  // -inf adds exp(-inf) = 0; before any finite value mt - a would be NaN
         st += expf(a - mt);
       }
     }
     m = group_max<G>(mt, smem);
-    s = group_sum<G>(mt == -INFINITY ? 0.0f : st * expf(mt - m), smem);
+    // A thread that saw nothing (or only -inf) adds 0; one that saw a NaN passes it on.
+    s = group_sum<G>(st == 0.0f ? 0.0f : st * expf(mt - m), smem);
     return;
   }
   m = -INFINITY;
