@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/float_formats.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/raii.h"
 
@@ -112,6 +113,27 @@ TEST_CASE("cuda layernorm_cast from f32 to bf16 and f16: the f32 layernorm's val
       for (float& w : want) w = round_to_dtype(w, to);
       CHECK(compare("layernorm_cast", got, want, Tol{0, 0}) == 0);
     }
+}
+
+TEST_CASE("cuda softmax of long rows led by -inf (masked): finite, as on the CPU") {
+  TG_REQUIRE_GPU();
+  for (int64_t cols : {9001, 20000}) {
+    CAPTURE(cols);
+    const int64_t rows = 3, n = rows * cols;
+    std::vector<float> x = random_vector(n, 21 + cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < 2048 * (r + 1); ++j) x[static_cast<size_t>(r * cols + j)] = -INFINITY;
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    kernels::cpu_softmax_rows(x.data(), want.data(), rows, cols, 1.0f);
+    cuda::DeviceBuffer dx = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
+    cuda::DeviceBuffer dy = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
+    TG_CUDA_CHECK(cudaMemcpy(dx.as<float>(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    const Attrs at;
+    run_op(OpKind::softmax, {{dx.as<float>(), Shape{rows, cols}}}, {dy.as<float>(), Shape{rows, cols}}, at);
+    TG_CUDA_CHECK(cudaMemcpy(got.data(), dy.as<float>(), got.size() * 4, cudaMemcpyDeviceToHost));
+    for (float v : got) REQUIRE(std::isfinite(v));
+    CHECK(compare("softmax", got, want, kRowTol) == 0);
+  }
 }
 
 TEST_CASE("cuda cross_entropy_grad") {
