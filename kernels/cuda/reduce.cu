@@ -18,6 +18,11 @@
 // 4 to 8 bytes where f32 loads 16, the sums are f32's, the outputs round once.
 #include <cuda_runtime.h>
 
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/gemm/gemm_epilogue16.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -243,6 +248,16 @@ void reduce_sum(const float* x, float* y, int64_t outer, int64_t len, int64_t in
 void reduce_mean(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, void* scratch,
                  size_t scratch_bytes, cudaStream_t s) {
   reduce(x, y, outer, len, inner, 1.0 / static_cast<double>(len), scratch, scratch_bytes, s);
+}
+
+void column_sums_16bit(DType dt, const void* dz, void* out, int64_t rows, int64_t cols, float* scratch,
+                       size_t scratch_bytes, cudaStream_t s) {
+  if (dt != DType::BF16 && dt != DType::F16)
+    throw std::logic_error(std::string("column_sums_16bit: takes bf16 or f16 tensors, not ") + dtype_name(dt));
+  with_element_type(dt, [&](auto e) {
+    using T = decltype(e);
+    reduce(static_cast<const T*>(dz), static_cast<T*>(out), 1, rows, cols, 1.0, scratch, scratch_bytes, s);
+  });
 }
 
 void reduce_op(const OpCall& c, const CallGeometry& g, const CudaExecContext& ctx) {

@@ -18,10 +18,8 @@ void act_grad_16bit(DType dt, Act act, void* d, const void* act_in, int64_t n, c
 
 // matmul_bias_grad's bias gradient where cuBLASLt's bias-gradient epilogue is not used (none
 // for the key, or option gemm_bias_grad_sums): out[j] = sum over the rows of dz[rows, cols]
-// (row-major, dt), summed in f32 in a fixed order, rounded once. The rows are split into
-// runs over the device, their partial sums in `scratch` (as many runs as it holds rows of
-// cols floats; none: one run); the order is set by the shape, the device's SM count and the
-// scratch's size.
+// (row-major, dt) by reduce_sum's 16-bit column kernel (reduce.cu), the bits of the unfused
+// graph's reduce_sum over axis 0: partial sums over the device in `scratch`, in a fixed order.
 void column_sums_16bit(DType dt, const void* dz, void* out, int64_t rows, int64_t cols, float* scratch,
                        size_t scratch_bytes, cudaStream_t s);
 
