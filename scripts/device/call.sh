@@ -16,13 +16,11 @@
 #   lm-full-bf16, lm-full-fp32  400  the same in one precision (150 s a tool: torch.compile's first
 #              GPT-2 step takes a minute or more)
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
-#   lm-options-fp32 120  the same in fp32 with gemm_align_staging=1 and no passes (beside
-#              lm-full-fp32's or call 5 of session 25's fp32 run, also without passes)
+#   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
-#   lm-options 240  tg-train's GPT-2 small in bf16 at both sizes under the GEMM options still off
-#              by default: gemm_align_staging=1 (the vocabulary's products padded), then with
-#              gemm_bias_grad_sums=1 too; beside lm-full-bf16's default run
+#   lm-options 120  tg-train's GPT-2 small in bf16 at both sizes under the GEMM option still off
+#              by default, gemm_bias_grad_sums=1; beside lm-full-bf16's default run
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
 set -u
 limit=${1:?seconds}
@@ -56,14 +54,13 @@ for name in "$@"; do
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
     lm-options-fp32)
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
-        --precision fp32 --cuda-options gemm_align_staging=1 --json "$dir/train_gpt2_fp32_staged.json" \
-        > "$dir/train_gpt2_fp32_staged.txt" 2>&1
-      grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_staged.txt" | cut -c1-200 >> "$out/summary.txt" ;;
+        --precision fp32 --json "$dir/train_gpt2_fp32_no_passes.json" > "$dir/train_gpt2_fp32_no_passes.txt" 2>&1
+      grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_no_passes.txt" | cut -c1-200 >> "$out/summary.txt" ;;
     profile-gpt2) step profile-gpt2 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" gpt2 bf16 "" full ;;
     profile-resnet50)
       step profile-resnet50 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 "" quick ;;
     lm-options)
-      for opts in gemm_align_staging=1 gemm_align_staging=1,gemm_bias_grad_sums=1; do
+      for opts in gemm_bias_grad_sums=1; do
         tag=$(echo "$opts" | tr ',=' '-_')
         step "lm-options $opts" 110 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes all \
           --precision bf16 --cuda-options "$opts" --json "$dir/train_gpt2_bf16_$tag.json" > "$dir/train_gpt2_bf16_$tag.txt" 2>&1

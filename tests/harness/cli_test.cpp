@@ -77,7 +77,7 @@ TEST_CASE("a report records the CUDA options of the run: the defaults, TG_CUDA_O
   CHECK_FALSE(d.at("conv_transforms").as_bool());
   CHECK_FALSE(d.at("conv_frontend").as_bool());  // which cuDNN API ran the convolutions
   CHECK(d.at("staged_copies").as_bool());
-  CHECK_FALSE(d.at("gemm_align_staging").as_bool());  // whether odd-extent GEMMs ran padded
+  CHECK(d.at("gemm_align_staging").as_bool());  // whether odd-extent GEMMs ran padded
   CHECK_FALSE(d.at("gemm_bias_grad_sums").as_bool());  // how 16-bit bias gradients were summed
   r = tg::testing::run_tool(std::string("env TG_CUDA_OPTIONS=pdl=0,small_gemm=0 ") + TG_NOOP_BIN,
                             "--device cpu --quick --cuda-options small_gemm=1,gemm_autotune=1 --json " + (dir / "f.json"));

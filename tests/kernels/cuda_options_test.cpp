@@ -26,12 +26,12 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
   CHECK(d.conv_workspace_mb == 32);  // the GEMMs' workspace
   CHECK_FALSE(d.conv_transforms);    // sums of products: the CUDA-vs-CPU tolerances assume them
   CHECK_FALSE(d.conv_frontend);      // the legacy API until the graph API's engines are measured
-  CHECK_FALSE(d.gemm_align_staging); // unaligned GEMMs as they are until padded ones are measured
+  CHECK(d.gemm_align_staging);       // odd-extent GEMMs padded: GPT-2's vocabulary products
   CHECK_FALSE(d.gemm_bias_grad_sums); // cuBLASLt's bias-gradient epilogue until the column sums are measured
   CHECK(d.staged_copies);             // pinned staging, the host side on the copier's threads
   const std::string fe = kBuiltWithCudnnFrontend ? "1" : "0";
   CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn +
-                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe + ",conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=0,gemm_align_staging=0,gemm_bias_grad_sums=0");
+                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe + ",conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=0,gemm_align_staging=1,gemm_bias_grad_sums=0");
   CHECK(CudaBackendOptions::from_string(d.str()) == d);
   CHECK(CudaBackendOptions::from_string("") == d);
   CHECK(CudaBackendOptions::from_string("   ") == d);
@@ -49,7 +49,7 @@ TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces
   CHECK(o.str() ==
         "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0,conv_cudnn=0,conv_benchmark=0,"
         "conv_deterministic=1,attention_cudnn=0,conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=0,"
-        "gemm_align_staging=0,gemm_bias_grad_sums=0");
+        "gemm_align_staging=1,gemm_bias_grad_sums=0");
   // Over a base (the environment's, then the flag's): only the named keys change.
   const CudaBackendOptions flag = CudaBackendOptions::from_string("small_gemm=1", o);
   CHECK(flag.small_gemm);
@@ -91,7 +91,7 @@ TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   CHECK(v[12].key == "conv_frontend");  // which cuDNN API chose and ran the convolutions
   CHECK(v[12].value == 0);
   CHECK(v[13].key == "gemm_align_staging");  // whether unaligned GEMMs ran padded
-  CHECK(v[13].value == 0);
+  CHECK(v[13].value == 1);
   CHECK(v[14].key == "gemm_bias_grad_sums");  // how 16-bit bias gradients were summed
   CHECK(v[14].value == 0);
   for (size_t i = 0; i < v.size(); ++i)
@@ -100,7 +100,7 @@ TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   const std::string help = CudaBackendOptions::help();
   for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1",
                         "conv_benchmark=0", "conv_deterministic=1", "conv_workspace_mb=32", "staged_copies=1", "conv_transforms=0",
-                        "conv_frontend=0", "gemm_align_staging=0", "gemm_bias_grad_sums=0"})
+                        "conv_frontend=0", "gemm_align_staging=1", "gemm_bias_grad_sums=0"})
     CHECK_MESSAGE(help.find(k) != std::string::npos, k);
   CHECK(help.find(std::string("conv_cudnn=") + (kBuiltWithCudnn ? "1" : "0")) != std::string::npos);
   CHECK(help.find(std::string("attention_cudnn=") + (kBuiltWithCudnnFrontend ? "1" : "0")) != std::string::npos);
