@@ -194,7 +194,12 @@ struct CrossEntropyGradOp {
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
     const float inv = 1.0f / s;
     const float scale = row_scale(label, dloss[0], kept);
-    TG_ROW_LOOP(k, j) { dxr[j] = narrow<T>((cached_exp(c, k, xr, j, m) * inv - (j == label ? 1.0f : 0.0f)) * scale); }
+    auto grad = [&](int64_t j, float e) { dxr[j] = narrow<T>((e * inv - (j == label ? 1.0f : 0.0f)) * scale); };
+    if constexpr (VPT == 0) {  // every exp loaded in batches before its store: dx may be the logits (in place)
+      row_batches<G>(cols, t, [&](int64_t j) { return cached_exp(c, 0, xr, j, m); }, grad);
+    } else {
+      TG_ROW_LOOP(k, j) { grad(j, cached_exp(c, k, xr, j, m)); }
+    }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {

@@ -17,6 +17,28 @@ namespace tg::kernels::cuda::detail {
   _Pragma("unroll") for (int k = 0; k < (VPT > 0 ? VPT : static_cast<int>((cols + G - 1) / G)); ++k) \
     if (const int64_t j = t + static_cast<int64_t>(G) * k; j < cols)
 
+// VPT == 0's pass over this thread's columns j = t, t + G, t + 2G, ... in that order, in
+// batches of kRowBatch: load(j) for the whole batch, then use(j, value) for each. A row too
+// long for the register cache is otherwise latency-bound, with one load of 2 or 4 bytes in
+// flight a thread; the order of the uses, and so the bits, are the plain loop's.
+constexpr int kRowBatch = 4;
+template <int G, typename Load, typename Use>
+__device__ __forceinline__ void row_batches(int64_t cols, int t, const Load& load, const Use& use) {
+  for (int64_t j0 = t; j0 < cols; j0 += static_cast<int64_t>(kRowBatch) * G) {
+    float v[kRowBatch];
+#pragma unroll
+    for (int u = 0; u < kRowBatch; ++u) {
+      const int64_t j = j0 + static_cast<int64_t>(u) * G;
+      v[u] = j < cols ? load(j) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kRowBatch; ++u) {
+      const int64_t j = j0 + static_cast<int64_t>(u) * G;
+      if (j < cols) use(j, v[u]);
+    }
+  }
+}
+
 // The sum (kMax false) or maximum over the G threads of a row group.
 template <int G, bool kMax>
 __device__ __forceinline__ float group_reduce(float v, float* smem) {

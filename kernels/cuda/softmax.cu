@@ -30,7 +30,12 @@ struct SoftmaxOp {
     float m, s;
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s, alpha);
     const float inv = 1.0f / s;
-    TG_ROW_LOOP(k, j) { yr[j] = narrow<T>(cached_exp(c, k, xr, j, m, alpha) * inv); }
+    if constexpr (VPT == 0) {  // every exp loaded in batches before its store: y may be x (in place)
+      row_batches<G>(cols, t, [&](int64_t j) { return cached_exp(c, 0, xr, j, m, alpha); },
+                     [&](int64_t j, float e) { yr[j] = narrow<T>(e * inv); });
+    } else {
+      TG_ROW_LOOP(k, j) { yr[j] = narrow<T>(cached_exp(c, k, xr, j, m, alpha) * inv); }
+    }
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {

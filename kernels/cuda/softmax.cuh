@@ -16,15 +16,14 @@ __device__ __forceinline__ void exp_sum(const T* x, int64_t cols, int t, float* 
                                         float& m, float& s, float alpha = 1.0f) {
   if constexpr (VPT == 0) {
     float mt = -INFINITY, st = 0.0f;
-    TG_ROW_LOOP(k, j) {
-      const float a = __fmul_rn(alpha, x[j]);
+    row_batches<G>(cols, t, [&](int64_t j) { return __fmul_rn(alpha, x[j]); }, [&](int64_t, float a) {
       if (a > mt) {
         st = st * expf(mt - a) + 1.0f;
         mt = a;
       } else if (a != -INFINITY) {  // -inf adds exp(-inf) = 0; before any finite value mt - a would be NaN
         st += expf(a - mt);
       }
-    }
+    });
     m = group_max<G>(mt, smem);
     // A thread that saw nothing (or only -inf) adds 0; one that saw a NaN passes it on.
     s = group_sum<G>(st == 0.0f ? 0.0f : st * expf(mt - m), smem);
