@@ -188,6 +188,10 @@ struct CrossEntropyGradOp {
     const T* xr = logits + row * cols;
     T* dxr = dx + row * cols;
     const int64_t label = label_col(labels, row, cols, ignore);
+    if (label == kIgnoredRow) {  // the whole group alike: exact zeros, as on the CPU, whatever the logits hold
+      for (int64_t j = t; j < cols; j += G) dxr[j] = narrow<T>(0.0f);
+      return;
+    }
     const float kept = kept_rows<G>(labels, rows, cols, ignore, t, smem);
     RowCache<VPT> c;
     float m, s;
@@ -204,8 +208,13 @@ struct CrossEntropyGradOp {
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
     const int64_t label = label_col(labels, row, cols, ignore);
-    const float kept = kept_rows<32>(labels, rows, cols, ignore, t, nullptr);
     float v[NV][4];
+    if (label == kIgnoredRow) {
+      TG_CHUNK_LOOP(k) TG_LANE_LOOP(i) v[k][i] = 0.0f;
+      store_row4<NV>(dx + row * cols, t, nq, v);
+      return;
+    }
+    const float kept = kept_rows<32>(labels, rows, cols, ignore, t, nullptr);
     load_row4<NV>(logits + row * cols, t, nq, v);
     float m, s;
     exp_sum4<NV>(v, t, nq, m, s);
