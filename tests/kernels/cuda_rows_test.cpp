@@ -136,6 +136,37 @@ TEST_CASE("cuda softmax of long rows led by -inf (masked): finite, as on the CPU
   }
 }
 
+TEST_CASE("cuda cross_entropy_grad: an ignored row is exact zeros even where its logits hold inf") {
+  TG_REQUIRE_GPU();
+  for (int64_t cols : {64, 100, 9001}) {  // the float4 frame, the scalar frame, a row past the cache
+    CAPTURE(cols);
+    const int64_t rows = 4, n = rows * cols;
+    std::vector<float> x = random_vector(n, 31 + cols);
+    x[static_cast<size_t>(cols + 3)] = INFINITY;  // row 1, ignored
+    const std::vector<float> labels{2, -100, 5, 0}, dloss{1.0f};
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    kernels::cpu_cross_entropy_grad(x.data(), {const_cast<float*>(labels.data()), Shape{rows}}, dloss.data(),
+                                    want.data(), rows, cols, -100);
+    auto upload = [](const std::vector<float>& v) {
+      cuda::DeviceBuffer d = cuda::DeviceBuffer::allocate(v.size() * sizeof(float));
+      TG_CUDA_CHECK(cudaMemcpy(d.as<float>(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+      return d;
+    };
+    cuda::DeviceBuffer dx = upload(x), dl = upload(labels), dd = upload(dloss);
+    cuda::DeviceBuffer dg = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
+    Attrs at;
+    at.ignore_index = -100;
+    run_op(OpKind::cross_entropy_grad,
+           {{dx.as<float>(), Shape{rows, cols}}, {dl.as<float>(), Shape{rows}}, {dd.as<float>(), Shape{1}}},
+           {dg.as<float>(), Shape{rows, cols}}, at);
+    TG_CUDA_CHECK(cudaMemcpy(got.data(), dg.as<float>(), got.size() * 4, cudaMemcpyDeviceToHost));
+    for (int64_t j = 0; j < cols; ++j) REQUIRE(got[static_cast<size_t>(cols + j)] == 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      if (i / cols != 1) REQUIRE(std::isfinite(got[static_cast<size_t>(i)]));
+    CHECK(compare("cross_entropy_grad", got, want, kRowTol) == 0);
+  }
+}
+
 TEST_CASE("cuda cross_entropy_grad") {
   TG_REQUIRE_GPU();
   row_cases(OpKind::cross_entropy_grad,
