@@ -9,7 +9,8 @@
 // idle, and reading the channel once per statistic (mean, variance, the gradient's two sums)
 // read the activations up to seven times a step. Here one pass gathers every sum a call needs
 // (of d = x - shift, d * d, dy and dy * d, with shift the channel's first element, so the
-// one-pass variance does not cancel), and a second pass writes the output.
+// one-pass variance does not cancel; batch_norm_grad_beta's plain sum has none), and a second
+// pass writes the output.
 //
 // The order of a channel's sums: the channel's elements e (in BatchNormGeometry's order,
 // the same in both layouts) are cut into `segments` equal runs; in run s, lane j of 32 sums
@@ -39,8 +40,10 @@ constexpr int kWarpsPerBlock = 8;  // NCHW partial sums: a warp per (channel, ru
 constexpr int kUnroll = 4;
 constexpr int kCoefs = 4;  // per channel, for the elementwise pass
 
-// What a call needs from the partial sums.
-enum class Need : uint8_t { stats, grad };
+// What a call needs from the partial sums: the shifted sums of x and its squares (stats), with
+// dy's and dy * d's too (grad), or the plain sum of x (sum: batch_norm_grad_beta's dy, where a
+// shift would turn an inf into inf - inf).
+enum class Need : uint8_t { stats, grad, sum };
 
 struct Split {
   int64_t segments = 1, run = 0;  // runs per channel and their length (elements)
@@ -75,7 +78,7 @@ template <typename T, typename I>
 __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, const BatchNormGeometry& g, int64_t ch,
                                           const Split& sp, int64_t s, int j, double out[kSums]) {
   const int64_t begin = s * sp.run, end = begin + sp.run < g.count() ? begin + sp.run : g.count();
-  const double shift = static_cast<float>(x[bn_index<I>(g, ch, 0)]);
+  const double shift = need == Need::sum ? 0.0 : static_cast<float>(x[bn_index<I>(g, ch, 0)]);
   double a = 0, b = 0, c = 0, d = 0;
 #pragma unroll kUnroll
   for (int64_t e = begin + j; e < end; e += 32) {
@@ -83,7 +86,7 @@ __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, co
     // Explicit roundings: the two layouts' kernels must not contract differently.
     const double v = __dsub_rn(static_cast<float>(x[i]), shift);
     a = __dadd_rn(a, v);
-    b = __fma_rn(v, v, b);
+    if (need != Need::sum) b = __fma_rn(v, v, b);
     if (need == Need::grad) {
       const double w = static_cast<float>(dy[i]);
       c = __dadd_rn(c, w);
@@ -149,16 +152,16 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   double sum[kSums] = {0, 0, 0, 0};
   for (int64_t s = 0; s < sp.segments; ++s)
     for (int q = 0; q < kSums; ++q) sum[q] += partials[(ch * sp.segments + s) * kSums + q];
+  if (op == OpKind::batch_norm_grad_beta) {  // x is dy here, summed unshifted (Need::sum)
+    out[ch] = narrow<T>(static_cast<float>(sum[0]));
+    return;
+  }
   const double count = static_cast<double>(g.count());
   const double shift = static_cast<float>(x[ch * (g.channels_last ? 1 : g.inner)]);  // element 0 of the channel
   const double dmean = sum[0] / count;
   const double raw = sum[1] - sum[0] * dmean;
   const double squares = raw > 0.0 ? raw : 0.0;  // sum of squared deviations
   const double mean = shift + dmean;
-  if (op == OpKind::batch_norm_grad_beta) {  // x is dy here: its sum
-    out[ch] = narrow<T>(static_cast<float>(shift * count + sum[0]));
-    return;
-  }
   if (op == OpKind::batch_norm_stats_update) {
     stats[ch] = static_cast<float>((1.0 - momentum) * stats[ch] + momentum * mean);
     stats[g.c + ch] = static_cast<float>((1.0 - momentum) * stats[g.c + ch] + momentum * squares / (count - 1.0));
@@ -283,7 +286,8 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     // batch_norm: a = x; grad_beta: a = dy, summed as x is; the other gradients: a = dy, b = x.
     const bool forward = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_grad_beta;
     const T* x = forward ? a : b;
-    launch_partials<T, I>(x, forward ? nullptr : a, forward ? Need::stats : Need::grad, g, sp, partials, s);
+    const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : forward ? Need::stats : Need::grad;
+    launch_partials<T, I>(x, forward ? nullptr : a, need, g, sp, partials, s);
     detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps, 0.0, coef,
                    y, static_cast<float*>(nullptr));
     if (c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta) return;
