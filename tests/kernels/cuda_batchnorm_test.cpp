@@ -6,11 +6,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/raii.h"
 #include "tests/common/layouts.h"
 #include "tests/gpu_skip.h"
 #include "tests/kernels/cuda_op_harness.h"
@@ -93,6 +95,27 @@ TEST_CASE("cuda batch_norm family, f32: many runs a channel, one short run, 33 a
       CAPTURE(xs.str());
       CHECK(run_case(c) == 0);
     }
+}
+
+TEST_CASE("cuda batch_norm_grad_beta: an inf gradient sums to inf, as on the CPU") {
+  TG_REQUIRE_GPU();
+  const Shape xs{2, 3, 4, 5};
+  const int64_t n = xs.numel();
+  std::vector<float> dy = random_vector(n, 77);
+  dy[7] = INFINITY;  // channel 0
+  cuda::DeviceBuffer d = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
+  cuda::DeviceBuffer out = cuda::DeviceBuffer::allocate(3 * 4);
+  TG_CUDA_CHECK(cudaMemcpy(d.as<float>(), dy.data(), dy.size() * 4, cudaMemcpyHostToDevice));
+  run_op(OpKind::batch_norm_grad_beta, {{d.as<float>(), xs}}, {out.as<float>(), Shape{3}}, Attrs{});
+  std::vector<float> got(3);
+  TG_CUDA_CHECK(cudaMemcpy(got.data(), out.as<float>(), 12, cudaMemcpyDeviceToHost));
+  CHECK(got[0] == INFINITY);
+  for (int c = 1; c < 3; ++c) {
+    double want = 0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t e = 0; e < 20; ++e) want += dy[static_cast<size_t>((b * 3 + c) * 20 + e)];
+    CHECK(got[static_cast<size_t>(c)] == doctest::Approx(want).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("cuda batch_norm family: NHWC gives the NCHW kernels' bits") {
