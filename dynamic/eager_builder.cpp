@@ -276,7 +276,12 @@ Value EagerBuilder::apply(OpKind op, const std::vector<Value>& inputs, const Att
   bool needs_memory = false;
   bool view = false;  // no kernel runs
   if (!op_is_update(op)) {
-    const bool alias_ok = nin > 0 && tr.in[0] < kPersistentBase && slots_[static_cast<size_t>(tr.in[0])].role != Role::input;
+    // Aliasing input 0 (in-place relu, a slice view) is for temporaries: the memory's owner must be
+    // neither a parameter nor an input, also when input 0 is a view (a reshape) of one.
+    const bool alias_ok = nin > 0 && tr.in[0] < kPersistentBase && [&] {
+      const int owner = slots_[static_cast<size_t>(tr.in[0])].owner;
+      return owner >= 0 && owner < kPersistentBase && slots_[static_cast<size_t>(owner)].role != Role::input;
+    }();
     // A slice that is one block of a temporary, starting on kViewAlignment, is a view of it, as
     // the static planner makes it (PyTorch's chunk and unbind are views too).
     int64_t block = -1;

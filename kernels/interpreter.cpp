@@ -137,8 +137,6 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
   for (size_t i = 0; i < values.size(); ++i)
     if (g.values[i].producer < 0) round_value(static_cast<int>(i));
 
-  Attrs f32_cast;  // every view is f32 here: a cast is a copy, rounded after the node
-  f32_cast.to = DType::F32;
   for (int node_id : g.topo_order()) {
     const Node& n = g.nodes[static_cast<size_t>(node_id)];
     const int arity = static_cast<int>(n.inputs.size());
@@ -148,7 +146,14 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
                   quote_name(n.name), n.inputs.size(), n.outputs.size(), op_arity_text(n.op), nout);
     kernels::OpCall call;
     call.op = n.op;
-    call.attrs = n.op == OpKind::cast ? &f32_cast : &n.attrs;
+    // Every view is f32 here: a cast (or a fused op that ends in one, layernorm_cast) computes in
+    // f32 and is rounded after the node.
+    Attrs widened;
+    if (op_traits(n.op).dtype_rule == op_table::kTypeCast) {
+      widened = n.attrs;
+      widened.to = DType::F32;
+    }
+    call.attrs = op_traits(n.op).dtype_rule == op_table::kTypeCast ? &widened : &n.attrs;
     call.num_inputs = arity;
     std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
     // The *_multi_cast updates store their copies in the copy's own 16 bits: held here, then

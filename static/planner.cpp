@@ -31,6 +31,18 @@ int64_t slice_view_bytes(const Graph& g, const Node& node) {
   return at < 0 ? -1 : at * dtype_size(x.dtype);
 }
 
+// Whether an input of `node` past input 0 is a partial view of storage root r (a slice view, or
+// a reshape of one): an in-place write over r could change it before the kernel reads it.
+// Whole-storage aliases (mul(x, x), a reshape of x) are read element for element as written.
+bool reads_part_of(const Graph& g, const MemoryPlan& p, const Node& node, int r) {
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    const auto v = static_cast<size_t>(node.inputs[i]);
+    if (p.storage[v] == r && (p.view_offset[v] != 0 || g.values[v].bytes() != g.values[static_cast<size_t>(r)].bytes()))
+      return true;
+  }
+  return false;
+}
+
 std::string mib(int64_t b) { return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
 
 // Per value: the schedule step that writes it (-1: nobody) and the last step that
@@ -217,10 +229,12 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& schedule, const P
       const int x = node.inputs[0];
       const int r = p.storage[static_cast<size_t>(x)];
       // Legal only when input 0's storage is ours to overwrite (in the arena), dies
-      // here, holds no graph output, and has exactly the output's size and type.
+      // here, holds no graph output, has exactly the output's size and type, and no other
+      // input reads a part of it (a slice view) that the kernel could overwrite before reading.
       if (wants && op_can_run_in_place(node.op) && p.placement[static_cast<size_t>(r)] == Placement::arena &&
           group_last[static_cast<size_t>(r)] == s && !group_has_output[static_cast<size_t>(r)] &&
-          bytes(r) == bytes(o) && g.values[static_cast<size_t>(r)].dtype == g.values[static_cast<size_t>(o)].dtype) {
+          bytes(r) == bytes(o) && g.values[static_cast<size_t>(r)].dtype == g.values[static_cast<size_t>(o)].dtype &&
+          !reads_part_of(g, p, node, r)) {
         root = r;
         p.in_place[static_cast<size_t>(nid)] = true;
         ++p.num_in_place;
@@ -415,6 +429,9 @@ std::string check_plan(const Graph& g, const std::vector<int>& schedule, const M
     if (plan.placement[static_cast<size_t>(r)] != Placement::arena)
       return fmt::format("node '{}' runs in place over '{}', which lives outside the arena", node.name, g.values[static_cast<size_t>(r)].name);
     if (plan.storage[static_cast<size_t>(node.outputs[0])] != r) return fmt::format("node '{}' is in place but its output has its own storage", node.name);
+    if (!plan.view_offset.empty() && reads_part_of(g, plan, node, r))
+      return fmt::format("node '{}' runs in place over '{}' while another of its inputs reads a part of it", node.name,
+                         g.values[static_cast<size_t>(r)].name);
     for (int v = 0; v < nv; ++v) {
       if (plan.storage[static_cast<size_t>(v)] != r || v == node.outputs[0]) continue;
       const int d = L.def[static_cast<size_t>(v)];

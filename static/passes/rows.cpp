@@ -10,7 +10,7 @@
 //    pre-LN residual stream's gradient, summed where each block's layernorm adds its part,
 //    without a separate pass over it. f32 only, where the kernel's one rounding of acc + dx
 //    is the add's (a 16-bit add would round dx first).
-//  - cast(layernorm(x, gamma, beta)) to a float dtype -> layernorm_cast(x, gamma, beta): under
+//  - cast(layernorm(x, gamma, beta)) of an f32 layernorm to a float dtype -> layernorm_cast: under
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
 #include <algorithm>
@@ -92,7 +92,9 @@ Graph fuse_layernorm_casts(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& c = g.nodes[i];
     const int id = static_cast<int>(i);
-    if (c.op != OpKind::cast || dtype_is_int(c.attrs.to)) continue;
+    // An f32 layernorm only: from 16 bits the pair rounds twice, the fused kernel once.
+    if (c.op != OpKind::cast || dtype_is_int(c.attrs.to) || g.values[static_cast<size_t>(c.inputs[0])].dtype != DType::F32)
+      continue;
     const int ln = rw.fusable_producer(c.inputs[0], OpKind::layernorm, id);
     if (ln < 0) continue;
     Node f = c;

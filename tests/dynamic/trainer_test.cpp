@@ -144,6 +144,29 @@ TEST_CASE("dynamic gradients match finite differences on a small mlp") {
   CHECK(checked > 10);
 }
 
+TEST_CASE("a view of a parameter or an input is never aliased: in-place relu and slices copy it") {
+  auto be = make_cpu_backend();
+  auto alloc = make_allocator("caching", *be);
+  EagerOptions eo;
+  eo.seed = kSeed;
+  EagerBuilder b(*be, *alloc, eo);
+  Feeds feeds;
+  feeds["x"] = std::vector<float>(4 * 64, -1.0f);
+  b.begin_iteration(feeds, false);
+  const Value w = b.parameter("w", {4, 64}, ParamInit(ParamInit::Kind::constant, -2.0f));
+  const Value x = b.input("x", {4, 64});
+  for (const Value& leaf : {w, x}) {
+    const std::vector<float> before = b.read(leaf);
+    const Value v = reshape(b, leaf, {4, 64});
+    const Value r = relu(b, v, true);  // in place over a temporary; here a copy
+    const Value s = slice(b, v, 0, 0, 1);
+    CHECK(b.read(r) == std::vector<float>(4 * 64, 0.0f));
+    CHECK(b.read(s) == std::vector<float>(before.begin(), before.begin() + 64));
+    CHECK(b.read(leaf) == before);
+  }
+  b.end_iteration();
+}
+
 TEST_CASE("inference frees activations: its peak is below training's, and early frees lower it further") {
   MlpConfig c = small_mlp();
   c.batch = 64;

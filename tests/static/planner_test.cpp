@@ -306,6 +306,31 @@ TEST_CASE("planner: a contiguous aligned slice of an arena value is a view at it
   CHECK(w.placement[static_cast<size_t>(s1.id)] == Placement::arena);
 }
 
+TEST_CASE("planner: no node runs in place over storage that another of its inputs reads a slice of") {
+  Graph g;
+  RecordingBuilder rb(g);
+  Value x = rb.input("x", {2, 64});
+  Value a = scale(rb, x, 2.0f);
+  // bias_add(a, a's first row): in place over a, the kernel would overwrite the row it reads.
+  Value y = bias_add(rb, a, reshape(rb, slice(rb, a, 0, 0, 1), {64}));
+  rb.mark_output(y);
+  const std::vector<int> order = g.topo_order();
+  const MemoryPlan p = plan_memory(g, order);
+  REQUIRE(check_plan(g, order, p) == "");
+  CHECK_FALSE(p.in_place[static_cast<size_t>(g.values[static_cast<size_t>(y.id)].producer)]);
+  const auto got = run_planned(g, order, p, 9);
+  std::vector<std::vector<float>> want = make_values(g, 9);
+  interpret(g, want);
+  CHECK(got[static_cast<size_t>(y.id)] == want[static_cast<size_t>(y.id)]);
+  // A plan that runs it in place anyway is refused by the checker.
+  MemoryPlan bad = p;
+  const int node = g.values[static_cast<size_t>(y.id)].producer;
+  bad.in_place[static_cast<size_t>(node)] = true;
+  bad.storage[static_cast<size_t>(y.id)] = bad.storage[static_cast<size_t>(a.id)];
+  bad.offset[static_cast<size_t>(y.id)] = bad.offset[static_cast<size_t>(a.id)];
+  CHECK(check_plan(g, order, bad).find("reads a part of it") != std::string::npos);
+}
+
 // Random workspaces for about a third of g's nodes, 1 byte to 3 KiB.
 std::vector<int64_t> random_workspaces(const Graph& g, uint64_t seed) {
   std::vector<int64_t> w(g.nodes.size(), 0);
