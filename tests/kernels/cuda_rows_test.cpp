@@ -10,7 +10,6 @@
 #include "graph/float_formats.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/raii.h"
 
 #include "tests/kernels/cuda_op_harness.h"
 #include "tests/gpu_skip.h"
@@ -88,30 +87,19 @@ TEST_CASE("cuda layernorm_cast from f32 to bf16 and f16: the f32 layernorm's val
     for (DType to : {DType::BF16, DType::F16}) {
       CAPTURE(cols);
       CAPTURE(dtype_name(to));
-      const int64_t rows = 9, n = rows * cols;
-      const std::vector<float> x = random_vector(n, 11 + cols), g = random_vector(cols, 12), b = random_vector(cols, 13);
-      auto upload = [](const std::vector<float>& v) {
-        cuda::DeviceBuffer d = cuda::DeviceBuffer::allocate(v.size() * sizeof(float));
-        TG_CUDA_CHECK(cudaMemcpy(d.as<float>(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
-        return d;
-      };
-      cuda::DeviceBuffer dx = upload(x), dg = upload(g), db = upload(b);
-      cuda::DeviceBuffer y32 = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
-      cuda::DeviceBuffer y16 = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 2);
+      const int64_t rows = 9;
       const Shape xs{rows, cols}, vs{cols};
-      const std::vector<kernels::TensorView> ins{{dx.as<float>(), xs}, {dg.as<float>(), vs}, {db.as<float>(), vs}};
+      const DevTensor x(random_vector(rows * cols, 11 + cols), false), g(random_vector(cols, 12), false),
+          b(random_vector(cols, 13), false);
+      DevTensor y32(rows * cols, false), y16(rows * cols, false, to);
       Attrs at;
       at.eps = 1e-5f;
-      run_op(OpKind::layernorm, ins, {y32.as<float>(), xs}, at);
+      run_op(OpKind::layernorm, {x.view(xs), g.view(vs), b.view(vs)}, y32.view(xs), at);
       at.to = to;
-      run_op(OpKind::layernorm_cast, ins, {y16.as<float>(), xs, to}, at);
-      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
-      std::vector<uint16_t> bits(static_cast<size_t>(n));
-      TG_CUDA_CHECK(cudaMemcpy(want.data(), y32.as<float>(), want.size() * 4, cudaMemcpyDeviceToHost));
-      TG_CUDA_CHECK(cudaMemcpy(bits.data(), y16.as<float>(), bits.size() * 2, cudaMemcpyDeviceToHost));
-      load_from_dtype(bits.data(), got.size(), to, got.data());
+      run_op(OpKind::layernorm_cast, {x.view(xs), g.view(vs), b.view(vs)}, y16.view(xs), at);
+      std::vector<float> want = y32.download();
       for (float& w : want) w = round_to_dtype(w, to);
-      CHECK(compare("layernorm_cast", got, want, Tol{0, 0}) == 0);
+      CHECK(compare("layernorm_cast", y16.download(), want, Tol{0, 0}) == 0);
     }
 }
 
@@ -119,18 +107,17 @@ TEST_CASE("cuda softmax of long rows led by -inf (masked): finite, as on the CPU
   TG_REQUIRE_GPU();
   for (int64_t cols : {9001, 20000}) {
     CAPTURE(cols);
-    const int64_t rows = 3, n = rows * cols;
-    std::vector<float> x = random_vector(n, 21 + cols);
+    const int64_t rows = 3;
+    const Shape xs{rows, cols};
+    std::vector<float> x = random_vector(rows * cols, 21 + cols);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < 2048 * (r + 1); ++j) x[static_cast<size_t>(r * cols + j)] = -INFINITY;
-    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    std::vector<float> want(x.size());
     kernels::cpu_softmax_rows(x.data(), want.data(), rows, cols, 1.0f);
-    cuda::DeviceBuffer dx = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
-    cuda::DeviceBuffer dy = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
-    TG_CUDA_CHECK(cudaMemcpy(dx.as<float>(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
-    const Attrs at;
-    run_op(OpKind::softmax, {{dx.as<float>(), Shape{rows, cols}}}, {dy.as<float>(), Shape{rows, cols}}, at);
-    TG_CUDA_CHECK(cudaMemcpy(got.data(), dy.as<float>(), got.size() * 4, cudaMemcpyDeviceToHost));
+    const DevTensor dx(x, false);
+    DevTensor dy(rows * cols, false);
+    run_op(OpKind::softmax, {dx.view(xs)}, dy.view(xs), Attrs{});
+    const std::vector<float> got = dy.download();
     for (float v : got) REQUIRE(std::isfinite(v));
     CHECK(compare("softmax", got, want, kRowTol) == 0);
   }
@@ -141,25 +128,19 @@ TEST_CASE("cuda cross_entropy_grad: an ignored row is exact zeros even where its
   for (int64_t cols : {64, 100, 9001}) {  // the float4 frame, the scalar frame, a row past the cache
     CAPTURE(cols);
     const int64_t rows = 4, n = rows * cols;
+    const Shape xs{rows, cols};
     std::vector<float> x = random_vector(n, 31 + cols);
     x[static_cast<size_t>(cols + 3)] = INFINITY;  // row 1, ignored
     const std::vector<float> labels{2, -100, 5, 0}, dloss{1.0f};
-    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    std::vector<float> want(static_cast<size_t>(n));
     kernels::cpu_cross_entropy_grad(x.data(), {const_cast<float*>(labels.data()), Shape{rows}}, dloss.data(),
                                     want.data(), rows, cols, -100);
-    auto upload = [](const std::vector<float>& v) {
-      cuda::DeviceBuffer d = cuda::DeviceBuffer::allocate(v.size() * sizeof(float));
-      TG_CUDA_CHECK(cudaMemcpy(d.as<float>(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
-      return d;
-    };
-    cuda::DeviceBuffer dx = upload(x), dl = upload(labels), dd = upload(dloss);
-    cuda::DeviceBuffer dg = cuda::DeviceBuffer::allocate(static_cast<size_t>(n) * 4);
+    const DevTensor dx(x, false), dl(labels, false), dd(dloss, false);
+    DevTensor dg(n, false);
     Attrs at;
     at.ignore_index = -100;
-    run_op(OpKind::cross_entropy_grad,
-           {{dx.as<float>(), Shape{rows, cols}}, {dl.as<float>(), Shape{rows}}, {dd.as<float>(), Shape{1}}},
-           {dg.as<float>(), Shape{rows, cols}}, at);
-    TG_CUDA_CHECK(cudaMemcpy(got.data(), dg.as<float>(), got.size() * 4, cudaMemcpyDeviceToHost));
+    run_op(OpKind::cross_entropy_grad, {dx.view(xs), dl.view(Shape{rows}), dd.view(Shape{1})}, dg.view(xs), at);
+    const std::vector<float> got = dg.download();
     for (int64_t j = 0; j < cols; ++j) REQUIRE(got[static_cast<size_t>(cols + j)] == 0.0f);
     for (int64_t i = 0; i < n; ++i)
       if (i / cols != 1) REQUIRE(std::isfinite(got[static_cast<size_t>(i)]));
