@@ -148,12 +148,13 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     call.op = n.op;
     // Every view is f32 here: a cast (or a fused op that ends in one, layernorm_cast) computes in
     // f32 and is rounded after the node.
+    const bool ends_in_cast = op_traits(n.op).dtype_rule == op_table::kTypeCast;
     Attrs widened;
-    if (op_traits(n.op).dtype_rule == op_table::kTypeCast) {
+    if (ends_in_cast) {
       widened = n.attrs;
       widened.to = DType::F32;
     }
-    call.attrs = op_traits(n.op).dtype_rule == op_table::kTypeCast ? &widened : &n.attrs;
+    call.attrs = ends_in_cast ? &widened : &n.attrs;
     call.num_inputs = arity;
     std::vector<kernels::TensorView> more;  // a variadic op's inputs past kMaxOpInputs
     // The *_multi_cast updates store their copies in the copy's own 16 bits: held here, then

@@ -87,44 +87,38 @@ Graph fuse_layernorm_params(const Graph& g) {
   return rw.finish();
 }
 
-Graph fuse_layernorm_casts(const Graph& g) {
+// A layernorm's output cast on its store (layernorm_cast) and a layernorm input gradient
+// added into its accumulation (layernorm_grad_x_acc): one walk, the two patterns reading
+// disjoint nodes (the forward op and its gradient).
+Graph fuse_layernorm_epilogues(const Graph& g) {
   GraphRewrite rw(g);
+  auto f32 = [&](int v) { return g.values[static_cast<size_t>(v)].dtype == DType::F32; };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& c = g.nodes[i];
+    const Node& n = g.nodes[i];
     const int id = static_cast<int>(i);
     // An f32 layernorm only: from 16 bits the pair rounds twice, the fused kernel once.
-    if (c.op != OpKind::cast || dtype_is_int(c.attrs.to) || g.values[static_cast<size_t>(c.inputs[0])].dtype != DType::F32)
-      continue;
-    const int ln = rw.fusable_producer(c.inputs[0], OpKind::layernorm, id);
-    if (ln < 0) continue;
-    Node f = c;
-    f.op = OpKind::layernorm_cast;
-    const Node& l = g.nodes[static_cast<size_t>(ln)];
-    f.inputs = l.inputs;
-    f.attrs = l.attrs;
-    f.attrs.to = c.attrs.to;
-    rw.fuse_into_reader(ln, id, std::move(f));
-  }
-  return rw.finish();
-}
-
-Graph fuse_layernorm_accumulation(const Graph& g) {
-  GraphRewrite rw(g);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& ad = g.nodes[i];
-    const int id = static_cast<int>(i);
-    if (ad.op != OpKind::add || ad.inputs[0] == ad.inputs[1]) continue;
-    if (g.values[static_cast<size_t>(ad.outputs[0])].dtype != DType::F32) continue;
-    for (int k = 1; k >= 0; --k) {
-      const int ln = rw.fusable_producer(ad.inputs[static_cast<size_t>(k)], OpKind::layernorm_grad_x, id);
+    if (n.op == OpKind::cast && !dtype_is_int(n.attrs.to) && f32(n.inputs[0])) {
+      const int ln = rw.fusable_producer(n.inputs[0], OpKind::layernorm, id);
       if (ln < 0) continue;
-      Node f = ad;
-      f.op = OpKind::layernorm_grad_x_acc;
       const Node& l = g.nodes[static_cast<size_t>(ln)];
-      f.inputs = {l.inputs[0], l.inputs[1], l.inputs[2], ad.inputs[static_cast<size_t>(1 - k)]};
+      Node f = n;
+      f.op = OpKind::layernorm_cast;
+      f.inputs = l.inputs;
       f.attrs = l.attrs;
+      f.attrs.to = n.attrs.to;
       rw.fuse_into_reader(ln, id, std::move(f));
-      break;
+    } else if (n.op == OpKind::add && n.inputs[0] != n.inputs[1] && f32(n.outputs[0])) {
+      for (int k = 1; k >= 0; --k) {
+        const int ln = rw.fusable_producer(n.inputs[static_cast<size_t>(k)], OpKind::layernorm_grad_x, id);
+        if (ln < 0) continue;
+        const Node& l = g.nodes[static_cast<size_t>(ln)];
+        Node f = n;
+        f.op = OpKind::layernorm_grad_x_acc;
+        f.inputs = {l.inputs[0], l.inputs[1], l.inputs[2], n.inputs[static_cast<size_t>(1 - k)]};
+        f.attrs = l.attrs;
+        rw.fuse_into_reader(ln, id, std::move(f));
+        break;
+      }
     }
   }
   return rw.finish();
@@ -132,8 +126,6 @@ Graph fuse_layernorm_accumulation(const Graph& g) {
 
 }  // namespace
 
-Graph pass_rows(const Graph& g) {
-  return fuse_layernorm_casts(fuse_layernorm_accumulation(fuse_layernorm_params(fold_scales(g))));
-}
+Graph pass_rows(const Graph& g) { return fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g))); }
 
 }  // namespace tg
