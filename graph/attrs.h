@@ -82,7 +82,8 @@ struct Attrs {
   bool trans_a = false;            // matmul: use A^T
   bool trans_b = false;            // matmul: use B^T
   int axis = -1;                   // reduce_*, broadcast, softmax (last only)
-  int64_t size = 0;                // broadcast: extent of the inserted axis; slice: extent taken
+  int64_t size = 0;                // broadcast: extent of the inserted axis; slice: extent taken;
+                                   // cross_entropy(_grad): the classes, the logits' first size columns (0: all)
   int64_t start = 0;               // slice: the first index taken along attrs.axis
   float eps = 1e-5f;               // layernorm
   float alpha = 1.0f;              // scale factor

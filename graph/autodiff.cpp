@@ -206,6 +206,7 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       if (need(0)) {
         Attrs at;
         at.ignore_index = e.attrs.ignore_index;
+        at.size = e.attrs.size;
         g[0] = b.apply(OpKind::cross_entropy_grad, {x, e.inputs[1], dy}, at);
       }
       break;

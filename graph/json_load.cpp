@@ -338,7 +338,11 @@ class Loader {
         case AttrId::trans_b: at.trans_b = get_bool(v, p); break;
         case AttrId::in_place: at.in_place = get_bool(v, p); break;
         case AttrId::axis: at.axis = static_cast<int>(get_int(v, p, -int_max, int_max)); break;
-        case AttrId::size: at.size = get_int(v, p, 1, std::numeric_limits<int64_t>::max()); break;
+        case AttrId::size: {  // cross_entropy's 0: every column of the logits is a class
+          const bool classes = d.node.op == OpKind::cross_entropy || d.node.op == OpKind::cross_entropy_grad;
+          at.size = get_int(v, p, classes ? 0 : 1, std::numeric_limits<int64_t>::max());
+          break;
+        }
         case AttrId::eps: at.eps = get_float(v, p); break;
         case AttrId::alpha: at.alpha = get_float(v, p); break;
         case AttrId::value: at.value = get_float(v, p); break;

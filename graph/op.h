@@ -114,8 +114,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(mse_loss_grad,        3, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, dloss) -> dpred */ \
   X(padded_mse_loss,      3, 1, kIn0|kIn1,        kNone,      0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count[1]): mean over the first count elements */ \
   X(padded_mse_loss_grad, 4, 1, kNone,            kIn0|kIn1,  0,                      kPlain,                    kTypeF32,  loss) /* (pred, target, count, dloss) -> dpred, 0 past count */ \
-  X(cross_entropy,        2, 1, kIn0,             kNone,      kIgnoreIndex,           kPlain,                    kTypeLogits,loss) /* (logits[n,c], labels[n] i32/i64/f32) -> [1], mean over the rows not ignored */ \
-  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       kIgnoreIndex,           kPlain,                    kTypeLogits,loss) /* (logits, labels, dloss) -> dlogits, 0 in ignored rows */ \
+  X(cross_entropy,        2, 1, kIn0,             kNone,      kIgnoreIndex | kSize,   kPlain,                    kTypeLogits,loss) /* (logits[n,c], labels[n] i32/i64/f32) -> [1], mean over the rows not ignored; size > 0: the classes are the first size columns */ \
+  X(cross_entropy_grad,   3, 1, kNone,            kIn0,       kIgnoreIndex | kSize,   kPlain,                    kTypeLogits,loss) /* (logits, labels, dloss) -> dlogits, 0 in ignored rows and in the columns past size */ \
   X(fill,                 0, 1, kNone,            kNone,      kShape|kValue,          kPlain,                    kTypeF32,  elementwise) /* attrs.shape filled with attrs.value */ \
   X(copy,                 1, 1, kIn0,             kAll,       0,                      kSameShape,                kTypeSame, elementwise) \
   X(cast,                 1, 1, kIn0,             kNone,      kTo,                    kSameShape,                kTypeCast, elementwise) /* attrs.to: rounded to nearest even when it narrows */ \

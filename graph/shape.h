@@ -53,6 +53,16 @@ struct Shape {
 // count would not fit in int64.
 bool numel_checked(const Shape& s, int64_t& out);
 
+// Whether `copy` can be a parameter's low-precision weight copy (graph/op.h kWeightCopy): the
+// parameter's shape, or with more rows along dim 0 (the vocab_pad pass pads a vocabulary's
+// rows to aligned extents); its first param.numel() elements are the copy, the rest padding.
+inline bool copy_shape_fits(const Shape& copy, const Shape& param) {
+  if (copy.rank != param.rank || copy.rank == 0 || copy[0] < param[0]) return false;
+  for (int d = 1; d < copy.rank; ++d)
+    if (copy[d] != param[d]) return false;
+  return true;
+}
+
 // Where slice(x, axis, start, ...) begins in x, in elements, when its output is one contiguous
 // block of x (every axis before `axis` has size 1); -1 when it is strided. Both executors make
 // such a slice a view of x where they can (static/planner.h, dynamic/eager_builder.cpp).

@@ -212,11 +212,12 @@ Shape adamw_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, cons
   const size_t groups = static_cast<size_t>(op_group_inputs(op, static_cast<int>(in.size())));
   for (size_t i = 0; i < groups; i += k) {
     for (size_t j = 1; j < k; ++j)
-      if (j != 4 && in[i + j] != in[i])
+      if (j != 4 && (j == 5 ? !copy_shape_fits(in[i + j], in[i]) : in[i + j] != in[i]))
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
                     "its gradient, exp_avg and exp_avg_sq of its shape, and its step count [1]{}", name, node, i / k, i,
                     i + k - 1, j == 1 ? "the gradient" : j == 2 ? "exp_avg" : j == 3 ? "exp_avg_sq" : "the low-precision copy",
-                    in[i + j].str(), in[i].str(), k == 6 ? ", then its low-precision copy of its shape" : "");
+                    in[i + j].str(), in[i].str(),
+                    k == 6 ? ", then its low-precision copy of its shape (or with padding rows)" : "");
     if (in[i + 4].numel() != 1)
       graph_error("{} {}: group {}: the step count (input {}) is {}; it must be one element, [1]", name, node, i / k,
                   i + 4, in[i + 4].str());
@@ -239,9 +240,11 @@ Shape multi_update_shape(OpKind op, const std::vector<Shape>& in, const Attrs& a
   const size_t groups = static_cast<size_t>(op_group_inputs(op, static_cast<int>(in.size())));
   for (size_t i = 0; i < groups; i += k)
     for (size_t j = 1; j < k; ++j)
-      if (in[i + j] != in[i])
+      if (op_input_is_copy(op, static_cast<int>(i + j), static_cast<int>(in.size()))
+              ? !copy_shape_fits(in[i + j], in[i])
+              : in[i + j] != in[i])
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
-                    "its gradient{} of the same shape", name, node, i / k, i, i + k - 1,
+                    "its gradient{} of the same shape (a copy may have padding rows)", name, node, i / k, i, i + k - 1,
                     j == 1 ? "gradient" : op_input_is_copy(op, static_cast<int>(i + j), static_cast<int>(in.size())) ? "low-precision copy" : "velocity",
                     in[i + j].str(), in[i].str(),
                     op_update_writes_copy(op) ? (k == 4 ? ", its velocity and its low-precision copy" : " and its low-precision copy")
@@ -424,6 +427,10 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       if (in[1].rank != 1 || in[1][0] != in[0][0])
         graph_error("{} {}: labels {} must be [{}], one class index per row of logits {}", name, node,
                     in[1].str(), in[0][0], in[0].str());
+      if (at.size < 0 || at.size > in[0][1])
+        graph_error("{} {}: size {} is not a class count of logits {}; give 0 (every column a class) or the "
+                    "classes, at most {} (the columns past them are padding)", name, node, at.size, in[0].str(),
+                    in[0][1]);
       if (op == OpKind::cross_entropy_grad) {
         if (in[2] != Shape{1}) graph_error("cross_entropy_grad {}: dloss {} must be [1]", node, in[2].str());
         return in[0];

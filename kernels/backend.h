@@ -62,6 +62,12 @@ class Backend {
     return true;
   }
 
+  // Whether the backend computes a GEMM whose extents are not whole 16-byte steps at padded
+  // extents (kernels/gemm/gemm_staging.h: the CUDA backend's gemm_align_staging). The static
+  // compiler's vocab_pad pass pads such a product in the graph only then, so that both
+  // executors run the same padded product.
+  virtual bool pads_unaligned_gemms() const { return false; }
+
   // The group this backend's all_reduce calls reduce over (data parallelism,
   // kernels/communicator.h); without one the backend is a group of one. Join before
   // compiling or stepping: a captured CUDA graph keeps the communicator it captured.

@@ -19,7 +19,7 @@ namespace {
 
 // For each input that a loss reads as data with a domain, the bound of that domain;
 // 0 for the other values. cross_entropy(_grad) labels (input 1): the class count of
-// the logits; embedding's ids (input 1): the table's rows (embedding_grad's: attrs.size); padded_mse_loss(_grad) counts (input 2): the element count of pred. A
+// the logits (attrs.size when set); embedding's ids (input 1): the table's rows (embedding_grad's: attrs.size); padded_mse_loss(_grad) counts (input 2): the element count of pred. A
 // value read by two such nodes gets the smaller bound, so it is valid for both.
 struct DataBounds {
   std::vector<int64_t> classes;  // labels in [0, classes)
@@ -41,7 +41,8 @@ DataBounds data_bounds(const Graph& g) {
     if (!in_range(data) || !in_range(read)) continue;
     const Shape& s = g.values[static_cast<size_t>(data)].shape;
     int64_t numel = 0;
-    if (n.op == OpKind::embedding_grad && n.attrs.size >= 1) lower(b.classes[static_cast<size_t>(read)], n.attrs.size);
+    if ((n.op == OpKind::embedding_grad || (labels && !ids)) && n.attrs.size >= 1)
+      lower(b.classes[static_cast<size_t>(read)], n.attrs.size);
     else if (labels && s.rank == 2) lower(b.classes[static_cast<size_t>(read)], ids ? s[0] : s[1]);
     if (count && numel_checked(s, numel) && numel > 0) lower(b.counts[static_cast<size_t>(read)], numel);
   }
@@ -106,14 +107,18 @@ std::vector<std::vector<float>> make_values(const Graph& g, uint64_t seed) {
     }
   }
   // A low-precision weight copy (the *_multi_cast updates) starts as its parameter, rounded
-  // (interpret rounds the leaves), as the static executor's parameter store fills it.
+  // (interpret rounds the leaves), then zeros in the rows it has past the parameter's, as the
+  // static executor's parameter store fills it.
   for (const Node& n : g.nodes) {
     if (!op_update_writes_copy(n.op)) continue;
     const int k = op_num_inputs(n.op);
     const int end = op_group_inputs(n.op, static_cast<int>(n.inputs.size()));
-    for (int i = 0; i + k <= end; i += k)
-      values[static_cast<size_t>(n.inputs[static_cast<size_t>(i + k - 1)])] =
-          values[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
+    for (int i = 0; i + k <= end; i += k) {
+      const size_t copy = static_cast<size_t>(n.inputs[static_cast<size_t>(i + k - 1)]);
+      const size_t size = values[copy].size();
+      values[copy] = values[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
+      values[copy].resize(size, 0.0f);
+    }
   }
   return values;
 }
@@ -194,6 +199,17 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     if (nout >= 1 && call.out.dtype != DType::F32)
       load_from_dtype(call.out.data, static_cast<size_t>(call.out.shape.numel()), call.out.dtype,
                       values[static_cast<size_t>(n.outputs[0])].data());
+    // A 16-bit row statistic is stored as a pair hi + lo (graph/attention.h split_lse), as the
+    // CPU backend's widened call splits it (kernels/cpu/widen.cpp); the f32 kernel leaves lo 0,
+    // and rounding that pair alone would drop lo.
+    const int lse = n.op == OpKind::attention_lse ? 0 : n.op == OpKind::attention_fwd_lse ? 1 : -1;
+    if (lse >= 0 && lse < nout) {
+      const int id = n.outputs[static_cast<size_t>(lse)];
+      const DType dt = g.values[static_cast<size_t>(id)].dtype;
+      if (dt != DType::F32)
+        kernels::cpu_attention_split_lse(values[static_cast<size_t>(id)].data(),
+                                         static_cast<int64_t>(values[static_cast<size_t>(id)].size() / 2), dt);
+    }
     for (int o : n.outputs) round_value(o);
     for (size_t i = 0; i < copies.size(); ++i)
       if (!copies[i].empty() && !(op_update_guarded(n.op, arity) && values[static_cast<size_t>(n.inputs.back())][0] != 0.0f))

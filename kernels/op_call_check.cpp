@@ -127,15 +127,17 @@ void check_guard(const Checker& k, const OpCall& c) {
   if (op_update_guarded(c.op, c.num_inputs)) k.numel("found-inf flag", c.input(c.num_inputs - 1).shape, 1);
 }
 
-// Every group has the parameter's element count; nothing written appears twice and no
-// gradient is written (the groups run in parallel).
+// Every group has the parameter's element count (a weight copy at least that: the update
+// writes its first n); nothing written appears twice and no gradient is written (the groups
+// run in parallel).
 void check_multi_update(const Checker& k, const OpCall& c) {
   const int group = op_num_inputs(c.op);
   check_guard(k, c);
   for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += group) {
     const int64_t n = c.input(i).shape.numel();
     for (int j = 1; j < group; ++j)
-      if (c.input(i + j).shape.numel() != n)
+      if (op_input_is_copy(c.op, i + j, c.num_inputs) ? c.input(i + j).shape.numel() < n
+                                                      : c.input(i + j).shape.numel() != n)
         k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / group, i + j,
                c.input(i + j).shape.str(), i, n);
   }
@@ -174,7 +176,7 @@ void check_adamw(const Checker& k, const OpCall& c) {
   for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += group) {
     const int64_t n = c.input(i).shape.numel();
     for (int j = 1; j < group; ++j)
-      if (j != 4 && c.input(i + j).shape.numel() != n)
+      if (j != 4 && (j == 5 ? c.input(i + j).shape.numel() < n : c.input(i + j).shape.numel() != n))
         k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / group, i + j,
                c.input(i + j).shape.str(), i, n);
     if (c.input(i + 4).shape.numel() != 1)
@@ -420,6 +422,10 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       if (x.rank != 2) k.fail("logits {} must be [n, classes]", x.str());
       g.rows = x[0];
       g.cols = x[1];
+      if (k.attrs().size < 0 || k.attrs().size > x[1])
+        k.fail("size {} is not a class count of logits {} (0: every column; else at most {})", k.attrs().size, x.str(),
+               x[1]);
+      g.len = k.attrs().size > 0 ? k.attrs().size : x[1];  // the classes
       k.numel("labels", y, x[0]);
       if (c.op == OpKind::cross_entropy) {
         k.numel("output", c.out.shape, 1);

@@ -18,7 +18,8 @@ struct CallGeometry {
   int64_t rows = 0, cols = 0;             // row ops: rows x the last dim
   int64_t outer = 0, len = 0, inner = 0;  // reduce: [outer, len, inner]; broadcast: len = size;
                                           // concat: len = the output's extent; slice: len = size;
-                                          // embedding(_grad): rows = ids, cols = dim, len = vocabulary
+                                          // embedding(_grad): rows = ids, cols = dim, len = vocabulary;
+                                          // cross_entropy(_grad): len = the classes (attrs.size or cols)
   int axis = 0;                           // concat, slice: attrs.axis, normalized
   ConvGeometry conv;                      // the conv family (graph/conv.h); n: output elements
   BatchNormGeometry bn;                   // the batchnorm family (graph/batch_norm.h)

@@ -71,6 +71,13 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
   out.pass_options = effective_pass_options(opt);
   if (loss >= static_cast<int>(graph.values.size()))
     throw std::invalid_argument(fmt::format("compile: loss value {} is not in the graph", loss));
+  std::shared_ptr<Backend> backend = opt.backend;
+  if (!backend) backend = opt.params ? nullptr : std::shared_ptr<Backend>(make_cpu_backend());
+  std::shared_ptr<ParameterStore> params = opt.params;
+  if (!params) params = std::make_shared<ParameterStore>(backend, opt.seed);
+  else if (backend && &params->backend() != backend.get())
+    throw std::invalid_argument("compile: the parameter store belongs to another backend; pass the same backend");
+  out.pass_options.backend_pads_gemms = params->backend().pads_unaligned_gemms();
   auto t0 = Clock::now();
   if (!opt.passes.empty()) {
     TG_TRACE_SCOPE("passes");
@@ -89,13 +96,6 @@ CompiledPlan compile_graph(Graph graph, int loss, const CompileOptions& opt, Com
     order = graph.topo_order();
   }
   t.validate = ms_since(t0);
-
-  std::shared_ptr<Backend> backend = opt.backend;
-  if (!backend) backend = opt.params ? nullptr : std::shared_ptr<Backend>(make_cpu_backend());
-  std::shared_ptr<ParameterStore> params = opt.params;
-  if (!params) params = std::make_shared<ParameterStore>(backend, opt.seed);
-  else if (backend && &params->backend() != backend.get())
-    throw std::invalid_argument("compile: the parameter store belongs to another backend; pass the same backend");
 
   t0 = Clock::now();
   trace::Span plan_span("plan");

@@ -151,15 +151,17 @@ void StaticExecutable::allocate() {
   for (size_t v = 0; v < g.values.size(); ++v)
     if (master_of[v] >= 0)
       ptr_[v] = params_->bind_copy(g.values[v], g.values[static_cast<size_t>(master_of[v])], held, advice);
-  std::vector<bool> has_copy(g.values.size(), false);
-  for (size_t v = 0; v < g.values.size(); ++v)
-    if (master_of[v] >= 0) has_copy[static_cast<size_t>(master_of[v])] = true;
   for (const Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const int v = n.inputs[i];
       if (op_update_writes(n.op, static_cast<int>(i), static_cast<int>(n.inputs.size())) &&
-          g.values[static_cast<size_t>(v)].role == Role::parameter && !has_copy[static_cast<size_t>(v)])
-        updated_without_copy_.push_back(g.values[static_cast<size_t>(v)].name);
+          g.values[static_cast<size_t>(v)].role == Role::parameter)
+        updated_.emplace(g.values[static_cast<size_t>(v)].name, std::vector<std::string>{});
+    }
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (master_of[v] >= 0) {
+      auto it = updated_.find(g.values[static_cast<size_t>(master_of[v])].name);
+      if (it != updated_.end()) it->second.push_back(g.values[v].name);
     }
   for (size_t v = 0; v < g.values.size(); ++v)
     if (plan_.placement[v] == Placement::view)
@@ -343,16 +345,19 @@ void StaticExecutable::run(const Feeds& feeds) {
 }
 
 void StaticExecutable::refresh_unwritten_copies() {
-  if (updated_without_copy_.empty()) return;
+  if (updated_.empty()) return;
   if (params_->copies_bound() != copies_seen_) {
     copies_seen_ = params_->copies_bound();
     stale_after_run_.clear();
-    std::unordered_set<std::string> masters;
-    for (const auto& entry : params_->copies()) masters.insert(entry.second);
-    for (const std::string& p : updated_without_copy_)
-      if (masters.count(p)) stale_after_run_.push_back(p);
+    for (const auto& [copy, master] : params_->copies()) {
+      const auto it = updated_.find(master);
+      if (it != updated_.end() && std::find(it->second.begin(), it->second.end(), copy) == it->second.end())
+        stale_after_run_.push_back(copy);
+    }
+    std::sort(stale_after_run_.begin(), stale_after_run_.end());
   }
-  for (const std::string& p : stale_after_run_) params_->refresh_copies_of(p);
+  if (!stale_after_run_.empty()) backend().synchronize();
+  for (const std::string& copy : stale_after_run_) params_->refresh_copy(copy);
 }
 
 void StaticExecutable::replay_resident() {

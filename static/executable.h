@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/graph.h"
@@ -171,8 +172,10 @@ class StaticExecutable {
   std::vector<Launch> launches_;
   std::vector<std::vector<kernels::TensorView>> more_;  // variadic inputs past kMaxOpInputs, per launch
   std::unique_ptr<DeviceRunner> runner_;  // CUDA only
-  std::vector<std::string> updated_without_copy_;  // parameters this plan updates without writing a copy
-  std::vector<std::string> stale_after_run_;       // of those, the ones with copies in the store
+  // The parameters this plan updates, each with the copies of it the plan writes (none
+  // without the low_copies pass; the padded one only with vocab_pad).
+  std::unordered_map<std::string, std::vector<std::string>> updated_;
+  std::vector<std::string> stale_after_run_;  // the store's other copies of those parameters
   uint64_t copies_seen_ = ~uint64_t{0};            // ParameterStore::copies_bound() when stale_after_run_ was made
 };
 

@@ -67,9 +67,9 @@ float* ParameterStore::bind(const ValueInfo& v, const std::function<std::string(
 float* ParameterStore::bind_copy(const ValueInfo& copy, const ValueInfo& master, const std::function<std::string()>& held,
                                  const std::string& advice) {
   auto m = entries_.find(master.name);
-  if (m == entries_.end() || m->second.dtype != DType::F32 || m->second.shape != copy.shape)
-    graph_error("low-precision copy {}: its parameter {} must be bound first, f32, of the copy's shape {}",
-                quote_name(copy.name), quote_name(master.name), copy.shape.str());
+  if (m == entries_.end() || m->second.dtype != DType::F32 || !copy_shape_fits(copy.shape, m->second.shape))
+    graph_error("low-precision copy {}: its parameter {} must be bound first, f32, of the copy's shape {} (or of "
+                "fewer rows)", quote_name(copy.name), quote_name(master.name), copy.shape.str());
   auto it = entries_.find(copy.name);
   if (it != entries_.end()) {
     require_same_layout(copy, it->second.shape, it->second.dtype);
@@ -98,9 +98,16 @@ void ParameterStore::fill_copy(const std::string& copy) {
   call.attrs = &at;
   call.num_inputs = 1;
   call.in[0] = {m.data, m.shape, m.dtype};
-  call.out = {c.data, c.shape, c.dtype};
+  call.out = {c.data, m.shape, c.dtype};
   backend_->run(call);
   backend_->synchronize();  // `at` lives on this frame; a plan replays on its own stream
+  const size_t esize = static_cast<size_t>(dtype_size(c.dtype));
+  const size_t filled = static_cast<size_t>(m.shape.numel()) * esize;
+  const size_t padding = static_cast<size_t>(c.shape.numel()) * esize - filled;
+  if (padding > 0) {  // the rows past the master's: zeros (all-zero bits in every float dtype)
+    const std::vector<char> zeros(padding, 0);
+    backend_->copy_to_device(reinterpret_cast<char*>(c.data) + filled, zeros.data(), padding);
+  }
 }
 
 void ParameterStore::write(const std::string& name, const std::vector<float>& host) {

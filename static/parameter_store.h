@@ -32,7 +32,8 @@ class ParameterStore {
               const std::string& advice = "Reduce the model size.");
   // The buffer of `copy`, a parameter's persistent low-precision copy (the low_copies pass,
   // static/passes/pass.h), created on first use and filled from `master`'s buffer (bound
-  // before) by a `cast`, so it holds the bits the cast the pass removed would give. From
+  // before) by a `cast`, so it holds the bits the cast the pass removed would give. A copy
+  // with more rows than its master (copy_shape_fits; the vocab_pad pass) holds zeros past them. From
   // then on the store refreshes it after every write it makes to the master (write,
   // refresh_copies): the step's update writes it otherwise.
   float* bind_copy(const ValueInfo& copy, const ValueInfo& master, const std::function<std::string()>& held = nullptr,
@@ -48,6 +49,9 @@ class ParameterStore {
   void refresh_copies();
   // The same for the copies of one parameter (none: nothing to do).
   void refresh_copies_of(const std::string& master);
+  // Fills one bound copy from its parameter (the caller has waited for the device: a step
+  // that updated the parameter without writing this copy, StaticExecutable).
+  void refresh_copy(const std::string& copy) { fill_copy(copy); }
   // How many copies were bound so far: a plan that watches for copies of the parameters it
   // updates asks again when it changes (StaticExecutable).
   uint64_t copies_bound() const { return copy_of_.size(); }

@@ -189,7 +189,9 @@ void cpu_slice(const OpCall& c, const CallGeometry& g);
 // cross_entropy:      loss[0] = sum_r (logsumexp(x[r, :]) - x[r, label_r]) / kept
 // cross_entropy_grad: dx[r, j] = (softmax(x[r, :])[j] - (j == label_r)) * dloss[0] / kept
 // over the rows whose label is not ignore_index (kept of them; their dx rows are 0).
-// Labels are class indices (i32, i64, or whole numbers in f32), each in [0, cols) or
+// A row holds cols values of which the first `classes` are the classes (logsumexp and
+// softmax over those); the columns past them are padding: read by nothing, dx 0 there.
+// Labels are class indices (i32, i64, or whole numbers in f32), each in [0, classes) or
 // ignore_index (tg::InputError otherwise).
 void cpu_mse_loss(const float* p, const float* t, float* loss, int64_t n);
 void cpu_mse_loss_grad(const float* p, const float* t, const float* dloss, float* dp, int64_t n);
@@ -200,9 +202,9 @@ void cpu_padded_mse_loss(const float* p, const float* t, const float* count, flo
 void cpu_padded_mse_loss_grad(const float* p, const float* t, const float* count, const float* dloss, float* dp,
                               int64_t n);
 void cpu_cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                       int64_t ignore_index);
+                       int64_t classes, int64_t ignore_index);
 void cpu_cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx,
-                            int64_t rows, int64_t cols, int64_t ignore_index);
+                            int64_t rows, int64_t cols, int64_t classes, int64_t ignore_index);
 
 // ---- embedding (embedding.cpp) -----------------------------------------------------
 // embedding:      out[t, :] = table[ids[t], :] for the n ids

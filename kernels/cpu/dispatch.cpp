@@ -67,9 +67,10 @@ void run_cpu(const OpCall& c) {
     case OpKind::mse_loss_grad: return cpu_mse_loss_grad(x.data, y.data, z, out, n);
     case OpKind::padded_mse_loss: return cpu_padded_mse_loss(x.data, y.data, z, out, n);
     case OpKind::padded_mse_loss_grad: return cpu_padded_mse_loss_grad(x.data, y.data, z, c.in[3].data, out, n);
-    case OpKind::cross_entropy: return cpu_cross_entropy(x.data, y, out, g.rows, g.cols, c.attrs->ignore_index);
+    case OpKind::cross_entropy:
+      return cpu_cross_entropy(x.data, y, out, g.rows, g.cols, g.len, c.attrs->ignore_index);
     case OpKind::cross_entropy_grad:
-      return cpu_cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, c.attrs->ignore_index);
+      return cpu_cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, g.len, c.attrs->ignore_index);
     case OpKind::embedding: return cpu_embedding(x.data, g.len, g.cols, y, out, g.rows);
     case OpKind::embedding_grad: return cpu_embedding_grad(x.data, y, out, g.len, g.cols, g.rows);
     case OpKind::dropout: return cpu_dropout(x.data, y, out, n, *c.attrs);

@@ -80,14 +80,14 @@ void cpu_padded_mse_loss_grad(const float* p, const float* t, const float* count
 }
 
 void cpu_cross_entropy(const float* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                       int64_t ignore_index) {
+                       int64_t classes, int64_t ignore_index) {
   double total = 0.0;
   int64_t kept = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * cols;
-    const int64_t label = label_at(labels, r, cols, ignore_index, "cross_entropy");
+    const int64_t label = label_at(labels, r, classes, ignore_index, "cross_entropy");
     if (label == kIgnored) continue;
-    const detail::RowExpSum st = detail::row_exp_sum(xr, cols);
+    const detail::RowExpSum st = detail::row_exp_sum(xr, classes);
     total += (st.max + std::log(st.sum)) - xr[label];
     ++kept;
   }
@@ -96,23 +96,24 @@ void cpu_cross_entropy(const float* logits, const TensorView& labels, float* los
 }
 
 void cpu_cross_entropy_grad(const float* logits, const TensorView& labels, const float* dloss, float* dx,
-                            int64_t rows, int64_t cols, int64_t ignore_index) {
-  const int64_t kept = kept_rows(labels, rows, cols, ignore_index, "cross_entropy_grad");
+                            int64_t rows, int64_t cols, int64_t classes, int64_t ignore_index) {
+  const int64_t kept = kept_rows(labels, rows, classes, ignore_index, "cross_entropy_grad");
   const double s = static_cast<double>(dloss[0]) / static_cast<double>(kept);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * cols;
     float* dxr = dx + r * cols;
-    const int64_t label = label_at(labels, r, cols, ignore_index, "cross_entropy_grad");
+    const int64_t label = label_at(labels, r, classes, ignore_index, "cross_entropy_grad");
     if (label == kIgnored) {
       for (int64_t j = 0; j < cols; ++j) dxr[j] = 0.0f;
       continue;
     }
-    const detail::RowExpSum st = detail::row_exp_sum(xr, cols);
+    const detail::RowExpSum st = detail::row_exp_sum(xr, classes);
     const double inv = 1.0 / st.sum;
-    for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t j = 0; j < classes; ++j) {
       const double p = std::exp(static_cast<double>(xr[j]) - st.max) * inv;
       dxr[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * s);
     }
+    for (int64_t j = classes; j < cols; ++j) dxr[j] = 0.0f;  // padding columns: no class, no gradient
   }
 }
 

@@ -236,11 +236,13 @@ void padded_mse_loss_grad(const float* p, const float* t, const float* count, co
 // Labels i32, i64 or f32 class indices; rows labelled ignore_index count nowhere (their
 // gradient rows are 0); every row ignored gives a NaN loss, as torch does. With scratch
 // for a double a row the rows are spread over the device; the bits are the same either way.
-// The logits (and dx) are of dtype dt, any float dtype; the loss and dloss are f32.
+// The logits (and dx) are of dtype dt, any float dtype; the loss and dloss are f32. A row
+// holds cols values, the first `classes` of them the classes; dx is 0 past them.
 void cross_entropy(const void* logits, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                   int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s, DType dt = DType::F32);
+                   int64_t classes, int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s,
+                   DType dt = DType::F32);
 void cross_entropy_grad(const void* logits, const TensorView& labels, const float* dloss, void* dx, int64_t rows,
-                        int64_t cols, int64_t ignore_index, cudaStream_t s, DType dt = DType::F32);
+                        int64_t cols, int64_t classes, int64_t ignore_index, cudaStream_t s, DType dt = DType::F32);
 
 // ---- embedding (embedding.cu) and casts over integers (ints.cu) ----------------------
 // embedding: out[t, :] = table[ids[t], :] (a row of zeros for an id outside [0, g.len));

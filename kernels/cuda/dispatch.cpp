@@ -100,10 +100,10 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
       return cuda::padded_mse_loss(x.data, y.data, z, out, n, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::padded_mse_loss_grad: return cuda::padded_mse_loss_grad(x.data, y.data, z, c.in[3].data, out, n, s);
     case OpKind::cross_entropy:
-      return cuda::cross_entropy(x.data, y, out, g.rows, g.cols, c.attrs->ignore_index, ctx.scratch, ctx.scratch_bytes,
-                                 s, dt);
+      return cuda::cross_entropy(x.data, y, out, g.rows, g.cols, g.len, c.attrs->ignore_index, ctx.scratch,
+                                 ctx.scratch_bytes, s, dt);
     case OpKind::cross_entropy_grad:
-      return cuda::cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, c.attrs->ignore_index, s, dt);
+      return cuda::cross_entropy_grad(x.data, y, z, out, g.rows, g.cols, g.len, c.attrs->ignore_index, s, dt);
     case OpKind::embedding: return cuda::embedding(x, y, c.out, g, s);
     case OpKind::embedding_grad: return cuda::embedding_grad(x, y, c.out, g, s);
     case OpKind::dropout: return cuda::dropout(x, y, c.out, n, *c.attrs, s);

@@ -176,20 +176,21 @@ __device__ __forceinline__ float row_scale(int64_t label, float dloss, float kep
   return label < 0 ? NAN : dloss / kept;
 }
 
+// cols: the classes, the first cols of a row's ld values; dx is 0 in the columns past them.
 template <typename T, typename L>
 struct CrossEntropyGradOp {
   const T* logits;
   const L* labels;
   const float* dloss;
   T* dx;
-  int64_t rows, cols, ignore;
+  int64_t rows, cols, ld, ignore;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
-    const T* xr = logits + row * cols;
-    T* dxr = dx + row * cols;
+    const T* xr = logits + row * ld;
+    T* dxr = dx + row * ld;
     const int64_t label = label_col(labels, row, cols, ignore);
     if (label == kIgnoredRow) {  // the whole group alike: exact zeros, as on the CPU, whatever the logits hold
-      for (int64_t j = t; j < cols; j += G) dxr[j] = narrow<T>(0.0f);
+      for (int64_t j = t; j < ld; j += G) dxr[j] = narrow<T>(0.0f);
       return;
     }
     const float kept = kept_rows<G>(labels, rows, cols, ignore, t, smem);
@@ -204,6 +205,7 @@ struct CrossEntropyGradOp {
     } else {
       TG_ROW_LOOP(k, j) { grad(j, cached_exp(c, k, xr, j, m)); }
     }
+    for (int64_t j = cols + t; j < ld; j += G) dxr[j] = narrow<T>(0.0f);
   }
   template <int NV>
   __device__ void run4(int64_t row, int t, int nq) const {
@@ -235,8 +237,8 @@ struct CrossEntropyGradOp {
 // cross_entropy_kernel does both in one block of 32 warps, warp w taking rows w, w + 32,
 // ... (one SM: fine for a small loss, far too slow for a language model's logits).
 template <int VPT, typename T>
-__device__ __forceinline__ double row_loss(const T* logits, int64_t label, int64_t r, int64_t cols, int t) {
-  const T* xr = logits + r * cols;
+__device__ __forceinline__ double row_loss(const T* logits, int64_t label, int64_t r, int64_t cols, int64_t ld, int t) {
+  const T* xr = logits + r * ld;
   RowCache<VPT> c;
   float m, s;
   exp_sum<32, VPT>(xr, cols, t, nullptr, c, m, s);
@@ -246,7 +248,8 @@ __device__ __forceinline__ double row_loss(const T* logits, int64_t label, int64
 
 template <int VPT, typename T, typename L>
 __global__ void __launch_bounds__(1024) cross_entropy_kernel(const T* logits, const L* labels, float* loss,
-                                                             int64_t rows, int64_t cols, int64_t ignore) {
+                                                             int64_t rows, int64_t cols, int64_t ld,
+                                                             int64_t ignore) {
   pdl::prologue();
   __shared__ double totals[32];
   __shared__ double counts[32];
@@ -255,7 +258,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(const T* logits, co
   for (int64_t r = w; r < rows; r += 32) {
     const int64_t label = label_col(labels, r, cols, ignore);
     if (label == kIgnoredRow) continue;  // the same branch for the whole warp
-    acc += row_loss<VPT>(logits, label, r, cols, t);
+    acc += row_loss<VPT>(logits, label, r, cols, ld, t);
     kept += 1.0;
   }
   if (t == 0) {
@@ -274,14 +277,15 @@ constexpr int kCeRowsPerBlock = 8;
 template <int VPT, typename T, typename L>
 __global__ void __launch_bounds__(32 * kCeRowsPerBlock) cross_entropy_rows_kernel(const T* logits, const L* labels,
                                                                                   double* row_losses, int64_t rows,
-                                                                                  int64_t cols, int64_t ignore) {
+                                                                                  int64_t cols, int64_t ld,
+                                                                                  int64_t ignore) {
   pdl::prologue();
   const int t = threadIdx.x & 31;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kCeRowsPerBlock;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kCeRowsPerBlock + (threadIdx.x >> 5); r < rows; r += step) {
     const int64_t label = label_col(labels, r, cols, ignore);
     if (label == kIgnoredRow) continue;  // the sum skips the row by its label
-    const double lr = row_loss<VPT>(logits, label, r, cols, t);
+    const double lr = row_loss<VPT>(logits, label, r, cols, ld, t);
     if (t == 0) row_losses[r] = lr;
   }
 }
@@ -306,19 +310,20 @@ __global__ void __launch_bounds__(32) cross_entropy_sum_kernel(const double* row
 }
 
 template <int VPT, typename T, typename L>
-void launch_cross_entropy(const T* logits, const L* labels, float* loss, int64_t rows, int64_t cols,
+void launch_cross_entropy(const T* logits, const L* labels, float* loss, int64_t rows, int64_t cols, int64_t ld,
                           int64_t ignore, void* scratch, size_t scratch_bytes, cudaStream_t s) {
   // Below this many logits one SM reads them about as fast as the second launch costs.
   constexpr int64_t kSpreadFrom = int64_t{1} << 18;
   if (!scratch || scratch_bytes / sizeof(double) < static_cast<size_t>(rows) || rows * cols < kSpreadFrom) {
-    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<VPT, T, L>, 1, 1024, s, logits, labels, loss, rows, cols, ignore);
+    detail::launch(TG_LAUNCH_SITE, cross_entropy_kernel<VPT, T, L>, 1, 1024, s, logits, labels, loss, rows, cols, ld,
+                   ignore);
     return;
   }
   double* row_losses = static_cast<double*>(scratch);
   const int64_t blocks = (rows + kCeRowsPerBlock - 1) / kCeRowsPerBlock;
   const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
   detail::launch(TG_LAUNCH_SITE, cross_entropy_rows_kernel<VPT, T, L>, static_cast<int>(blocks < cap ? blocks : cap),
-                 32 * kCeRowsPerBlock, s, logits, labels, row_losses, rows, cols, ignore);
+                 32 * kCeRowsPerBlock, s, logits, labels, row_losses, rows, cols, ld, ignore);
   detail::launch(TG_LAUNCH_SITE, cross_entropy_sum_kernel<L>, 1, 32, s, row_losses, labels, loss, rows, cols, ignore);
 }
 
@@ -351,21 +356,24 @@ void padded_mse_loss(const float* p, const float* t, const float* count, float* 
 }
 
 void cross_entropy_grad(const void* logits, const TensorView& labels, const float* dloss, void* dx, int64_t rows,
-                        int64_t cols, int64_t ignore_index, cudaStream_t s, DType dt) {
+                        int64_t cols, int64_t classes, int64_t ignore_index, cudaStream_t s, DType dt) {
   with_element_type(dt, [&](auto e) {
     using T = decltype(e);
     with_label_type(labels.dtype, [&](auto le) {
       using L = decltype(le);
       const T* x = elements<const T>(logits);
       T* d = elements<T>(dx);
-      launch_rows(CrossEntropyGradOp<T, L>{x, elements<const L>(labels.data), dloss, d, rows, cols, ignore_index}, rows,
-                  cols, aligned4(x) && aligned4(d), s);
+      // The 4-wide path reads whole rows: padded rows take the scalar one.
+      launch_rows(
+          CrossEntropyGradOp<T, L>{x, elements<const L>(labels.data), dloss, d, rows, classes, cols, ignore_index},
+          rows, classes, classes == cols && aligned4(x) && aligned4(d), s);
     });
   });
 }
 
 void cross_entropy(const void* x, const TensorView& labels, float* loss, int64_t rows, int64_t cols,
-                   int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s, DType dt) {
+                   int64_t classes, int64_t ignore_index, void* scratch, size_t scratch_bytes, cudaStream_t s,
+                   DType dt) {
   if (rows <= 0 || cols <= 0) return;
   with_element_type(dt, [&](auto e) {
     using T = decltype(e);
@@ -373,14 +381,14 @@ void cross_entropy(const void* x, const TensorView& labels, float* loss, int64_t
     with_label_type(labels.dtype, [&](auto le) {
       using L = decltype(le);
       const L* l = elements<const L>(labels.data);
-      if (cols <= 32)
-        launch_cross_entropy<1>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
-      else if (cols <= 128)
-        launch_cross_entropy<4>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
-      else if (cols <= 512)
-        launch_cross_entropy<16>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+      if (classes <= 32)
+        launch_cross_entropy<1>(logits, l, loss, rows, classes, cols, ignore_index, scratch, scratch_bytes, s);
+      else if (classes <= 128)
+        launch_cross_entropy<4>(logits, l, loss, rows, classes, cols, ignore_index, scratch, scratch_bytes, s);
+      else if (classes <= 512)
+        launch_cross_entropy<16>(logits, l, loss, rows, classes, cols, ignore_index, scratch, scratch_bytes, s);
       else
-        launch_cross_entropy<0>(logits, l, loss, rows, cols, ignore_index, scratch, scratch_bytes, s);
+        launch_cross_entropy<0>(logits, l, loss, rows, classes, cols, ignore_index, scratch, scratch_bytes, s);
     });
   });
 }

@@ -59,8 +59,9 @@ struct GemmStaging {
 inline bool gemm_extent_aligned(int64_t extent, int esize) { return (extent * esize) % 16 == 0; }
 
 // Every operand whose extents or leading dim must change is staged, or none: one unaligned
-// operand is enough to keep cuBLASLt on its one-element kernels.
-inline GemmStaging plan_gemm_staging(const GemmStagingShape& s) {
+// operand is enough to keep cuBLASLt on its one-element kernels. min_product: the backend's
+// kStagingMinProduct; a test of the rule's users may lower it.
+inline GemmStaging plan_gemm_staging(const GemmStagingShape& s, int64_t min_product = kStagingMinProduct) {
   GemmStaging out;
   out.m = s.m, out.n = s.n, out.k = s.k;
   auto operand = [](int64_t rows, int64_t cols, int64_t ld) {
@@ -103,7 +104,7 @@ inline GemmStaging plan_gemm_staging(const GemmStagingShape& s) {
     elements += o->rows * o->cols;
   }
   const double product = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (elements == 0 || product < static_cast<double>(kStagingMinProduct) ||
+  if (elements == 0 || product < static_cast<double>(min_product) ||
       product < static_cast<double>(kStagingMinRatio) * static_cast<double>(elements))
     return none;
   out.m = m, out.n = n, out.k = k;

@@ -19,8 +19,8 @@
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
-#   lm-options 120  tg-train's GPT-2 small in bf16 at both sizes under the GEMM option still off
-#              by default, gemm_bias_grad_sums=1; beside lm-full-bf16's default run
+#   lm-options 220  tg-train's GPT-2 small in bf16 at both sizes with the default options and
+#              with the GEMM option still off by default, gemm_bias_grad_sums=1
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
 set -u
 limit=${1:?seconds}
@@ -60,10 +60,12 @@ for name in "$@"; do
     profile-resnet50)
       step profile-resnet50 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 "" quick ;;
     lm-options)
-      for opts in gemm_bias_grad_sums=1; do
+      for opts in defaults gemm_bias_grad_sums=1; do
         tag=$(echo "$opts" | tr ',=' '-_')
+        flags=()
+        [ "$opts" = defaults ] || flags=(--cuda-options "$opts")
         step "lm-options $opts" 110 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes all \
-          --precision bf16 --cuda-options "$opts" --json "$dir/train_gpt2_bf16_$tag.json" > "$dir/train_gpt2_bf16_$tag.txt" 2>&1
+          --precision bf16 "${flags[@]}" --json "$dir/train_gpt2_bf16_$tag.json" > "$dir/train_gpt2_bf16_$tag.txt" 2>&1
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \

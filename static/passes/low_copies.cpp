@@ -122,21 +122,14 @@ Graph pass_low_copies(const Graph& g) {
 
   // One copy per parameter, named after it; per update node, the copy of each group that has one.
   GraphRewrite rw(g);
-  NameIndex names(g);
-  std::unordered_set<std::string> given;
-  auto fresh = [&](const std::string& base) {
-    for (int k = 0;; ++k) {
-      std::string s = k == 0 ? base : base + "." + std::to_string(k);
-      if (!names.taken(s) && given.insert(s).second) return s;
-    }
-  };
+  FreshNames fresh(g);
   std::vector<int> replacement(static_cast<size_t>(nv), -1);  // cast output -> the copy
   std::map<int, std::map<int, int>> copies_of_update;          // node -> first input -> copy
   for (const auto& [p, casts] : casts_of) {
     const ValueInfo& pv = g.values[static_cast<size_t>(p)];
     const DType low = g.nodes[static_cast<size_t>(casts[0])].attrs.to;
     ValueInfo copy;
-    copy.name = fresh(pv.name + "." + dtype_name(low));
+    copy.name = fresh.next(pv.name + "." + dtype_name(low));
     copy.shape = pv.shape;
     copy.dtype = low;
     copy.role = Role::optimizer_state;
@@ -173,7 +166,7 @@ Graph pass_low_copies(const Graph& g) {
     Node with, without;
     with.op = copy_form(u.op);
     with.attrs = u.attrs;
-    with.name = fresh(op_name(with.op));
+    with.name = fresh.next(op_name(with.op));
     without.op = plain_multi_form(u.op);
     without.attrs = u.attrs;
     without.name = u.name;

@@ -50,26 +50,6 @@ int guard_of(const Node& n) {
   return op_update_guarded(n.op, static_cast<int>(n.inputs.size())) ? n.inputs.back() : -1;
 }
 
-// Names no value or node of g has, nor one given before: base, or base.1, base.2, ...
-// A name given stays taken, so the search for a base goes on where it last stopped.
-class FreshNames {
- public:
-  explicit FreshNames(const Graph& g) : g_(g) {}
-  std::string next(const std::string& base) {
-    if (!index_) index_.emplace(g_);
-    for (int& k = next_[base];; ++k) {
-      std::string s = k == 0 ? base : base + "." + std::to_string(k);
-      if (!index_->taken(s) && given_.insert(s).second) return s;
-    }
-  }
-
- private:
-  const Graph& g_;
-  std::optional<NameIndex> index_;  // built at the first name asked for
-  std::unordered_set<std::string> given_;
-  std::unordered_map<std::string, int> next_;  // per base: the suffix to try first (0: none)
-};
-
 // What puts two updates in one multi update: the op, the bits of its learning rate,
 // momentum (sgd_momentum only) and AdamW hyperparameters (adamw only), the node that made
 // the gradient (-1: any) and the found-inf flag (-1: none), which the multi update takes

@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "graph/options_text.h"
+#include "kernels/gemm/gemm_staging.h"
 
 namespace tg {
 
@@ -31,10 +32,11 @@ enum class PassId : uint8_t {
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
   optimizer,    // every sgd / sgd_momentum / adamw update of the step: one multi-tensor update
   low_copies,   // a weight's per-step cast to bf16/f16 becomes a persistent copy its update writes
+  vocab_pad,    // a language model head's unaligned vocabulary padded in the graph: no per-call GEMM copies
   lanes,        // no rewrite: the weight gradients and updates marked to run on a second stream
   channels_last,  // a CNN's convolutions, pools and batch norms on NHWC activations; an option, not in all()
 };
-constexpr int kNumPasses = 11;
+constexpr int kNumPasses = 12;
 const char* pass_name(PassId p);
 
 class PassSet {
@@ -92,6 +94,13 @@ struct PassOptions : TextOptions<PassOptions> {
   // f32 and added to the residual: one kernel). Off, every cast ends a chain: for A/B
   // runs, and to take the casts out of a backend's fused kernels.
   bool elementwise_casts = true;
+  // Not an option: whether the backend computes GEMMs of unaligned extents at padded ones
+  // (Backend::pads_unaligned_gemms), set by compile. The vocab_pad pass pads only then, so
+  // that the plan's products are the ones the dynamic executor's calls compute.
+  bool backend_pads_gemms = true;
+  // Not an option: the smallest product the pass pads, the backend's (kernels/gemm/gemm_staging.h
+  // kStagingMinProduct, 2^30 multiply-adds); tests of small graphs lower it.
+  int64_t vocab_pad_min_product = kernels::kStagingMinProduct;
 
   static constexpr const char* kKind = "a pass option";
   static const std::vector<OptionField<PassOptions>>& fields();
@@ -132,6 +141,12 @@ Graph pass_optimizer(const Graph& g, int64_t split_bytes, int64_t gemm_min_tiles
 // the cast would have made, without the cast. The parameter store fills each copy from its
 // parameter when it is bound and after every write from outside the step (parameter_store.h).
 Graph pass_low_copies(const Graph& g);
+// The vocab_pad pass (static/passes/vocab_pad.cpp): an output layer's GEMMs over a vocabulary
+// whose rows are not whole 16-byte steps, with 16-bit weight copies (low_copies), at padded
+// extents: the copy, the logits and their gradient padded, the classes given to
+// cross_entropy (attrs.size), the weight gradient a view of the padded one's first rows.
+// Only where the backend would pad each product per call (opt.backend_pads_gemms).
+Graph pass_vocab_pad(const Graph& g, const PassOptions& opt = {});
 // The channels_last pass (static/passes/channels_last.cpp): the spatial ops of a CNN on NHWC
 // activations, transposes where a value meets an op that reads NCHW; a graph without 4-D
 // convolutions, pools or batch norms is returned as it is.

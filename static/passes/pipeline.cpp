@@ -19,6 +19,7 @@ const char* pass_name(PassId p) {
     case PassId::elementwise: return "elementwise";
     case PassId::optimizer: return "optimizer";
     case PassId::low_copies: return "low_copies";
+    case PassId::vocab_pad: return "vocab_pad";
     case PassId::lanes: return "lanes";
     case PassId::channels_last: return "channels_last";
   }
@@ -112,6 +113,7 @@ Graph run_passes(Graph g, PassSet set, const PassOptions& opt, std::vector<PassS
         g = pass_optimizer(g, opt, set.has(PassId::lanes) && opt.lanes_early_updates ? kEarlyUpdateBytes : 0);
         break;
       case PassId::low_copies: g = pass_low_copies(g); break;
+      case PassId::vocab_pad: g = pass_vocab_pad(g, opt); break;
       case PassId::lanes: break;  // marks nodes after scheduling (side_lane_nodes); rewrites nothing
       case PassId::channels_last: g = pass_channels_last(g); break;
     }

@@ -68,6 +68,7 @@ Graph GraphRewrite::finish() const {
     keep[v] = info(static_cast<int>(v)).producer < 0 &&
               (r == Role::input || r == Role::parameter || r == Role::optimizer_state);
   }
+  for (int v : dropped_leaves_) keep[static_cast<size_t>(v)] = false;
   for (const Node* n : nodes)
     for (int o : n->outputs) keep[static_cast<size_t>(o)] = true;
   std::vector<int> id(nall, -1);

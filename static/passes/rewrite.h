@@ -8,11 +8,36 @@
 // the source was recorded in and Graph::topo_order schedules it the same way. finish()
 // drops the removed nodes and every value no remaining node produces (leaves stay),
 // renumbers, and checks that nothing reads a value that was dropped.
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/name_index.h"
 
 namespace tg {
+
+// Names no value or node of g has, nor one given before: base, or base.1, base.2, ...
+// A name given stays taken, so the search for a base goes on where it last stopped.
+class FreshNames {
+ public:
+  explicit FreshNames(const Graph& g) : g_(g) {}
+  std::string next(const std::string& base) {
+    if (!index_) index_.emplace(g_);
+    for (int& k = next_[base];; ++k) {
+      std::string s = k == 0 ? base : base + "." + std::to_string(k);
+      if (!index_->taken(s) && given_.insert(s).second) return s;
+    }
+  }
+
+ private:
+  const Graph& g_;
+  std::optional<NameIndex> index_;  // built at the first name asked for
+  std::unordered_set<std::string> given_;
+  std::unordered_map<std::string, int> next_;  // per base: the suffix to try first (0: none)
+};
 
 class GraphRewrite {
  public:
@@ -37,8 +62,16 @@ class GraphRewrite {
   int fusable_producer(int v, OpKind op, int reader) const;
 
   void remove(int node);
+  // A source leaf (a parameter, input or optimizer state) that the rewrite leaves unread and
+  // finish() drops instead of keeping (a weight copy a pass replaced with another).
+  void drop_leaf(int v) { dropped_leaves_.push_back(v); }
   // A new value (id after the source's).
   int add_value(ValueInfo v);
+  // A value's info: the source's or a new one's.
+  const ValueInfo& value_info(int v) const {
+    const size_t n = src_.values.size();
+    return static_cast<size_t>(v) < n ? src_.values[static_cast<size_t>(v)] : new_values_[static_cast<size_t>(v) - n];
+  }
   // A new node at `anchor`'s place; inputs and outputs are ids as above. Its outputs'
   // producer is set by finish().
   void add_node(Node n, int anchor);
@@ -54,6 +87,7 @@ class GraphRewrite {
   std::vector<bool> is_output_;  // per source value: a graph output
   std::vector<bool> removed_;
   std::vector<ValueInfo> new_values_;
+  std::vector<int> dropped_leaves_;
   struct Added {
     Node node;
     int anchor;

@@ -347,10 +347,20 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         return tol(s, 1e-5, 1e-5);
       };
       // With ignore_index a class the labels are drawn from, some rows are ignored.
+      // size: the classes are the first columns, the rest padding (a vocabulary padded to
+      // aligned rows); a row past the forward's register cache takes its other frame.
+      auto padded = [&labels](std::string what, Shape logits, int64_t classes, int64_t ignore) {
+        OpSample s = labels(std::move(what), logits, DType::I32, ignore);
+        s.attrs.size = classes;
+        s.classes = classes;
+        return s;
+      };
       return {labels("[4,5], 4 labels", {4, 5}, DType::F32, -100),
               labels("[4,5], i64 labels", {4, 5}, DType::I64, -100),
               labels("[8,3], i32 labels, ignore_index 1", {8, 3}, DType::I32, 1),
-              labels("[8,3], f32 labels, ignore_index 2", {8, 3}, DType::F32, 2)};
+              labels("[8,3], f32 labels, ignore_index 2", {8, 3}, DType::F32, 2),
+              padded("[4,8], size 5: 3 padding columns", {4, 8}, 5, -100),
+              padded("[3,600], size 597, ignore_index 4", {3, 600}, 597, 4)};
     }
     case OpKind::fill:
       return {with(sample("[3,4] of 2.5", {}), [](Attrs& t) {

@@ -88,9 +88,9 @@ TEST_CASE("cuda cross_entropy on bf16 logits: spread over the device == in one b
       TG_CUDA_CHECK(cudaDeviceSynchronize());
       const kernels::TensorView lv{dl.as<float>(), Shape{rows}, DType::I64};
       float* out = loss.as<float>();
-      kernels::cuda::cross_entropy(low.ptr, lv, out, rows, cols, -100, scratch.get(), scratch.bytes(), s, dt);
-      kernels::cuda::cross_entropy(low.ptr, lv, out + 1, rows, cols, -100, nullptr, 0, s, dt);
-      kernels::cuda::cross_entropy(wide.ptr, lv, out + 2, rows, cols, -100, scratch.get(), scratch.bytes(), s);
+      kernels::cuda::cross_entropy(low.ptr, lv, out, rows, cols, cols, -100, scratch.get(), scratch.bytes(), s, dt);
+      kernels::cuda::cross_entropy(low.ptr, lv, out + 1, rows, cols, cols, -100, nullptr, 0, s, dt);
+      kernels::cuda::cross_entropy(wide.ptr, lv, out + 2, rows, cols, cols, -100, scratch.get(), scratch.bytes(), s);
       float got[3];
       TG_CUDA_CHECK(cudaStreamSynchronize(s));
       TG_CUDA_CHECK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));

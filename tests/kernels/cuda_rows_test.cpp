@@ -134,7 +134,7 @@ TEST_CASE("cuda cross_entropy_grad: an ignored row is exact zeros even where its
     const std::vector<float> labels{2, -100, 5, 0}, dloss{1.0f};
     std::vector<float> want(static_cast<size_t>(n));
     kernels::cpu_cross_entropy_grad(x.data(), {const_cast<float*>(labels.data()), Shape{rows}}, dloss.data(),
-                                    want.data(), rows, cols, -100);
+                                    want.data(), rows, cols, cols, -100);
     const DevTensor dx(x, false), dl(labels, false), dd(dloss, false);
     DevTensor dg(n, false);
     Attrs at;
@@ -208,8 +208,8 @@ TEST_CASE("cuda cross_entropy spread over the device == in one block, bitwise") 
         TG_CUDA_CHECK(cudaDeviceSynchronize());
         const kernels::TensorView lv{dl.as<float>(), Shape{rows}, DType::I64};
         float* out = loss.as<float>();
-        kernels::cuda::cross_entropy(dx.as<float>(), lv, out, rows, cols, -100, scratch.get(), scratch.bytes(), s);
-        kernels::cuda::cross_entropy(dx.as<float>(), lv, out + 1, rows, cols, -100, nullptr, 0, s);
+        kernels::cuda::cross_entropy(dx.as<float>(), lv, out, rows, cols, cols, -100, scratch.get(), scratch.bytes(), s);
+        kernels::cuda::cross_entropy(dx.as<float>(), lv, out + 1, rows, cols, cols, -100, nullptr, 0, s);
         float got[2];
         TG_CUDA_CHECK(cudaStreamSynchronize(s));
         TG_CUDA_CHECK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));

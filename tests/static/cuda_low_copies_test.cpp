@@ -63,4 +63,30 @@ TEST_CASE("low_copies on CUDA: weights written through the store refresh the cop
   for (int i = 0; i < 3; ++i) CHECK(testing::bitwise_diff({plans[0].step(f)}, {plans[1].step(f)}) == "");
 }
 
+TEST_CASE("vocab_pad on CUDA: a GPT-2 head of an odd vocabulary, padded in the graph, steps as the dynamic executor") {
+  TG_REQUIRE_GPU();
+  // Large enough that the backend pads the head's three products per call (1024 x 5008 x
+  // 256 multiply-adds each, kStagingMinProduct), so the pass pads them in the graph.
+  Gpt2Config c;
+  c.batch = 1;
+  c.seq = 1024;
+  c.context = 1024;
+  c.vocab = 5001;
+  c.d_model = 256;
+  c.heads = 2;
+  c.layers = 1;
+  const ModelFn model = testing::gpt2_model(c);
+  const PassSet passes = PassSet::only(PassId::optimizer).with(PassId::low_copies).with(PassId::vocab_pad);
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    CAPTURE(precision_name(p));
+    CompileOptions co;
+    co.backend = gpu();
+    co.precision = p;
+    co.passes = passes;
+    const CompiledPlan plan = compile(model, co);
+    REQUIRE(plan.graph->find_value(std::string("gpt2.wte.") + dtype_name(precision_dtype(p)) + ".padded") >= 0);
+    testing::check_static_vs_dynamic(gpu, model, "gpt2 head", true, c.vocab, p, TrainOptions{}, passes);
+  }
+}
+
 }  // namespace tg

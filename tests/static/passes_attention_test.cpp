@@ -14,6 +14,7 @@
 #include "graph/precision.h"
 #include "graph/training.h"
 #include "graph/validate.h"
+#include "kernels/interpreter.h"
 #include "static/compiler.h"
 #include "static/passes/pass.h"
 #include "static/planner.h"
@@ -180,6 +181,61 @@ TEST_CASE("attention pass: both results as graph outputs, read back with the ops
   validate(f);
   CHECK(count(f, OpKind::attention_fwd_lse) == 1);
   CHECK(f.nodes.size() == 1);
+}
+
+// A 16-bit statistic is the pair hi + lo (graph/attention.h split_lse) on the CPU backend, and
+// so in the reference interpreter, whose kernels run on f32 views: unfused (attention_lse)
+// and fused (attention_fwd_lse) alone, and in a bf16 GPT-2 step with every pass, whose
+// attention gradients (and every parameter after the step) read lo.
+TEST_CASE("attention pass: the reference interpreter splits a 16-bit statistic as the static CPU plan does") {
+  for (const DType dt : {DType::BF16, DType::F16}) {
+    const std::string dtype = dtype_name(dt);
+    CAPTURE(dtype);
+    const Graph g = recorded([dt](RecordingBuilder& b) {
+      const Value q = b.input("q", {2, 5, 8}, dt), k = b.input("k", {2, 5, 8}, dt), v = b.input("v", {2, 5, 8}, dt);
+      Attrs at;
+      at.heads.count = 2;
+      at.alpha = 0.5f;
+      at.causal = true;
+      b.mark_output(b.apply(OpKind::attention, {q, k, v}, at));
+      b.mark_output(b.apply(OpKind::attention_lse, {q, k}, at));
+    });
+    for (const PassSet set : {PassSet::none(), kAttention}) {
+      CAPTURE(set.str());
+      const Graph f = run_passes(g, set);
+      CHECK(count(f, OpKind::attention_fwd_lse) == (set.has(PassId::attention) ? 1 : 0));
+      std::vector<std::vector<float>> want = make_values(f, 3);
+      CompiledPlan plan = compile_graph(f, -1);
+      plan.run(feeds_from(f, want));
+      interpret(f, want);
+      for (const int o : f.outputs)
+        CHECK_MESSAGE(bitwise_diff(plan.read(o), want[static_cast<size_t>(o)]) == "", "output ",
+                      f.values[static_cast<size_t>(o)].name);
+      const std::vector<float>& lse = want[static_cast<size_t>(f.outputs[1])];
+      bool lo = false;  // some row's lo is not 0: the split is there to see
+      for (size_t i = 1; i < lse.size(); i += 2) lo = lo || lse[i] != 0.0f;
+      CHECK(lo);
+    }
+  }
+  const Graph step =
+      run_passes(build_training_graph(with_precision(gpt2_model(tiny_gpt2_config()), Precision::bf16)), PassSet::all());
+  CHECK(count(step, OpKind::attention_fwd_lse) == tiny_gpt2_config().layers);
+  CompileOptions o;
+  o.seed = 5;
+  CompiledPlan plan = compile_graph(step, step.outputs[0], o);
+  std::vector<std::vector<float>> want = make_values(step, 5);
+  const Feeds feeds = feeds_from(step, want);
+  for (int s = 0; s < 2; ++s) {
+    INFO("step ", s);
+    const float loss = plan.step(s == 0 ? feeds : Feeds{});
+    interpret(step, want);
+    CHECK(bitwise_diff({loss}, want[static_cast<size_t>(step.outputs[0])]) == "");
+    for (size_t v = 0; v < step.values.size(); ++v) {
+      const ValueInfo& info = step.values[v];
+      if (info.role != Role::parameter && info.role != Role::optimizer_state) continue;
+      CHECK_MESSAGE(bitwise_diff(plan.read(static_cast<int>(v)), want[v]) == "", "value ", info.name);
+    }
+  }
 }
 
 TEST_CASE("attention pass: an inference graph and pairs of other scores are left as they are") {

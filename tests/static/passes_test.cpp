@@ -27,7 +27,7 @@ TEST_CASE("passes: parse and print the pass sets") {
   CHECK(parse_passes("all") == PassSet::all());
   CHECK(parse_passes("linear").has(PassId::linear));
   CHECK_FALSE(parse_passes("linear").has(PassId::rows));
-  CHECK(parse_passes("linear,rows,optimizer,low_copies,elementwise,lanes,heads,attention,conv,bn_fold") ==
+  CHECK(parse_passes("linear,rows,optimizer,low_copies,vocab_pad,elementwise,lanes,heads,attention,conv,bn_fold") ==
         PassSet::all());
   CHECK_FALSE(parse_passes("linear,rows,optimizer,low_copies,elementwise,lanes,heads,conv,bn_fold") == PassSet::all());
   CHECK_FALSE(parse_passes("linear,rows,optimizer,elementwise,lanes,heads,conv,bn_fold") == PassSet::all());

@@ -265,7 +265,8 @@ int main(int argc, char** argv) {
                   "must have a loss output");
     sub->add_option("--passes", passes_text,
                     "Apply these graph passes first: none, all, or a comma list of bn_fold, conv, heads, attention, rows, "
-                    "linear, elementwise, optimizer, low_copies, lanes, and all (every pass; each prints its node counts on stderr; "
+                    "linear, elementwise, optimizer, low_copies, vocab_pad, lanes, channels_last, and all (every pass but "
+                    "channels_last; each prints its node counts on stderr; "
                     "lanes marks nodes for a second CUDA stream and changes none)")
         ->check(CLI::Validator([](std::string& v) {
           try {
