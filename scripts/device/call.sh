@@ -13,7 +13,7 @@
 #   cnn-run    300  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
 #   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
 #   lm-full    480  scripts/device/lm-run.sh full: GPT-2 small at batch 8 x 1024 too
-#   lm-full-bf16, lm-full-fp32  400  the same in one precision (150 s a tool: torch.compile's first
+#   lm-full-bf16, lm-full-fp32  330  the same in one precision (150 s a tool: torch.compile's first
 #              GPT-2 step takes a minute or more)
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
@@ -50,7 +50,7 @@ for name in "$@"; do
     lm-quick) step lm-quick 220 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 55 0 quick ;;
     lm-full) step lm-full 480 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 120 0 full ;;
     lm-full-bf16 | lm-full-fp32)
-      step "$name" 400 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
+      step "$name" 330 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
     lm-options-fp32)
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
