@@ -411,6 +411,45 @@ __global__ void copy_rows_vec_kernel(const uint4* src, uint4* dst, VecRows r, in
   }
 }
 
+// The block as rows of elements when its rows are long but not whole vectors (a vocabulary's
+// logits cut from their padded rows): a block of threads walks whole rows, so an element costs
+// no divisions (copy_block_kernel's index math makes it several times slower than memory), and
+// each thread has kRowUnroll loads in flight before its stores.
+constexpr int kRowUnroll = 4;
+template <typename E>
+__global__ void copy_rows_kernel(const E* src, E* dst, VecRows r) {
+  pdl::prologue();
+  for (int64_t o = blockIdx.x; o < r.rows; o += gridDim.x) {
+    const E* from = src + o * r.src_stride + r.src_off;
+    E* to = dst + o * r.dst_stride + r.dst_off;
+    for (int64_t k0 = threadIdx.x; k0 < r.width; k0 += static_cast<int64_t>(kRowUnroll) * blockDim.x) {
+      E v[kRowUnroll];
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t k = k0 + static_cast<int64_t>(u) * blockDim.x;
+        if (k < r.width) v[u] = from[k];
+      }
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t k = k0 + static_cast<int64_t>(u) * blockDim.x;
+        if (k < r.width) to[k] = v[u];
+      }
+    }
+  }
+}
+
+// The rows of b in elements (copy_rows_kernel).
+VecRows element_rows(const BlockCopy& b) {
+  VecRows r;
+  r.rows = b.outer;
+  r.width = b.len * b.inner;
+  r.src_stride = b.src_len * b.inner;
+  r.src_off = b.src_off * b.inner;
+  r.dst_stride = b.dst_len * b.inner;
+  r.dst_off = b.dst_off * b.inner;
+  return r;
+}
+
 // The vector form of b for elements of `size` bytes, when it has one.
 bool vec_rows(const void* src, const void* dst, int64_t size, const BlockCopy& b, VecRows& r) {
   const int64_t row = b.inner * size;  // bytes of one position along the axis
@@ -437,8 +476,17 @@ void copy_block(const void* src, void* dst, DType dt, const BlockCopy& b, cudaSt
                    static_cast<const uint4*>(src), static_cast<uint4*>(dst), r, vectors);
     return;
   }
+  // Rows this long keep a block of threads busy; shorter ones take the element kernel.
+  constexpr int64_t kLongRow = 1024;
   auto run = [&](auto e) {
     using E = decltype(e);
+    const VecRows rows = element_rows(b);
+    if (rows.width >= kLongRow) {
+      const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
+      detail::launch(TG_LAUNCH_SITE, copy_rows_kernel<E>, static_cast<int>(rows.rows < cap ? rows.rows : cap), 256, s,
+                     static_cast<const E*>(src), static_cast<E*>(dst), rows);
+      return;
+    }
     detail::launch(TG_LAUNCH_SITE, copy_block_kernel<E>, detail::grid_for(count), detail::kBlock, s,
                    static_cast<const E*>(src), static_cast<E*>(dst), b, count);
   };

@@ -76,6 +76,14 @@ TEST_CASE("cuda slice and concat in f32, bf16 and f16: q, k and v of a projectio
       }
       // Along a middle axis with inner rows: [2, 6, 8] sliced on axis 1 (rows of 8 values).
       TG_CHECK_CASE(move_case(OpKind::slice, 1, 2, 3, {Shape{2, 6, 8}}, Shape{2, 3, 8}, dt, unaligned, seed++));
+      // Long rows of no whole vectors (the row kernel): a padded vocabulary's logits cut to
+      // their classes, from the start and from an offset; a concat of long odd rows; and
+      // rows of 3 x 700 values sliced on a middle axis.
+      for (int64_t start : {int64_t{0}, int64_t{3}})
+        TG_CHECK_CASE(move_case(OpKind::slice, -1, start, 2053, {Shape{9, 2064}}, Shape{9, 2053}, dt, unaligned, seed++));
+      TG_CHECK_CASE(move_case(OpKind::concat, -1, 0, 0, {Shape{5, 1031}, Shape{5, 1201}}, Shape{5, 2232}, dt, unaligned,
+                              seed++));
+      TG_CHECK_CASE(move_case(OpKind::slice, 1, 1, 3, {Shape{4, 5, 700}}, Shape{4, 3, 700}, dt, unaligned, seed++));
     }
   }
 }
