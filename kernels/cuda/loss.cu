@@ -200,8 +200,8 @@ struct CrossEntropyGradOp {
     const float inv = 1.0f / s;
     const float scale = row_scale(label, dloss[0], kept);
     auto grad = [&](int64_t j, float e) { dxr[j] = narrow<T>((e * inv - (j == label ? 1.0f : 0.0f)) * scale); };
-    if constexpr (VPT == 0) {  // every exp loaded in batches before its store: dx may be the logits (in place)
-      row_batches<G>(cols, t, [&](int64_t j) { return cached_exp(c, 0, xr, j, m); }, grad);
+    if constexpr (VPT == 0) {  // a thread's chunk loaded before its stores: dx may be the logits (in place)
+      row_chunks<G>(xr, cols, t, [&](int64_t j, float raw) { grad(j, expf(raw - m)); });
     } else {
       TG_ROW_LOOP(k, j) { grad(j, cached_exp(c, k, xr, j, m)); }
     }

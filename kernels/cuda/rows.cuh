@@ -17,25 +17,30 @@ namespace tg::kernels::cuda::detail {
   _Pragma("unroll") for (int k = 0; k < (VPT > 0 ? VPT : static_cast<int>((cols + G - 1) / G)); ++k) \
     if (const int64_t j = t + static_cast<int64_t>(G) * k; j < cols)
 
-// VPT == 0's pass over this thread's columns j = t, t + G, t + 2G, ... in that order, in
-// batches of kRowBatch: load(j) for the whole batch, then use(j, value) for each. A row too
-// long for the register cache is otherwise latency-bound, with one load of 2 or 4 bytes in
-// flight a thread; the order of the uses, and so the bits, are the plain loop's.
-constexpr int kRowBatch = 4;
-template <int G, typename Load, typename Use>
-__device__ __forceinline__ void row_batches(int64_t cols, int t, const Load& load, const Use& use) {
-  for (int64_t j0 = t; j0 < cols; j0 += static_cast<int64_t>(kRowBatch) * G) {
-    float v[kRowBatch];
+// VPT == 0's pass over a row x of `cols` values, too long for the register cache: thread t
+// takes chunks of kRowChunk consecutive columns, chunks t, t + G, t + 2G, ... in that order,
+// loads a whole chunk, then calls use(j, x[j]) (widened) for each of its columns in order.
+// Where the row starts on a 4-element boundary (every row of a vocabulary padded to whole
+// 16-byte steps, static/passes/vocab_pad.cpp) a chunk is two 4-element loads, else
+// kRowChunk scalar loads, all in flight before the first use: one 2-byte load a thread at a
+// time left such a row latency-bound. The order of the uses, and so the bits, do not depend
+// on the alignment.
+constexpr int kRowChunk = 8;
+template <int G, typename T, typename Use>
+__device__ __forceinline__ void row_chunks(const T* x, int64_t cols, int t, const Use& use) {
+  const bool vec = aligned4(x);
+  for (int64_t j0 = static_cast<int64_t>(t) * kRowChunk; j0 < cols; j0 += static_cast<int64_t>(G) * kRowChunk) {
+    float v[kRowChunk];
+    if (vec && j0 + kRowChunk <= cols) {
+      const float4 a = load4_wide(x + j0), b = load4_wide(x + j0 + 4);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    } else {
 #pragma unroll
-    for (int u = 0; u < kRowBatch; ++u) {
-      const int64_t j = j0 + static_cast<int64_t>(u) * G;
-      v[u] = j < cols ? load(j) : 0.0f;
+      for (int u = 0; u < kRowChunk; ++u) v[u] = j0 + u < cols ? static_cast<float>(x[j0 + u]) : 0.0f;
     }
 #pragma unroll
-    for (int u = 0; u < kRowBatch; ++u) {
-      const int64_t j = j0 + static_cast<int64_t>(u) * G;
-      if (j < cols) use(j, v[u]);
-    }
+    for (int u = 0; u < kRowChunk; ++u)
+      if (j0 + u < cols) use(j0 + u, v[u]);
   }
 }
 

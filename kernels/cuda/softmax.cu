@@ -30,9 +30,9 @@ struct SoftmaxOp {
     float m, s;
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s, alpha);
     const float inv = 1.0f / s;
-    if constexpr (VPT == 0) {  // every exp loaded in batches before its store: y may be x (in place)
-      row_batches<G>(cols, t, [&](int64_t j) { return cached_exp(c, 0, xr, j, m, alpha); },
-                     [&](int64_t j, float e) { yr[j] = narrow<T>(e * inv); });
+    if constexpr (VPT == 0) {  // a thread's chunk loaded before its stores: y may be x (in place)
+      row_chunks<G>(xr, cols, t,
+                    [&](int64_t j, float raw) { yr[j] = narrow<T>(expf(__fmul_rn(alpha, raw) - m) * inv); });
     } else {
       TG_ROW_LOOP(k, j) { yr[j] = narrow<T>(cached_exp(c, k, xr, j, m, alpha) * inv); }
     }

@@ -16,7 +16,8 @@ __device__ __forceinline__ void exp_sum(const T* x, int64_t cols, int t, float* 
                                         float& m, float& s, float alpha = 1.0f) {
   if constexpr (VPT == 0) {
     float mt = -INFINITY, st = 0.0f;
-    row_batches<G>(cols, t, [&](int64_t j) { return __fmul_rn(alpha, x[j]); }, [&](int64_t, float a) {
+    row_chunks<G>(x, cols, t, [&](int64_t, float raw) {
+      const float a = __fmul_rn(alpha, raw);
       if (a > mt) {
         st = st * expf(mt - a) + 1.0f;
         mt = a;
