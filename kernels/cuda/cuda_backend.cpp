@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/communicator.h"
+#include "kernels/gemm/gemm_mode.h"
 #include "kernels/parallel_memcpy.h"
 
 namespace tg {
@@ -232,6 +233,10 @@ Backend::Prepared CudaBackend::prepare(const kernels::OpCall& call) {
   if (!g) return {};
   const size_t staging = call.op == OpKind::matmul_heads ? 0 : kernels::cuda::gemm_staging_bytes(call, ctx_);
   return Prepared{g, staging + g->workspace_bytes(), staging > 0};
+}
+
+bool CudaBackend::pads_unaligned_gemms() const {
+  return ctx_.options.gemm_align_staging && !kernels::batch_invariant_matmul();
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device, bool tf32, const CudaBackendOptions& options) {

@@ -68,7 +68,8 @@ class CudaBackend : public Backend {
   // attention_cudnn.h, likewise run once on scratch) and its workspace.
   Prepared prepare(const kernels::OpCall& call) override;
   bool runs(OpKind op, DType dt) const override { return kernels::cuda::has_kernel(op, dt); }
-  bool pads_unaligned_gemms() const override { return ctx_.options.gemm_align_staging; }
+  // Staging on, and not the batch-invariant mode, whose GEMMs never stage (gemm_router.cpp).
+  bool pads_unaligned_gemms() const override;
   // The cuDNN algorithm chosen for every convolution shape met so far (none with conv_cudnn
   // off), in the order the shapes were met.
   std::vector<kernels::cuda::ConvDnnChoice> conv_choices() const;

@@ -476,12 +476,13 @@ void copy_block(const void* src, void* dst, DType dt, const BlockCopy& b, cudaSt
                    static_cast<const uint4*>(src), static_cast<uint4*>(dst), r, vectors);
     return;
   }
-  // Rows this long keep a block of threads busy; shorter ones take the element kernel.
+  // Rows this long keep a block of threads busy, and a block a row needs rows enough for
+  // every SM; other blocks (a flat gradient bucket: one long row) take the element kernel.
   constexpr int64_t kLongRow = 1024;
   auto run = [&](auto e) {
     using E = decltype(e);
     const VecRows rows = element_rows(b);
-    if (rows.width >= kLongRow) {
+    if (rows.width >= kLongRow && rows.rows >= detail::sm_count()) {  // enough rows to fill the device
       const int64_t cap = static_cast<int64_t>(detail::sm_count()) * 8;
       detail::launch(TG_LAUNCH_SITE, copy_rows_kernel<E>, static_cast<int>(rows.rows < cap ? rows.rows : cap), 256, s,
                      static_cast<const E*>(src), static_cast<E*>(dst), rows);

@@ -72,6 +72,10 @@ bool match_head(const Graph& g, const GraphRewrite& rw, int n, int64_t min, Head
   const int esize = dtype_size(wv.dtype);
   const int64_t vocab = wv.shape[0], dim = wv.shape[1], rows = hv.shape[0];
   if (kernels::gemm_extent_aligned(vocab, esize)) return false;
+  // Rows of at most 1024 classes in whole 4-element steps take the CUDA cross-entropy
+  // gradient's 4-wide frame (rows.cuh launch_rows), whose order depends on the row stride;
+  // padded, they would take the scalar frame and other bits. Such a head is left as it is.
+  if (vocab % 4 == 0 && vocab <= 1024) return false;
   const auto& readers = rw.consumers();
   head = Head{};
   head.logits_node = n;
@@ -188,7 +192,7 @@ Graph pass_vocab_pad(const Graph& g, const PassOptions& opt) {
     for (int u : head.weight_grads) {
       Node p = g.nodes[static_cast<size_t>(u)];
       const int grad = p.outputs[0];
-      const int wide = padded_value(grad, 0, Role::temporary);
+      const int wide = padded_value(grad, 0, g.values[static_cast<size_t>(grad)].role);
       p.inputs[0] = wide_grad[static_cast<size_t>(p.inputs[0])];
       p.outputs = {wide};
       p.name = rw.value_info(wide).name;

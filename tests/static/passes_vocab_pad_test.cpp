@@ -101,6 +101,13 @@ TEST_CASE("vocab_pad: the head's copy, logits and their gradient padded to 16 cl
   const Graph a = before_pad(build_training_graph(with_precision([aligned](Builder& b) { return gpt2(b, aligned); },
                                                                  Precision::bf16)));
   CHECK(pass_vocab_pad(a, small_products()).find_value("gpt2.wte.bf16.padded") < 0);
+  // Nor a vocabulary of 1024 or fewer classes in whole 4-element steps: its unpadded rows take
+  // the CUDA gradient's 4-wide frame, of another order than the padded rows' frame.
+  Gpt2Config fours = head_config();
+  fours.vocab = 12;
+  const Graph f = before_pad(build_training_graph(with_precision([fours](Builder& b) { return gpt2(b, fours); },
+                                                                 Precision::bf16)));
+  CHECK(pass_vocab_pad(f, small_products()).find_value("gpt2.wte.bf16.padded") < 0);
 }
 
 TEST_CASE("vocab_pad: the padded step has the unpadded step's bits, and its copy is the rounded weight and zeros") {
