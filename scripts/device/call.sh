@@ -17,6 +17,8 @@
 #              GPT-2 step takes a minute or more)
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
+#   cnn-bisect 260  ResNet-50's loss curve with each pass alone and with all but the lanes pass's
+#              early updates, against none, over 3 steps (which pass changes the step on the GPU)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
 #   lm-options 220  tg-train's GPT-2 small in bf16 at both sizes with the default options and
@@ -56,6 +58,13 @@ for name in "$@"; do
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
         --precision fp32 --json "$dir/train_gpt2_fp32_no_passes.json" > "$dir/train_gpt2_fp32_no_passes.txt" 2>&1
       grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_no_passes.txt" | cut -c1-200 >> "$out/summary.txt" ;;
+    cnn-bisect)  # which pass moves ResNet-50's loss curve on the GPU (each alone against none, 3 steps)
+      step cnn-bisect 200 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 --passes sweep \
+        --loss-steps 3 --json "$dir/train_resnet50_sweep.json" > "$dir/train_resnet50_sweep.txt" 2>&1
+      step cnn-bisect-no-early 60 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 --passes all \
+        --pass-options lanes_early_updates=0 --loss-steps 3 --json "$dir/train_resnet50_no_early.json" \
+        > "$dir/train_resnet50_no_early.txt" 2>&1
+      grep -hE "^loss_curve|failed" "$dir"/train_resnet50_*.txt | cut -c1-220 >> "$out/summary.txt" ;;
     profile-gpt2) step profile-gpt2 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" gpt2 bf16 "" full ;;
     profile-resnet50)
       step profile-resnet50 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 "" quick ;;
@@ -69,7 +78,7 @@ for name in "$@"; do
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
-         "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, profile-gpt2, profile-resnet50" >&2
+         "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50" >&2
        exit 2 ;;
   esac
   pack "$name"
