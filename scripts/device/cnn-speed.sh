@@ -3,7 +3,8 @@
 # where a CNN's training step goes. tg-train --passes none under each set of backend options:
 # by default benchmarked choices through the legacy API (deterministic, then nondeterministic
 # too), then through cuDNN's graph API (conv_frontend=1: deterministic, nondeterministic, and
-# nondeterministic with a 1 GiB workspace limit), then both APIs on cuDNN's heuristic
+# nondeterministic with a 1 GiB workspace limit; deterministic with that limit, and with the
+# transforms (FFT, Winograd) too), then both APIs on cuDNN's heuristic
 # (conv_benchmark=0, tg-train's default); each run traced, its second replay's GPU work summed by kernel name
 # (tools/trace/kernel_table.py), its conv_algorithm rows (why faster offers were passed over)
 # in the report.
@@ -16,7 +17,9 @@ model=${3:-resnet50}
 shift $(($# < 3 ? $# : 3))
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(conv_benchmark=1 conv_benchmark=1,conv_deterministic=0
-  conv_benchmark=1,conv_frontend=1 conv_benchmark=1,conv_deterministic=0,conv_frontend=1
+  conv_benchmark=1,conv_frontend=1 conv_benchmark=1,conv_frontend=1,conv_workspace_mb=1024
+  conv_benchmark=1,conv_frontend=1,conv_transforms=1,conv_workspace_mb=1024
+  conv_benchmark=1,conv_deterministic=0,conv_frontend=1
   conv_benchmark=1,conv_deterministic=0,conv_frontend=1,conv_workspace_mb=1024
   conv_benchmark=0 conv_benchmark=0,conv_frontend=1)
 out=${OUT:-out}
