@@ -74,9 +74,11 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   bool conv_transforms = false;
   // The convolutions through cuDNN's graph API (kernels/cuda/conv_cudnn_frontend.h: every
   // engine cuDNN has for the shape, under the same rule), the legacy cudnnConvolution* API
-  // for what it declines; off: the legacy API alone. Off by default until measured; a backend
-  // refuses it on in a build without the cuDNN frontend.
-  bool conv_frontend = false;
+  // for what it declines; off: the legacy API alone. On by default in a build with cuDNN and
+  // its frontend: under the deterministic rule the legacy API offers no algorithm at all for
+  // some weight gradients (strided convolutions), which then run on the project's reference
+  // kernel. A backend refuses it on in a build without the frontend.
+  bool conv_frontend = kBuiltWithCudnn && kBuiltWithCudnnFrontend;
   // Host <-> device copies of 1 MiB or more (Backend::copy_to_device, copy_to_host: the
   // dynamic executor's feeds, both executors' read-backs) go through two pinned staging
   // buffers of the backend, chunk by chunk, each chunk's host side split over the host

@@ -25,13 +25,15 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
   CHECK(d.attention_cudnn == kBuiltWithCudnnFrontend);  // on wherever the build has the cuDNN frontend
   CHECK(d.conv_workspace_mb == 32);  // the GEMMs' workspace
   CHECK_FALSE(d.conv_transforms);    // sums of products: the CUDA-vs-CPU tolerances assume them
-  CHECK_FALSE(d.conv_frontend);      // the legacy API until the graph API's engines are measured
+  CHECK(d.conv_frontend == (kBuiltWithCudnn && kBuiltWithCudnnFrontend));  // the graph API wherever built
   CHECK(d.gemm_align_staging);       // odd-extent GEMMs padded: GPT-2's vocabulary products
   CHECK_FALSE(d.gemm_bias_grad_sums); // cuBLASLt's bias-gradient epilogue until the column sums are measured
   CHECK(d.staged_copies);             // pinned staging, the host side on the copier's threads
   const std::string fe = kBuiltWithCudnnFrontend ? "1" : "0";
+  const std::string cfe = kBuiltWithCudnn && kBuiltWithCudnnFrontend ? "1" : "0";
   CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn +
-                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe + ",conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=0,gemm_align_staging=1,gemm_bias_grad_sums=0");
+                       ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe + ",conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=" +
+                       cfe + ",gemm_align_staging=1,gemm_bias_grad_sums=0");
   CHECK(CudaBackendOptions::from_string(d.str()) == d);
   CHECK(CudaBackendOptions::from_string("") == d);
   CHECK(CudaBackendOptions::from_string("   ") == d);
@@ -39,7 +41,7 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
 
 TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces trimmed") {
   const CudaBackendOptions o =
-      CudaBackendOptions::from_string("pdl=0, small_gemm=0 ,gemm_autotune=1,conv_cudnn=0,attention_cudnn=0");
+      CudaBackendOptions::from_string("pdl=0, small_gemm=0 ,gemm_autotune=1,conv_cudnn=0,attention_cudnn=0,conv_frontend=0");
   CHECK_FALSE(o.pdl);
   CHECK_FALSE(o.small_gemm);
   CHECK(o.gemm_autotune);
@@ -66,6 +68,7 @@ TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   o.conv_benchmark = true;
   o.attention_cudnn = true;
   o.conv_workspace_mb = 1024;
+  o.conv_frontend = false;
   const auto v = o.values();
   REQUIRE(v.size() == 15);
   CHECK(v[0].key == "small_gemm");
@@ -100,10 +103,12 @@ TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   const std::string help = CudaBackendOptions::help();
   for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1",
                         "conv_benchmark=0", "conv_deterministic=1", "conv_workspace_mb=32", "staged_copies=1", "conv_transforms=0",
-                        "conv_frontend=0", "gemm_align_staging=1", "gemm_bias_grad_sums=0"})
+                        "gemm_align_staging=1", "gemm_bias_grad_sums=0"})
     CHECK_MESSAGE(help.find(k) != std::string::npos, k);
   CHECK(help.find(std::string("conv_cudnn=") + (kBuiltWithCudnn ? "1" : "0")) != std::string::npos);
   CHECK(help.find(std::string("attention_cudnn=") + (kBuiltWithCudnnFrontend ? "1" : "0")) != std::string::npos);
+  CHECK(help.find(std::string("conv_frontend=") + (kBuiltWithCudnn && kBuiltWithCudnnFrontend ? "1" : "0")) !=
+        std::string::npos);
 }
 
 TEST_CASE("cuda options: a bad item is refused with the item named, never read as the default") {
