@@ -10,7 +10,7 @@
 #   rebuild    120  the same even on a warm machine (an incremental build after a fix)
 #   ctest      240  every GPU test (names with cuda or gpu, the reliability and torch tests)
 #   cnn-speed  220  scripts/device/cnn-speed.sh: ResNet-50 under each convolution option set
-#   cnn-run    300  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
+#   cnn-run    400  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
 #   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
 #   lm-full    480  scripts/device/lm-run.sh full: GPT-2 small at batch 8 x 1024 too
 #   lm-full-bf16, lm-full-fp32  330  the same in one precision (150 s a tool: torch.compile's first
@@ -21,6 +21,7 @@
 #              early updates, against none, over 3 steps (which pass changes the step on the GPU)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
+#   profile-resnet50-free 150  the same with conv_deterministic=0,conv_workspace_mb=1024
 #   lm-options 220  tg-train's GPT-2 small in bf16 at both sizes with the default options and
 #              with the GEMM option still off by default, gemm_bias_grad_sums=1
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
@@ -48,7 +49,7 @@ for name in "$@"; do
         --output-on-failure > "$dir/ctest-gpu.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
     cnn-speed) step cnn-speed 220 env OUT="$dir" bash scripts/device/cnn-speed.sh "$build" 45 ;;
-    cnn-run) step cnn-run 300 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
+    cnn-run) step cnn-run 400 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
     lm-quick) step lm-quick 220 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 55 0 quick ;;
     lm-full) step lm-full 480 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 120 0 full ;;
     lm-full-bf16 | lm-full-fp32)
@@ -68,6 +69,9 @@ for name in "$@"; do
     profile-gpt2) step profile-gpt2 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" gpt2 bf16 "" full ;;
     profile-resnet50)
       step profile-resnet50 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 "" quick ;;
+    profile-resnet50-free)  # the algorithms PyTorch's fastest form may use: atomics, 1 GiB of workspace
+      step profile-resnet50-free 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 \
+        conv_deterministic=0,conv_workspace_mb=1024 quick ;;
     lm-options)
       for opts in defaults gemm_bias_grad_sums=1; do
         tag=$(echo "$opts" | tr ',=' '-_')
@@ -78,7 +82,8 @@ for name in "$@"; do
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
-         "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50" >&2
+         "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
+         "profile-resnet50-free" >&2
        exit 2 ;;
   esac
   pack "$name"
