@@ -112,6 +112,10 @@ struct Attrs {
   bool operator==(const Attrs& o) const;
 };
 
+// cross_entropy(_grad) over logits of `columns` columns: how many of them are classes. The
+// vocab_pad pass pads the logits and keeps the real classes, the first attrs.size columns.
+inline int64_t cross_entropy_classes(const Attrs& at, int64_t columns) { return at.size > 0 ? at.size : columns; }
+
 // The fields of Attrs by name, for the op table (graph/op.h: which op reads which) and
 // the graph-file format (graph/json_load.cpp and json_save.cpp: the key of each). A field added to Attrs
 // gets an id here, its key in attr_name() and a column in the op table.

@@ -47,7 +47,7 @@ void check_labels(const Graph& g, const Node& n, std::vector<std::string>& errs)
   const ValueInfo& logits = g.values[static_cast<size_t>(n.inputs[0])];
   const ValueInfo& labels = g.values[static_cast<size_t>(n.inputs[1])];
   const Fixed f = fixed_content(g, n.inputs[1]);
-  const int64_t classes = n.attrs.size > 0 ? n.attrs.size : logits.shape[1];
+  const int64_t classes = cross_entropy_classes(n.attrs, logits.shape[1]);
   const std::string domain =
       fmt::format("labels must be class indices, whole numbers in [0, {}) (the {} of logits {} {})", classes,
                   n.attrs.size > 0 ? "classes, attrs.size," : "columns", quote_name(logits.name), logits.shape.str());

@@ -129,8 +129,8 @@ GraphModel graph_model(Graph graph) {
   if (loss >= 0) m.loss = graph.values[static_cast<size_t>(loss)].name;
   for (int o : others) m.other_outputs.push_back(graph.values[static_cast<size_t>(o)].name);
   for (const Node& n : graph.nodes)
-    if (n.op == OpKind::cross_entropy)  // the classes: the logits' columns, or the first attrs.size of them
-      m.classes = n.attrs.size > 0 ? n.attrs.size : graph.values[static_cast<size_t>(n.inputs[0])].shape.last();
+    if (n.op == OpKind::cross_entropy)
+      m.classes = cross_entropy_classes(n.attrs, graph.values[static_cast<size_t>(n.inputs[0])].shape.last());
 
   auto g = std::make_shared<const Graph>(std::move(graph));
   m.graph = g;

@@ -19,8 +19,10 @@ namespace {
 
 // For each input that a loss reads as data with a domain, the bound of that domain;
 // 0 for the other values. cross_entropy(_grad) labels (input 1): the class count of
-// the logits (attrs.size when set); embedding's ids (input 1): the table's rows (embedding_grad's: attrs.size); padded_mse_loss(_grad) counts (input 2): the element count of pred. A
-// value read by two such nodes gets the smaller bound, so it is valid for both.
+// the logits (cross_entropy_classes); embedding's ids (input 1): the table's rows
+// (embedding_grad's: attrs.size); padded_mse_loss(_grad) counts (input 2): the element
+// count of pred. A value read by two such nodes gets the smaller bound, so it is valid
+// for both.
 struct DataBounds {
   std::vector<int64_t> classes;  // labels in [0, classes)
   std::vector<int64_t> counts;   // a count in [1, counts]
@@ -41,9 +43,10 @@ DataBounds data_bounds(const Graph& g) {
     if (!in_range(data) || !in_range(read)) continue;
     const Shape& s = g.values[static_cast<size_t>(data)].shape;
     int64_t numel = 0;
-    if ((n.op == OpKind::embedding_grad || (labels && !ids)) && n.attrs.size >= 1)
-      lower(b.classes[static_cast<size_t>(read)], n.attrs.size);
-    else if (labels && s.rank == 2) lower(b.classes[static_cast<size_t>(read)], ids ? s[0] : s[1]);
+    int64_t& classes = b.classes[static_cast<size_t>(read)];
+    if (labels && !ids && (n.attrs.size >= 1 || s.rank == 2)) lower(classes, cross_entropy_classes(n.attrs, s[1]));
+    else if (n.op == OpKind::embedding_grad && n.attrs.size >= 1) lower(classes, n.attrs.size);
+    else if (ids && s.rank == 2) lower(classes, s[0]);
     if (count && numel_checked(s, numel) && numel > 0) lower(b.counts[static_cast<size_t>(read)], numel);
   }
   return b;

@@ -425,7 +425,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
       if (k.attrs().size < 0 || k.attrs().size > x[1])
         k.fail("size {} is not a class count of logits {} (0: every column; else at most {})", k.attrs().size, x.str(),
                x[1]);
-      g.len = k.attrs().size > 0 ? k.attrs().size : x[1];  // the classes
+      g.len = cross_entropy_classes(k.attrs(), x[1]);
       k.numel("labels", y, x[0]);
       if (c.op == OpKind::cross_entropy) {
         k.numel("output", c.out.shape, 1);
