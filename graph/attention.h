@@ -27,6 +27,7 @@
 
 #include "graph/attrs.h"
 #include "graph/float_formats.h"
+#include "graph/op.h"
 #include "graph/shape.h"
 
 namespace tg {
@@ -49,6 +50,13 @@ bool attention_geometry(const Shape& q, const Attrs& at, AttentionGeometry& g, s
 TG_HOST_DEVICE inline void split_lse(float lse, DType dt, float& hi, float& lo) {
   hi = round_to_dtype(lse, dt);
   lo = lse - hi;
+}
+
+// The output of `op` that holds the row statistic as split_lse's pairs, which a 16-bit
+// store must split rather than round: attention_lse's only one, attention_fwd_lse's second;
+// -1 for every other op.
+inline int attention_lse_output(OpKind op) {
+  return op == OpKind::attention_lse ? 0 : op == OpKind::attention_fwd_lse ? 1 : -1;
 }
 
 }  // namespace tg

@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "graph/attention.h"
 #include "graph/errors.h"
 #include "graph/float_formats.h"
 #include "graph/validate.h"
@@ -205,7 +206,7 @@ void interpret(const Graph& g, std::vector<std::vector<float>>& values) {
     // A 16-bit row statistic is stored as a pair hi + lo (graph/attention.h split_lse), as the
     // CPU backend's widened call splits it (kernels/cpu/widen.cpp); the f32 kernel leaves lo 0,
     // and rounding that pair alone would drop lo.
-    const int lse = n.op == OpKind::attention_lse ? 0 : n.op == OpKind::attention_fwd_lse ? 1 : -1;
+    const int lse = attention_lse_output(n.op);
     if (lse >= 0 && lse < nout) {
       const int id = n.outputs[static_cast<size_t>(lse)];
       const DType dt = g.values[static_cast<size_t>(id)].dtype;

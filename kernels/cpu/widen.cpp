@@ -5,6 +5,7 @@
 // the order of its sums.
 #include <vector>
 
+#include "graph/attention.h"
 #include "graph/float_formats.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -51,9 +52,9 @@ void run_cpu_widened(const OpCall& c) {
     w.out2 = {out2.data(), c.out2.shape, DType::F32};
   }
   run_cpu(w);
-  if (c.op == OpKind::attention_lse) cpu_attention_split_lse(out.data(), c.out.shape.numel() / 2, c.out.dtype);
-  if (c.op == OpKind::attention_fwd_lse)
-    cpu_attention_split_lse(out2.data(), c.out2.shape.numel() / 2, c.out2.dtype);
+  const int lse = attention_lse_output(c.op);
+  if (lse == 0) cpu_attention_split_lse(out.data(), c.out.shape.numel() / 2, c.out.dtype);
+  if (lse == 1) cpu_attention_split_lse(out2.data(), c.out2.shape.numel() / 2, c.out2.dtype);
   if (c.out.data) store_as_dtype(out.data(), out.size(), c.out.dtype, c.out.data);
   if (c.out2.data) store_as_dtype(out2.data(), out2.size(), c.out2.dtype, c.out2.data);
 }
