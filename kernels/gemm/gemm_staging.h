@@ -57,6 +57,12 @@ struct GemmStaging {
 };
 
 inline bool gemm_extent_aligned(int64_t extent, int esize) { return (extent * esize) % 16 == 0; }
+// The extent rounded up to whole 16-byte steps of elements of esize bytes (2 or 4): what a
+// staged operand's contiguous dimension becomes.
+inline int64_t gemm_padded_extent(int64_t extent, int esize) {
+  const int64_t per16 = 16 / esize;
+  return (extent + per16 - 1) / per16 * per16;
+}
 
 // Every operand whose extents or leading dim must change is staged, or none: one unaligned
 // operand is enough to keep cuBLASLt on its one-element kernels. min_product: the backend's
@@ -78,8 +84,7 @@ inline GemmStaging plan_gemm_staging(const GemmStagingShape& s, int64_t min_prod
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || (s.esize != 2 && s.esize != 4)) return out;
   const GemmStaging none = out;
   // Each dim that is some operand's contiguous one goes up to whole 16-byte steps.
-  const int64_t per16 = 16 / s.esize;
-  auto up = [&](int64_t x) { return (x + per16 - 1) / per16 * per16; };
+  auto up = [&](int64_t x) { return gemm_padded_extent(x, s.esize); };
   const int64_t m = s.trans_a ? up(s.m) : s.m;
   const int64_t n = up(s.n);  // D's rows run along n
   const int64_t k = (!s.trans_a || s.trans_b) ? up(s.k) : s.k;

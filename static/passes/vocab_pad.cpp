@@ -26,7 +26,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "graph/name_index.h"
 #include "kernels/gemm/gemm_staging.h"
 #include "static/passes/pass.h"
 #include "static/passes/rewrite.h"
@@ -55,7 +54,7 @@ bool staged(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t
 
 // One output layer the pass pads: the node ids of its parts.
 struct Head {
-  int logits_node = -1, weight = -1, update = -1;
+  int weight = -1, update = -1;
   std::vector<int> losses;        // cross_entropy and cross_entropy_grad reading the logits
   std::vector<int> input_grads;   // dh = dlogits . W
   std::vector<int> weight_grads;  // dW = dlogits^T . h'
@@ -78,7 +77,6 @@ bool match_head(const Graph& g, const GraphRewrite& rw, int n, int64_t min, Head
   if (vocab % 4 == 0 && vocab <= 1024) return false;
   const auto& readers = rw.consumers();
   head = Head{};
-  head.logits_node = n;
   head.weight = w;
   if (!staged(false, true, rows, vocab, dim, dim, dim, vocab, esize, min)) return false;
   for (int r : readers[static_cast<size_t>(logits)]) {
@@ -132,8 +130,7 @@ Graph pass_vocab_pad(const Graph& g, const PassOptions& opt) {
     changed = true;
     const ValueInfo& wv = g.values[static_cast<size_t>(head.weight)];
     const int64_t vocab = wv.shape[0];
-    const int64_t per16 = 16 / dtype_size(wv.dtype);
-    const int64_t padded = (vocab + per16 - 1) / per16 * per16;
+    const int64_t padded = kernels::gemm_padded_extent(vocab, dtype_size(wv.dtype));
     auto padded_value = [&](int like, int axis, Role role) {
       ValueInfo v = g.values[static_cast<size_t>(like)];
       v.name = fresh.next(v.name + ".padded");
