@@ -48,11 +48,7 @@ void GraphRewrite::fuse_into_reader(int producer, int reader, Node fused) {
 }
 
 Graph GraphRewrite::finish() const {
-  const size_t nsrc = src_.values.size();
-  const size_t nall = nsrc + new_values_.size();
-  auto info = [&](int v) -> const ValueInfo& {
-    return static_cast<size_t>(v) < nsrc ? src_.values[static_cast<size_t>(v)] : new_values_[static_cast<size_t>(v) - nsrc];
-  };
+  const size_t nall = src_.values.size() + new_values_.size();
   // The nodes in order: each kept node at its own index, each added one at its anchor's
   // (after it; in the order added when several share an anchor).
   std::vector<std::vector<const Node*>> at(src_.nodes.size());
@@ -64,8 +60,8 @@ Graph GraphRewrite::finish() const {
 
   std::vector<bool> keep(nall, false);
   for (size_t v = 0; v < nall; ++v) {
-    const Role r = info(static_cast<int>(v)).role;
-    keep[v] = info(static_cast<int>(v)).producer < 0 &&
+    const Role r = value_info(static_cast<int>(v)).role;
+    keep[v] = value_info(static_cast<int>(v)).producer < 0 &&
               (r == Role::input || r == Role::parameter || r == Role::optimizer_state);
   }
   for (int v : dropped_leaves_) keep[static_cast<size_t>(v)] = false;
@@ -78,14 +74,15 @@ Graph GraphRewrite::finish() const {
   for (size_t v = 0; v < nall; ++v) {
     if (!keep[v]) continue;
     id[v] = static_cast<int>(g.values.size());
-    ValueInfo vi = info(static_cast<int>(v));
+    ValueInfo vi = value_info(static_cast<int>(v));
     vi.producer = -1;
     g.values.push_back(std::move(vi));
   }
   auto map = [&](int v, const Node& n) {
     if (v < 0 || static_cast<size_t>(v) >= nall || id[static_cast<size_t>(v)] < 0)
       graph_error("graph pass: node '{}' ({}) reads '{}', which the pass removed; a pass may only fuse away values "
-                  "nothing else reads", n.name, op_name(n.op), v >= 0 && static_cast<size_t>(v) < nall ? info(v).name : "?");
+                  "nothing else reads", n.name, op_name(n.op),
+                  v >= 0 && static_cast<size_t>(v) < nall ? value_info(v).name : "?");
     return id[static_cast<size_t>(v)];
   };
   for (const Node* src : nodes) {
@@ -96,7 +93,7 @@ Graph GraphRewrite::finish() const {
   }
   for (int o : src_.outputs) {
     if (id[static_cast<size_t>(o)] < 0)
-      graph_error("graph pass: graph output '{}' was removed; a pass must keep every output", info(o).name);
+      graph_error("graph pass: graph output '{}' was removed; a pass must keep every output", value_info(o).name);
     g.outputs.push_back(id[static_cast<size_t>(o)]);
   }
   return g;
