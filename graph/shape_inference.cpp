@@ -212,7 +212,9 @@ Shape adamw_shape(OpKind op, const std::vector<Shape>& in, const Attrs& at, cons
   const size_t groups = static_cast<size_t>(op_group_inputs(op, static_cast<int>(in.size())));
   for (size_t i = 0; i < groups; i += k) {
     for (size_t j = 1; j < k; ++j)
-      if (j != 4 && (j == 5 ? !copy_shape_fits(in[i + j], in[i]) : in[i + j] != in[i]))
+      if (j != 4 && (op_input_is_copy(op, static_cast<int>(i + j), static_cast<int>(in.size()))
+                         ? !copy_shape_fits(in[i + j], in[i])
+                         : in[i + j] != in[i]))
         graph_error("{} {}: group {} (inputs {}..{}): {} {} differs from the parameter {}; each group is a parameter, "
                     "its gradient, exp_avg and exp_avg_sq of its shape, and its step count [1]{}", name, node, i / k, i,
                     i + k - 1, j == 1 ? "the gradient" : j == 2 ? "exp_avg" : j == 3 ? "exp_avg_sq" : "the low-precision copy",

@@ -176,7 +176,8 @@ void check_adamw(const Checker& k, const OpCall& c) {
   for (int i = 0; i < op_group_inputs(c.op, c.num_inputs); i += group) {
     const int64_t n = c.input(i).shape.numel();
     for (int j = 1; j < group; ++j)
-      if (j != 4 && (j == 5 ? c.input(i + j).shape.numel() < n : c.input(i + j).shape.numel() != n))
+      if (j != 4 && (op_input_is_copy(c.op, i + j, c.num_inputs) ? c.input(i + j).shape.numel() < n
+                                                                 : c.input(i + j).shape.numel() != n))
         k.fail("group {}: input {} has shape {} but the parameter (input {}) has {} elements", i / group, i + j,
                c.input(i + j).shape.str(), i, n);
     if (c.input(i + 4).shape.numel() != 1)
