@@ -348,16 +348,17 @@ void StaticExecutable::refresh_unwritten_copies() {
   if (updated_.empty()) return;
   if (params_->copies_bound() != copies_seen_) {
     copies_seen_ = params_->copies_bound();
-    stale_after_run_.clear();
+    masters_to_refresh_.clear();
     for (const auto& [copy, master] : params_->copies()) {
       const auto it = updated_.find(master);
       if (it != updated_.end() && std::find(it->second.begin(), it->second.end(), copy) == it->second.end())
-        stale_after_run_.push_back(copy);
+        masters_to_refresh_.push_back(master);
     }
-    std::sort(stale_after_run_.begin(), stale_after_run_.end());
+    std::sort(masters_to_refresh_.begin(), masters_to_refresh_.end());
+    masters_to_refresh_.erase(std::unique(masters_to_refresh_.begin(), masters_to_refresh_.end()),
+                              masters_to_refresh_.end());
   }
-  if (!stale_after_run_.empty()) backend().synchronize();
-  for (const std::string& copy : stale_after_run_) params_->refresh_copy(copy);
+  for (const std::string& master : masters_to_refresh_) params_->refresh_copies_of(master, updated_.at(master));
 }
 
 void StaticExecutable::replay_resident() {

@@ -175,8 +175,8 @@ class StaticExecutable {
   // The parameters this plan updates, each with the copies of it the plan writes (none
   // without the low_copies pass; the padded one only with vocab_pad).
   std::unordered_map<std::string, std::vector<std::string>> updated_;
-  std::vector<std::string> stale_after_run_;  // the store's other copies of those parameters
-  uint64_t copies_seen_ = ~uint64_t{0};            // ParameterStore::copies_bound() when stale_after_run_ was made
+  std::vector<std::string> masters_to_refresh_;  // those of them the store holds other copies of
+  uint64_t copies_seen_ = ~uint64_t{0};          // ParameterStore::copies_bound() when masters_to_refresh_ was made
 };
 
 }  // namespace tg

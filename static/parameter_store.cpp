@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "graph/errors.h"
@@ -127,10 +128,10 @@ void ParameterStore::write(const std::string& name, const std::vector<float>& ho
   refresh_copies_of(name);
 }
 
-void ParameterStore::refresh_copies_of(const std::string& master) {
+void ParameterStore::refresh_copies_of(const std::string& master, const std::vector<std::string>& except) {
   bool synced = false;
   for (const auto& [copy, of] : copy_of_) {
-    if (of != master) continue;
+    if (of != master || std::find(except.begin(), except.end(), copy) != except.end()) continue;
     if (!synced) backend_->synchronize();
     synced = true;
     fill_copy(copy);

@@ -47,11 +47,10 @@ class ParameterStore {
   // Fills every low-precision copy from its parameter again: after writing through a
   // pointer from find(), which the store cannot see.
   void refresh_copies();
-  // The same for the copies of one parameter (none: nothing to do).
-  void refresh_copies_of(const std::string& master);
-  // Fills one bound copy from its parameter (the caller has waited for the device: a step
-  // that updated the parameter without writing this copy, StaticExecutable).
-  void refresh_copy(const std::string& copy) { fill_copy(copy); }
+  // The same for the copies of one parameter but those in `except` (none: nothing to do),
+  // waiting for the device first: after a write to the parameter, or a step that updated it
+  // and wrote `except` itself (StaticExecutable).
+  void refresh_copies_of(const std::string& master, const std::vector<std::string>& except = {});
   // How many copies were bound so far: a plan that watches for copies of the parameters it
   // updates asks again when it changes (StaticExecutable).
   uint64_t copies_bound() const { return copy_of_.size(); }
