@@ -203,7 +203,7 @@ struct CrossEntropyGradOp {
     if constexpr (VPT == 0) {  // a thread's chunk loaded before its stores: dx may be the logits (in place)
       row_chunks<G>(xr, cols, t, [&](int64_t j, float raw) { grad(j, expf(raw - m)); });
     } else {
-      TG_ROW_LOOP(k, j) { grad(j, cached_exp(c, k, xr, j, m)); }
+      TG_ROW_LOOP(k, j) { grad(j, cached_exp(c, k)); }
     }
     for (int64_t j = cols + t; j < ld; j += G) dxr[j] = narrow<T>(0.0f);
   }

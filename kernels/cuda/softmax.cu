@@ -34,7 +34,7 @@ struct SoftmaxOp {
       row_chunks<G>(xr, cols, t,
                     [&](int64_t j, float raw) { yr[j] = narrow<T>(expf(__fmul_rn(alpha, raw) - m) * inv); });
     } else {
-      TG_ROW_LOOP(k, j) { yr[j] = narrow<T>(cached_exp(c, k, xr, j, m, alpha) * inv); }
+      TG_ROW_LOOP(k, j) { yr[j] = narrow<T>(cached_exp(c, k) * inv); }
     }
   }
   template <int NV>

@@ -28,32 +28,30 @@ __device__ __forceinline__ void exp_sum(const T* x, int64_t cols, int t, float* 
     m = group_max<G>(mt, smem);
     // A thread that saw nothing (or only -inf) adds 0; one that saw a NaN passes it on.
     s = group_sum<G>(st == 0.0f ? 0.0f : st * expf(mt - m), smem);
-    return;
+  } else {
+    m = -INFINITY;
+    TG_ROW_LOOP(k, j) {
+      const float a = __fmul_rn(alpha, x[j]);
+      c.put(k, a);
+      m = fmaxf(m, a);
+    }
+    m = group_max<G>(m, smem);
+    s = 0.0f;
+    TG_ROW_LOOP(k, j) {
+      const float e = expf(c.get(k, x, j) - m);
+      c.put(k, e);
+      s += e;
+    }
+    s = group_sum<G>(s, smem);
   }
-  m = -INFINITY;
-  TG_ROW_LOOP(k, j) {
-    const float a = __fmul_rn(alpha, x[j]);
-    c.put(k, a);
-    m = fmaxf(m, a);
-  }
-  m = group_max<G>(m, smem);
-  s = 0.0f;
-  TG_ROW_LOOP(k, j) {
-    const float e = expf((VPT > 0 ? c.get(k, x, j) : __fmul_rn(alpha, x[j])) - m);
-    c.put(k, e);
-    s += e;
-  }
-  s = group_sum<G>(s, smem);
 }
 
-template <int VPT, typename T>
-__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k, const T* x, int64_t j, float m,
-                                            float alpha = 1.0f) {
-  if constexpr (VPT > 0) {
-    return c.v[k];
-  } else {
-    return expf(__fmul_rn(alpha, x[j]) - m);
-  }
+// exp(a - max) of column k of this thread, as exp_sum left it in the cache. A row too long
+// for the cache (VPT 0) has none: its callers recompute from their own reads (row_chunks).
+template <int VPT>
+__device__ __forceinline__ float cached_exp(const RowCache<VPT>& c, int k) {
+  static_assert(VPT > 0, "a row without the register cache recomputes its exps");
+  return c.v[k];
 }
 
 // float4 frame: row max and sum of exp(x - max); v ends up holding exp(x - max).
