@@ -450,19 +450,21 @@ VecRows element_rows(const BlockCopy& b) {
   return r;
 }
 
-// The vector form of b for elements of `size` bytes, when it has one.
+// The vector form of b for elements of `size` bytes, when it has one: its element rows
+// with every extent in 16-byte vectors.
 bool vec_rows(const void* src, const void* dst, int64_t size, const BlockCopy& b, VecRows& r) {
-  const int64_t row = b.inner * size;  // bytes of one position along the axis
-  auto whole = [](int64_t bytes) { return bytes % 16 == 0; };
-  if (!whole(b.len * row) || !whole(b.src_len * row) || !whole(b.dst_len * row) || !whole(b.src_off * row) ||
-      !whole(b.dst_off * row) || reinterpret_cast<uintptr_t>(src) % 16 || reinterpret_cast<uintptr_t>(dst) % 16)
+  const VecRows e = element_rows(b);
+  auto whole = [size](int64_t elements) { return elements * size % 16 == 0; };
+  if (!whole(e.width) || !whole(e.src_stride) || !whole(e.dst_stride) || !whole(e.src_off) || !whole(e.dst_off) ||
+      reinterpret_cast<uintptr_t>(src) % 16 || reinterpret_cast<uintptr_t>(dst) % 16)
     return false;
-  r.rows = b.outer;
-  r.width = b.len * row / 16;
-  r.src_stride = b.src_len * row / 16;
-  r.src_off = b.src_off * row / 16;
-  r.dst_stride = b.dst_len * row / 16;
-  r.dst_off = b.dst_off * row / 16;
+  auto vectors = [size](int64_t elements) { return elements * size / 16; };
+  r.rows = e.rows;
+  r.width = vectors(e.width);
+  r.src_stride = vectors(e.src_stride);
+  r.src_off = vectors(e.src_off);
+  r.dst_stride = vectors(e.dst_stride);
+  r.dst_off = vectors(e.dst_off);
   return true;
 }
 
