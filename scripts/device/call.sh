@@ -21,7 +21,7 @@
 #              early updates, against none, over 3 steps (which pass changes the step on the GPU)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
-#   profile-resnet50-free 150  the same with conv_deterministic=0,conv_workspace_mb=1024
+#   profile-resnet50-free 150  the same with conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
 #   lm-options 220  tg-train's GPT-2 small in bf16 at both sizes with the default options and
 #              with the GEMM option still off by default, gemm_bias_grad_sums=1
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
@@ -71,7 +71,7 @@ for name in "$@"; do
       step profile-resnet50 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 "" quick ;;
     profile-resnet50-free)  # the algorithms PyTorch's fastest form may use: atomics, 1 GiB of workspace
       step profile-resnet50-free 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 \
-        conv_deterministic=0,conv_workspace_mb=1024 quick ;;
+        conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 quick ;;
     lm-options)
       for opts in defaults gemm_bias_grad_sums=1; do
         tag=$(echo "$opts" | tr ',=' '-_')

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after `bash scripts/device/build-there.sh`:
 # the CNN comparison of docs/cnn.md. tg-train's ImageNet networks at 224 x 224 (static and
-# dynamic, all passes against none; and once more with nondeterministic algorithms and 1 GiB of
-# workspace) and PyTorch's torchvision networks in the same session
+# dynamic, all passes against none, algorithms timed as cudnn.benchmark times them; and once
+# more with nondeterministic algorithms and 1 GiB of workspace) and PyTorch's torchvision networks in the same session
 # (eager, CUDA graph; NCHW and channels_last; cudnn.benchmark on), then tg-memory's VGG-16
 # table at 224.
 #   Usage: bash scripts/device/cnn-run.sh [build-dir] [models] [seconds-per-step]
@@ -14,14 +14,14 @@ per=${3:-150}
 out=${OUT:-out}
 mkdir -p "$out"
 timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --models "$models" --passes all \
-  --json "$out/train_cnn224.json" > "$out/train_cnn224.txt" 2>&1
-echo "tg-train --models $models rc=$?" | tee -a "$out/summary.txt"
+  --cuda-options conv_benchmark=1 --json "$out/train_cnn224.json" > "$out/train_cnn224.txt" 2>&1
+echo "tg-train --models $models --cuda-options conv_benchmark=1 rc=$?" | tee -a "$out/summary.txt"
 # The same freedom PyTorch's fastest rows have: algorithms that sum with atomics, and cuDNN's
 # workspace as large as it asks (cudnn.benchmark may take what memory is free).
 timeout "$per" "$build/experiments/train/tg-train" --device 0 --quick --models "$models" --passes all \
-  --cuda-options conv_deterministic=0,conv_workspace_mb=1024 \
+  --cuda-options conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 \
   --json "$out/train_cnn224_free.json" > "$out/train_cnn224_free.txt" 2>&1
-echo "tg-train --models $models --cuda-options conv_deterministic=0,conv_workspace_mb=1024 rc=$?" | tee -a "$out/summary.txt"
+echo "tg-train --models $models --cuda-options conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 rc=$?" | tee -a "$out/summary.txt"
 timeout "$per" python3 experiments/peers/torch_baseline.py --device 0 --quick --workloads cnn --cnn-models "$models" --cnn-deterministic \
   --no-compile --json "$out/torch_cnn.json" > "$out/torch_cnn.txt" 2>&1
 echo "torch_baseline --workloads cnn rc=$?" | tee -a "$out/summary.txt"
