@@ -4,6 +4,7 @@ tools/trace/kernel_table.py's table of a twograph trace of the same workload.
 
     python3 experiments/peers/torch_kernels.py --workload mlp_w4096 --precision bf16 \\
         --executor torch_cuda_graph --mode inference --json torch_kernels.json
+    python3 experiments/peers/torch_kernels.py --workload resnet50 --precision fp32 --mode train
 
 The workload is built and run exactly as torch_baseline.py runs it (the same Runner);
 torch.profiler records `--iterations` steps after a warm-up, and the table sums the
@@ -24,6 +25,8 @@ WORKLOADS = {
     "mlp_w256": ("mlp", 32, 256, 8),
     "mlp_w4096": ("mlp", 1024, 4096, 4),
     "transformer": ("transformer", 32, 256, 512, 8),
+    "resnet50": ("cnn", "resnet50", 32, 224),  # cudnn.benchmark on, as torch_baseline's CNN rows
+    "gpt2_small": ("gpt2", 8, 1024),
 }
 
 
@@ -31,6 +34,10 @@ def config(tb, name):
     w = WORKLOADS[name]
     if w[0] == "mlp":
         return tb.mlp_config(name, w[1], w[2], w[3])
+    if w[0] == "cnn":
+        return tb.cnn_config(w[1], w[2], w[3])
+    if w[0] == "gpt2":
+        return tb.gpt2_config(name, w[1], w[2], tb.GPT2_SMALL)
     return tb.transformer_config(*w[1:])
 
 
@@ -53,7 +60,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="mlp_w4096")
     ap.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="bf16")
-    ap.add_argument("--executor", choices=["torch_eager", "torch_cuda_graph"], default="torch_cuda_graph")
+    ap.add_argument("--executor", choices=["torch_eager", "torch_cuda_graph", "torch_compile"], default="torch_cuda_graph")
     ap.add_argument("--mode", choices=["inference", "train"], default="inference")
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--top", type=int, default=25)
@@ -72,10 +79,11 @@ def main():
     import torch_baseline as tb
     import torch_models as tm
     dev = torch.device("cuda", 0)
+    torch.backends.cudnn.benchmark = True
     c = config(tb, a.workload)
     with tb.matmul_precision(torch, a.precision):
         runner = tb.Runner(torch, dev, c, a.executor, a.mode == "train", a.precision)
-        feeds = tm.model_feeds(c["inputs"], 7, tb.CLASSES)
+        feeds = tm.model_feeds(c["inputs"], 7, c.get("classes", tb.CLASSES))
         for _ in range(3):
             runner.step(feeds)
         runner.sync()

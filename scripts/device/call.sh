@@ -22,6 +22,8 @@
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
 #   profile-resnet50-free 150  the same with conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
+#   torch-kernels 60+150  experiments/peers/torch_kernels.py: PyTorch's kernel tables for ResNet-50
+#              (fp32, CUDA graph, cudnn.benchmark) and GPT-2 small (bf16, torch.compile), trained
 #   lm-options 220  tg-train's GPT-2 small in bf16 at both sizes with the default options and
 #              with the GEMM option still off by default, gemm_bias_grad_sums=1
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
@@ -72,6 +74,12 @@ for name in "$@"; do
     profile-resnet50-free)  # the algorithms PyTorch's fastest form may use: atomics, 1 GiB of workspace
       step profile-resnet50-free 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 \
         conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 quick ;;
+    torch-kernels)  # PyTorch's kernels on its fastest forms, beside profile-resnet50(-free) and profile-gpt2
+      step torch-kernels-resnet50 60 python3 experiments/peers/torch_kernels.py --workload resnet50 --precision fp32 \
+        --mode train --json "$dir/torch_kernels_resnet50.json" > "$dir/torch_kernels_resnet50.txt" 2>&1
+      step torch-kernels-gpt2 150 python3 experiments/peers/torch_kernels.py --workload gpt2_small --precision bf16 \
+        --mode train --executor torch_compile --json "$dir/torch_kernels_gpt2.json" > "$dir/torch_kernels_gpt2.txt" 2>&1
+      head -3 "$dir"/torch_kernels_*.txt >> "$out/summary.txt" ;;
     lm-options)
       for opts in defaults gemm_bias_grad_sums=1; do
         tag=$(echo "$opts" | tr ',=' '-_')
@@ -83,7 +91,7 @@ for name in "$@"; do
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
          "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
-         "profile-resnet50-free" >&2
+         "profile-resnet50-free, torch-kernels" >&2
        exit 2 ;;
   esac
   pack "$name"
