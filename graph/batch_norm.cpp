@@ -37,7 +37,8 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_la
   if (op == OpKind::batch_norm_fold) return fold_geometry(in, eps, g, out, why);
   // x, and the inputs that must be [C] or x's shape.
   const bool update = op == OpKind::batch_norm_stats_update;
-  const bool x_second = update || op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad_gamma;
+  const bool with_gamma = op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad;
+  const bool x_second = update || with_gamma || op == OpKind::batch_norm_grad_gamma;
   const bool grad = x_second && !update;
   const Shape& x = x_second ? in[1] : in[0];
   if (x.rank < 2)
@@ -78,6 +79,7 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_la
       if (!per_channel(in[1], "gamma") || !per_channel(in[2], "beta")) return false;
       break;
     case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad:
       if (!per_channel(in[2], "gamma")) return false;
       break;
     case OpKind::batch_norm_inference:

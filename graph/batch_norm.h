@@ -26,7 +26,8 @@ struct BatchNormGeometry {
 };
 
 // Any batch_norm op on its inputs (the node's order): the geometry, and the output's
-// shape in *out (batch_norm_fold: the first one's; its second is [K], g.c). False with the
+// shape in *out (batch_norm_fold: the first one's; its second is [K], g.c; batch_norm_grad:
+// dx's, its second [2, C]). False with the
 // reason in *why when the shapes do not fit. batch_norm_fold's geometry is its weight's: K
 // channels (g.c) of g.inner elements each, g.n = 1, whatever channels_last says (a weight has no layout).
 bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_last, BatchNormGeometry& g, Shape& out,

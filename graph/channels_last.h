@@ -31,7 +31,8 @@ inline ChannelsLastOperands channels_last_operands(OpKind op) {
     case OpKind::conv2d_grad_input: return {0b101, true};     // dy, and x for its shape
     case OpKind::max_pool2d_grad:
     case OpKind::avg_pool2d_grad:
-    case OpKind::batch_norm_grad_x: return {0b11, true};
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad: return {0b11, true};  // dx; its second output [2, C] has no layout
     case OpKind::conv2d_grad_weight:  // the output is the weight's gradient
     case OpKind::batch_norm_grad_gamma: return {0b11, false};
     case OpKind::batch_norm_grad_beta: return {0b1, false};

@@ -280,6 +280,7 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
       graph_error("{} {}: act {} is not supported; a fused convolution applies none or relu", name, node,
                   act_name(at.act));
     if (op == OpKind::batch_norm_fold) return OutShapes(out, Shape{bg.c});
+    if (op == OpKind::batch_norm_grad) return OutShapes(out, Shape{2, bg.c});
     return out;
   }
   // The ops of the table's kSameShape flag and the conv and batchnorm families were handled

@@ -309,6 +309,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     if (op_is_update(c.op)) check_written_apart(k, c);
     else k.numel("output", c.out.shape, out.numel());
     if (c.op == OpKind::batch_norm_fold) k.numel("second output (the folded bias)", c.out2.shape, g.bn.c);
+    if (c.op == OpKind::batch_norm_grad) k.numel("second output (dgamma, then dbeta)", c.out2.shape, 2 * g.bn.c);
     return g;
   }
   if (op_in_family(c.op, "conv")) {

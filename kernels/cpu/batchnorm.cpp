@@ -84,7 +84,8 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
         break;
       }
       case OpKind::batch_norm_grad_x:
-      case OpKind::batch_norm_grad_gamma: {
+      case OpKind::batch_norm_grad_gamma:
+      case OpKind::batch_norm_grad: {
         // a = dy, b = x. dgamma = sum dy xhat; dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
         const ChannelStats st = channel_stats(b, g, ch, eps);
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
@@ -96,6 +97,11 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
         if (c.op == OpKind::batch_norm_grad_gamma) {
           out[ch] = static_cast<float>(sum_dy_xhat);
           break;
+        }
+        if (c.op == OpKind::batch_norm_grad) {
+          // sum_dy adds dy in batch_norm_grad_beta's order: its bits.
+          c.out2.data[ch] = static_cast<float>(sum_dy_xhat);
+          c.out2.data[g.c + ch] = static_cast<float>(sum_dy);
         }
         const double inv = 1.0 / static_cast<double>(g.count()), gamma = c.in[2].data[ch];
         for (int64_t e = 0; e < g.count(); ++e) {

@@ -141,11 +141,11 @@ __global__ void __launch_bounds__(1024) bn_partials_nhwc_kernel(const T* x, cons
 
 // Per channel, the runs added in order: the statistics, and what the call writes from them.
 // coef: mean, rstd, and for the gradient dy's mean and (dy xhat)'s mean over the channel.
-// grad_gamma and grad_beta write their outputs here; stats_update updates the running statistics
-// in place.
+// grad_gamma and grad_beta write their outputs here, batch_norm_grad both into params (its
+// second output, [2, C]); stats_update updates the running statistics in place.
 template <typename T>
 __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
-                                  double eps, double momentum, double* coef, T* out, float* stats) {
+                                  double eps, double momentum, double* coef, T* out, T* params, float* stats) {
   pdl::prologue();
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (ch >= g.c) return;
@@ -173,6 +173,11 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   if (op == OpKind::batch_norm_grad_gamma) {
     out[ch] = narrow<T>(static_cast<float>(dy_xhat));
     return;
+  }
+  if (op == OpKind::batch_norm_grad) {
+    // sum[2] adds dy in grad_beta's order (Need::sum's sum of dy - 0): its bits.
+    params[ch] = narrow<T>(static_cast<float>(dy_xhat));
+    params[g.c + ch] = narrow<T>(static_cast<float>(sum[2]));
   }
   coef[ch * kCoefs + 0] = mean;
   coef[ch * kCoefs + 1] = rstd;
@@ -272,7 +277,7 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     launch_partials<float, I>(x, nullptr, Need::stats, g, sp, partials, s);
     detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<float>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps,
                    static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
-                   static_cast<float*>(c.in[0].data));
+                   static_cast<float*>(nullptr), static_cast<float*>(c.in[0].data));
     return;
   }
   const T* a = elements<const T>(c.in[0].data);
@@ -288,11 +293,12 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     const T* x = forward ? a : b;
     const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : forward ? Need::stats : Need::grad;
     launch_partials<T, I>(x, forward ? nullptr : a, need, g, sp, partials, s);
+    T* params = c.op == OpKind::batch_norm_grad ? elements<T>(c.out2.data) : nullptr;
     detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps, 0.0, coef,
-                   y, static_cast<float*>(nullptr));
+                   y, params, static_cast<float*>(nullptr));
     if (c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta) return;
   }
-  const bool grad = c.op == OpKind::batch_norm_grad_x;
+  const bool grad = c.op == OpKind::batch_norm_grad_x || c.op == OpKind::batch_norm_grad;
   detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>, static_cast<unsigned>(detail::grid_for(total)), 256, s, grad, a, b, c3,
                  coef, y, g, total);
 }

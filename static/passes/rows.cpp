@@ -10,10 +10,16 @@
 //    pre-LN residual stream's gradient, summed where each block's layernorm adds its part,
 //    without a separate pass over it. f32 only, where the kernel's one rounding of acc + dx
 //    is the add's (a 16-bit add would round dx first).
+//  - batch_norm_grad_x(dy, x, gamma), batch_norm_grad_gamma(dy, x) and batch_norm_grad_beta(dy)
+//    of one batch norm -> batch_norm_grad(dy, x, gamma): dx, and dgamma and dbeta as the two
+//    rows of a [2, C] output, which the two gradients become views of. The three ops each
+//    read dy (and two of them x) for the same per-channel sums; the fused op reads them once
+//    and writes what the three wrote, in their bits.
 //  - cast(layernorm(x, gamma, beta)) of an f32 layernorm to a float dtype -> layernorm_cast: under
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "static/passes/pass.h"
@@ -87,6 +93,70 @@ Graph fuse_layernorm_params(const Graph& g) {
   return rw.finish();
 }
 
+Graph fuse_batch_norm_grads(const Graph& g) {
+  GraphRewrite rw(g);
+  FreshNames fresh(g);
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& gx = g.nodes[i];
+    if (gx.op != OpKind::batch_norm_grad_x || rw.removed(static_cast<int>(i))) continue;
+    const int dy = gx.inputs[0], x = gx.inputs[1];
+    int gamma = -1, beta = -1;
+    for (int c : rw.consumers()[static_cast<size_t>(dy)]) {
+      const Node& n = g.nodes[static_cast<size_t>(c)];
+      if (rw.removed(c) || n.attrs.channels_last != gx.attrs.channels_last) continue;
+      if (n.op == OpKind::batch_norm_grad_gamma && gamma < 0 && n.inputs[1] == x && n.attrs.eps == gx.attrs.eps)
+        gamma = c;
+      else if (n.op == OpKind::batch_norm_grad_beta && beta < 0)
+        beta = c;
+    }
+    if (gamma < 0 || beta < 0) continue;
+    changed = true;
+    const int dgamma = g.nodes[static_cast<size_t>(gamma)].outputs[0];
+    const int dbeta = g.nodes[static_cast<size_t>(beta)].outputs[0];
+    const ValueInfo& dg = g.values[static_cast<size_t>(dgamma)];
+    const int64_t channels = dg.shape[0];
+    ValueInfo pv = dg;
+    pv.name = fresh.next(dg.name + ".with_beta");
+    pv.shape = Shape{2, channels};
+    pv.producer = -1;
+    const int params = rw.add_value(std::move(pv));
+    const int anchor = std::max({static_cast<int>(i), gamma, beta});
+    Node f = gx;
+    f.op = OpKind::batch_norm_grad;
+    f.outputs = {gx.outputs[0], params};
+    rw.remove(static_cast<int>(i));
+    rw.remove(gamma);
+    rw.remove(beta);
+    rw.add_node(std::move(f), anchor);
+    // Row r of params as the gradient it holds: a [1, C] slice, then that as [C] (both views).
+    for (const auto& [row, grad] : {std::pair<int64_t, int>{0, dgamma}, {1, dbeta}}) {
+      ValueInfo rv = g.values[static_cast<size_t>(grad)];
+      rv.name = fresh.next(rv.name + ".row");
+      rv.shape = Shape{1, channels};
+      rv.producer = -1;
+      const int row_value = rw.add_value(std::move(rv));
+      Node sl;
+      sl.op = OpKind::slice;
+      sl.name = rw.value_info(row_value).name;  // a node shares its name with its output
+      sl.attrs.axis = 0;
+      sl.attrs.start = row;
+      sl.attrs.size = 1;
+      sl.inputs = {params};
+      sl.outputs = {row_value};
+      rw.add_node(std::move(sl), anchor);
+      Node rs;
+      rs.op = OpKind::reshape;
+      rs.name = g.values[static_cast<size_t>(grad)].name;
+      rs.attrs.shape = Shape{channels};
+      rs.inputs = {row_value};
+      rs.outputs = {grad};
+      rw.add_node(std::move(rs), anchor);
+    }
+  }
+  return changed ? rw.finish() : g;
+}
+
 // A layernorm's output cast on its store (layernorm_cast) and a layernorm input gradient
 // added into its accumulation (layernorm_grad_x_acc): one walk, the two patterns reading
 // disjoint nodes (the forward op and its gradient).
@@ -126,6 +196,8 @@ Graph fuse_layernorm_epilogues(const Graph& g) {
 
 }  // namespace
 
-Graph pass_rows(const Graph& g) { return fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g))); }
+Graph pass_rows(const Graph& g) {
+  return fuse_batch_norm_grads(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g))));
+}
 
 }  // namespace tg

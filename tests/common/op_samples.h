@@ -386,6 +386,7 @@ inline std::vector<OpSample> op_samples(OpKind op) {
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_grad_beta:
+    case OpKind::batch_norm_grad:
     case OpKind::batch_norm_inference: {
       // x [N, C, ...] with C = 3; the CUDA blocks sum in another order than the CPU loop.
       // channel_dim: 1, or the last (NHWC).
@@ -394,7 +395,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         const Shape ch{c};
         switch (op) {
           case OpKind::batch_norm: return std::vector<Shape>{x, ch, ch};
-          case OpKind::batch_norm_grad_x: return std::vector<Shape>{x, x, ch};
+          case OpKind::batch_norm_grad_x:
+          case OpKind::batch_norm_grad: return std::vector<Shape>{x, x, ch};
           case OpKind::batch_norm_grad_gamma: return std::vector<Shape>{x, x};
           case OpKind::batch_norm_grad_beta: return std::vector<Shape>{x};
           default: return std::vector<Shape>{x, ch, ch, {2, c}};

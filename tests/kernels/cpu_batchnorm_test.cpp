@@ -1,6 +1,7 @@
 // batch_norm, batch_norm_inference and batch_norm_stats_update against their definitions: per
 // channel, over N and the dims after C.
 #include <cmath>
+#include <cstring>
 
 #include "tests/kernels/kernel_test_util.h"
 
@@ -53,6 +54,38 @@ TEST_CASE("batch_norm_stats_update: hand-computed, PyTorch's rule with the unbia
   check_close(ins[0].data, std::vector<double>{0.75 * 0.0 + 0.25 * 4.0, 0.75 * 1.0 + 0.25 * 2.0, 0.75 * 1.0 + 0.25 * 20.0 / 3.0, 0.75 * 3.0},
               1e-7, 1e-6, "stats");
   CHECK(ins[1].data == std::vector<float>{1, 3, 2, 2, 5, 7, 2, 2});  // x is only read
+}
+
+TEST_CASE("batch_norm_grad: dx, dgamma and dbeta with the bits of the three gradient ops, NCHW and NHWC") {
+  auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (bool channels_last : {false, true}) {
+    CAPTURE(channels_last);
+    const Shape s = channels_last ? Shape{3, 4, 5, 2} : Shape{3, 2, 4, 5};
+    const Tensor dy = random_tensor(s, 21, -1.0f, 1.0f), x = random_tensor(s, 22, -2.0f, 5.0f);
+    const Tensor gamma = tensor({2}, {1.5f, -0.5f});
+    Attrs at;
+    at.channels_last = channels_last;
+    at.eps = 0.01f;
+    std::vector<Tensor> ins = {dy, x, gamma};
+    kernels::OpCall c;
+    std::vector<kernels::TensorView> more;
+    set_inputs(c, ins, more);
+    c.op = OpKind::batch_norm_grad;
+    c.attrs = &at;
+    std::vector<float> dx(static_cast<size_t>(s.numel()), NAN), params(4, NAN);
+    c.out = {dx.data(), s};
+    c.out2 = {params.data(), Shape{2, 2}};
+    kernels::run_cpu(c);
+    CHECK(same_bits(dx, run_op(OpKind::batch_norm_grad_x, {dy, x, gamma}, at).data));
+    std::vector<float> want = run_op(OpKind::batch_norm_grad_gamma, {dy, x}, at).data;
+    const std::vector<float> dbeta = run_op(OpKind::batch_norm_grad_beta, {dy}, at).data;
+    want.insert(want.end(), dbeta.begin(), dbeta.end());
+    CHECK(same_bits(params, want));
+  }
+  CHECK(shape_rule_message(OpKind::batch_norm_grad, {{2, 3, 4}, {2, 3, 4}, {4}}, {}, "'g'").find("gamma is [4]") !=
+        std::string::npos);
 }
 
 TEST_CASE("the batch_norm shape rules name the input and the fix") {

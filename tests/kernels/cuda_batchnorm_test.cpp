@@ -133,4 +133,36 @@ TEST_CASE("cuda batch_norm family: NHWC gives the NCHW kernels' bits") {
     }
 }
 
+// batch_norm_grad (the rows pass's fusion) writes dx, dgamma and dbeta with the bits of the
+// three ops it replaces, in both layouts.
+TEST_CASE("cuda batch_norm_grad == batch_norm_grad_x, _gamma and _beta bit for bit, NCHW and NHWC") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 33000;
+  for (const Shape& xs : kShapes)
+    for (bool channels_last : {false, true}) {
+      CAPTURE(xs.str());
+      CAPTURE(channels_last);
+      const Shape shape = channels_last ? nhwc(xs) : xs;
+      const int64_t c = xs[1];
+      const DevTensor dy(random_vector(xs.numel(), seed++), false), x(random_vector(xs.numel(), seed++), false);
+      const DevTensor gamma(random_vector(c, seed++), false);
+      Attrs at;
+      at.channels_last = channels_last;
+      DevTensor dx(xs.numel(), false), params(2 * c, false), want_dx(xs.numel(), false), want_dgamma(c, false),
+          want_dbeta(c, false);
+      for (DevTensor* t : {&dx, &params, &want_dx, &want_dgamma, &want_dbeta}) t->poison();
+      TG_CUDA_CHECK(cudaDeviceSynchronize());
+      run_op(OpKind::batch_norm_grad, {dy.view(shape), x.view(shape), gamma.view(Shape{c})}, dx.view(shape), at,
+             params.view(Shape{2, c}));
+      run_op(OpKind::batch_norm_grad_x, {dy.view(shape), x.view(shape), gamma.view(Shape{c})}, want_dx.view(shape), at);
+      run_op(OpKind::batch_norm_grad_gamma, {dy.view(shape), x.view(shape)}, want_dgamma.view(Shape{c}), at);
+      run_op(OpKind::batch_norm_grad_beta, {dy.view(shape)}, want_dbeta.view(Shape{c}), at);
+      std::vector<float> want = want_dgamma.download();
+      const std::vector<float> dbeta = want_dbeta.download();
+      want.insert(want.end(), dbeta.begin(), dbeta.end());
+      CHECK(compare("dx", dx.download(), want_dx.download(), Tol{}) == 0);
+      CHECK(compare("[dgamma; dbeta]", params.download(), want, Tol{}) == 0);
+    }
+}
+
 }  // namespace tg::testing

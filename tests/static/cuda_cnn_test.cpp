@@ -47,6 +47,20 @@ TEST_CASE("static == dynamic bitwise on CUDA: ResNet-18, ResNet-50 and VGG-16 at
   }
 }
 
+// The rows pass fuses each batch norm's three gradients into batch_norm_grad, whose kernel
+// writes what the three wrote: the static plan with it still has the dynamic executor's bits.
+TEST_CASE("static with the fused batch norm gradients == dynamic bitwise on CUDA: CIFAR ResNet and ResNet-50") {
+  TG_REQUIRE_GPU();
+  const PassSet rows = PassSet::only(PassId::rows);
+  const ResNetConfig r = testing::resnet_config(4, 16, 8, 1, 10);
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(precision_name(p));
+    testing::check_static_vs_dynamic(gpu, testing::resnet_model(r), "resnet", true, r.classes, p, {}, rows);
+  }
+  testing::check_static_vs_dynamic(gpu, testing::resnet_imagenet_model(at_size(resnet50_config(), 4, 64)), "resnet50",
+                                   true, 1000, Precision::fp32, {}, rows);
+}
+
 TEST_CASE("static == dynamic bitwise on CUDA with the direct conv kernels (conv_cudnn=0): the CIFAR ResNet") {
   TG_REQUIRE_GPU();
   const ResNetConfig r = testing::resnet_config(4, 16, 8, 1, 10);

@@ -134,6 +134,50 @@ TEST_CASE("bn_fold and conv: ResNet-20 inference with every pass, folded vs unfo
   }
 }
 
+// The rows pass's batch norm part: each batch norm's three gradients become one
+// batch_norm_grad, whose [2, C] second output the parameter gradients are views of.
+TEST_CASE("rows pass: a batch norm's three gradients as one op, ResNet-20 training to the unfused bits") {
+  const ResNetConfig c = resnet_config(2, 8, 4, 1, 5);
+  const int norms = 1 + 2 * 3 * c.blocks + 2;  // the stem's, two a block, the two projections'
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(precision_name(p));
+    CompileOptions o;
+    o.precision = p;
+    CompiledPlan unfused = compile(resnet_model(c), o);
+    o.passes = PassSet::only(PassId::rows);
+    CompiledPlan plan = compile(resnet_model(c), o);
+    CHECK(check_plan(*plan.graph, plan.exec->order(), plan.memory()) == "");
+    check_same_steps(unfused, plan, 3);
+    const Graph& g = *plan.graph;
+    CHECK(count(g, OpKind::batch_norm_grad) == norms);
+    for (OpKind op : {OpKind::batch_norm_grad_x, OpKind::batch_norm_grad_gamma, OpKind::batch_norm_grad_beta})
+      CHECK(count(g, op) == 0);
+    // Each gradient row is a view: no bytes of its own in the plan.
+    int views = 0;
+    for (const Node& n : g.nodes) {
+      if (n.op != OpKind::slice || g.values[static_cast<size_t>(n.inputs[0])].producer < 0 ||
+          g.nodes[static_cast<size_t>(g.values[static_cast<size_t>(n.inputs[0])].producer)].op != OpKind::batch_norm_grad)
+        continue;
+      views += plan.memory().placement[static_cast<size_t>(n.outputs[0])] == Placement::view;
+    }
+    MESSAGE(precision_name(p), ": ", views, " of ", 2 * norms, " gradient rows are views");
+    CHECK(views > 0);
+  }
+}
+
+TEST_CASE("rows pass: batch norm gradients fused with every pass and NHWC, to the unfused bits") {
+  const ResNetConfig c = resnet_config(2, 8, 4, 1, 5);
+  check_same_training(resnet_model(c), PassSet::all(), 2);
+  // NHWC: the fused op's dx takes the layout, its [2, C] output none.
+  CompileOptions nhwc;
+  nhwc.passes = PassSet::only(PassId::channels_last);
+  CompiledPlan a = compile(resnet_model(c), nhwc);
+  nhwc.passes = PassSet::only(PassId::channels_last).with(PassId::rows);
+  CompiledPlan b = compile(resnet_model(c), nhwc);
+  CHECK(count(*b.graph, OpKind::batch_norm_grad) > 0);
+  check_same_steps(a, b, 2);
+}
+
 TEST_CASE("bn_fold: a training graph (batch statistics) has nothing to fold") {
   const ModelFn m = resnet_model(resnet_config(2, 8, 4, 1, 5));
   CompileOptions o;
