@@ -158,9 +158,12 @@ bool attention_pass_idle(const PassSet& set, bool training, bool fused_attention
 
 namespace {
 
-// The loss curve of `set` against the unfused one (measure_passes).
+// The loss curve of `set` against the unfused one (measure_passes). `unchecked`: why the two
+// runs' algorithms differ in more than the order of their sums, so that the curves may drift
+// apart on a network that amplifies small differences (recorded, not held to the tolerance);
+// empty where the difference must stay within it.
 void loss_curve(th::Experiment& e, const std::shared_ptr<Backend>& be, const Config& c, PassSet every,
-                const PassOptions& opt, int loss_steps) {
+                const PassOptions& opt, int loss_steps, const std::string& unchecked) {
   CompiledPlan none = compile_with(c, be, true, PassSet::none(), opt);
   CompiledPlan all = compile_with(c, be, true, every, opt);
   double worst = 0;
@@ -186,7 +189,12 @@ void loss_curve(th::Experiment& e, const std::shared_ptr<Backend>& be, const Con
   m.extra["steps"] = loss_steps;
   m.extra["max_rel_diff_vs_none"] = worst;
   m.extra["tolerance"] = kTolerance;
+  m.extra["checked"] = unchecked.empty() ? 1 : 0;
   e.report().add(std::move(m));
+  if (!unchecked.empty()) {
+    e.report().skip(fmt::format("loss_curve check passes={} {}", every.str(), th::params_str(c.params)), unchecked);
+    return;
+  }
   if (worst > kTolerance)
     throw std::runtime_error(fmt::format("tg-train: with passes {} the loss curve of {} differs from the unfused one "
                                          "by {:.3g} (relative), more than {:.2g}", every.str(), th::params_str(c.params),
@@ -280,8 +288,9 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   // one, from the same weights and batches; the layout option (channels_last) on a curve
   // of its own, every pass with it, so that the all row stays the fusion passes'. On the
   // CPU the fused kernels compute what the ops they replace compute (the same bits); on
-  // CUDA the GEMM epilogues round differently, and cuDNN may choose other algorithms for
-  // NHWC, within the tolerance.
+  // CUDA the GEMM epilogues round differently, within the tolerance. Not held to it: runs
+  // whose convolutions sum with atomics, and on cuDNN the NHWC curve, whose algorithms differ
+  // (ResNet-50 at 224 drifts by about 1% in two steps; the curves are recorded).
   PassSet every = PassSet::none();
   for (const PassSet& set : sets) every = every | set;
   const bool layout = every.has(PassId::channels_last);
@@ -289,8 +298,19 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
   for (int i = 0; i < kNumPasses; ++i)
     if (every.has(static_cast<PassId>(i)) && static_cast<PassId>(i) != PassId::channels_last)
       fusion = fusion.with(static_cast<PassId>(i));
-  if (!fusion.empty()) loss_curve(e, be, c, fusion, opt, loss_steps);
-  if (layout && convolutions) loss_curve(e, be, c, fusion.with(PassId::channels_last), opt, loss_steps);
+  std::string atomics, nhwc;
+#ifdef TWOGRAPH_HAVE_CUDA
+  if (cuda && convolutions) {
+    const CudaBackendOptions& o = static_cast<const CudaBackend&>(*be).options();
+    if (!o.conv_deterministic)
+      atomics = "conv_deterministic=0: convolution algorithms that sum with atomics, whose bits vary from run to run";
+    if (o.conv_cudnn)
+      nhwc = "cuDNN chooses other algorithms for NHWC than for NCHW (other sums, not only another order)";
+  }
+#endif
+  if (!fusion.empty()) loss_curve(e, be, c, fusion, opt, loss_steps, atomics);
+  if (layout && convolutions)
+    loss_curve(e, be, c, fusion.with(PassId::channels_last), opt, loss_steps, atomics.empty() ? nhwc : atomics);
 }
 
 }  // namespace tg::train
