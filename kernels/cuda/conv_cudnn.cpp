@@ -309,6 +309,7 @@ std::unique_ptr<ConvDnnPlan> ConvDnn::Impl::make(const ConvDnnKey& k, cudaStream
       choice.deterministic = rule.deterministic;  // the rule dropped the nondeterministic engines
       choice.workspace = p->workspace;  // the engine's, as the legacy choice's is the algorithm's
       choice.offers = built.candidates;
+      choice.algo_ms = built.ms;
       return p;
     }
     choice.frontend_why = built.why;

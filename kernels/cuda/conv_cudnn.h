@@ -104,7 +104,8 @@ struct ConvDnnChoice {
   size_t passed_workspace_least = 0;  // the least workspace among those
   // With ConvDnnRule::frontend: why the graph API did not take the key (empty when it did:
   // algo is then "fe:" and the engine's name, offers the engines timed (1 unbenchmarked),
-  // deterministic whether the rule admitted deterministic engines only, algo_ms 0).
+  // deterministic whether the rule admitted deterministic engines only, algo_ms the chosen
+  // engine's time when timed).
   std::string frontend_why;
 };
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/cudnn_handles.h"
+#include "kernels/cuda/raii.h"
 
 namespace tg::kernels::cuda {
 
@@ -26,6 +28,22 @@ enum Uid : int64_t { kA = 1, kB, kOut };
 // The most engines a benchmarked key builds and times (PyTorch's cudnn.benchmark caps its
 // search alike).
 constexpr int kMaxTimed = 10;
+
+// The chosen plan's time on the scratch operands, as the legacy Find reports its choice's:
+// one untimed run, then the mean of kTimedRuns, on the handle's stream.
+constexpr int kTimedRuns = 3;
+double time_chosen(fe::graph::Graph& gr, cudnnHandle_t handle, std::unordered_map<int64_t, void*>& pack, void* ws) {
+  cudaStream_t stream = nullptr;
+  TG_CUDNN_CHECK(cudnnGetStream(handle, &stream));
+  const tg::cuda::Event start = tg::cuda::Event::create(), stop = tg::cuda::Event::create();
+  for (int i = 0; i <= kTimedRuns; ++i) {
+    if (i == 1) start.record(stream);
+    if (gr.execute(handle, pack, ws).is_bad()) return 0.0;
+  }
+  stop.record(stream);
+  stop.synchronize();
+  return static_cast<double>(stop.elapsed_ms_since(start)) / kTimedRuns;
+}
 
 std::string describe(const ConvDnnKey& k) {
   return fmt::format("{} {} {}{}", op_name(k.op), dtype_name(k.dtype), conv_dnn_key_geometry(k), k.g.nhwc ? " nhwc" : "");
@@ -138,6 +156,7 @@ ConvFeBuilt conv_fe_build(cudnnContext* handle, const ConvDnnKey& k, const ConvD
         {kA, const_cast<void*>(scratch->a)}, {kB, const_cast<void*>(scratch->b)}, {kOut, scratch->out}};
     TG_FE_STEP(gr.autotune(handle, pack, scratch->ws));
     r.candidates = built;
+    r.ms = time_chosen(gr, handle, pack, scratch->ws);
   } else {
     TG_FE_STEP(gr.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
     r.candidates = 1;

@@ -37,6 +37,7 @@ struct ConvFeBuilt {
   size_t workspace = 0;
   std::string engine;  // the chosen plan's name ("eng0_k2=1...")
   int candidates = 0;  // engines built and timed (benchmarked), or 1 (the heuristic's first that built)
+  double ms = 0;       // the chosen engine's time on the scratch operands when timed; 0 otherwise
   std::string why;
 };
 

@@ -373,7 +373,13 @@ TEST_CASE("cuda conv through cuDNN: the workspace limit bounds each choice, and 
         for (const Window& win : windows) {
           CAPTURE(win.what);
           const OpCase c = window_case(op, win, dt, tol_of(conv_cudnn_tol(op, window_geometry(win))), seed++);
-          CHECK(run_case_on(b, c) == 0);
+          const int64_t bad = run_case_on(b, c);
+          CHECK(bad == 0);
+          if (bad > 0)  // which engine or algorithm gave it: the choices of this op and dtype
+            for (const kernels::cuda::ConvDnnChoice& ch : b.conv_choices())
+              if (ch.key.op == op && ch.key.dtype == dt)
+                MESSAGE(kernels::cuda::conv_dnn_key_geometry(ch.key) << ": " << ch.algo << ", workspace "
+                                                                     << ch.workspace << ", " << ch.algo_ms << " ms");
         }
       }
     const std::vector<kernels::cuda::ConvDnnChoice> chosen = b.conv_choices();
