@@ -15,8 +15,8 @@
 // The order of a channel's sums: the channel's elements e (in BatchNormGeometry's order,
 // the same in both layouts) are cut into `segments` equal runs; in run s, lane j of 32 sums
 // e = s L + j + 32 k for k = 0, 1, ... in order, the 32 lane sums are added as a warp's
-// butterfly adds them (kernels/cuda/common.cuh's warp_sum), and the combine adds the runs
-// in order. NCHW reads a run as one warp over consecutive elements; NHWC, whose consecutive
+// butterfly adds them (kernels/cuda/common.cuh's warp_sum), and the combine's lane j adds
+// runs j, j + 32, ... in order, its 32 lanes again added as the butterfly adds them. NCHW reads a run as one warp over consecutive elements; NHWC, whose consecutive
 // elements of a channel are C apart, as a block of 32 channels x 32 lanes that reads 32
 // neighbouring channels at a time and adds the lanes in shared memory in the butterfly's
 // order. Both give every channel the same bits, so an NHWC graph trains to the NCHW bits.
@@ -39,6 +39,7 @@ constexpr int kSums = 4;           // d, d * d, dy, dy * d
 constexpr int kWarpsPerBlock = 8;  // NCHW partial sums: a warp per (channel, run)
 constexpr int kUnroll = 4;
 constexpr int kCoefs = 4;  // per channel, for the elementwise pass
+constexpr int kApplyPer = 4;  // elements a lane writes per chunk of the elementwise pass
 
 // What a call needs from the partial sums: the shifted sums of x and its squares (stats), with
 // dy's and dy * d's too (grad), or the plain sum of x (sum: batch_norm_grad_beta's dy, where a
@@ -80,9 +81,15 @@ __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, co
   const int64_t begin = s * sp.run, end = begin + sp.run < g.count() ? begin + sp.run : g.count();
   const double shift = need == Need::sum ? 0.0 : static_cast<float>(x[bn_index<I>(g, ch, 0)]);
   double a = 0, b = 0, c = 0, d = 0;
+  // NCHW: element e is (n, r) = (e / inner, e % inner), walked along with e instead of
+  // divided out for every element (the division cost more than the load).
+  const I inner = static_cast<I>(g.inner);
+  I n = static_cast<I>(begin + j) / inner, r = static_cast<I>(begin + j) - n * inner;
 #pragma unroll kUnroll
   for (int64_t e = begin + j; e < end; e += 32) {
-    const int64_t i = bn_index<I>(g, ch, e);
+    const int64_t i =
+        g.channels_last ? e * g.c + ch : (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
+    for (r += 32; r >= inner; r -= inner) ++n;
     // Explicit roundings: the two layouts' kernels must not contract differently.
     const double v = __dsub_rn(static_cast<float>(x[i]), shift);
     a = __dadd_rn(a, v);
@@ -147,11 +154,18 @@ template <typename T>
 __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
                                   double eps, double momentum, double* coef, T* out, T* params, float* stats) {
   pdl::prologue();
-  const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // A warp a channel: lane j adds runs j, j + 32, ... in order, then the lanes add as
+  // warp_sum's butterfly does (a channel of an ImageNet stem has 130 runs: one thread a
+  // channel waited on their loads one after another).
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (ch >= g.c) return;
+  const int lane = static_cast<int>(threadIdx.x & 31);
   double sum[kSums] = {0, 0, 0, 0};
-  for (int64_t s = 0; s < sp.segments; ++s)
+  for (int64_t s = lane; s < sp.segments; s += 32)
     for (int q = 0; q < kSums; ++q) sum[q] += partials[(ch * sp.segments + s) * kSums + q];
+#pragma unroll
+  for (int q = 0; q < kSums; ++q) sum[q] = detail::warp_sum(sum[q]);
+  if (lane != 0) return;
   if (op == OpKind::batch_norm_grad_beta) {  // x is dy here, summed unshifted (Need::sum)
     out[ch] = narrow<T>(static_cast<float>(sum[0]));
     return;
@@ -195,12 +209,6 @@ __global__ void bn_inference_coef_kernel(const T* stats, BatchNormGeometry g, do
   coef[ch * kCoefs + 1] = 1.0 / sqrt(static_cast<double>(static_cast<float>(stats[g.c + ch])) + eps);
 }
 
-template <typename I>
-__device__ __forceinline__ int64_t channel_of(const BatchNormGeometry& g, int64_t i) {
-  if (g.channels_last) return static_cast<int64_t>(static_cast<I>(i) % static_cast<I>(g.c));
-  return static_cast<int64_t>((static_cast<I>(i) / static_cast<I>(g.inner)) % static_cast<I>(g.c));
-}
-
 // The elementwise pass over all n c inner elements. Forward (a = x, b = gamma, c3 = beta):
 // y = (x - mean) rstd gamma + beta. grad_x (a = dy, b = x, c3 = gamma):
 // dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
@@ -208,19 +216,46 @@ template <typename T, typename I>
 __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* b, const T* c3,
                                                        const double* coef, T* y, BatchNormGeometry g, int64_t total) {
   pdl::prologue();
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const int64_t ch = channel_of<I>(g, i);
-    const double mean = coef[ch * kCoefs], rstd = coef[ch * kCoefs + 1];
-    if (!grad) {
-      const double gamma = static_cast<float>(b[ch]), beta = static_cast<float>(c3[ch]);
-      y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(a[i])) - mean) * rstd * gamma + beta));
+  // A warp takes chunks of 32 kApplyPer elements, lane j elements j, j + 32, ...: each load
+  // and store of the warp is 32 consecutive elements, and a lane finds its channel by
+  // division once a chunk, then walks it along.
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); w * 32 * kApplyPer < total;
+       w += warps) {
+    int64_t i = w * 32 * kApplyPer + lane;
+    if (i >= total) continue;
+    I r = 0, ch = 0;  // NCHW: i's place in its plane, and its channel; NHWC: the channel
+    if (g.channels_last) {
+      ch = static_cast<I>(i) % channels;
     } else {
-      const double gamma = static_cast<float>(c3[ch]);
-      const double xhat = (static_cast<double>(static_cast<float>(b[i])) - mean) * rstd;
-      y[i] = narrow<T>(static_cast<float>(gamma * rstd *
-                                          (static_cast<double>(static_cast<float>(a[i])) - coef[ch * kCoefs + 2] -
-                                           xhat * coef[ch * kCoefs + 3])));
+      const I plane = static_cast<I>(i) / inner;
+      r = static_cast<I>(i) - plane * inner;
+      ch = plane % channels;
+    }
+    for (int k = 0; k < kApplyPer && i < total; ++k, i += 32) {
+      const double mean = coef[ch * kCoefs], rstd = coef[ch * kCoefs + 1];
+      if (!grad) {
+        const double gamma = static_cast<float>(b[ch]), beta = static_cast<float>(c3[ch]);
+        y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(a[i])) - mean) * rstd * gamma + beta));
+      } else {
+        const double gamma = static_cast<float>(c3[ch]);
+        const double xhat = (static_cast<double>(static_cast<float>(b[i])) - mean) * rstd;
+        y[i] = narrow<T>(static_cast<float>(gamma * rstd *
+                                            (static_cast<double>(static_cast<float>(a[i])) - coef[ch * kCoefs + 2] -
+                                             xhat * coef[ch * kCoefs + 3])));
+      }
+      if (g.channels_last) {
+        ch += 32;
+        while (ch >= channels) ch -= channels;
+      } else {
+        r += 32;
+        while (r >= inner) {
+          r -= inner;
+          ch = ch + 1 == channels ? 0 : ch + 1;
+        }
+      }
     }
   }
 }
@@ -270,12 +305,13 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
   double* coef = reinterpret_cast<double*>(scratch);
   double* partials = reinterpret_cast<double*>(scratch + partials_offset(g));
   const unsigned ch_blocks = static_cast<unsigned>((g.c + 255) / 256);
+  const unsigned warp_blocks = static_cast<unsigned>((g.c + kWarpsPerBlock - 1) / kWarpsPerBlock);  // a warp a channel
   const int64_t total = g.n * g.c * g.inner;
   const double eps = c.attrs->eps;
   if (c.op == OpKind::batch_norm_stats_update) {
     const auto* x = static_cast<const float*>(c.in[1].data);
     launch_partials<float, I>(x, nullptr, Need::stats, g, sp, partials, s);
-    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<float>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps,
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<float>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp, eps,
                    static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
                    static_cast<float*>(nullptr), static_cast<float*>(c.in[0].data));
     return;
@@ -294,12 +330,13 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : forward ? Need::stats : Need::grad;
     launch_partials<T, I>(x, forward ? nullptr : a, need, g, sp, partials, s);
     T* params = c.op == OpKind::batch_norm_grad ? elements<T>(c.out2.data) : nullptr;
-    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, ch_blocks, 256, s, c.op, partials, x, g, sp, eps, 0.0, coef,
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp, eps, 0.0, coef,
                    y, params, static_cast<float*>(nullptr));
     if (c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta) return;
   }
   const bool grad = c.op == OpKind::batch_norm_grad_x || c.op == OpKind::batch_norm_grad;
-  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>, static_cast<unsigned>(detail::grid_for(total)), 256, s, grad, a, b, c3,
+  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>,
+                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, a, b, c3,
                  coef, y, g, total);
 }
 
