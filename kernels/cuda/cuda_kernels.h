@@ -273,6 +273,9 @@ void broadcast(const void* x, void* y, int64_t outer, int64_t size, int64_t inne
 // in the call's dtype (f32, bf16, f16), as is the batchnorm family. run_cuda sends the three
 // convolutions to cuDNN first (kernels/cuda/conv_cudnn.h) when the backend has it.
 void conv_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
+// max_pool2d and max_pool2d_grad in 32-bit index arithmetic (pool.cu): false, launching
+// nothing, for another op or a tensor with an index past 32 bits.
+bool max_pool_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
 // The fused convolutions' epilogue (graph/conv.h) in place over a convolution already in
 // c.out: what conv_cudnn.cpp runs after cuDNN's convolution when its fused call cannot.
 void conv_epilogue(const OpCall& c, const ConvGeometry& g, cudaStream_t s);
