@@ -35,6 +35,9 @@ const std::vector<OptionField<CudaBackendOptions>>& CudaBackendOptions::fields()
           "gemm_align_staging", "large GEMMs with extents not in 16-byte steps run padded, on padded copies; 0: cuBLASLt's unaligned kernels"),
       switch_option<O, &O::gemm_bias_grad_sums>(
           "gemm_bias_grad_sums", "16-bit bias gradients by the project's split column sums after the GEMM; 0: cuBLASLt's epilogue"),
+      switch_option<O, &O::attention_deterministic>(
+          "attention_deterministic",
+          "cuDNN's attention backward without atomics (the same bits every run); 0: its faster one with atomics in dq"),
   };
   return f;
 }

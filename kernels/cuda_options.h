@@ -101,6 +101,10 @@ struct CudaBackendOptions : TextOptions<CudaBackendOptions> {
   // (kernels/cuda/gemm/gemm_epilogue16.h), instead of cuBLASLt's bias-gradient epilogue, which
   // sums in a kernel of its own after the product; off by default until measured.
   bool gemm_bias_grad_sums = false;
+  // attention_grad through cuDNN's deterministic backward (no atomics in dq: the same bits
+  // from every run, which static == dynamic bitwise needs); off: its backward that adds dq
+  // with atomics, one pass less (the form PyTorch's scaled_dot_product_attention runs).
+  bool attention_deterministic = true;
 
   static constexpr const char* kKind = "a CUDA backend option";
   static const std::vector<OptionField<CudaBackendOptions>>& fields();

@@ -300,11 +300,12 @@ void measure_passes(th::Experiment& e, const std::shared_ptr<Backend>& be, const
       fusion = fusion.with(static_cast<PassId>(i));
   std::string atomics, nhwc;
 #ifdef TWOGRAPH_HAVE_CUDA
-  if (cuda && convolutions) {
+  if (cuda) {
     const CudaBackendOptions& o = static_cast<const CudaBackend&>(*be).options();
-    if (!o.conv_deterministic)
-      atomics = "conv_deterministic=0: convolution algorithms that sum with atomics, whose bits vary from run to run";
-    if (o.conv_cudnn)
+    if ((convolutions && !o.conv_deterministic) || (fused_attention && !o.attention_deterministic))
+      atomics = "conv_deterministic=0 or attention_deterministic=0: kernels that sum with atomics, whose bits vary "
+                "from run to run";
+    if (convolutions && o.conv_cudnn)
       nhwc = "cuDNN chooses other algorithms for NHWC than for NCHW (other sums, not only another order)";
   }
 #endif

@@ -204,7 +204,10 @@ void measure_feed(th::Experiment& e, const std::shared_ptr<Backend>& be, const C
 // what PyTorch's cudnn.benchmark picks among).
 bool same_bits_every_run(const Backend& be) {
 #ifdef TWOGRAPH_HAVE_CUDA
-  if (be.kind() == DeviceKind::cuda) return static_cast<const CudaBackend&>(be).options().conv_deterministic;
+  if (be.kind() == DeviceKind::cuda) {
+    const CudaBackendOptions& o = static_cast<const CudaBackend&>(be).options();
+    return o.conv_deterministic && o.attention_deterministic;
+  }
 #endif
   (void)be;
   return true;

@@ -81,7 +81,8 @@ struct KeyHash {
   size_t operator()(const AttnDnnKey& k) const {
     uint32_t a = 0;
     std::memcpy(&a, &k.alpha, sizeof a);
-    size_t h = static_cast<size_t>(k.op) * 31 + static_cast<size_t>(k.dtype) * 7 + k.causal * 3 + k.masked * 5 + a;
+    size_t h = static_cast<size_t>(k.op) * 31 + static_cast<size_t>(k.dtype) * 7 + k.causal * 3 + k.masked * 5 +
+               k.deterministic * 11 + a;
     for (int64_t v : {k.g.batch, k.g.heads, k.g.seq, k.g.dh}) h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
@@ -98,7 +99,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 bool AttnDnnKey::operator==(const AttnDnnKey& o) const {
   return op == o.op && dtype == o.dtype && g.batch == o.g.batch && g.heads == o.g.heads && g.seq == o.g.seq &&
-         g.dh == o.g.dh && causal == o.causal && masked == o.masked &&
+         g.dh == o.g.dh && causal == o.causal && masked == o.masked && deterministic == o.deterministic &&
          std::memcmp(&alpha, &o.alpha, sizeof alpha) == 0;
 }
 
@@ -199,6 +200,7 @@ struct AttnDnn::Impl {
   std::unordered_map<AttnDnnKey, std::unique_ptr<AttnDnnPlan>, KeyHash> plans;  // null: the own kernels
   std::vector<AttnDnnChoice> chosen;  // one per key, in the order the keys were met
   tg::cuda::DeviceBuffer workspace;   // the calls that bring none (the dynamic executor's)
+  bool deterministic = true;          // the backward keys' (AttnDnn's constructor)
 
   std::unique_ptr<AttnDnnPlan> make(const AttnDnnKey& k, AttnDnnChoice& choice);
   // make(), with an exception from the frontend's inner layers (it throws where its older API
@@ -211,8 +213,8 @@ struct AttnDnn::Impl {
 namespace {
 
 // Key k's graph into gr (empty, its target set if it has one): the head views, the masks, and
-// cuDNN's forward (with statistics for attention_lse and attention_fwd_lse) or deterministic
-// backward.
+// cuDNN's forward (with statistics for attention_lse and attention_fwd_lse) or backward
+// (deterministic as the key says).
 void build_graph(const AttnDnnKey& k, fe::graph::Graph& gr) {
   const AttentionGeometry& g = k.g;
   gr.set_io_data_type(k.dtype == DType::BF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
@@ -223,7 +225,7 @@ void build_graph(const AttnDnnKey& k, fe::graph::Graph& gr) {
     const TensorPtr o = input_view(gr, "o", kO, g), dout = input_view(gr, "dout", kDout, g);
     fe::graph::Tensor_attributes st;
     const TensorPtr stats = gr.tensor(stats_view(st, g));
-    auto a = fe::graph::SDPA_backward_attributes().set_name("attention_grad").set_deterministic_algorithm(true);
+    auto a = fe::graph::SDPA_backward_attributes().set_name("attention_grad").set_deterministic_algorithm(k.deterministic);
     set_masks(a, k, gr);
     auto grads = gr.sdpa_backward(q, kk, v, o, dout, stats, a);
     head_view(*grads[0], "dq", kDq, g).set_output(true);
@@ -362,7 +364,9 @@ void AttnDnn::Impl::warm_up(AttnDnnPlan& p, cudaStream_t s) {
   p.warmed = true;
 }
 
-AttnDnn::AttnDnn() : impl_(std::make_unique<Impl>()) {}
+AttnDnn::AttnDnn(bool deterministic_backward) : impl_(std::make_unique<Impl>()) {
+  impl_->deterministic = deterministic_backward;
+}
 
 AttnDnn::~AttnDnn() = default;
 
@@ -377,6 +381,7 @@ const AttnDnnPlan* AttnDnn::plan(const OpCall& c, cudaStream_t s, bool warm_up) 
   k.causal = c.attrs->causal;
   k.masked = op_has_key_lengths(c.op, c.num_inputs);
   k.alpha = c.attrs->alpha;
+  k.deterministic = c.op != OpKind::attention_grad || impl_->deterministic;
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->plans.find(k);
   if (it == impl_->plans.end()) {

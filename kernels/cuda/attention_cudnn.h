@@ -30,7 +30,8 @@
 //   cuDNN does not promise to be the inference forward's (attention's) bit for bit:
 //   tests/kernels/cuda_attention_cudnn_test.cpp says which holds on the device it runs on.
 // - attention_grad runs cuDNN's deterministic backward (no atomics in dq): the same bits from
-//   every run, which static == dynamic bitwise needs.
+//   every run, which static == dynamic bitwise needs; with attention_deterministic=0 (a
+//   backend option) the backward that adds dq with atomics.
 //
 // One cuDNN graph per key (AttnDnnKey: op, dtype, geometry, causal, the mask, alpha), built
 // the first time the key is met and kept, with the engine cuDNN's heuristic (mode A) puts
@@ -65,6 +66,7 @@ struct AttnDnnKey {
   bool causal = false;
   bool masked = false;  // key lengths given (the padding mask)
   float alpha = 1.0f;
+  bool deterministic = true;  // attention_grad: cuDNN's backward without atomics
   bool operator==(const AttnDnnKey& o) const;
 };
 
@@ -85,7 +87,9 @@ class AttnDnnPlan;
 // cuDNN may take) and the graphs by key. Thread-safe.
 class AttnDnn {
  public:
-  AttnDnn();
+  // deterministic_backward: attention_grad's keys ask for cuDNN's deterministic backward
+  // (CudaBackendOptions::attention_deterministic).
+  explicit AttnDnn(bool deterministic_backward = true);
   ~AttnDnn();
   AttnDnn(const AttnDnn&) = delete;
   AttnDnn& operator=(const AttnDnn&) = delete;

@@ -12,7 +12,7 @@ namespace tg::kernels::cuda {
 
 struct AttnDnn::Impl {};
 
-AttnDnn::AttnDnn() {
+AttnDnn::AttnDnn(bool) {
   throw std::logic_error("AttnDnn: this build has no cuDNN frontend (cmake/CudnnFrontend.cmake found none)");
 }
 

@@ -113,7 +113,8 @@ std::vector<fe::NumericalNote_t> excluded_notes(const ConvDnnKey& k, const ConvD
   // Converting the inputs down (f32 to f16: overflow, flushed subnormals) is never asked for.
   out.push_back(fe::NumericalNote_t::DOWN_CONVERT_INPUTS);
   if (k.dtype == DType::F32 && !k.tf32) out.push_back(fe::NumericalNote_t::TENSOR_CORE);
-  if (k.dtype != DType::F32) out.push_back(fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION);
+  // Partial sums reduced below f32, in any dtype: the sums of products the rule admits are f32's.
+  out.push_back(fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION);
   return out;
 }
 

@@ -9,8 +9,8 @@
 // The rule is ConvDnnRule's, expressed as the engines' numerical notes: deterministic drops
 // engines noted NONDETERMINISTIC; without transforms FFT and the Winograd notes are dropped;
 // f32 without tf32 drops TENSOR_CORE (the FMA units, as the legacy path's CUDNN_FMA_MATH);
-// 16-bit drops REDUCED_PRECISION_REDUCTION (f32 sums); DOWN_CONVERT_INPUTS (f32 read as f16)
-// is always dropped; engines whose workspace passes the limit are dropped. Heuristic (mode A,
+// REDUCED_PRECISION_REDUCTION (partial sums below f32) and DOWN_CONVERT_INPUTS (f32 read as
+// f16) are always dropped; engines whose workspace passes the limit are dropped. Heuristic (mode A,
 // then the fallback list): the first engine that builds; with ConvDnnRule::benchmark, the
 // first ten that build are timed on scratch operands and the fastest kept (the frontend's
 // autotune), as PyTorch's cudnn.benchmark does on the same API.

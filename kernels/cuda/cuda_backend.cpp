@@ -86,7 +86,8 @@ CudaBackend::CudaBackend(int device, bool tf32, const CudaBackendOptions& option
         kernels::cuda::ConvDnnRule{options.conv_benchmark, options.conv_deterministic, options.conv_transforms,
                                    options.conv_frontend});
   ctx_.dnn = dnn_.get();
-  if (options.attention_cudnn) attn_dnn_ = std::make_unique<kernels::cuda::AttnDnn>();
+  if (options.attention_cudnn)
+    attn_dnn_ = std::make_unique<kernels::cuda::AttnDnn>(options.attention_deterministic);
   ctx_.attn_dnn = attn_dnn_.get();
   side_ctx_ = ctx_;
   side_ctx_.scratch = side_scratch_.as<float>();

@@ -24,8 +24,9 @@
 #   profile-resnet50-free 150  the same with conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
 #   torch-kernels 60+150  experiments/peers/torch_kernels.py: PyTorch's kernel tables for ResNet-50
 #              (fp32, CUDA graph, cudnn.benchmark) and GPT-2 small (bf16, torch.compile), trained
-#   lm-options 220  tg-train's GPT-2 small in bf16 at both sizes with the default options and
-#              with the GEMM option still off by default, gemm_bias_grad_sums=1
+#   lm-options 330  tg-train's GPT-2 small in bf16 at both sizes with the default options, with
+#              the GEMM option still off by default (gemm_bias_grad_sums=1), and with cuDNN's
+#              attention backward with atomics (attention_deterministic=0, PyTorch's SDPA form)
 # Unpack here with `tar xf results.tar`: one folder per step, and summary.txt.
 set -u
 limit=${1:?seconds}
@@ -81,7 +82,7 @@ for name in "$@"; do
         --mode train --executor torch_compile --json "$dir/torch_kernels_gpt2.json" > "$dir/torch_kernels_gpt2.txt" 2>&1
       head -3 "$dir"/torch_kernels_*.txt >> "$out/summary.txt" ;;
     lm-options)
-      for opts in defaults gemm_bias_grad_sums=1; do
+      for opts in defaults gemm_bias_grad_sums=1 attention_deterministic=0,gemm_bias_grad_sums=1; do
         tag=$(echo "$opts" | tr ',=' '-_')
         flags=()
         [ "$opts" = defaults ] || flags=(--cuda-options "$opts")

@@ -63,7 +63,7 @@ TEST_CASE("a report records the CUDA options of the run: the defaults, TG_CUDA_O
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
   const tg::harness::Params d = tg::harness::read_report(dir / "d.json").meta.options.at("cuda");
-  CHECK(d.size() == 15);
+  CHECK(d.size() == 16);
   CHECK(d.at("small_gemm").as_bool());
   CHECK(d.at("skinny_gemm").as_bool());
   CHECK(d.at("gemm_update_streamk").as_bool());
@@ -79,6 +79,7 @@ TEST_CASE("a report records the CUDA options of the run: the defaults, TG_CUDA_O
   CHECK(d.at("staged_copies").as_bool());
   CHECK(d.at("gemm_align_staging").as_bool());  // whether odd-extent GEMMs ran padded
   CHECK_FALSE(d.at("gemm_bias_grad_sums").as_bool());  // how 16-bit bias gradients were summed
+  CHECK(d.at("attention_deterministic").as_bool());     // whether the attention backward used atomics
   r = tg::testing::run_tool(std::string("env TG_CUDA_OPTIONS=pdl=0,small_gemm=0 ") + TG_NOOP_BIN,
                             "--device cpu --quick --cuda-options small_gemm=1,gemm_autotune=1 --json " + (dir / "f.json"));
   CAPTURE(r.output);

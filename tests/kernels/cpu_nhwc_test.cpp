@@ -21,8 +21,10 @@ namespace {
 Shape nchw_of(const Shape& nhwc) { return Shape{nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
 
 // Runs op on `ins` (f32 values, already representable in dt) in dtype dt; returns the
-// output widened to f32, or, for an update, its input 0 after the call.
-std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const Attrs& at, DType dt) {
+// output widened to f32, or, for an update, its input 0 after the call. A second output
+// (batch_norm_grad's [2, C], which has no layout) goes widened into *second.
+std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const Attrs& at, DType dt,
+                                std::vector<float>* second = nullptr) {
   std::vector<Shape> shapes;
   for (const Tensor& t : ins) shapes.push_back(t.shape);
   const std::vector<Shape> outs = infer_shapes(op, shapes, at, "nhwc");
@@ -43,17 +45,23 @@ std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const
       c.in[i] = view(low[i], ins[i].shape, dt);
     }
   }
-  std::vector<float> out32;
-  std::vector<uint16_t> out16;
-  if (!update) {
-    const size_t n = static_cast<size_t>(outs.at(0).numel());
-    out32.assign(n, std::numeric_limits<float>::quiet_NaN());
-    out16.assign(n, dt == DType::BF16 ? 0x7FC1 : 0x7E01);  // a NaN no kernel makes
-    c.out = dt == DType::F32 ? kernels::TensorView{out32.data(), outs[0], DType::F32} : view(out16, outs[0], dt);
-  }
+  std::vector<float> out32, second32;
+  std::vector<uint16_t> out16, second16;
+  auto bind = [&](const Shape& s, std::vector<float>& f32, std::vector<uint16_t>& low) {
+    const size_t n = static_cast<size_t>(s.numel());
+    f32.assign(n, std::numeric_limits<float>::quiet_NaN());
+    low.assign(n, dt == DType::BF16 ? 0x7FC1 : 0x7E01);  // a NaN no kernel makes
+    return dt == DType::F32 ? kernels::TensorView{f32.data(), s, DType::F32} : view(low, s, dt);
+  };
+  if (!update) c.out = bind(outs.at(0), out32, out16);
+  if (outs.size() > 1) c.out2 = bind(outs[1], second32, second16);
   kernels::run_cpu(c);
   if (update) return wide[0];
-  if (dt != DType::F32) load_from_dtype(out16.data(), out16.size(), dt, out32.data());
+  if (dt != DType::F32) {
+    load_from_dtype(out16.data(), out16.size(), dt, out32.data());
+    load_from_dtype(second16.data(), second16.size(), dt, second32.data());
+  }
+  if (second) *second = second32;
   return out32;
 }
 
@@ -101,8 +109,10 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
             nhwc[i].data = relayout(nchw[i].data, nchw[i].shape, true);
             nhwc[i].shape = s.in[i];
           }
-        const std::vector<float> want = run_in_dtype(op, nchw, nchw_at, dt);
-        std::vector<float> got = run_in_dtype(op, nhwc, s.attrs, dt);
+        std::vector<float> want2, got2;
+        const std::vector<float> want = run_in_dtype(op, nchw, nchw_at, dt, &want2);
+        std::vector<float> got = run_in_dtype(op, nhwc, s.attrs, dt, &got2);
+        CHECK(bitwise_equal(got2, want2));
         if (act.output) {
           std::vector<Shape> shapes;
           for (const Tensor& t : nchw) shapes.push_back(t.shape);
@@ -115,9 +125,9 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
     }
   }
   // conv2d, its two gradients, the two fused convolutions, conv_transpose2d, the four pools
-  // (each with three NHWC samples but conv_transpose2d's one), and the six batch norms (the
+  // (each with three NHWC samples but conv_transpose2d's one), and the seven batch norms (the
   // running statistics' update in f32 only).
-  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 5 * 3 + 1);
+  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 6 * 3 + 1);
 }
 
 TEST_CASE("an NHWC shape rule reads C from the last dim, and its messages say so") {

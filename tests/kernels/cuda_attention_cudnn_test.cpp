@@ -287,25 +287,35 @@ TEST_CASE("cuda attention via cuDNN: every op's graph passes the frontend's chec
   CHECK(why.find("GRAPH_NOT_SUPPORTED") != std::string::npos);
 }
 
+// Both of cuDNN's backwards: the deterministic one (the default) and, with
+// attention_deterministic=0, the one that adds dq with atomics, within the same tolerance (the
+// order of an f32 sum is already free there).
 TEST_CASE("cuda attention via cuDNN: bf16 and f16 against the CPU reference, causal and not, key lengths 0 and S") {
   TG_REQUIRE_GPU();
   TG_REQUIRE_CUDNN_FRONTEND();
-  CudaBackend& dnn = with_cudnn(true);
-  uint64_t seed = 900;
-  for (const Case& c : cases()) {
-    CAPTURE(describe(c));
-    const Inputs x = inputs_of(c, seed += 10);
-    const Chain want = cpu_chain(c, x);
-    const Chain got = gpu_chain(dnn, c, x, want);
-    CHECK(compare_chains(describe(c) + " cudnn vs cpu", got, want, c.dt, false) == 0);
-    check_empty_sequences(c, got);
-    // The case ran on cuDNN, not on the own kernels behind its back.
-    for (OpKind op : {OpKind::attention, OpKind::attention_lse, OpKind::attention_grad}) {
-      std::vector<kernels::cuda::AttnDnnChoice> all;
-      const kernels::cuda::AttnDnnChoice* ch = choice_of(dnn, op, c, all);
-      REQUIRE(ch != nullptr);
-      INFO(op_name(op), ": engine ", ch->engine, "; why own: ", ch->why);
-      CHECK(ch->cudnn);
+  for (bool deterministic : {true, false}) {
+    CAPTURE(deterministic);
+    CudaBackendOptions o;
+    o.attention_cudnn = true;
+    o.attention_deterministic = deterministic;
+    CudaBackend& dnn = backend(o);
+    uint64_t seed = 900;
+    for (const Case& c : cases()) {
+      CAPTURE(describe(c));
+      const Inputs x = inputs_of(c, seed += 10);
+      const Chain want = cpu_chain(c, x);
+      const Chain got = gpu_chain(dnn, c, x, want);
+      CHECK(compare_chains(describe(c) + " cudnn vs cpu", got, want, c.dt, false) == 0);
+      check_empty_sequences(c, got);
+      // The case ran on cuDNN, not on the own kernels behind its back.
+      for (OpKind op : {OpKind::attention, OpKind::attention_lse, OpKind::attention_grad}) {
+        std::vector<kernels::cuda::AttnDnnChoice> all;
+        const kernels::cuda::AttnDnnChoice* ch = choice_of(dnn, op, c, all);
+        REQUIRE(ch != nullptr);
+        INFO(op_name(op), ": engine ", ch->engine, "; why own: ", ch->why);
+        CHECK(ch->cudnn);
+        if (op == OpKind::attention_grad) CHECK(ch->key.deterministic == deterministic);
+      }
     }
   }
 }

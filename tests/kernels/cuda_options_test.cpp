@@ -28,12 +28,13 @@ TEST_CASE("cuda options: the defaults are the measured choices, and str() reads 
   CHECK(d.conv_frontend == (kBuiltWithCudnn && kBuiltWithCudnnFrontend));  // the graph API wherever built
   CHECK(d.gemm_align_staging);       // odd-extent GEMMs padded: GPT-2's vocabulary products
   CHECK_FALSE(d.gemm_bias_grad_sums); // cuBLASLt's bias-gradient epilogue until the column sums are measured
+  CHECK(d.attention_deterministic);   // static == dynamic bitwise through cuDNN's attention backward
   CHECK(d.staged_copies);             // pinned staging, the host side on the copier's threads
   const std::string fe = kBuiltWithCudnnFrontend ? "1" : "0";
   const std::string cfe = kBuiltWithCudnn && kBuiltWithCudnnFrontend ? "1" : "0";
   CHECK(d.str() == "small_gemm=1,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=0,pdl=1,conv_cudnn=" + dnn +
                        ",conv_benchmark=0,conv_deterministic=1,attention_cudnn=" + fe + ",conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=" +
-                       cfe + ",gemm_align_staging=1,gemm_bias_grad_sums=0");
+                       cfe + ",gemm_align_staging=1,gemm_bias_grad_sums=0,attention_deterministic=1");
   CHECK(CudaBackendOptions::from_string(d.str()) == d);
   CHECK(CudaBackendOptions::from_string("") == d);
   CHECK(CudaBackendOptions::from_string("   ") == d);
@@ -51,7 +52,7 @@ TEST_CASE("cuda options: key=value items apply over a base, in any order, spaces
   CHECK(o.str() ==
         "small_gemm=0,skinny_gemm=1,gemm_update_streamk=1,gemm_autotune=1,pdl=0,conv_cudnn=0,conv_benchmark=0,"
         "conv_deterministic=1,attention_cudnn=0,conv_workspace_mb=32,staged_copies=1,conv_transforms=0,conv_frontend=0,"
-        "gemm_align_staging=1,gemm_bias_grad_sums=0");
+        "gemm_align_staging=1,gemm_bias_grad_sums=0,attention_deterministic=1");
   // Over a base (the environment's, then the flag's): only the named keys change.
   const CudaBackendOptions flag = CudaBackendOptions::from_string("small_gemm=1", o);
   CHECK(flag.small_gemm);
@@ -70,7 +71,7 @@ TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   o.conv_workspace_mb = 1024;
   o.conv_frontend = false;
   const auto v = o.values();
-  REQUIRE(v.size() == 15);
+  REQUIRE(v.size() == 16);
   CHECK(v[0].key == "small_gemm");
   CHECK(v[2].key == "gemm_update_streamk");
   CHECK(v[2].value == 0);
@@ -97,13 +98,15 @@ TEST_CASE("cuda options: values() gives every key, in str()'s order") {
   CHECK(v[13].value == 1);
   CHECK(v[14].key == "gemm_bias_grad_sums");  // how 16-bit bias gradients were summed
   CHECK(v[14].value == 0);
+  CHECK(v[15].key == "attention_deterministic");  // whether cuDNN's attention backward used atomics
+  CHECK(v[15].value == 1);
   for (size_t i = 0; i < v.size(); ++i)
     if (i != 9) CHECK(v[i].is_switch);
   // --help lists each key with its default.
   const std::string help = CudaBackendOptions::help();
   for (const char* k : {"small_gemm=1", "skinny_gemm=1", "gemm_update_streamk=1", "gemm_autotune=0", "pdl=1",
                         "conv_benchmark=0", "conv_deterministic=1", "conv_workspace_mb=32", "staged_copies=1", "conv_transforms=0",
-                        "gemm_align_staging=1", "gemm_bias_grad_sums=0"})
+                        "gemm_align_staging=1", "gemm_bias_grad_sums=0", "attention_deterministic=1"})
     CHECK_MESSAGE(help.find(k) != std::string::npos, k);
   CHECK(help.find(std::string("conv_cudnn=") + (kBuiltWithCudnn ? "1" : "0")) != std::string::npos);
   CHECK(help.find(std::string("attention_cudnn=") + (kBuiltWithCudnnFrontend ? "1" : "0")) != std::string::npos);
@@ -120,7 +123,7 @@ TEST_CASE("cuda options: a bad item is refused with the item named, never read a
       {"smal_gemm=0", "'smal_gemm' is not a CUDA backend option; the keys are small_gemm, skinny_gemm, "
                       "gemm_update_streamk, gemm_autotune, pdl, conv_cudnn, conv_benchmark, conv_deterministic, "
                       "attention_cudnn, conv_workspace_mb, staged_copies, conv_transforms, conv_frontend, gemm_align_staging, "
-                      "gemm_bias_grad_sums"},
+                      "gemm_bias_grad_sums, attention_deterministic"},
       {"small_gemm", "'small_gemm' is not key=value"},
       {"conv_workspace_mb=-1", "conv_workspace_mb='-1': expected an integer in [0, 1048576]"},
       {"conv_workspace_mb=1G", "expected an integer in [0, 1048576]"},
