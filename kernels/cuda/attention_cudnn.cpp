@@ -48,8 +48,9 @@ const char* fe_code_name(fe::error_code_t c) {
 
 std::string describe(const AttnDnnKey& k) {
   const AttentionGeometry& g = k.g;
-  return fmt::format("{} {} b{} h{} s{} d{}{}{} alpha {}", op_name(k.op), dtype_name(k.dtype), g.batch, g.heads, g.seq,
-                     g.dh, k.causal ? " causal" : "", k.masked ? " key_lengths" : "", k.alpha);
+  return fmt::format("{} {} b{} h{} s{} d{}{}{}{} alpha {}", op_name(k.op), dtype_name(k.dtype), g.batch, g.heads,
+                     g.seq, g.dh, k.causal ? " causal" : "", k.masked ? " key_lengths" : "",
+                     k.deterministic ? "" : " atomics", k.alpha);
 }
 
 // A frontend call's failure: the file, the line, the call as written, the frontend's code and

@@ -33,7 +33,8 @@
 //   every run, which static == dynamic bitwise needs; with attention_deterministic=0 (a
 //   backend option) the backward that adds dq with atomics.
 //
-// One cuDNN graph per key (AttnDnnKey: op, dtype, geometry, causal, the mask, alpha), built
+// One cuDNN graph per key (AttnDnnKey: op, dtype, geometry, causal, the mask, alpha, and for
+// attention_grad whether the backward is the deterministic one), built
 // the first time the key is met and kept, with the engine cuDNN's heuristic (mode A) puts
 // first: the same choice for the static executor (which asks at compile time through
 // Backend::prepare, and runs in its arena's workspace) and the dynamic one (which asks per

@@ -82,14 +82,22 @@ __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, co
   const double shift = need == Need::sum ? 0.0 : static_cast<float>(x[bn_index<I>(g, ch, 0)]);
   double a = 0, b = 0, c = 0, d = 0;
   // NCHW: element e is (n, r) = (e / inner, e % inner), walked along with e instead of
-  // divided out for every element (the division cost more than the load).
-  const I inner = static_cast<I>(g.inner);
+  // divided out for every element (the division cost more than the load): 32 further is
+  // n + 32 / inner, r + 32 % inner, and a carry.
+  const I inner = static_cast<I>(g.inner), n_step = 32 / inner, r_step = 32 % inner;
   I n = static_cast<I>(begin + j) / inner, r = static_cast<I>(begin + j) - n * inner;
 #pragma unroll kUnroll
   for (int64_t e = begin + j; e < end; e += 32) {
     const int64_t i =
         g.channels_last ? e * g.c + ch : (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
-    for (r += 32; r >= inner; r -= inner) ++n;
+    if (!g.channels_last) {
+      n += n_step;
+      r += r_step;
+      if (r >= inner) {
+        r -= inner;
+        ++n;
+      }
+    }
     // Explicit roundings: the two layouts' kernels must not contract differently.
     const double v = __dsub_rn(static_cast<float>(x[i]), shift);
     a = __dadd_rn(a, v);
@@ -222,6 +230,10 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
+  // 32 elements further: NHWC, 32 % C channels on; NCHW, 32 / inner planes and 32 % inner
+  // places on, a carry making one plane more: each a whole number of channels mod C.
+  const I planes = 32 / inner, r_step = 32 % inner, ch_nhwc = 32 % channels;
+  const I ch_planes = planes % channels, ch_carry = (planes + 1) % channels;
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); w * 32 * kApplyPer < total;
        w += warps) {
     int64_t i = w * 32 * kApplyPer + lane;
@@ -235,7 +247,8 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
       ch = plane % channels;
     }
     for (int k = 0; k < kApplyPer && i < total; ++k, i += 32) {
-      const double mean = coef[ch * kCoefs], rstd = coef[ch * kCoefs + 1];
+      const int64_t cc = static_cast<int64_t>(ch) * kCoefs;
+      const double mean = coef[cc], rstd = coef[cc + 1];
       if (!grad) {
         const double gamma = static_cast<float>(b[ch]), beta = static_cast<float>(c3[ch]);
         y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(a[i])) - mean) * rstd * gamma + beta));
@@ -243,19 +256,20 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
         const double gamma = static_cast<float>(c3[ch]);
         const double xhat = (static_cast<double>(static_cast<float>(b[i])) - mean) * rstd;
         y[i] = narrow<T>(static_cast<float>(gamma * rstd *
-                                            (static_cast<double>(static_cast<float>(a[i])) - coef[ch * kCoefs + 2] -
-                                             xhat * coef[ch * kCoefs + 3])));
+                                            (static_cast<double>(static_cast<float>(a[i])) - coef[cc + 2] -
+                                             xhat * coef[cc + 3])));
       }
-      if (g.channels_last) {
-        ch += 32;
-        while (ch >= channels) ch -= channels;
-      } else {
-        r += 32;
-        while (r >= inner) {
+      I on = ch_nhwc;
+      if (!g.channels_last) {
+        r += r_step;
+        on = ch_planes;
+        if (r >= inner) {
           r -= inner;
-          ch = ch + 1 == channels ? 0 : ch + 1;
+          on = ch_carry;
         }
       }
+      ch += on;  // ch, on < channels: one subtraction brings it back
+      if (ch >= channels) ch -= channels;
     }
   }
 }
@@ -275,7 +289,8 @@ __global__ void __launch_bounds__(1024) batch_norm_fold_kernel(const T* w, const
 }
 
 // Whether every flat index of the call's tensors fits the 32-bit division.
-bool small_index(const BatchNormGeometry& g) { return g.n * g.c * g.inner <= int64_t{UINT32_MAX}; }
+// INT32_MAX, not UINT32_MAX: the kernels' walks step 32 past an index before they stop.
+bool small_index(const BatchNormGeometry& g) { return g.n * g.c * g.inner <= int64_t{INT32_MAX}; }
 
 size_t partials_bytes(const BatchNormGeometry& g) {
   return static_cast<size_t>(g.c * split_of(g).segments * kSums) * sizeof(double);

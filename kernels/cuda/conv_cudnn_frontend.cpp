@@ -30,7 +30,7 @@ enum Uid : int64_t { kA = 1, kB, kOut };
 constexpr int kMaxTimed = 10;
 
 // The chosen plan's time on the scratch operands, as the legacy Find reports its choice's:
-// one untimed run, then the mean of kTimedRuns, on the handle's stream.
+// one untimed run, then the mean of kTimedRuns, on the handle's stream; -1 when a run fails.
 constexpr int kTimedRuns = 3;
 double time_chosen(fe::graph::Graph& gr, cudnnHandle_t handle, std::unordered_map<int64_t, void*>& pack, void* ws) {
   cudaStream_t stream = nullptr;
@@ -38,7 +38,7 @@ double time_chosen(fe::graph::Graph& gr, cudnnHandle_t handle, std::unordered_ma
   const tg::cuda::Event start = tg::cuda::Event::create(), stop = tg::cuda::Event::create();
   for (int i = 0; i <= kTimedRuns; ++i) {
     if (i == 1) start.record(stream);
-    if (gr.execute(handle, pack, ws).is_bad()) return 0.0;
+    if (gr.execute(handle, pack, ws).is_bad()) return -1.0;
   }
   stop.record(stream);
   stop.synchronize();
@@ -158,6 +158,10 @@ ConvFeBuilt conv_fe_build(cudnnContext* handle, const ConvDnnKey& k, const ConvD
     TG_FE_STEP(gr.autotune(handle, pack, scratch->ws));
     r.candidates = built;
     r.ms = time_chosen(gr, handle, pack, scratch->ws);
+    if (r.ms < 0) {
+      r.why = fmt::format("the chosen engine of {} failed to run on the scratch operands", describe(k));
+      return r;
+    }
   } else {
     TG_FE_STEP(gr.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
     r.candidates = 1;

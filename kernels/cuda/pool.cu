@@ -59,12 +59,12 @@ __device__ __forceinline__ Index window_argmax(const T* plane, Index step, const
 }
 
 template <typename T>
-__global__ void max_pool_kernel(const T* x, T* y, ConvGeometry g, Index n) {
+__global__ void max_pool_kernel(const T* x, T* y, ConvGeometry g, int64_t n) {
   pdl::prologue();
-  const Index stride = gridDim.x * blockDim.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;  // a 32-bit count could wrap past n
   const Index chans = static_cast<Index>(g.c), step = g.nhwc ? chans : 1;
-  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const Pos o = pos_of(g.nhwc, i, chans, static_cast<Index>(g.p), static_cast<Index>(g.q));
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Pos o = pos_of(g.nhwc, static_cast<Index>(i), chans, static_cast<Index>(g.p), static_cast<Index>(g.q));
     const T* xp = x + plane_at(g.nhwc, o.n, o.c, chans, static_cast<Index>(g.h), static_cast<Index>(g.w));
     y[i] = narrow<T>(static_cast<float>(xp[window_argmax(xp, step, g, o.h, o.w) * step]));
   }
@@ -82,12 +82,12 @@ __device__ __forceinline__ int64_t pool_out_pos(Index in, int64_t t, int64_t str
 
 // dx[n, c, h, w]: dy summed over the windows whose maximum (h, w) is, in pool2d_grad_element's order.
 template <typename T>
-__global__ void max_pool_grad_kernel(const T* dy, const T* x, T* dx, ConvGeometry g, Index n) {
+__global__ void max_pool_grad_kernel(const T* dy, const T* x, T* dx, ConvGeometry g, int64_t n) {
   pdl::prologue();
-  const Index stride = gridDim.x * blockDim.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const Index chans = static_cast<Index>(g.c), step = g.nhwc ? chans : 1;
-  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const Pos at = pos_of(g.nhwc, i, chans, static_cast<Index>(g.h), static_cast<Index>(g.w));
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Pos at = pos_of(g.nhwc, static_cast<Index>(i), chans, static_cast<Index>(g.h), static_cast<Index>(g.w));
     const T* xp = x + plane_at(g.nhwc, at.n, at.c, chans, static_cast<Index>(g.h), static_cast<Index>(g.w));
     const T* dp = dy + plane_at(g.nhwc, at.n, at.c, chans, static_cast<Index>(g.p), static_cast<Index>(g.q));
     const Index mine = at.h * static_cast<Index>(g.w) + at.w;
@@ -118,11 +118,10 @@ bool max_pool_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
     using T = decltype(e);
     if (c.op == OpKind::max_pool2d)
       detail::launch(TG_LAUNCH_SITE, max_pool_kernel<T>, detail::grid_for(n), detail::kBlock, s,
-                     elements<const T>(c.in[0].data), elements<T>(c.out.data), g, static_cast<Index>(n));
+                     elements<const T>(c.in[0].data), elements<T>(c.out.data), g, n);
     else
       detail::launch(TG_LAUNCH_SITE, max_pool_grad_kernel<T>, detail::grid_for(n), detail::kBlock, s,
-                     elements<const T>(c.in[0].data), elements<const T>(c.in[1].data), elements<T>(c.out.data), g,
-                     static_cast<Index>(n));
+                     elements<const T>(c.in[0].data), elements<const T>(c.in[1].data), elements<T>(c.out.data), g, n);
   });
   return true;
 }
