@@ -16,8 +16,9 @@
 // the same in both layouts) are cut into `segments` equal runs; in run s, lane j of 32 sums
 // e = s L + j + 32 k for k = 0, 1, ... in order, the 32 lane sums are added as a warp's
 // butterfly adds them (kernels/cuda/common.cuh's warp_sum), and the combine's lane j adds
-// runs j, j + 32, ... in order, its 32 lanes again added as the butterfly adds them. NCHW reads a run as one warp over consecutive elements; NHWC, whose consecutive
-// elements of a channel are C apart, as a block of 32 channels x 32 lanes that reads 32
+// runs j, j + 32, ... in order, its 32 lanes again added as the butterfly adds them. NCHW
+// reads a run as one warp over consecutive elements; NHWC, whose consecutive elements of a
+// channel are C apart, as a block of 32 channels x 32 lanes that reads 32
 // neighbouring channels at a time and adds the lanes in shared memory in the butterfly's
 // order. Both give every channel the same bits, so an NHWC graph trains to the NCHW bits.
 #include <cuda_runtime.h>
