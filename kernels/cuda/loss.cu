@@ -199,11 +199,11 @@ struct CrossEntropyGradOp {
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s);
     const float inv = 1.0f / s;
     const float scale = row_scale(label, dloss[0], kept);
-    auto grad = [&](int64_t j, float e) { dxr[j] = narrow<T>((e * inv - (j == label ? 1.0f : 0.0f)) * scale); };
+    auto grad = [&](int64_t j, float e) { return (e * inv - (j == label ? 1.0f : 0.0f)) * scale; };
     if constexpr (VPT == 0) {  // a thread's chunk loaded before its stores: dx may be the logits (in place)
-      row_chunks<G>(xr, cols, t, [&](int64_t j, float raw) { grad(j, expf(raw - m)); });
+      row_chunks_map<G>(xr, dxr, cols, t, [&](int64_t j, float raw) { return grad(j, expf(raw - m)); });
     } else {
-      TG_ROW_LOOP(k, j) { grad(j, cached_exp(c, k)); }
+      TG_ROW_LOOP(k, j) { dxr[j] = narrow<T>(grad(j, cached_exp(c, k))); }
     }
     for (int64_t j = cols + t; j < ld; j += G) dxr[j] = narrow<T>(0.0f);
   }

@@ -20,27 +20,87 @@ namespace tg::kernels::cuda::detail {
 // VPT == 0's pass over a row x of `cols` values, too long for the register cache: thread t
 // takes chunks of kRowChunk consecutive columns, chunks t, t + G, t + 2G, ... in that order,
 // loads a whole chunk, then calls use(j, x[j]) (widened) for each of its columns in order.
-// Where the row starts on a 4-element boundary (every row of a vocabulary padded to whole
-// 16-byte steps, static/passes/vocab_pad.cpp) a chunk is two 4-element loads, else
-// kRowChunk scalar loads, all in flight before the first use: one 2-byte load a thread at a
-// time left such a row latency-bound. The order of the uses, and so the bits, do not depend
-// on the alignment.
+// One 2-byte load a thread at a time left such a row latency-bound; whole-chunk vector loads
+// keep 16 bytes a thread in flight. The order of the uses, and so the bits, do not depend on
+// where the row starts.
 constexpr int kRowChunk = 8;
+
+// How far x lies past a 4-element boundary, in elements (0 to 3).
+template <typename T>
+__device__ __forceinline__ int misalignment4(const T* x) {
+  return static_cast<int>((reinterpret_cast<uintptr_t>(x) / sizeof(T)) & 3);
+}
+
+// Columns j0 .. j0 + 7 of x (widened; 0 past cols), where x lies `mis` elements past a
+// 4-element boundary. An aligned row takes two 4-element loads. A row that is not (the
+// unpadded 50257-word vocabulary) takes three aligned loads from x + j0 - mis and keeps the
+// 8 it needs: eight scalar loads a thread 16 bytes apart would cost eight times the L1
+// wavefronts. The first and last chunk of such a row, whose aligned span would reach past
+// the row, load column by column.
+template <typename T>
+__device__ __forceinline__ void load_chunk(const T* x, int64_t j0, int64_t cols, int mis, float (&v)[kRowChunk]) {
+  if (mis == 0 && j0 + kRowChunk <= cols) {
+    const float4 a = load4_wide(x + j0), b = load4_wide(x + j0 + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else if (mis != 0 && j0 >= mis && j0 - mis + 12 <= cols) {
+    const T* base = x + (j0 - mis);
+    const float4 a = load4_wide(base), b = load4_wide(base + 4), c = load4_wide(base + 8);
+    const float w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+    for (int u = 0; u < kRowChunk; ++u) v[u] = mis == 1 ? w[u + 1] : mis == 2 ? w[u + 2] : w[u + 3];
+  } else {
+#pragma unroll
+    for (int u = 0; u < kRowChunk; ++u) v[u] = j0 + u < cols ? static_cast<float>(x[j0 + u]) : 0.0f;
+  }
+}
+
+// Stores the 8 values of a whole chunk at y + j0 (j0 a multiple of 8): one 16-byte store of a
+// 16-bit type where y is 16-byte aligned, two of f32 where y is aligned4; each rounded once to
+// T, streaming (written once). Returns false, storing nothing, where y is not aligned so.
+template <typename T>
+__device__ __forceinline__ bool store_chunk(T* y, int64_t j0, const float (&v)[kRowChunk]) {
+  if constexpr (sizeof(T) == 4) {
+    if (!aligned4(y)) return false;
+    store4_streaming(y + j0, make_float4(v[0], v[1], v[2], v[3]));
+    store4_streaming(y + j0 + 4, make_float4(v[4], v[5], v[6], v[7]));
+  } else {
+    if ((reinterpret_cast<uintptr_t>(y) & 15) != 0) return false;
+    const auto pack = [](float lo, float hi) {
+      return static_cast<uint32_t>(narrow<T>(lo).bits) | (static_cast<uint32_t>(narrow<T>(hi).bits) << 16);
+    };
+    __stcs(reinterpret_cast<uint4*>(y + j0), make_uint4(pack(v[0], v[1]), pack(v[2], v[3]), pack(v[4], v[5]), pack(v[6], v[7])));
+  }
+  return true;
+}
+
 template <int G, typename T, typename Use>
 __device__ __forceinline__ void row_chunks(const T* x, int64_t cols, int t, const Use& use) {
-  const bool vec = aligned4(x);
+  const int mis = misalignment4(x);
   for (int64_t j0 = static_cast<int64_t>(t) * kRowChunk; j0 < cols; j0 += static_cast<int64_t>(G) * kRowChunk) {
     float v[kRowChunk];
-    if (vec && j0 + kRowChunk <= cols) {
-      const float4 a = load4_wide(x + j0), b = load4_wide(x + j0 + 4);
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-    } else {
-#pragma unroll
-      for (int u = 0; u < kRowChunk; ++u) v[u] = j0 + u < cols ? static_cast<float>(x[j0 + u]) : 0.0f;
-    }
+    load_chunk(x, j0, cols, mis, v);
 #pragma unroll
     for (int u = 0; u < kRowChunk; ++u)
       if (j0 + u < cols) use(j0 + u, v[u]);
+  }
+}
+
+// row_chunks writing y[j] = f(j, x[j]) (rounded to T): a whole chunk of an aligned output row
+// goes out in one or two vector stores rather than eight 2-byte stores 16 bytes apart (each
+// 32-byte sector written in eight pieces). Each value is f's, wherever the row lies. A
+// thread loads its chunk before storing it, so y may be x (in place).
+template <int G, typename T, typename F>
+__device__ __forceinline__ void row_chunks_map(const T* x, T* y, int64_t cols, int t, const F& f) {
+  const int mis = misalignment4(x);
+  for (int64_t j0 = static_cast<int64_t>(t) * kRowChunk; j0 < cols; j0 += static_cast<int64_t>(G) * kRowChunk) {
+    float v[kRowChunk];
+    load_chunk(x, j0, cols, mis, v);
+#pragma unroll
+    for (int u = 0; u < kRowChunk; ++u) v[u] = f(j0 + u, v[u]);
+    if (j0 + kRowChunk <= cols && store_chunk(y, j0, v)) continue;
+#pragma unroll
+    for (int u = 0; u < kRowChunk; ++u)
+      if (j0 + u < cols) y[j0 + u] = narrow<T>(v[u]);
   }
 }
 

@@ -31,8 +31,7 @@ struct SoftmaxOp {
     exp_sum<G, VPT>(xr, cols, t, smem, c, m, s, alpha);
     const float inv = 1.0f / s;
     if constexpr (VPT == 0) {  // a thread's chunk loaded before its stores: y may be x (in place)
-      row_chunks<G>(xr, cols, t,
-                    [&](int64_t j, float raw) { yr[j] = narrow<T>(expf(__fmul_rn(alpha, raw) - m) * inv); });
+      row_chunks_map<G>(xr, yr, cols, t, [&](int64_t, float raw) { return expf(__fmul_rn(alpha, raw) - m) * inv; });
     } else {
       TG_ROW_LOOP(k, j) { yr[j] = narrow<T>(cached_exp(c, k) * inv); }
     }
