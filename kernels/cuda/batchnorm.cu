@@ -75,6 +75,21 @@ __device__ __forceinline__ int64_t bn_index(const BatchNormGeometry& g, int64_t 
   return (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
 }
 
+// A walk through planes of `inner` elements, 32 elements a step: r, the place in the
+// current plane, moves on 32 % inner; the step crosses `planes` = 32 / inner planes, one more
+// where advance reports a carry. Cheaper than dividing every index out.
+template <typename I>
+struct PlaneWalk32 {
+  I inner, planes, rest;
+  __device__ explicit PlaneWalk32(I plane_size) : inner(plane_size), planes(32 / plane_size), rest(32 % plane_size) {}
+  __device__ __forceinline__ I advance(I& r) const {
+    r += rest;
+    if (r < inner) return 0;
+    r -= inner;
+    return 1;
+  }
+};
+
 // Lane j's sums over run s of channel ch: e = s L + j + 32 k.
 template <typename T, typename I>
 __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, const BatchNormGeometry& g, int64_t ch,
@@ -83,22 +98,14 @@ __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, co
   const double shift = need == Need::sum ? 0.0 : static_cast<float>(x[bn_index<I>(g, ch, 0)]);
   double a = 0, b = 0, c = 0, d = 0;
   // NCHW: element e is (n, r) = (e / inner, e % inner), walked along with e instead of
-  // divided out for every element (the division cost more than the load): 32 further is
-  // n + 32 / inner, r + 32 % inner, and a carry.
-  const I inner = static_cast<I>(g.inner), n_step = 32 / inner, r_step = 32 % inner;
-  I n = static_cast<I>(begin + j) / inner, r = static_cast<I>(begin + j) - n * inner;
+  // divided out for every element (the division cost more than the load).
+  const PlaneWalk32<I> walk(static_cast<I>(g.inner));
+  I n = static_cast<I>(begin + j) / walk.inner, r = static_cast<I>(begin + j) - n * walk.inner;
 #pragma unroll kUnroll
   for (int64_t e = begin + j; e < end; e += 32) {
     const int64_t i =
         g.channels_last ? e * g.c + ch : (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
-    if (!g.channels_last) {
-      n += n_step;
-      r += r_step;
-      if (r >= inner) {
-        r -= inner;
-        ++n;
-      }
-    }
+    if (!g.channels_last) n += walk.planes + walk.advance(r);
     // Explicit roundings: the two layouts' kernels must not contract differently.
     const double v = __dsub_rn(static_cast<float>(x[i]), shift);
     a = __dadd_rn(a, v);
@@ -230,11 +237,11 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
   // division once a chunk, then walks it along.
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
-  // 32 elements further: NHWC, 32 % C channels on; NCHW, 32 / inner planes and 32 % inner
-  // places on, a carry making one plane more: each a whole number of channels mod C.
-  const I planes = 32 / inner, r_step = 32 % inner, ch_nhwc = 32 % channels;
-  const I ch_planes = planes % channels, ch_carry = (planes + 1) % channels;
+  const I channels = static_cast<I>(g.c);
+  const PlaneWalk32<I> walk(static_cast<I>(g.inner));
+  // 32 elements further: NHWC, 32 % C channels on; NCHW, the planes the walk crosses, each a
+  // channel on: taken mod C.
+  const I ch_nhwc = 32 % channels, ch_planes = walk.planes % channels, ch_carry = (walk.planes + 1) % channels;
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); w * 32 * kApplyPer < total;
        w += warps) {
     int64_t i = w * 32 * kApplyPer + lane;
@@ -243,8 +250,8 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
     if (g.channels_last) {
       ch = static_cast<I>(i) % channels;
     } else {
-      const I plane = static_cast<I>(i) / inner;
-      r = static_cast<I>(i) - plane * inner;
+      const I plane = static_cast<I>(i) / walk.inner;
+      r = static_cast<I>(i) - plane * walk.inner;
       ch = plane % channels;
     }
     for (int k = 0; k < kApplyPer && i < total; ++k, i += 32) {
@@ -260,15 +267,7 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
                                             (static_cast<double>(static_cast<float>(a[i])) - coef[cc + 2] -
                                              xhat * coef[cc + 3])));
       }
-      I on = ch_nhwc;
-      if (!g.channels_last) {
-        r += r_step;
-        on = ch_planes;
-        if (r >= inner) {
-          r -= inner;
-          on = ch_carry;
-        }
-      }
+      const I on = g.channels_last ? ch_nhwc : walk.advance(r) ? ch_carry : ch_planes;
       ch += on;  // ch, on < channels: one subtraction brings it back
       if (ch >= channels) ch -= channels;
     }
