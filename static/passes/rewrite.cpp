@@ -38,6 +38,18 @@ int GraphRewrite::add_value(ValueInfo v) {
 
 void GraphRewrite::add_node(Node n, int anchor) { added_.push_back({std::move(n), anchor}); }
 
+void GraphRewrite::add_slice(int from, int to, int axis, int64_t start, int64_t size, int anchor) {
+  Node s;
+  s.op = OpKind::slice;
+  s.name = value_info(to).name;
+  s.attrs.axis = axis;
+  s.attrs.start = start;
+  s.attrs.size = size;
+  s.inputs = {from};
+  s.outputs = {to};
+  add_node(std::move(s), anchor);
+}
+
 void GraphRewrite::fuse_into_reader(int producer, int reader, Node fused) {
   const Node& r = src_.nodes[static_cast<size_t>(reader)];
   fused.name = r.name;

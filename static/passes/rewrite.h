@@ -75,6 +75,9 @@ class GraphRewrite {
   // A new node at `anchor`'s place; inputs and outputs are ids as above. Its outputs'
   // producer is set by finish().
   void add_node(Node n, int anchor);
+  // A slice node at `anchor`'s place: `to` = `size` entries of `from` along `axis` from
+  // `start`, the node named after its output (as every node is).
+  void add_slice(int from, int to, int axis, int64_t start, int64_t size, int anchor);
   // The commonest rewrite: `producer` folded into `reader`, the node that reads it. Both
   // go; `fused` takes the reader's name, outputs and place.
   void fuse_into_reader(int producer, int reader, Node fused);

@@ -136,15 +136,7 @@ Graph fuse_batch_norm_grads(const Graph& g) {
       rv.shape = Shape{1, channels};
       rv.producer = -1;
       const int row_value = rw.add_value(std::move(rv));
-      Node sl;
-      sl.op = OpKind::slice;
-      sl.name = rw.value_info(row_value).name;  // a node shares its name with its output
-      sl.attrs.axis = 0;
-      sl.attrs.start = row;
-      sl.attrs.size = 1;
-      sl.inputs = {params};
-      sl.outputs = {row_value};
-      rw.add_node(std::move(sl), anchor);
+      rw.add_slice(params, row_value, 0, row, 1, anchor);
       Node rs;
       rs.op = OpKind::reshape;
       rs.name = g.values[static_cast<size_t>(grad)].name;

@@ -139,19 +139,6 @@ Graph pass_vocab_pad(const Graph& g, const PassOptions& opt) {
       v.producer = -1;
       return rw.add_value(std::move(v));
     };
-    // A node shares its name only with its output: a slice takes its output's (the value it
-    // keeps), the product before it its padded output's.
-    auto slice_of = [&](int from, int to, int axis, int anchor) {
-      Node s;
-      s.op = OpKind::slice;
-      s.name = g.values[static_cast<size_t>(to)].name;
-      s.attrs.axis = axis;
-      s.attrs.start = 0;
-      s.attrs.size = vocab;
-      s.inputs = {from};
-      s.outputs = {to};
-      rw.add_node(std::move(s), anchor);
-    };
     const int weight = padded_value(head.weight, 0, Role::optimizer_state);
     rw.drop_leaf(head.weight);
 
@@ -162,10 +149,12 @@ Graph pass_vocab_pad(const Graph& g, const PassOptions& opt) {
     const int wide_logits = padded_value(logits, 1, keep_logits ? Role::activation : g.values[static_cast<size_t>(logits)].role);
     mm.inputs[1] = weight;
     mm.outputs = {wide_logits};
+    // A node shares its name only with its output: a slice takes its output's (the value it
+    // keeps), the product before it its padded output's.
     if (keep_logits) mm.name = rw.value_info(wide_logits).name;
     rw.remove(n);
     rw.add_node(mm, n);
-    if (keep_logits) slice_of(wide_logits, logits, 1, n);
+    if (keep_logits) rw.add_slice(wide_logits, logits, 1, 0, vocab, n);
 
     std::vector<int> wide_grad(g.values.size(), -1);  // dlogits -> its padded value
     for (int l : head.losses) {
@@ -195,7 +184,7 @@ Graph pass_vocab_pad(const Graph& g, const PassOptions& opt) {
       p.name = rw.value_info(wide).name;
       rw.remove(u);
       rw.add_node(p, u);
-      slice_of(wide, grad, 0, u);
+      rw.add_slice(wide, grad, 0, 0, vocab, u);
     }
     Node update = g.nodes[static_cast<size_t>(head.update)];
     for (int& v : update.inputs)
