@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cudnn_handles.h"
+#include "kernels/cuda/event_timing.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg::kernels::cuda {
@@ -35,14 +36,7 @@ constexpr int kTimedRuns = 3;
 double time_chosen(fe::graph::Graph& gr, cudnnHandle_t handle, std::unordered_map<int64_t, void*>& pack, void* ws) {
   cudaStream_t stream = nullptr;
   TG_CUDNN_CHECK(cudnnGetStream(handle, &stream));
-  const tg::cuda::Event start = tg::cuda::Event::create(), stop = tg::cuda::Event::create();
-  for (int i = 0; i <= kTimedRuns; ++i) {
-    if (i == 1) start.record(stream);
-    if (gr.execute(handle, pack, ws).is_bad()) return -1.0;
-  }
-  stop.record(stream);
-  stop.synchronize();
-  return static_cast<double>(stop.elapsed_ms_since(start)) / kTimedRuns;
+  return tg::cuda::mean_run_ms(stream, 1, kTimedRuns, [&] { return !gr.execute(handle, pack, ws).is_bad(); });
 }
 
 std::string describe(const ConvDnnKey& k) {

@@ -11,6 +11,7 @@
 #include "graph/float_formats.h"
 #include "kernels/cuda/capture.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/event_timing.h"
 #include "kernels/cuda/raii.h"
 
 namespace tg::kernels::cuda {
@@ -339,7 +340,6 @@ std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm&
   cublasLtMatmulPreferenceDestroy(pref);
   TG_CUBLAS_CHECK(st);
   const LtOperands x(key, limit, fill, s);
-  tg::cuda::Event e0 = tg::cuda::Event::create(), e1 = tg::cuda::Event::create();
   constexpr int kWarm = 3, kTimed = 10;
   std::vector<Timed> timed;
   for (int i = 0; i < found; ++i) {
@@ -347,14 +347,11 @@ std::vector<LtTuner::Timed> LtTuner::time_candidates(cublasLtHandle_t h, LtGemm&
     if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > limit) continue;
     probe.algo_ = r.algo;
     probe.workspace_ = r.workspaceSize;
-    for (int w = 0; w < kWarm; ++w) probe.run(h, x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, s);
-    TG_CUDA_CHECK(cudaEventRecord(e0.get(), s));
-    for (int t = 0; t < kTimed; ++t) probe.run(h, x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, s);
-    TG_CUDA_CHECK(cudaEventRecord(e1.get(), s));
-    TG_CUDA_CHECK(cudaEventSynchronize(e1.get()));
-    float ms = 0;
-    TG_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
-    timed.push_back({r.algo, r.workspaceSize, ms * 1e-3 / kTimed});
+    const double ms = tg::cuda::mean_run_ms(s, kWarm, kTimed, [&] {
+      probe.run(h, x.a, x.b, x.c, x.d, x.bias, x.ws, x.ws_bytes, s);
+      return true;
+    });
+    timed.push_back({r.algo, r.workspaceSize, ms * 1e-3});
   }
   std::stable_sort(timed.begin(), timed.end(), [](const Timed& p, const Timed& q) { return p.seconds < q.seconds; });
   return timed;
