@@ -15,6 +15,8 @@
 #   lm-full    480  scripts/device/lm-run.sh full: GPT-2 small at batch 8 x 1024 too
 #   lm-full-bf16, lm-full-fp32  330  the same in one precision (150 s a tool: torch.compile's first
 #              GPT-2 step takes a minute or more)
+#   lm-full-bf16-free 330  lm-full-bf16 with the forms PyTorch's fastest step may use:
+#              attention_deterministic=0 (cuDNN's backward with atomics), gemm_bias_grad_sums=1
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
 #   cnn-bisect 260  ResNet-50's loss curve with each pass alone and with all but the lanes pass's
@@ -57,6 +59,9 @@ for name in "$@"; do
     lm-full) step lm-full 480 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 120 0 full ;;
     lm-full-bf16 | lm-full-fp32)
       step "$name" 330 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full "${name#lm-full-}" ;;
+    lm-full-bf16-free)
+      step "$name" 330 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full bf16 \
+        attention_deterministic=0,gemm_bias_grad_sums=1 ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
     lm-options-fp32)
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
@@ -91,7 +96,7 @@ for name in "$@"; do
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
-         "lm-full-bf16, lm-full-fp32, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
+         "lm-full-bf16, lm-full-fp32, lm-full-bf16-free, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
          "profile-resnet50-free, torch-kernels" >&2
        exit 2 ;;
   esac
