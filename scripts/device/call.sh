@@ -17,6 +17,8 @@
 #              GPT-2 step takes a minute or more)
 #   lm-full-bf16-free 330  lm-full-bf16 with the forms PyTorch's fastest step may use:
 #              attention_deterministic=0 (cuDNN's backward with atomics), gemm_bias_grad_sums=1
+#   lm-speed-free 120+150+110  GPT-2 small bf16 b8 s1024: tg-train under the lm-full-bf16-free
+#              options, PyTorch's three forms (torch_baseline.py), tg-train with the defaults
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
 #   cnn-bisect 260  ResNet-50's loss curve with each pass alone and with all but the lanes pass's
@@ -62,6 +64,16 @@ for name in "$@"; do
     lm-full-bf16-free)
       step "$name" 330 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 150 0 full bf16 \
         attention_deterministic=0,gemm_bias_grad_sums=1 ;;
+    lm-speed-free)
+      free=attention_deterministic=0,gemm_bias_grad_sums=1
+      step lm-speed-free-tg 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes all \
+        --precision bf16 --cuda-options "$free" --json "$dir/train_gpt2_bf16.json" > "$dir/train_gpt2_bf16.txt" 2>&1
+      step lm-speed-free-torch 150 python3 experiments/peers/torch_baseline.py --device 0 --workloads gpt2 \
+        --precision bf16 --json "$dir/torch_gpt2.json" > "$dir/torch_gpt2.txt" 2>&1
+      step lm-speed-defaults-tg 110 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes all \
+        --precision bf16 --json "$dir/train_gpt2_bf16_defaults.json" > "$dir/train_gpt2_bf16_defaults.txt" 2>&1
+      grep -hE "^(replay|pass_replay_host) " "$dir"/train_gpt2_bf16*.txt | cut -c1-200 >> "$out/summary.txt"
+      grep -hE "gpt2" "$dir/torch_gpt2.txt" | head -12 | cut -c1-200 >> "$out/summary.txt" ;;
     precision) step precision 260 env OUT="$dir" bash scripts/device/precision-run.sh "$build" 70 150 ;;
     lm-options-fp32)
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
@@ -96,7 +108,7 @@ for name in "$@"; do
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
-         "lm-full-bf16, lm-full-fp32, lm-full-bf16-free, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
+         "lm-full-bf16, lm-full-fp32, lm-full-bf16-free, lm-speed-free, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
          "profile-resnet50-free, torch-kernels" >&2
        exit 2 ;;
   esac
