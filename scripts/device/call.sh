@@ -9,6 +9,7 @@
 #   build      120  scripts/device/build-there.sh (skipped when the build is there: a warm machine)
 #   rebuild    120  the same even on a warm machine (an incremental build after a fix)
 #   ctest      240  every GPU test (names with cuda or gpu, the reliability and torch tests)
+#   ctest-quick 120 the same without the cuDNN workspace-limit test (about 150 s alone)
 #   cnn-speed  220  scripts/device/cnn-speed.sh: ResNet-50 under each convolution option set
 #   cnn-run    400  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
 #   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
@@ -54,6 +55,10 @@ for name in "$@"; do
     ctest)
       step ctest 240 ctest --test-dir "$build" -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" -j12 --timeout 200 \
         --output-on-failure > "$dir/ctest-gpu.log" 2>&1
+      grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
+    ctest-quick)
+      step ctest-quick 120 ctest --test-dir "$build" -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" \
+        -E "workspace limit bounds" -j12 --timeout 200 --output-on-failure > "$dir/ctest-gpu.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
     cnn-speed) step cnn-speed 220 env OUT="$dir" bash scripts/device/cnn-speed.sh "$build" 45 ;;
     cnn-run) step cnn-run 400 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
@@ -107,7 +112,7 @@ for name in "$@"; do
           --precision bf16 "${flags[@]}" --json "$dir/train_gpt2_bf16_$tag.json" > "$dir/train_gpt2_bf16_$tag.txt" 2>&1
         grep -E "^(replay|pass_replay_host) " "$dir/train_gpt2_bf16_$tag.txt" | cut -c1-200 >> "$out/summary.txt"
       done ;;
-    *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, cnn-speed, cnn-run, lm-quick, lm-full," \
+    *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, ctest-quick, cnn-speed, cnn-run, lm-quick, lm-full," \
          "lm-full-bf16, lm-full-fp32, lm-full-bf16-free, lm-speed-free, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
          "profile-resnet50-free, torch-kernels" >&2
        exit 2 ;;
