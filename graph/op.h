@@ -62,6 +62,9 @@ constexpr uint8_t kTypeLogits = 3;// input 0, the logits, of any float dtype, wi
                                   // in the logits' dtype, rounded once (graph/dtype_rules.h: logits_output_dtype)
 constexpr uint8_t kTypeProgram = 4;  // inputs of any float dtypes, typed by attrs.program: the output has its
                                      // last instruction's dtype (graph/ew_program.h)
+constexpr uint8_t kTypeLowGrad = 5;  // kTypeSame, but input 0, a gradient dy, may be bf16 or f16 where every other
+                                     // input is f32: widened exactly on load, so the result (f32, input 1's dtype)
+                                     // has the bits of the same op after a cast of dy to f32 (the rows pass fuses it)
 constexpr AttrMask kAct = attr_bit(AttrId::act);
 constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
@@ -75,7 +78,7 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
 //   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths, kWeightCopy
-//   dtype            kTypeSame, kTypeF32, kTypeCast, kTypeLogits or kTypeProgram: the dtype rule
+//   dtype            kTypeSame, kTypeF32, kTypeCast, kTypeLogits, kTypeProgram or kTypeLowGrad: the dtype rule
 //                    (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
@@ -103,8 +106,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(softmax,              1, 1, kIn0,             kAll,       kAxis|kAlpha,           kPlain,                    kTypeSame, softmax) /* softmax(alpha x), last axis */ \
   X(softmax_grad,         2, 1, kNone,            kAll,       kAlpha,                 kSameShape,                kTypeSame, softmax) /* (dy, y) -> alpha dx */ \
   X(layernorm,            3, 1, kIn0|kIn1|kIn2,   kAll,       kEps,                   kPlain,                    kTypeSame, layernorm) /* (x, gamma, beta), last axis */ \
-  X(layernorm_grad_x,     3, 1, kNone,            kAll,       kEps,                   kPlain,                    kTypeSame, layernorm) /* (dy, x, gamma) -> dx */ \
-  X(layernorm_grad_gamma, 2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeSame, layernorm) /* (dy, x) -> dgamma */ \
+  X(layernorm_grad_x,     3, 1, kNone,            kAll,       kEps,                   kPlain,                    kTypeLowGrad, layernorm) /* (dy, x, gamma) -> dx */ \
+  X(layernorm_grad_gamma, 2, 1, kNone,            kNone,      kEps,                   kPlain,                    kTypeLowGrad, layernorm) /* (dy, x) -> dgamma */ \
   X(reduce_sum,           1, 1, kIn0,             kNone,      kAxis,                  kPlain,                    kTypeSame, reduce) /* over attrs.axis, which is removed */ \
   X(reduce_mean,          1, 1, kIn0,             kNone,      kAxis,                  kPlain,                    kTypeSame, reduce) \
   X(broadcast,            1, 1, kIn0,             kNone,      kAxis|kSize,            kPlain,                    kTypeSame, reduce) /* inserts attrs.axis of attrs.size */ \
@@ -156,9 +159,9 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(matmul_act_grad,      3, 1, kNone,            kNone,      kTransA|kTransB|kAct,   kFused,                    kTypeSame, matmul) /* act_grad(op(a) op(b), y): relu_grad (y: relu's output) or gelu_grad (y: gelu's input) */ \
   X(matmul_bias_grad,     2, 2, kNone,            kNone,      0,                      kFused,                    kTypeSame, matmul) /* (a[r,k], dz[r,n]) -> (a^T dz, sum of dz's rows) */ \
   X(matmul_heads,         2, 1, kNone,            kNone,      kTransA|kTransB|kHeads, kFused,                    kTypeSame, matmul) /* batched op(a) op(b), operands and result packed [B*H, r, c] or head views [B, r, H*c] (attrs.heads) */ \
-  X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
+  X(layernorm_grad_params,2, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeLowGrad, layernorm) /* (dy, x) -> (dgamma, dbeta) */ \
   X(layernorm_cast,       3, 1, kNone,            kNone,      kEps|kTo,               kFused,                    kTypeCast, layernorm) /* (x, gamma, beta) -> layernorm in attrs.to's dtype, rounded once: layernorm then cast */ \
-  X(layernorm_grad_x_acc, 4, 1, kNone,            kAll,       kEps,                   kFused,                    kTypeSame, layernorm) /* (dy, x, gamma, acc) -> acc + layernorm_grad_x(dy, x, gamma), rounded once */ \
+  X(layernorm_grad_x_acc, 4, 1, kNone,            kAll,       kEps,                   kFused,                    kTypeLowGrad, layernorm) /* (dy, x, gamma, acc) -> acc + layernorm_grad_x(dy, x, gamma), rounded once */ \
   X(fused_elementwise,    1, 1, kNone,            kAll,       kProgram,               kFused|kVariadic|kInPlace, kTypeProgram, elementwise) /* attrs.program over 1..8 inputs: a chain in one kernel (graph/ew_program.h) */ \
   X(sgd_multi,            2, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad) groups[, found]: every sgd of a step in one launch */ \
   X(sgd_momentum_multi,   3, 0, kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded, kTypeF32,  optimizer) /* (param, grad, velocity) groups[, found] */ \

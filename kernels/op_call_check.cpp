@@ -201,7 +201,8 @@ void check_program_dtypes(const Checker& k, const OpCall& c) {
 
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
 // 0's dtype on every view of a kTypeSame op, the logits' dtype on input 0 of a kTypeLogits
-// op and on its gradient output, f32 on its other views; the ids and labels (graph/dtype_rules.h) are
+// op and on its gradient output, f32 on its other views; a kTypeLowGrad op's dy may be
+// 16-bit beside f32 views (low_grad_input); the ids and labels (graph/dtype_rules.h) are
 // integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
   if (op_traits(c.op).dtype_rule == op_table::kTypeProgram) return check_program_dtypes(k, c);
@@ -211,7 +212,8 @@ void check_dtypes(const Checker& k, const OpCall& c) {
   const bool ends_in_cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const int first = c.op == OpKind::where ? 1 : 0;  // where's input 0 is its condition
   const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
-  const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(first).dtype;
+  const bool low_dy = c.num_inputs > 1 && low_grad_input(c.op, {c.input(0).dtype, c.input(1).dtype});
+  const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(low_dy ? 1 : first).dtype;
   if (dtype_is_int(want) && !op_moves_ints(c.op) && !cast)
     k.fail("input {} is {}, an integer; the op takes float values only", first, dtype_name(want));
   auto check_as = [&](const TensorView& t, const std::string& what, DType need) {
@@ -240,6 +242,7 @@ void check_dtypes(const Checker& k, const OpCall& c) {
       continue;
     }
     if (op_input_is_low_multi_grad(c.op, i, c.num_inputs, t.dtype)) continue;  // widened by the update itself
+    if (low_dy && i == 0) continue;  // a 16-bit dy, widened on load
     if (!cast) check_as(t, fmt::format("input {}", i), logits && i > 0 ? DType::F32 : want);
   }
   if (ends_in_cast) {

@@ -97,10 +97,11 @@ struct LayernormOp {
 };
 
 // kAcc (layernorm_grad_x_acc): dx = acc + the f32 dx, rounded once; each thread reads
-// acc[j] before it writes dx[j], so dx == acc (exactly) is safe too.
-template <typename T, bool kAcc = false>
+// acc[j] before it writes dx[j], so dx == acc (exactly) is safe too. TD: dy's element type,
+// T's or a 16-bit one beside f32 (widened exactly as it is loaded).
+template <typename T, bool kAcc = false, typename TD = T>
 struct LayernormGradXOp {
-  const T* dy;
+  const TD* dy;
   const T* x;
   const T* gamma;
   T* dx;
@@ -109,7 +110,7 @@ struct LayernormGradXOp {
   const T* acc = nullptr;
   template <int G, int VPT>
   __device__ void run(int64_t row, int t, float* smem) const {
-    const T* dyr = dy + row * cols;
+    const TD* dyr = dy + row * cols;
     const T* xr = x + row * cols;
     T* dxr = dx + row * cols;
     RowCache<VPT> cx, cg;
@@ -206,12 +207,14 @@ void layernorm_rows_of(const T* x, const T* gamma, const T* beta, TY* y, int64_t
   launch_rows(LayernormOp<T, TY>{x, gamma, beta, y, cols, eps}, rows, cols,
               aligned4(x) && aligned4(gamma) && aligned4(beta) && aligned4(y), s);
 }
-template <typename T>
-void layernorm_grad_x_rows_of(const T* dy, const T* x, const T* gamma, T* dx, int64_t rows, int64_t cols, float eps,
+template <typename T, typename TD>
+void layernorm_grad_x_rows_of(const TD* dy, const T* x, const T* gamma, T* dx, int64_t rows, int64_t cols, float eps,
                               cudaStream_t s, const T* acc = nullptr) {
   const bool vec = aligned4(dy) && aligned4(x) && aligned4(gamma) && aligned4(dx);
-  if (acc) launch_rows(LayernormGradXOp<T, true>{dy, x, gamma, dx, cols, eps, acc}, rows, cols, vec && aligned4(acc), s);
-  else launch_rows(LayernormGradXOp<T>{dy, x, gamma, dx, cols, eps}, rows, cols, vec, s);
+  if (acc)
+    launch_rows(LayernormGradXOp<T, true, TD>{dy, x, gamma, dx, cols, eps, acc}, rows, cols, vec && aligned4(acc), s);
+  else
+    launch_rows(LayernormGradXOp<T, false, TD>{dy, x, gamma, dx, cols, eps}, rows, cols, vec, s);
 }
 
 }  // namespace
@@ -252,16 +255,20 @@ void layernorm_op(const OpCall& c, const CallGeometry& g, cudaStream_t s) {
     });
     return;
   }
-  with_element_type(c.out.dtype, [&](auto e) {
+  if (c.op == OpKind::layernorm) {
+    with_element_type(c.out.dtype, [&](auto e) {
+      using T = decltype(e);
+      layernorm_rows_of(elements<const T>(c.in[0].data), elements<const T>(c.in[1].data),
+                        elements<const T>(c.in[2].data), elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
+    });
+    return;
+  }
+  with_low_grad_types(c.out.dtype, c.in[0].dtype, [&](auto e, auto d) {
     using T = decltype(e);
-    const T* a = elements<const T>(c.in[0].data);
-    const T* b = elements<const T>(c.in[1].data);
-    const T* z = elements<const T>(c.in[2].data);
-    if (c.op == OpKind::layernorm)
-      layernorm_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s);
-    else
-      layernorm_grad_x_rows_of(a, b, z, elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps, s,
-                               c.op == OpKind::layernorm_grad_x_acc ? elements<const T>(c.in[3].data) : nullptr);
+    using TD = decltype(d);
+    layernorm_grad_x_rows_of(elements<const TD>(c.in[0].data), elements<const T>(c.in[1].data),
+                             elements<const T>(c.in[2].data), elements<T>(c.out.data), g.rows, g.cols, c.attrs->eps,
+                             s, c.op == OpKind::layernorm_grad_x_acc ? elements<const T>(c.in[3].data) : nullptr);
   });
 }
 

@@ -33,8 +33,9 @@
 //    with a few lanes loading and 32 serial shuffles.
 // CHANGELOG.md has the measurements; dev/cuda/colreduce_variants.cu keeps the simpler
 // loops this one replaced and checks that all give the same bits.
-// Every float dtype: E is the element type of dy, x and the outputs (storage.h); the
-// sums are f32's and each output rounds once from the float that f32 would store.
+// Every float dtype: E is the element type of x and the outputs (storage.h), D that of dy
+// (E's, or bf16 / f16 beside f32: graph/op.h kTypeLowGrad); the sums are f32's and each
+// output rounds once from the float that f32 would store.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -52,9 +53,10 @@ using namespace detail;
 
 constexpr int64_t kLnMaxCols = 4096;
 
-template <typename E>
+// D: dy's element type, E's or a 16-bit one beside f32 (widened exactly on load).
+template <typename E, typename D = E>
 struct LnArgs {
-  const E* dy;
+  const D* dy;
   const E* x;
   E* dgamma;
   E* dbeta;       // null: dgamma only
@@ -99,8 +101,8 @@ __device__ __forceinline__ float multi_warp_sum(float (&v)[N], int lane) {
 // before the current step is computed. A slot's row sums are added by one lane per row
 // of the step and passed to the others by shuffle. Group sums go to part group-major
 // (part[g * outputs + k]), which ln_finish_kernel reads.
-template <int T, int NV, bool kVec, typename E>
-__global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs<E> a) {
+template <int T, int NV, bool kVec, typename E, typename D>
+__global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs<E, D> a) {
   pdl::prologue();
   constexpr int RT = 8 / NV;
   constexpr int RS = RT / 2;  // rows per step
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs<E> a) {
     for (int ri = 0; ri < RS; ++ri) {
       const bool rok = rb + ri < a.rows;
       const E* xr = a.x + (rb + ri) * a.cols;
-      const E* gr = a.dy + (rb + ri) * a.cols;
+      const D* gr = a.dy + (rb + ri) * a.cols;
 #pragma unroll
       for (int m = 0; m < NV; ++m) {
         if constexpr (kVec) {
@@ -275,9 +277,9 @@ __global__ void __launch_bounds__(T, 512 / T) ln_params_kernel(LnArgs<E> a) {
 }
 
 // layernorm_grad_gamma's wide rows: dy * xhat with the row's (mean, rstd) from the stats pass.
-template <typename E>
+template <typename E, typename D>
 struct DyXhatLoad {
-  const E* dy;
+  const D* dy;
   const E* x;
   const float* stats;  // indexed by the row
   __device__ float at(int64_t i, int64_t r) const {
@@ -295,8 +297,8 @@ struct DyXhatLoad {
 // dgamma over several chunks adds them in f32 at the head of the scratch instead, rounded
 // once at the end by a cast; its chunks are then shorter than f32's, so only there its sums
 // differ from f32's in order (within f32's tolerance).
-template <typename E>
-void grad_params_wide(const E* dy, const E* x, E* dgamma, E* dbeta, int64_t rows, int64_t cols, float eps,
+template <typename E, typename D>
+void grad_params_wide(const D* dy, const E* x, E* dgamma, E* dbeta, int64_t rows, int64_t cols, float eps,
                       float* scratch, size_t scratch_bytes, cudaStream_t s) {
   const bool acc = !std::is_same_v<E, float> && rows > static_cast<int64_t>(scratch_bytes / (2 * sizeof(float)));
   const size_t acc_bytes = acc ? static_cast<size_t>((cols + 3) / 4 * 4) * sizeof(float) : 0;  // 16-byte multiple
@@ -308,13 +310,13 @@ void grad_params_wide(const E* dy, const E* x, E* dgamma, E* dbeta, int64_t rows
         "({} rows){}; pass CudaExecContext::scratch (the CUDA backend provides one)", cols, rows,
         acc ? fmt::format(" plus {} bytes for a 16-bit dgamma's f32 sums", acc_bytes) : std::string()));
   const bool vec = cols % 4 == 0 && aligned4(dy) && aligned4(x);
-  if (dbeta) launch_reduce_cols(PlainLoadOf<E>{dy}, cols % 4 == 0 && aligned4(dy), dbeta, 1, rows, cols, 1.0, false,
+  if (dbeta) launch_reduce_cols(PlainLoadOf<D>{dy}, cols % 4 == 0 && aligned4(dy), dbeta, 1, rows, cols, 1.0, false,
                                 scratch, scratch_bytes, s);
   float* stats = scratch + acc_bytes / sizeof(float);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
     layernorm_row_stats(x + r0 * cols, stats, n, cols, eps, s);
-    const DyXhatLoad<E> load{dy + r0 * cols, x + r0 * cols, stats};
+    const DyXhatLoad<E, D> load{dy + r0 * cols, x + r0 * cols, stats};
     if (acc)
       launch_reduce_cols(load, vec, scratch, 1, n, cols, 1.0, r0 > 0, nullptr, 0, s);
     else
@@ -325,11 +327,11 @@ void grad_params_wide(const E* dy, const E* x, E* dgamma, E* dbeta, int64_t rows
          TensorView{reinterpret_cast<float*>(dgamma), Shape{cols}, dtype_of<E>()}, s);
 }
 
-template <typename E>
+template <typename E, typename D>
 auto ln_kernel(int threads, int nv, bool vec) {
-  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, E> : ln_params_kernel<512, 2, false, E>)
-         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, E> : ln_params_kernel<256, 1, false, E>)
-                        : (vec ? ln_params_kernel<256, 2, true, E> : ln_params_kernel<256, 2, false, E>);
+  return threads == 512 ? (vec ? ln_params_kernel<512, 2, true, E, D> : ln_params_kernel<512, 2, false, E, D>)
+         : nv == 1      ? (vec ? ln_params_kernel<256, 1, true, E, D> : ln_params_kernel<256, 1, false, E, D>)
+                        : (vec ? ln_params_kernel<256, 2, true, E, D> : ln_params_kernel<256, 2, false, E, D>);
 }
 
 // The finish over part[g * n + k] (ln_params_kernel's group-major sums), in
@@ -374,8 +376,8 @@ int pow2_at_least(int64_t v) {
   return p;
 }
 
-template <typename E>
-void layernorm_grad_gamma_beta_of(const E* dy, const E* x, E* dgamma, E* dbeta, int64_t rows, int64_t cols, float eps,
+template <typename E, typename D>
+void layernorm_grad_gamma_beta_of(const D* dy, const E* x, E* dgamma, E* dbeta, int64_t rows, int64_t cols, float eps,
                                   float* scratch, size_t scratch_bytes, cudaStream_t s) {
   if (cols <= 0) return;
   if (rows <= 0) {
@@ -395,7 +397,7 @@ void layernorm_grad_gamma_beta_of(const E* dy, const E* x, E* dgamma, E* dbeta, 
   const int threads = nq <= 512 ? 256 : 512;
   const int nv = nq <= 256 ? 1 : 2;
   const int groups = threads == 256 ? 256 : 128;
-  LnArgs<E> a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, 1.0f / static_cast<float>(cols), static_cast<int>(nq),
+  LnArgs<E, D> a{dy, x, dgamma, dbeta, nullptr, rows, cols, eps, 1.0f / static_cast<float>(cols), static_cast<int>(nq),
               0, 0, 0};
   a.G = nv == 2 ? threads : pow2_at_least(nq < 32 ? 32 : nq);
   a.tl = (threads / a.G) * (8 / nv);
@@ -412,7 +414,7 @@ void layernorm_grad_gamma_beta_of(const E* dy, const E* x, E* dgamma, E* dbeta, 
     a.part = reinterpret_cast<double*>(scratch);
   }
   const bool vec = cols % 4 == 0 && aligned4(dy) && aligned4(x);
-  launch(TG_LAUNCH_SITE, ln_kernel<E>(threads, nv, vec), a.ng, threads, s, a);
+  launch(TG_LAUNCH_SITE, ln_kernel<E, D>(threads, nv, vec), a.ng, threads, s, a);
   if (a.part)
     launch(TG_LAUNCH_SITE, ln_finish_kernel<E>, static_cast<int>((outputs + kFinOutputs - 1) / kFinOutputs),
            kFinOutputs * ((a.ng + kRun - 1) / kRun), s, static_cast<const double*>(a.part), a.ng, outputs, dgamma, cols,
@@ -432,10 +434,11 @@ void layernorm_grad_gamma(const float* dy, const float* x, float* dgamma, int64_
 }
 
 void layernorm_params_op(const OpCall& c, const CallGeometry& g, const CudaExecContext& ctx) {
-  with_element_type(c.out.dtype, [&](auto e) {
+  with_low_grad_types(c.out.dtype, c.in[0].dtype, [&](auto e, auto d) {
     using E = decltype(e);
+    using D = decltype(d);
     E* dbeta = c.op == OpKind::layernorm_grad_params ? elements<E>(c.out2.data) : nullptr;
-    layernorm_grad_gamma_beta_of(elements<const E>(c.in[0].data), elements<const E>(c.in[1].data),
+    layernorm_grad_gamma_beta_of(elements<const D>(c.in[0].data), elements<const E>(c.in[1].data),
                                  elements<E>(c.out.data), dbeta, g.rows, g.cols, c.attrs->eps, ctx.scratch,
                                  ctx.scratch_bytes, ctx.stream);
   });

@@ -85,6 +85,20 @@ decltype(auto) with_element_type(DType dt, Fn&& fn) {
   return with_dtype(dt, [&](auto d) -> decltype(auto) { return fn(element_type_t<decltype(d)::value>{}); });
 }
 
+// fn(T{}, D{}) for a kTypeLowGrad call (the layernorm gradients, graph/op.h): T the element
+// type of its result and of every input but dy, D that of dy: T, or a 16-bit type beside an
+// f32 result (graph/dtype_rules.h: low_grad_input).
+template <typename Fn>
+void with_low_grad_types(DType result, DType dy, Fn&& fn) {
+  with_element_type(result, [&](auto e) {
+    if constexpr (std::is_same_v<decltype(e), float>) {
+      with_element_type(dy, [&](auto d) { fn(e, d); });
+    } else {
+      fn(e, e);
+    }
+  });
+}
+
 // Whether p may be read 4 elements at a time (16 bytes of f32, 8 of a 16-bit type).
 template <typename T>
 TG_HOST_DEVICE inline bool aligned4(const T* p) {

@@ -18,6 +18,9 @@
 //  - cast(layernorm(x, gamma, beta)) of an f32 layernorm to a float dtype -> layernorm_cast: under
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
+//  - layernorm_grad_*(cast(dy16, f32), ...) -> layernorm_grad_*(dy16, ...) where the layernorm
+//    gradients are the cast's only readers: under autocast each layernorm's dy arrives in 16
+//    bits and was widened into an f32 copy for them; they widen it themselves, exactly.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -186,10 +189,43 @@ Graph fuse_layernorm_epilogues(const Graph& g) {
   return rw.finish();
 }
 
+// Reads kTypeLowGrad's one exception (graph/op.h): a layernorm gradient may take a 16-bit dy
+// beside f32 inputs and widens it exactly on load. Under autocast every layernorm's dy is the
+// gradient of the cast after it, cast back to f32 and read by that layernorm's gradients
+// alone: they read the 16-bit gradient instead, and the f32 copy goes.
+Graph read_low_layernorm_dy(const Graph& g) {
+  GraphRewrite rw(g);
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& c = g.nodes[i];
+    if (c.op != OpKind::cast || c.attrs.to != DType::F32) continue;
+    const DType from = g.values[static_cast<size_t>(c.inputs[0])].dtype;
+    const int wide = c.outputs[0];
+    if ((from != DType::BF16 && from != DType::F16) || rw.is_output(wide)) continue;
+    const std::vector<int>& readers = rw.consumers()[static_cast<size_t>(wide)];
+    const auto reads_as_dy = [&](int r) {
+      const Node& n = g.nodes[static_cast<size_t>(r)];
+      if (op_traits(n.op).dtype_rule != op_table::kTypeLowGrad || rw.removed(r) || n.inputs[0] != wide) return false;
+      return std::count(n.inputs.begin(), n.inputs.end(), wide) == 1 &&
+             g.values[static_cast<size_t>(n.inputs[1])].dtype == DType::F32;
+    };
+    if (readers.empty() || !std::all_of(readers.begin(), readers.end(), reads_as_dy)) continue;
+    rw.remove(static_cast<int>(i));
+    for (int r : readers) {
+      Node n = g.nodes[static_cast<size_t>(r)];
+      n.inputs[0] = c.inputs[0];
+      rw.remove(r);
+      rw.add_node(std::move(n), r);
+    }
+    changed = true;
+  }
+  return changed ? rw.finish() : g;
+}
+
 }  // namespace
 
 Graph pass_rows(const Graph& g) {
-  return fuse_batch_norm_grads(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g))));
+  return fuse_batch_norm_grads(read_low_layernorm_dy(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g)))));
 }
 
 }  // namespace tg

@@ -92,7 +92,7 @@ TEST_CASE("op table: every op has samples its shape rule accepts, with the table
 }
 
 TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, kTypeF32 ops refuse others, "
-          "kTypeLogits ops take 16-bit logits and f32 dloss") {
+          "kTypeLogits ops take 16-bit logits and f32 dloss, kTypeLowGrad ops a 16-bit dy beside f32") {
   for (OpKind op : all_ops()) {
     const std::string op_label = op_name(op);
     CAPTURE(op_label);
@@ -124,6 +124,18 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
           continue;
         }
         CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), low));
+        if (op_traits(op).dtype_rule == op_table::kTypeLowGrad) {
+          // A 16-bit dy beside f32 inputs gives f32; an f32 dy beside 16-bit inputs is refused.
+          std::vector<DType> low_dy = f32;
+          low_dy[0] = low;
+          CHECK(infer_dtypes(op, low_dy, s.attrs, "sample") ==
+                std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), DType::F32));
+          std::vector<DType> f32_dy = all_low;
+          f32_dy[0] = DType::F32;
+          const std::string why = fmt::format("input 1 is {} but input 0 is f32", dtype_name(low));
+          CHECK_THROWS_WITH_AS(infer_dtypes(op, f32_dy, s.attrs, "sample"), doctest::Contains(why.c_str()), GraphError);
+          continue;
+        }
         if (s.in.size() < 2 || op_input_is_index(op, static_cast<int>(s.in.size()) - 1)) continue;
         std::vector<DType> mixed = all_low;
         mixed.back() = DType::F32;

@@ -1,7 +1,11 @@
 // Row-wise ops over the last axis: softmax and layernorm with their gradients.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <utility>
 
+#include "graph/float_formats.h"
 #include "tests/kernels/kernel_test_util.h"
 
 using namespace tg;
@@ -198,4 +202,46 @@ TEST_CASE("layernorm_grad_gamma_beta: zero rows appended leave dgamma and dbeta 
     CHECK(bitwise_equal(pg, dg));
     CHECK(bitwise_equal(pb, db));
   }
+}
+
+// graph/op.h kTypeLowGrad: an autocast step's layernorm gradients read dy in bf16 or f16
+// beside f32 x, gamma and acc, widened exactly: the bits of the f32 op on dy cast to f32.
+TEST_CASE("layernorm gradients of a bf16 or f16 dy beside f32 inputs: the f32 op's bits on the widened dy") {
+  for (DType dt : {DType::BF16, DType::F16})
+    for (OpKind op : {OpKind::layernorm_grad_x, OpKind::layernorm_grad_x_acc, OpKind::layernorm_grad_gamma,
+                      OpKind::layernorm_grad_params}) {
+      const std::string label = std::string(op_name(op)) + " dy in " + dtype_name(dt);
+      CAPTURE(label);
+      const int64_t rows = 7, cols = 37;
+      const Shape xs{rows, cols}, vs{cols};
+      std::vector<float> dy = random_tensor(xs, 5).data, x = random_tensor(xs, 6).data;
+      std::vector<float> gamma = random_tensor(vs, 7).data, acc = random_tensor(xs, 8).data;
+      for (float& v : dy) v = round_to_dtype(v, dt);  // the 16-bit values, exact in f32
+      std::vector<uint16_t> dy16(dy.size());
+      store_as_dtype(dy.data(), dy.size(), dt, dy16.data());
+      const bool params = op == OpKind::layernorm_grad_gamma || op == OpKind::layernorm_grad_params;
+      const Shape os = params ? vs : xs;
+      Attrs at;
+      at.eps = 1e-5f;
+      auto run = [&](kernels::TensorView dy_view) {
+        std::vector<float> out(static_cast<size_t>(os.numel()), -1.0f), out2(static_cast<size_t>(cols), -1.0f);
+        kernels::OpCall c;
+        c.op = op;
+        c.attrs = &at;
+        c.num_inputs = op_num_inputs(op);
+        c.in[0] = dy_view;
+        c.in[1] = {x.data(), xs, DType::F32};
+        if (!params) c.in[2] = {gamma.data(), vs, DType::F32};
+        if (op == OpKind::layernorm_grad_x_acc) c.in[3] = {acc.data(), xs, DType::F32};
+        c.out = {out.data(), os, DType::F32};
+        if (op == OpKind::layernorm_grad_params) c.out2 = {out2.data(), vs, DType::F32};
+        kernels::run_cpu(c);
+        if (op == OpKind::layernorm_grad_params) out.insert(out.end(), out2.begin(), out2.end());
+        return out;
+      };
+      const std::vector<float> low = run(view(dy16, xs, dt));
+      const std::vector<float> wide = run({dy.data(), xs, DType::F32});
+      CHECK(std::memcmp(low.data(), wide.data(), low.size() * sizeof(float)) == 0);
+      CHECK(std::any_of(low.begin(), low.end(), [](float v) { return v != -1.0f && v != 0.0f; }));
+    }
 }

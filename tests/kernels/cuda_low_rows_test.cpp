@@ -1,5 +1,6 @@
-// softmax, layernorm and their gradients (layernorm_grad_x_acc too), the layernorm parameter gradients and the
-// reductions in bf16 and f16 (tests/kernels/cuda_low_precision.h): every row frame of
+// softmax, layernorm and their gradients (layernorm_grad_x_acc too), the layernorm parameter
+// gradients and the reductions in bf16 and f16 (tests/kernels/cuda_low_precision.h), and the
+// layernorm gradients of a 16-bit dy beside f32 inputs: every row frame of
 // rows.cuh (the 4-wide frame, warp and block rows, the re-reading frame past 8192
 // columns), widths that are not a multiple of 4, unaligned pointers, the split launches of
 // the reductions and of layernorm_grad_gamma that use the backend's scratch, and
@@ -87,6 +88,37 @@ TEST_CASE("cuda layernorm_grad_gamma and layernorm_grad_params in bf16 and f16, 
       c.unaligned = true;
       CHECK(check_low_both(c) == 0);
     }
+}
+
+// A 16-bit dy beside f32 x, gamma and acc (graph/op.h kTypeLowGrad: the layernorm gradients of
+// an autocast step): the bits of the f32 op on dy widened first, and the CPU reference's.
+// Every row frame of grad_x (4-wide, warp, block, re-reading past 8192 columns) and every
+// regime of the parameter gradients (one group, scratch partials, 512-thread rows, wide rows).
+TEST_CASE("cuda layernorm gradients of a bf16 or f16 dy beside f32: the widened dy's bits, and the CPU's") {
+  TG_REQUIRE_GPU();
+  struct Size {
+    int64_t rows, cols;
+  };
+  const Size sizes[] = {{3, 6}, {37, 100}, {300, 768}, {70, 2500}, {40, 5000}, {5, 9000}};
+  uint64_t seed = 900;
+  for (OpKind op : {OpKind::layernorm_grad_x, OpKind::layernorm_grad_x_acc, OpKind::layernorm_grad_gamma,
+                    OpKind::layernorm_grad_params})
+    for (DType dy : {DType::BF16, DType::F16})
+      for (const Size& z : sizes)
+        for (bool unaligned : {false, true}) {
+          OpCase c;
+          c.op = op;
+          c.in = row_inputs(op, z.rows, z.cols);
+          const bool params = op == OpKind::layernorm_grad_gamma || op == OpKind::layernorm_grad_params;
+          c.out = params ? Shape{z.cols} : Shape{z.rows, z.cols};
+          c.attrs.eps = 1e-5f;
+          c.tol = row_tol(op);
+          c.dy_dtype = dy;
+          c.unaligned = unaligned;
+          c.seed = seed++;
+          CHECK(run_case_vs_widened_dy(c) == 0);
+          CHECK(run_case(c) == 0);
+        }
 }
 
 // A scratch of 18000 bytes: f32 would take 3000 rows of 4100 columns in two chunks of 2250

@@ -110,6 +110,7 @@ std::string describe(const OpCase& c) {
   s += ")";
   if (!op_is_update(c.op)) s += " -> " + c.out.str();
   if (c.dtype != DType::F32) s += std::string(" in ") + dtype_name(c.dtype);
+  if (c.dy_dtype != DType::F32) s += std::string(", dy in ") + dtype_name(c.dy_dtype);
   if (c.unaligned) s += " unaligned";
   if (c.alias_input >= 0) s += fmt::format(" in place (out = input {})", c.alias_input);
   return s;
@@ -212,7 +213,7 @@ std::vector<std::vector<float>> case_inputs(const OpCase& c) {
     }
     // Labels and ids keep their dtype (labels_dtype): rounding 1023 to bf16 would make it 1024.
     if (i != c.labels_input)
-      for (float& x : h) x = round_to_dtype(x, c.dtype);
+      for (float& x : h) x = round_to_dtype(x, i == 0 && c.dy_dtype != DType::F32 ? c.dy_dtype : c.dtype);
     host.push_back(std::move(h));
   }
   return host;
@@ -237,6 +238,7 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   // Ids and labels keep their dtype in every case: an integer, or whole numbers in f32 (where's
   // f32 condition next to 16-bit values).
   if (c.labels_input >= 0) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
+  if (c.dy_dtype != DType::F32) in_dt[0] = c.dy_dtype;
   for (int i = 0; i < nin; ++i)
     if (c.copy_group > 0 && i != c.count_input && (i + 1) % c.copy_group == 0) in_dt[static_cast<size_t>(i)] = c.copy_dtype;
   std::vector<std::unique_ptr<T>> ins;
@@ -349,6 +351,16 @@ int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c) {
   for (std::vector<float>& v : want.values)
     for (float& x : v) x = round_to_dtype(x, out_dt);
   return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, Tol{});
+}
+
+int64_t run_case_vs_widened_dy(const OpCase& c) {
+  REQUIRE(op_arity_ok(c.op, static_cast<int>(c.in.size())));
+  REQUIRE(c.dy_dtype != DType::F32);
+  const std::vector<std::vector<float>> inputs = case_inputs(c);  // dy rounded to dy_dtype: exact in f32
+  OpCase wide = c;
+  wide.dy_dtype = DType::F32;
+  const Outputs want = gpu_side(backend(), wide, c.dtype, inputs);
+  return compare_outputs(c, gpu_side(backend(), c, c.dtype, inputs), want, Tol{});
 }
 
 }  // namespace tg::testing

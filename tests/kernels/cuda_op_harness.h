@@ -52,6 +52,7 @@ struct OpCase {
   unsigned positive_inputs = 0;  // a mask: these inputs are drawn in [0.25, 1) (log's domain)
   int copy_group = 0;            // the *_multi_cast updates: the group size; each group's last input
   DType copy_dtype = DType::BF16;  // is a low-precision copy of this dtype (OpSample::copy_group)
+  DType dy_dtype = DType::F32;     // a kTypeLowGrad op's dy (input 0) when bf16 or f16 beside f32 inputs
   uint64_t seed = 1;
 };
 
@@ -118,6 +119,9 @@ int64_t run_case_on(CudaBackend& b, const OpCase& c);
 // a kernel that loads, computes in f32 registers with the f32 kernel's arithmetic and
 // rounds on store gives, the transcendentals included.
 int64_t run_case_vs_f32(const OpCase& c);
+// A case with a 16-bit dy (c.dy_dtype) on the GPU against the same op on the GPU with dy
+// widened to f32 first (the cast it replaces): bitwise (c.tol is not used).
+int64_t run_case_vs_widened_dy(const OpCase& c);
 int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c);
 
 // The case of one op sample (tests/common/op_samples.h): its inputs, attributes, inferred
