@@ -4,9 +4,10 @@
 // The convolutions run on their direct kernels here (conv_cudnn=0), which compute as their
 // f32 form does; cuDNN's 16-bit convolutions are cuda_conv_cudnn_test.cpp's.
 // The pools compare values only (no products, so no multiply-add to contract): they equal
-// the CPU reference bit for bit.
+// the CPU reference bit for bit; max_pool2d_grad's tiles of windows at sizes of several tiles.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,54 @@ TEST_CASE("cuda batch_norm and its gradients in bf16 and f16") {
     c.unaligned = true;
     CHECK(check_low_both(c) == 0);
   }
+}
+
+}  // namespace tg::testing
+
+namespace tg::testing {
+
+// max_pool2d_grad's tiled kernel (kernels/cuda/pool.cu) over planes of several tiles of 16 x 16
+// windows: the windows before a tile that reach into it (3 x 3 stride 2, 3 x 3 stride 1, 5 x 3
+// strides 3 x 2), none (2 x 2 stride 2), the last partial tile, ceil mode's partial windows,
+// asymmetric pads, NCHW and NHWC, f32 and bf16: the CPU reference's bits.
+TEST_CASE("cuda max_pool2d_grad in tiles of windows: halos, partial tiles, ceil mode, both layouts == cpu") {
+  TG_REQUIRE_GPU();
+  struct Pool {
+    const char* what;
+    Shape x;  // NCHW
+    std::array<int, 2> kernel, stride;
+    std::array<int, 4> pads;
+    bool ceil;
+  };
+  const Pool pools[] = {
+      {"ResNet stem, 3x3 stride 2 pads 1", {2, 3, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
+      {"2x2 stride 2", {1, 2, 70, 38}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false},
+      {"3x3 stride 1 pads 1", {1, 2, 40, 35}, {3, 3}, {1, 1}, {1, 1, 1, 1}, false},
+      {"3x3 stride 2 ceil", {1, 2, 37, 41}, {3, 3}, {2, 2}, {0, 0, 0, 0}, true},
+      {"5x3 stride 3x2, pads 2 1 0 1", {1, 2, 50, 45}, {5, 3}, {3, 2}, {2, 1, 0, 1}, false},
+  };
+  uint64_t seed = 4100;
+  for (const Pool& pl : pools)
+    for (bool nhwc : {false, true})
+      for (DType dt : {DType::F32, DType::BF16}) {
+        CAPTURE(pl.what);
+        CAPTURE(nhwc);
+        OpCase c;
+        c.op = OpKind::max_pool2d_grad;
+        c.attrs.conv.kernel = pl.kernel;
+        c.attrs.conv.stride = pl.stride;
+        c.attrs.conv.pads = pl.pads;
+        c.attrs.conv.ceil_mode = pl.ceil;
+        c.attrs.conv.channels_last = nhwc;
+        const Shape x = nhwc ? Shape{pl.x[0], pl.x[2], pl.x[3], pl.x[1]} : pl.x;
+        const Shape y = infer_shapes(OpKind::max_pool2d, {x}, c.attrs, "pool").at(0);
+        c.in = {y, x};
+        c.out = x;
+        c.dtype = dt;
+        c.tol = Tol{};
+        c.seed = seed++;
+        CHECK(run_case(c) == 0);
+      }
 }
 
 }  // namespace tg::testing
