@@ -13,7 +13,7 @@ namespace tg {
 struct ConvAlgorithm {
   std::string op;        // conv2d, conv2d_grad_input, conv2d_grad_weight or a fused convolution
   std::string dtype;     // f32, bf16, f16
-  std::string geometry;  // "n32 c64 56x56 k64 3x3 s1x1 p1x1 d1x1 g1", then " tf32" and a fused activation
+  std::string geometry;  // "n32 c64 56x56 k64 3x3 s1x1 p1x1 d1x1 g1", then " tf32", a fused activation, " nhwc"
   std::string algo;      // cuDNN's algorithm, or "direct" (the direct kernels: none fits)
   bool benchmarked = false;
   bool deterministic = false;

@@ -71,7 +71,8 @@ struct ConvDnnKey {
   bool operator==(const ConvDnnKey& o) const;
 };
 // A key's geometry as reports and messages write it: "n32 c64 56x56 k64 3x3 s1x1 p1x1 d1x1
-// g1", then " tf32" and the fused activation where the key has them.
+// g1", then " tf32", the fused activation and " nhwc" where the key has them (a report's
+// conv_algorithm rows are told apart by it: a pass sweep meets both layouts).
 std::string conv_dnn_key_geometry(const ConvDnnKey& k);
 
 // One key's descriptors and algorithm (defined where cuDNN's types are).

@@ -40,7 +40,7 @@ double time_chosen(fe::graph::Graph& gr, cudnnHandle_t handle, std::unordered_ma
 }
 
 std::string describe(const ConvDnnKey& k) {
-  return fmt::format("{} {} {}{}", op_name(k.op), dtype_name(k.dtype), conv_dnn_key_geometry(k), k.g.nhwc ? " nhwc" : "");
+  return fmt::format("{} {} {}", op_name(k.op), dtype_name(k.dtype), conv_dnn_key_geometry(k));
 }
 
 std::string failure(fe::error_t e, const char* call, const ConvDnnKey& k) {

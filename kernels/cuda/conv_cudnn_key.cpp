@@ -7,9 +7,9 @@ namespace tg::kernels::cuda {
 
 std::string conv_dnn_key_geometry(const ConvDnnKey& k) {
   const ConvGeometry& g = k.g;
-  return fmt::format("n{} c{} {}x{} k{} {}x{} s{}x{} p{}x{} d{}x{} g{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.sh, g.sw,
-                     g.ph, g.pw, g.dh, g.dw, g.groups, k.tf32 ? " tf32" : "",
-                     k.act != Act::none ? std::string(" ") + act_name(k.act) : std::string());
+  return fmt::format("n{} c{} {}x{} k{} {}x{} s{}x{} p{}x{} d{}x{} g{}{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.sh,
+                     g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, k.tf32 ? " tf32" : "",
+                     k.act != Act::none ? std::string(" ") + act_name(k.act) : std::string(), g.nhwc ? " nhwc" : "");
 }
 
 }  // namespace tg::kernels::cuda
