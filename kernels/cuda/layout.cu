@@ -411,30 +411,54 @@ __global__ void copy_rows_vec_kernel(const uint4* src, uint4* dst, VecRows r, in
   }
 }
 
-// The block as rows of elements when its rows are long but not whole vectors (a vocabulary's
-// logits cut from their padded rows): a block of threads walks whole rows, so an element costs
-// no divisions (copy_block_kernel's index math makes it several times slower than memory), and
-// each thread has kRowUnroll loads in flight before its stores.
-constexpr int kRowUnroll = 4;
+// The block as rows of elements when its rows are long but not whole 16-byte vectors (a
+// vocabulary's logits [rows, 50257] cut from their padded rows [rows, 50264]): a block of
+// threads copies a row at a time, and each thread stores whole 16-byte vectors of the
+// destination row, loading the two aligned source vectors that hold its elements and shifting
+// them into place, where the source and destination rows start at different offsets from a
+// 16-byte boundary. Element by element the copy ran at under 1 TB/s (1.8 ms for GPT-2 small's
+// prediction at batch 8 x 1024 on an H100). The first and last vector of a row, and the
+// elements before the destination's first boundary and after its last, go one at a time, so
+// that no load reaches outside the row.
+template <int kBytes>
+__device__ __forceinline__ uint4 shift_pair(uint4 a, uint4 b, int d) {  // elements d .. d + 16 / kBytes - 1 of a, b
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  const int bytes = d * kBytes, words = bytes >> 2, bits = (bytes & 3) * 8;
+  uint32_t o[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t lo = words == 0 ? w[i] : words == 1 ? w[i + 1] : words == 2 ? w[i + 2] : w[i + 3];
+    const uint32_t hi = words == 0 ? w[i + 1] : words == 1 ? w[i + 2] : words == 2 ? w[i + 3] : w[i + 4];
+    o[i] = bits == 0 ? lo : __funnelshift_r(lo, hi, bits);
+  }
+  return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+template <typename E>
+__device__ __forceinline__ int vector_offset(const E* p) {  // elements past the last 16-byte boundary
+  return static_cast<int>((reinterpret_cast<uintptr_t>(p) & 15) / sizeof(E));
+}
+
 template <typename E>
 __global__ void copy_rows_kernel(const E* src, E* dst, VecRows r) {
   pdl::prologue();
+  constexpr int V = 16 / sizeof(E);  // elements a vector
   for (int64_t o = blockIdx.x; o < r.rows; o += gridDim.x) {
     const E* from = src + o * r.src_stride + r.src_off;
     E* to = dst + o * r.dst_stride + r.dst_off;
-    for (int64_t k0 = threadIdx.x; k0 < r.width; k0 += static_cast<int64_t>(kRowUnroll) * blockDim.x) {
-      E v[kRowUnroll];
-#pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
-        const int64_t k = k0 + static_cast<int64_t>(u) * blockDim.x;
-        if (k < r.width) v[u] = from[k];
-      }
-#pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
-        const int64_t k = k0 + static_cast<int64_t>(u) * blockDim.x;
-        if (k < r.width) to[k] = v[u];
-      }
-    }
+    const int64_t n = r.width;
+    const int64_t head = (V - vector_offset(to)) % V;  // elements before to's first boundary
+    const int64_t body = n > head ? (n - head) / V : 0;  // whole vectors of to
+    // Vectors 1 .. body - 2 of the body; the rest element by element.
+    const int64_t lo = body >= 3 ? head + V : n, hi = body >= 3 ? head + (body - 1) * V : n;
+    for (int64_t k = threadIdx.x; k < lo; k += blockDim.x) to[k] = from[k];
+    for (int64_t k = hi + threadIdx.x; k < n; k += blockDim.x) to[k] = from[k];
+    if (body < 3) continue;
+    const int d = vector_offset(from + head);
+    const uint4* s = reinterpret_cast<const uint4*>(from + head - d);
+    uint4* t = reinterpret_cast<uint4*>(to + head);
+    for (int64_t v = 1 + threadIdx.x; v < body - 1; v += blockDim.x)
+      t[v] = d == 0 ? s[v] : shift_pair<sizeof(E)>(s[v], s[v + 1], d);
   }
 }
 

@@ -84,6 +84,13 @@ TEST_CASE("cuda slice and concat in f32, bf16 and f16: q, k and v of a projectio
       TG_CHECK_CASE(move_case(OpKind::concat, -1, 0, 0, {Shape{5, 1031}, Shape{5, 1201}}, Shape{5, 2232}, dt, unaligned,
                               seed++));
       TG_CHECK_CASE(move_case(OpKind::slice, 1, 1, 3, {Shape{4, 5, 700}}, Shape{4, 3, 700}, dt, unaligned, seed++));
+      // Rows enough for a block a row on every SM (the row kernel's vectors, shifted where the
+      // two rows start at different offsets from a 16-byte boundary): the same slices and concat.
+      for (int64_t start : {int64_t{0}, int64_t{3}})
+        TG_CHECK_CASE(move_case(OpKind::slice, -1, start, 2053, {Shape{200, 2064}}, Shape{200, 2053}, dt, unaligned,
+                                seed++));
+      TG_CHECK_CASE(move_case(OpKind::concat, -1, 0, 0, {Shape{200, 1031}, Shape{200, 1201}}, Shape{200, 2232}, dt,
+                              unaligned, seed++));
     }
   }
 }
