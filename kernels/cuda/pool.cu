@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(256) max_pool_grad_kernel(const T* dy, const T
       window_max[k] = window_argmax(xp, step, g, pb + k / across, qb + k % across);
     __syncthreads();
     // Every window whose taps reach an input of this tile lies in [pb, p1) x [qb, q1): from the
-    // input's side, p <= (h + ph) / sh < p1 and p >= (h + ph - r + 1) / sh >= p0 - halo_p.
+    // input's side, p <= (h + ph) / sh < p1 and p >= (h + ph - (r - 1)) / sh >= p0 - halo_p.
     const Span rows = tile_inputs(p0, p1, g.sh, g.ph, g.h, g.p), cols = tile_inputs(q0, q1, g.sw, g.pw, g.w, g.q);
     const Index width = cols.hi - cols.lo;
     for (Index k = threadIdx.x; k < (rows.hi - rows.lo) * width; k += blockDim.x) {

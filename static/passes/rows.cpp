@@ -19,8 +19,9 @@
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
 //  - layernorm_grad_*(cast(dy16, f32), ...) -> layernorm_grad_*(dy16, ...) where the layernorm
-//    gradients are the cast's only readers: under autocast each layernorm's dy arrives in 16
-//    bits and was widened into an f32 copy for them; they widen it themselves, exactly.
+//    gradients are the cast's only readers (through a reshape too): under autocast each
+//    layernorm's dy arrives in 16 bits and was widened into an f32 copy for them; they widen
+//    it themselves, exactly.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -191,32 +192,64 @@ Graph fuse_layernorm_epilogues(const Graph& g) {
 
 // Reads kTypeLowGrad's one exception (graph/op.h): a layernorm gradient may take a 16-bit dy
 // beside f32 inputs and widens it exactly on load. Under autocast every layernorm's dy is the
-// gradient of the cast after it, cast back to f32 and read by that layernorm's gradients
-// alone: they read the 16-bit gradient instead, and the f32 copy goes.
+// gradient of the cast after it, cast back to f32 (and, for a final layernorm before a 2-D
+// head, reshaped) and read by that layernorm's gradients alone: they read the 16-bit gradient
+// (a reshape of it) instead, and the f32 copy goes.
 Graph read_low_layernorm_dy(const Graph& g) {
   GraphRewrite rw(g);
+  FreshNames fresh(g);
   bool changed = false;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& c = g.nodes[i];
-    if (c.op != OpKind::cast || c.attrs.to != DType::F32) continue;
-    const DType from = g.values[static_cast<size_t>(c.inputs[0])].dtype;
-    const int wide = c.outputs[0];
-    if ((from != DType::BF16 && from != DType::F16) || rw.is_output(wide)) continue;
-    const std::vector<int>& readers = rw.consumers()[static_cast<size_t>(wide)];
-    const auto reads_as_dy = [&](int r) {
-      const Node& n = g.nodes[static_cast<size_t>(r)];
-      if (op_traits(n.op).dtype_rule != op_table::kTypeLowGrad || rw.removed(r) || n.inputs[0] != wide) return false;
-      return std::count(n.inputs.begin(), n.inputs.end(), wide) == 1 &&
-             g.values[static_cast<size_t>(n.inputs[1])].dtype == DType::F32;
-    };
-    if (readers.empty() || !std::all_of(readers.begin(), readers.end(), reads_as_dy)) continue;
-    rw.remove(static_cast<int>(i));
-    for (int r : readers) {
+  const auto reads_as_dy = [&](int r, int v) {
+    const Node& n = g.nodes[static_cast<size_t>(r)];
+    if (op_traits(n.op).dtype_rule != op_table::kTypeLowGrad || rw.removed(r) || n.inputs[0] != v) return false;
+    return std::count(n.inputs.begin(), n.inputs.end(), v) == 1 &&
+           g.values[static_cast<size_t>(n.inputs[1])].dtype == DType::F32;
+  };
+  // Whether every reader of v (at least one) is a layernorm gradient reading it as dy.
+  const auto only_dy = [&](int v) {
+    const std::vector<int>& readers = rw.consumers()[static_cast<size_t>(v)];
+    return !rw.is_output(v) && !readers.empty() &&
+           std::all_of(readers.begin(), readers.end(), [&](int r) { return reads_as_dy(r, v); });
+  };
+  const auto read_instead = [&](int v, int low) {
+    for (int r : rw.consumers()[static_cast<size_t>(v)]) {
       Node n = g.nodes[static_cast<size_t>(r)];
-      n.inputs[0] = c.inputs[0];
+      n.inputs[0] = low;
       rw.remove(r);
       rw.add_node(std::move(n), r);
     }
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& c = g.nodes[i];
+    if (c.op != OpKind::cast || c.attrs.to != DType::F32 || rw.removed(static_cast<int>(i))) continue;
+    const DType from = g.values[static_cast<size_t>(c.inputs[0])].dtype;
+    const int wide = c.outputs[0];
+    if (from != DType::BF16 && from != DType::F16) continue;
+    if (only_dy(wide)) {
+      rw.remove(static_cast<int>(i));
+      read_instead(wide, c.inputs[0]);
+      changed = true;
+      continue;
+    }
+    // cast -> reshape -> the layernorm gradients: the reshape moves before the cast's input.
+    const std::vector<int>& readers = rw.consumers()[static_cast<size_t>(wide)];
+    if (readers.size() != 1 || rw.is_output(wide)) continue;
+    const int rs = readers[0];
+    const Node& view = g.nodes[static_cast<size_t>(rs)];
+    if (view.op != OpKind::reshape || rw.removed(rs) || !only_dy(view.outputs[0])) continue;
+    ValueInfo lv = g.values[static_cast<size_t>(view.outputs[0])];
+    lv.name = fresh.next(lv.name + ".low");
+    lv.dtype = from;
+    lv.producer = -1;
+    const int low = rw.add_value(std::move(lv));
+    Node moved = view;
+    moved.name = rw.value_info(low).name;  // a node shares its name with its output
+    moved.inputs = {c.inputs[0]};
+    moved.outputs = {low};
+    rw.remove(static_cast<int>(i));
+    rw.remove(rs);
+    rw.add_node(std::move(moved), rs);
+    read_instead(view.outputs[0], low);
     changed = true;
   }
   return changed ? rw.finish() : g;

@@ -124,7 +124,8 @@ TEST_CASE("gpt2 with dropout: each step draws fresh masks, and the same seed the
   CHECK(dyn.parameter(kRngStateName) == std::vector<float>{7.0f, 3.0f});
 }
 
-TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the residual stream's, casts on store, same bits") {
+TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the residual stream's, casts on store, "
+          "reads 16-bit gradients, same bits") {
   const Gpt2Config c = tiny();
   const Graph train = build_training_graph(gpt2_model(c));
   const Graph f = pass_rows(train);
@@ -144,6 +145,16 @@ TEST_CASE("gpt2: the rows pass adds each layernorm's input gradient into the res
     CHECK(testing::count(*b.graph, OpKind::layernorm_grad_x_acc) == 2 * c.layers);
     // Under autocast ln1 and ln2 write bf16 for their GEMMs (ln_f's output is reshaped first).
     CHECK(testing::count(*b.graph, OpKind::layernorm_cast) == (p == Precision::bf16 ? 2 * c.layers : 0));
+    // Under autocast every layernorm gradient reads its dy in bf16, ln_f's through the reshape
+    // to the head's rows moved before the cast that widened it.
+    int lowgrad = 0, low_dy = 0;
+    for (const Node& n : b.graph->nodes)
+      if (op_traits(n.op).dtype_rule == op_table::kTypeLowGrad) {
+        ++lowgrad;
+        low_dy += b.graph->values[static_cast<size_t>(n.inputs[0])].dtype == DType::BF16;
+      }
+    CHECK(lowgrad == 2 * (2 * c.layers + 1));  // each layernorm's input and parameter gradients
+    CHECK(low_dy == (p == Precision::bf16 ? lowgrad : 0));
     testing::check_same_steps(a, b, 3, testing::random_feeds(testing::input_shapes_of(*a.graph), 4, c.vocab));
   }
 }
