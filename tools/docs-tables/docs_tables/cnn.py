@@ -1,7 +1,7 @@
 """docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg and the ImageNet ones, saved as
 docs/results/train_cnn.json): each model's training step and inference with both executors,
 and which convolution path the CUDA backend took (its conv_cudnn option, recorded in the run)."""
-from .common import ROOT, Missing, distinct_params, mib, pct, report, t, table, x
+from .common import ROOT, Missing, distinct_params, mib, optional_report, pct, report, t, table, x
 
 STEM = "train_cnn"
 LAYERS_STEM = "memory_vgg16"
@@ -121,7 +121,7 @@ def tab_cnn_vs_torch():
     """ResNet-50 at 224 x 224, fp32: twograph's executors beside PyTorch's (torchvision's network,
     cudnn.benchmark on) in the same device session (scripts/device/cnn-run.sh)."""
     mine, theirs = report(VS_TORCH[0]), report(VS_TORCH[1])
-    free = report(VS_TORCH_FREE) if (ROOT / "docs" / "results" / f"{VS_TORCH_FREE}.json").exists() else None
+    free = optional_report(VS_TORCH_FREE)
     configs = distinct_params(mine.all("iteration"), ("executor", "mode"))
     if not configs:
         raise Missing(f"{mine.rel}: no iteration rows (tg-train --models resnet50)")

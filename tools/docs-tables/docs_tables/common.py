@@ -120,6 +120,14 @@ def report(stem):
     return _reports[stem]
 
 
+def optional_report(stem):
+    """report(stem), or None where docs/results/<stem>.json does not exist."""
+    try:
+        return report(stem)
+    except Missing:
+        return None
+
+
 def gpu_of(stem):
     """The GPU entry of the device a saved report ran on (clocks, widths, SMs: the ceilings)."""
     g = PR.device_gpu(report(stem).r)

@@ -1,7 +1,7 @@
 """docs/language-models.md: GPT-2 both ways (scripts/device/lm-run.sh saves its reports in
 docs/results/lm/): tg-train --models gpt2's steps beside PyTorch's same model in the same
 session, and tg-memory --models gpt2's bytes per role and by sequence length."""
-from .common import Missing, distinct_params, mib, num, report, sources_line, t, table, x
+from .common import Missing, distinct_params, mib, num, optional_report, report, sources_line, t, table, x
 
 TRAIN = {"fp32": "lm/train_gpt2", "bf16": "lm/train_gpt2_bf16"}
 # tg-train once more in a precision with the forms PyTorch's fastest step uses (scripts/device/
@@ -25,13 +25,7 @@ def _cell(m):
 
 
 def _torch_reports():
-    found = []
-    for stem in TORCH:
-        try:
-            found.append((stem, report(stem)))
-        except Missing:
-            continue
-    return found
+    return [(stem, r) for stem in TORCH if (r := optional_report(stem))]
 
 
 def _torch_row(name, want):
@@ -73,13 +67,6 @@ def _train_reports():
     return found
 
 
-def _free_report(precision):
-    try:
-        return report(FREE[precision]) if precision in FREE else None
-    except Missing:
-        return None
-
-
 def tab_lm_step():
     """Each precision and mode: twograph's static replay (without passes and with all of them)
     and step and its dynamic step, then PyTorch's eager, CUDA-graph and compiled steps of the
@@ -91,7 +78,7 @@ def tab_lm_step():
     rows, stems = [], []
     for precision, stem, r in _train_reports():
         stems.append(stem)
-        free = _free_report(precision)
+        free = optional_report(FREE[precision]) if precision in FREE else None
         if free:
             stems.append(FREE[precision])
         for p in distinct_params(r.all("iteration", model="gpt2"), _DROP):
