@@ -23,7 +23,7 @@
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
 #   cnn-bisect 260  ResNet-50's loss curve with each pass alone and with all but the lanes pass's
-#              early updates, against none, over 3 steps (which pass changes the step on the GPU)
+#              early updates, against none, over 20 steps (which pass changes the step on the GPU)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
 #   profile-resnet50-free 150  the same with conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
@@ -84,11 +84,11 @@ for name in "$@"; do
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
         --precision fp32 --json "$dir/train_gpt2_fp32_no_passes.json" > "$dir/train_gpt2_fp32_no_passes.txt" 2>&1
       grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_no_passes.txt" | cut -c1-200 >> "$out/summary.txt" ;;
-    cnn-bisect)  # which pass moves ResNet-50's loss curve on the GPU (each alone against none, 3 steps)
+    cnn-bisect)  # which pass moves ResNet-50's loss curve on the GPU (each alone against none, 20 steps)
       step cnn-bisect 200 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 --passes sweep \
-        --loss-steps 3 --json "$dir/train_resnet50_sweep.json" > "$dir/train_resnet50_sweep.txt" 2>&1
+        --loss-steps 20 --json "$dir/train_resnet50_sweep.json" > "$dir/train_resnet50_sweep.txt" 2>&1
       step cnn-bisect-no-early 60 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 --passes all \
-        --pass-options lanes_early_updates=0 --loss-steps 3 --json "$dir/train_resnet50_no_early.json" \
+        --pass-options lanes_early_updates=0 --loss-steps 20 --json "$dir/train_resnet50_no_early.json" \
         > "$dir/train_resnet50_no_early.txt" 2>&1
       grep -hE "^loss_curve|failed" "$dir"/train_resnet50_*.txt | cut -c1-220 >> "$out/summary.txt" ;;
     profile-gpt2) step profile-gpt2 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" gpt2 bf16 "" full ;;
