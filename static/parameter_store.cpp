@@ -138,6 +138,27 @@ void ParameterStore::refresh_copies_of(const std::string& master, const std::vec
   }
 }
 
+std::vector<std::string> ParameterStore::assign_from(const ParameterStore& from) {
+  if (from.backend_.get() != backend_.get())
+    throw std::invalid_argument("parameter store: assign_from needs a store on the same backend (device buffers "
+                                "are copied on the device)");
+  std::vector<std::string> missing;
+  backend_->synchronize();  // a replay of either plan may still read or write its buffers
+  for (const auto& [name, e] : entries_) {
+    if (copy_of_.count(name)) continue;
+    const auto it = from.entries_.find(name);
+    if (it == from.entries_.end() || it->second.shape != e.shape || it->second.dtype != e.dtype ||
+        from.copy_of_.count(name)) {
+      missing.push_back(name);
+      continue;
+    }
+    backend_->copy_on_device(e.data, it->second.data, static_cast<size_t>(e.shape.numel()) * dtype_size(e.dtype));
+  }
+  refresh_copies();
+  std::sort(missing.begin(), missing.end());
+  return missing;
+}
+
 void ParameterStore::refresh_copies() {
   backend_->synchronize();
   for (const auto& entry : copy_of_) fill_copy(entry.first);

@@ -44,6 +44,13 @@ class ParameterStore {
   // store does not hold, a size that differs from its element count, or a copy (which
   // only follows its parameter).
   void write(const std::string& name, const std::vector<float>& host);
+  // Makes this store's parameters and optimizer state equal to `from`'s (same backend): every
+  // buffer this store holds, but the low-precision copies, copied from `from`'s of the same
+  // name, shape and dtype, then the copies refreshed. Two plans of one model compiled with
+  // different passes then step from the same state. Returns the names of this store's
+  // buffers that `from` lacks (left as they were), sorted; throws std::invalid_argument when
+  // the stores live on different backends.
+  std::vector<std::string> assign_from(const ParameterStore& from);
   // Fills every low-precision copy from its parameter again: after writing through a
   // pointer from find(), which the store cannot see.
   void refresh_copies();
