@@ -5,6 +5,7 @@
 // first step and after every write to the parameters from outside a step.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -284,6 +285,45 @@ TEST_CASE("low_copies: fp16 loss scaling skips the copy with the step it skips, 
     run.check_same();
     check_copies_match(run.plan);
   }
+}
+
+
+TEST_CASE("ParameterStore::assign_from: a plan steps from another plan's state to the same bits") {
+  // The check tg-train makes of the passes (experiments/train/passes_bench.cpp): two plans of
+  // one model with different passes, one moved to the other's weights, momentum and copies.
+  const std::shared_ptr<Backend> be = cpu();
+  auto plan = [&](PassSet passes, bool adamw) {
+    CompileOptions co;
+    co.backend = be;
+    co.precision = Precision::bf16;
+    co.passes = passes;
+    co.train.adamw = adamw;
+    co.train.loss_scale.enabled = false;
+    return compile(small_mlp(), co);
+  };
+  CompiledPlan with = plan(kMultiCopies, false), without = plan(PassSet::only(PassId::optimizer), false);
+  const Feeds f = testing::random_feeds(testing::input_shapes_of(*with.graph), 31);
+  for (int i = 0; i < 3; ++i) without.step(f);  // the two states differ now
+  CHECK(testing::bitwise_diff({with.step(f)}, {without.step(f)}) != "");
+  CHECK(with.exec->parameters().assign_from(without.exec->parameters()).empty());
+  check_copies_match(with);
+  for (int i = 0; i < 3; ++i) CHECK(testing::bitwise_diff({with.step(f)}, {without.step(f)}) == "");
+  // Back the other way: the copies of the source are not state to copy.
+  for (int i = 0; i < 2; ++i) with.step(f);
+  CHECK(without.exec->parameters().assign_from(with.exec->parameters()).empty());
+  for (int i = 0; i < 2; ++i) CHECK(testing::bitwise_diff({with.step(f)}, {without.step(f)}) == "");
+  // AdamW's plan holds moments the momentum plan lacks: named, and left as they were.
+  CompiledPlan adamw = plan(PassSet::only(PassId::optimizer), true);
+  const std::vector<std::string> missing = adamw.exec->parameters().assign_from(without.exec->parameters());
+  CHECK(!missing.empty());
+  CHECK(std::is_sorted(missing.begin(), missing.end()));
+  // Stores on two backends are refused (device buffers are copied on the device).
+  CompileOptions other;
+  other.passes = PassSet::only(PassId::optimizer);
+  other.precision = Precision::bf16;
+  other.train.loss_scale.enabled = false;
+  CompiledPlan elsewhere = compile(small_mlp(), other);
+  CHECK_THROWS_AS(elsewhere.exec->parameters().assign_from(without.exec->parameters()), std::invalid_argument);
 }
 
 }  // namespace tg
