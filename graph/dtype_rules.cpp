@@ -38,11 +38,6 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
 
 }  // namespace
 
-bool low_grad_input(OpKind op, const std::vector<DType>& in) {
-  return op_traits(op).dtype_rule == op_table::kTypeLowGrad && in.size() > 1 &&
-         (in[0] == DType::BF16 || in[0] == DType::F16) && in[1] == DType::F32;
-}
-
 DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   for (size_t i = 0; i < in.size(); ++i)
@@ -99,7 +94,7 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
     // a kTypeLowGrad op's 16-bit dy beside f32 inputs leaves it to input 1.
     size_t first = 0;
     while (first < in.size() && op_input_is_index(op, static_cast<int>(first))) ++first;
-    if (low_grad_input(op, in)) first = 1;
+    if (in.size() > 1 && low_grad_input(op, in[0], in[1])) first = 1;
     out = first < in.size() ? in[first] : DType::F32;
     for (size_t i = first + 1; i < in.size(); ++i)
       if (in[i] != out && !op_input_is_index(op, static_cast<int>(i)))

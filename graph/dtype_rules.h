@@ -72,9 +72,13 @@ inline DType op_float_input_dtype(OpKind op, int i, DType dt) {
   return op_traits(op).dtype_rule == op_table::kTypeLogits && i > 0 ? DType::F32 : dt;
 }
 
-// Whether a kTypeLowGrad op (the layernorm gradients) takes its dy (input 0) in bf16 or f16
-// beside f32 inputs: it widens dy exactly on load, and its result is f32.
-bool low_grad_input(OpKind op, const std::vector<DType>& inputs);
+// Whether a kTypeLowGrad op (the layernorm gradients) given dy (input 0) and x (input 1) of
+// these dtypes takes dy in bf16 or f16 beside f32 inputs: it widens dy exactly on load, and
+// its result is f32.
+inline bool low_grad_input(OpKind op, DType dy, DType x) {
+  return op_traits(op).dtype_rule == op_table::kTypeLowGrad && (dy == DType::BF16 || dy == DType::F16) &&
+         x == DType::F32;
+}
 
 // The dtype of each output of `op` over inputs of `inputs` dtypes (op_num_outputs(op) of
 // them), or a GraphError naming the node, the input whose dtype breaks the rule, and

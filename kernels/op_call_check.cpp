@@ -212,10 +212,7 @@ void check_dtypes(const Checker& k, const OpCall& c) {
   const bool ends_in_cast = op_traits(c.op).dtype_rule == op_table::kTypeCast;
   const int first = c.op == OpKind::where ? 1 : 0;  // where's input 0 is its condition
   const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
-  // The rule first: the two-dtype list is built for the layernorm gradients alone, not on
-  // every call of every op.
-  const bool low_dy = c.num_inputs > 1 && op_traits(c.op).dtype_rule == op_table::kTypeLowGrad &&
-                      low_grad_input(c.op, {c.input(0).dtype, c.input(1).dtype});
+  const bool low_dy = c.num_inputs > 1 && low_grad_input(c.op, c.input(0).dtype, c.input(1).dtype);
   const DType want = op_is_f32_only(c.op) || c.num_inputs == 0 ? DType::F32 : c.input(low_dy ? 1 : first).dtype;
   if (dtype_is_int(want) && !op_moves_ints(c.op) && !cast)
     k.fail("input {} is {}, an integer; the op takes float values only", first, dtype_name(want));

@@ -1,10 +1,10 @@
 // max_pool2d and max_pool2d_grad with 32-bit index arithmetic, for tensors whose every flat
-// index fits in it; the gradient in tiles of windows whose maxima are found once. The element functions of graph/conv.h (which conv.cu's direct kernel runs
-// for every case) take each index apart with 64-bit divisions, which on a GPU are a long
-// instruction sequence each: the ResNet stem's pool and its gradient took about 2.2 ms each
-// at batch 32 on an H100, where their reads take a tenth of that. These kernels visit the
-// same elements in the same order and compare and add as the element functions do, so they
-// write the same bits.
+// index fits in it; the gradient in tiles of windows whose maxima are found once. The element
+// functions of graph/conv.h (which conv.cu's direct kernel runs for every case) take each
+// index apart with 64-bit divisions, which on a GPU are a long instruction sequence each: the
+// ResNet stem's pool and its gradient took about 2.2 ms each at batch 32 on an H100, where
+// their reads take a tenth of that. These kernels visit the same elements in the same order
+// and compare and add as the element functions do, so they write the same bits.
 #include <cuda_runtime.h>
 
 #include "graph/conv.h"
@@ -160,27 +160,30 @@ bool max_pool_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
   if (c.op != OpKind::max_pool2d && c.op != OpKind::max_pool2d_grad) return false;
   const int64_t in = g.n * g.c * g.h * g.w, out = g.n * g.c * g.p * g.q;
   if (in > int64_t{UINT32_MAX} || out > int64_t{UINT32_MAX}) return false;
+  const int64_t n = c.out.shape.numel();
+  if (c.op == OpKind::max_pool2d) {
+    with_element_type(c.out.dtype, [&](auto e) {
+      using T = decltype(e);
+      detail::launch(TG_LAUNCH_SITE, max_pool_kernel<T>, detail::grid_for(n), detail::kBlock, s,
+                     elements<const T>(c.in[0].data), elements<T>(c.out.data), g, n);
+    });
+    return true;
+  }
   PoolTiles t;
   t.halo_p = pool_halo(g.r, g.sh);
   t.halo_q = pool_halo(g.s, g.sw);
   const size_t smem = static_cast<size_t>(kPoolTile + t.halo_p) * (kPoolTile + t.halo_q) * sizeof(Index);
   // A window far larger than its stride (a global pool written as max_pool2d): the direct kernel.
-  if (c.op == OpKind::max_pool2d_grad && smem > 48 * 1024) return false;
+  if (smem > 48 * 1024) return false;
   t.tiles_p = (g.p + kPoolTile - 1) / kPoolTile;
   t.tiles_q = (g.q + kPoolTile - 1) / kPoolTile;
   t.blocks = g.n * g.c * t.tiles_p * t.tiles_q;
-  const int64_t n = c.out.shape.numel();
+  if (t.blocks <= 0) return true;
+  const int grid = static_cast<int>(t.blocks < (int64_t{1} << 30) ? t.blocks : (int64_t{1} << 30));
   with_element_type(c.out.dtype, [&](auto e) {
     using T = decltype(e);
-    if (c.op == OpKind::max_pool2d) {
-      detail::launch(TG_LAUNCH_SITE, max_pool_kernel<T>, detail::grid_for(n), detail::kBlock, s,
-                     elements<const T>(c.in[0].data), elements<T>(c.out.data), g, n);
-    } else {
-      if (t.blocks <= 0) return;
-      const int grid = static_cast<int>(t.blocks < (int64_t{1} << 30) ? t.blocks : (int64_t{1} << 30));
-      detail::launch_smem(TG_LAUNCH_SITE, max_pool_grad_kernel<T>, grid, 256, smem, s, elements<const T>(c.in[0].data),
-                          elements<const T>(c.in[1].data), elements<T>(c.out.data), g, t);
-    }
+    detail::launch_smem(TG_LAUNCH_SITE, max_pool_grad_kernel<T>, grid, 256, smem, s, elements<const T>(c.in[0].data),
+                        elements<const T>(c.in[1].data), elements<T>(c.out.data), g, t);
   });
   return true;
 }
