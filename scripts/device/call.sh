@@ -22,6 +22,8 @@
 #              options, PyTorch's three forms (torch_baseline.py), tg-train with the defaults
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
+#   cnn-bf16   150+240  ResNet-50 b32 224 in bf16: tg-train with every pass and channels_last under
+#              cudnn.benchmark's freedom, PyTorch's forms under autocast (torch.compile included)
 #   cnn-bisect 260  ResNet-50's loss curve with each pass alone and with all but the lanes pass's
 #              early updates, against none, over 20 steps (which pass changes the step on the GPU)
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
@@ -84,6 +86,16 @@ for name in "$@"; do
       step lm-options-fp32 120 "$build/experiments/train/tg-train" --device 0 --models gpt2 --passes none \
         --precision fp32 --json "$dir/train_gpt2_fp32_no_passes.json" > "$dir/train_gpt2_fp32_no_passes.txt" 2>&1
       grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_no_passes.txt" | cut -c1-200 >> "$out/summary.txt" ;;
+    cnn-bf16)
+      step cnn-bf16-tg 150 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 \
+        --passes all,channels_last --precision bf16 \
+        --cuda-options conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 \
+        --json "$dir/train_resnet50_bf16_free.json" > "$dir/train_resnet50_bf16_free.txt" 2>&1
+      step cnn-bf16-torch 240 python3 experiments/peers/torch_baseline.py --device 0 --quick --workloads cnn \
+        --cnn-models resnet50 --precision bf16 --json "$dir/torch_resnet50_bf16.json" > "$dir/torch_resnet50_bf16.txt" 2>&1
+      grep -hE "^(replay|pass_replay_host|loss_curve|static_plan_bytes) |failed" "$dir/train_resnet50_bf16_free.txt" \
+        | cut -c1-220 >> "$out/summary.txt"
+      grep -hE "^(replay|peak_bytes) |failed" "$dir/torch_resnet50_bf16.txt" | cut -c1-220 >> "$out/summary.txt" ;;
     cnn-bisect)  # which pass moves ResNet-50's loss curve on the GPU (each alone against none, 20 steps)
       step cnn-bisect 200 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 --passes sweep \
         --loss-steps 20 --json "$dir/train_resnet50_sweep.json" > "$dir/train_resnet50_sweep.txt" 2>&1
