@@ -10,6 +10,7 @@
 #   rebuild    120  the same even on a warm machine (an incremental build after a fix)
 #   ctest      240  every GPU test (names with cuda or gpu, the reliability and torch tests)
 #   ctest-quick 120 the same without the cuDNN workspace-limit test (about 150 s alone)
+#   ctest-kernels 60  the CUDA kernel tests and the static == dynamic tests on CUDA alone (no workspace limit)
 #   cnn-speed  220  scripts/device/cnn-speed.sh: ResNet-50 under each convolution option set
 #   cnn-run    400  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
 #   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
@@ -61,6 +62,10 @@ for name in "$@"; do
     ctest-quick)
       step ctest-quick 120 ctest --test-dir "$build" -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" \
         -E "workspace limit bounds" -j12 --timeout 200 --output-on-failure > "$dir/ctest-gpu.log" 2>&1
+      grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
+    ctest-kernels)
+      step ctest-kernels 60 ctest --test-dir "$build" -R "tg_kernels_cuda_test|on CUDA" -E "workspace limit bounds" -j12 \
+        --timeout 200 --output-on-failure > "$dir/ctest-gpu.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
     cnn-speed) step cnn-speed 220 env OUT="$dir" bash scripts/device/cnn-speed.sh "$build" 45 ;;
     cnn-run) step cnn-run 400 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
