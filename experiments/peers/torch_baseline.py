@@ -21,7 +21,10 @@ is run four ways (`executor`):
                     twograph's static executor does: pair it with executor=static)
   torch_compile     torch.compile(mode="reduce-overhead") (Inductor + CUDA Graphs),
                     inputs copied from the host; its compile time is extra compile_ms
-                    and, for the chain, a compile_total row
+                    and, for the chain, a compile_total row. On a GPU also a
+                    resident_step row: the same step on inputs already on the device
+                    (ResNet-50's batch is 19 MB of fp32 images, whose copy from pageable
+                    memory would otherwise be timed against replays that copy nothing)
 
 --precision (tg-train's option; a comma list here, or all) runs tg-train's workloads in
 each precision named, as their own rows with a `precision` parameter (none for fp32, as
@@ -483,6 +486,9 @@ def measure_variant(rep, torch, dev, c, loop, loss_steps, params, feeds, precisi
     rep.add_time("iteration", params, samples, extra)
     if r.graph is not None:
         rep.add_time("replay", params, tr.time_host(loop, r.graph.replay, r.sync))
+    if gpu and executor == "torch_compile":
+        resident = r.resident(feeds)
+        rep.add_time("resident_step", params, tr.time_host(loop, lambda: r.step(feeds, resident), r.sync))
     if gpu:
         rep.add_value("peak_bytes", params, float(torch.cuda.max_memory_allocated(dev)), "B")
 
