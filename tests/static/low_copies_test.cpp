@@ -287,7 +287,6 @@ TEST_CASE("low_copies: fp16 loss scaling skips the copy with the step it skips, 
   }
 }
 
-
 TEST_CASE("ParameterStore::assign_from: a plan steps from another plan's state to the same bits") {
   // The check tg-train makes of the passes (experiments/train/passes_bench.cpp): two plans of
   // one model with different passes, one moved to the other's weights, momentum and copies.
