@@ -43,6 +43,13 @@ out=${OUT:-out}
 mkdir -p "$out"
 source "$(dirname "$0")/steps.sh"  # left, step
 build=build/default
+# gpu_ctest STEP SECONDS CTEST-FILTERS...: the GPU tests the filters select, their verdict in the summary.
+gpu_ctest() {
+  local name=$1 need=$2
+  shift 2
+  step "$name" "$need" ctest --test-dir "$build" "$@" -j12 --timeout 200 --output-on-failure > "$dir/ctest-gpu.log" 2>&1
+  grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt"
+}
 pack() { (cd "$out" && tar -rf results.tar "$1" summary.txt 2>/dev/null && rm -rf "$1"); }
 for name in "$@"; do
   dir="$out/$name"
@@ -55,18 +62,9 @@ for name in "$@"; do
         step build 120 env OUT="$dir" bash scripts/device/build-there.sh
         echo "$(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$out/summary.txt"
       fi ;;
-    ctest)
-      step ctest 240 ctest --test-dir "$build" -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" -j12 --timeout 200 \
-        --output-on-failure > "$dir/ctest-gpu.log" 2>&1
-      grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
-    ctest-quick)
-      step ctest-quick 120 ctest --test-dir "$build" -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" \
-        -E "workspace limit bounds" -j12 --timeout 200 --output-on-failure > "$dir/ctest-gpu.log" 2>&1
-      grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
-    ctest-kernels)
-      step ctest-kernels 60 ctest --test-dir "$build" -R "tg_kernels_cuda_test|on CUDA" -E "workspace limit bounds" -j12 \
-        --timeout 200 --output-on-failure > "$dir/ctest-gpu.log" 2>&1
-      grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$dir/ctest-gpu.log" | head -30 | tee -a "$out/summary.txt" ;;
+    ctest) gpu_ctest ctest 240 -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" ;;
+    ctest-quick) gpu_ctest ctest-quick 120 -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" -E "workspace limit bounds" ;;
+    ctest-kernels) gpu_ctest ctest-kernels 60 -R "tg_kernels_cuda_test|on CUDA" -E "workspace limit bounds" ;;
     cnn-speed) step cnn-speed 220 env OUT="$dir" bash scripts/device/cnn-speed.sh "$build" 45 ;;
     cnn-run) step cnn-run 400 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
     lm-quick) step lm-quick 220 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 55 0 quick ;;
