@@ -236,8 +236,14 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
       at.eps = e.attrs.eps;
       at.channels_last = e.attrs.channels_last;
       if (need(0)) g[0] = b.apply(OpKind::batch_norm_grad_x, {dy, x, e.inputs[1]}, at);
-      if (need(1)) g[1] = b.apply(OpKind::batch_norm_grad_gamma, {dy, x}, at);
-      if (need(2)) g[2] = b.apply(OpKind::batch_norm_grad_beta, {dy}, at);
+      // dgamma and dbeta are f32 sums (graph/op.h kTypeChannels); a 16-bit gamma or beta
+      // takes them rounded once.
+      auto as_param = [&](const Value& sums, int i) {
+        const DType dt = e.inputs[static_cast<size_t>(i)].dtype;
+        return sums.dtype == dt ? sums : cast(b, sums, dt);
+      };
+      if (need(1)) g[1] = as_param(b.apply(OpKind::batch_norm_grad_gamma, {dy, x}, at), 1);
+      if (need(2)) g[2] = as_param(b.apply(OpKind::batch_norm_grad_beta, {dy}, at), 2);
       break;
     }
     case OpKind::concat: {

@@ -1,5 +1,7 @@
 #include "graph/dtype_rules.h"
 
+#include <fmt/format.h>
+
 #include "graph/errors.h"
 
 namespace tg {
@@ -38,6 +40,33 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
 
 }  // namespace
 
+std::string channel_dtypes(OpKind op, const std::vector<DType>& in, DType* d, DType* p) {
+  int first_element = -1, first_channel = -1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    int& first = channel_input(op, static_cast<int>(i)) ? first_channel : first_element;
+    if (first < 0) first = static_cast<int>(i);
+  }
+  *d = first_element >= 0 ? in[static_cast<size_t>(first_element)] : DType::F32;
+  *p = first_channel >= 0 ? in[static_cast<size_t>(first_channel)] : *d;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool channel = channel_input(op, static_cast<int>(i));
+    const int first = channel ? first_channel : first_element;
+    if (in[i] != in[static_cast<size_t>(first)])
+      return fmt::format("input {} is {} but input {} is {}; the {} inputs share one dtype: give them the same", i,
+                         dtype_name(in[i]), first, dtype_name(in[static_cast<size_t>(first)]),
+                         channel ? "per-channel (gamma, beta, running statistics)" : "per-element (x, dy)");
+  }
+  if (op == OpKind::batch_norm_stats_update && *p != DType::F32)
+    return fmt::format("input {} (the running statistics, written in place) is {}; they are f32 master state, as "
+                       "the parameters: make them f32",
+                       first_channel, dtype_name(*p));
+  if (*p != *d && *p != DType::F32)
+    return fmt::format("input {} (per channel: gamma, beta or running statistics) is {} beside {} activations; "
+                       "the per-channel inputs are the activations' dtype or f32: cast them to f32",
+                       first_channel, dtype_name(*p), dtype_name(*d));
+  return {};
+}
+
 DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
   const char* name = op_name(op);
   for (size_t i = 0; i < in.size(); ++i)
@@ -60,6 +89,11 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
           graph_error("{} {}: input {} is {} but input 0 is {}; every input of {} has one dtype: give them the same",
                       name, node, i, dtype_name(in[i]), dtype_name(in[0]), name);
     }
+  } else if (op_traits(op).dtype_rule == op_table::kTypeChannels) {
+    DType d = DType::F32, p = DType::F32;
+    const std::string err = channel_dtypes(op, in, &d, &p);
+    if (!err.empty()) graph_error("{} {}: {}", name, node, err);
+    out = channel_output_dtype(op, 0, d);
   } else if (op_traits(op).dtype_rule == op_table::kTypeProgram) {
     std::vector<DType> results;
     const std::string err = ew_program_dtypes(at.program, in, &results);
@@ -105,6 +139,14 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
 }
 
 std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const Attrs& at, const std::string& node) {
+  if (op_traits(op).dtype_rule == op_table::kTypeChannels) {
+    const DType out0 = infer_dtype(op, in, at, node);  // checks the rule
+    DType d = DType::F32, p = DType::F32;
+    channel_dtypes(op, in, &d, &p);
+    std::vector<DType> out;
+    for (int k = 0; k < op_num_outputs(op); ++k) out.push_back(k == 0 ? out0 : channel_output_dtype(op, k, d));
+    return out;
+  }
   return std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), infer_dtype(op, in, at, node));
 }
 

@@ -80,6 +80,35 @@ inline bool low_grad_input(OpKind op, DType dy, DType x) {
          x == DType::F32;
 }
 
+// kTypeChannels (the batchnorm family, graph/op.h): whether input `i` of `op` is per channel
+// (gamma, beta, the running statistics) rather than per element (x, dy, a weight to fold).
+inline bool channel_input(OpKind op, int i) {
+  switch (op) {
+    case OpKind::batch_norm:
+    case OpKind::batch_norm_inference:
+    case OpKind::batch_norm_fold: return i >= 1;
+    case OpKind::batch_norm_grad_x:
+    case OpKind::batch_norm_grad: return i == 2;
+    case OpKind::batch_norm_stats_update: return i == 0;
+    default: return false;
+  }
+}
+// The dtype of output `k` of a kTypeChannels op whose per-element inputs are of dtype `d`: d,
+// but f32 for a channel's sums (batch_norm_grad_gamma's, _grad_beta's and batch_norm_grad's
+// second output), which feed the f32 master parameters' update whatever the activations'
+// dtype; batch_norm_fold's folded bias joins its convolution in d.
+inline DType channel_output_dtype(OpKind op, int k, DType d) {
+  const bool sums = op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ||
+                    (op == OpKind::batch_norm_grad && k == 1);
+  return sums ? DType::F32 : d;
+}
+// The per-element dtype d and the per-channel dtype p of a kTypeChannels op over inputs of
+// `inputs` dtypes (p = d where the op has no per-channel input), or what breaks the rule: the
+// per-element inputs share one float dtype, the per-channel ones one dtype that is d or f32
+// (16-bit activations beside f32 parameters, as autocast runs batch norm), and the running
+// statistics batch_norm_stats_update writes are f32 master state.
+std::string channel_dtypes(OpKind op, const std::vector<DType>& inputs, DType* d, DType* p);
+
 // The dtype of each output of `op` over inputs of `inputs` dtypes (op_num_outputs(op) of
 // them), or a GraphError naming the node, the input whose dtype breaks the rule, and
 // how to fix it. Call it after the shape rule, which checks the arity.

@@ -65,6 +65,10 @@ constexpr uint8_t kTypeProgram = 4;  // inputs of any float dtypes, typed by att
 constexpr uint8_t kTypeLowGrad = 5;  // kTypeSame, but input 0, a gradient dy, may be bf16 or f16 where every other
                                      // input is f32: widened exactly on load, so the result (f32, input 1's dtype)
                                      // has the bits of the same op after a cast of dy to f32 (the rows pass fuses it)
+constexpr uint8_t kTypeChannels = 6; // the batchnorm family: the per-element tensors (x, dy, the normalized output,
+                                     // dx, a folded weight) of one float dtype D, the per-channel inputs (gamma,
+                                     // beta, running statistics) of one dtype, D or f32; a channel's sums (dgamma,
+                                     // dbeta) f32 (graph/dtype_rules.h: channel_input, channel_output_dtype)
 constexpr AttrMask kAct = attr_bit(AttrId::act);
 constexpr AttrMask kProgram = attr_bit(AttrId::program);
 }  // namespace op_table
@@ -78,7 +82,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
 //                    before the kernel writes it (kernels/op_call_check.cpp refuses others)
 //   attrs            the Attrs fields the op reads: the only ones a graph file may give it
 //   flags            kInPlace, kView, kVariadic, kFused, kSameShape, kGuarded, kKeyLengths, kWeightCopy
-//   dtype            kTypeSame, kTypeF32, kTypeCast, kTypeLogits, kTypeProgram or kTypeLowGrad: the dtype rule
+//   dtype            kTypeSame, kTypeF32, kTypeCast, kTypeLogits, kTypeProgram, kTypeLowGrad or kTypeChannels: the
+//                    dtype rule
 //                    (graph/dtype_rules.cpp)
 //   family           the kernel files: kernels/cpu/<family>.cpp and kernels/cuda/<family>.cu
 // clang-format off
@@ -130,12 +135,12 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(max_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx: dy to each window's first maximum */ \
   X(avg_pool2d,           1, 1, kIn0,             kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* padding not counted */ \
   X(avg_pool2d_grad,      2, 1, kNone,            kNone,      kConv,                  kPlain,                    kTypeSame, conv) /* (dy, x) -> dx; x gives only its shape */ \
-  X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
-  X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> dx */ \
-  X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (dy, x) -> dgamma[C] */ \
-  X(batch_norm_grad_beta, 1, 1, kNone,            kNone,      kChannelsLast,          kPlain,                    kTypeSame, batchnorm) /* (dy) -> dbeta[C]: dy summed per channel */ \
-  X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeSame, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
-  X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum|kChannelsLast,kPlain,                    kTypeF32,  batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
+  X(batch_norm,           3, 1, kIn0|kIn1|kIn2,   kNone,      kEps|kChannelsLast,     kPlain,                    kTypeChannels, batchnorm) /* (x[N,C,..], gamma[C], beta[C]): training form, batch statistics per channel */ \
+  X(batch_norm_grad_x,    3, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeChannels, batchnorm) /* (dy, x, gamma) -> dx */ \
+  X(batch_norm_grad_gamma,2, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeChannels, batchnorm) /* (dy, x) -> dgamma[C] */ \
+  X(batch_norm_grad_beta, 1, 1, kNone,            kNone,      kChannelsLast,          kPlain,                    kTypeChannels, batchnorm) /* (dy) -> dbeta[C]: dy summed per channel */ \
+  X(batch_norm_inference, 4, 1, kNone,            kNone,      kEps|kChannelsLast,     kPlain,                    kTypeChannels, batchnorm) /* (x, gamma, beta, stats[2,C]: running mean, running var) */ \
+  X(batch_norm_stats_update,2,0,kNone,           kNone,      kMomentum|kChannelsLast,kPlain,                    kTypeChannels, batchnorm) /* (stats[2,C], x[N,C,..]), in place: stats = (1-m) stats + m (mean, unbiased var) of x */ \
   X(concat,               1, 1, kIn0,             kNone,      kAxis,                  kVariadic,                 kTypeSame, layout) /* inputs joined along attrs.axis; every other dim equal */ \
   X(slice,                1, 1, kIn0,             kNone,      kAxis|kStart|kSize,     kPlain,                    kTypeSame, layout) /* x[.., start : start + size, ..] along attrs.axis (concat's gradient; its own: dy between zeros) */ \
   X(sgd,                  2, 0, kNone,            kNone,      kLr,                    kGuarded,                  kTypeF32,  optimizer) /* (param, grad[, found]): param -= lr*grad, in place */ \
@@ -171,8 +176,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(sgd_multi_cast,       3, 0, kNone,            kNone,      kLr,                    kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, optimizer) /* (param, grad, param_low) groups[, found]: sgd_multi, then param_low = cast(param) */ \
   X(sgd_momentum_multi_cast,4,0,kNone,            kNone,      kLr|kMomentum,          kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, optimizer) /* (param, grad, velocity, param_low) groups[, found] */ \
   X(adamw_multi_cast,     6, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, adamw) /* (param, grad, exp_avg, exp_avg_sq, step, param_low) groups[, found] */ \
-  X(batch_norm_fold,      4, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeSame, batchnorm) /* (w[K,..], gamma[K], beta[K], stats[2,K]) -> (w s, beta - mean s), s = gamma / sqrt(var + eps): inference batch norm folded into the conv before it */ \
-  X(batch_norm_grad,      3, 2, kNone,            kNone,      kEps|kChannelsLast,     kFused,                    kTypeSame, batchnorm) /* (dy, x, gamma) -> (dx, [2, C]: dgamma then dbeta): the three gradients, one read of dy and x for their sums */ \
+  X(batch_norm_fold,      4, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeChannels, batchnorm) /* (w[K,..], gamma[K], beta[K], stats[2,K]) -> (w s, beta - mean s), s = gamma / sqrt(var + eps): inference batch norm folded into the conv before it */ \
+  X(batch_norm_grad,      3, 2, kNone,            kNone,      kEps|kChannelsLast,     kFused,                    kTypeChannels, batchnorm) /* (dy, x, gamma) -> (dx, [2, C]: dgamma then dbeta): the three gradients, one read of dy and x for their sums */ \
   X(conv2d_bias_act,      3, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b[K] per channel); act none or relu */ \
   X(conv2d_bias_add_act,  4, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b + r): the residual r [N,K,P,Q] before the activation */ \
   /* Fused attention (graph/attention.h): q, k, v and the output are head views [B, S, heads * dh]. */         \

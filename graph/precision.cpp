@@ -35,9 +35,12 @@ AutocastRule autocast_rule(OpKind op) {
   // gradient (kTypeLogits): they widen 16-bit logits themselves and compute in f32, to the
   // bits they give on the logits cast to f32, so the logits go in as they are (keep).
   if (op_traits(op).dtype_rule == op_table::kTypeLogits) return AutocastRule::keep;
-  if (op_is_f32_only(op) || op_in_family(op, "softmax") || op_in_family(op, "layernorm") ||
-      op_in_family(op, "batchnorm"))
-    return AutocastRule::f32;
+  // Batch norm, as torch.autocast runs it (on neither of its lists, its kernels take 16-bit
+  // activations beside f32 parameters): the activations keep their dtype, the per-channel
+  // values are f32, and the sums are f32's in double whatever the storage (graph/op.h
+  // kTypeChannels). A 16-bit network then keeps its activations 16-bit between convolutions.
+  if (op_traits(op).dtype_rule == op_table::kTypeChannels) return AutocastRule::channels;
+  if (op_is_f32_only(op) || op_in_family(op, "softmax") || op_in_family(op, "layernorm")) return AutocastRule::f32;
   switch (op) {
     case OpKind::bias_add:
     case OpKind::conv2d:
@@ -73,9 +76,23 @@ Value AutocastBuilder::apply(OpKind op, const std::vector<Value>& inputs, const 
       if (!op_input_is_index(op, static_cast<int>(i))) in[i] = cast_to(in[i], DType::F32);
     return inner_.apply(op, in, attrs, name);
   }
+  if (autocast_rule(op) == AutocastRule::channels) {
+    const Value* first = nullptr;
+    bool mixed = false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (channel_input(op, static_cast<int>(i))) continue;
+      if (!first) first = &inputs[i];
+      mixed = mixed || inputs[i].dtype != first->dtype;
+    }
+    std::vector<Value> in = inputs;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (channel_input(op, static_cast<int>(i)) || mixed) in[i] = cast_to(in[i], DType::F32);
+    return inner_.apply(op, in, attrs, name);
+  }
   DType want = DType::F32;
   switch (autocast_rule(op)) {
     case AutocastRule::low: want = low_; break;
+    case AutocastRule::channels:
     case AutocastRule::f32: want = DType::F32; break;
     case AutocastRule::keep: {
       // Ids, labels and where's condition (graph/dtype_rules.h) keep their dtype and do not

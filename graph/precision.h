@@ -33,6 +33,8 @@ enum class AutocastRule : uint8_t {
   f32,   // cast to f32 (softmax, layernorm, reductions, mse losses, updates)
   keep,  // leave as they are; cast to the widest when they differ (elementwise, layout);
          // cross_entropy's logits as they are, its other float inputs to f32
+  channels,  // the batchnorm family: the activations as they are (f32 when they differ), the
+             // per-channel inputs (gamma, beta, running statistics) f32
 };
 AutocastRule autocast_rule(OpKind op);
 

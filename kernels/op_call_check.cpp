@@ -199,6 +199,28 @@ void check_program_dtypes(const Checker& k, const OpCall& c) {
            dtype_name(results.back()));
 }
 
+// kTypeChannels (the batchnorm family): graph/dtype_rules.h's channel_dtypes over the inputs,
+// and each output in channel_output_dtype's dtype.
+void check_channel_dtypes(const Checker& k, const OpCall& c) {
+  std::vector<DType> in;
+  for (int i = 0; i < c.num_inputs; ++i) {
+    const DType dt = c.input(i).dtype;
+    if (!dtype_is_known(dt)) k.fail("input {} has dtype #{}, which is not a dtype", i, static_cast<int>(dt));
+    if (dtype_is_int(dt)) k.fail("input {} is {}, an integer; the op takes float values only", i, dtype_name(dt));
+    in.push_back(dt);
+  }
+  DType d = DType::F32, p = DType::F32;
+  const std::string err = channel_dtypes(c.op, in, &d, &p);
+  if (!err.empty()) k.fail("{}", err);
+  for (int out = 0; out < op_num_outputs(c.op); ++out) {
+    const TensorView& t = out == 0 ? c.out : c.out2;
+    const DType need = channel_output_dtype(c.op, out, d);
+    if (t.dtype != need)
+      k.fail("the {} is {} but the op needs {} there (the activations' dtype, f32 for a channel's sums)",
+             out == 0 ? "output" : "second output", dtype_name(t.dtype), dtype_name(need));
+  }
+}
+
 // The op table's dtype column over the views: f32 everywhere for a kTypeF32 op, input
 // 0's dtype on every view of a kTypeSame op, the logits' dtype on input 0 of a kTypeLogits
 // op and on its gradient output, f32 on its other views; a kTypeLowGrad op's dy may be
@@ -206,6 +228,7 @@ void check_program_dtypes(const Checker& k, const OpCall& c) {
 // integers, or whole numbers in f32 (the form the reference interpreter holds them in).
 void check_dtypes(const Checker& k, const OpCall& c) {
   if (op_traits(c.op).dtype_rule == op_table::kTypeProgram) return check_program_dtypes(k, c);
+  if (op_traits(c.op).dtype_rule == op_table::kTypeChannels) return check_channel_dtypes(k, c);
   // cast takes any dtype to any; a fused op that ends in a cast (layernorm_cast) checks its
   // inputs as a kTypeSame op does and its output against attrs.to.
   const bool cast = c.op == OpKind::cast;

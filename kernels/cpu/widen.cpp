@@ -34,8 +34,10 @@ void run_cpu_widened(const OpCall& c) {
   }
   for (int i = 0; i < c.num_inputs; ++i) {
     const TensorView& t = c.input(i);
-    // Ids and labels are read in their own dtype by the kernels that take them.
-    const bool keep = dtype_is_int(t.dtype);
+    // Ids and labels are read in their own dtype by the kernels that take them; f32 inputs as
+    // they are, so that an update writes them in place (batch_norm_stats_update's running
+    // statistics beside 16-bit activations).
+    const bool keep = dtype_is_int(t.dtype) || t.dtype == DType::F32;
     if (!keep) widen(t, inputs[static_cast<size_t>(i)]);
     const TensorView wide = keep ? t : TensorView{inputs[static_cast<size_t>(i)].data(), t.shape, DType::F32};
     if (i < kMaxOpInputs) w.in[static_cast<size_t>(i)] = wide;

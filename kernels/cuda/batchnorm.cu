@@ -1,8 +1,8 @@
 // Batch normalization per channel of [N, C, ...] and its gradients, in three launches: the
 // channels' sums split over the whole device, a combine per channel, and one elementwise
 // pass. Deterministic, no atomics: each partial sum and the combine run in a fixed order. Every
-// float dtype: T is the element type of every tensor of the call (storage.h); the arithmetic
-// is f32's (in double), each output rounds to float as f32 stores it, then once to T.
+// float dtype; the arithmetic is f32's (in double), each output rounds to float as f32
+// stores it, then once to its own type.
 //
 // Why split: a channel of the first stage of an ImageNet network has n * H * W = 400k
 // elements and there are only 64 channels, so one block per channel left most of the device
@@ -11,6 +11,10 @@
 // (of d = x - shift, d * d, dy and dy * d, with shift the channel's first element, so the
 // one-pass variance does not cancel; batch_norm_grad_beta's plain sum has none), and a second
 // pass writes the output.
+//
+// Every float dtype: T is the element type of the per-element tensors (x, dy, the output, dx),
+// P that of the per-channel inputs (gamma, beta, running statistics): T, or f32 beside 16-bit
+// activations (graph/op.h kTypeChannels); a channel's sums (dgamma, dbeta) are stored as f32.
 //
 // The order of a channel's sums: the channel's elements e (in BatchNormGeometry's order,
 // the same in both layouts) are cut into `segments` equal runs; in run s, lane j of 32 sums
@@ -27,7 +31,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
 
+#include "graph/dtype_rules.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/storage.h"
@@ -168,7 +176,7 @@ __global__ void __launch_bounds__(1024) bn_partials_nhwc_kernel(const T* x, cons
 // second output, [2, C]); stats_update updates the running statistics in place.
 template <typename T>
 __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
-                                  double eps, double momentum, double* coef, T* out, T* params, float* stats) {
+                                  double eps, double momentum, double* coef, float* out, float* params, float* stats) {
   pdl::prologue();
   // A warp a channel: lane j adds runs j, j + 32, ... in order, then the lanes add as
   // warp_sum's butterfly does (a channel of an ImageNet stem has 130 runs: one thread a
@@ -183,7 +191,7 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   for (int q = 0; q < kSums; ++q) sum[q] = detail::warp_sum(sum[q]);
   if (lane != 0) return;
   if (op == OpKind::batch_norm_grad_beta) {  // x is dy here, summed unshifted (Need::sum)
-    out[ch] = narrow<T>(static_cast<float>(sum[0]));
+    out[ch] = static_cast<float>(sum[0]);
     return;
   }
   const double count = static_cast<double>(g.count());
@@ -201,13 +209,13 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   // sum of dy (x - mean) rstd = rstd (sum dy d - (mean - shift) sum dy)
   const double dy_xhat = rstd * (sum[3] - dmean * sum[2]);
   if (op == OpKind::batch_norm_grad_gamma) {
-    out[ch] = narrow<T>(static_cast<float>(dy_xhat));
+    out[ch] = static_cast<float>(dy_xhat);
     return;
   }
   if (op == OpKind::batch_norm_grad) {
     // sum[2] adds dy in grad_beta's order (Need::sum's sum of dy - 0): its bits.
-    params[ch] = narrow<T>(static_cast<float>(dy_xhat));
-    params[g.c + ch] = narrow<T>(static_cast<float>(sum[2]));
+    params[ch] = static_cast<float>(dy_xhat);
+    params[g.c + ch] = static_cast<float>(sum[2]);
   }
   coef[ch * kCoefs + 0] = mean;
   coef[ch * kCoefs + 1] = rstd;
@@ -216,8 +224,8 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
 }
 
 // batch_norm_inference's coefficients: the running statistics' mean and rstd.
-template <typename T>
-__global__ void bn_inference_coef_kernel(const T* stats, BatchNormGeometry g, double eps, double* coef) {
+template <typename P>
+__global__ void bn_inference_coef_kernel(const P* stats, BatchNormGeometry g, double eps, double* coef) {
   pdl::prologue();
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (ch >= g.c) return;
@@ -225,12 +233,12 @@ __global__ void bn_inference_coef_kernel(const T* stats, BatchNormGeometry g, do
   coef[ch * kCoefs + 1] = 1.0 / sqrt(static_cast<double>(static_cast<float>(stats[g.c + ch])) + eps);
 }
 
-// The elementwise pass over all n c inner elements. Forward (a = x, b = gamma, c3 = beta):
-// y = (x - mean) rstd gamma + beta. grad_x (a = dy, b = x, c3 = gamma):
-// dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
-template <typename T, typename I>
-__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* b, const T* c3,
-                                                       const double* coef, T* y, BatchNormGeometry g, int64_t total) {
+// The elementwise pass over all n c inner elements. Forward (a = x): y = (x - mean) rstd gamma
+// + beta. grad_x (a = dy, x): dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
+template <typename T, typename P, typename I>
+__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* x, const P* gamma_c,
+                                                       const P* beta_c, const double* coef, T* y, BatchNormGeometry g,
+                                                       int64_t total) {
   pdl::prologue();
   // A warp takes chunks of 32 kApplyPer elements, lane j elements j, j + 32, ...: each load
   // and store of the warp is 32 consecutive elements, and a lane finds its channel by
@@ -257,12 +265,12 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
     for (int k = 0; k < kApplyPer && i < total; ++k, i += 32) {
       const int64_t cc = static_cast<int64_t>(ch) * kCoefs;
       const double mean = coef[cc], rstd = coef[cc + 1];
+      const double gamma = static_cast<float>(gamma_c[ch]);
       if (!grad) {
-        const double gamma = static_cast<float>(b[ch]), beta = static_cast<float>(c3[ch]);
+        const double beta = static_cast<float>(beta_c[ch]);
         y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(a[i])) - mean) * rstd * gamma + beta));
       } else {
-        const double gamma = static_cast<float>(c3[ch]);
-        const double xhat = (static_cast<double>(static_cast<float>(b[i])) - mean) * rstd;
+        const double xhat = (static_cast<double>(static_cast<float>(x[i])) - mean) * rstd;
         y[i] = narrow<T>(static_cast<float>(gamma * rstd *
                                             (static_cast<double>(static_cast<float>(a[i])) - coef[cc + 2] -
                                              xhat * coef[cc + 3])));
@@ -276,9 +284,9 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
 
 // batch_norm_fold: block ch scales output channel ch of the conv weight w [K, inner] and
 // writes its folded bias; the values are graph/batch_norm.h's, as the CPU reference's.
-template <typename T>
-__global__ void __launch_bounds__(1024) batch_norm_fold_kernel(const T* w, const T* gamma, const T* beta,
-                                                               const T* stats, T* w_out, T* b_out,
+template <typename T, typename P>
+__global__ void __launch_bounds__(1024) batch_norm_fold_kernel(const T* w, const P* gamma, const P* beta,
+                                                               const P* stats, T* w_out, T* b_out,
                                                                BatchNormGeometry g, float eps) {
   pdl::prologue();
   const int64_t ch = blockIdx.x;
@@ -314,7 +322,7 @@ void launch_partials(const T* x, const T* dy, Need need, const BatchNormGeometry
                  x, dy, need, g, sp, partials);
 }
 
-template <typename T, typename I>
+template <typename T, typename P, typename I>
 void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, cudaStream_t s) {
   const Split sp = split_of(g);
   double* coef = reinterpret_cast<double*>(scratch);
@@ -324,35 +332,56 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
   const int64_t total = g.n * g.c * g.inner;
   const double eps = c.attrs->eps;
   if (c.op == OpKind::batch_norm_stats_update) {
-    const auto* x = static_cast<const float*>(c.in[1].data);
-    launch_partials<float, I>(x, nullptr, Need::stats, g, sp, partials, s);
-    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<float>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp, eps,
-                   static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
+    const T* x = elements<const T>(c.in[1].data);
+    launch_partials<T, I>(x, nullptr, Need::stats, g, sp, partials, s);
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp,
+                   eps, static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
                    static_cast<float*>(nullptr), static_cast<float*>(c.in[0].data));
     return;
   }
+  // batch_norm and batch_norm_inference: (x, gamma, beta[, stats]); grad_x and batch_norm_grad:
+  // (dy, x, gamma); grad_gamma: (dy, x); grad_beta: (dy), summed as x is.
+  const bool forward = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_inference;
   const T* a = elements<const T>(c.in[0].data);
-  const T* b = c.num_inputs > 1 ? elements<const T>(c.in[1].data) : nullptr;
-  const T* c3 = c.num_inputs > 2 ? elements<const T>(c.in[2].data) : nullptr;
-  T* y = elements<T>(c.out.data);
+  const T* x = forward || c.op == OpKind::batch_norm_grad_beta ? a : elements<const T>(c.in[1].data);
+  const P* gamma = forward ? elements<const P>(c.in[1].data)
+                   : c.num_inputs > 2 ? elements<const P>(c.in[2].data)
+                                      : nullptr;
+  const P* beta = forward ? elements<const P>(c.in[2].data) : nullptr;
   if (c.op == OpKind::batch_norm_inference) {
-    detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<T>, ch_blocks, 256, s, elements<const T>(c.in[3].data), g,
+    detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<P>, ch_blocks, 256, s, elements<const P>(c.in[3].data), g,
                    eps, coef);
   } else {
-    // batch_norm: a = x; grad_beta: a = dy, summed as x is; the other gradients: a = dy, b = x.
-    const bool forward = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_grad_beta;
-    const T* x = forward ? a : b;
-    const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : forward ? Need::stats : Need::grad;
-    launch_partials<T, I>(x, forward ? nullptr : a, need, g, sp, partials, s);
-    T* params = c.op == OpKind::batch_norm_grad ? elements<T>(c.out2.data) : nullptr;
-    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp, eps, 0.0, coef,
-                   y, params, static_cast<float*>(nullptr));
-    if (c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta) return;
+    const bool stats_only = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_grad_beta;
+    const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : stats_only ? Need::stats : Need::grad;
+    launch_partials<T, I>(x, stats_only ? nullptr : a, need, g, sp, partials, s);
+    const bool sums_out = c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta;
+    float* sums = sums_out ? static_cast<float*>(c.out.data) : nullptr;
+    float* params = c.op == OpKind::batch_norm_grad ? static_cast<float*>(c.out2.data) : nullptr;
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp,
+                   eps, 0.0, coef, sums, params, static_cast<float*>(nullptr));
+    if (sums_out) return;
   }
   const bool grad = c.op == OpKind::batch_norm_grad_x || c.op == OpKind::batch_norm_grad;
-  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>,
-                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, a, b, c3,
-                 coef, y, g, total);
+  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, P, I>,
+                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, a, x, gamma,
+                 beta, coef, elements<T>(c.out.data), g, total);
+}
+
+// fn(T{}, P{}): T the element type of dtype d (the per-element tensors), P that of p (the
+// per-channel inputs): T, or float beside a 16-bit T.
+template <typename Fn>
+void with_channel_types(DType d, DType p, Fn&& fn) {
+  with_element_type(d, [&](auto e) {
+    using T = decltype(e);
+    if constexpr (std::is_same_v<T, float>) {
+      fn(e, e);
+    } else if (p == DType::F32) {
+      fn(e, float{});
+    } else {
+      fn(e, e);
+    }
+  });
 }
 
 }  // namespace
@@ -362,12 +391,18 @@ size_t batch_norm_scratch_bytes(const BatchNormGeometry& g) {
 }
 
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, size_t scratch_bytes, cudaStream_t s) {
+  std::vector<DType> in;
+  for (int i = 0; i < c.num_inputs; ++i) in.push_back(c.input(i).dtype);
+  DType d = DType::F32, p = DType::F32;
+  const std::string err = channel_dtypes(c.op, in, &d, &p);
+  if (!err.empty()) throw std::invalid_argument(fmt::format("run_cuda {}: {}", op_name(c.op), err));
   if (c.op == OpKind::batch_norm_fold) {
-    with_element_type(c.out.dtype, [&](auto e) {
+    with_channel_types(d, p, [&](auto e, auto q) {
       using T = decltype(e);
-      detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T>, static_cast<unsigned>(g.c), 1024, s,
-                     elements<const T>(c.in[0].data), elements<const T>(c.in[1].data), elements<const T>(c.in[2].data),
-                     elements<const T>(c.in[3].data), elements<T>(c.out.data), elements<T>(c.out2.data), g,
+      using P = decltype(q);
+      detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T, P>, static_cast<unsigned>(g.c), 1024, s,
+                     elements<const T>(c.in[0].data), elements<const P>(c.in[1].data), elements<const P>(c.in[2].data),
+                     elements<const P>(c.in[3].data), elements<T>(c.out.data), elements<T>(c.out2.data), g,
                      c.attrs->eps);
     });
     return;
@@ -380,11 +415,11 @@ void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, s
                                             op_name(c.op), need, g.c, scratch ? scratch_bytes : 0));
   char* sc = static_cast<char*>(scratch);
   const bool small = small_index(g);
-  const DType dt = c.op == OpKind::batch_norm_stats_update ? DType::F32 : c.out.dtype;
-  with_element_type(dt, [&](auto e) {
+  with_channel_types(d, p, [&](auto e, auto q) {
     using T = decltype(e);
-    if (small) run_batch_norm<T, uint32_t>(c, g, sc, s);
-    else run_batch_norm<T, int64_t>(c, g, sc, s);
+    using P = decltype(q);
+    if (small) run_batch_norm<T, P, uint32_t>(c, g, sc, s);
+    else run_batch_norm<T, P, int64_t>(c, g, sc, s);
   });
 }
 

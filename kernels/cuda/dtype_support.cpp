@@ -6,8 +6,7 @@ namespace {
 
 bool has_16bit_kernel(OpKind op) {
   // The convolution and batchnorm families whole (conv.cu, batchnorm.cu dispatch every op of
-  // theirs on the element type): f32's arithmetic, loads widened, stores rounded once. Not
-  // batch_norm_stats_update: its running statistics are f32 master state, as the optimizers'.
+  // theirs on the element type): f32's arithmetic, loads widened, stores rounded once.
   if (op_is_f32_only(op)) return false;
   if (op_in_family(op, "conv") || op_in_family(op, "batchnorm")) return true;
   switch (op) {

@@ -193,9 +193,11 @@ Graph pass_bn_fold(const Graph& g) {
       if (conv < 0) continue;
     }
     const Node& cv = node_of(g, conv);
-    // The fold runs in the batch norm's dtype (f32 in a 16-bit graph, from the f32 weight
-    // when the convolution's is a cast of it), the convolution in its own.
-    const DType fd = value_of(g, bn.outputs[0]).dtype, cd = value_of(g, cv.outputs[0]).dtype;
+    // The fold runs in the dtype of the batch norm's per-channel values (f32 in a 16-bit graph,
+    // from the f32 weight when the convolution's is a cast of it), the convolution in its own,
+    // and a cast gives the batch norm's output its dtype where that differs.
+    const DType fd = value_of(g, bn.inputs[1]).dtype, cd = value_of(g, cv.outputs[0]).dtype;
+    const DType od = value_of(g, bn.outputs[0]).dtype;
     const int gamma = bn.inputs[1], beta = bn.inputs[2], stats = bn.inputs[3];
     const Shape& ws = value_of(g, cv.inputs[1]).shape;
     const int64_t k = ws[0];
@@ -228,13 +230,13 @@ Graph pass_bn_fold(const Graph& g) {
     const int w_conv = as_dtype(rw, w_folded, fd, cd, ws, bn.name + ".folded_w_cast", id);
     const int b_conv = as_dtype(rw, b_folded, fd, cd, Shape{k}, bn.name + ".folded_b_cast", id);
     const Shape& ys = value_of(g, bn.outputs[0]).shape;
-    const int y = cd == fd ? bn.outputs[0] : new_value(rw, bn.name + ".conv", ys, cd);
-    rw.add_node(make_node(cd == fd ? bn.name : bn.name + ".conv", OpKind::conv2d_bias_act, {cv.inputs[0], w_conv, b_conv},
+    const int y = cd == od ? bn.outputs[0] : new_value(rw, bn.name + ".conv", ys, cd);
+    rw.add_node(make_node(cd == od ? bn.name : bn.name + ".conv", OpKind::conv2d_bias_act, {cv.inputs[0], w_conv, b_conv},
                           {y}, at),
                 id);
-    if (cd != fd) {
+    if (cd != od) {
       Attrs to;
-      to.to = fd;
+      to.to = od;
       rw.add_node(make_node(bn.name, OpKind::cast, {y}, bn.outputs, to), id);
     }
     if (cast >= 0) rw.remove(cast);

@@ -48,6 +48,9 @@ struct OpSample {
   // every other op.
   int copy_group = 0;
   DType copy_dtype = DType::BF16;
+  // The batchnorm family (graph/op.h kTypeChannels): the per-channel inputs (gamma, beta,
+  // running statistics) in f32 whatever the per-element inputs' dtype, as autocast gives them.
+  bool channels_f32 = false;
   // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
   double cuda_atol = 0, cuda_rtol = 0;
   // The same in bf16 and f16, where the kernel's 16-bit form needs its own; negative: derived
@@ -412,6 +415,14 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                                             if (op != OpKind::batch_norm_grad_beta) t.eps = 0.1f;  // it reads none
                                           }),
                                      1e-5, 1e-5)};
+      // 16-bit activations beside f32 gamma, beta and statistics, as autocast runs batch norm.
+      const bool has_channel_input = op != OpKind::batch_norm_grad_gamma && op != OpKind::batch_norm_grad_beta;
+      for (OpSample s : {v[0], v[1]}) {
+        if (!has_channel_input) break;
+        s.what += ", per-channel inputs f32";
+        s.channels_f32 = true;
+        v.push_back(std::move(s));
+      }
       // The running variance must be >= 0: the sample's stats come from a fill of 0.5.
       if (op == OpKind::batch_norm_inference)
         for (OpSample& s : v) {
@@ -426,10 +437,13 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         t.momentum = 0.1f;
         t.channels_last = true;
       };
-      return {tol(with(sample("NCHW [2,3,4,5]", {{2, 3}, {2, 3, 4, 5}}), momentum(0.1f)), 1e-5, 1e-5),
-              tol(with(sample("NHWC [2,4,5,3]", {{2, 3}, {2, 4, 5, 3}}), nhwc), 1e-5, 1e-5),
-              tol(with(sample("[4,3], momentum 0.5", {{2, 3}, {4, 3}}), momentum(0.5f)), 1e-5, 1e-5),
-              tol(with(sample("two elements a channel", {{2, 3}, {2, 3}}), momentum(1.0f)), 1e-5, 1e-5)};
+      // The running statistics are f32 master state beside x of any float dtype.
+      std::vector<OpSample> v = {tol(with(sample("NCHW [2,3,4,5]", {{2, 3}, {2, 3, 4, 5}}), momentum(0.1f)), 1e-5, 1e-5),
+                                 tol(with(sample("NHWC [2,4,5,3]", {{2, 3}, {2, 4, 5, 3}}), nhwc), 1e-5, 1e-5),
+                                 tol(with(sample("[4,3], momentum 0.5", {{2, 3}, {4, 3}}), momentum(0.5f)), 1e-5, 1e-5),
+                                 tol(with(sample("two elements a channel", {{2, 3}, {2, 3}}), momentum(1.0f)), 1e-5, 1e-5)};
+      for (OpSample& s : v) s.channels_f32 = true;
+      return v;
     }
     case OpKind::concat: {
       auto along = [](int axis) { return [axis](Attrs& t) { t.axis = axis; }; };
@@ -473,8 +487,10 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         x.positive_inputs = 1u << 3;
         return x;
       };
+      OpSample f32_params = fold("[4,3,3,3], per-channel inputs f32", {4, 3, 3, 3});
+      f32_params.channels_f32 = true;
       return {fold("[4,3,3,3]", {4, 3, 3, 3}), fold("1x1, [6,2,1,1]", {6, 2, 1, 1}),
-              with(fold("eps 0.1", {3, 1, 3, 3}), [](Attrs& t) { t.eps = 0.1f; })};
+              with(fold("eps 0.1", {3, 1, 3, 3}), [](Attrs& t) { t.eps = 0.1f; }), f32_params};
     }
     case OpKind::sgd:
       return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; }),
@@ -782,6 +798,7 @@ inline bool sample_input_is_copy(const OpSample& s, size_t i) {
 // A kTypeLogits op's other float inputs (dloss) stay f32 (graph/dtype_rules.h).
 inline DType sample_input_dtype(OpKind op, const OpSample& s, size_t i, DType dt = DType::F32) {
   if (sample_input_is_copy(s, i)) return s.copy_dtype;
+  if (s.channels_f32 && channel_input(op, static_cast<int>(i))) return DType::F32;
   return static_cast<int>(i) == s.labels_input ? s.labels_dtype : op_float_input_dtype(op, static_cast<int>(i), dt);
 }
 inline std::vector<DType> sample_dtypes(OpKind op, const OpSample& s, DType dt = DType::F32) {

@@ -92,7 +92,8 @@ TEST_CASE("op table: every op has samples its shape rule accepts, with the table
 }
 
 TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, kTypeF32 ops refuse others, "
-          "kTypeLogits ops take 16-bit logits and f32 dloss, kTypeLowGrad ops a 16-bit dy beside f32") {
+          "kTypeLogits ops take 16-bit logits and f32 dloss, kTypeLowGrad ops a 16-bit dy beside f32, kTypeChannels "
+          "ops 16-bit activations beside 16-bit or f32 per-channel inputs") {
   for (OpKind op : all_ops()) {
     const std::string op_label = op_name(op);
     CAPTURE(op_label);
@@ -121,6 +122,41 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
           if (low_dloss != all_low)
             CHECK_THROWS_WITH_AS(infer_dtypes(op, low_dloss, s.attrs, "sample"),
                                  doctest::Contains("only the logits (input 0) may be bf16 or f16"), GraphError);
+          continue;
+        }
+        if (op_traits(op).dtype_rule == op_table::kTypeChannels) {
+          // The activations' dtype on the outputs, f32 on a channel's sums.
+          std::vector<DType> want;
+          for (int k = 0; k < op_num_outputs(op); ++k) want.push_back(channel_output_dtype(op, k, low));
+          CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == want);
+          const DType other = low == DType::BF16 ? DType::F16 : DType::BF16;
+          std::vector<DType> wrong_channels = all_low, all_16 = all_low, mixed_elements = all_low;
+          int first_channel = -1, second_element = -1, elements = 0;
+          for (size_t i = 0; i < all_low.size(); ++i) {
+            if (!channel_input(op, static_cast<int>(i))) {
+              if (++elements == 2) second_element = static_cast<int>(i);
+              continue;
+            }
+            if (first_channel < 0) first_channel = static_cast<int>(i);
+            wrong_channels[i] = other;
+            all_16[i] = low;
+          }
+          if (first_channel >= 0) {
+            const bool stats = op == OpKind::batch_norm_stats_update;
+            CHECK_THROWS_WITH_AS(infer_dtypes(op, wrong_channels, s.attrs, "sample"),
+                                 doctest::Contains(stats ? "they are f32 master state" : "are the activations' dtype or f32"),
+                                 GraphError);
+            if (stats)
+              CHECK_THROWS_WITH_AS(infer_dtypes(op, all_16, s.attrs, "sample"),
+                                   doctest::Contains("they are f32 master state"), GraphError);
+            else
+              CHECK(infer_dtypes(op, all_16, s.attrs, "sample") == want);
+          }
+          if (second_element >= 0) {
+            mixed_elements[static_cast<size_t>(second_element)] = DType::F32;
+            CHECK_THROWS_WITH_AS(infer_dtypes(op, mixed_elements, s.attrs, "sample"),
+                                 doctest::Contains("per-element (x, dy) inputs share one dtype"), GraphError);
+          }
           continue;
         }
         CHECK(infer_dtypes(op, all_low, s.attrs, "sample") == std::vector<DType>(static_cast<size_t>(op_num_outputs(op)), low));

@@ -1,12 +1,30 @@
 // batch_norm, batch_norm_inference and batch_norm_stats_update against their definitions: per
 // channel, over N and the dims after C.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
+#include "graph/float_formats.h"
 #include "tests/kernels/kernel_test_util.h"
 
 using namespace tg;
 using namespace tg::testing;
+
+namespace {
+
+// batch_norm_stats_update on views (stats, x), in place.
+void stats_update(kernels::TensorView stats, kernels::TensorView x, const Attrs& at) {
+  kernels::OpCall c;
+  c.op = OpKind::batch_norm_stats_update;
+  c.attrs = &at;
+  c.num_inputs = 2;
+  c.in[0] = stats;
+  c.in[1] = x;
+  kernels::run_cpu(c);
+}
+
+}  // namespace
 
 TEST_CASE("batch_norm: every channel of the output has mean beta and standard deviation gamma") {
   const Shape s{3, 2, 4, 5};
@@ -45,15 +63,29 @@ TEST_CASE("batch_norm_stats_update: hand-computed, PyTorch's rule with the unbia
   at.momentum = 0.25f;
   // Channel 0: 1, 3, 5, 7 (mean 4, squared deviations 20, unbiased variance 20/3); channel 1: all 2.
   std::vector<Tensor> ins = {tensor({2, 2}, {0.0f, 1.0f, 1.0f, 3.0f}), tensor({2, 2, 2}, {1, 3, 2, 2, 5, 7, 2, 2})};
-  kernels::OpCall c;
-  std::vector<kernels::TensorView> more;
-  set_inputs(c, ins, more);
-  c.op = OpKind::batch_norm_stats_update;
-  c.attrs = &at;
-  kernels::run_cpu(c);
+  stats_update({ins[0].data.data(), ins[0].shape}, {ins[1].data.data(), ins[1].shape}, at);
   check_close(ins[0].data, std::vector<double>{0.75 * 0.0 + 0.25 * 4.0, 0.75 * 1.0 + 0.25 * 2.0, 0.75 * 1.0 + 0.25 * 20.0 / 3.0, 0.75 * 3.0},
               1e-7, 1e-6, "stats");
   CHECK(ins[1].data == std::vector<float>{1, 3, 2, 2, 5, 7, 2, 2});  // x is only read
+}
+
+TEST_CASE("batch_norm_stats_update on 16-bit x updates its f32 statistics in place, as on x widened") {
+  Attrs at;
+  at.momentum = 0.25f;
+  const Shape s{3, 2, 4, 5};
+  for (DType dt : {DType::BF16, DType::F16}) {
+    CAPTURE(dtype_name(dt));
+    Tensor x = random_tensor(s, 23, -2.0f, 5.0f);
+    for (float& v : x.data) v = round_to_dtype(v, dt);
+    std::vector<uint16_t> low(x.data.size());
+    store_as_dtype(x.data.data(), x.data.size(), dt, low.data());
+    const std::vector<float> start = {0.5f, -1.0f, 2.0f, 3.0f};
+    std::vector<float> want = start, stats = start;
+    stats_update({want.data(), Shape{2, 2}}, {x.data.data(), s}, at);
+    stats_update({stats.data(), Shape{2, 2}}, {reinterpret_cast<float*>(low.data()), s, dt}, at);
+    CHECK(stats != start);
+    CHECK(bitwise_equal(stats, want));
+  }
 }
 
 TEST_CASE("batch_norm_grad: dx, dgamma and dbeta with the bits of the three gradient ops, NCHW and NHWC") {

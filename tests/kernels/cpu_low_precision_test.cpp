@@ -76,12 +76,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("run_cpu runs every op of the kTypeSame and kTypeLogits rules on bf16 and f16 views: f32 compute, one "
-          "rounding per store") {
+TEST_CASE("run_cpu runs every op of the kTypeSame, kTypeLogits and kTypeChannels rules on bf16 and f16 views: f32 "
+          "compute, one rounding per store") {
   int ops_run = 0;
   for (OpKind op : all_ops()) {
     const uint8_t rule = op_traits(op).dtype_rule;
-    if (rule != op_table::kTypeSame && rule != op_table::kTypeLogits) continue;  // f32-only ops, and cast below
+    if (rule != op_table::kTypeSame && rule != op_table::kTypeLogits && rule != op_table::kTypeChannels)
+      continue;  // f32-only ops, and cast below
+    if (op_is_update(op)) continue;  // batch_norm_stats_update: its own case in cpu_batchnorm_test
     const std::string op_label = op_name(op);
     CAPTURE(op_label);
     for (const OpSample& s : op_samples(op)) {
@@ -99,11 +101,15 @@ TEST_CASE("run_cpu runs every op of the kTypeSame and kTypeLogits rules on bf16 
           wide.push_back(tensor(s.in[k], rounded(data[k], dt)));
         }
         const std::vector<Shape> out_shapes = infer_shapes(op, shapes, s.attrs, "test");
-        // A kTypeLogits op's loss and dloss are f32 (graph/dtype_rules.h).
-        const DType out_dt = rule == op_table::kTypeLogits ? logits_output_dtype(op, dt) : dt;
+        // A kTypeLogits op's loss and dloss are f32, and a batch norm's channel sums and
+        // per-channel inputs where the sample says so (graph/dtype_rules.h).
+        const std::vector<DType> in_dt = sample_dtypes(op, s, dt);
+        const std::vector<DType> out_dts = infer_dtypes(op, in_dt, s.attrs, "test");
+        const DType out_dt = out_dts.at(0);
         LowBuffer out(out_shapes.at(0), dt);
         std::vector<float> out32(static_cast<size_t>(out_shapes.at(0).numel()), -7.0f);
         LowBuffer out2(out_shapes.size() > 1 ? out_shapes[1] : Shape{1}, dt);
+        std::vector<float> out2_32(static_cast<size_t>(out_shapes.size() > 1 ? out_shapes[1].numel() : 1), -7.0f);
         kernels::OpCall c;
         std::vector<kernels::TensorView> more;
         c.op = op;
@@ -111,8 +117,7 @@ TEST_CASE("run_cpu runs every op of the kTypeSame and kTypeLogits rules on bf16 
         c.num_inputs = static_cast<int>(ins.size());
         for (size_t k = 0; k < ins.size(); ++k) {
           // Ids stay whole numbers in f32 views (the form the interpreter holds them in).
-          const bool f32 = static_cast<int>(k) == s.labels_input ||
-                           op_float_input_dtype(op, static_cast<int>(k), dt) == DType::F32;
+          const bool f32 = static_cast<int>(k) == s.labels_input || in_dt[k] == DType::F32;
           const kernels::TensorView v = f32 ? kernels::TensorView{wide[k].data.data(), s.in[k], DType::F32}
                                             : ins[k].view(dt);
           if (k < c.in.size()) c.in[k] = v;
@@ -120,7 +125,8 @@ TEST_CASE("run_cpu runs every op of the kTypeSame and kTypeLogits rules on bf16 
         }
         c.more = more.empty() ? nullptr : more.data();
         c.out = out_dt == DType::F32 ? kernels::TensorView{out32.data(), out_shapes.at(0), DType::F32} : out.view(dt);
-        if (out_shapes.size() > 1) c.out2 = out2.view(dt);
+        if (out_shapes.size() > 1)
+          c.out2 = out_dts.at(1) == DType::F32 ? kernels::TensorView{out2_32.data(), out_shapes[1], DType::F32} : out2.view(dt);
         try {
           kernels::run_cpu(c);
         } catch (const std::exception& err) {

@@ -20,15 +20,16 @@ namespace {
 
 Shape nchw_of(const Shape& nhwc) { return Shape{nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
 
-// Runs op on `ins` (f32 values, already representable in dt) in dtype dt; returns the
-// output widened to f32, or, for an update, its input 0 after the call. A second output
+// Runs op on `ins` (f32 values, already representable in their dtypes) in dtypes in_dt; returns
+// the output widened to f32, or, for an update, its input 0 after the call. A second output
 // (batch_norm_grad's [2, C], which has no layout) goes widened into *second.
-std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const Attrs& at, DType dt,
-                                std::vector<float>* second = nullptr) {
+std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const Attrs& at,
+                                const std::vector<DType>& in_dt, std::vector<float>* second = nullptr) {
   std::vector<Shape> shapes;
   for (const Tensor& t : ins) shapes.push_back(t.shape);
   const std::vector<Shape> outs = infer_shapes(op, shapes, at, "nhwc");
   const bool update = op_is_update(op);
+  const std::vector<DType> out_dt = infer_dtypes(op, in_dt, at, "nhwc");
   std::vector<std::vector<uint16_t>> low(ins.size());
   std::vector<std::vector<float>> wide(ins.size());
   kernels::OpCall c;
@@ -38,29 +39,28 @@ std::vector<float> run_in_dtype(OpKind op, const std::vector<Tensor>& ins, const
   for (size_t i = 0; i < ins.size(); ++i) {
     wide[i] = ins[i].data;
     low[i].resize(ins[i].data.size());
-    if (dt == DType::F32) {
+    if (in_dt[i] == DType::F32) {
       c.in[i] = {wide[i].data(), ins[i].shape, DType::F32};
     } else {
-      store_as_dtype(ins[i].data.data(), ins[i].data.size(), dt, low[i].data());
-      c.in[i] = view(low[i], ins[i].shape, dt);
+      store_as_dtype(ins[i].data.data(), ins[i].data.size(), in_dt[i], low[i].data());
+      c.in[i] = view(low[i], ins[i].shape, in_dt[i]);
     }
   }
   std::vector<float> out32, second32;
   std::vector<uint16_t> out16, second16;
-  auto bind = [&](const Shape& s, std::vector<float>& f32, std::vector<uint16_t>& low) {
+  auto bind = [&](const Shape& s, DType dt, std::vector<float>& f32, std::vector<uint16_t>& low) {
     const size_t n = static_cast<size_t>(s.numel());
     f32.assign(n, std::numeric_limits<float>::quiet_NaN());
     low.assign(n, dt == DType::BF16 ? 0x7FC1 : 0x7E01);  // a NaN no kernel makes
     return dt == DType::F32 ? kernels::TensorView{f32.data(), s, DType::F32} : view(low, s, dt);
   };
-  if (!update) c.out = bind(outs.at(0), out32, out16);
-  if (outs.size() > 1) c.out2 = bind(outs[1], second32, second16);
+  if (!update) c.out = bind(outs.at(0), out_dt.at(0), out32, out16);
+  if (outs.size() > 1) c.out2 = bind(outs[1], out_dt.at(1), second32, second16);
   kernels::run_cpu(c);
   if (update) return wide[0];
-  if (dt != DType::F32) {
-    load_from_dtype(out16.data(), out16.size(), dt, out32.data());
-    load_from_dtype(second16.data(), second16.size(), dt, second32.data());
-  }
+  if (!update && out_dt[0] != DType::F32) load_from_dtype(out16.data(), out16.size(), out_dt[0], out32.data());
+  if (outs.size() > 1 && out_dt[1] != DType::F32)
+    load_from_dtype(second16.data(), second16.size(), out_dt[1], second32.data());
   if (second) *second = second32;
   return out32;
 }
@@ -100,6 +100,7 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
       nchw_at.channels_last = false;
       for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
         if (op_is_f32_only(op) && dt != DType::F32) continue;
+        const std::vector<DType> in_dt = sample_dtypes(op, s, dt);
         const std::string dtype_label = dtype_name(dt);
         CAPTURE(dtype_label);
         const std::vector<Tensor> nchw = nchw_inputs(s, act, dt);
@@ -110,8 +111,8 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
             nhwc[i].shape = s.in[i];
           }
         std::vector<float> want2, got2;
-        const std::vector<float> want = run_in_dtype(op, nchw, nchw_at, dt, &want2);
-        std::vector<float> got = run_in_dtype(op, nhwc, s.attrs, dt, &got2);
+        const std::vector<float> want = run_in_dtype(op, nchw, nchw_at, in_dt, &want2);
+        std::vector<float> got = run_in_dtype(op, nhwc, s.attrs, in_dt, &got2);
         CHECK(bitwise_equal(got2, want2));
         if (act.output) {
           std::vector<Shape> shapes;
@@ -126,8 +127,8 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
   }
   // conv2d, its two gradients, the two fused convolutions, conv_transpose2d, the four pools
   // (each with three NHWC samples but conv_transpose2d's one), and the seven batch norms (the
-  // running statistics' update in f32 only).
-  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 6 * 3 + 1);
+  // four with per-channel inputs once more with those in f32), in three dtypes.
+  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 3 * (7 + 4));
 }
 
 TEST_CASE("an NHWC shape rule reads C from the last dim, and its messages say so") {

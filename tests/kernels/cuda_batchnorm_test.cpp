@@ -44,6 +44,23 @@ Shape bn_output(OpKind op, const Shape& xs) {
 
 Shape nhwc(const Shape& s) { return Shape{s[0], s[2], s[3], s[1]}; }
 
+// op on x of shape xs against the CPU reference: in f32, or with 16-bit activations (dt)
+// beside f32 per-channel inputs.
+OpCase bn_case(OpKind op, const Shape& xs, DType dt, uint64_t seed) {
+  OpCase c;
+  c.op = op;
+  c.in = bn_inputs(op, xs);
+  c.out = bn_output(op, xs);
+  c.attrs.momentum = 0.1f;
+  c.dtype = dt;
+  c.channels_f32 = dt != DType::F32;
+  c.tol = low_precision_tol(Tol{1e-5, 1e-5}, dt);
+  c.seed = seed;
+  if (op == OpKind::batch_norm_inference) c.positive_inputs = 1u << 3;  // the running variance
+  if (op == OpKind::batch_norm_stats_update) c.positive_inputs = 1u << 0;  // updated in place
+  return c;
+}
+
 // op on the GPU in one layout: the inputs given in NCHW (4-D ones transposed for NHWC), the
 // output (or the updated statistics) returned in NCHW.
 std::vector<float> run_layout(OpKind op, const Shape& xs, const std::vector<std::vector<float>>& x, bool channels_last) {
@@ -81,19 +98,29 @@ TEST_CASE("cuda batch_norm family, f32: many runs a channel, one short run, 33 a
   uint64_t seed = 31000;
   for (const Shape& xs : kShapes)
     for (OpKind op : kOps) {
-      OpCase c;
-      c.op = op;
-      c.in = bn_inputs(op, xs);
-      c.out = bn_output(op, xs);
-      c.attrs.momentum = 0.1f;
-      c.tol = Tol{1e-5, 1e-5};
-      c.seed = seed++;
-      if (op == OpKind::batch_norm_inference) c.positive_inputs = 1u << 3;  // the running variance
-      if (op == OpKind::batch_norm_stats_update) c.positive_inputs = 1u << 0;  // updated in place
+      const OpCase c = bn_case(op, xs, DType::F32, seed++);
       CAPTURE(op_name(op));
       CAPTURE(xs.str());
       CHECK(run_case(c) == 0);
     }
+}
+
+// 16-bit activations beside f32 gamma, beta and running statistics, as autocast runs batch
+// norm (graph/op.h kTypeChannels): against the CPU reference on the same 16-bit values, and
+// against the f32 kernels on those values widened, each output rounded once to its dtype.
+TEST_CASE("cuda batch_norm family, bf16 and f16 activations beside f32 parameters: == cpu, == f32 kernels rounded") {
+  TG_REQUIRE_GPU();
+  uint64_t seed = 34000;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (const Shape& xs : kShapes)
+      for (OpKind op : kOps) {
+        const OpCase c = bn_case(op, xs, dt, seed++);
+        CAPTURE(op_name(op));
+        CAPTURE(xs.str());
+        CAPTURE(dtype_name(dt));
+        CHECK(run_case(c) == 0);
+        CHECK(run_case_vs_f32(c) == 0);
+      }
 }
 
 TEST_CASE("cuda batch_norm_grad_beta: an inf gradient sums to inf, as on the CPU") {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/dtype_rules.h"
 #include "graph/float_formats.h"
 #include "graph/shape_inference.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -35,9 +36,11 @@ struct LowCase {
   CudaBackendOptions options;    // of the backend the GPU runs on (backend(options))
 };
 
-// Widened outputs of one run (out2: layernorm_grad_params' dbeta).
+// Widened outputs of one run (out2: layernorm_grad_params' dbeta), and the output's dtype (dt,
+// or f32 where the op's dtype rule keeps it: a batch norm's channel sums).
 struct LowOutputs {
   std::vector<float> out, out2;
+  DType out_dtype = DType::F32;
 };
 
 // The case's inputs: random values in [-1, 1) (or [0.25, 1)), rounded to dt.
@@ -79,15 +82,17 @@ inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>
     store_as_dtype(values[i].data(), values[i].size(), dt, bytes.data());
     call.in[i] = {place(bytes), c.in[i], dt};
   }
-  const std::vector<char> poison(static_cast<size_t>(out_shape.numel()) * es, static_cast<char>(0xFF));  // NaN
-  call.out = {place(poison), out_shape, dt};
-  if (low_has_out2(c.op)) call.out2 = {place(poison), out_shape, dt};
+  const DType out_dt = infer_dtypes(c.op, std::vector<DType>(c.in.size(), dt), c.attrs, c.what).at(0);
+  const size_t out_bytes = static_cast<size_t>(out_shape.numel() * dtype_size(out_dt));
+  const std::vector<char> poison(out_bytes, static_cast<char>(0xFF));  // NaN
+  call.out = {place(poison), out_shape, out_dt};
+  if (low_has_out2(c.op)) call.out2 = {place(poison), out_shape, out_dt};
   auto read = [&](const kernels::TensorView& t) {
-    std::vector<char> bytes(static_cast<size_t>(t.shape.numel()) * es);
+    std::vector<char> bytes(static_cast<size_t>(t.shape.numel() * dtype_size(t.dtype)));
     if (gpu) TG_CUDA_CHECK(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost));
     else std::memcpy(bytes.data(), t.data, bytes.size());
     std::vector<float> v(static_cast<size_t>(t.shape.numel()));
-    load_from_dtype(bytes.data(), v.size(), dt, v.data());
+    load_from_dtype(bytes.data(), v.size(), t.dtype, v.data());
     return v;
   };
   if (gpu) {
@@ -100,7 +105,7 @@ inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>
   } else {
     kernels::run_cpu(call);
   }
-  LowOutputs o{read(call.out), {}};
+  LowOutputs o{read(call.out), {}, out_dt};
   if (low_has_out2(c.op)) o.out2 = read(call.out2);
   return o;
 }
@@ -112,7 +117,7 @@ inline int64_t check_low(const LowCase& c, DType dt) {
   const LowOutputs got = run_low(c, values, dt, true);
   LowOutputs f32 = run_low(c, values, DType::F32, true);
   for (auto* v : {&f32.out, &f32.out2})
-    for (float& e : *v) e = round_to_dtype(e, dt);
+    for (float& e : *v) e = round_to_dtype(e, got.out_dtype);
   const LowOutputs want = run_low(c, values, dt, false);
   const Tol tol = low_precision_tol(c.f32_tol, dt);
   int64_t bad = compare(what + ": vs its f32 kernel rounded", got.out, f32.out, Tol{}) +

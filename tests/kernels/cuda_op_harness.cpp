@@ -111,6 +111,7 @@ std::string describe(const OpCase& c) {
   if (!op_is_update(c.op)) s += " -> " + c.out.str();
   if (c.dtype != DType::F32) s += std::string(" in ") + dtype_name(c.dtype);
   if (c.dy_dtype != DType::F32) s += std::string(", dy in ") + dtype_name(c.dy_dtype);
+  if (c.channels_f32) s += ", per-channel inputs in f32";
   if (c.unaligned) s += " unaligned";
   if (c.alias_input >= 0) s += fmt::format(" in place (out = input {})", c.alias_input);
   return s;
@@ -144,6 +145,7 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed, DType dt) {
   c.positive_inputs = s.positive_inputs;
   c.copy_group = s.copy_group;
   c.copy_dtype = s.copy_dtype;
+  c.channels_f32 = s.channels_f32;
   c.seed = seed;
   return c;
 }
@@ -213,7 +215,10 @@ std::vector<std::vector<float>> case_inputs(const OpCase& c) {
     }
     // Labels and ids keep their dtype (labels_dtype): rounding 1023 to bf16 would make it 1024.
     if (i != c.labels_input)
-      for (float& x : h) x = round_to_dtype(x, i == 0 && c.dy_dtype != DType::F32 ? c.dy_dtype : c.dtype);
+      for (float& x : h)
+        x = round_to_dtype(x, i == 0 && c.dy_dtype != DType::F32   ? c.dy_dtype
+                              : c.channels_f32 && channel_input(c.op, i) ? DType::F32
+                                                                        : c.dtype);
     host.push_back(std::move(h));
   }
   return host;
@@ -226,6 +231,7 @@ struct Outputs {
   std::vector<std::string> names;
   std::vector<std::vector<float>> values;
   std::vector<bool> copy;  // per output: a *_multi_cast update's low-precision copy
+  std::vector<DType> dtypes;  // per output: its dtype
 };
 
 // Runs case c in dtype dt on one side: T is DevTensor (run: the GPU backend) or HostTensor
@@ -239,6 +245,8 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   // f32 condition next to 16-bit values).
   if (c.labels_input >= 0) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
   if (c.dy_dtype != DType::F32) in_dt[0] = c.dy_dtype;
+  for (int i = 0; i < nin; ++i)
+    if (c.channels_f32 && channel_input(c.op, i)) in_dt[static_cast<size_t>(i)] = DType::F32;
   for (int i = 0; i < nin; ++i)
     if (c.copy_group > 0 && i != c.count_input && (i + 1) % c.copy_group == 0) in_dt[static_cast<size_t>(i)] = c.copy_dtype;
   std::vector<std::unique_ptr<T>> ins;
@@ -286,15 +294,18 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
           fmt::format("{} (input {})", i % op_num_inputs(c.op) == 0 ? "param" : copy ? "low copy" : "state", i));
       r.values.push_back(ins[static_cast<size_t>(i)]->download());
       r.copy.push_back(copy);
+      r.dtypes.push_back(in_dt[static_cast<size_t>(i)]);
     }
   } else {
     r.names.push_back("");
     r.values.push_back(out ? out->download() : ins[static_cast<size_t>(c.alias_input)]->download());
     r.copy.push_back(false);
+    r.dtypes.push_back(call.out.dtype);
     if (out2) {
       r.names.push_back("second output");
       r.values.push_back(out2->download());
       r.copy.push_back(false);
+      r.dtypes.push_back(call.out2.dtype);
     }
   }
   return r;
@@ -342,15 +353,13 @@ int64_t run_case_vs_f32_on(CudaBackend& b, const OpCase& c) {
   REQUIRE(c.dtype != DType::F32);
   const std::vector<std::vector<float>> inputs = case_inputs(c);
   Outputs want = gpu_side(b, c, DType::F32, inputs);
-  // A kTypeLogits op's loss stays f32 (graph/dtype_rules.h), a fused op that ends in a cast
-  // has attrs.to's dtype; every other output has c.dtype.
-  const bool logits = op_traits(c.op).dtype_rule == op_table::kTypeLogits;
-  const DType out_dt = logits                                                 ? logits_output_dtype(c.op, c.dtype)
-                       : op_traits(c.op).dtype_rule == op_table::kTypeCast ? c.attrs.to
-                                                                              : c.dtype;
-  for (std::vector<float>& v : want.values)
-    for (float& x : v) x = round_to_dtype(x, out_dt);
-  return compare_outputs(c, gpu_side(b, c, c.dtype, inputs), want, Tol{});
+  // Each output rounded to the dtype the 16-bit run gives it (a kTypeLogits op's loss and a
+  // batch norm's channel sums stay f32, graph/dtype_rules.h; a fused op that ends in a cast
+  // has attrs.to's).
+  const Outputs got = gpu_side(b, c, c.dtype, inputs);
+  for (size_t k = 0; k < want.values.size(); ++k)
+    for (float& x : want.values[k]) x = round_to_dtype(x, got.dtypes.at(k));
+  return compare_outputs(c, got, want, Tol{});
 }
 
 int64_t run_case_vs_widened_dy(const OpCase& c) {

@@ -53,6 +53,8 @@ struct OpCase {
   int copy_group = 0;            // the *_multi_cast updates: the group size; each group's last input
   DType copy_dtype = DType::BF16;  // is a low-precision copy of this dtype (OpSample::copy_group)
   DType dy_dtype = DType::F32;     // a kTypeLowGrad op's dy (input 0) when bf16 or f16 beside f32 inputs
+  bool channels_f32 = false;       // a kTypeChannels op's per-channel inputs (gamma, beta, running statistics)
+                                   // in f32 beside per-element inputs in `dtype` (graph/dtype_rules.h)
   uint64_t seed = 1;
 };
 
