@@ -41,29 +41,39 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
 }  // namespace
 
 std::string channel_dtypes(OpKind op, const std::vector<DType>& in, DType* d, DType* p) {
-  int first_element = -1, first_channel = -1;
+  // Three groups: the per-element inputs, gamma and beta, the running statistics.
+  int first[3] = {-1, -1, -1};
+  auto group = [op](size_t i) {
+    const int k = static_cast<int>(i);
+    return running_stats_input(op, k) ? 2 : channel_input(op, k) ? 1 : 0;
+  };
+  for (size_t i = 0; i < in.size(); ++i)
+    if (first[group(i)] < 0) first[group(i)] = static_cast<int>(i);
+  auto dtype_of = [&](int g) { return in[static_cast<size_t>(first[g])]; };
+  *d = first[0] >= 0 ? dtype_of(0) : DType::F32;
+  *p = first[1] >= 0 ? dtype_of(1) : first[2] >= 0 ? dtype_of(2) : *d;
+  static const char* const kGroups[] = {"per-element (x, dy)", "per-channel (gamma, beta)"};
   for (size_t i = 0; i < in.size(); ++i) {
-    int& first = channel_input(op, static_cast<int>(i)) ? first_channel : first_element;
-    if (first < 0) first = static_cast<int>(i);
-  }
-  *d = first_element >= 0 ? in[static_cast<size_t>(first_element)] : DType::F32;
-  *p = first_channel >= 0 ? in[static_cast<size_t>(first_channel)] : *d;
-  for (size_t i = 0; i < in.size(); ++i) {
-    const bool channel = channel_input(op, static_cast<int>(i));
-    const int first = channel ? first_channel : first_element;
-    if (in[i] != in[static_cast<size_t>(first)])
+    const int g = group(i);
+    if (g < 2 && in[i] != dtype_of(g))
       return fmt::format("input {} is {} but input {} is {}; the {} inputs share one dtype: give them the same", i,
-                         dtype_name(in[i]), first, dtype_name(in[static_cast<size_t>(first)]),
-                         channel ? "per-channel (gamma, beta, running statistics)" : "per-element (x, dy)");
+                         dtype_name(in[i]), first[g], dtype_name(dtype_of(g)), kGroups[g]);
   }
-  if (op == OpKind::batch_norm_stats_update && *p != DType::F32)
-    return fmt::format("input {} (the running statistics, written in place) is {}; they are f32 master state, as "
-                       "the parameters: make them f32",
-                       first_channel, dtype_name(*p));
+  if (first[2] >= 0) {
+    const DType s = dtype_of(2);
+    if (op == OpKind::batch_norm_stats_update && s != DType::F32)
+      return fmt::format("input {} (the running statistics, written in place) is {}; they are f32 master state, as "
+                         "the parameters: make them f32",
+                         first[2], dtype_name(s));
+    if (s != *p && s != DType::F32)
+      return fmt::format("input {} (the running statistics) is {} beside {} gamma and beta; the statistics are "
+                         "gamma's dtype or f32: cast them to f32",
+                         first[2], dtype_name(s), dtype_name(*p));
+  }
   if (*p != *d && *p != DType::F32)
     return fmt::format("input {} (per channel: gamma, beta or running statistics) is {} beside {} activations; "
                        "the per-channel inputs are the activations' dtype or f32: cast them to f32",
-                       first_channel, dtype_name(*p), dtype_name(*d));
+                       first[1] >= 0 ? first[1] : first[2], dtype_name(*p), dtype_name(*d));
   return {};
 }
 

@@ -93,6 +93,12 @@ inline bool channel_input(OpKind op, int i) {
     default: return false;
   }
 }
+// Whether input `i` of `op` is the running statistics ([2, C], per channel): f32, or the other
+// per-channel inputs' dtype.
+inline bool running_stats_input(OpKind op, int i) {
+  return (i == 3 && (op == OpKind::batch_norm_inference || op == OpKind::batch_norm_fold)) ||
+         (i == 0 && op == OpKind::batch_norm_stats_update);
+}
 // The dtype of output `k` of a kTypeChannels op whose per-element inputs are of dtype `d`: d,
 // but f32 for a channel's sums (batch_norm_grad_gamma's, _grad_beta's and batch_norm_grad's
 // second output), which feed the f32 master parameters' update whatever the activations'
@@ -104,9 +110,9 @@ inline DType channel_output_dtype(OpKind op, int k, DType d) {
 }
 // The per-element dtype d and the per-channel dtype p of a kTypeChannels op over inputs of
 // `inputs` dtypes (p = d where the op has no per-channel input), or what breaks the rule: the
-// per-element inputs share one float dtype, the per-channel ones one dtype that is d or f32
-// (16-bit activations beside f32 parameters, as autocast runs batch norm), and the running
-// statistics batch_norm_stats_update writes are f32 master state.
+// per-element inputs share one float dtype, gamma and beta one dtype p that is d or f32
+// (16-bit activations beside f32 parameters, as autocast runs batch norm), the running
+// statistics are p or f32, and those batch_norm_stats_update writes are f32 master state.
 std::string channel_dtypes(OpKind op, const std::vector<DType>& inputs, DType* d, DType* p);
 
 // The dtype of each output of `op` over inputs of `inputs` dtypes (op_num_outputs(op) of

@@ -31,9 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
-#include <string>
 #include <type_traits>
-#include <vector>
 
 #include "graph/dtype_rules.h"
 #include "kernels/cuda/common.cuh"
@@ -224,8 +222,8 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
 }
 
 // batch_norm_inference's coefficients: the running statistics' mean and rstd.
-template <typename P>
-__global__ void bn_inference_coef_kernel(const P* stats, BatchNormGeometry g, double eps, double* coef) {
+template <typename S>
+__global__ void bn_inference_coef_kernel(const S* stats, BatchNormGeometry g, double eps, double* coef) {
   pdl::prologue();
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (ch >= g.c) return;
@@ -284,9 +282,9 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
 
 // batch_norm_fold: block ch scales output channel ch of the conv weight w [K, inner] and
 // writes its folded bias; the values are graph/batch_norm.h's, as the CPU reference's.
-template <typename T, typename P>
+template <typename T, typename P, typename S>
 __global__ void __launch_bounds__(1024) batch_norm_fold_kernel(const T* w, const P* gamma, const P* beta,
-                                                               const P* stats, T* w_out, T* b_out,
+                                                               const S* stats, T* w_out, T* b_out,
                                                                BatchNormGeometry g, float eps) {
   pdl::prologue();
   const int64_t ch = blockIdx.x;
@@ -322,6 +320,13 @@ void launch_partials(const T* x, const T* dy, Need need, const BatchNormGeometry
                  x, dy, need, g, sp, partials);
 }
 
+// fn(S{}): S the element type of the running statistics, float or P (graph/dtype_rules.h).
+template <typename P, typename Fn>
+void with_stats_type(DType stats, Fn&& fn) {
+  if (stats == DType::F32) fn(float{});
+  else fn(P{});
+}
+
 template <typename T, typename P, typename I>
 void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, cudaStream_t s) {
   const Split sp = split_of(g);
@@ -349,8 +354,11 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
                                       : nullptr;
   const P* beta = forward ? elements<const P>(c.in[2].data) : nullptr;
   if (c.op == OpKind::batch_norm_inference) {
-    detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<P>, ch_blocks, 256, s, elements<const P>(c.in[3].data), g,
-                   eps, coef);
+    with_stats_type<P>(c.in[3].dtype, [&](auto st) {
+      using S = decltype(st);
+      detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<S>, ch_blocks, 256, s, elements<const S>(c.in[3].data), g,
+                     eps, coef);
+    });
   } else {
     const bool stats_only = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_grad_beta;
     const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : stats_only ? Need::stats : Need::grad;
@@ -384,6 +392,27 @@ void with_channel_types(DType d, DType p, Fn&& fn) {
   });
 }
 
+// The call's dtypes (graph/dtype_rules.h, checked by check_op_call): d of the per-element
+// inputs, p of gamma and beta (the running statistics' where the op has neither).
+void channel_types(const OpCall& c, DType* d, DType* p) {
+  bool seen_d = false, seen_p = false, seen_stats = false;
+  DType stats = DType::F32;
+  for (int i = 0; i < c.num_inputs; ++i) {
+    const DType dt = c.input(i).dtype;
+    if (running_stats_input(c.op, i)) {
+      stats = dt;
+      seen_stats = true;
+    } else if (channel_input(c.op, i)) {
+      if (!seen_p) *p = dt;
+      seen_p = true;
+    } else if (!seen_d) {
+      *d = dt;
+      seen_d = true;
+    }
+  }
+  if (!seen_p) *p = seen_stats ? stats : *d;
+}
+
 }  // namespace
 
 size_t batch_norm_scratch_bytes(const BatchNormGeometry& g) {
@@ -391,19 +420,19 @@ size_t batch_norm_scratch_bytes(const BatchNormGeometry& g) {
 }
 
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, size_t scratch_bytes, cudaStream_t s) {
-  std::vector<DType> in;
-  for (int i = 0; i < c.num_inputs; ++i) in.push_back(c.input(i).dtype);
   DType d = DType::F32, p = DType::F32;
-  const std::string err = channel_dtypes(c.op, in, &d, &p);
-  if (!err.empty()) throw std::invalid_argument(fmt::format("run_cuda {}: {}", op_name(c.op), err));
+  channel_types(c, &d, &p);
   if (c.op == OpKind::batch_norm_fold) {
     with_channel_types(d, p, [&](auto e, auto q) {
       using T = decltype(e);
       using P = decltype(q);
-      detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T, P>, static_cast<unsigned>(g.c), 1024, s,
-                     elements<const T>(c.in[0].data), elements<const P>(c.in[1].data), elements<const P>(c.in[2].data),
-                     elements<const P>(c.in[3].data), elements<T>(c.out.data), elements<T>(c.out2.data), g,
-                     c.attrs->eps);
+      with_stats_type<P>(c.in[3].dtype, [&](auto st) {
+        using S = decltype(st);
+        detail::launch(TG_LAUNCH_SITE, batch_norm_fold_kernel<T, P, S>, static_cast<unsigned>(g.c), 1024, s,
+                       elements<const T>(c.in[0].data), elements<const P>(c.in[1].data),
+                       elements<const P>(c.in[2].data), elements<const S>(c.in[3].data), elements<T>(c.out.data),
+                       elements<T>(c.out2.data), g, c.attrs->eps);
+      });
     });
     return;
   }

@@ -51,6 +51,8 @@ struct OpSample {
   // The batchnorm family (graph/op.h kTypeChannels): the per-channel inputs (gamma, beta,
   // running statistics) in f32 whatever the per-element inputs' dtype, as autocast gives them.
   bool channels_f32 = false;
+  // The running statistics alone in f32, beside 16-bit gamma and beta (a bf16 graph's batch norm).
+  bool stats_f32 = false;
   // CUDA vs the CPU reference: atol + rtol*|ref|; both 0 is bitwise.
   double cuda_atol = 0, cuda_rtol = 0;
   // The same in bf16 and f16, where the kernel's 16-bit form needs its own; negative: derived
@@ -423,6 +425,12 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         s.channels_f32 = true;
         v.push_back(std::move(s));
       }
+      if (op == OpKind::batch_norm_inference) {
+        OpSample s = v[0];
+        s.what += ", running statistics f32";
+        s.stats_f32 = true;
+        v.push_back(std::move(s));
+      }
       // The running variance must be >= 0: the sample's stats come from a fill of 0.5.
       if (op == OpKind::batch_norm_inference)
         for (OpSample& s : v) {
@@ -489,8 +497,10 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       };
       OpSample f32_params = fold("[4,3,3,3], per-channel inputs f32", {4, 3, 3, 3});
       f32_params.channels_f32 = true;
+      OpSample f32_stats = fold("[4,3,3,3], running statistics f32", {4, 3, 3, 3});
+      f32_stats.stats_f32 = true;
       return {fold("[4,3,3,3]", {4, 3, 3, 3}), fold("1x1, [6,2,1,1]", {6, 2, 1, 1}),
-              with(fold("eps 0.1", {3, 1, 3, 3}), [](Attrs& t) { t.eps = 0.1f; }), f32_params};
+              with(fold("eps 0.1", {3, 1, 3, 3}), [](Attrs& t) { t.eps = 0.1f; }), f32_params, f32_stats};
     }
     case OpKind::sgd:
       return {with(sample("[3,4]", {m, m}), [](Attrs& t) { t.lr = 0.05f; }),
@@ -799,6 +809,7 @@ inline bool sample_input_is_copy(const OpSample& s, size_t i) {
 inline DType sample_input_dtype(OpKind op, const OpSample& s, size_t i, DType dt = DType::F32) {
   if (sample_input_is_copy(s, i)) return s.copy_dtype;
   if (s.channels_f32 && channel_input(op, static_cast<int>(i))) return DType::F32;
+  if (s.stats_f32 && running_stats_input(op, static_cast<int>(i))) return DType::F32;
   return static_cast<int>(i) == s.labels_input ? s.labels_dtype : op_float_input_dtype(op, static_cast<int>(i), dt);
 }
 inline std::vector<DType> sample_dtypes(OpKind op, const OpSample& s, DType dt = DType::F32) {

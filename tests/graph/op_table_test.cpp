@@ -152,6 +152,20 @@ TEST_CASE("op table: the dtype column: kTypeSame ops keep their inputs' dtype, k
             else
               CHECK(infer_dtypes(op, all_16, s.attrs, "sample") == want);
           }
+          // The running statistics may stay f32 beside 16-bit gamma and beta (a bf16 graph's
+          // batch norms keep f32 statistics); 16-bit statistics beside f32 gamma are refused.
+          int stats_input = -1;
+          for (size_t i = 0; i < all_low.size(); ++i)
+            if (running_stats_input(op, static_cast<int>(i))) stats_input = static_cast<int>(i);
+          if (stats_input >= 0 && op != OpKind::batch_norm_stats_update) {
+            std::vector<DType> f32_stats = all_16, low_stats = all_16;
+            f32_stats[static_cast<size_t>(stats_input)] = DType::F32;
+            CHECK(infer_dtypes(op, f32_stats, s.attrs, "sample") == want);
+            for (size_t i = 0; i < low_stats.size(); ++i)
+              if (channel_input(op, static_cast<int>(i)) && static_cast<int>(i) != stats_input) low_stats[i] = DType::F32;
+            CHECK_THROWS_WITH_AS(infer_dtypes(op, low_stats, s.attrs, "sample"),
+                                 doctest::Contains("the statistics are gamma's dtype or f32"), GraphError);
+          }
           if (second_element >= 0) {
             mixed_elements[static_cast<size_t>(second_element)] = DType::F32;
             CHECK_THROWS_WITH_AS(infer_dtypes(op, mixed_elements, s.attrs, "sample"),

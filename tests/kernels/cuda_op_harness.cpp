@@ -112,6 +112,7 @@ std::string describe(const OpCase& c) {
   if (c.dtype != DType::F32) s += std::string(" in ") + dtype_name(c.dtype);
   if (c.dy_dtype != DType::F32) s += std::string(", dy in ") + dtype_name(c.dy_dtype);
   if (c.channels_f32) s += ", per-channel inputs in f32";
+  if (c.stats_f32) s += ", running statistics in f32";
   if (c.unaligned) s += " unaligned";
   if (c.alias_input >= 0) s += fmt::format(" in place (out = input {})", c.alias_input);
   return s;
@@ -146,6 +147,7 @@ OpCase sample_case(OpKind op, const OpSample& s, uint64_t seed, DType dt) {
   c.copy_group = s.copy_group;
   c.copy_dtype = s.copy_dtype;
   c.channels_f32 = s.channels_f32;
+  c.stats_f32 = s.stats_f32;
   c.seed = seed;
   return c;
 }
@@ -218,7 +220,8 @@ std::vector<std::vector<float>> case_inputs(const OpCase& c) {
       for (float& x : h)
         x = round_to_dtype(x, i == 0 && c.dy_dtype != DType::F32   ? c.dy_dtype
                               : c.channels_f32 && channel_input(c.op, i) ? DType::F32
-                                                                        : c.dtype);
+                              : c.stats_f32 && running_stats_input(c.op, i) ? DType::F32
+                                                                            : c.dtype);
     host.push_back(std::move(h));
   }
   return host;
@@ -246,7 +249,8 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   if (c.labels_input >= 0) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
   if (c.dy_dtype != DType::F32) in_dt[0] = c.dy_dtype;
   for (int i = 0; i < nin; ++i)
-    if (c.channels_f32 && channel_input(c.op, i)) in_dt[static_cast<size_t>(i)] = DType::F32;
+    if ((c.channels_f32 && channel_input(c.op, i)) || (c.stats_f32 && running_stats_input(c.op, i)))
+      in_dt[static_cast<size_t>(i)] = DType::F32;
   for (int i = 0; i < nin; ++i)
     if (c.copy_group > 0 && i != c.count_input && (i + 1) % c.copy_group == 0) in_dt[static_cast<size_t>(i)] = c.copy_dtype;
   std::vector<std::unique_ptr<T>> ins;

@@ -55,6 +55,7 @@ struct OpCase {
   DType dy_dtype = DType::F32;     // a kTypeLowGrad op's dy (input 0) when bf16 or f16 beside f32 inputs
   bool channels_f32 = false;       // a kTypeChannels op's per-channel inputs (gamma, beta, running statistics)
                                    // in f32 beside per-element inputs in `dtype` (graph/dtype_rules.h)
+  bool stats_f32 = false;          // the running statistics alone in f32
   uint64_t seed = 1;
 };
 
