@@ -62,14 +62,15 @@ inline bool low_has_out2(OpKind op) { return op == OpKind::layernorm_grad_params
 inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>>& values, DType dt, bool gpu) {
   const Shape out_shape = infer_shape(c.op, c.in, c.attrs, c.what);
   const size_t es = static_cast<size_t>(dtype_size(dt));
-  const size_t off = c.unaligned && gpu ? es : 0;
+  // Unaligned: one element of the view's own dtype past an aligned allocation.
+  auto offset = [&](DType view) { return c.unaligned && gpu ? static_cast<size_t>(dtype_size(view)) : 0; };
   std::vector<std::vector<char>> host;
   std::vector<cuda::DeviceBuffer> dev;
-  auto place = [&](const std::vector<char>& bytes) -> float* {
+  auto place = [&](const std::vector<char>& bytes, DType view) -> float* {
     host.push_back(bytes);
     if (!gpu) return reinterpret_cast<float*>(host.back().data());
     dev.push_back(cuda::DeviceBuffer::allocate(bytes.size() + 16));
-    char* p = dev.back().as<char>() + off;
+    char* p = dev.back().as<char>() + offset(view);
     TG_CUDA_CHECK(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
     return reinterpret_cast<float*>(p);
   };
@@ -80,13 +81,13 @@ inline LowOutputs run_low(const LowCase& c, const std::vector<std::vector<float>
   for (size_t i = 0; i < c.in.size(); ++i) {
     std::vector<char> bytes(values[i].size() * es);
     store_as_dtype(values[i].data(), values[i].size(), dt, bytes.data());
-    call.in[i] = {place(bytes), c.in[i], dt};
+    call.in[i] = {place(bytes, dt), c.in[i], dt};
   }
   const DType out_dt = infer_dtypes(c.op, std::vector<DType>(c.in.size(), dt), c.attrs, c.what).at(0);
   const size_t out_bytes = static_cast<size_t>(out_shape.numel() * dtype_size(out_dt));
   const std::vector<char> poison(out_bytes, static_cast<char>(0xFF));  // NaN
-  call.out = {place(poison), out_shape, out_dt};
-  if (low_has_out2(c.op)) call.out2 = {place(poison), out_shape, out_dt};
+  call.out = {place(poison, out_dt), out_shape, out_dt};
+  if (low_has_out2(c.op)) call.out2 = {place(poison, out_dt), out_shape, out_dt};
   auto read = [&](const kernels::TensorView& t) {
     std::vector<char> bytes(static_cast<size_t>(t.shape.numel() * dtype_size(t.dtype)));
     if (gpu) TG_CUDA_CHECK(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost));
