@@ -4,6 +4,9 @@ session, and tg-memory --models gpt2's bytes per role and by sequence length."""
 from .common import Missing, distinct_params, mib, num, optional_report, report, sources_line, t, table, x
 
 TRAIN = {"fp32": "lm/train_gpt2", "bf16": "lm/train_gpt2_bf16"}
+# The loss curves: fp32 from scripts/device/call.sh lm-options-fp32 (tg-train without passes, in
+# the session of the bf16 speed run) where it is saved, else from the fp32 speed run.
+LOSS = {"fp32": ("lm/train_gpt2_fp32_no_passes", "lm/train_gpt2"), "bf16": ("lm/train_gpt2_bf16",)}
 # tg-train once more in a precision with the forms PyTorch's fastest step uses (scripts/device/
 # call.sh lm-speed-free: attention_deterministic=0, gemm_bias_grad_sums=1); optional.
 FREE = {"bf16": "lm/train_gpt2_bf16_free"}
@@ -188,7 +191,14 @@ def tab_lm_loss():
     corpus.h's synthetic text (the row's corpus_tokens extra), or random tokens in a run made
     before the corpus."""
     rows, stems = [], []
-    for precision, stem, r in _train_reports():
+    found = []
+    for precision, choices in LOSS.items():
+        first = next(((c, r) for c in choices for r in [optional_report(c)] if r), None)
+        if first:
+            found.append((precision, *first))
+    if not found:
+        raise Missing(f"no lm/train_gpt2 report: run `{COMMAND}`")
+    for precision, stem, r in found:
         stems.append(stem)
         for m in r.all("loss_curve", model="gpt2", executor="static"):
             p = m["params"]
