@@ -30,8 +30,11 @@
 #   profile-gpt2, profile-resnet50  150  scripts/device/profile-run.sh: the model's bf16 (GPT-2) or
 #              fp32 (ResNet-50) step traced with pdl=0, kernel tables of its last replays
 #   profile-resnet50-free 150  the same with conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024
+#   profile-resnet50-bf16 150  ResNet-50's bf16 step with every pass and channels_last, under those options
+#              (cnn-bf16's configuration), kernel tables of its last replays
 #   torch-kernels 60+150  experiments/peers/torch_kernels.py: PyTorch's kernel tables for ResNet-50
 #              (fp32, CUDA graph, cudnn.benchmark) and GPT-2 small (bf16, torch.compile), trained
+#   torch-kernels-bf16 150  the same for ResNet-50 in bf16 under torch.compile (cnn-bf16's fastest form)
 #   lm-options 330  tg-train's GPT-2 small in bf16 at both sizes with the default options, with
 #              the GEMM option still off by default (gemm_bias_grad_sums=1), and with cuDNN's
 #              attention backward with atomics (attention_deterministic=0, PyTorch's SDPA form)
@@ -112,6 +115,14 @@ for name in "$@"; do
     profile-resnet50-free)  # the algorithms PyTorch's fastest form may use: atomics, 1 GiB of workspace
       step profile-resnet50-free 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 fp32 \
         conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 quick ;;
+    profile-resnet50-bf16)
+      step profile-resnet50-bf16 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 bf16 \
+        conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 quick all,channels_last ;;
+    torch-kernels-bf16)
+      step torch-kernels-bf16 150 python3 experiments/peers/torch_kernels.py --workload resnet50 --precision bf16 \
+        --mode train --executor torch_compile --json "$dir/torch_kernels_resnet50_bf16.json" \
+        > "$dir/torch_kernels_resnet50_bf16.txt" 2>&1
+      head -3 "$dir"/torch_kernels_*.txt >> "$out/summary.txt" ;;
     torch-kernels)  # PyTorch's kernels on its fastest forms, beside profile-resnet50(-free) and profile-gpt2
       step torch-kernels-resnet50 60 python3 experiments/peers/torch_kernels.py --workload resnet50 --precision fp32 \
         --mode train --json "$dir/torch_kernels_resnet50.json" > "$dir/torch_kernels_resnet50.txt" 2>&1
@@ -129,7 +140,7 @@ for name in "$@"; do
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, ctest-quick, cnn-speed, cnn-run, lm-quick, lm-full," \
          "lm-full-bf16, lm-full-fp32, lm-full-bf16-free, lm-speed-free, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
-         "profile-resnet50-free, torch-kernels" >&2
+         "profile-resnet50-free, profile-resnet50-bf16, torch-kernels, torch-kernels-bf16" >&2
        exit 2 ;;
   esac
   pack "$name"
