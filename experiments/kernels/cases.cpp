@@ -16,7 +16,8 @@ std::vector<std::string> case_names() {
   return {"fill", "copy", "scale", "relu", "gelu", "add", "mul", "relu_grad", "gelu_grad", "bias_add",
           "fused_elementwise", "sgd", "sgd_momentum", "sgd_momentum_multi", "softmax", "softmax_grad", "layernorm",
           "layernorm_grad_x", "layernorm_grad_gamma", "layernorm_grad_gamma_beta", "cross_entropy_grad",
-          "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "transpose_heads", "mse_loss", "cast"};
+          "reduce_sum_rows", "reduce_sum_cols", "broadcast", "transpose", "transpose_heads", "mse_loss", "cast",
+          "batch_norm", "batch_norm_nhwc", "batch_norm_grad", "batch_norm_grad_nhwc"};
 }
 
 float* CaseSet::buffer(int64_t n, float value, DType dt) {
@@ -137,6 +138,36 @@ CaseSet::CaseSet(int64_t bytes, const std::vector<std::string>& only, DType dtyp
   add("transpose_heads", OpKind::transpose, {{Shape{batch, seq, 8, 64}, x}}, Shape{batch, 8, seq, 64},
       2 * batch * seq * 512 * f, th);
   add("mse_loss", OpKind::mse_loss, {{v, x}, {v, x}}, one, 2 * n * f);
+  // Batch norm on a ResNet's first stage, [N, 64, 56, 56] (NCHW) or [N, 56, 56, 64] (NHWC), the
+  // bytes its two passes move: the forward reads x for the statistics, then reads x and writes
+  // y; the gradient reads dy and x for its sums, then reads them again and writes dx. gamma,
+  // beta and the sums in f32 beside 16-bit activations, as autocast runs them.
+  const int64_t bn_c = 64, bn_hw = 56, bn_n = std::max<int64_t>(1, n / (bn_c * bn_hw * bn_hw));
+  const int64_t bn_count = bn_n * bn_c * bn_hw * bn_hw;
+  for (bool nhwc : {false, true}) {
+    const Shape xs = nhwc ? Shape{bn_n, bn_hw, bn_hw, bn_c} : Shape{bn_n, bn_c, bn_hw, bn_hw}, ch{bn_c};
+    Attrs at;
+    at.channels_last = nhwc;
+    for (bool grad : {false, true}) {
+      const std::string name = std::string(grad ? "batch_norm_grad" : "batch_norm") + (nhwc ? "_nhwc" : "");
+      if (!want(name.c_str())) continue;
+      attrs_.push_back(std::make_unique<Attrs>(at));
+      KernelCase k;
+      k.op = name;
+      k.dtype = dtype_;
+      k.call.op = grad ? OpKind::batch_norm_grad : OpKind::batch_norm;
+      k.call.attrs = attrs_.back().get();
+      k.call.num_inputs = 3;
+      k.call.in[0] = {buffer(bn_count, x, dtype_), xs, dtype_};
+      k.call.in[1] = grad ? kernels::TensorView{buffer(bn_count, x, dtype_), xs, dtype_}
+                          : kernels::TensorView{buffer(bn_c, 1.0f, DType::F32), ch, DType::F32};
+      k.call.in[2] = {buffer(bn_c, grad ? 1.0f : 0.0f, DType::F32), ch, DType::F32};
+      k.call.out = {buffer(bn_count, 0.0f, dtype_), xs, dtype_};
+      if (grad) k.call.out2 = {buffer(2 * bn_c, 0.0f, DType::F32), Shape{2, bn_c}, DType::F32};
+      k.bytes_moved = (grad ? 5 : 3) * bn_count * f;
+      cases_.push_back(k);
+    }
+  }
   if (want("cast") && dtype_ != DType::F32) {
     // f32 to this set's dtype and back, each reading `bytes` of input.
     for (const auto& [from, to] : {std::pair{DType::F32, dtype_}, std::pair{dtype_, DType::F32}}) {

@@ -35,6 +35,8 @@
 #   torch-kernels 60+150  experiments/peers/torch_kernels.py: PyTorch's kernel tables for ResNet-50
 #              (fp32, CUDA graph, cudnn.benchmark) and GPT-2 small (bf16, torch.compile), trained
 #   torch-kernels-bf16 150  the same for ResNet-50 in bf16 under torch.compile (cnn-bf16's fastest form)
+#   bn-kernels  60  tg-kernels: batch norm's forward and gradient (NCHW, NHWC) beside a copy, f32 and bf16,
+#              64 to 256 MiB: how near the batch norm kernels come to the copy's bandwidth
 #   lm-options 330  tg-train's GPT-2 small in bf16 at both sizes with the default options, with
 #              the GEMM option still off by default (gemm_bias_grad_sums=1), and with cuDNN's
 #              attention backward with atomics (attention_deterministic=0, PyTorch's SDPA form)
@@ -118,6 +120,11 @@ for name in "$@"; do
     profile-resnet50-bf16)
       step profile-resnet50-bf16 150 env OUT="$dir" bash scripts/device/profile-run.sh "$build" resnet50 bf16 \
         conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 quick all,channels_last ;;
+    bn-kernels)
+      step bn-kernels 60 "$build/experiments/kernels/tg-kernels" --device 0 --no-matmul --dtypes f32,bf16 \
+        --ops copy,batch_norm,batch_norm_nhwc,batch_norm_grad,batch_norm_grad_nhwc --min-bytes 67108864 \
+        --max-bytes 268435456 --json "$dir/kernels_bn.json" > "$dir/kernels_bn.txt" 2>&1
+      grep -E "batch_norm|copy" "$dir/kernels_bn.txt" | cut -c1-200 | head -40 >> "$out/summary.txt" ;;
     torch-kernels-bf16)
       step torch-kernels-bf16 150 python3 experiments/peers/torch_kernels.py --workload resnet50 --precision bf16 \
         --mode train --executor torch_compile --json "$dir/torch_kernels_resnet50_bf16.json" \
@@ -140,7 +147,7 @@ for name in "$@"; do
       done ;;
     *) echo "call.sh: no step '$name'; the steps are build, rebuild, ctest, ctest-quick, cnn-speed, cnn-run, lm-quick, lm-full," \
          "lm-full-bf16, lm-full-fp32, lm-full-bf16-free, lm-speed-free, precision, lm-options, lm-options-fp32, cnn-bisect, profile-gpt2, profile-resnet50," \
-         "profile-resnet50-free, profile-resnet50-bf16, torch-kernels, torch-kernels-bf16" >&2
+         "profile-resnet50-free, profile-resnet50-bf16, torch-kernels, torch-kernels-bf16, bn-kernels" >&2
        exit 2 ;;
   esac
   pack "$name"
