@@ -381,6 +381,8 @@ std::vector<Value> vjp(Builder& b, const TapeEntry& e, const Value& dy, const st
     case OpKind::adamw_multi_cast:
     case OpKind::batch_norm_fold:
     case OpKind::batch_norm_grad:
+    case OpKind::batch_norm_moments:
+    case OpKind::batch_norm_stats_blend:
     case OpKind::conv2d_bias_act:
     case OpKind::conv2d_bias_add_act:
     case OpKind::global_norm:

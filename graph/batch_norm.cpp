@@ -35,6 +35,20 @@ bool fold_geometry(const Shape* in, float eps, BatchNormGeometry& g, Shape& out,
 bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_last, BatchNormGeometry& g, Shape& out,
                          std::string* why) {
   if (op == OpKind::batch_norm_fold) return fold_geometry(in, eps, g, out, why);
+  if (op == OpKind::batch_norm_stats_blend) {
+    // stats and the batch's moments, both [2, C]: 2C values blended one by one.
+    if (in[0].rank != 2 || in[0][0] != 2)
+      return fail(why, fmt::format("stats is {}; it must be [2, C]: the running mean, then the running variance",
+                                   in[0].str()));
+    if (in[1] != in[0])
+      return fail(why, fmt::format("moments is {} but stats is {}; they must have one shape (batch_norm_moments' "
+                                   "second output)", in[1].str(), in[0].str()));
+    g.n = 1;
+    g.c = in[0][1];
+    g.inner = 1;
+    out = Shape{};
+    return true;
+  }
   // x, and the inputs that must be [C] or x's shape.
   const bool update = op == OpKind::batch_norm_stats_update;
   const bool with_gamma = op == OpKind::batch_norm_grad_x || op == OpKind::batch_norm_grad;
@@ -75,6 +89,11 @@ bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_la
       if (!running(in[0])) return false;
       out = Shape{};
       return true;
+    case OpKind::batch_norm_moments:
+      if (g.count() < 2)
+        return fail(why, fmt::format("x {} has {} element(s) per channel; the unbiased variance needs at least 2",
+                                     x.str(), g.count()));
+      [[fallthrough]];
     case OpKind::batch_norm:
       if (!per_channel(in[1], "gamma") || !per_channel(in[2], "beta")) return false;
       break;

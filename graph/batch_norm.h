@@ -27,11 +27,24 @@ struct BatchNormGeometry {
 
 // Any batch_norm op on its inputs (the node's order): the geometry, and the output's
 // shape in *out (batch_norm_fold: the first one's; its second is [K], g.c; batch_norm_grad:
-// dx's, its second [2, C]). False with the
+// dx's, its second [2, C]; batch_norm_moments: y's, its second [2, C]; batch_norm_stats_blend:
+// none, g.c the channels, n = inner = 1). False with the
 // reason in *why when the shapes do not fit. batch_norm_fold's geometry is its weight's: K
 // channels (g.c) of g.inner elements each, g.n = 1, whatever channels_last says (a weight has no layout).
 bool batch_norm_geometry(OpKind op, const Shape* in, float eps, bool channels_last, BatchNormGeometry& g, Shape& out,
                          std::string* why);
+
+// A running statistic blended with the batch's (batch_norm_stats_update, and the fused
+// batch_norm_stats_blend): (1 - m) stat + m batch, in double with explicit roundings, the batch's
+// value first rounded to f32 (its mean or unbiased variance as batch_norm_moments stores it), so
+// that the fused pair gives the update's bits on both backends.
+TG_HOST_DEVICE inline float bn_blend(float stat, float batch, double m) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<float>(__dadd_rn(__dmul_rn(1.0 - m, static_cast<double>(stat)), __dmul_rn(m, static_cast<double>(batch))));
+#else
+  return static_cast<float>((1.0 - m) * static_cast<double>(stat) + m * static_cast<double>(batch));
+#endif
+}
 
 // batch_norm_fold's values, host and device: in double with explicit roundings, so that the
 // CPU reference and the CUDA kernel (where nvcc would contract a * b + c into one FMA) give

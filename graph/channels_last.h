@@ -26,6 +26,7 @@ inline ChannelsLastOperands channels_last_operands(OpKind op) {
     case OpKind::max_pool2d:
     case OpKind::avg_pool2d:
     case OpKind::batch_norm:
+    case OpKind::batch_norm_moments:  // y; its second output [2, C] has no layout
     case OpKind::batch_norm_inference: return {0b1, true};
     case OpKind::conv2d_bias_add_act: return {0b1001, true};  // x and the residual
     case OpKind::conv2d_grad_input: return {0b101, true};     // dy, and x for its shape

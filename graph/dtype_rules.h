@@ -85,6 +85,7 @@ inline bool low_grad_input(OpKind op, DType dy, DType x) {
 inline bool channel_input(OpKind op, int i) {
   switch (op) {
     case OpKind::batch_norm:
+    case OpKind::batch_norm_moments:
     case OpKind::batch_norm_inference:
     case OpKind::batch_norm_fold: return i >= 1;
     case OpKind::batch_norm_grad_x:
@@ -101,11 +102,11 @@ inline bool running_stats_input(OpKind op, int i) {
 }
 // The dtype of output `k` of a kTypeChannels op whose per-element inputs are of dtype `d`: d,
 // but f32 for a channel's sums (batch_norm_grad_gamma's, _grad_beta's and batch_norm_grad's
-// second output), which feed the f32 master parameters' update whatever the activations'
+// second output, and batch_norm_moments' batch statistics), which feed the f32 master parameters' update whatever the activations'
 // dtype; batch_norm_fold's folded bias joins its convolution in d.
 inline DType channel_output_dtype(OpKind op, int k, DType d) {
   const bool sums = op == OpKind::batch_norm_grad_gamma || op == OpKind::batch_norm_grad_beta ||
-                    (op == OpKind::batch_norm_grad && k == 1);
+                    ((op == OpKind::batch_norm_grad || op == OpKind::batch_norm_moments) && k == 1);
   return sums ? DType::F32 : d;
 }
 // The per-element dtype d and the per-channel dtype p of a kTypeChannels op over inputs of

@@ -178,6 +178,8 @@ constexpr AttrMask kProgram = attr_bit(AttrId::program);
   X(adamw_multi_cast,     6, 0, kNone,            kNone,      kLr|kAdam,              kFused|kVariadic|kGuarded|kWeightCopy, kTypeF32, adamw) /* (param, grad, exp_avg, exp_avg_sq, step, param_low) groups[, found] */ \
   X(batch_norm_fold,      4, 2, kNone,            kNone,      kEps,                   kFused,                    kTypeChannels, batchnorm) /* (w[K,..], gamma[K], beta[K], stats[2,K]) -> (w s, beta - mean s), s = gamma / sqrt(var + eps): inference batch norm folded into the conv before it */ \
   X(batch_norm_grad,      3, 2, kNone,            kNone,      kEps|kChannelsLast,     kFused,                    kTypeChannels, batchnorm) /* (dy, x, gamma) -> (dx, [2, C]: dgamma then dbeta): the three gradients, one read of dy and x for their sums */ \
+  X(batch_norm_moments,   3, 2, kNone,            kNone,      kEps|kChannelsLast,     kFused,                    kTypeChannels, batchnorm) /* (x, gamma, beta) -> (batch_norm's y, [2, C]: the batch's mean, then its unbiased variance, f32): the running statistics' update reads them instead of x */ \
+  X(batch_norm_stats_blend,2,0, kNone,            kNone,      kMomentum,              kFused,                    kTypeF32,  batchnorm) /* (stats[2,C], moments[2,C]), in place: stats = (1-m) stats + m moments (batch_norm_moments' second output) */ \
   X(conv2d_bias_act,      3, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b[K] per channel); act none or relu */ \
   X(conv2d_bias_add_act,  4, 1, kNone,            kNone,      kConv|kAct,             kFused,                    kTypeSame, conv) /* act(conv2d(x, w) + b + r): the residual r [N,K,P,Q] before the activation */ \
   /* Fused attention (graph/attention.h): q, k, v and the output are head views [B, S, heads * dh]. */         \
@@ -199,7 +201,7 @@ constexpr int kNumOps = 0
 #undef TG_OP_COUNT
     ;
 // Tables indexed by OpKind elsewhere assert their length against this count.
-static_assert(kNumOps == 93, "an op was added or removed: update this count and see docs/adding-an-op.md");
+static_assert(kNumOps == 95, "an op was added or removed: update this count and see docs/adding-an-op.md");
 
 // The most inputs a fixed-arity op takes: attention_grad with its key lengths (six, and the
 // lengths). Variadic ops (kVariadic) take any multiple of their group, past this count too.

@@ -273,14 +273,15 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     const bool ok = conv ? conv_op_geometry(op, in.data(), at.conv, cg, out, &why)
                          : batch_norm_geometry(op, in.data(), at.eps, at.channels_last, bg, out, &why);
     if (!ok) graph_error("{} {}: {}", name, node, why);
-    if (op == OpKind::batch_norm_stats_update && !(at.momentum >= 0.0f && at.momentum <= 1.0f))
+    if ((op == OpKind::batch_norm_stats_update || op == OpKind::batch_norm_stats_blend) &&
+        !(at.momentum >= 0.0f && at.momentum <= 1.0f))
       graph_error("{} {}: momentum = {} must be in [0, 1] (0.1 is PyTorch's BatchNorm default)", name, node,
                   at.momentum);
     if (conv_has_epilogue(op) && at.act != Act::none && at.act != Act::relu)
       graph_error("{} {}: act {} is not supported; a fused convolution applies none or relu", name, node,
                   act_name(at.act));
     if (op == OpKind::batch_norm_fold) return OutShapes(out, Shape{bg.c});
-    if (op == OpKind::batch_norm_grad) return OutShapes(out, Shape{2, bg.c});
+    if (op == OpKind::batch_norm_grad || op == OpKind::batch_norm_moments) return OutShapes(out, Shape{2, bg.c});
     return out;
   }
   // The ops of the table's kSameShape flag and the conv and batchnorm families were handled

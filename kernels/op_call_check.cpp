@@ -336,6 +336,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     else k.numel("output", c.out.shape, out.numel());
     if (c.op == OpKind::batch_norm_fold) k.numel("second output (the folded bias)", c.out2.shape, g.bn.c);
     if (c.op == OpKind::batch_norm_grad) k.numel("second output (dgamma, then dbeta)", c.out2.shape, 2 * g.bn.c);
+    if (c.op == OpKind::batch_norm_moments) k.numel("second output (mean, then variance)", c.out2.shape, 2 * g.bn.c);
     return g;
   }
   if (op_in_family(c.op, "conv")) {

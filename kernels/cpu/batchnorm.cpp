@@ -51,9 +51,25 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
   const float* a = c.in[0].data;
   const float* b = c.in[1].data;
   float* out = c.out.data;
+  if (c.op == OpKind::batch_norm_stats_blend) {
+    // a = stats, written in place; b = the batch's moments.
+    const double m = c.attrs->momentum;
+    float* stats = c.in[0].data;
+    for (int64_t i = 0; i < 2 * g.c; ++i) stats[i] = bn_blend(stats[i], b[i], m);
+    return;
+  }
   for (int64_t ch = 0; ch < g.c; ++ch) {
     switch (c.op) {
       case OpKind::batch_norm: normalize(a, b, c.in[2].data, out, g, ch, channel_stats(a, g, ch, eps)); break;
+      case OpKind::batch_norm_moments: {
+        // batch_norm's y, and the batch's mean and unbiased variance (batch_norm_stats_update's).
+        const Moments mo = channel_moments(a, g, ch);
+        const double count = static_cast<double>(g.count());
+        normalize(a, b, c.in[2].data, out, g, ch, {mo.mean, 1.0 / std::sqrt(mo.squares / count + eps)});
+        c.out2.data[ch] = static_cast<float>(mo.mean);
+        c.out2.data[g.c + ch] = static_cast<float>(mo.squares / (count - 1.0));
+        break;
+      }
       case OpKind::batch_norm_inference: {
         const float* stats = c.in[3].data;
         normalize(a, b, c.in[2].data, out, g, ch, {stats[ch], 1.0 / std::sqrt(static_cast<double>(stats[g.c + ch]) + eps)});
@@ -72,8 +88,8 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
         const Moments mo = channel_moments(b, g, ch);
         const double m = c.attrs->momentum, var = mo.squares / static_cast<double>(g.count() - 1);
         float* stats = c.in[0].data;
-        stats[ch] = static_cast<float>((1.0 - m) * stats[ch] + m * mo.mean);
-        stats[g.c + ch] = static_cast<float>((1.0 - m) * stats[g.c + ch] + m * var);
+        stats[ch] = bn_blend(stats[ch], static_cast<float>(mo.mean), m);
+        stats[g.c + ch] = bn_blend(stats[g.c + ch], static_cast<float>(var), m);
         break;
       }
       case OpKind::batch_norm_grad_beta: {

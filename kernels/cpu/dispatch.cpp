@@ -107,6 +107,8 @@ void run_cpu(const OpCall& c) {
     case OpKind::batch_norm_stats_update:
     case OpKind::batch_norm_inference:
     case OpKind::batch_norm_fold:
+    case OpKind::batch_norm_moments:
+    case OpKind::batch_norm_stats_blend:
     case OpKind::batch_norm_grad: return cpu_batch_norm_op(c, g.bn);
     case OpKind::slice: return cpu_slice(c, g);
     case OpKind::conv2d:

@@ -171,7 +171,8 @@ __global__ void __launch_bounds__(1024) bn_partials_nhwc_kernel(const T* x, cons
 // Per channel, the runs added in order: the statistics, and what the call writes from them.
 // coef: mean, rstd, and for the gradient dy's mean and (dy xhat)'s mean over the channel.
 // grad_gamma and grad_beta write their outputs here, batch_norm_grad both into params (its
-// second output, [2, C]); stats_update updates the running statistics in place.
+// second output, [2, C]), batch_norm_moments the batch's mean and unbiased variance there;
+// stats_update updates the running statistics in place.
 template <typename T>
 __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
                                   double eps, double momentum, double* coef, float* out, float* params, float* stats) {
@@ -199,9 +200,13 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   const double squares = raw > 0.0 ? raw : 0.0;  // sum of squared deviations
   const double mean = shift + dmean;
   if (op == OpKind::batch_norm_stats_update) {
-    stats[ch] = static_cast<float>((1.0 - momentum) * stats[ch] + momentum * mean);
-    stats[g.c + ch] = static_cast<float>((1.0 - momentum) * stats[g.c + ch] + momentum * squares / (count - 1.0));
+    stats[ch] = bn_blend(stats[ch], static_cast<float>(mean), momentum);
+    stats[g.c + ch] = bn_blend(stats[g.c + ch], static_cast<float>(squares / (count - 1.0)), momentum);
     return;
+  }
+  if (op == OpKind::batch_norm_moments) {  // the batch's statistics, as batch_norm_stats_update takes them
+    params[ch] = static_cast<float>(mean);
+    params[g.c + ch] = static_cast<float>(squares / (count - 1.0));
   }
   const double rstd = 1.0 / sqrt(squares / count + eps);
   // sum of dy (x - mean) rstd = rstd (sum dy d - (mean - shift) sum dy)
@@ -219,6 +224,13 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   coef[ch * kCoefs + 1] = rstd;
   coef[ch * kCoefs + 2] = sum[2] / count;
   coef[ch * kCoefs + 3] = dy_xhat / count;
+}
+
+// batch_norm_stats_blend: stats = (1 - m) stats + m moments, 2C values in place.
+__global__ void bn_blend_kernel(float* stats, const float* moments, int64_t n, double momentum) {
+  pdl::prologue();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) stats[i] = bn_blend(stats[i], moments[i], momentum);
 }
 
 // batch_norm_inference's coefficients: the running statistics' mean and rstd.
@@ -344,9 +356,10 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
                    static_cast<float*>(nullptr), static_cast<float*>(c.in[0].data));
     return;
   }
-  // batch_norm and batch_norm_inference: (x, gamma, beta[, stats]); grad_x and batch_norm_grad:
-  // (dy, x, gamma); grad_gamma: (dy, x); grad_beta: (dy), summed as x is.
-  const bool forward = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_inference;
+  // batch_norm, batch_norm_moments and batch_norm_inference: (x, gamma, beta[, stats]); grad_x
+  // and batch_norm_grad: (dy, x, gamma); grad_gamma: (dy, x); grad_beta: (dy), summed as x is.
+  const bool forward =
+      c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_moments || c.op == OpKind::batch_norm_inference;
   const T* a = elements<const T>(c.in[0].data);
   const T* x = forward || c.op == OpKind::batch_norm_grad_beta ? a : elements<const T>(c.in[1].data);
   const P* gamma = forward ? elements<const P>(c.in[1].data)
@@ -360,12 +373,14 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
                      eps, coef);
     });
   } else {
-    const bool stats_only = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_grad_beta;
+    const bool stats_only = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_moments ||
+                            c.op == OpKind::batch_norm_grad_beta;
     const Need need = c.op == OpKind::batch_norm_grad_beta ? Need::sum : stats_only ? Need::stats : Need::grad;
     launch_partials<T, I>(x, stats_only ? nullptr : a, need, g, sp, partials, s);
     const bool sums_out = c.op == OpKind::batch_norm_grad_gamma || c.op == OpKind::batch_norm_grad_beta;
     float* sums = sums_out ? static_cast<float*>(c.out.data) : nullptr;
-    float* params = c.op == OpKind::batch_norm_grad ? static_cast<float*>(c.out2.data) : nullptr;
+    const bool second = c.op == OpKind::batch_norm_grad || c.op == OpKind::batch_norm_moments;
+    float* params = second ? static_cast<float*>(c.out2.data) : nullptr;
     detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp,
                    eps, 0.0, coef, sums, params, static_cast<float*>(nullptr));
     if (sums_out) return;
@@ -420,6 +435,13 @@ size_t batch_norm_scratch_bytes(const BatchNormGeometry& g) {
 }
 
 void batch_norm_op(const OpCall& c, const BatchNormGeometry& g, void* scratch, size_t scratch_bytes, cudaStream_t s) {
+  if (c.op == OpKind::batch_norm_stats_blend) {
+    const int64_t n = 2 * g.c;
+    detail::launch(TG_LAUNCH_SITE, bn_blend_kernel, static_cast<unsigned>((n + 255) / 256), 256, s,
+                   static_cast<float*>(c.in[0].data), static_cast<const float*>(c.in[1].data), n,
+                   static_cast<double>(c.attrs->momentum));
+    return;
+  }
   DType d = DType::F32, p = DType::F32;
   channel_types(c, &d, &p);
   if (c.op == OpKind::batch_norm_fold) {

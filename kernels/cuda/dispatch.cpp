@@ -41,6 +41,8 @@ void run_cuda(const OpCall& c, const CudaExecContext& ctx) {
     case OpKind::batch_norm_stats_update:
     case OpKind::batch_norm_inference:
     case OpKind::batch_norm_fold:
+    case OpKind::batch_norm_moments:
+    case OpKind::batch_norm_stats_blend:
     case OpKind::batch_norm_grad: return cuda::batch_norm_op(c, g.bn, ctx.scratch, ctx.scratch_bytes, s);
     case OpKind::slice: return cuda::slice(c, g, s);
     case OpKind::conv2d:

@@ -27,8 +27,8 @@ enum class PassId : uint8_t {
   attention,  // a layer's attention and attention_lse: one forward that keeps its row statistic (attention_fwd_lse)
   rows,    // scale into softmax (and its gradient), the layernorm parameter gradients into one op,
            // a layernorm input gradient added into the residual stream's inside its kernel, a
-           // layernorm's output cast to bf16/f16 on its store, and a batch norm's three
-           // gradients into one op
+           // layernorm's output cast to bf16/f16 on its store, a batch norm's three
+           // gradients into one op, and its running statistics updated from its batch moments
   linear,  // matmul + bias (+ ReLU/GELU), residual adds and accumulated gradients, weight + bias gradients: one GEMM
   elementwise,  // chains of elementwise ops: one fused_elementwise kernel per chain
   optimizer,    // every sgd / sgd_momentum / adamw update of the step: one multi-tensor update

@@ -15,6 +15,12 @@
 //    rows of a [2, C] output, which the two gradients become views of. The three ops each
 //    read dy (and two of them x) for the same per-channel sums; the fused op reads them once
 //    and writes what the three wrote, in their bits.
+//  - batch_norm(x, gamma, beta) and batch_norm_stats_update(stats, x) of one x ->
+//    batch_norm_moments(x, gamma, beta), whose second output holds the batch's mean and
+//    unbiased variance, and batch_norm_stats_blend(stats, moments): the running statistics'
+//    update no longer reads x again for the statistics the batch norm has just taken. The
+//    moments are rounded to f32 before the blend (the update blended them in double), so the
+//    running statistics may differ in their last bit; y keeps its bits.
 //  - cast(layernorm(x, gamma, beta)) of an f32 layernorm to a float dtype -> layernorm_cast: under
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
@@ -153,6 +159,47 @@ Graph fuse_batch_norm_grads(const Graph& g) {
   return changed ? rw.finish() : g;
 }
 
+Graph fuse_batch_norm_moments(const Graph& g) {
+  GraphRewrite rw(g);
+  FreshNames fresh(g);
+  bool changed = false;
+  const int nodes = static_cast<int>(g.nodes.size());
+  for (int u = 0; u < nodes; ++u) {
+    const Node& up = g.nodes[static_cast<size_t>(u)];
+    if (up.op != OpKind::batch_norm_stats_update || rw.removed(u)) continue;
+    const int stats = up.inputs[0], x = up.inputs[1];
+    if (rw.consumers()[static_cast<size_t>(stats)].size() != 1) continue;  // the blend moves the write
+    int bn = -1;
+    for (int c : rw.consumers()[static_cast<size_t>(x)]) {
+      const Node& n = g.nodes[static_cast<size_t>(c)];
+      if (n.op == OpKind::batch_norm && !rw.removed(c) && n.inputs[0] == x && n.attrs.channels_last == up.attrs.channels_last) {
+        bn = c;
+        break;
+      }
+    }
+    if (bn < 0) continue;
+    changed = true;
+    const Node& b = g.nodes[static_cast<size_t>(bn)];
+    ValueInfo mv;  // a temporary of the step, not the persistent statistics
+    mv.name = fresh.next(b.name + ".moments");
+    mv.shape = g.values[static_cast<size_t>(stats)].shape;
+    const int moments = rw.add_value(std::move(mv));
+    Node f = b;
+    f.op = OpKind::batch_norm_moments;
+    f.outputs = {b.outputs[0], moments};
+    Node blend;
+    blend.op = OpKind::batch_norm_stats_blend;
+    blend.name = up.name;
+    blend.inputs = {stats, moments};
+    blend.attrs.momentum = up.attrs.momentum;
+    rw.remove(bn);
+    rw.remove(u);
+    rw.add_node(std::move(f), bn);
+    rw.add_node(std::move(blend), std::max(bn, u));
+  }
+  return changed ? rw.finish() : g;
+}
+
 // A layernorm's output cast on its store (layernorm_cast) and a layernorm input gradient
 // added into its accumulation (layernorm_grad_x_acc): one walk, the two patterns reading
 // disjoint nodes (the forward op and its gradient).
@@ -258,7 +305,8 @@ Graph read_low_layernorm_dy(const Graph& g) {
 }  // namespace
 
 Graph pass_rows(const Graph& g) {
-  return fuse_batch_norm_grads(read_low_layernorm_dy(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g)))));
+  return fuse_batch_norm_moments(
+      fuse_batch_norm_grads(read_low_layernorm_dy(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g))))));
 }
 
 }  // namespace tg

@@ -388,6 +388,7 @@ inline std::vector<OpSample> op_samples(OpKind op) {
               cond("[2,1,4] cond, a [3,1], b [1], f32 cond", {{2, 1, 4}, {3, 1}, {1}}, DType::F32)};
     }
     case OpKind::batch_norm:
+    case OpKind::batch_norm_moments:
     case OpKind::batch_norm_grad_x:
     case OpKind::batch_norm_grad_gamma:
     case OpKind::batch_norm_grad_beta:
@@ -399,7 +400,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
         const int64_t c = x[channel_dim];
         const Shape ch{c};
         switch (op) {
-          case OpKind::batch_norm: return std::vector<Shape>{x, ch, ch};
+          case OpKind::batch_norm:
+          case OpKind::batch_norm_moments: return std::vector<Shape>{x, ch, ch};
           case OpKind::batch_norm_grad_x:
           case OpKind::batch_norm_grad: return std::vector<Shape>{x, x, ch};
           case OpKind::batch_norm_grad_gamma: return std::vector<Shape>{x, x};
@@ -452,6 +454,11 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                                  tol(with(sample("two elements a channel", {{2, 3}, {2, 3}}), momentum(1.0f)), 1e-5, 1e-5)};
       for (OpSample& s : v) s.channels_f32 = true;
       return v;
+    }
+    case OpKind::batch_norm_stats_blend: {
+      auto momentum = [](float m) { return [m](Attrs& t) { t.momentum = m; }; };
+      return {tol(with(sample("[2,3], momentum 0.1", {{2, 3}, {2, 3}}), momentum(0.1f)), 1e-7, 1e-6),
+              tol(with(sample("[2,5], momentum 1", {{2, 5}, {2, 5}}), momentum(1.0f)), 1e-7, 1e-6)};
     }
     case OpKind::concat: {
       auto along = [](int axis) { return [axis](Attrs& t) { t.axis = axis; }; };

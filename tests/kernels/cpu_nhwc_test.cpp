@@ -126,9 +126,9 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
     }
   }
   // conv2d, its two gradients, the two fused convolutions, conv_transpose2d, the four pools
-  // (each with three NHWC samples but conv_transpose2d's one), and the seven batch norms (the
-  // four with per-channel inputs once more with those in f32), in three dtypes.
-  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 3 * (7 + 4));
+  // (each with three NHWC samples but conv_transpose2d's one), and the eight batch norms (the
+  // five with per-channel inputs once more with those in f32), in three dtypes.
+  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 3 * (8 + 5));
 }
 
 TEST_CASE("an NHWC shape rule reads C from the last dim, and its messages say so") {

@@ -134,18 +134,34 @@ TEST_CASE("bn_fold and conv: ResNet-20 inference with every pass, folded vs unfo
   }
 }
 
+namespace {
+
+// The ResNet-20 the rows pass's batch norm cases train, and its batch norms: the stem's, two
+// a block, the two projections'.
+const ResNetConfig kRowsResNet = resnet_config(2, 8, 4, 1, 5);
+const int kRowsNorms = 1 + 2 * 3 * kRowsResNet.blocks + 2;
+
+// kRowsResNet in precision p, compiled without passes and with the rows pass alone.
+struct RowsPair {
+  CompiledPlan unfused, plan;
+};
+RowsPair rows_pair(Precision p) {
+  CompileOptions o;
+  o.precision = p;
+  CompiledPlan unfused = compile(resnet_model(kRowsResNet), o);
+  o.passes = PassSet::only(PassId::rows);
+  return {std::move(unfused), compile(resnet_model(kRowsResNet), o)};
+}
+
+}  // namespace
+
 // The rows pass's batch norm part: each batch norm's three gradients become one
 // batch_norm_grad, whose [2, C] second output the parameter gradients are views of.
 TEST_CASE("rows pass: a batch norm's three gradients as one op, ResNet-20 training to the unfused bits") {
-  const ResNetConfig c = resnet_config(2, 8, 4, 1, 5);
-  const int norms = 1 + 2 * 3 * c.blocks + 2;  // the stem's, two a block, the two projections'
+  const int norms = kRowsNorms;
   for (Precision p : {Precision::fp32, Precision::bf16}) {
     CAPTURE(precision_name(p));
-    CompileOptions o;
-    o.precision = p;
-    CompiledPlan unfused = compile(resnet_model(c), o);
-    o.passes = PassSet::only(PassId::rows);
-    CompiledPlan plan = compile(resnet_model(c), o);
+    auto [unfused, plan] = rows_pair(p);
     CHECK(check_plan(*plan.graph, plan.exec->order(), plan.memory()) == "");
     check_same_steps(unfused, plan, 3);
     const Graph& g = *plan.graph;
@@ -162,6 +178,23 @@ TEST_CASE("rows pass: a batch norm's three gradients as one op, ResNet-20 traini
     }
     MESSAGE(precision_name(p), ": ", views, " of ", 2 * norms, " gradient rows are views");
     CHECK(views > 0);
+  }
+}
+
+// The rows pass's running-statistics part: each training batch norm becomes batch_norm_moments
+// and its statistics' update a blend of the moments, which takes the update's bits.
+TEST_CASE("rows pass: running statistics from the batch norm's own moments, ResNet-20 training to the unfused bits") {
+  const int norms = kRowsNorms;
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(precision_name(p));
+    auto [unfused, plan] = rows_pair(p);
+    const Graph& g = *plan.graph;
+    CHECK(count(*unfused.graph, OpKind::batch_norm_stats_update) == norms);
+    CHECK(count(g, OpKind::batch_norm_moments) == norms);
+    CHECK(count(g, OpKind::batch_norm_stats_blend) == norms);
+    for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_stats_update}) CHECK(count(g, op) == 0);
+    // Every parameter after the steps, the running statistics included, has the unfused bits.
+    check_same_steps(unfused, plan, 3);
   }
 }
 
