@@ -18,9 +18,9 @@
 //  - batch_norm(x, gamma, beta) and batch_norm_stats_update(stats, x) of one x ->
 //    batch_norm_moments(x, gamma, beta), whose second output holds the batch's mean and
 //    unbiased variance, and batch_norm_stats_blend(stats, moments): the running statistics'
-//    update no longer reads x again for the statistics the batch norm has just taken. The
-//    moments are rounded to f32 before the blend (the update blended them in double), so the
-//    running statistics may differ in their last bit; y keeps its bits.
+//    update no longer reads x again for the statistics the batch norm has just taken. Both
+//    the update and the blend blend the batch's values rounded to f32 (graph/batch_norm.h
+//    bn_blend), so the running statistics keep their bits, as y does.
 //  - cast(layernorm(x, gamma, beta)) of an f32 layernorm to a float dtype -> layernorm_cast: under
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
