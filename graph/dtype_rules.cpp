@@ -40,20 +40,17 @@ void check_int_inputs(OpKind op, const std::vector<DType>& in, const std::string
 
 }  // namespace
 
-std::string channel_dtypes(OpKind op, const std::vector<DType>& in, DType* d, DType* p) {
+std::string channel_dtypes(OpKind op, const DType* in, int n, DType* d, DType* p) {
   // Three groups: the per-element inputs, gamma and beta, the running statistics.
   int first[3] = {-1, -1, -1};
-  auto group = [op](size_t i) {
-    const int k = static_cast<int>(i);
-    return running_stats_input(op, k) ? 2 : channel_input(op, k) ? 1 : 0;
-  };
-  for (size_t i = 0; i < in.size(); ++i)
-    if (first[group(i)] < 0) first[group(i)] = static_cast<int>(i);
-  auto dtype_of = [&](int g) { return in[static_cast<size_t>(first[g])]; };
+  auto group = [op](int i) { return running_stats_input(op, i) ? 2 : channel_input(op, i) ? 1 : 0; };
+  for (int i = 0; i < n; ++i)
+    if (first[group(i)] < 0) first[group(i)] = i;
+  auto dtype_of = [&](int g) { return in[first[g]]; };
   *d = first[0] >= 0 ? dtype_of(0) : DType::F32;
   *p = first[1] >= 0 ? dtype_of(1) : first[2] >= 0 ? dtype_of(2) : *d;
   static const char* const kGroups[] = {"per-element (x, dy)", "per-channel (gamma, beta)"};
-  for (size_t i = 0; i < in.size(); ++i) {
+  for (int i = 0; i < n; ++i) {
     const int g = group(i);
     if (g < 2 && in[i] != dtype_of(g))
       return fmt::format("input {} is {} but input {} is {}; the {} inputs share one dtype: give them the same", i,
@@ -101,7 +98,7 @@ DType infer_dtype(OpKind op, const std::vector<DType>& in, const Attrs& at, cons
     }
   } else if (op_traits(op).dtype_rule == op_table::kTypeChannels) {
     DType d = DType::F32, p = DType::F32;
-    const std::string err = channel_dtypes(op, in, &d, &p);
+    const std::string err = channel_dtypes(op, in.data(), static_cast<int>(in.size()), &d, &p);
     if (!err.empty()) graph_error("{} {}: {}", name, node, err);
     out = channel_output_dtype(op, 0, d);
   } else if (op_traits(op).dtype_rule == op_table::kTypeProgram) {
@@ -152,7 +149,7 @@ std::vector<DType> infer_dtypes(OpKind op, const std::vector<DType>& in, const A
   if (op_traits(op).dtype_rule == op_table::kTypeChannels) {
     const DType out0 = infer_dtype(op, in, at, node);  // checks the rule
     DType d = DType::F32, p = DType::F32;
-    channel_dtypes(op, in, &d, &p);
+    channel_dtypes(op, in.data(), static_cast<int>(in.size()), &d, &p);
     std::vector<DType> out;
     for (int k = 0; k < op_num_outputs(op); ++k) out.push_back(k == 0 ? out0 : channel_output_dtype(op, k, d));
     return out;

@@ -109,12 +109,13 @@ inline DType channel_output_dtype(OpKind op, int k, DType d) {
                     ((op == OpKind::batch_norm_grad || op == OpKind::batch_norm_moments) && k == 1);
   return sums ? DType::F32 : d;
 }
-// The per-element dtype d and the per-channel dtype p of a kTypeChannels op over inputs of
-// `inputs` dtypes (p = d where the op has no per-channel input), or what breaks the rule: the
+// The per-element dtype d and the per-channel dtype p of a kTypeChannels op over the n dtypes
+// of its inputs (p = d where the op has no per-channel input), or what breaks the rule: the
 // per-element inputs share one float dtype, gamma and beta one dtype p that is d or f32
 // (16-bit activations beside f32 parameters, as autocast runs batch norm), the running
 // statistics are p or f32, and those batch_norm_stats_update writes are f32 master state.
-std::string channel_dtypes(OpKind op, const std::vector<DType>& inputs, DType* d, DType* p);
+// Allocates nothing when the rule holds: the CUDA backend asks it on every batch norm launch.
+std::string channel_dtypes(OpKind op, const DType* inputs, int n, DType* d, DType* p);
 
 // The dtype of each output of `op` over inputs of `inputs` dtypes (op_num_outputs(op) of
 // them), or a GraphError naming the node, the input whose dtype breaks the rule, and

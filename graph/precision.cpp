@@ -1,6 +1,7 @@
 #include "graph/precision.h"
 
 #include <utility>
+#include <vector>
 
 #include "graph/dtype_rules.h"
 #include "graph/enum_names.h"
@@ -9,6 +10,18 @@ namespace tg {
 
 namespace {
 constexpr const char* kPrecisionNames[] = {"fp32", "tf32", "bf16", "fp16"};  // in Precision's order
+
+// Whether the inputs that `counts` (an input's index -> bool) admits have more than one dtype.
+template <typename Counts>
+bool mixed_dtypes(const std::vector<Value>& inputs, Counts counts) {
+  const Value* first = nullptr;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!counts(static_cast<int>(i))) continue;
+    if (!first) first = &inputs[i];
+    else if (inputs[i].dtype != first->dtype) return true;
+  }
+  return false;
+}
 }  // namespace
 
 const char* precision_name(Precision p) { return enum_name(kPrecisionNames, p); }
@@ -76,35 +89,24 @@ Value AutocastBuilder::apply(OpKind op, const std::vector<Value>& inputs, const 
       if (!op_input_is_index(op, static_cast<int>(i))) in[i] = cast_to(in[i], DType::F32);
     return inner_.apply(op, in, attrs, name);
   }
-  if (autocast_rule(op) == AutocastRule::channels) {
-    const Value* first = nullptr;
-    bool mixed = false;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (channel_input(op, static_cast<int>(i))) continue;
-      if (!first) first = &inputs[i];
-      mixed = mixed || inputs[i].dtype != first->dtype;
-    }
-    std::vector<Value> in = inputs;
-    for (size_t i = 0; i < in.size(); ++i)
-      if (channel_input(op, static_cast<int>(i)) || mixed) in[i] = cast_to(in[i], DType::F32);
-    return inner_.apply(op, in, attrs, name);
-  }
   DType want = DType::F32;
   switch (autocast_rule(op)) {
     case AutocastRule::low: want = low_; break;
-    case AutocastRule::channels:
     case AutocastRule::f32: want = DType::F32; break;
+    case AutocastRule::channels: {
+      // The activations as they are (f32 where they differ), the per-channel inputs f32.
+      const bool mixed = mixed_dtypes(inputs, [op](int i) { return !channel_input(op, i); });
+      std::vector<Value> in = inputs;
+      for (size_t i = 0; i < in.size(); ++i)
+        if (channel_input(op, static_cast<int>(i)) || mixed) in[i] = cast_to(in[i], DType::F32);
+      return inner_.apply(op, in, attrs, name);
+    }
     case AutocastRule::keep: {
       // Ids, labels and where's condition (graph/dtype_rules.h) keep their dtype and do not
       // count: an f32 mask leaves a bf16 where in bf16.
-      const Value* first = nullptr;
-      bool mixed = false;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const Value& v = inputs[i];
-        if (dtype_is_int(v.dtype) || op_input_is_index(op, static_cast<int>(i))) continue;
-        if (!first) first = &v;
-        mixed = mixed || v.dtype != first->dtype;
-      }
+      const bool mixed = mixed_dtypes(inputs, [&](int i) {
+        return !dtype_is_int(inputs[static_cast<size_t>(i)].dtype) && !op_input_is_index(op, i);
+      });
       if (!mixed) return inner_.apply(op, inputs, attrs, name);
       want = DType::F32;  // the widest of f32 and one 16-bit type
       break;

@@ -202,15 +202,15 @@ void check_program_dtypes(const Checker& k, const OpCall& c) {
 // kTypeChannels (the batchnorm family): graph/dtype_rules.h's channel_dtypes over the inputs,
 // and each output in channel_output_dtype's dtype.
 void check_channel_dtypes(const Checker& k, const OpCall& c) {
-  std::vector<DType> in;
+  DType in[kMaxOpInputs];  // the batchnorm family's ops take at most 4 inputs (op_arity_ok checked it)
   for (int i = 0; i < c.num_inputs; ++i) {
     const DType dt = c.input(i).dtype;
     if (!dtype_is_known(dt)) k.fail("input {} has dtype #{}, which is not a dtype", i, static_cast<int>(dt));
     if (dtype_is_int(dt)) k.fail("input {} is {}, an integer; the op takes float values only", i, dtype_name(dt));
-    in.push_back(dt);
+    in[i] = dt;
   }
   DType d = DType::F32, p = DType::F32;
-  const std::string err = channel_dtypes(c.op, in, &d, &p);
+  const std::string err = channel_dtypes(c.op, in, c.num_inputs, &d, &p);
   if (!err.empty()) k.fail("{}", err);
   for (int out = 0; out < op_num_outputs(c.op); ++out) {
     const TensorView& t = out == 0 ? c.out : c.out2;

@@ -407,25 +407,12 @@ void with_channel_types(DType d, DType p, Fn&& fn) {
   });
 }
 
-// The call's dtypes (graph/dtype_rules.h, checked by check_op_call): d of the per-element
-// inputs, p of gamma and beta (the running statistics' where the op has neither).
+// The call's dtypes (graph/dtype_rules.h's rule, which check_op_call has checked): d of the
+// per-element inputs, p of gamma and beta (the running statistics' where the op has neither).
 void channel_types(const OpCall& c, DType* d, DType* p) {
-  bool seen_d = false, seen_p = false, seen_stats = false;
-  DType stats = DType::F32;
-  for (int i = 0; i < c.num_inputs; ++i) {
-    const DType dt = c.input(i).dtype;
-    if (running_stats_input(c.op, i)) {
-      stats = dt;
-      seen_stats = true;
-    } else if (channel_input(c.op, i)) {
-      if (!seen_p) *p = dt;
-      seen_p = true;
-    } else if (!seen_d) {
-      *d = dt;
-      seen_d = true;
-    }
-  }
-  if (!seen_p) *p = seen_stats ? stats : *d;
+  DType in[kMaxOpInputs];
+  for (int i = 0; i < c.num_inputs; ++i) in[i] = c.input(i).dtype;
+  channel_dtypes(c.op, in, c.num_inputs, d, p);
 }
 
 }  // namespace

@@ -812,11 +812,15 @@ inline void make_positive(std::vector<float>& v) {
 inline bool sample_input_is_copy(const OpSample& s, size_t i) {
   return s.copy_group > 0 && static_cast<int>(i) != s.count_input && (i + 1) % static_cast<size_t>(s.copy_group) == 0;
 }
+// Whether input i of a kTypeChannels op is f32 where a sample (or a case made of one) asks for
+// its per-channel inputs (channels_f32) or its running statistics alone (stats_f32) in f32.
+inline bool channel_input_f32(OpKind op, int i, bool channels_f32, bool stats_f32) {
+  return (channels_f32 && channel_input(op, i)) || (stats_f32 && running_stats_input(op, i));
+}
 // A kTypeLogits op's other float inputs (dloss) stay f32 (graph/dtype_rules.h).
 inline DType sample_input_dtype(OpKind op, const OpSample& s, size_t i, DType dt = DType::F32) {
   if (sample_input_is_copy(s, i)) return s.copy_dtype;
-  if (s.channels_f32 && channel_input(op, static_cast<int>(i))) return DType::F32;
-  if (s.stats_f32 && running_stats_input(op, static_cast<int>(i))) return DType::F32;
+  if (channel_input_f32(op, static_cast<int>(i), s.channels_f32, s.stats_f32)) return DType::F32;
   return static_cast<int>(i) == s.labels_input ? s.labels_dtype : op_float_input_dtype(op, static_cast<int>(i), dt);
 }
 inline std::vector<DType> sample_dtypes(OpKind op, const OpSample& s, DType dt = DType::F32) {

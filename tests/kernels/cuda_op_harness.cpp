@@ -218,10 +218,9 @@ std::vector<std::vector<float>> case_inputs(const OpCase& c) {
     // Labels and ids keep their dtype (labels_dtype): rounding 1023 to bf16 would make it 1024.
     if (i != c.labels_input)
       for (float& x : h)
-        x = round_to_dtype(x, i == 0 && c.dy_dtype != DType::F32   ? c.dy_dtype
-                              : c.channels_f32 && channel_input(c.op, i) ? DType::F32
-                              : c.stats_f32 && running_stats_input(c.op, i) ? DType::F32
-                                                                            : c.dtype);
+        x = round_to_dtype(x, i == 0 && c.dy_dtype != DType::F32                          ? c.dy_dtype
+                              : channel_input_f32(c.op, i, c.channels_f32, c.stats_f32) ? DType::F32
+                                                                                        : c.dtype);
     host.push_back(std::move(h));
   }
   return host;
@@ -249,8 +248,7 @@ Outputs run_side(const OpCase& c, DType dt, const std::vector<std::vector<float>
   if (c.labels_input >= 0) in_dt[static_cast<size_t>(c.labels_input)] = c.labels_dtype;
   if (c.dy_dtype != DType::F32) in_dt[0] = c.dy_dtype;
   for (int i = 0; i < nin; ++i)
-    if ((c.channels_f32 && channel_input(c.op, i)) || (c.stats_f32 && running_stats_input(c.op, i)))
-      in_dt[static_cast<size_t>(i)] = DType::F32;
+    if (channel_input_f32(c.op, i, c.channels_f32, c.stats_f32)) in_dt[static_cast<size_t>(i)] = DType::F32;
   for (int i = 0; i < nin; ++i)
     if (c.copy_group > 0 && i != c.count_input && (i + 1) % c.copy_group == 0) in_dt[static_cast<size_t>(i)] = c.copy_dtype;
   std::vector<std::unique_ptr<T>> ins;
