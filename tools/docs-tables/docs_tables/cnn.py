@@ -1,7 +1,7 @@
 """docs/cnn.md: tg-train's CNN rows on a GPU (tg-train --models resnet,vgg and the ImageNet ones, saved as
 docs/results/train_cnn.json): each model's training step and inference with both executors,
 and which convolution path the CUDA backend took (its conv_cudnn option, recorded in the run)."""
-from .common import ROOT, Missing, distinct_params, mib, optional_report, pct, report, t, table, x
+from .common import ROOT, Missing, distinct_params, mib, optional_report, pct, report, smallest, t, table, x
 
 STEM = "train_cnn"
 LAYERS_STEM = "memory_vgg16"
@@ -10,6 +10,14 @@ LAYERS_COMMAND = "tg-memory --device 0 --models vgg16 --json docs/results/memory
 
 def _one(r, name, p, executor, mode):
     return r.exact(name, dict(p, executor=executor, mode=mode))
+
+
+def _configs(r, command):
+    """The model configurations of r's iteration rows (executor and mode dropped); Missing if none."""
+    configs = distinct_params(r.all("iteration"), ("executor", "mode"))
+    if not configs:
+        raise Missing(f"{r.rel}: no iteration rows ({command})")
+    return configs
 
 
 def _cell(m):
@@ -38,9 +46,7 @@ def conv_path():
 
 def tab_cnn_gpu():
     r = report(STEM)
-    configs = distinct_params(r.all("iteration"), ("executor", "mode"))
-    if not configs:
-        raise Missing(f"{r.rel}: no iteration rows (run tg-train --models resnet,vgg)")
+    configs = _configs(r, "run tg-train --models resnet,vgg")
     rows = []
     for p in configs:
         for mode in ("train", "inference"):
@@ -122,9 +128,7 @@ def tab_cnn_vs_torch():
     cudnn.benchmark on) in the same device session (scripts/device/cnn-run.sh)."""
     mine, theirs = report(VS_TORCH[0]), report(VS_TORCH[1])
     free = optional_report(VS_TORCH_FREE)
-    configs = distinct_params(mine.all("iteration"), ("executor", "mode"))
-    if not configs:
-        raise Missing(f"{mine.rel}: no iteration rows (tg-train --models resnet50)")
+    configs = _configs(mine, "tg-train --models resnet50")
     rows = []
     for p in configs:
         for mode in ("train", "inference"):
@@ -132,14 +136,14 @@ def tab_cnn_vs_torch():
             # Every pass, replayed on inputs already on the device, as PyTorch's graph replays.
             fused = mine.exact("pass_replay_host", dict(p, executor="static", mode=mode, passes="all"))
             free_fused = free.exact("pass_replay_host", dict(p, executor="static", mode=mode, passes="all")) if free else None
-            ours = min((m for m in (fused or st_replay, free_fused) if m), key=lambda m: m["median"], default=None)
+            ours = smallest(fused or st_replay, free_fused)
             dyn = _one(mine, "iteration", p, "dynamic", mode)
             nhwc = dict(p, memory_format="channels_last")  # torch_baseline.py's channels_last rows
             graph = _one(theirs, "replay", p, "torch_cuda_graph", mode)
             graph_cl = _one(theirs, "replay", nhwc, "torch_cuda_graph", mode)
             eager = _one(theirs, "iteration", p, "torch_eager_h2d", mode)
             resident = _one(theirs, "resident_step", p, "torch_compile", mode)  # where the run compiled
-            fastest = min((m for m in (graph, graph_cl, resident) if m), key=lambda m: m["median"], default=None)
+            fastest = smallest(graph, graph_cl, resident)
             ratio = x(fastest["median"] / ours["median"]) if fastest and ours else "n/a"
             peak = _one(theirs, "peak_bytes", p, "torch_cuda_graph", mode)
             plan = _one(mine, "static_plan_bytes", p, "static", mode)
@@ -177,9 +181,7 @@ def tab_cnn_bf16_vs_torch():
     pass and channels_last beside PyTorch's CUDA-graph replays (NCHW and channels_last) and its
     torch.compile step, in the same device session (scripts/device/call.sh cnn-bf16)."""
     mine, theirs = report(VS_TORCH_BF16[0]), report(VS_TORCH_BF16[1])
-    configs = distinct_params(mine.all("iteration"), ("executor", "mode"))
-    if not configs:
-        raise Missing(f"{mine.rel}: no iteration rows (tg-train --models resnet50 --precision bf16)")
+    configs = _configs(mine, "tg-train --models resnet50 --precision bf16")
     rows = []
     for p in configs:
         for mode in ("train", "inference"):
@@ -191,11 +193,10 @@ def tab_cnn_bf16_vs_torch():
             graph_cl = _one(theirs, "replay", nhwc, "torch_cuda_graph", mode)
             compiled = _one(theirs, "iteration", p, "torch_compile", mode)
             resident = _one(theirs, "resident_step", p, "torch_compile", mode)
-            fastest = min((m for m in (graph, graph_cl, resident) if m), key=lambda m: m["median"], default=None)
+            fastest = smallest(graph, graph_cl, resident)
             ratio = x(fastest["median"] / fused["median"]) if fastest and fused else "n/a"
             plan = _one(mine, "static_plan_bytes", p, "static", mode)
-            peak = min((m for m in (_one(theirs, "peak_bytes", p, e, mode) for e in ("torch_cuda_graph", "torch_compile"))
-                        if m), key=lambda m: m["median"], default=None)
+            peak = smallest(*(_one(theirs, "peak_bytes", p, e, mode) for e in ("torch_cuda_graph", "torch_compile")))
             rows.append([_label(p), p["batch"], mode, _cell(plain), _cell(fused), _cell(dyn), _cell(graph),
                          _cell(graph_cl), _cell(compiled), _cell(resident), ratio,
                          mib(plan["median"]) if plan else "n/a", mib(peak["median"]) if peak else "n/a"])

@@ -114,6 +114,12 @@ def distinct_params(ms, drop):
     return out
 
 
+def smallest(*ms):
+    """The measurement of smallest median among ms (the fastest time, the fewest bytes), skipping
+    the absent (None); None if all are."""
+    return min((m for m in ms if m), key=lambda m: m["median"], default=None)
+
+
 def report(stem):
     if stem not in _reports:
         _reports[stem] = Report(stem)

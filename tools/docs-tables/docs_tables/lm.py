@@ -1,7 +1,7 @@
 """docs/language-models.md: GPT-2 both ways (scripts/device/lm-run.sh saves its reports in
 docs/results/lm/): tg-train --models gpt2's steps beside PyTorch's same model in the same
 session, and tg-memory --models gpt2's bytes per role and by sequence length."""
-from .common import Missing, distinct_params, mib, num, optional_report, report, sources_line, t, table, x
+from .common import Missing, distinct_params, mib, num, optional_report, report, smallest, sources_line, t, table, x
 
 TRAIN = {"fp32": "lm/train_gpt2", "bf16": "lm/train_gpt2_bf16"}
 # The loss curves: fp32 from scripts/device/call.sh lm-options-fp32 (tg-train without passes, in
@@ -109,10 +109,9 @@ def tab_lm_step():
                 # torch.compile's training step against twograph's faster replay with all passes: the
                 # step adds only the tokens' copy in and the loss read back; an inference step reads
                 # the logits back, which no replay row pays.
-                best = min((m for m in (fused, free_fused) if m), key=lambda m: m["median"], default=None)
+                best = smallest(fused, free_fused)
                 # torch.compile's faster step: its iteration, or on tokens already on the GPU, as the replays run.
-                step = min((m for m in (torch[2], _torch_compiled_resident(p, precision, mode)) if m),
-                           key=lambda m: m["median"], default=None)
+                step = smallest(torch[2], _torch_compiled_resident(p, precision, mode))
                 compiled = x(step["median"] / best["median"]) if step and best and mode == "train" else "n/a"
                 rows.append([p["sweep"], f"{p['batch']} x {p['seq']}", precision, mode, _cell(rp), _cell(fused),
                              _cell(free_fused), _cell(st), tok, _cell(dy)] + [_cell(m) for m in torch] +
