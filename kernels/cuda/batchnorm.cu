@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <type_traits>
 
@@ -44,9 +45,9 @@ namespace {
 
 constexpr int kSums = 4;           // d, d * d, dy, dy * d
 constexpr int kWarpsPerBlock = 8;  // NCHW partial sums: a warp per (channel, run)
-constexpr int kUnroll = 4;
-constexpr int kCoefs = 4;  // per channel, for the elementwise pass
-constexpr int kApplyPer = 4;  // elements a lane writes per chunk of the elementwise pass
+constexpr int kLoads = 8;  // loads a lane of the partial sums has in flight
+constexpr int kCoefs = 6;  // per channel, for the elementwise pass: kCoefs arrays of C doubles
+constexpr int kApplyPer = 8;  // elements a lane loads, then writes, per chunk of the elementwise pass
 
 // What a call needs from the partial sums: the shifted sums of x and its squares (stats), with
 // dy's and dy * d's too (grad), or the plain sum of x (sum: batch_norm_grad_beta's dy, where a
@@ -96,7 +97,38 @@ struct PlaneWalk32 {
   }
 };
 
-// Lane j's sums over run s of channel ch: e = s L + j + 32 k.
+// One element's terms added to a lane's sums (v = x - shift, w = dy). Explicit roundings: the
+// kernels of both layouts must not contract differently.
+template <Need N>
+__device__ __forceinline__ void add_terms(float x, float dy, double shift, double& a, double& b, double& c, double& d) {
+  const double v = __dsub_rn(x, shift);
+  a = __dadd_rn(a, v);
+  if (N != Need::sum) b = __fma_rn(v, v, b);
+  if (N == Need::grad) {
+    const double w = dy;
+    c = __dadd_rn(c, w);
+    d = __fma_rn(w, v, d);
+  }
+}
+
+// The elementwise pass's two formulas, one function each so that every apply kernel rounds alike.
+__device__ __forceinline__ float bn_forward_value(float x, double mean, double rstd, double gamma, double beta) {
+  return static_cast<float>((static_cast<double>(x) - mean) * rstd * gamma + beta);
+}
+// gamma_rstd = gamma * rstd, the formula's first product (a channel's constant).
+__device__ __forceinline__ float bn_grad_value_scaled(float dy, float x, double mean, double rstd, double gamma_rstd,
+                                                      double dy_mean, double dy_xhat_mean) {
+  const double xhat = (static_cast<double>(x) - mean) * rstd;
+  return static_cast<float>(gamma_rstd * (static_cast<double>(dy) - dy_mean - xhat * dy_xhat_mean));
+}
+__device__ __forceinline__ float bn_grad_value(float dy, float x, double mean, double rstd, double gamma,
+                                               double dy_mean, double dy_xhat_mean) {
+  return bn_grad_value_scaled(dy, x, mean, rstd, gamma * rstd, dy_mean, dy_xhat_mean);
+}
+
+// Lane j's sums over run s of channel ch: e = s L + j + 32 k. The loads of kLoads steps are
+// issued before their sums: one load in flight per lane left the device at a third of the copy's
+// bandwidth on 16-bit activations (a warp's load is 64 bytes there). The sums still add in k's order.
 template <typename T, typename I>
 __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, const BatchNormGeometry& g, int64_t ch,
                                           const Split& sp, int64_t s, int j, double out[kSums]) {
@@ -107,19 +139,23 @@ __device__ __forceinline__ void lane_sums(const T* x, const T* dy, Need need, co
   // divided out for every element (the division cost more than the load).
   const PlaneWalk32<I> walk(static_cast<I>(g.inner));
   I n = static_cast<I>(begin + j) / walk.inner, r = static_cast<I>(begin + j) - n * walk.inner;
-#pragma unroll kUnroll
-  for (int64_t e = begin + j; e < end; e += 32) {
-    const int64_t i =
-        g.channels_last ? e * g.c + ch : (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
-    if (!g.channels_last) n += walk.planes + walk.advance(r);
-    // Explicit roundings: the two layouts' kernels must not contract differently.
-    const double v = __dsub_rn(static_cast<float>(x[i]), shift);
-    a = __dadd_rn(a, v);
-    if (need != Need::sum) b = __fma_rn(v, v, b);
-    if (need == Need::grad) {
-      const double w = static_cast<float>(dy[i]);
-      c = __dadd_rn(c, w);
-      d = __fma_rn(w, v, d);
+  for (int64_t e0 = begin + j; e0 < end; e0 += 32 * kLoads) {
+    float xs[kLoads], ws[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t e = e0 + 32 * u;
+      const int64_t i =
+          g.channels_last ? e * g.c + ch : (static_cast<int64_t>(n) * g.c + ch) * g.inner + static_cast<int64_t>(r);
+      if (!g.channels_last) n += walk.planes + walk.advance(r);
+      xs[u] = e < end ? static_cast<float>(x[i]) : 0.0f;
+      ws[u] = need == Need::grad && e < end ? static_cast<float>(dy[i]) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      if (e0 + 32 * u >= end) break;
+      if (need == Need::grad) add_terms<Need::grad>(xs[u], ws[u], shift, a, b, c, d);
+      else if (need == Need::stats) add_terms<Need::stats>(xs[u], 0.0f, shift, a, b, c, d);
+      else add_terms<Need::sum>(xs[u], 0.0f, shift, a, b, c, d);
     }
   }
   out[0] = a, out[1] = b, out[2] = c, out[3] = d;
@@ -168,14 +204,76 @@ __global__ void __launch_bounds__(1024) bn_partials_nhwc_kernel(const T* x, cons
   if (lane < kSums && ch < g.c) partials[(ch * sp.segments + s) * kSums + lane] = butterfly32(lanes[lane][cx]);
 }
 
+// NHWC, four channels a thread (C a multiple of 4, x and dy 16-byte aligned): thread (p, j)
+// of block (group, s) sums lane j's elements of run s, in lane_sums' order, for channels
+// 4 p .. 4 p + 3 of the group's 32; each load is one 8-byte (16-bit) or 16-byte (f32) vector
+// of four neighbouring channels, where the kernel above loads one element (its warp's load was
+// 64 bytes of 16-bit activations). Four channels and not a 16-byte pack of eight: the
+// double sums of eight channels took 176 registers, and the few warps that fit an SM could
+// not hide the loads.
+constexpr int kVecLoads = 4;  // rows a thread has in flight
+constexpr int kVecChannels = 4;
+template <typename T, Need N>
+__global__ void __launch_bounds__(256) bn_partials_nhwc_vec_kernel(const T* x, const T* dy, BatchNormGeometry g,
+                                                                   Split sp, double* partials) {
+  pdl::prologue();
+  constexpr int V = kVecChannels, P = 32 / V;
+  __shared__ double lanes[kSums][32][33];
+  const int p = static_cast<int>(threadIdx.x), lane = static_cast<int>(threadIdx.y);
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32 + p * V, s = blockIdx.y;
+  double a[V], b[V], c[V], d[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) a[v] = b[v] = c[v] = d[v] = 0;
+  if (c0 < g.c) {
+    const int64_t begin = s * sp.run, end = begin + sp.run < g.count() ? begin + sp.run : g.count();
+    const float4 first = detail::load4_wide(x + c0);  // element 0 of each channel: the shift
+    const float shift[V] = {first.x, first.y, first.z, first.w};
+    for (int64_t e0 = begin + lane; e0 < end; e0 += 32 * kVecLoads) {
+      float4 xv[kVecLoads], wv[kVecLoads];
+#pragma unroll
+      for (int u = 0; u < kVecLoads; ++u) {
+        const int64_t e = e0 + 32 * u;
+        if (e < end) {
+          xv[u] = detail::load4_wide(x + e * g.c + c0);
+          if (N == Need::grad) wv[u] = detail::load4_wide(dy + e * g.c + c0);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kVecLoads; ++u) {
+        if (e0 + 32 * u >= end) break;
+        const float xs[V] = {xv[u].x, xv[u].y, xv[u].z, xv[u].w};
+        const float ws[V] = {N == Need::grad ? wv[u].x : 0.0f, N == Need::grad ? wv[u].y : 0.0f,
+                             N == Need::grad ? wv[u].z : 0.0f, N == Need::grad ? wv[u].w : 0.0f};
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+          add_terms<N>(xs[v], ws[v], N == Need::sum ? 0.0 : shift[v], a[v], b[v], c[v], d[v]);
+      }
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    lanes[0][p * V + v][lane] = a[v];
+    lanes[1][p * V + v][lane] = b[v];
+    lanes[2][p * V + v][lane] = c[v];
+    lanes[3][p * V + v][lane] = d[v];
+  }
+  __syncthreads();
+  // Thread t of the block's P x 32 adds channel t % 32's lanes of sum t / 32.
+  const int t = lane * P + p, q = t / 32, ch_local = t % 32;
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * 32 + ch_local;
+  if (q < kSums && ch < g.c) partials[(ch * sp.segments + s) * kSums + q] = butterfly32(lanes[q][ch_local]);
+}
+
 // Per channel, the runs added in order: the statistics, and what the call writes from them.
-// coef: mean, rstd, and for the gradient dy's mean and (dy xhat)'s mean over the channel.
+// coef: mean, rstd, for the gradient dy's mean and (dy xhat)'s mean over the channel, then
+// gamma and beta as doubles (converted once a channel, not once an element).
 // grad_gamma and grad_beta write their outputs here, batch_norm_grad both into params (its
 // second output, [2, C]), batch_norm_moments the batch's mean and unbiased variance there;
 // stats_update updates the running statistics in place.
-template <typename T>
-__global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, BatchNormGeometry g, Split sp,
-                                  double eps, double momentum, double* coef, float* out, float* params, float* stats) {
+template <typename T, typename P>
+__global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x, const P* gamma, const P* beta,
+                                  BatchNormGeometry g, Split sp, double eps, double momentum, double* coef, float* out,
+                                  float* params, float* stats) {
   pdl::prologue();
   // A warp a channel: lane j adds runs j, j + 32, ... in order, then the lanes add as
   // warp_sum's butterfly does (a channel of an ImageNet stem has 130 runs: one thread a
@@ -220,10 +318,12 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
     params[ch] = static_cast<float>(dy_xhat);
     params[g.c + ch] = static_cast<float>(sum[2]);
   }
-  coef[ch * kCoefs + 0] = mean;
-  coef[ch * kCoefs + 1] = rstd;
-  coef[ch * kCoefs + 2] = sum[2] / count;
-  coef[ch * kCoefs + 3] = dy_xhat / count;
+  coef[ch] = mean;
+  coef[g.c + ch] = rstd;
+  coef[2 * g.c + ch] = sum[2] / count;
+  coef[3 * g.c + ch] = dy_xhat / count;
+  coef[4 * g.c + ch] = gamma ? static_cast<float>(gamma[ch]) : 0.0;
+  coef[5 * g.c + ch] = beta ? static_cast<float>(beta[ch]) : 0.0;
 }
 
 // batch_norm_stats_blend: stats = (1 - m) stats + m moments, 2C values in place.
@@ -234,60 +334,132 @@ __global__ void bn_blend_kernel(float* stats, const float* moments, int64_t n, d
 }
 
 // batch_norm_inference's coefficients: the running statistics' mean and rstd.
-template <typename S>
-__global__ void bn_inference_coef_kernel(const S* stats, BatchNormGeometry g, double eps, double* coef) {
+template <typename S, typename P>
+__global__ void bn_inference_coef_kernel(const S* stats, const P* gamma, const P* beta, BatchNormGeometry g, double eps,
+                                         double* coef) {
   pdl::prologue();
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (ch >= g.c) return;
-  coef[ch * kCoefs + 0] = static_cast<float>(stats[ch]);
-  coef[ch * kCoefs + 1] = 1.0 / sqrt(static_cast<double>(static_cast<float>(stats[g.c + ch])) + eps);
+  coef[ch] = static_cast<float>(stats[ch]);
+  coef[g.c + ch] = 1.0 / sqrt(static_cast<double>(static_cast<float>(stats[g.c + ch])) + eps);
+  coef[4 * g.c + ch] = static_cast<float>(gamma[ch]);
+  coef[5 * g.c + ch] = static_cast<float>(beta[ch]);
 }
 
 // The elementwise pass over all n c inner elements. Forward (a = x): y = (x - mean) rstd gamma
 // + beta. grad_x (a = dy, x): dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
-template <typename T, typename P, typename I>
-__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* x, const P* gamma_c,
-                                                       const P* beta_c, const double* coef, T* y, BatchNormGeometry g,
-                                                       int64_t total) {
+template <typename T, typename I>
+__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* x, const double* coef, T* y,
+                                                       BatchNormGeometry g, int64_t total) {
   pdl::prologue();
   // A warp takes chunks of 32 kApplyPer elements, lane j elements j, j + 32, ...: each load
-  // and store of the warp is 32 consecutive elements, and a lane finds its channel by
-  // division once a chunk, then walks it along.
+  // and store of the warp is 32 consecutive elements, a lane issues a chunk's loads before it
+  // writes any, and it finds its channel by division once a chunk, then walks it along.
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
   const I channels = static_cast<I>(g.c);
   const PlaneWalk32<I> walk(static_cast<I>(g.inner));
+  const double* mean_c = coef;
+  const double* rstd_c = coef + g.c;
+  const double* dy_mean_c = coef + 2 * g.c;
+  const double* dy_xhat_mean_c = coef + 3 * g.c;
+  const double* gamma_c = coef + 4 * g.c;
+  const double* beta_c = coef + 5 * g.c;
   // 32 elements further: NHWC, 32 % C channels on; NCHW, the planes the walk crosses, each a
   // channel on: taken mod C.
   const I ch_nhwc = 32 % channels, ch_planes = walk.planes % channels, ch_carry = (walk.planes + 1) % channels;
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); w * 32 * kApplyPer < total;
        w += warps) {
-    int64_t i = w * 32 * kApplyPer + lane;
-    if (i >= total) continue;
+    const int64_t i0 = w * 32 * kApplyPer + lane;
+    if (i0 >= total) continue;
     I r = 0, ch = 0;  // NCHW: i's place in its plane, and its channel; NHWC: the channel
     if (g.channels_last) {
-      ch = static_cast<I>(i) % channels;
+      ch = static_cast<I>(i0) % channels;
     } else {
-      const I plane = static_cast<I>(i) / walk.inner;
-      r = static_cast<I>(i) - plane * walk.inner;
+      const I plane = static_cast<I>(i0) / walk.inner;
+      r = static_cast<I>(i0) - plane * walk.inner;
       ch = plane % channels;
     }
-    for (int k = 0; k < kApplyPer && i < total; ++k, i += 32) {
-      const int64_t cc = static_cast<int64_t>(ch) * kCoefs;
-      const double mean = coef[cc], rstd = coef[cc + 1];
-      const double gamma = static_cast<float>(gamma_c[ch]);
-      if (!grad) {
-        const double beta = static_cast<float>(beta_c[ch]);
-        y[i] = narrow<T>(static_cast<float>((static_cast<double>(static_cast<float>(a[i])) - mean) * rstd * gamma + beta));
-      } else {
-        const double xhat = (static_cast<double>(static_cast<float>(x[i])) - mean) * rstd;
-        y[i] = narrow<T>(static_cast<float>(gamma * rstd *
-                                            (static_cast<double>(static_cast<float>(a[i])) - coef[cc + 2] -
-                                             xhat * coef[cc + 3])));
-      }
+    float as[kApplyPer], xs[kApplyPer];
+#pragma unroll
+    for (int k = 0; k < kApplyPer; ++k) {
+      const int64_t i = i0 + 32 * k;
+      as[k] = i < total ? static_cast<float>(a[i]) : 0.0f;
+      xs[k] = grad && i < total ? static_cast<float>(x[i]) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kApplyPer; ++k) {
+      const int64_t i = i0 + 32 * k;
+      if (i >= total) continue;
+      const double mean = mean_c[ch], rstd = rstd_c[ch];
+      y[i] = narrow<T>(grad ? bn_grad_value(as[k], xs[k], mean, rstd, gamma_c[ch], dy_mean_c[ch], dy_xhat_mean_c[ch])
+                            : bn_forward_value(as[k], mean, rstd, gamma_c[ch], beta_c[ch]));
       const I on = g.channels_last ? ch_nhwc : walk.advance(r) ? ch_carry : ch_planes;
       ch += on;  // ch, on < channels: one subtraction brings it back
       if (ch >= channels) ch -= channels;
+    }
+  }
+}
+
+// NHWC, four channels a thread (C a multiple of 4, every tensor 16-byte aligned): thread
+// (p, r) takes channels 4 p .. 4 p + 3 of rows r, r + R, ...: their coefficients are loaded once
+// into registers, where bn_apply_kernel loads them for every element (with 16-bit
+// activations, those loads and not the memory bounded it, at about a third of the copy's
+// bandwidth).
+constexpr int kApplyVecThreads = 128;
+constexpr int kApplyVecRows = 4;  // rows a thread has in flight
+__device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+template <typename T>
+__device__ __forceinline__ void store4(T* p, float4 v) {
+  const auto pack = [](float lo, float hi) {
+    return static_cast<uint32_t>(narrow<T>(lo).bits) | (static_cast<uint32_t>(narrow<T>(hi).bits) << 16);
+  };
+  *reinterpret_cast<uint2*>(p) = make_uint2(pack(v.x, v.y), pack(v.z, v.w));
+}
+template <typename T, bool Grad>
+__global__ void __launch_bounds__(kApplyVecThreads) bn_apply_nhwc_vec_kernel(const T* a, const T* x, const double* coef,
+                                                                           T* y, BatchNormGeometry g, int64_t rows) {
+  pdl::prologue();
+  constexpr int V = kVecChannels;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
+  if (c0 >= g.c) return;
+  // mean, rstd; then gamma and beta (forward), or gamma rstd (the formula's first product) and
+  // dy's and (dy xhat)'s means (grad).
+  double mean[V], rstd[V], k2[V], k3[V], k4[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int64_t ch = c0 + v;
+    mean[v] = coef[ch];
+    rstd[v] = coef[g.c + ch];
+    k2[v] = Grad ? coef[4 * g.c + ch] * rstd[v] : coef[4 * g.c + ch];
+    k3[v] = Grad ? coef[2 * g.c + ch] : coef[5 * g.c + ch];
+    k4[v] = Grad ? coef[3 * g.c + ch] : 0.0;
+  }
+  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r0 < rows;
+       r0 += kApplyVecRows * step) {
+    float4 av[kApplyVecRows], xv[kApplyVecRows];
+#pragma unroll
+    for (int k = 0; k < kApplyVecRows; ++k) {
+      const int64_t r = r0 + k * step;
+      if (r < rows) {
+        av[k] = detail::load4_wide(a + r * g.c + c0);
+        if (Grad) xv[k] = detail::load4_wide(x + r * g.c + c0);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kApplyVecRows; ++k) {
+      const int64_t r = r0 + k * step;
+      if (r >= rows) break;
+      const float in[V] = {av[k].x, av[k].y, av[k].z, av[k].w};
+      float out[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float xe = Grad ? (v == 0 ? xv[k].x : v == 1 ? xv[k].y : v == 2 ? xv[k].z : xv[k].w) : 0.0f;
+        out[v] = Grad ? bn_grad_value_scaled(in[v], xe, mean[v], rstd[v], k2[v], k3[v], k4[v])
+                      : bn_forward_value(in[v], mean[v], rstd[v], k2[v], k3[v]);
+      }
+      store4(y + r * g.c + c0, make_float4(out[0], out[1], out[2], out[3]));
     }
   }
 }
@@ -319,9 +491,29 @@ size_t partials_offset(const BatchNormGeometry& g) {
 }
 
 // The sums a call needs, into partials (NCHW or NHWC kernel).
+// Whether an NHWC call runs the vector kernels: C a multiple of their channels, every tensor
+// 16-byte aligned.
+bool nhwc_vectors(const BatchNormGeometry& g, std::initializer_list<const void*> tensors) {
+  if (!g.channels_last || g.c % kVecChannels != 0) return false;
+  for (const void* t : tensors)
+    if (t && !detail::aligned16(t)) return false;
+  return true;
+}
+
 template <typename T, typename I>
 void launch_partials(const T* x, const T* dy, Need need, const BatchNormGeometry& g, const Split& sp, double* partials,
                      cudaStream_t s) {
+  if (nhwc_vectors(g, {x, dy})) {
+    const dim3 grid(static_cast<unsigned>((g.c + 31) / 32), static_cast<unsigned>(sp.segments));
+    const dim3 block(32 / kVecChannels, 32);
+    if (need == Need::grad)
+      detail::launch(TG_LAUNCH_SITE, bn_partials_nhwc_vec_kernel<T, Need::grad>, grid, block, s, x, dy, g, sp, partials);
+    else if (need == Need::stats)
+      detail::launch(TG_LAUNCH_SITE, bn_partials_nhwc_vec_kernel<T, Need::stats>, grid, block, s, x, dy, g, sp, partials);
+    else
+      detail::launch(TG_LAUNCH_SITE, bn_partials_nhwc_vec_kernel<T, Need::sum>, grid, block, s, x, dy, g, sp, partials);
+    return;
+  }
   if (g.channels_last) {
     const dim3 grid(static_cast<unsigned>((g.c + 31) / 32), static_cast<unsigned>(sp.segments));
     detail::launch(TG_LAUNCH_SITE, bn_partials_nhwc_kernel<T, I>, grid, dim3(32, 32), s, x, dy, need, g, sp, partials);
@@ -351,8 +543,9 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
   if (c.op == OpKind::batch_norm_stats_update) {
     const T* x = elements<const T>(c.in[1].data);
     launch_partials<T, I>(x, nullptr, Need::stats, g, sp, partials, s);
-    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp,
-                   eps, static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T, P>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x,
+                   static_cast<const P*>(nullptr), static_cast<const P*>(nullptr), g, sp, eps,
+                   static_cast<double>(c.attrs->momentum), coef, static_cast<float*>(nullptr),
                    static_cast<float*>(nullptr), static_cast<float*>(c.in[0].data));
     return;
   }
@@ -369,8 +562,8 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
   if (c.op == OpKind::batch_norm_inference) {
     with_stats_type<P>(c.in[3].dtype, [&](auto st) {
       using S = decltype(st);
-      detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<S>, ch_blocks, 256, s, elements<const S>(c.in[3].data), g,
-                     eps, coef);
+      detail::launch(TG_LAUNCH_SITE, bn_inference_coef_kernel<S, P>, ch_blocks, 256, s, elements<const S>(c.in[3].data),
+                     gamma, beta, g, eps, coef);
     });
   } else {
     const bool stats_only = c.op == OpKind::batch_norm || c.op == OpKind::batch_norm_moments ||
@@ -381,14 +574,32 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     float* sums = sums_out ? static_cast<float*>(c.out.data) : nullptr;
     const bool second = c.op == OpKind::batch_norm_grad || c.op == OpKind::batch_norm_moments;
     float* params = second ? static_cast<float*>(c.out2.data) : nullptr;
-    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x, g, sp,
-                   eps, 0.0, coef, sums, params, static_cast<float*>(nullptr));
+    detail::launch(TG_LAUNCH_SITE, bn_combine_kernel<T, P>, warp_blocks, 32 * kWarpsPerBlock, s, c.op, partials, x,
+                   gamma, beta, g, sp, eps, 0.0, coef, sums, params, static_cast<float*>(nullptr));
     if (sums_out) return;
   }
   const bool grad = c.op == OpKind::batch_norm_grad_x || c.op == OpKind::batch_norm_grad;
-  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, P, I>,
-                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, a, x, gamma,
-                 beta, coef, elements<T>(c.out.data), g, total);
+  T* y = elements<T>(c.out.data);
+  if (nhwc_vectors(g, {a, grad ? x : nullptr, y})) {
+    const int64_t packs = g.c / kVecChannels, rows = total / g.c;
+    const int64_t bx = std::min<int64_t>(packs, kApplyVecThreads), by = kApplyVecThreads / bx;
+    const int64_t gx = (packs + bx - 1) / bx;
+    // At least 2 kApplyVecRows rows a thread (its coefficients' loads are paid once), and no
+    // more blocks than fill the device.
+    const int64_t fill = std::max<int64_t>(1, static_cast<int64_t>(detail::sm_count()) * 16 / gx);
+    const int64_t per = 2 * kApplyVecRows * by;
+    const int64_t gy = std::max<int64_t>(1, std::min({(rows + per - 1) / per, fill, int64_t{65535}}));
+    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(static_cast<unsigned>(bx),
+                                                                               static_cast<unsigned>(by));
+    if (grad)
+      detail::launch(TG_LAUNCH_SITE, bn_apply_nhwc_vec_kernel<T, true>, grid, block, s, a, x, coef, y, g, rows);
+    else
+      detail::launch(TG_LAUNCH_SITE, bn_apply_nhwc_vec_kernel<T, false>, grid, block, s, a, x, coef, y, g, rows);
+    return;
+  }
+  detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>,
+                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, a, x, coef, y,
+                 g, total);
 }
 
 // fn(T{}, P{}): T the element type of dtype d (the per-element tensors), P that of p (the
