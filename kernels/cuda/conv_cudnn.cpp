@@ -159,9 +159,12 @@ std::string algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
 }
 
 // An NHWC key's KRSC copy of the filter, rounded up to 256 bytes so that the algorithm's
-// workspace after it stays aligned.
+// workspace after it stays aligned; none where KCRS and KRSC are the same bytes (a 1 x 1
+// filter, or one input channel a group): a copy there moved every 1 x 1 weight and its
+// gradient once a step (ResNet-50: 108 copies of 0.47 ms in all in bf16 at batch 32, H100).
 size_t filter_copy_bytes(const ConvDnnKey& k) {
   const ConvGeometry& g = k.g;
+  if (g.r * g.s == 1 || g.c / g.groups == 1) return 0;
   const size_t bytes = static_cast<size_t>(g.k * (g.c / g.groups) * g.r * g.s) * static_cast<size_t>(dtype_size(k.dtype));
   return (bytes + 255) / 256 * 256;
 }

@@ -9,6 +9,8 @@
 //    vectors (L % 4 == 0 in f32, % 8 in 16 bits) and both pointers are aligned, written
 //    in output order. Bytes: read + write 8n, like a copy, and both sides move whole
 //    256-byte rows for dh = 64: expected ~90-95% of copy.
+//  - a batch of matrices with a short side (a filter between KCRS and KRSC): a block a
+//    matrix, read and written in order through shared memory;
 //  - the last dim moves: 64 x 64 tiles through shared memory (four 32 x 33 sub-tiles),
 //    between X (the input's last dim, contiguous in x) and Y (the input dim that becomes
 //    the output's last, contiguous in y); other dims are a batch. A warp reads 4 rows x
@@ -325,6 +327,52 @@ bool launch_tiles(const E* x, E* y, const Reduced& r, const Strides& t, cudaStre
   return true;
 }
 
+// A batch of small matrices [B, Y, X] -> [B, X, Y] where one side is short (a convolution's
+// filter between KCRS and KRSC: [K, C, 9] and back): the 64 x 64 tiles would be mostly empty
+// (9 of 64 columns used) and ran at under a quarter of the copy's bandwidth. A block takes
+// whole matrices: reads each one's Y X elements in order into shared memory, then writes them
+// in the output's order, both sides coalesced.
+constexpr int64_t kSlabElements = 8192;  // 32 KiB of f32 in shared memory
+
+template <typename E>
+__global__ void __launch_bounds__(256) transpose_slab_kernel(const E* x, E* y, int64_t batch, uint32_t nx,
+                                                              FastDiv by_y) {
+  pdl::prologue();
+  __shared__ E slab[kSlabElements];
+  const uint32_t ny = by_y.d, n = ny * nx;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    const E* src = x + b * n;
+    E* dst = y + b * n;
+    __syncthreads();  // every thread is done with the previous matrix
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) slab[i] = src[i];
+    __syncthreads();
+    for (uint32_t o = threadIdx.x; o < n; o += blockDim.x) {  // o = xx * ny + yy
+      const uint32_t xx = by_y.div(o), yy = o - xx * ny;
+      dst[o] = slab[yy * nx + xx];
+    }
+  }
+}
+
+// Whether the reduced permutation is a batch of matrices [B, Y, X] -> [B, X, Y] with a short
+// side and each matrix fitting the slab, and if so the slab kernel ran.
+template <typename E>
+bool launch_slabs(const E* x, E* y, const Reduced& r, cudaStream_t s) {
+  int64_t batch = 1, ny = 0, nx = 0;
+  if (r.rank == 2 && r.perm[0] == 1 && r.perm[1] == 0) {
+    ny = r.in[0], nx = r.in[1];
+  } else if (r.rank == 3 && r.perm[0] == 0 && r.perm[1] == 2 && r.perm[2] == 1) {
+    batch = r.in[0], ny = r.in[1], nx = r.in[2];
+  } else {
+    return false;
+  }
+  // Matrices of fewer elements than a block's threads would leave most of each block idle.
+  if (ny * nx > kSlabElements || ny * nx < kBlock || (ny >= 32 && nx >= 32)) return false;
+  const int grid = static_cast<int>(batch < 0x7fffffff ? batch : 0x7fffffff);
+  detail::launch(TG_LAUNCH_SITE, transpose_slab_kernel<E>, grid, kBlock, s, x, y, batch, static_cast<uint32_t>(nx),
+                 FastDiv(static_cast<uint32_t>(ny)));
+  return true;
+}
+
 // Beyond 32-bit indices: the plain gather over the output in order, R dims.
 template <int R, typename E>
 void launch_gather(const E* x, E* y, const Reduced& r, const Strides& t, int64_t total, cudaStream_t s) {
@@ -358,6 +406,7 @@ void transpose_as(const E* x, const int64_t* in_dims, int rank, const int* perm,
     return launch_runs<kMaxRank - 1>(x, y, r, t, total, s);
   }
   if (r.perm[last] != last) {
+    if (total < kMax32 && launch_slabs(x, y, r, s)) return;
     const bool done = small ? launch_tiles<kSmallRank - 2>(x, y, r, t, s) : launch_tiles<kMaxRank - 2>(x, y, r, t, s);
     if (done) return;
   }

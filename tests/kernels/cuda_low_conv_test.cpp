@@ -104,10 +104,11 @@ TEST_CASE("cuda batch_norm and its gradients in bf16 and f16") {
 
 namespace tg::testing {
 
-// max_pool2d_grad's tiled kernel (kernels/cuda/pool.cu) over planes of several tiles of 16 x 16
-// windows: the windows before a tile that reach into it (3 x 3 stride 2, 3 x 3 stride 1, 5 x 3
-// strides 3 x 2), none (2 x 2 stride 2), the last partial tile, ceil mode's partial windows,
-// asymmetric pads, NCHW and NHWC, f32 and bf16: the CPU reference's bits.
+// max_pool2d_grad's tiled kernels (kernels/cuda/pool.cu) over planes of several tiles of windows
+// (16 x 16 NCHW, 8 x 8 NHWC): the windows before a tile that reach into it (3 x 3 stride 2,
+// 3 x 3 stride 1, 5 x 3 strides 3 x 2), none (2 x 2 stride 2), the last partial tile, ceil
+// mode's partial windows, asymmetric pads, a full and a partial group of 32 channels (NHWC),
+// NCHW and NHWC, f32 and bf16: the CPU reference's bits.
 TEST_CASE("cuda max_pool2d_grad in tiles of windows: halos, partial tiles, ceil mode, both layouts == cpu") {
   TG_REQUIRE_GPU();
   struct Pool {
@@ -123,6 +124,7 @@ TEST_CASE("cuda max_pool2d_grad in tiles of windows: halos, partial tiles, ceil 
       {"3x3 stride 1 pads 1", {1, 2, 40, 35}, {3, 3}, {1, 1}, {1, 1, 1, 1}, false},
       {"3x3 stride 2 ceil", {1, 2, 37, 41}, {3, 3}, {2, 2}, {0, 0, 0, 0}, true},
       {"5x3 stride 3x2, pads 2 1 0 1", {1, 2, 50, 45}, {5, 3}, {3, 2}, {2, 1, 0, 1}, false},
+      {"40 channels, 3x3 stride 2 pads 1", {2, 40, 30, 34}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
   };
   uint64_t seed = 4100;
   for (const Pool& pl : pools)

@@ -54,6 +54,10 @@ TEST_CASE("cuda transpose: chosen shapes of every class") {
       // merged neighbours and size-1 dims: [3,5,7] (2,0,1) is a [15, 7] transpose
       {Shape{3, 5, 7}, {{2, 0, 1, 3}}}, {Shape{5, 1, 7, 8}, {{2, 1, 0, 3}}}, {Shape{1, 5}, {{1, 0, 2, 3}}},
       {Shape{1, 1}, {{1, 0, 2, 3}}}, {Shape{4, 1, 1, 9}, {{0, 2, 1, 3}}},
+      // a filter between KCRS and KRSC (a batch of matrices with a short side: slabs), and a
+      // matrix too large for a slab (tiles)
+      {Shape{64, 3, 7, 7}, {{0, 2, 3, 1}}}, {Shape{32, 64, 3, 3}, {{0, 2, 3, 1}}}, {Shape{32, 3, 3, 64}, {{0, 3, 1, 2}}},
+      {Shape{512, 512, 3, 3}, {{0, 2, 3, 1}}}, {Shape{2, 20, 500}, {{0, 2, 1, 3}}},
       // the identity
       {Shape{1023}, {{0, 1, 2, 3}}}, {Shape{4, 9}, {{0, 1, 2, 3}}}, {Shape{2, 3, 4, 5}, {{0, 1, 2, 3}}}};
   uint64_t seed = 7000;
