@@ -280,6 +280,9 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
     if (conv_has_epilogue(op) && at.act != Act::none && at.act != Act::relu)
       graph_error("{} {}: act {} is not supported; a fused convolution applies none or relu", name, node,
                   act_name(at.act));
+    if (op == OpKind::batch_norm_moments && at.act != Act::none && at.act != Act::relu)
+      graph_error("{} {}: act {} is not supported; a batch norm applies none or relu to its output", name, node,
+                  act_name(at.act));
     if (op == OpKind::batch_norm_fold) return OutShapes(out, Shape{bg.c});
     if (op == OpKind::batch_norm_grad || op == OpKind::batch_norm_moments) return OutShapes(out, Shape{2, bg.c});
     return out;

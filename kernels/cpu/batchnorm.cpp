@@ -66,6 +66,11 @@ void cpu_batch_norm_op(const OpCall& c, const BatchNormGeometry& g) {
         const Moments mo = channel_moments(a, g, ch);
         const double count = static_cast<double>(g.count());
         normalize(a, b, c.in[2].data, out, g, ch, {mo.mean, 1.0 / std::sqrt(mo.squares / count + eps)});
+        if (c.attrs->act == Act::relu)  // relu's bits: it commutes with each dtype's rounding
+          for (int64_t e = 0; e < g.count(); ++e) {
+            float& y = out[g.index(ch, e)];
+            y = y > 0.0f ? y : 0.0f;
+          }
         c.out2.data[ch] = static_cast<float>(mo.mean);
         c.out2.data[g.c + ch] = static_cast<float>(mo.squares / (count - 1.0));
         break;

@@ -115,6 +115,9 @@ __device__ __forceinline__ void add_terms(float x, float dy, double shift, doubl
 __device__ __forceinline__ float bn_forward_value(float x, double mean, double rstd, double gamma, double beta) {
   return static_cast<float>((static_cast<double>(x) - mean) * rstd * gamma + beta);
 }
+// batch_norm_moments' relu epilogue: relu's formula, which commutes with each dtype's rounding
+// (the fused op writes the bits of the relu after it).
+__device__ __forceinline__ float bn_relu(float v) { return v > 0.0f ? v : 0.0f; }
 // gamma_rstd = gamma * rstd, the formula's first product (a channel's constant).
 __device__ __forceinline__ float bn_grad_value_scaled(float dy, float x, double mean, double rstd, double gamma_rstd,
                                                       double dy_mean, double dy_xhat_mean) {
@@ -282,8 +285,22 @@ __global__ void bn_combine_kernel(OpKind op, const double* partials, const T* x,
   if (ch >= g.c) return;
   const int lane = static_cast<int>(threadIdx.x & 31);
   double sum[kSums] = {0, 0, 0, 0};
-  for (int64_t s = lane; s < sp.segments; s += 32)
-    for (int q = 0; q < kSums; ++q) sum[q] += partials[(ch * sp.segments + s) * kSums + q];
+  // Four runs' loads in flight before their adds, which keep their order.
+  for (int64_t s0 = lane; s0 < sp.segments; s0 += 4 * 32) {
+    double v[4][kSums];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int64_t s = s0 + 32 * u;
+#pragma unroll
+      for (int q = 0; q < kSums; ++q) v[u][q] = s < sp.segments ? partials[(ch * sp.segments + s) * kSums + q] : 0.0;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (s0 + 32 * u >= sp.segments) break;
+#pragma unroll
+      for (int q = 0; q < kSums; ++q) sum[q] += v[u][q];
+    }
+  }
 #pragma unroll
   for (int q = 0; q < kSums; ++q) sum[q] = detail::warp_sum(sum[q]);
   if (lane != 0) return;
@@ -349,8 +366,8 @@ __global__ void bn_inference_coef_kernel(const S* stats, const P* gamma, const P
 // The elementwise pass over all n c inner elements. Forward (a = x): y = (x - mean) rstd gamma
 // + beta. grad_x (a = dy, x): dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)).
 template <typename T, typename I>
-__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, const T* x, const double* coef, T* y,
-                                                       BatchNormGeometry g, int64_t total) {
+__global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, bool relu, const T* a, const T* x, const double* coef,
+                                                       T* y, BatchNormGeometry g, int64_t total) {
   pdl::prologue();
   // A warp takes chunks of 32 kApplyPer elements, lane j elements j, j + 32, ...: each load
   // and store of the warp is 32 consecutive elements, a lane issues a chunk's loads before it
@@ -392,8 +409,9 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, const T* a, co
       const int64_t i = i0 + 32 * k;
       if (i >= total) continue;
       const double mean = mean_c[ch], rstd = rstd_c[ch];
-      y[i] = narrow<T>(grad ? bn_grad_value(as[k], xs[k], mean, rstd, gamma_c[ch], dy_mean_c[ch], dy_xhat_mean_c[ch])
-                            : bn_forward_value(as[k], mean, rstd, gamma_c[ch], beta_c[ch]));
+      y[i] = narrow<T>(grad   ? bn_grad_value(as[k], xs[k], mean, rstd, gamma_c[ch], dy_mean_c[ch], dy_xhat_mean_c[ch])
+                       : relu ? bn_relu(bn_forward_value(as[k], mean, rstd, gamma_c[ch], beta_c[ch]))
+                              : bn_forward_value(as[k], mean, rstd, gamma_c[ch], beta_c[ch]));
       const I on = g.channels_last ? ch_nhwc : walk.advance(r) ? ch_carry : ch_planes;
       ch += on;  // ch, on < channels: one subtraction brings it back
       if (ch >= channels) ch -= channels;
@@ -417,8 +435,9 @@ __device__ __forceinline__ void store4(T* p, float4 v) {
   *reinterpret_cast<uint2*>(p) = make_uint2(pack(v.x, v.y), pack(v.z, v.w));
 }
 template <typename T, bool Grad>
-__global__ void __launch_bounds__(kApplyVecThreads) bn_apply_nhwc_vec_kernel(const T* a, const T* x, const double* coef,
-                                                                           T* y, BatchNormGeometry g, int64_t rows) {
+__global__ void __launch_bounds__(kApplyVecThreads) bn_apply_nhwc_vec_kernel(bool relu, const T* a, const T* x,
+                                                                           const double* coef, T* y,
+                                                                           BatchNormGeometry g, int64_t rows) {
   pdl::prologue();
   constexpr int V = kVecChannels;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
@@ -456,8 +475,9 @@ __global__ void __launch_bounds__(kApplyVecThreads) bn_apply_nhwc_vec_kernel(con
 #pragma unroll
       for (int v = 0; v < V; ++v) {
         const float xe = Grad ? (v == 0 ? xv[k].x : v == 1 ? xv[k].y : v == 2 ? xv[k].z : xv[k].w) : 0.0f;
-        out[v] = Grad ? bn_grad_value_scaled(in[v], xe, mean[v], rstd[v], k2[v], k3[v], k4[v])
-                      : bn_forward_value(in[v], mean[v], rstd[v], k2[v], k3[v]);
+        out[v] = Grad   ? bn_grad_value_scaled(in[v], xe, mean[v], rstd[v], k2[v], k3[v], k4[v])
+                 : relu ? bn_relu(bn_forward_value(in[v], mean[v], rstd[v], k2[v], k3[v]))
+                        : bn_forward_value(in[v], mean[v], rstd[v], k2[v], k3[v]);
       }
       store4(y + r * g.c + c0, make_float4(out[0], out[1], out[2], out[3]));
     }
@@ -579,6 +599,7 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     if (sums_out) return;
   }
   const bool grad = c.op == OpKind::batch_norm_grad_x || c.op == OpKind::batch_norm_grad;
+  const bool relu = c.op == OpKind::batch_norm_moments && c.attrs->act == Act::relu;
   T* y = elements<T>(c.out.data);
   if (nhwc_vectors(g, {a, grad ? x : nullptr, y})) {
     const int64_t packs = g.c / kVecChannels, rows = total / g.c;
@@ -592,14 +613,14 @@ void run_batch_norm(const OpCall& c, const BatchNormGeometry& g, char* scratch, 
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(static_cast<unsigned>(bx),
                                                                                static_cast<unsigned>(by));
     if (grad)
-      detail::launch(TG_LAUNCH_SITE, bn_apply_nhwc_vec_kernel<T, true>, grid, block, s, a, x, coef, y, g, rows);
+      detail::launch(TG_LAUNCH_SITE, bn_apply_nhwc_vec_kernel<T, true>, grid, block, s, false, a, x, coef, y, g, rows);
     else
-      detail::launch(TG_LAUNCH_SITE, bn_apply_nhwc_vec_kernel<T, false>, grid, block, s, a, x, coef, y, g, rows);
+      detail::launch(TG_LAUNCH_SITE, bn_apply_nhwc_vec_kernel<T, false>, grid, block, s, relu, a, x, coef, y, g, rows);
     return;
   }
   detail::launch(TG_LAUNCH_SITE, bn_apply_kernel<T, I>,
-                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, a, x, coef, y,
-                 g, total);
+                 static_cast<unsigned>(detail::grid_for((total + kApplyPer - 1) / kApplyPer)), 256, s, grad, relu, a, x,
+                 coef, y, g, total);
 }
 
 // fn(T{}, P{}): T the element type of dtype d (the per-element tensors), P that of p (the

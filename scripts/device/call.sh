@@ -12,7 +12,7 @@
 #   ctest-quick 120 the same without the cuDNN workspace-limit test (about 150 s alone)
 #   ctest-kernels 60  the CUDA kernel tests and the static == dynamic tests on CUDA alone (no workspace limit)
 #   cnn-speed  220  scripts/device/cnn-speed.sh: ResNet-50 under each convolution option set
-#   cnn-run    400  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
+#   cnn-run    200  scripts/device/cnn-run.sh: ResNet-50 both ways beside PyTorch, VGG-16 memory
 #   lm-quick   220  scripts/device/lm-run.sh quick: GPT-2 small at batch 4 x 256
 #   lm-full    480  scripts/device/lm-run.sh full: GPT-2 small at batch 8 x 1024 too
 #   lm-full-bf16, lm-full-fp32  330  the same in one precision (150 s a tool: torch.compile's first
@@ -23,7 +23,7 @@
 #              options, PyTorch's three forms (torch_baseline.py), tg-train with the defaults
 #   precision  260  scripts/device/precision-run.sh: every precision beside PyTorch's autocast
 #   lm-options-fp32 120  GPT-2 small in fp32 without passes (beside lm-full-fp32's run with them)
-#   cnn-bf16   150+240  ResNet-50 b32 224 in bf16: tg-train with every pass and channels_last under
+#   cnn-bf16   30+150  ResNet-50 b32 224 in bf16: tg-train with every pass and channels_last under
 #              cudnn.benchmark's freedom, PyTorch's forms under autocast (torch.compile included)
 #   cnn-bisect 260  ResNet-50's loss curve with each pass alone and with all but the lanes pass's
 #              early updates, against none, over 20 steps (which pass changes the step on the GPU)
@@ -71,7 +71,7 @@ for name in "$@"; do
     ctest-quick) gpu_ctest ctest-quick 120 -R "cuda|gpu|torch_baseline_cpu|tg_reliability_" -E "workspace limit bounds" ;;
     ctest-kernels) gpu_ctest ctest-kernels 60 -R "tg_kernels_cuda_test|on CUDA" -E "workspace limit bounds" ;;
     cnn-speed) step cnn-speed 220 env OUT="$dir" bash scripts/device/cnn-speed.sh "$build" 45 ;;
-    cnn-run) step cnn-run 400 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
+    cnn-run) step cnn-run 200 env OUT="$dir" bash scripts/device/cnn-run.sh "$build" resnet50 140 ;;
     lm-quick) step lm-quick 220 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 55 0 quick ;;
     lm-full) step lm-full 480 env OUT="$dir" bash scripts/device/lm-run.sh "$build" 120 0 full ;;
     lm-full-bf16 | lm-full-fp32)
@@ -95,11 +95,11 @@ for name in "$@"; do
         --precision fp32 --json "$dir/train_gpt2_fp32_no_passes.json" > "$dir/train_gpt2_fp32_no_passes.txt" 2>&1
       grep -E "^(replay|loss_curve) " "$dir/train_gpt2_fp32_no_passes.txt" | cut -c1-200 >> "$out/summary.txt" ;;
     cnn-bf16)
-      step cnn-bf16-tg 150 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 \
+      step cnn-bf16-tg 30 "$build/experiments/train/tg-train" --device 0 --quick --models resnet50 \
         --passes all,channels_last --precision bf16 \
         --cuda-options conv_benchmark=1,conv_deterministic=0,conv_workspace_mb=1024 \
         --json "$dir/train_resnet50_bf16_free.json" > "$dir/train_resnet50_bf16_free.txt" 2>&1
-      step cnn-bf16-torch 240 python3 experiments/peers/torch_baseline.py --device 0 --quick --workloads cnn \
+      step cnn-bf16-torch 150 python3 experiments/peers/torch_baseline.py --device 0 --quick --workloads cnn \
         --cnn-models resnet50 --precision bf16 --json "$dir/torch_resnet50_bf16.json" > "$dir/torch_resnet50_bf16.txt" 2>&1
       grep -hE "^(replay|pass_replay_host|loss_curve|static_plan_bytes) |failed" "$dir/train_resnet50_bf16_free.txt" \
         | cut -c1-220 >> "$out/summary.txt"

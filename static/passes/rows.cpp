@@ -21,6 +21,8 @@
 //    update no longer reads x again for the statistics the batch norm has just taken. Both
 //    the update and the blend blend the batch's values rounded to f32 (graph/batch_norm.h
 //    bn_blend), so the running statistics keep their bits, as y does.
+//  - relu(y) of that batch_norm_moments' y, where the relu alone reads it -> the same
+//    batch_norm_moments with act relu (fuse_batch_norm_relu).
 //  - cast(layernorm(x, gamma, beta)) of an f32 layernorm to a float dtype -> layernorm_cast: under
 //    autocast every layernorm's f32 output is cast to bf16 or f16 for the GEMMs after it; the
 //    kernel rounds its f32 values once on store, as the cast does (the same bits).
@@ -200,6 +202,34 @@ Graph fuse_batch_norm_moments(const Graph& g) {
   return changed ? rw.finish() : g;
 }
 
+// batch_norm_moments and the relu of its y, where the relu alone reads y -> batch_norm_moments
+// with act relu, writing the relu's output in its bits (relu commutes with each dtype's
+// rounding), so that y is neither written nor read again. Training reads
+// no pre-activation y (relu's gradient reads relu's output, batch norm's reads x). The fused node
+// stays at the batch norm's place, before the blend that reads its moments.
+Graph fuse_batch_norm_relu(const Graph& g) {
+  GraphRewrite rw(g);
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if (n.op != OpKind::relu || rw.removed(id)) continue;
+    const int bn = rw.fusable_producer(n.inputs[0], OpKind::batch_norm_moments, id);
+    if (bn < 0) continue;
+    const Node& b = g.nodes[static_cast<size_t>(bn)];
+    if (b.attrs.act != Act::none || b.outputs[0] != n.inputs[0]) continue;
+    Node f = b;
+    f.name = n.name;  // a node shares its name with its (first) output
+    f.attrs.act = Act::relu;
+    f.outputs = {n.outputs[0], b.outputs[1]};
+    rw.remove(bn);
+    rw.remove(id);
+    rw.add_node(std::move(f), bn);
+    changed = true;
+  }
+  return changed ? rw.finish() : g;
+}
+
 // A layernorm's output cast on its store (layernorm_cast) and a layernorm input gradient
 // added into its accumulation (layernorm_grad_x_acc): one walk, the two patterns reading
 // disjoint nodes (the forward op and its gradient).
@@ -305,8 +335,8 @@ Graph read_low_layernorm_dy(const Graph& g) {
 }  // namespace
 
 Graph pass_rows(const Graph& g) {
-  return fuse_batch_norm_moments(
-      fuse_batch_norm_grads(read_low_layernorm_dy(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g))))));
+  return fuse_batch_norm_relu(fuse_batch_norm_moments(
+      fuse_batch_norm_grads(read_low_layernorm_dy(fuse_layernorm_epilogues(fuse_layernorm_params(fold_scales(g)))))));
 }
 
 }  // namespace tg

@@ -413,6 +413,8 @@ inline std::vector<OpSample> op_samples(OpKind op) {
       std::vector<OpSample> v = {tol(sample("NCHW [2,3,4,5]", inputs({2, 3, 4, 5})), 1e-5, 1e-5),
                                  tol(with(sample("NHWC [2,4,5,3]", inputs({2, 4, 5, 3}, 3)), nhwc), 1e-5, 1e-5),
                                  tol(with(sample("[4,3], channels_last", inputs({4, 3})), nhwc), 1e-5, 1e-5),
+                                 // C a multiple of 4: the CUDA NHWC vector kernels
+                                 tol(with(sample("NHWC [2,3,5,8]", inputs({2, 3, 5, 8}, 3)), nhwc), 1e-5, 1e-5),
                                  tol(sample("[4,3]", inputs({4, 3})), 1e-5, 1e-5),
                                  tol(with(sample("NCHW, eps 0.1", inputs({3, 3, 2, 2})),
                                           [op](Attrs& t) {
@@ -421,12 +423,19 @@ inline std::vector<OpSample> op_samples(OpKind op) {
                                      1e-5, 1e-5)};
       // 16-bit activations beside f32 gamma, beta and statistics, as autocast runs batch norm.
       const bool has_channel_input = op != OpKind::batch_norm_grad_gamma && op != OpKind::batch_norm_grad_beta;
-      for (OpSample s : {v[0], v[1]}) {
+      for (OpSample s : {v[0], v[1], v[3]}) {
         if (!has_channel_input) break;
         s.what += ", per-channel inputs f32";
         s.channels_f32 = true;
         v.push_back(std::move(s));
       }
+      // The rows pass's relu epilogue, in both layouts and beside f32 per-channel inputs.
+      if (op == OpKind::batch_norm_moments)
+        for (OpSample s : {v[0], v[3], v.back()}) {
+          s.what += ", relu";
+          s.attrs.act = Act::relu;
+          v.push_back(std::move(s));
+        }
       if (op == OpKind::batch_norm_inference) {
         OpSample s = v[0];
         s.what += ", running statistics f32";

@@ -127,8 +127,11 @@ TEST_CASE("NHWC ops give their NCHW form's bits, transposed, in f32, bf16 and f1
   }
   // conv2d, its two gradients, the two fused convolutions, conv_transpose2d, the four pools
   // (each with three NHWC samples but conv_transpose2d's one), and the eight batch norms (the
-  // five with per-channel inputs once more with those in f32), in three dtypes.
-  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 3 * (8 + 5));
+  // five with per-channel inputs once more with those in f32); the seven but the update once
+  // more with 8 channels (the CUDA vector kernels' case), the five again with f32 per-channel
+  // inputs, and batch_norm_moments' relu epilogue on both of its 8-channel samples; in three
+  // dtypes.
+  CHECK(compared == 3 * (5 * 3 + 1 + 4 * 3) + 3 * (8 + 5) + 3 * (7 + 5 + 2));
 }
 
 TEST_CASE("an NHWC shape rule reads C from the last dim, and its messages say so") {

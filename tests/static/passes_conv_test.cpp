@@ -182,7 +182,8 @@ TEST_CASE("rows pass: a batch norm's three gradients as one op, ResNet-20 traini
 }
 
 // The rows pass's running-statistics part: each training batch norm becomes batch_norm_moments
-// and its statistics' update a blend of the moments, which takes the update's bits.
+// and its statistics' update a blend of the moments, which takes the update's bits; a relu that
+// alone reads its output becomes its epilogue.
 TEST_CASE("rows pass: running statistics from the batch norm's own moments, ResNet-20 training to the unfused bits") {
   const int norms = kRowsNorms;
   for (Precision p : {Precision::fp32, Precision::bf16}) {
@@ -193,6 +194,11 @@ TEST_CASE("rows pass: running statistics from the batch norm's own moments, ResN
     CHECK(count(g, OpKind::batch_norm_moments) == norms);
     CHECK(count(g, OpKind::batch_norm_stats_blend) == norms);
     for (OpKind op : {OpKind::batch_norm, OpKind::batch_norm_stats_update}) CHECK(count(g, op) == 0);
+    // The relus that read a batch norm's output alone became its epilogue.
+    int with_relu = 0;
+    for (const Node& n : g.nodes) with_relu += n.op == OpKind::batch_norm_moments && n.attrs.act == Act::relu;
+    CHECK(with_relu > 0);
+    CHECK(count(g, OpKind::relu) == count(*unfused.graph, OpKind::relu) - with_relu);
     // Every parameter after the steps, the running statistics included, has the unfused bits.
     check_same_steps(unfused, plan, 3);
   }
