@@ -337,6 +337,8 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     if (c.op == OpKind::batch_norm_fold) k.numel("second output (the folded bias)", c.out2.shape, g.bn.c);
     if (c.op == OpKind::batch_norm_grad) k.numel("second output (dgamma, then dbeta)", c.out2.shape, 2 * g.bn.c);
     if (c.op == OpKind::batch_norm_moments) k.numel("second output (mean, then variance)", c.out2.shape, 2 * g.bn.c);
+    if (c.op == OpKind::batch_norm_moments && k.attrs().act != Act::none && k.attrs().act != Act::relu)
+      k.fail("act {} is not supported; a batch norm applies none or relu to its output", act_name(k.attrs().act));
     return g;
   }
   if (op_in_family(c.op, "conv")) {

@@ -51,7 +51,9 @@ __device__ __forceinline__ Index window_argmax3(const T* plane, Index step, cons
   for (int t = 0; t < 9; ++t) {
     const int h = hs + t / 3, w = ws + t % 3;
     in[t] = h >= 0 && h < hh && w >= 0 && w < width;
-    v[t] = in[t] ? static_cast<float>(plane[static_cast<Index>(h * width + w) * step]) : 0.0f;
+    // The flat index in Index (unsigned 32 bits), as the loop below: a plane may pass 2^31.
+    v[t] = in[t] ? static_cast<float>(plane[(static_cast<Index>(h) * static_cast<Index>(width) + static_cast<Index>(w)) * step])
+                 : 0.0f;
   }
   int best = -1;
   float top = 0.0f;
@@ -63,8 +65,10 @@ __device__ __forceinline__ Index window_argmax3(const T* plane, Index step, cons
       top = v[t];
     }
   }
-  if (best < 0) return static_cast<Index>((hs < 0 ? 0 : hs) * width + (ws < 0 ? 0 : ws));  // as the loop below
-  return static_cast<Index>((hs + best / 3) * width + ws + best % 3);
+  const Index w_index = static_cast<Index>(width);
+  if (best < 0)  // as the loop below
+    return static_cast<Index>(hs < 0 ? 0 : hs) * w_index + static_cast<Index>(ws < 0 ? 0 : ws);
+  return static_cast<Index>(hs + best / 3) * w_index + static_cast<Index>(ws + best % 3);
 }
 template <typename T>
 __device__ __forceinline__ Index window_argmax(const T* plane, Index step, const ConvGeometry& g, Index p, Index q) {

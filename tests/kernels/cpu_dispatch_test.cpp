@@ -139,6 +139,21 @@ TEST_CASE("run_cpu rejects malformed calls with a message naming the op and the 
   m.out = {out.data(), Shape{2, 2}};
   m.attrs = nullptr;
   CHECK_THROWS_WITH_AS(kernels::run_cpu(m), doctest::Contains("attrs is null"), std::invalid_argument);
+
+  // batch_norm_moments' epilogue is none or relu: another act is refused, not run as none.
+  std::vector<float> x(12, 1.0f), gamma(3, 1.0f), beta(3, 0.0f), y(12), moments(6);
+  Attrs gelu;
+  gelu.act = Act::gelu;
+  kernels::OpCall bn;
+  bn.op = OpKind::batch_norm_moments;
+  bn.attrs = &gelu;
+  bn.num_inputs = 3;
+  bn.in[0] = {x.data(), Shape{4, 3}};
+  bn.in[1] = {gamma.data(), Shape{3}};
+  bn.in[2] = {beta.data(), Shape{3}};
+  bn.out = {y.data(), Shape{4, 3}};
+  bn.out2 = {moments.data(), Shape{2, 3}};
+  CHECK_THROWS_WITH_AS(kernels::run_cpu(bn), doctest::Contains("act gelu is not supported"), std::invalid_argument);
 }
 
 TEST_CASE("cpu backend: 256-aligned allocation, copies, run, synchronize") {
