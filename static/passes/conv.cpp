@@ -239,6 +239,10 @@ Graph pass_bn_fold(const Graph& g) {
       to.to = od;
       rw.add_node(make_node(bn.name, OpKind::cast, {y}, bn.outputs, to), id);
     }
+    // A 16-bit convolution's weight cast, which the fold read past: nothing reads it now.
+    const int w_cast = rw.producer(cv.inputs[1]);
+    if (w != cv.inputs[1] && w_cast >= 0 && !rw.removed(w_cast) && rw.only_read_by(cv.inputs[1], conv))
+      rw.remove(w_cast);
     if (cast >= 0) rw.remove(cast);
     rw.remove(conv);
     rw.remove(id);
