@@ -277,12 +277,8 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
         !(at.momentum >= 0.0f && at.momentum <= 1.0f))
       graph_error("{} {}: momentum = {} must be in [0, 1] (0.1 is PyTorch's BatchNorm default)", name, node,
                   at.momentum);
-    if (conv_has_epilogue(op) && at.act != Act::none && at.act != Act::relu)
-      graph_error("{} {}: act {} is not supported; a fused convolution applies none or relu", name, node,
-                  act_name(at.act));
-    if (op == OpKind::batch_norm_moments && at.act != Act::none && at.act != Act::relu)
-      graph_error("{} {}: act {} is not supported; a batch norm applies none or relu to its output", name, node,
-                  act_name(at.act));
+    if (const std::string bad_act = act_refusal(op, at.act); !bad_act.empty())
+      graph_error("{} {}: {}", name, node, bad_act);
     if (op == OpKind::batch_norm_fold) return OutShapes(out, Shape{bg.c});
     if (op == OpKind::batch_norm_grad || op == OpKind::batch_norm_moments) return OutShapes(out, Shape{2, bg.c});
     return out;
@@ -596,5 +592,14 @@ OutShapes infer_unchecked(OpKind op, const std::vector<Shape>& in, const Attrs& 
               "graph/op.h", name, node);
 }
 }  // namespace
+
+std::string act_refusal(OpKind op, Act a) {
+  if (a == Act::none || a == Act::relu) return {};
+  if (conv_has_epilogue(op))
+    return fmt::format("act {} is not supported; a fused convolution applies none or relu", act_name(a));
+  if (op == OpKind::batch_norm_moments)
+    return fmt::format("act {} is not supported; a batch norm applies none or relu to its output", act_name(a));
+  return {};
+}
 
 }  // namespace tg

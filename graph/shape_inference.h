@@ -19,4 +19,9 @@ Shape infer_shape(OpKind op, const std::vector<Shape>& inputs, const Attrs& attr
 std::vector<Shape> infer_shapes(OpKind op, const std::vector<Shape>& inputs, const Attrs& attrs,
                                 const std::string& node_name);
 
+// What is wrong with activation `a` on `op`, or "" where the op takes it: the fused
+// convolutions and batch_norm_moments apply none or relu. The graph's rule and the kernels'
+// call check both ask this.
+std::string act_refusal(OpKind op, Act a);
+
 }  // namespace tg

@@ -11,6 +11,7 @@
 #include "graph/conv.h"
 #include "graph/dtype_rules.h"
 #include "graph/heads.h"
+#include "graph/shape_inference.h"
 #include "kernels/philox.h"
 
 namespace tg::kernels {
@@ -337,8 +338,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     if (c.op == OpKind::batch_norm_fold) k.numel("second output (the folded bias)", c.out2.shape, g.bn.c);
     if (c.op == OpKind::batch_norm_grad) k.numel("second output (dgamma, then dbeta)", c.out2.shape, 2 * g.bn.c);
     if (c.op == OpKind::batch_norm_moments) k.numel("second output (mean, then variance)", c.out2.shape, 2 * g.bn.c);
-    if (c.op == OpKind::batch_norm_moments && k.attrs().act != Act::none && k.attrs().act != Act::relu)
-      k.fail("act {} is not supported; a batch norm applies none or relu to its output", act_name(k.attrs().act));
+    if (const std::string bad_act = act_refusal(c.op, k.attrs().act); !bad_act.empty()) k.fail("{}", bad_act);
     return g;
   }
   if (op_in_family(c.op, "conv")) {
@@ -346,8 +346,7 @@ CallGeometry check_op_call(const OpCall& c, const char* backend) {
     std::string why;
     const Shape in[4] = {x, y, c.num_inputs > 2 ? c.in[2].shape : Shape{}, c.num_inputs > 3 ? c.in[3].shape : Shape{}};
     if (!conv_op_geometry(c.op, in, k.attrs().conv, g.conv, out, &why)) k.fail("{}", why);
-    if (conv_has_epilogue(c.op) && k.attrs().act != Act::none && k.attrs().act != Act::relu)
-      k.fail("act {} is not supported; a fused convolution applies none or relu", act_name(k.attrs().act));
+    if (const std::string bad_act = act_refusal(c.op, k.attrs().act); !bad_act.empty()) k.fail("{}", bad_act);
     k.numel("output", c.out.shape, out.numel());
     g.n = out.numel();
     return g;

@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "graph/dtype_rules.h"
+#include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/storage.h"
@@ -115,9 +116,9 @@ __device__ __forceinline__ void add_terms(float x, float dy, double shift, doubl
 __device__ __forceinline__ float bn_forward_value(float x, double mean, double rstd, double gamma, double beta) {
   return static_cast<float>((static_cast<double>(x) - mean) * rstd * gamma + beta);
 }
-// batch_norm_moments' relu epilogue: relu's formula, which commutes with each dtype's rounding
-// (the fused op writes the bits of the relu after it).
-__device__ __forceinline__ float bn_relu(float v) { return v > 0.0f ? v : 0.0f; }
+// batch_norm_moments' relu epilogue: the relu op's own formula, which commutes with each dtype's
+// rounding (the fused op writes the bits of the relu after it).
+__device__ __forceinline__ float bn_relu(float v) { return detail::ReluF{}(v, v); }
 // gamma_rstd = gamma * rstd, the formula's first product (a channel's constant).
 __device__ __forceinline__ float bn_grad_value_scaled(float dy, float x, double mean, double rstd, double gamma_rstd,
                                                       double dy_mean, double dy_xhat_mean) {
@@ -426,14 +427,6 @@ __global__ void __launch_bounds__(256) bn_apply_kernel(bool grad, bool relu, con
 // bandwidth).
 constexpr int kApplyVecThreads = 128;
 constexpr int kApplyVecRows = 4;  // rows a thread has in flight
-__device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
-template <typename T>
-__device__ __forceinline__ void store4(T* p, float4 v) {
-  const auto pack = [](float lo, float hi) {
-    return static_cast<uint32_t>(narrow<T>(lo).bits) | (static_cast<uint32_t>(narrow<T>(hi).bits) << 16);
-  };
-  *reinterpret_cast<uint2*>(p) = make_uint2(pack(v.x, v.y), pack(v.z, v.w));
-}
 template <typename T, bool Grad>
 __global__ void __launch_bounds__(kApplyVecThreads) bn_apply_nhwc_vec_kernel(bool relu, const T* a, const T* x,
                                                                            const double* coef, T* y,
@@ -479,7 +472,7 @@ __global__ void __launch_bounds__(kApplyVecThreads) bn_apply_nhwc_vec_kernel(boo
                  : relu ? bn_relu(bn_forward_value(in[v], mean[v], rstd[v], k2[v], k3[v]))
                         : bn_forward_value(in[v], mean[v], rstd[v], k2[v], k3[v]);
       }
-      store4(y + r * g.c + c0, make_float4(out[0], out[1], out[2], out[3]));
+      detail::store4(y + r * g.c + c0, make_float4(out[0], out[1], out[2], out[3]));
     }
   }
 }
@@ -510,7 +503,6 @@ size_t partials_offset(const BatchNormGeometry& g) {
   return (static_cast<size_t>(g.c * kCoefs) * sizeof(double) + 255) / 256 * 256;
 }
 
-// The sums a call needs, into partials (NCHW or NHWC kernel).
 // Whether an NHWC call runs the vector kernels: C a multiple of their channels, every tensor
 // 16-byte aligned.
 bool nhwc_vectors(const BatchNormGeometry& g, std::initializer_list<const void*> tensors) {
@@ -520,6 +512,7 @@ bool nhwc_vectors(const BatchNormGeometry& g, std::initializer_list<const void*>
   return true;
 }
 
+// The sums a call needs, into partials (the NHWC vector kernel, or the NCHW or NHWC one).
 template <typename T, typename I>
 void launch_partials(const T* x, const T* dy, Need need, const BatchNormGeometry& g, const Split& sp, double* partials,
                      cudaStream_t s) {

@@ -52,8 +52,8 @@ __device__ __forceinline__ Index window_argmax3(const T* plane, Index step, cons
     const int h = hs + t / 3, w = ws + t % 3;
     in[t] = h >= 0 && h < hh && w >= 0 && w < width;
     // The flat index in Index (unsigned 32 bits), as the loop below: a plane may pass 2^31.
-    v[t] = in[t] ? static_cast<float>(plane[(static_cast<Index>(h) * static_cast<Index>(width) + static_cast<Index>(w)) * step])
-                 : 0.0f;
+    const Index at = static_cast<Index>(h) * static_cast<Index>(width) + static_cast<Index>(w);
+    v[t] = in[t] ? static_cast<float>(plane[at * step]) : 0.0f;
   }
   int best = -1;
   float top = 0.0f;
@@ -119,11 +119,12 @@ __device__ __forceinline__ Windows windows_of(Index in, int64_t taps, int64_t st
   return {first, last};
 }
 
-// max_pool2d_grad in tiles: a block takes one plane (n, c) and a tile of kPoolTile x kPoolTile
-// output windows (NHWC: a group of planes, tiles half as wide; below), finds the maximum of each window once (with the windows before the tile that
-// reach into it), keeps them in shared memory, and then writes dx for the inputs that lie from
-// the first window's start to the next tile's: dy summed over the windows whose maximum the input
-// is, in pool2d_grad_element's order (graph/conv.h: taps r, then s; a double sum, rounded once).
+// max_pool2d_grad in tiles: a block takes one plane (n, c) (NHWC: a group of planes, below) and
+// a tile of kPoolTile x kPoolTile output windows (NHWC: half as wide), finds the maximum of each
+// window once (with the windows before the tile that reach into it), keeps them in shared
+// memory, and then writes dx for the inputs that lie from the first window's start to the next
+// tile's: dy summed over the windows whose maximum the input is, in pool2d_grad_element's order
+// (graph/conv.h: taps r, then s; a double sum, rounded once).
 // A thread per input that found each covering window's maximum itself read every window up to
 // four times over (3 x 3 stride 2): the ResNet stem's gradient took 1.9 ms at batch 32 on an H100.
 constexpr Index kPoolTile = 16;
@@ -235,8 +236,8 @@ bool max_pool_op(const OpCall& c, const ConvGeometry& g, cudaStream_t s) {
   const int grid = static_cast<int>(t.blocks < (int64_t{1} << 30) ? t.blocks : (int64_t{1} << 30));
   with_element_type(c.out.dtype, [&](auto e) {
     using T = decltype(e);
-    detail::launch_smem(TG_LAUNCH_SITE, g.nhwc ? max_pool_grad_kernel<T, kPoolGroup> : max_pool_grad_kernel<T, 1>, grid, 256,
-                        smem, s, elements<const T>(c.in[0].data), elements<const T>(c.in[1].data),
+    auto* const kernel = g.nhwc ? max_pool_grad_kernel<T, kPoolGroup> : max_pool_grad_kernel<T, 1>;
+    detail::launch_smem(TG_LAUNCH_SITE, kernel, grid, 256, smem, s, elements<const T>(c.in[0].data), elements<const T>(c.in[1].data),
                         elements<T>(c.out.data), g, t);
   });
   return true;

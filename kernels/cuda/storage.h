@@ -219,16 +219,23 @@ __device__ __forceinline__ float4 load4_wide(const T* p) {
                      T{static_cast<uint16_t>(u.y)}, T{static_cast<uint16_t>(u.y >> 16)});
 }
 
-// Four values stored at p (aligned4(p)), each rounded once to T, with a streaming store
-// (evict-first: written once, not read again by the kernel).
-__device__ __forceinline__ void store4_streaming(float* p, float4 v) { __stcs(reinterpret_cast<float4*>(p), v); }
+// Four values rounded once each to the 16-bit T, in one 8-byte word (the lower address first).
 template <typename T>
-__device__ __forceinline__ void store4_streaming(T* p, float4 v) {
+__device__ __forceinline__ uint2 pack4(float4 v) {
   const auto pack = [](float lo, float hi) {
     return static_cast<uint32_t>(narrow<T>(lo).bits) | (static_cast<uint32_t>(narrow<T>(hi).bits) << 16);
   };
-  __stcs(reinterpret_cast<uint2*>(p), make_uint2(pack(v.x, v.y), pack(v.z, v.w)));
+  return make_uint2(pack(v.x, v.y), pack(v.z, v.w));
 }
+
+// Four values stored at p (aligned4(p)), each rounded once to T: a plain store, and a streaming
+// one (evict-first: written once, not read again by the kernel).
+__device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+template <typename T>
+__device__ __forceinline__ void store4(T* p, float4 v) { *reinterpret_cast<uint2*>(p) = pack4<T>(v); }
+__device__ __forceinline__ void store4_streaming(float* p, float4 v) { __stcs(reinterpret_cast<float4*>(p), v); }
+template <typename T>
+__device__ __forceinline__ void store4_streaming(T* p, float4 v) { __stcs(reinterpret_cast<uint2*>(p), pack4<T>(v)); }
 
 }  // namespace tg::kernels::cuda::detail
 #endif  // __CUDACC__

@@ -204,9 +204,9 @@ Graph fuse_batch_norm_moments(const Graph& g) {
 
 // batch_norm_moments and the relu of its y, where the relu alone reads y -> batch_norm_moments
 // with act relu, writing the relu's output in its bits (relu commutes with each dtype's
-// rounding), so that y is neither written nor read again. Training reads
-// no pre-activation y (relu's gradient reads relu's output, batch norm's reads x). The fused node
-// stays at the batch norm's place, before the blend that reads its moments.
+// rounding), so that y is neither written nor read again. Training reads no pre-activation y
+// (relu's gradient reads relu's output, batch norm's reads x). The fused node stays at the
+// batch norm's place, before the blend that reads its moments.
 Graph fuse_batch_norm_relu(const Graph& g) {
   GraphRewrite rw(g);
   bool changed = false;
